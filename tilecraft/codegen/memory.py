@@ -1,0 +1,86 @@
+"""Loads, stores and atomics: pointer offsets and masks from index items (stage: codegen).
+
+An index item is ``("tile", sym, dim)``, ``("rdim", sym, dim)``, ``("int", k, dim)``, ``("none",)``
+or ``("value", input_position, dim)``; each contributes ``index * stride`` to the offset, placed at
+its position in the result shape, and its dims' masks to the access mask.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tilecraft.ir.nodes import Node
+
+if TYPE_CHECKING:
+    from tilecraft.codegen.emitter import Emitter
+
+
+def _expand(text: str, pos: int, width: int, rank: int) -> str:
+    if rank <= width:
+        return text
+    spec = ["None"] * rank
+    for i in range(pos, pos + width):
+        spec[i] = ":"
+    return f"{text}[{', '.join(spec)}]"
+
+
+def access(em: Emitter, node: Node, value_inputs: list[Node]) -> tuple[str, str | None]:
+    """(pointer expression, mask expression or None) for a LOAD/STORE/ATOMIC node."""
+    tensor = node.attrs["tensor"]
+    rank = node.ndim
+    param = tensor.name
+    em.tensors[param] = tensor
+    terms: list[str] = []
+    masks: list[str] = []
+    pos = 0
+    for item in node.attrs["index"]:
+        kind = item[0]
+        if kind == "none":
+            pos += 1
+            continue
+        stride = tensor.stride[item[2]]
+        if kind == "int":
+            if item[1]:
+                terms.append(str(item[1] * stride))
+            continue
+        if kind in ("tile", "rdim"):
+            sym = item[1]
+            st = em.state(sym)
+            width = 0 if sym.scalar else 1
+            idx = _expand(st.index, pos, width, rank)
+            mask = st.mask if width == 0 else em.mask_at(sym, pos, rank)
+        else:
+            vnode = value_inputs[item[1]]
+            width = vnode.ndim
+            idx = _expand(em.expr(vnode), pos, width, rank)
+            mask = em.value_mask(vnode.shape)
+            if mask and width:
+                mask = _expand(f"({mask})", pos, width, rank)
+        terms.append(idx if stride == 1 else f"{idx} * {stride}")
+        if mask:
+            masks.append(mask)
+        pos += width
+    offset = " + ".join(terms) if terms else "0"
+    return f"{param} + ({offset})", " & ".join(masks) if masks else None
+
+
+def emit_load(em: Emitter, node: Node) -> None:
+    ptr, mask = access(em, node, node.inputs)
+    args = f"{ptr}, {mask}, other=0" if mask else ptr
+    em.bind(node, f"tl.load({args})")
+
+
+def emit_store(em: Emitter, node: Node) -> None:
+    value, *index_values = node.inputs
+    ptr, mask = access(em, node, index_values)
+    mask_arg = f", {mask}" if mask else ""
+    em.w.line(f"tl.store({ptr}, {em.expr(value)}{mask_arg})")
+    em.scopes[-1][node.id] = "None"
+
+
+def emit_atomic(em: Emitter, node: Node) -> None:
+    value, *index_values = node.inputs
+    ptr, mask = access(em, node, index_values)
+    mask_arg = f", mask={mask}" if mask else ""
+    fn: Any = {"add": "tl.atomic_add", "max": "tl.atomic_max", "min": "tl.atomic_min", "xchg": "tl.atomic_xchg"}[node.attrs["kind"]]
+    em.bind(node, f"{fn}({ptr}, {em.expr(value)}{mask_arg}, sem='relaxed')")

@@ -1,0 +1,128 @@
+"""``tc.Config``: one point of a kernel's implementation space (stage: config).
+
+Field names follow Helion's where the meaning is the same, so a Helion config pastes into tilecraft.
+A Config is frozen, validates its own field types on construction, and gives a stable cache key.
+Whether its values fit a particular kernel is :meth:`ConfigSpec.normalize`'s job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from tilecraft.errors import ConfigError
+
+PID_TYPES = ("flat", "xyz", "persistent_blocked", "persistent_interleaved")
+INDEXING = ("pointer", "block_ptr", "tensor_descriptor")
+
+
+def _tuple(value: Any) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,)
+
+
+@dataclasses.dataclass(frozen=True, init=False)
+class Config:
+    block_sizes: tuple[int, ...] = ()
+    reduction_loops: tuple[int | None, ...] = ()
+    num_warps: int | None = None
+    num_stages: int | None = None
+    pid_type: str = "flat"
+    indexing: tuple[str, ...] | str = "pointer"
+    load_eviction_policies: tuple[str, ...] = ()
+    l2_groupings: tuple[int, ...] = ()
+    loop_orders: tuple[tuple[int, ...], ...] = ()
+    flatten_loops: tuple[bool, ...] = ()
+    range_unroll_factors: tuple[int, ...] = ()
+    range_num_stages: tuple[int, ...] = ()
+    range_multi_buffers: tuple[bool | None, ...] = ()
+    range_flattens: tuple[bool | None, ...] = ()
+    range_warp_specializes: tuple[bool | None, ...] = ()
+    maxnreg: int | None = None
+    num_sm_multiplier: int | None = None
+    user: tuple[tuple[str, Any], ...] = ()
+
+    def __init__(self, **fields: Any):
+        known = {f.name for f in dataclasses.fields(self)} - {"user"}
+        user = dict(fields.pop("user", ()) or ())
+        for name, value in fields.items():
+            if name not in known:
+                user[name] = value
+                continue
+            if name in ("num_warps", "num_stages", "maxnreg", "num_sm_multiplier", "pid_type"):
+                pass
+            elif name == "indexing":
+                value = value if isinstance(value, str) else _tuple(value)
+            elif name == "loop_orders":
+                value = tuple(tuple(v) for v in _tuple(value))
+            else:
+                value = _tuple(value)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "user", tuple(sorted(user.items())))
+        self._validate()
+
+    def _validate(self) -> None:
+        for b in self.block_sizes:
+            if not isinstance(b, int) or b < 1 or b & (b - 1):
+                raise ConfigError(f"block_sizes: {b!r} is not a power of two")
+        for r in self.reduction_loops:
+            if r is not None and (not isinstance(r, int) or r < 1 or r & (r - 1)):
+                raise ConfigError(f"reduction_loops: {r!r} is not None or a power of two")
+        for name in ("num_warps",):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1 or v & (v - 1) or v > 32):
+                raise ConfigError(f"num_warps={v!r}: must be a power of two in [1, 32]")
+        if self.num_stages is not None and (not isinstance(self.num_stages, int) or self.num_stages < 1):
+            raise ConfigError(f"num_stages={self.num_stages!r}: must be an int >= 1")
+        if self.pid_type not in PID_TYPES:
+            raise ConfigError(f"pid_type={self.pid_type!r}: expected one of {PID_TYPES}")
+        for ix in _tuple(self.indexing):
+            if ix not in INDEXING:
+                raise ConfigError(f"indexing={ix!r}: expected one of {INDEXING}")
+
+    @property
+    def user_values(self) -> Mapping[str, Any]:
+        return dict(self.user)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields that differ from the defaults, JSON-friendly."""
+        out: dict[str, Any] = {}
+        default = Config()
+        for f in dataclasses.fields(self):
+            if f.name == "user":
+                continue
+            value = getattr(self, f.name)
+            if value != getattr(default, f.name):
+                out[f.name] = _jsonable(value)
+        out.update({k: _jsonable(v) for k, v in self.user})
+        return out
+
+    def key(self) -> str:
+        """A stable hash of the config (for caches)."""
+        text = json.dumps(self.to_dict(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def replace(self, **changes: Any) -> Config:
+        fields = self.to_dict()
+        fields.update(changes)
+        return Config(**fields)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())
+        return f"tc.Config({inner})"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Config:
+        return cls(**dict(data))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    return value

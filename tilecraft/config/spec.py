@@ -1,0 +1,293 @@
+"""ConfigSpec: what a traced kernel can tune, with legal ranges and a heuristic default
+(stage: config; in: the device loops' IR; out: Configs).
+
+``default()`` gives the heuristic config, ``random(rng)`` a random normalized one, and
+``normalize(config)`` repairs what it safely can (clamps oversize blocks, fills omitted fields) and
+rejects the rest with a :class:`ConfigError` that names the field and the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random as _random
+from typing import Any
+
+from tilecraft.config.config import Config
+from tilecraft.errors import ConfigError, SourceLoc
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
+
+MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
+REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
+UNIMPLEMENTED_DEFAULTS = {
+    "pid_type": "flat",
+    "indexing": "pointer",
+    "load_eviction_policies": (),
+    "l2_groupings": (),
+    "loop_orders": (),
+    "flatten_loops": (),
+    "range_unroll_factors": (),
+    "range_num_stages": (),
+    "range_multi_buffers": (),
+    "range_flattens": (),
+    "range_warp_specializes": (),
+    "num_sm_multiplier": None,
+}
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+@dataclasses.dataclass
+class BlockSpec:
+    slot: int
+    extent: int  # a typical extent of the loops using it (for clamping and heuristics)
+    role: str  # "grid", "loop" or "host"
+    dot_role: str | None = None  # "mn" or "k" when the dim feeds tl.dot
+    grid_rank: int = 1
+
+    @property
+    def lo(self) -> int:
+        return 16 if self.dot_role else 1
+
+    @property
+    def hi(self) -> int:
+        return max(next_pow2(self.extent), self.lo)
+
+
+@dataclasses.dataclass
+class ReductionSpec:
+    slot: int
+    extent: int
+    loopable: bool
+    reason: str = ""
+
+    @property
+    def full(self) -> int:
+        return next_pow2(self.extent)
+
+
+@dataclasses.dataclass
+class ValueShape:
+    dims: tuple[Any, ...]  # ("b", slot) | ("fixed", n) | ("r", slot)
+    loc: SourceLoc | None
+
+
+class ConfigSpec:
+    def __init__(self, loops: list[DeviceLoop], n_block_slots: int, host_slots: dict[int, int], tunables: dict[str, tuple[Any, ...]]):
+        self.blocks: list[BlockSpec] = []
+        self.reductions: list[ReductionSpec] = []
+        self.values: list[ValueShape] = []
+        self.tunables = tunables
+        self.has_dot = False
+        slots: dict[int, BlockSpec] = {}
+        for slot, extent in host_slots.items():
+            slots[slot] = BlockSpec(slot, extent, "host")
+        for loop in loops:
+            self._collect(loop, slots)
+        missing = [s for s in range(n_block_slots) if s not in slots]
+        for s in missing:  # registered but never used by a device loop
+            slots[s] = BlockSpec(s, 1, "host")
+        self.blocks = [slots[s] for s in sorted(slots)]
+
+    def _collect(self, loop: DeviceLoop, slots: dict[int, BlockSpec]) -> None:
+        for sym in loop.syms:
+            if sym.kind is SymKind.BLOCK and sym.config_slot is not None:
+                extent = sym.extent if isinstance(sym.extent, int) else 0
+                role = "grid" if sym in loop.grid_syms else "loop"
+                spec = slots.get(sym.config_slot)
+                if spec is None or spec.role == "host" and spec.extent <= 1:
+                    slots[sym.config_slot] = BlockSpec(sym.config_slot, max(extent, 1), role, grid_rank=len(loop.grid_syms))
+                elif extent:
+                    spec.extent = max(spec.extent, extent) if spec.role != "host" else spec.extent
+            if sym.kind is SymKind.RDIM:
+                ok, why = rdim_loopable(loop, sym)
+                self.reductions.append(ReductionSpec(sym.config_slot or 0, int(sym.extent), ok, why))
+        for node in walk(loop.body):
+            if node.op is Op.DOT:
+                self.has_dot = True
+                a, b = node.inputs[0], node.inputs[1]
+                for d, role in ((a.shape[0], "mn"), (b.shape[1], "mn"), (a.shape[1], "k")):
+                    if isinstance(d, Sym) and d.kind is SymKind.BLOCK and d.config_slot is not None:
+                        slots[d.config_slot].dot_role = role
+            if node.shape and node.op not in (Op.LOOP,):
+                self.values.append(ValueShape(tuple(_dim_ref(d) for d in node.shape), node.loc))
+        self.reductions.sort(key=lambda r: r.slot)
+
+    # -- sizes ----------------------------------------------------------------------------
+    def numel(self, value: ValueShape, config: Config) -> int:
+        n = 1
+        for d in value.dims:
+            if d[0] == "b":
+                n *= config.block_sizes[d[1]]
+            elif d[0] == "fixed":
+                n *= d[1]
+            elif d[0] == "r":
+                red = self.reductions[d[1]]
+                chunk = config.reduction_loops[d[1]] if d[1] < len(config.reduction_loops) else None
+                n *= chunk or red.full
+        return n
+
+    def largest_value(self, config: Config) -> tuple[int, ValueShape | None]:
+        best: tuple[int, ValueShape | None] = (0, None)
+        for v in self.values:
+            n = self.numel(v, config)
+            if n > best[0]:
+                best = (n, v)
+        return best
+
+    # -- configs --------------------------------------------------------------------------
+    def default(self) -> Config:
+        reductions = [None if (not r.loopable or r.full <= 16384) else 4096 for r in self.reductions]
+        blocks = [self._preferred_block(b) for b in self.blocks]
+        config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
+        config = self._shrink_to(config, REGISTER_BUDGET)
+        largest, _ = self.largest_value(config)
+        warps = 4 if largest <= 4096 else 8 if largest <= 16384 else 16
+        stages = 3 if self.has_dot else 1
+        tunables = {name: choices[0] for name, choices in self.tunables.items()}
+        return config.replace(num_warps=warps, num_stages=stages, **tunables)
+
+    def _preferred_block(self, b: BlockSpec) -> int:
+        if b.dot_role == "k":
+            want = 32
+        elif b.dot_role == "mn":
+            want = 64
+        elif b.role == "grid" and b.grid_rank == 1 and not self.reductions:
+            want = 1024
+        else:
+            want = 32
+        return max(b.lo, min(want, b.hi))
+
+    def _shrink_to(self, config: Config, budget: int) -> Config:
+        blocks = list(config.block_sizes)
+        while True:
+            current = Config(**{**config.to_dict(), "block_sizes": blocks})
+            largest, value = self.largest_value(current)
+            if largest <= budget or value is None:
+                return current
+            candidates = [
+                d[1] for d in value.dims if d[0] == "b" and blocks[d[1]] > self.blocks[d[1]].lo
+            ]
+            if not candidates:
+                return current
+            slot = max(candidates, key=lambda s: blocks[s])
+            blocks[slot] //= 2
+
+    def random(self, rng: _random.Random) -> Config:
+        """A random config from the space, normalized (oversize tiles are shrunk)."""
+        blocks = [1 << rng.randint(b.lo.bit_length() - 1, b.hi.bit_length() - 1) for b in self.blocks]
+        reductions: list[int | None] = []
+        for r in self.reductions:
+            if r.loopable and r.full > 16 and rng.random() < 0.5:
+                reductions.append(1 << rng.randint(4, r.full.bit_length() - 2))
+            else:
+                reductions.append(None)
+        config = Config(
+            block_sizes=blocks,
+            reduction_loops=reductions,
+            num_warps=rng.choice([1, 2, 4, 8, 16]),
+            num_stages=rng.choice([1, 2, 3, 4]),
+            **{name: rng.choice(choices) for name, choices in self.tunables.items()},
+        )
+        return self._shrink_to(config, 1 << 16)
+
+    def normalize(self, config: Config) -> Config:
+        """Check ``config`` against this kernel; return it repaired or raise ConfigError."""
+        default = None
+        fields = config.to_dict()
+        for name, ok in UNIMPLEMENTED_DEFAULTS.items():
+            value = getattr(config, name)
+            if value not in (ok, (), None) and not (name == "indexing" and set(_as_tuple(value)) == {"pointer"}):
+                raise ConfigError(f"{name}={value!r} is not implemented yet; leave it at its default")
+        if len(config.block_sizes) != len(self.blocks):
+            if config.block_sizes:
+                raise ConfigError(
+                    f"block_sizes has {len(config.block_sizes)} entries; this kernel has {len(self.blocks)} "
+                    f"block sizes (one per tunable tile dimension, in order of appearance)"
+                )
+            default = default or self.default()
+            fields["block_sizes"] = list(default.block_sizes)
+        blocks = list(fields["block_sizes"])
+        for i, b in enumerate(self.blocks):
+            if blocks[i] < b.lo:
+                raise ConfigError(f"block_sizes[{i}]={blocks[i]} is below {b.lo} (tl.dot needs every dim >= 16)")
+            blocks[i] = min(blocks[i], b.hi)
+        fields["block_sizes"] = blocks
+        fields["reduction_loops"] = self._normalize_reductions(config)
+        for name in ("num_warps", "num_stages"):
+            if fields.get(name) is None:
+                default = default or self.default()
+                fields[name] = getattr(default, name)
+        for name, choices in self.tunables.items():
+            value = config.user_values.get(name, choices[0])
+            if value not in choices:
+                raise ConfigError(f"tunable {name}={value!r} is not one of {list(choices)}")
+            fields[name] = value
+        out = Config(**fields)
+        largest, value = self.largest_value(out)
+        if largest > MAX_NUMEL:
+            where = f" (the value at {value.loc.short})" if value and value.loc else ""
+            raise ConfigError(
+                f"a tile of {largest} elements{where} exceeds Triton's limit of {MAX_NUMEL}",
+                hint="use smaller block_sizes or a looped reduction (reduction_loops=[...])",
+            )
+        return out
+
+    def _normalize_reductions(self, config: Config) -> list[int | None]:
+        given = list(config.reduction_loops)
+        if given and len(given) != len(self.reductions):
+            raise ConfigError(
+                f"reduction_loops has {len(given)} entries; this kernel has {len(self.reductions)} reduction dims"
+            )
+        out: list[int | None] = []
+        looped = 0
+        for i, r in enumerate(self.reductions):
+            chunk = given[i] if given else None
+            if chunk is not None and chunk >= r.full:
+                chunk = None
+            if chunk is not None and not r.loopable:
+                raise ConfigError(f"reduction_loops[{i}]={chunk}: this reduction dim cannot be looped: {r.reason}")
+            looped += chunk is not None
+            out.append(chunk)
+        if looped > 1:
+            raise ConfigError("reduction_loops: at most one reduction dim per kernel can be looped")
+        return out
+
+    def __repr__(self) -> str:
+        return f"ConfigSpec(blocks={self.blocks}, reductions={self.reductions}, tunables={self.tunables})"
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _dim_ref(d: Any) -> tuple[Any, ...]:
+    if isinstance(d, int):
+        return ("fixed", d)
+    if d.kind is SymKind.RDIM:
+        return ("r", d.config_slot)
+    if d.config_slot is None:
+        return ("fixed", d.fixed_block or 1)
+    return ("b", d.config_slot)
+
+
+def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
+    """A reduction dim can be processed in chunks if every value on it is consumed by stores,
+    pointwise ops or sum/max/min reductions, and no loop carries a value on it."""
+    for node in walk(loop.body):
+        if node.op is Op.LOOP:
+            for carry in node.attrs.get("carried", []):
+                if sym in carry.shape:
+                    return False, f"the loop-carried value '{carry.hint}' spans it"
+        if node.op is Op.REDUCE and _reduces_over(node, sym) and node.attrs["kind"] not in ("sum", "max", "min"):
+            return False, f"{node.attrs['kind']} over it needs the whole dim"
+        if node.op is Op.DOT and any(sym in i.shape for i in node.inputs):
+            return False, "tl.dot uses it"
+        if node.op is Op.VIEW and node.attrs.get("perm") and sym in node.shape:
+            return False, "a transpose uses it"
+    return True, ""
+
+
+def _reduces_over(node: Node, sym: Sym) -> bool:
+    return node.inputs[0].shape[node.attrs["axis"]] is sym

@@ -1,0 +1,86 @@
+"""Errors raised to users (all stages).
+
+Every error that a user can cause is a :class:`TilecraftError`. When the error is tied to a line of
+the user's kernel it carries a :class:`SourceLoc`, and the message shows ``file:line``, the source
+line and a caret, the way Triton reports compile errors, without the compiler's own frames.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import linecache
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceLoc:
+    """A position in the user's kernel source."""
+
+    filename: str
+    lineno: int
+    col: int = 0
+
+    @property
+    def short(self) -> str:
+        return f"{self.filename.rsplit('/', 1)[-1]}:{self.lineno}"
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno}"
+
+    def source_line(self) -> str:
+        return linecache.getline(self.filename, self.lineno).rstrip("\n")
+
+    def render(self) -> str:
+        line = self.source_line()
+        if not line:
+            return f"  File {self}"
+        caret = " " * self.col + "^"
+        return f"  File {self}\n    {line}\n    {caret}"
+
+
+class TilecraftError(Exception):
+    """Base class of all errors tilecraft raises on purpose."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, hint: str | None = None):
+        self.message = message
+        self.loc = loc
+        self.hint = hint
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        text = self.message
+        if self.loc is not None:
+            text = f"{self.loc}: {text}\n{self.loc.render()}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+    def with_loc(self, loc: SourceLoc | None) -> TilecraftError:
+        """Attach ``loc`` if the error does not have one yet."""
+        if self.loc is None and loc is not None:
+            self.loc = loc
+            self.args = (self._format(),)
+        return self
+
+
+class UnsupportedOpError(TilecraftError):
+    """A torch function or Python construct that device code cannot use."""
+
+
+class ShapeError(TilecraftError):
+    """Shapes that do not broadcast, or a store whose value does not fit its index."""
+
+
+class DeviceCodeError(TilecraftError):
+    """Misuse of the DSL inside (or outside) a device loop."""
+
+
+class ArgumentError(TilecraftError):
+    """A kernel argument that does not match what the kernel was compiled for."""
+
+
+class ConfigError(TilecraftError):
+    """A config that cannot work for this kernel or target."""
+
+
+class CompileError(TilecraftError):
+    """Triton failed to compile generated code."""

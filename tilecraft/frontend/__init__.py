@@ -1,0 +1,1 @@
+"""Frontend: kernel source -> host/device split -> traced tile IR."""

@@ -1,0 +1,243 @@
+"""Trace a device loop's body by interpreting its statements (stage: frontend).
+
+Statements (assignment, augmented assignment, stores, ``if`` on compile-time values, nested tile
+loops, unrolled ``static_range`` loops) are interpreted here; expressions are evaluated by Python
+with proxy values, so torch calls reach the tracer through ``__torch_function__``. Loop-carried
+variables of nested loops are found from the AST and checked for a stable shape and dtype.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import torch
+
+from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, TilecraftError, UnsupportedOpError
+from tilecraft.frontend.tracer import Tracer, shape_str
+from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
+from tilecraft.ir.nodes import Node, Op, Sym
+from tilecraft.language import _context
+from tilecraft.language.loops import TileSpec
+
+
+def assigned_names(stmts: list[ast.stmt]) -> list[str]:
+    """Names bound by plain assignment in ``stmts`` (not inside nested defs), in order."""
+    names: list[str] = []
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            elif isinstance(node, ast.For):
+                targets = [node.target]
+            for target in targets:
+                for n in ast.walk(target):
+                    if isinstance(n, ast.Name) and n.id not in names:
+                        names.append(n.id)
+    return names
+
+
+class Interpreter:
+    """Interprets device statements against an environment of proxies."""
+
+    def __init__(self, tracer: Tracer, env: dict[str, Any], globals_: dict[str, Any], filename: str, line_offset: int):
+        self.tracer = tracer
+        self.env = env
+        self.globals = globals_
+        self.filename = filename
+        self.line_offset = line_offset
+        self._code_cache: dict[int, Any] = {}
+
+    def loc(self, node: ast.AST) -> SourceLoc:
+        return SourceLoc(self.filename, getattr(node, "lineno", 1) + self.line_offset, getattr(node, "col_offset", 0))
+
+    # -- expressions ----------------------------------------------------------------------
+    def eval(self, expr: ast.expr) -> Any:
+        code = self._code_cache.get(id(expr))
+        if code is None:
+            code = compile(ast.Expression(body=expr), self.filename, "eval")
+            self._code_cache[id(expr)] = code
+        scope = dict(self.globals)
+        scope.update(self.env)
+        try:
+            with _context.device_context(self.tracer):
+                return eval(code, scope)
+        except TilecraftError:
+            raise
+        except NameError as exc:
+            raise DeviceCodeError(
+                f"{exc}", self.tracer.loc,
+                hint="a name assigned only inside an inner loop is not visible after it; "
+                "initialize it before the loop to carry it",
+            ) from None
+        except (TypeError, AttributeError, ValueError, IndexError, RuntimeError) as exc:
+            raise UnsupportedOpError(f"{type(exc).__name__}: {exc}", self.tracer.loc) from None
+
+    # -- statements -----------------------------------------------------------------------
+    def run(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.tracer.loc = self.loc(stmt)
+            try:
+                self.exec_stmt(stmt)
+            except TilecraftError as exc:
+                raise exc.with_loc(self.loc(stmt)) from None
+
+    def exec_stmt(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Assign):
+            value = self.eval(stmt.value)
+            for target in stmt.targets:
+                self.assign(target, value)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                self.assign(stmt.target, self.eval(stmt.value))
+        elif isinstance(stmt, ast.AugAssign):
+            self.aug_assign(stmt)
+        elif isinstance(stmt, ast.Expr):
+            if not isinstance(stmt.value, ast.Constant):
+                self.eval(stmt.value)
+        elif isinstance(stmt, ast.If):
+            test = self.eval(stmt.test)
+            if isinstance(test, (TileValue, TileProxy)):
+                raise DeviceCodeError(
+                    "`if` on a tile value: device code cannot branch on data",
+                    hint="use torch.where(cond, a, b), or make the condition a tc.constexpr argument",
+                )
+            self.run(stmt.body if test else stmt.orelse)
+        elif isinstance(stmt, ast.For):
+            self.exec_for(stmt)
+        elif isinstance(stmt, ast.Pass):
+            pass
+        elif isinstance(stmt, ast.Assert):
+            test = self.eval(stmt.test)
+            if not isinstance(test, (TileValue, TileProxy)) and not test:
+                raise DeviceCodeError("assertion failed while tracing device code")
+        else:
+            raise UnsupportedOpError(
+                f"`{type(stmt).__name__}` statement in device code",
+                hint="device loops support assignments, stores, constant `if`, and nested loops",
+            )
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, TileValue) and value.node.hint in ("v", "load"):
+                value.node.hint = target.id
+            self.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = list(value)
+            if len(values) != len(target.elts):
+                raise DeviceCodeError(f"cannot unpack {len(values)} values into {len(target.elts)} names")
+            for t, v in zip(target.elts, values, strict=True):
+                self.assign(t, v)
+        elif isinstance(target, ast.Subscript):
+            obj = self.eval(target.value)
+            index = self.eval_index(target.slice)
+            if not isinstance(obj, HostTensor):
+                raise DeviceCodeError(
+                    "assignment into a subscript of something that is not a host tensor",
+                    hint="tiles are values; build a new tile with torch.where instead of assigning into it",
+                )
+            obj[index] = value
+        else:
+            raise UnsupportedOpError(f"assignment to {type(target).__name__}")
+
+    def eval_index(self, expr: ast.expr) -> Any:
+        return self.eval(ast.fix_missing_locations(ast.copy_location(_index_expr(expr), expr)))
+
+    def aug_assign(self, stmt: ast.AugAssign) -> None:
+        binop = ast.BinOp(left=_as_load(stmt.target), op=stmt.op, right=stmt.value)
+        value = self.eval(ast.fix_missing_locations(ast.copy_location(binop, stmt)))
+        self.assign(stmt.target, value)
+
+    # -- loops ----------------------------------------------------------------------------
+    def exec_for(self, stmt: ast.For) -> None:
+        if stmt.orelse:
+            raise UnsupportedOpError("for/else in device code")
+        spec = self.eval(stmt.iter)
+        if isinstance(spec, TileSpec):
+            self.exec_tile_loop(stmt, spec)
+        elif isinstance(spec, range):
+            for i in spec:
+                self.assign(stmt.target, i)
+                self.run(stmt.body)
+        else:
+            raise UnsupportedOpError(
+                f"device `for` over a {type(spec).__name__}",
+                hint="device loops iterate tc.tile(...), tc.grid(...) or tc.static_range(...)",
+            )
+
+    def exec_tile_loop(self, stmt: ast.For, spec: TileSpec) -> None:
+        syms = [
+            self.tracer.new_block_sym(end, begin, block, scalar=spec.kind == "grid")
+            for begin, end, block in zip(spec.begins, spec.ends, spec.block_sizes, strict=True)
+        ]
+        self._loop_nest(stmt, syms, spec.multi)
+
+    def _loop_nest(self, stmt: ast.For, syms: list[Sym], multi: bool) -> None:
+        carried_names = [n for n in assigned_names(stmt.body) if isinstance(self.env.get(n), (TileValue, int, float))]
+        body_locals = [n for n in assigned_names(stmt.body) if n not in self.env]
+        tracer = self.tracer
+        loops: list[Node] = []
+        carries: dict[str, Node] = {}
+        for sym in syms:
+            bounds = [tracer.value_node(b) for b in (sym.begin, sym.extent) if isinstance(b, (TileValue, TileProxy))]
+            loop = tracer.emit(Op.LOOP, bounds, (), _NO_DTYPE, sym=sym)
+            loop.body = []
+            loop.attrs["carried"] = []
+            loops.append(loop)
+            tracer.blocks.append(loop.body)
+        # carried values are declared on the outermost loop of the nest
+        outer = loops[0]
+        for name in carried_names:
+            init = tracer.value_node(self.env[name])
+            carry = Node(Op.CARRY, [init], init.shape, init.dtype, {"name": name}, tracer.loc, hint=name)
+            outer.attrs["carried"].append(carry)
+            carries[name] = carry
+            self.env[name] = tracer.wrap(carry)
+        proxies = [TileProxy(s, tracer) for s in syms]
+        self.assign(stmt.target, tuple(proxies) if multi else proxies[0])
+        self.run(stmt.body)
+        loops[-1].attrs["carry_updates"] = list(carries.values())
+        for name, carry in carries.items():
+            new = tracer.value_node(self.env[name])
+            if new.dtype != carry.dtype:
+                raise DeviceCodeError(
+                    f"loop-carried '{name}' changes dtype in the loop: {carry.dtype} before, {new.dtype} after",
+                    carry.loc,
+                    hint=f"cast the new value back, e.g. {name} = ({name} + ...).to({carry.dtype})",
+                )
+            if tracer.broadcast_shapes(new.shape, carry.shape) != carry.shape or new.ndim > carry.ndim:
+                raise ShapeError(
+                    f"loop-carried '{name}' changes shape in the loop: {shape_str(carry.shape)} before, "
+                    f"{shape_str(new.shape)} after",
+                    carry.loc,
+                )
+            carry.attrs["next"] = tracer.expand_rank(new, carry.ndim)
+            self.env[name] = tracer.wrap(carry)
+        for _ in syms:
+            tracer.blocks.pop()
+        for name in body_locals:
+            self.env.pop(name, None)
+        for target in ast.walk(stmt.target):
+            if isinstance(target, ast.Name):
+                self.env.pop(target.id, None)
+
+
+_NO_DTYPE = torch.int32  # loops have no value; the dtype field is unused
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    clone = ast.parse(ast.unparse(target), mode="eval").body
+    return ast.copy_location(clone, target)
+
+
+def _index_expr(expr: ast.expr) -> ast.expr:
+    """A subscript's slice as an expression: ``a, :`` -> ``(a, slice(None))``."""
+    if isinstance(expr, ast.Slice):
+        args = [e if e is not None else ast.Constant(None) for e in (expr.lower, expr.upper, expr.step)]
+        return ast.Call(func=ast.Name("slice", ast.Load()), args=args, keywords=[])
+    if isinstance(expr, ast.Tuple):
+        return ast.Tuple([_index_expr(e) for e in expr.elts], ast.Load())
+    return expr

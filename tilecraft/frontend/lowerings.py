@@ -1,0 +1,283 @@
+"""The registry of torch functions that device code may call (stage: frontend).
+
+Each entry maps one or more torch callables (functions, ``Tensor`` methods, operators) to a
+builder that traces it into IR with the :class:`~tilecraft.frontend.tracer.Tracer`. This is the one
+place that lists what device code supports; anything else is an ``UnsupportedOpError`` naming the op.
+Pointwise ops come from the table in :mod:`tilecraft.ir.pointwise`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tilecraft.errors import UnsupportedOpError
+from tilecraft.ir.pointwise import POINTWISE
+
+Handler = Callable[..., Any]
+_REGISTRY: dict[Any, Handler] = {}
+T = torch.Tensor
+F = torch.nn.functional
+
+
+def lowering(*fns: Any) -> Callable[[Handler], Handler]:
+    """Register ``handler(tracer, *args, **kwargs)`` as the device meaning of ``fns``."""
+
+    def register(handler: Handler) -> Handler:
+        for fn in fns:
+            _REGISTRY[fn] = handler
+        return handler
+
+    return register
+
+
+def lookup(fn: Any) -> Handler | None:
+    return _REGISTRY.get(fn)
+
+
+def supported_ops() -> list[str]:
+    return sorted({getattr(f, "__qualname__", getattr(f, "__name__", str(f))) for f in _REGISTRY})
+
+
+def _register_pointwise() -> None:
+    for name, op in POINTWISE.items():
+
+        def handler(t: Any, *args: Any, _name: str = name, _arity: int = op.arity, **kwargs: Any) -> Any:
+            alpha = kwargs.pop("alpha", None)
+            kwargs.pop("out", None)
+            if kwargs.get("approximate") == "tanh" and _name == "gelu":
+                return t.pointwise("gelu_tanh", args[0])
+            kwargs.pop("approximate", None)
+            kwargs.pop("inplace", None)
+            if _name == "truediv" and kwargs.get("rounding_mode") == "floor":
+                return t.pointwise("floordiv", *args[:2])
+            kwargs.pop("rounding_mode", None)
+            if kwargs:
+                raise UnsupportedOpError(f"torch.{_name}: keyword arguments {sorted(kwargs)}")
+            if len(args) != _arity:
+                raise UnsupportedOpError(f"torch.{_name} takes {_arity} tensor operands, got {len(args)}")
+            if alpha is not None and _name in ("add", "sub"):
+                args = (args[0], t.pointwise("mul", args[1], alpha))
+            if _name == "pow" and isinstance(args[1], (int, float)):
+                return _pow_scalar(t, args[0], args[1])
+            return t.pointwise(_name, *args)
+
+        for fn in op.torch_fns:
+            _REGISTRY[fn] = handler
+
+
+def _pow_scalar(t: Any, x: Any, e: float) -> Any:
+    if e == 2:
+        return t.pointwise("mul", x, x)
+    if e == 1:
+        return x
+    if e == 0.5:
+        return t.pointwise("sqrt", x)
+    if e == -1:
+        return t.pointwise("reciprocal", x)
+    if e == -0.5:
+        return t.pointwise("rsqrt", x)
+    return t.pointwise("pow", x, e)
+
+
+_register_pointwise()
+
+
+def _dim_arg(args: tuple[Any, ...], kwargs: dict[str, Any], pos: int = 0) -> Any:
+    return kwargs.pop("dim", args[pos] if len(args) > pos else None)
+
+
+@lowering(torch.sum, T.sum)
+def _sum(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    dim = _dim_arg(args, kwargs)
+    keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
+    out = t.reduce("sum", x, dim, keepdim)
+    dtype = kwargs.pop("dtype", None)
+    return t.to_dtype(out, dtype) if dtype is not None else out
+
+
+@lowering(torch.mean, T.mean)
+def _mean(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    dim = _dim_arg(args, kwargs)
+    keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
+    return t.mean(x, dim, keepdim)
+
+
+def _reducer(kind: str) -> Handler:
+    def handler(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        dim = _dim_arg(args, kwargs)
+        keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
+        return t.reduce(kind, x, dim, keepdim)
+
+    return handler
+
+
+lowering(torch.amax, T.amax)(_reducer("max"))
+lowering(torch.amin, T.amin)(_reducer("min"))
+lowering(torch.argmax, T.argmax)(_reducer("argmax"))
+lowering(torch.argmin, T.argmin)(_reducer("argmin"))
+lowering(torch.prod, T.prod)(_reducer("prod"))
+
+
+def _max_min(kind: str) -> Handler:
+    def handler(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        dim = _dim_arg(args, kwargs)
+        if dim is None:
+            return t.reduce(kind, x, None)
+        if not isinstance(dim, int):  # torch.max(a, b) is elementwise
+            return t.pointwise("maximum" if kind == "max" else "minimum", x, dim)
+        keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
+        values = t.reduce(kind, x, dim, keepdim)
+        indices = t.reduce("arg" + kind, x, dim, keepdim)
+        return torch.return_types.max((values, indices)) if kind == "max" else torch.return_types.min((values, indices))
+
+    return handler
+
+
+lowering(torch.max, T.max)(_max_min("max"))
+lowering(torch.min, T.min)(_max_min("min"))
+
+
+@lowering(torch.var, T.var)
+def _var(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    dim = _dim_arg(args, kwargs)
+    correction = kwargs.pop("correction", None)
+    unbiased = kwargs.pop("unbiased", None)
+    keepdim = kwargs.pop("keepdim", False)
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    xf = t.to_dtype(x, torch.float32) if not t.value_node(x).dtype.is_floating_point else x
+    mean = t.mean(xf, dim, True)
+    diff = t.pointwise("sub", xf, mean)
+    total = t.reduce("sum", t.pointwise("mul", diff, diff), dim, keepdim)
+    node = t.value_node(xf)
+    dims = dim if isinstance(dim, (list, tuple)) else [dim] if dim is not None else range(node.ndim)
+    count: Any = 1
+    for d in dims:
+        count = count * t.extent_value(node.shape[t._axis(node, d)])
+    return t.pointwise("truediv", total, t.pointwise("sub", count, correction) if not isinstance(count, int) else count - correction)
+
+
+def _softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool) -> Any:
+    node = t.value_node(x)
+    out_dtype = dtype or node.dtype
+    xf = t.to_dtype(x, torch.float32)
+    m = t.reduce("max", xf, dim, True)
+    shifted = t.pointwise("sub", xf, m)
+    e = t.pointwise("exp", shifted)
+    s = t.reduce("sum", e, dim, True)
+    if log:
+        out = t.pointwise("sub", shifted, t.pointwise("log", s))
+    else:
+        out = t.pointwise("truediv", e, s)
+    return t.to_dtype(out, out_dtype)
+
+
+@lowering(torch.softmax, F.softmax, T.softmax)
+def _softmax(t: Any, x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> Any:
+    dim = kwargs.pop("dim", dim)
+    return _softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=False)
+
+
+@lowering(torch.log_softmax, F.log_softmax, T.log_softmax)
+def _log_softmax(t: Any, x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> Any:
+    dim = kwargs.pop("dim", dim)
+    return _softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=True)
+
+
+@lowering(torch.logsumexp, T.logsumexp)
+def _logsumexp(t: Any, x: Any, dim: Any, keepdim: bool = False) -> Any:
+    node = t.value_node(x)
+    xf = t.to_dtype(x, torch.float32)
+    m = t.reduce("max", xf, dim, True)
+    s = t.reduce("sum", t.pointwise("exp", t.pointwise("sub", xf, m)), dim, keepdim)
+    mk = m if keepdim else t.reduce("max", m, dim, False)
+    return t.to_dtype(t.pointwise("add", t.pointwise("log", s), mk), node.dtype)
+
+
+@lowering(torch.where)
+def _where(t: Any, cond: Any, a: Any, b: Any) -> Any:
+    return t.where(cond, a, b)
+
+
+@lowering(torch.clamp, T.clamp, torch.clip, T.clip)
+def _clamp(t: Any, x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    out = x
+    if min is not None:
+        out = t.pointwise("maximum", out, min)
+    if max is not None:
+        out = t.pointwise("minimum", out, max)
+    return out
+
+
+@lowering(T.to, T.type)
+def _to(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    dtype = kwargs.pop("dtype", None)
+    for a in args:
+        if isinstance(a, torch.dtype):
+            dtype = a
+        elif hasattr(a, "dtype") and not isinstance(a, (str, torch.device)):
+            dtype = a.dtype
+    return x if dtype is None else t.to_dtype(x, dtype)
+
+
+for _method, _dtype in (
+    (T.float, torch.float32),
+    (T.half, torch.float16),
+    (T.bfloat16, torch.bfloat16),
+    (T.double, torch.float64),
+    (T.int, torch.int32),
+    (T.long, torch.int64),
+    (T.bool, torch.bool),
+):
+    lowering(_method)(lambda t, x, _d=_dtype: t.to_dtype(x, _d))
+
+
+@lowering(T.type_as)
+def _type_as(t: Any, x: Any, other: Any) -> Any:
+    return t.to_dtype(x, other.dtype)
+
+
+@lowering(torch.matmul, T.matmul, T.__matmul__, T.mm, torch.mm)
+def _matmul(t: Any, a: Any, b: Any) -> Any:
+    return t.dot(a, b)
+
+
+@lowering(torch.addmm)
+def _addmm(t: Any, acc: Any, a: Any, b: Any) -> Any:
+    return t.dot(a, b, acc=acc)
+
+
+@lowering(T.t, torch.t, T.T.__get__)
+def _t(t: Any, x: Any) -> Any:
+    return t.transpose(x)
+
+
+@lowering(T.transpose, torch.transpose)
+def _transpose(t: Any, x: Any, d0: int, d1: int) -> Any:
+    if {d0 % 2, d1 % 2} != {0, 1}:
+        raise UnsupportedOpError(f"transpose({d0}, {d1}) on a tile: only 2-D transposes are supported")
+    return t.transpose(x)
+
+
+@lowering(torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like)
+def _like(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - dispatch below
+    raise AssertionError
+
+
+def _like_factory(fill: Any) -> Handler:
+    def handler(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        node = t.value_node(x)
+        value = args[0] if fill is None else fill
+        dtype = kwargs.get("dtype") or node.dtype
+        return t.full(list(node.shape), value, dtype)
+
+    return handler
+
+
+_REGISTRY[torch.zeros_like] = _like_factory(0.0)
+_REGISTRY[torch.empty_like] = _like_factory(0.0)
+_REGISTRY[torch.ones_like] = _like_factory(1.0)
+_REGISTRY[torch.full_like] = _like_factory(None)

@@ -1,0 +1,214 @@
+"""Source -> AST for a kernel function, and the host/device split (stage: frontend).
+
+Finds the top-level device loops (``for t in tc.tile(...)`` / ``tc.grid(...)`` outside any other
+device loop) and builds two rewritten versions of the function:
+
+* the **launch** version, where each device loop is replaced by
+  ``__tc_launch__(i, <iter expr>, locals())`` so host code runs as plain PyTorch and each device loop
+  becomes one kernel launch;
+* the **ref** version, where device loops stay Python loops and subscripts with tiles become calls
+  that turn tiles into slices (eager torch on whole tiles).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from tilecraft.errors import DeviceCodeError, SourceLoc
+
+LAUNCH = "__tc_launch__"
+REF_GET = "__tc_ref_get__"
+REF_SET = "__tc_ref_set__"
+
+
+@dataclasses.dataclass
+class DeviceLoopSource:
+    index: int
+    node: ast.For
+    loc: SourceLoc
+
+
+@dataclasses.dataclass
+class KernelSource:
+    fn: Callable[..., Any]
+    filename: str
+    line_offset: int
+    tree: ast.FunctionDef
+    text: str
+    loops: list[DeviceLoopSource]
+
+    def loc(self, node: ast.AST) -> SourceLoc:
+        return SourceLoc(self.filename, getattr(node, "lineno", 1) + self.line_offset, getattr(node, "col_offset", 0))
+
+
+def _is_device_iter(expr: ast.expr) -> bool:
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in ("tile", "grid")
+
+
+def parse_kernel(fn: Callable[..., Any]) -> KernelSource:
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or "<unknown>"
+    except (OSError, TypeError) as exc:
+        raise DeviceCodeError(f"cannot read the source of kernel '{fn.__name__}': {exc}") from None
+    text = textwrap.dedent("".join(lines))
+    module = ast.parse(text)
+    tree = module.body[0]
+    if not isinstance(tree, ast.FunctionDef):
+        raise DeviceCodeError(f"@tc.kernel must decorate a plain function, got {type(tree).__name__}")
+    tree.decorator_list = []
+    src = KernelSource(fn, filename, first - 1, tree, text, [])
+    _find_loops(src, tree.body)
+    if not src.loops:
+        raise DeviceCodeError(
+            f"kernel '{fn.__name__}' has no device loop",
+            src.loc(tree),
+            hint="put the device code in `for tile in tc.tile(n):`",
+        )
+    return src
+
+
+def _find_loops(src: KernelSource, stmts: list[ast.stmt]) -> None:
+    for stmt in stmts:
+        if isinstance(stmt, ast.For) and _is_device_iter(stmt.iter):
+            src.loops.append(DeviceLoopSource(len(src.loops), stmt, src.loc(stmt)))
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                _find_loops(src, inner)
+        for handler in getattr(stmt, "handlers", []) or []:
+            _find_loops(src, handler.body)
+
+
+class _LaunchRewriter(ast.NodeTransformer):
+    def __init__(self, loops: list[DeviceLoopSource]):
+        self.by_id = {id(loop.node): loop.index for loop in loops}
+
+    def visit_For(self, node: ast.For) -> Any:
+        index = self.by_id.get(id(node))
+        if index is None:
+            return self.generic_visit(node)
+        call = ast.Call(
+            func=ast.Name(LAUNCH, ast.Load()),
+            args=[
+                ast.Constant(index),
+                node.iter,
+                ast.Call(func=ast.Name("locals", ast.Load()), args=[], keywords=[]),
+            ],
+            keywords=[],
+        )
+        return ast.copy_location(ast.Expr(call), node)
+
+
+class _RefRewriter(ast.NodeTransformer):
+    """Inside device loops: ``a[i]`` -> ``__tc_ref_get__(a, i)``; stores likewise."""
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            call = ast.Call(ast.Name(REF_GET, ast.Load()), [node.value, _slice_expr(node.slice)], [])
+            return ast.copy_location(call, node)
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> Any:
+        self.generic_visit(node)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
+            target = node.targets[0]
+            call = ast.Call(ast.Name(REF_SET, ast.Load()), [target.value, _slice_expr(target.slice), node.value], [])
+            return ast.copy_location(ast.Expr(call), node)
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> Any:
+        if isinstance(node.target, ast.Subscript):
+            target = node.target
+            load = ast.Subscript(target.value, target.slice, ast.Load())
+            value = ast.BinOp(self.visit(load), node.op, self.visit(node.value))
+            call = ast.Call(ast.Name(REF_SET, ast.Load()), [target.value, _slice_expr(target.slice), value], [])
+            return ast.copy_location(ast.Expr(call), node)
+        self.generic_visit(node)
+        return node
+
+
+def _slice_expr(expr: ast.expr) -> ast.expr:
+    if isinstance(expr, ast.Slice):
+        args = [e if e is not None else ast.Constant(None) for e in (expr.lower, expr.upper, expr.step)]
+        return ast.Call(ast.Name("slice", ast.Load()), args, [])
+    if isinstance(expr, ast.Tuple):
+        return ast.Tuple([_slice_expr(e) for e in expr.elts], ast.Load())
+    return expr
+
+
+def _copy(tree: ast.FunctionDef) -> ast.FunctionDef:
+    import copy
+
+    return copy.deepcopy(tree)
+
+
+def build_function(src: KernelSource, tree: ast.FunctionDef, extra: dict[str, Any]) -> Callable[..., Any]:
+    """Compile a rewritten function with the original globals and closure values."""
+    fn = src.fn
+    freevars = fn.__code__.co_freevars
+    closure = fn.__closure__ or ()
+    factory = ast.FunctionDef(
+        name="__tc_factory__",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(v) for v in freevars], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[tree, ast.Return(ast.Name(tree.name, ast.Load()))],
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
+    for node in ast.walk(factory):
+        if "lineno" in node._attributes and not hasattr(node, "lineno"):
+            ast.copy_location(node, tree)
+    ast.copy_location(factory, tree)
+    factory.body[1] = ast.copy_location(factory.body[1], tree)
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    ast.increment_lineno(module, src.line_offset)
+    code = compile(module, src.filename, "exec")
+    scope: dict[str, Any] = dict(fn.__globals__)
+    scope.update(extra)
+    exec(code, scope)
+    values = []
+    for cell in closure:
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:
+            values.append(None)
+    built = scope["__tc_factory__"](*values)
+    built.__defaults__ = fn.__defaults__
+    built.__kwdefaults__ = fn.__kwdefaults__
+    return built  # type: ignore[no-any-return]
+
+
+def launch_tree(src: KernelSource) -> ast.FunctionDef:
+    tree = _copy(src.tree)
+    loops = []
+    _find_loops_in(tree, loops)
+    return _LaunchRewriter([DeviceLoopSource(i, n, src.loops[i].loc) for i, n in enumerate(loops)]).visit(tree)  # type: ignore[no-any-return]
+
+
+def ref_tree(src: KernelSource) -> ast.FunctionDef:
+    tree = _copy(src.tree)
+    loops: list[ast.For] = []
+    _find_loops_in(tree, loops)
+    rewriter = _RefRewriter()
+    for loop in loops:
+        loop.body = [rewriter.visit(s) for s in loop.body]
+    return tree
+
+
+def _find_loops_in(tree: ast.FunctionDef, out: list[ast.For]) -> None:
+    tmp = KernelSource(lambda: None, "", 0, tree, "", [])
+    _find_loops(tmp, tree.body)
+    out.extend(loop.node for loop in tmp.loops)

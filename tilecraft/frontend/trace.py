@@ -1,0 +1,177 @@
+"""Trace a kernel for one specialization (stage: frontend; in: the kernel source and example
+arguments; out: :class:`TracedKernel` — the IR of every device loop plus host-side tunables).
+
+Host code runs for real on ``meta`` tensors (shapes, no data); each device loop it reaches is
+traced into IR by the :class:`Interpreter` with the host's local variables as captures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from tilecraft.errors import DeviceCodeError, TilecraftError
+from tilecraft.frontend.interpreter import Interpreter
+from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
+from tilecraft.frontend.tracer import Tracer
+from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, SymKind, walk
+from tilecraft.language import _context
+from tilecraft.language.loops import TileSpec
+from tilecraft.language.tunables import BlockSize, Specialized
+
+PROVISIONAL_BLOCK = 32
+
+
+@dataclasses.dataclass
+class TracedKernel:
+    loops: list[DeviceLoop]
+    host_slots: dict[int, int]  # config slot -> extent, for register_block_size
+    host_slot_order: list[int]  # k-th register_block_size call -> slot
+    n_block_slots: int
+    tunables: dict[str, tuple[Any, ...]]
+    host_block_values: tuple[int, ...]
+
+    def ir(self) -> str:
+        from tilecraft.ir.printer import format_loop
+
+        return "\n".join(format_loop(loop) for loop in self.loops)
+
+
+class _TraceHost:
+    """Host context while tracing: records block sizes and tunables, traces device loops."""
+
+    mode = "trace"
+
+    def __init__(self, src: KernelSource, device_type: str, static_shapes: bool, block_values: dict[int, int]):
+        self.src = src
+        self.device_type = device_type
+        self.static_shapes = static_shapes
+        self.block_values = block_values
+        self.next_slot = 0
+        self.host_slots: dict[int, int] = {}
+        self.host_slot_order: list[int] = []
+        self.tunables: dict[str, tuple[Any, ...]] = {}
+        self.loops: dict[int, DeviceLoop] = {}
+        self.n_rdims = 0
+
+    def block_size(self, lo: int, hi: int | None) -> int:
+        slot = self.next_slot
+        self.next_slot += 1
+        self.host_slots[slot] = hi if hi is not None else lo
+        self.host_slot_order.append(slot)
+        from tilecraft.config.spec import next_pow2
+
+        value = self.block_values.get(slot, min(PROVISIONAL_BLOCK, next_pow2(self.host_slots[slot])))
+        return BlockSize(value, slot)
+
+    def tunable(self, name: str, choices: tuple[Any, ...]) -> Any:
+        self.tunables[name] = choices
+        return choices[0]
+
+    def launch(self, index: int, spec: Any, env: dict[str, Any]) -> None:
+        if index in self.loops:
+            return  # the same device loop reached again (e.g. in a host loop)
+        source = self.src.loops[index]
+        if not isinstance(spec, TileSpec):
+            raise DeviceCodeError("a device loop must iterate tc.tile(...) or tc.grid(...)", source.loc)
+        tracer = Tracer(self.next_slot, [])
+        tracer.loc = source.loc
+        captures = {name: self._capture(name, value, tracer) for name, value in env.items()}
+        try:
+            grid_syms = []
+            for begin, end, block in zip(spec.begins, spec.ends, spec.block_sizes, strict=True):
+                if not isinstance(begin, int) or not isinstance(end, int):
+                    raise DeviceCodeError("the bounds of a top-level device loop must be host ints")
+                grid_syms.append(tracer.new_block_sym(int(end), int(begin), block, scalar=spec.kind == "grid"))
+            interp = Interpreter(tracer, captures, self.src.fn.__globals__, self.src.filename, self.src.line_offset)
+            proxies = [TileProxy(s, tracer) for s in grid_syms]
+            interp.assign(source.node.target, tuple(proxies) if spec.multi else proxies[0])
+            interp.run(source.node.body)
+        except TilecraftError as exc:
+            raise exc.with_loc(tracer.loc) from None
+        self.next_slot = tracer.next_block_slot
+        for sym in tracer.syms:
+            if sym.kind is SymKind.RDIM and sym.config_slot is not None:
+                sym.config_slot += self.n_rdims
+        self.n_rdims += tracer.n_rdims
+        body = eliminate_dead_code(tracer.blocks[0])
+        tensors = {name: v for name, v in captures.items() if isinstance(v, HostTensor)}
+        scalars = {name: v.node for name, v in captures.items() if isinstance(v, TileValue) and v.node.op is Op.ARG}
+        self.loops[index] = DeviceLoop(index, grid_syms, body, tensors, scalars, source.loc, tracer.syms)
+
+    def _capture(self, name: str, value: Any, tracer: Tracer) -> Any:
+        if isinstance(value, torch.Tensor):
+            return HostTensor(name, value.dtype, tuple(value.shape), tuple(value.stride()), self.device_type, tracer)
+        if isinstance(value, (BlockSize, Specialized, bool)):
+            return value
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float):
+            node = Node(Op.ARG, [], (), torch.float32, {"name": name}, None, hint=name)
+            return TileValue(node, tracer)
+        return value
+
+
+def _meta(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_meta(v) for v in value)
+    return value
+
+
+def trace_kernel(
+    src: KernelSource,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    device_type: str,
+    static_shapes: bool,
+    block_values: dict[int, int] | None = None,
+) -> TracedKernel:
+    host = _TraceHost(src, device_type, static_shapes, block_values or {})
+    fn = build_function(src, launch_tree(src), {LAUNCH: host.launch})
+    with _context.host_context(host):
+        fn(*_meta(args), **_meta(kwargs))
+    loops = [host.loops[i] for i in sorted(host.loops)]
+    values = tuple(host.block_values.get(s, 0) for s in host.host_slot_order)
+    return TracedKernel(loops, host.host_slots, host.host_slot_order, host.next_slot, host.tunables, values)
+
+
+def eliminate_dead_code(body: list[Node]) -> list[Node]:
+    """Keep nodes that reach a store/atomic (and the loops that hold them)."""
+    parent: dict[int, Node] = {}
+    for n in walk(body):
+        if n.op is Op.LOOP:
+            for child in n.body or []:
+                parent[child.id] = n
+            for carry in n.attrs.get("carried", []):
+                parent[carry.id] = n
+    live: set[int] = set()
+    stack = [n for n in walk(body) if n.op in (Op.STORE, Op.ATOMIC)]
+    while stack:
+        n = stack.pop()
+        if n.id in live:
+            continue
+        live.add(n.id)
+        stack.extend(n.inputs)
+        if n.op is Op.CARRY and n.attrs.get("next") is not None:
+            stack.append(n.attrs["next"])
+        if n.id in parent:
+            stack.append(parent[n.id])
+    return _filter(body, live)
+
+
+def _filter(nodes: list[Node], live: set[int]) -> list[Node]:
+    out = []
+    for n in nodes:
+        if n.id not in live:
+            continue
+        if n.op is Op.LOOP:
+            n.body = _filter(n.body or [], live)
+            n.attrs["carried"] = [c for c in n.attrs.get("carried", []) if c.id in live]
+            n.attrs["carry_updates"] = [c for c in n.attrs.get("carry_updates", []) if c.id in live]
+        out.append(n)
+    return out

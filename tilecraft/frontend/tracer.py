@@ -1,0 +1,483 @@
+"""The device-loop tracer: builds tile IR from the operations device code performs
+(stage: frontend; in: proxy operations; out: ir.Node lists).
+
+Shape and dtype rules live here (torch promotion, broadcasting, reduction dims); the mapping from
+torch functions to these builders is the registry in :mod:`tilecraft.frontend.lowerings`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, UnsupportedOpError
+from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
+from tilecraft.ir import dtypes
+from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind
+
+
+def shape_str(shape: Shape) -> str:
+    return "[" + ", ".join(d.name if isinstance(d, Sym) else str(d) for d in shape) + "]"
+
+
+class Tracer:
+    """Builds the IR of one device loop. One instance per traced loop."""
+
+    def __init__(self, next_block_slot: int, block_slot_values: list[int]):
+        self.blocks: list[list[Node]] = [[]]
+        self.syms: list[Sym] = []
+        self.rdims: dict[tuple[int, int], Sym] = {}
+        self.loc: SourceLoc | None = None
+        self.next_block_slot = next_block_slot
+        self.block_slot_syms: dict[int, Sym] = {}
+        self.block_slot_values = block_slot_values
+        self.n_rdims = 0
+        self._leaf_cache: dict[tuple[int, Op], TileValue] = {}
+
+    # -- building blocks ------------------------------------------------------------------
+    def emit(self, op: Op, inputs: list[Node], shape: Shape, dtype: torch.dtype, **attrs: Any) -> Node:
+        node = Node(op, inputs, tuple(shape), dtype, attrs, self.loc)
+        if op not in _LEAF_OPS:
+            self.blocks[-1].append(node)
+        return node
+
+    def wrap(self, node: Node) -> TileValue:
+        return TileValue(node, self)
+
+    def value_node(self, x: Any) -> Node:
+        """Any device operand as a node: tile values, tile loop variables, Python scalars."""
+        if isinstance(x, TileValue):
+            return x.node
+        if isinstance(x, TileProxy):
+            return self.tile_leaf(x.sym, Op.TILE_INDEX).node
+        if isinstance(x, (bool, int, float)):
+            return self.emit(Op.CONST, [], (), dtypes.scalar_dtype(x), value=x)
+        if isinstance(x, HostTensor):
+            raise DeviceCodeError(
+                f"host tensor '{x.name}' used as a value in device code",
+                hint=f"index it to load a tile, e.g. {x.name}[tile, :]",
+            )
+        raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")
+
+    def dtype_of(self, x: Any) -> Any:
+        """A dtype for promotion: tensors give their dtype, Python scalars stay weak."""
+        if isinstance(x, (TileValue, TileProxy)):
+            return self.value_node(x).dtype
+        if isinstance(x, (bool, int, float)):
+            return x
+        raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")
+
+    # -- syms -----------------------------------------------------------------------------
+    def new_block_sym(self, extent: Any, begin: Any, block: Any, scalar: bool = False) -> Sym:
+        sym = Sym(SymKind.BLOCK, len(self.syms), extent, begin, scalar=scalar)
+        from tilecraft.language.tunables import BlockSize
+
+        if scalar:
+            sym.fixed_block = 1
+        elif isinstance(block, BlockSize):
+            existing = self.block_slot_syms.get(block.slot)
+            sym.config_slot = block.slot
+            if existing is None:
+                self.block_slot_syms[block.slot] = sym
+        elif block is None:
+            sym.config_slot = self.next_block_slot
+            self.next_block_slot += 1
+            self.block_slot_syms[sym.config_slot] = sym
+        else:
+            value = int(block)
+            if value < 1 or value & (value - 1):
+                raise DeviceCodeError(f"block_size={value} must be a power of two")
+            sym.fixed_block = value
+        self.syms.append(sym)
+        return sym
+
+    def rdim_for(self, extent: int, occurrence: int = 0) -> Sym:
+        key = (int(extent), occurrence)
+        sym = self.rdims.get(key)
+        if sym is None:
+            sym = Sym(SymKind.RDIM, len(self.syms), int(extent), 0, config_slot=self.n_rdims)
+            self.n_rdims += 1
+            self.rdims[key] = sym
+            self.syms.append(sym)
+        return sym
+
+    def dim_value(self, d: Dim) -> Any:
+        return d
+
+    def size_dim(self, d: Any, used: list[Sym]) -> Dim:
+        """A dim of a tile shape given by a user: a tile, a sym, or an int (a whole extent)."""
+        if isinstance(d, TileProxy):
+            return d.sym
+        if isinstance(d, Sym):
+            return d
+        if isinstance(d, TileValue):
+            raise DeviceCodeError("tile shapes must be tiles or ints, not computed values")
+        n = int(d)
+        if n == 1:
+            return 1
+        occurrence = sum(1 for s in used if s.kind is SymKind.RDIM and s.extent == n)
+        return self.rdim_for(n, occurrence)
+
+    def tile_leaf(self, sym: Sym, op: Op) -> TileValue:
+        key = (id(sym), op)
+        if key not in self._leaf_cache:
+            if op is Op.TILE_INDEX:
+                shape: Shape = () if sym.scalar else (sym,)
+                node = self.emit(op, [], shape, torch.int32, sym=sym)
+            else:
+                node = self.emit(op, [], (), torch.int32, sym=sym)
+            node.hint = {Op.TILE_INDEX: "idx", Op.TILE_BEGIN: "begin", Op.TILE_END: "end"}.get(op, "t")
+            self._leaf_cache[key] = self.wrap(node)
+        return self._leaf_cache[key]
+
+    # -- shapes ---------------------------------------------------------------------------
+    def broadcast_shapes(self, *shapes: Shape) -> Shape:
+        rank = max(len(s) for s in shapes)
+        out: list[Dim] = []
+        for i in range(rank):
+            dim: Dim = 1
+            for s in shapes:
+                j = i - (rank - len(s))
+                if j < 0:
+                    continue
+                d = s[j]
+                if d == 1:
+                    continue
+                if dim == 1:
+                    dim = d
+                elif dim is not d and dim != d:
+                    raise ShapeError(
+                        "shapes " + " and ".join(shape_str(s) for s in shapes) + " do not broadcast",
+                        self.loc,
+                        hint="tiles from different loops or extents need explicit [:, None] / [None, :]",
+                    )
+            out.append(dim)
+        return tuple(out)
+
+    def expand_rank(self, node: Node, rank: int) -> Node:
+        if node.ndim >= rank or node.ndim == 0:
+            return node
+        pad = rank - node.ndim
+        spec = tuple([None] * pad + [":"] * node.ndim)
+        return self.emit(Op.VIEW, [node], (1,) * pad + node.shape, node.dtype, spec=spec)
+
+    def cast(self, node: Node, dtype: torch.dtype) -> Node:
+        if node.dtype == dtype:
+            return node
+        if node.op is Op.CONST:
+            return self.emit(Op.CONST, [], (), dtype, value=node.attrs["value"])
+        return self.emit(Op.CAST, [node], node.shape, dtype)
+
+    # -- compute --------------------------------------------------------------------------
+    def pointwise(self, name: str, *operands: Any) -> TileValue:
+        from tilecraft.ir.pointwise import POINTWISE
+
+        op = POINTWISE[name]
+        result = dtypes.promote(*[self.dtype_of(o) for o in operands])
+        if op.float_only and not result.is_floating_point:
+            result = torch.float32
+        nodes = [self.value_node(o) for o in operands]
+        if name == "add":
+            fused = self._fuse_dot_accumulate(nodes)
+            if fused is not None:
+                return self.wrap(fused)
+        shape = self.broadcast_shapes(*[n.shape for n in nodes])
+        nodes = [self.expand_rank(self.cast(n, result), len(shape)) for n in nodes]
+        out_dtype = torch.bool if op.bool_result else result
+        node = self.emit(Op.UNARY if op.arity == 1 else Op.BINARY, nodes, shape, out_dtype, fn=name)
+        return self.wrap(node)
+
+    def _fuse_dot_accumulate(self, nodes: list[Node]) -> Node | None:
+        """``acc + a @ b`` with an fp32 acc accumulates inside tl.dot (no rounding of a @ b)."""
+        for acc, other in ((nodes[0], nodes[1]), (nodes[1], nodes[0])):
+            dot = other.inputs[0] if other.op is Op.CAST and other.inputs else other
+            if (
+                dot.op is Op.DOT
+                and len(dot.inputs) == 2
+                and acc.dtype == torch.float32
+                and acc.shape == dot.shape
+            ):
+                return self.emit(Op.DOT, [dot.inputs[0], dot.inputs[1], acc], acc.shape, torch.float32)
+        return None
+
+    def where(self, cond: Any, a: Any, b: Any) -> TileValue:
+        result = dtypes.promote(self.dtype_of(a), self.dtype_of(b))
+        c, x, y = self.value_node(cond), self.value_node(a), self.value_node(b)
+        shape = self.broadcast_shapes(c.shape, x.shape, y.shape)
+        c = self.expand_rank(self.cast(c, torch.bool), len(shape))
+        x = self.expand_rank(self.cast(x, result), len(shape))
+        y = self.expand_rank(self.cast(y, result), len(shape))
+        return self.wrap(self.emit(Op.WHERE, [c, x, y], shape, result))
+
+    def to_dtype(self, x: Any, dtype: torch.dtype) -> TileValue:
+        return self.wrap(self.cast(self.value_node(x), dtype))
+
+    def reduce(self, kind: str, x: Any, dim: Any, keepdim: bool = False) -> TileValue:
+        node = self.value_node(x)
+        if dim is None:
+            out = node
+            for _ in range(node.ndim):
+                out = self.reduce(kind, self.wrap(out), 0, False).node
+            return self.wrap(out)
+        if isinstance(dim, (list, tuple)):
+            axes = sorted((self._axis(node, d) for d in dim), reverse=True)
+            out = node
+            for a in axes:
+                out = self.reduce(kind, self.wrap(out), a, keepdim).node
+            return self.wrap(out)
+        axis = self._axis(node, dim)
+        if kind in ("argmax", "argmin"):
+            result_dtype, compute = torch.int64, dtypes.compute_dtype(node.dtype)
+        elif kind == "sum":
+            result_dtype = torch.int64 if not node.dtype.is_floating_point else node.dtype
+            compute = torch.float32 if node.dtype.is_floating_point else torch.int64
+            if node.dtype == torch.float64:
+                compute = torch.float64
+        else:
+            result_dtype, compute = node.dtype, dtypes.compute_dtype(node.dtype)
+        inp = self.cast(node, compute)
+        shape = list(node.shape)
+        if keepdim:
+            shape[axis] = 1
+        else:
+            del shape[axis]
+        out_dtype = torch.int32 if kind in ("argmax", "argmin") else compute
+        red = self.emit(Op.REDUCE, [inp], tuple(shape), out_dtype, kind=kind, axis=axis, keepdim=keepdim)
+        return self.wrap(self.cast(red, result_dtype))
+
+    def _axis(self, node: Node, dim: Any) -> int:
+        d = int(dim)
+        if not -node.ndim <= d < max(node.ndim, 1):
+            raise ShapeError(f"dim={d} is out of range for a {node.ndim}-D tile {shape_str(node.shape)}")
+        return d % node.ndim
+
+    def extent_value(self, d: Dim) -> Any:
+        """The number of valid elements along a dim, as a device value."""
+        if isinstance(d, int):
+            return d
+        if d.kind is SymKind.RDIM:
+            return d.extent if isinstance(d.extent, int) else self.wrap(d.extent)
+        return None
+
+    def mean(self, x: Any, dim: Any, keepdim: bool = False) -> TileValue:
+        node = self.value_node(x)
+        dims = list(range(node.ndim)) if dim is None else dim if isinstance(dim, (list, tuple)) else [dim]
+        axes = [self._axis(node, d) for d in dims]
+        src = x if node.dtype.is_floating_point else self.to_dtype(x, torch.float32)
+        total = self.reduce("sum", src, axes, keepdim)
+        count: Any = 1
+        for a in axes:
+            n = self.extent_value(node.shape[a])
+            if n is None:
+                ones = self.wrap(self.emit(Op.FULL, [], node.shape, torch.float32, value=1.0))
+                n = self.reduce("sum", ones, a, False)
+            count = count * n
+        return self.pointwise("truediv", total, count)
+
+    def dot(self, a: Any, b: Any, acc: Any = None, out_dtype: torch.dtype | None = None) -> TileValue:
+        an, bn = self.value_node(a), self.value_node(b)
+        if an.ndim != 2 or bn.ndim != 2:
+            raise ShapeError(f"dot needs 2-D tiles, got {shape_str(an.shape)} @ {shape_str(bn.shape)}")
+        if an.shape[1] is not bn.shape[0] and an.shape[1] != bn.shape[0]:
+            raise ShapeError(
+                f"dot: inner dims differ: {shape_str(an.shape)} @ {shape_str(bn.shape)}",
+                hint="index both operands with the same k tile",
+            )
+        common = torch.promote_types(an.dtype, bn.dtype)
+        an, bn = self.cast(an, common), self.cast(bn, common)
+        shape = (an.shape[0], bn.shape[1])
+        if acc is not None:
+            accn = self.value_node(acc)
+            if self.broadcast_shapes(accn.shape, shape) != shape or accn.ndim != 2:
+                raise ShapeError(f"dot: acc {shape_str(accn.shape)} does not match {shape_str(shape)}")
+            accf = self.cast(accn, torch.float32)
+            out = self.emit(Op.DOT, [an, bn, accf], shape, torch.float32)
+            return self.wrap(self.cast(out, accn.dtype))
+        out = self.emit(Op.DOT, [an, bn], shape, torch.float32)
+        return self.wrap(self.cast(out, out_dtype or common))
+
+    def full(self, shape: Any, value: Any, dtype: torch.dtype) -> TileValue:
+        dims = shape if isinstance(shape, (list, tuple)) else [shape]
+        used: list[Sym] = []
+        out: list[Dim] = []
+        for d in dims:
+            dim = self.size_dim(d, used)
+            if isinstance(dim, Sym):
+                used.append(dim)
+            out.append(dim)
+        if isinstance(value, (TileValue, TileProxy)):
+            v = self.value_node(value)
+            base = self.emit(Op.FULL, [], tuple(out), dtype, value=0)
+            return self.pointwise("add", self.wrap(base), self.wrap(v))
+        return self.wrap(self.emit(Op.FULL, [], tuple(out), dtype, value=value))
+
+    def arange(self, *args: Any, dtype: torch.dtype = torch.int32) -> TileValue:
+        begin, end = (0, args[0]) if len(args) == 1 else (args[0], args[1])
+        if isinstance(end, TileProxy) or isinstance(begin, TileProxy):
+            raise DeviceCodeError("tc.arange needs int bounds; use tile.index for a tile's indices")
+        n = int(end) - int(begin)
+        sym = self.rdim_for(n)
+        idx = self.emit(Op.TILE_INDEX, [], (sym,), torch.int32, sym=sym)
+        idx.hint = "ar"
+        return self.pointwise("add", self.wrap(idx), int(begin)) if int(begin) else self.wrap(idx)
+
+    def view(self, x: TileValue, index: Any) -> TileValue:
+        node = x.node
+        items = index if isinstance(index, tuple) else (index,)
+        spec: list[Any] = []
+        shape: list[Dim] = []
+        src = 0
+        for item in items:
+            if item is None:
+                spec.append(None)
+                shape.append(1)
+            elif isinstance(item, slice) and item == slice(None):
+                if src >= node.ndim:
+                    raise ShapeError(f"too many indices for a {node.ndim}-D tile")
+                spec.append(":")
+                shape.append(node.shape[src])
+                src += 1
+            elif isinstance(item, int) and src < node.ndim and node.shape[src] == 1 and item in (0, -1):
+                src += 1
+                spec.append(0)
+            else:
+                raise UnsupportedOpError(
+                    f"indexing a tile with {item!r}",
+                    hint="tiles support [:, None]-style views; index host tensors to load data",
+                )
+        while src < node.ndim:
+            spec.append(":")
+            shape.append(node.shape[src])
+            src += 1
+        return self.wrap(self.emit(Op.VIEW, [node], tuple(shape), node.dtype, spec=tuple(spec)))
+
+    def transpose(self, x: Any) -> TileValue:
+        node = self.value_node(x)
+        if node.ndim != 2:
+            raise ShapeError(f"transpose needs a 2-D tile, got {shape_str(node.shape)}")
+        return self.wrap(self.emit(Op.VIEW, [node], node.shape[::-1], node.dtype, perm=(1, 0)))
+
+    # -- memory ---------------------------------------------------------------------------
+    def resolve_index(self, t: HostTensor, index: Any) -> tuple[tuple[Any, ...], list[Node], Shape]:
+        """Index items of a host tensor access -> (items, value inputs, result shape)."""
+        items = index if isinstance(index, tuple) else (index,)
+        n_real = sum(1 for i in items if i is not None)
+        if n_real > t.ndim:
+            raise ShapeError(
+                f"too many indices for '{t.name}': it is {t.ndim}-D {list(t.shape)}, indexed with {n_real}",
+                self.loc,
+            )
+        items = items + (slice(None),) * (t.ndim - n_real)
+        resolved: list[Any] = []
+        inputs: list[Node] = []
+        shape: list[Dim] = []
+        used: list[Sym] = []
+        dim = 0
+        for item in items:
+            if item is None:
+                resolved.append(("none",))
+                shape.append(1)
+                continue
+            if isinstance(item, TileProxy):
+                resolved.append(("tile", item.sym, dim))
+                if not item.sym.scalar:
+                    shape.append(item.sym)
+            elif isinstance(item, slice):
+                if item != slice(None):
+                    raise UnsupportedOpError(
+                        f"slice {item.start}:{item.stop} on '{t.name}'",
+                        hint="use ':' for a whole dimension or a tile for a range",
+                    )
+                extent = t.shape[dim]
+                if extent == 1:
+                    resolved.append(("int", 0, dim))
+                    shape.append(1)
+                else:
+                    occurrence = sum(1 for s in used if s.extent == extent)
+                    sym = self.rdim_for(extent, occurrence)
+                    used.append(sym)
+                    resolved.append(("rdim", sym, dim))
+                    shape.append(sym)
+            elif isinstance(item, bool):
+                raise UnsupportedOpError(f"bool index on '{t.name}'")
+            elif isinstance(item, int):
+                if not -t.shape[dim] <= item < t.shape[dim]:
+                    raise ShapeError(f"index {item} is out of bounds for dim {dim} of '{t.name}' {list(t.shape)}")
+                resolved.append(("int", item % t.shape[dim], dim))
+            elif isinstance(item, TileValue):
+                node = item.node
+                if node.dtype.is_floating_point:
+                    raise DeviceCodeError(f"index into '{t.name}' has float dtype {node.dtype}")
+                resolved.append(("value", len(inputs), dim))
+                inputs.append(node)
+                shape.extend(node.shape)
+            else:
+                raise UnsupportedOpError(f"index of type {type(item).__name__} on '{t.name}'")
+            dim += 1
+        value_ranks = sum(1 for r in resolved if r[0] == "value" and inputs[r[1]].ndim > 0)
+        if value_ranks > 1:
+            raise UnsupportedOpError(f"more than one tensor-valued index on '{t.name}'")
+        return tuple(resolved), inputs, tuple(shape)
+
+    def load(self, t: HostTensor, index: Any) -> TileValue:
+        items, inputs, shape = self.resolve_index(t, index)
+        node = self.emit(Op.LOAD, inputs, shape, t.dtype, tensor=t, index=items)
+        node.hint = "load"
+        return self.wrap(node)
+
+    def store(self, t: HostTensor, index: Any, value: Any) -> None:
+        items, inputs, shape = self.resolve_index(t, index)
+        v = self.value_node(value)
+        try:
+            out = self.broadcast_shapes(shape, v.shape)
+        except ShapeError:
+            out = None
+        if out != tuple(shape) or v.ndim > len(shape):
+            raise ShapeError(
+                f"store into '{t.name}': value of shape {shape_str(v.shape)} does not fit the "
+                f"indexed shape {shape_str(shape)}",
+                self.loc,
+            )
+        v = self.expand_rank(self.cast(v, t.dtype), len(shape))
+        self.emit(Op.STORE, [v, *inputs], tuple(shape), t.dtype, tensor=t, index=items)
+
+    def atomic(self, kind: str, t: Any, index: Any, value: Any) -> TileValue:
+        if not isinstance(t, HostTensor):
+            raise DeviceCodeError("atomic ops need a host tensor as their target")
+        items, inputs, shape = self.resolve_index(t, index)
+        v = self.value_node(value)
+        if self.broadcast_shapes(shape, v.shape) != tuple(shape):
+            raise ShapeError(f"atomic_{kind} into '{t.name}': value {shape_str(v.shape)} does not fit {shape_str(shape)}")
+        v = self.expand_rank(self.cast(v, t.dtype), len(shape))
+        node = self.emit(Op.ATOMIC, [v, *inputs], tuple(shape), t.dtype, tensor=t, index=items, kind=kind)
+        return self.wrap(node)
+
+    # -- dispatch -------------------------------------------------------------------------
+    def torch_call(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        from tilecraft.frontend.lowerings import lookup
+
+        handler = lookup(func)
+        if handler is None:
+            name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+            module = getattr(func, "__module__", None) or "torch"
+            raise UnsupportedOpError(
+                f"torch op '{module}.{name}' is not supported in device code",
+                self.loc,
+                hint="see tilecraft.frontend.lowerings for the supported ops, or compute it on the host",
+            )
+        return handler(self, *args, **kwargs)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "full":
+            return self.full(*args, **kwargs)
+        if name == "arange":
+            return self.arange(*args, **kwargs)
+        if name == "dot":
+            return self.dot(*args, **kwargs)
+        if name == "atomic":
+            return self.atomic(*args, **kwargs)
+        raise UnsupportedOpError(f"tc.{name} is not supported in device code")
+
+
+_LEAF_OPS = {Op.CONST, Op.ARG, Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID, Op.BLOCK_SIZE}

@@ -1,0 +1,251 @@
+"""Proxy values seen by device code while it is traced (stage: frontend).
+
+* :class:`TileValue` wraps an IR node: arithmetic, methods and torch functions on it build IR
+  (torch functions arrive through ``__torch_function__``).
+* :class:`TileProxy` is the loop variable of a tile loop (``.index``, ``.begin``, ``.end``, ...).
+* :class:`HostTensor` is a host tensor captured by a device loop: indexing it loads, assigning to an
+  index stores, ``new_zeros`` and friends make register tiles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tilecraft.errors import DeviceCodeError
+from tilecraft.ir.nodes import Node, Op, Sym
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+
+
+class TileValue:
+    """A traced tile (or scalar) value in device code."""
+
+    __slots__ = ("node", "tracer")
+
+    def __init__(self, node: Node, tracer: Tracer):
+        self.node = node
+        self.tracer = tracer
+
+    # -- torch protocol -------------------------------------------------------------------
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        tracer = _find_tracer(args, kwargs or {})
+        return tracer.torch_call(func, args, kwargs or {})
+
+    # -- attributes -----------------------------------------------------------------------
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.node.dtype
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        return tuple(self.tracer.dim_value(d) for d in self.node.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self.node.ndim
+
+    def dim(self) -> int:
+        return self.node.ndim
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.shape if dim is None else self.shape[dim]
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(torch.Tensor, name, None)
+        if method is None or name.startswith("_"):
+            raise AttributeError(f"tile values have no attribute {name!r}")
+        return lambda *a, **k: self.tracer.torch_call(method, (self, *a), k)
+
+    def __bool__(self) -> bool:
+        raise DeviceCodeError(
+            "a tile value was used as a Python bool (in `if`, `and`, `or` or `not`)",
+            hint="device code cannot branch on data; use torch.where(cond, a, b)",
+        )
+
+    def __iter__(self) -> Any:
+        raise DeviceCodeError("tile values cannot be iterated in device code")
+
+    def __repr__(self) -> str:
+        return f"TileValue({self.node!r}: {list(self.node.shape)} {self.node.dtype})"
+
+    # -- views ----------------------------------------------------------------------------
+    def __getitem__(self, index: Any) -> TileValue:
+        return self.tracer.view(self, index)
+
+    def to(self, *args: Any, **kwargs: Any) -> TileValue:
+        return self.tracer.torch_call(torch.Tensor.to, (self, *args), kwargs)
+
+
+def _binary(name: str, reflected: bool = False) -> Any:
+    method = getattr(torch.Tensor, name)
+
+    def fn(self: Any, other: Any) -> Any:
+        args = (other, self) if reflected else (self, other)
+        return _tracer_of(self).torch_call(method, args, {})
+
+    fn.__name__ = name
+    return fn
+
+
+for _name in (
+    "__add__ __sub__ __mul__ __truediv__ __floordiv__ __mod__ __pow__ __matmul__ __and__ __or__ "
+    "__eq__ __ne__ __lt__ __le__ __gt__ __ge__"
+).split():
+    setattr(TileValue, _name, _binary(_name))
+for _name, _base in (
+    ("__radd__", "__add__"),
+    ("__rmul__", "__mul__"),
+    ("__rand__", "__and__"),
+    ("__ror__", "__or__"),
+):
+    setattr(TileValue, _name, _binary(_base, reflected=True))
+for _name, _base in (
+    ("__rsub__", "__sub__"),
+    ("__rtruediv__", "__truediv__"),
+    ("__rfloordiv__", "__floordiv__"),
+    ("__rpow__", "__pow__"),
+    ("__rmatmul__", "__matmul__"),
+    ("__rmod__", "__mod__"),
+):
+    setattr(TileValue, _name, _binary(_base, reflected=True))
+TileValue.__neg__ = lambda self: self.tracer.torch_call(torch.neg, (self,), {})  # type: ignore[method-assign,assignment]
+TileValue.__abs__ = lambda self: self.tracer.torch_call(torch.abs, (self,), {})  # type: ignore[method-assign,assignment]
+TileValue.__invert__ = lambda self: self.tracer.torch_call(torch.logical_not, (self,), {})  # type: ignore[method-assign,assignment]
+TileValue.__hash__ = object.__hash__  # type: ignore[method-assign,assignment]
+
+
+class TileProxy:
+    """The variable of a tile loop inside device code."""
+
+    def __init__(self, sym: Sym, tracer: Tracer):
+        self.sym = sym
+        self.tracer = tracer
+
+    def _leaf(self, op: Op) -> TileValue:
+        return self.tracer.tile_leaf(self.sym, op)
+
+    @property
+    def index(self) -> TileValue:
+        return self._leaf(Op.TILE_INDEX)
+
+    @property
+    def begin(self) -> TileValue:
+        return self._leaf(Op.TILE_BEGIN)
+
+    @property
+    def end(self) -> TileValue:
+        return self._leaf(Op.TILE_END)
+
+    @property
+    def id(self) -> TileValue:
+        return self._leaf(Op.TILE_ID)
+
+    @property
+    def block_size(self) -> TileValue:
+        return self._leaf(Op.BLOCK_SIZE)
+
+    @property
+    def count(self) -> TileValue:
+        return self._leaf(Op.TILE_ID)
+
+    def __repr__(self) -> str:
+        return f"Tile({self.sym.name})"
+
+    # A grid index (block size 1) is a scalar and may be used in arithmetic directly.
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        tracer = _find_tracer(args, kwargs or {})
+        return tracer.torch_call(func, args, kwargs or {})
+
+
+for _name in (
+    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __floordiv__ __mod__ __truediv__ "
+    "__lt__ __le__ __gt__ __ge__"
+).split():
+    setattr(
+        TileProxy,
+        _name,
+        (lambda n: lambda self, other: getattr(self.index, n)(other))(_name),
+    )
+
+
+@dataclasses.dataclass(eq=False)
+class HostTensor:
+    """A host tensor captured by a device loop: a pointer argument of the kernel."""
+
+    name: str
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    device_type: str
+    tracer: Any = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __getitem__(self, index: Any) -> TileValue:
+        return self.tracer.load(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self.tracer.store(self, index, value)
+
+    def _new(self, size: Any, fill: float, dtype: torch.dtype | None) -> TileValue:
+        shape = size if isinstance(size, (list, tuple)) else [size]
+        return self.tracer.call("full", list(shape), fill, dtype or self.dtype)
+
+    def new_zeros(self, *size: Any, dtype: torch.dtype | None = None, **_: Any) -> TileValue:
+        return self._new(size[0] if len(size) == 1 else size, 0.0, dtype)
+
+    def new_ones(self, *size: Any, dtype: torch.dtype | None = None, **_: Any) -> TileValue:
+        return self._new(size[0] if len(size) == 1 else size, 1.0, dtype)
+
+    def new_empty(self, *size: Any, dtype: torch.dtype | None = None, **_: Any) -> TileValue:
+        return self._new(size[0] if len(size) == 1 else size, 0.0, dtype)
+
+    def new_full(self, size: Any, fill_value: float, dtype: torch.dtype | None = None, **_: Any) -> TileValue:
+        return self._new(size, fill_value, dtype)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise DeviceCodeError(
+            f"host tensor '{self.name}' has no device-side attribute or method '{name}'",
+            hint="inside a device loop, index a host tensor to load a tile, then operate on the tile",
+        )
+
+    def __repr__(self) -> str:
+        return f"HostTensor({self.name}: {list(self.shape)} {self.dtype})"
+
+
+def _tracer_of(value: Any) -> Tracer:
+    return value.tracer  # type: ignore[no-any-return]
+
+
+def _find_tracer(args: Any, kwargs: dict[str, Any]) -> Tracer:
+    from tilecraft.language import _context
+
+    tracer = _context.device()
+    if tracer is None:
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, (TileValue, TileProxy)):
+                return a.tracer
+        raise DeviceCodeError("a tile value was used outside the device loop that made it")
+    return tracer  # type: ignore[return-value]

@@ -1,0 +1,87 @@
+"""Dtype rules shared by tracing and codegen: torch promotion, Triton names, neutral elements."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+TRITON_DTYPES: dict[torch.dtype, str] = {
+    torch.float32: "tl.float32",
+    torch.float16: "tl.float16",
+    torch.bfloat16: "tl.bfloat16",
+    torch.float64: "tl.float64",
+    torch.int8: "tl.int8",
+    torch.int16: "tl.int16",
+    torch.int32: "tl.int32",
+    torch.int64: "tl.int64",
+    torch.uint8: "tl.uint8",
+    torch.bool: "tl.int1",
+}
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def triton_dtype(dtype: torch.dtype) -> str:
+    try:
+        return TRITON_DTYPES[dtype]
+    except KeyError:
+        raise TypeError(f"dtype {dtype} is not supported in device code") from None
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Half-precision math is done in fp32 (as torch does inside its kernels); the interpreter has
+    no bf16 arithmetic either."""
+    return torch.float32 if dtype in LOW_PRECISION else dtype
+
+
+def _example(value: Any) -> Any:
+    if isinstance(value, torch.dtype):
+        return torch.empty((1,), dtype=value)
+    return value
+
+
+def promote(*operands: Any) -> torch.dtype:
+    """torch's result dtype for operands given as dtypes (tensors) or Python scalars (weak)."""
+    tensors = [o for o in operands if isinstance(o, torch.dtype)]
+    scalars = [o for o in operands if not isinstance(o, torch.dtype)]
+    if not tensors:
+        return torch.result_type(torch.tensor(scalars[0]), scalars[1] if len(scalars) > 1 else 0)
+    result = tensors[0]
+    for t in tensors[1:]:
+        result = torch.promote_types(result, t)
+    for s in scalars:
+        result = torch.result_type(_example(result), s)
+    return result
+
+
+def scalar_dtype(value: Any) -> torch.dtype:
+    if isinstance(value, bool):
+        return torch.bool
+    if isinstance(value, int):
+        return torch.int64 if not -(2**31) <= value < 2**31 else torch.int32
+    return torch.float32
+
+
+def neutral(kind: str, dtype: torch.dtype) -> str:
+    """The identity element of a reduction, as Triton source."""
+    if kind == "sum":
+        return "0"
+    if kind == "prod":
+        return "1"
+    big = kind in ("min", "argmin")
+    if dtype.is_floating_point:
+        return "float('inf')" if big else "float('-inf')"
+    if dtype == torch.bool:
+        return "1" if big else "0"
+    info = torch.iinfo(dtype)
+    return str(info.max if big else info.min)
+
+
+def float_literal(value: float) -> str:
+    if math.isinf(value):
+        return "float('inf')" if value > 0 else "float('-inf')"
+    if math.isnan(value):
+        return "float('nan')"
+    return repr(float(value))

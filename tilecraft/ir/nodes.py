@@ -1,0 +1,123 @@
+"""Tile IR data structures (stage: frontend -> ir -> codegen).
+
+A device loop is traced into a list of :class:`Node` in program order. One node type carries an
+:class:`Op` from a small enum; a node's ``shape`` is a tuple of dims, each a :class:`Sym` (a tile's
+block dimension or a reduction dimension) or the literal ``1`` (a broadcast dim). Loop nodes own a
+``body``; their loop-carried values are ``CARRY`` nodes that name their initial and next values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import itertools
+from typing import Any, Union
+
+import torch
+
+from tilecraft.errors import SourceLoc
+
+
+class SymKind(enum.Enum):
+    BLOCK = "block"  # the dim of a tile loop: BLOCK elements per program / iteration
+    RDIM = "rdim"  # a whole extent (a ':' slice), reduced over or kept whole
+
+
+@dataclasses.dataclass(eq=False)
+class Sym:
+    """A symbolic dimension of tiles. Identity matters; two syms with equal fields differ."""
+
+    kind: SymKind
+    index: int  # number in the kernel: BLOCK_<index> / RDIM_<index>
+    extent: Any  # int, or a scalar Node (device-computed end), or an int-valued arg Node
+    begin: Any = 0  # int or scalar Node
+    fixed_block: int | None = None  # a literal block size from the user (block_size=64)
+    config_slot: int | None = None  # index into Config.block_sizes (BLOCK) / reduction_loops (RDIM)
+    scalar: bool = False  # tc.grid: block size 1, the index is a scalar
+
+    @property
+    def name(self) -> str:
+        return f"{'BLOCK' if self.kind is SymKind.BLOCK else 'RDIM'}_{self.index}"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+Dim = Union[Sym, int]
+Shape = tuple[Dim, ...]
+
+
+class Op(enum.Enum):
+    # leaves
+    CONST = "const"  # attrs: value
+    ARG = "arg"  # a scalar kernel argument; attrs: name
+    TILE_INDEX = "tile_index"  # attrs: sym -> 1-D [sym] int32 (or scalar for grid)
+    TILE_BEGIN = "tile_begin"  # attrs: sym -> scalar
+    TILE_END = "tile_end"  # attrs: sym -> scalar
+    TILE_ID = "tile_id"  # attrs: sym -> scalar
+    BLOCK_SIZE = "block_size"  # attrs: sym -> scalar constexpr
+    FULL = "full"  # attrs: value
+    # memory
+    LOAD = "load"  # attrs: tensor (HostTensor), index (tuple of IndexItem)
+    STORE = "store"  # inputs: [value, *index values]; attrs: tensor, index
+    ATOMIC = "atomic"  # attrs: tensor, index, kind ('add', 'max', 'min', 'xchg')
+    # compute
+    UNARY = "unary"  # attrs: fn (name in codegen.ops.UNARY_TEMPLATES)
+    BINARY = "binary"  # attrs: fn
+    WHERE = "where"
+    CAST = "cast"
+    VIEW = "view"  # attrs: spec (tuple of ':' / None / 0 for each output dim)
+    REDUCE = "reduce"  # attrs: kind ('sum', 'max', 'min', 'argmax', 'argmin'), axis
+    DOT = "dot"  # inputs: a, b, [acc]
+    # control
+    LOOP = "loop"  # attrs: sym; body: list[Node]; carried: list[Node] (CARRY nodes)
+    CARRY = "carry"  # inputs: [init]; attrs: next (Node, set when the body is traced)
+
+
+_ids = itertools.count()
+
+
+@dataclasses.dataclass(eq=False)
+class Node:
+    op: Op
+    inputs: list[Node]
+    shape: Shape
+    dtype: torch.dtype
+    attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    loc: SourceLoc | None = None
+    hint: str = "v"  # a readable variable name, from the user's source where possible
+    body: list[Node] | None = None
+    id: int = dataclasses.field(default_factory=lambda: next(_ids))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def syms(self) -> set[Sym]:
+        return {d for d in self.shape if isinstance(d, Sym)}
+
+    def __repr__(self) -> str:
+        return f"%{self.hint}{self.id}"
+
+
+@dataclasses.dataclass
+class DeviceLoop:
+    """One top-level device loop of a kernel: one Triton kernel launch."""
+
+    index: int
+    grid_syms: list[Sym]
+    body: list[Node]
+    tensors: dict[str, Any]  # capture name -> HostTensor (from frontend)
+    scalar_args: dict[str, Node]  # capture name -> ARG node
+    loc: SourceLoc
+    syms: list[Sym]  # every sym of the loop, grid syms first
+
+    def walk(self) -> list[Node]:
+        return list(walk(self.body))
+
+
+def walk(nodes: list[Node]):
+    for n in nodes:
+        yield n
+        if n.body is not None:
+            yield from walk(n.body)

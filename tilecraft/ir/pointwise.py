@@ -1,0 +1,93 @@
+"""The pointwise op table: one entry per elementwise op, with its Triton emission and its eager
+meaning. Tracing (frontend) registers torch functions from it; codegen emits from it.
+
+``template`` is formatted with the operands' Triton expressions, already cast to the compute
+dtype. ``float_only`` ops promote integer inputs to float32 as torch does; ``bool_result`` ops
+(comparisons) produce torch.bool.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+@dataclasses.dataclass(frozen=True)
+class PointwiseOp:
+    name: str
+    arity: int
+    template: str
+    eager: Callable[..., Any]
+    torch_fns: tuple[Any, ...] = ()
+    float_only: bool = False
+    bool_result: bool = False
+
+
+POINTWISE: dict[str, PointwiseOp] = {}
+
+
+def _op(name: str, arity: int, template: str, eager: Callable[..., Any], *fns: Any, **kw: Any) -> None:
+    POINTWISE[name] = PointwiseOp(name, arity, template, eager, tuple(fns), **kw)
+
+
+T = torch.Tensor
+# unary
+_op("neg", 1, "-{0}", torch.neg, torch.neg, T.neg, T.__neg__, operator.neg)
+_op("abs", 1, "tl.abs({0})", torch.abs, torch.abs, T.abs, T.__abs__, abs)
+_op("exp", 1, "tl.exp({0})", torch.exp, torch.exp, T.exp, float_only=True)
+_op("exp2", 1, "tl.exp2({0})", torch.exp2, torch.exp2, T.exp2, float_only=True)
+_op("log", 1, "tl.log({0})", torch.log, torch.log, T.log, float_only=True)
+_op("log2", 1, "tl.log2({0})", torch.log2, torch.log2, T.log2, float_only=True)
+_op("log1p", 1, "tl.log(1.0 + {0})", torch.log1p, torch.log1p, T.log1p, float_only=True)
+_op("sqrt", 1, "tl.sqrt({0})", torch.sqrt, torch.sqrt, T.sqrt, float_only=True)
+_op("rsqrt", 1, "tl.rsqrt({0})", torch.rsqrt, torch.rsqrt, T.rsqrt, float_only=True)
+_op("sin", 1, "tl.sin({0})", torch.sin, torch.sin, T.sin, float_only=True)
+_op("cos", 1, "tl.cos({0})", torch.cos, torch.cos, T.cos, float_only=True)
+_op("erf", 1, "tl.erf({0})", torch.erf, torch.erf, T.erf, float_only=True)
+_op("floor", 1, "tl.floor({0})", torch.floor, torch.floor, T.floor, float_only=True)
+_op("ceil", 1, "tl.ceil({0})", torch.ceil, torch.ceil, T.ceil, float_only=True)
+_op("sigmoid", 1, "tl.sigmoid({0})", torch.sigmoid, torch.sigmoid, T.sigmoid, float_only=True)
+_op("tanh", 1, "(2.0 * tl.sigmoid(2.0 * {0}) - 1.0)", torch.tanh, torch.tanh, T.tanh, float_only=True)
+_op("reciprocal", 1, "(1.0 / {0})", torch.reciprocal, torch.reciprocal, T.reciprocal, float_only=True)
+_op("relu", 1, "tl.maximum({0}, 0)", torch.relu, torch.relu, T.relu, torch.nn.functional.relu)
+_op("silu", 1, "({0} * tl.sigmoid({0}))", torch.nn.functional.silu, torch.nn.functional.silu, float_only=True)
+_op(
+    "gelu",
+    1,
+    "(0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476)))",
+    torch.nn.functional.gelu,
+    torch.nn.functional.gelu,
+    float_only=True,
+)
+_op(
+    "gelu_tanh",
+    1,
+    "(0.5 * {0} * (1.0 + (2.0 * tl.sigmoid(1.5957691216057308 * ({0} + 0.044715 * {0} * {0} * {0})) - 1.0)))",
+    lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    float_only=True,
+)
+_op("logical_not", 1, "({0} == 0)", torch.logical_not, torch.logical_not, T.logical_not, bool_result=True)
+_op("isnan", 1, "({0} != {0})", torch.isnan, torch.isnan, T.isnan, bool_result=True)
+# binary
+_op("add", 2, "({0} + {1})", torch.add, torch.add, T.add, T.__add__, T.__radd__, T.__iadd__, operator.add)
+_op("sub", 2, "({0} - {1})", torch.sub, torch.sub, T.sub, T.__sub__, T.__isub__, operator.sub)
+_op("mul", 2, "({0} * {1})", torch.mul, torch.mul, T.mul, T.__mul__, T.__rmul__, T.__imul__, operator.mul)
+_op("truediv", 2, "({0} / {1})", torch.div, torch.div, torch.true_divide, T.div, T.__truediv__, T.__itruediv__, operator.truediv, float_only=True)
+_op("floordiv", 2, "({0} // {1})", torch.floor_divide, torch.floor_divide, T.__floordiv__, operator.floordiv)
+_op("mod", 2, "({0} % {1})", torch.remainder, torch.remainder, T.__mod__, operator.mod)
+_op("pow", 2, "tl.exp(tl.log({0}) * {1})", torch.pow, torch.pow, T.pow, T.__pow__, operator.pow, float_only=True)
+_op("maximum", 2, "tl.maximum({0}, {1})", torch.maximum, torch.maximum, T.maximum)
+_op("minimum", 2, "tl.minimum({0}, {1})", torch.minimum, torch.minimum, T.minimum)
+_op("atan2", 2, "tl.extra.libdevice.atan2({0}, {1})", torch.atan2, float_only=True)
+_op("eq", 2, "({0} == {1})", torch.eq, torch.eq, T.eq, T.__eq__, operator.eq, bool_result=True)
+_op("ne", 2, "({0} != {1})", torch.ne, torch.ne, T.ne, T.__ne__, operator.ne, bool_result=True)
+_op("lt", 2, "({0} < {1})", torch.lt, torch.lt, T.lt, T.__lt__, operator.lt, bool_result=True)
+_op("le", 2, "({0} <= {1})", torch.le, torch.le, T.le, T.__le__, operator.le, bool_result=True)
+_op("gt", 2, "({0} > {1})", torch.gt, torch.gt, T.gt, T.__gt__, operator.gt, bool_result=True)
+_op("ge", 2, "({0} >= {1})", torch.ge, torch.ge, T.ge, T.__ge__, operator.ge, bool_result=True)
+_op("and", 2, "({0} & {1})", torch.logical_and, torch.logical_and, T.__and__, operator.and_, bool_result=True)
+_op("or", 2, "({0} | {1})", torch.logical_or, torch.logical_or, T.__or__, operator.or_, bool_result=True)

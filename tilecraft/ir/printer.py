@@ -1,0 +1,56 @@
+"""Readable text form of the tile IR (``kernel.bind(args).ir()``)."""
+
+from __future__ import annotations
+
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym
+
+
+def _shape(node: Node) -> str:
+    return "[" + ", ".join(d.name if isinstance(d, Sym) else str(d) for d in node.shape) + "]"
+
+
+def _attrs(node: Node) -> str:
+    parts = []
+    for k, v in node.attrs.items():
+        if k in ("carried", "carry_updates", "next"):
+            continue
+        if k == "tensor":
+            v = v.name
+        elif k == "index":
+            v = "[" + ", ".join(_item(i) for i in v) + "]"
+        parts.append(f"{k}={v}")
+    return " ".join(parts)
+
+
+def _item(item: tuple) -> str:  # type: ignore[type-arg]
+    kind = item[0]
+    if kind in ("tile", "rdim"):
+        return item[1].name
+    if kind == "int":
+        return str(item[1])
+    if kind == "none":
+        return "None"
+    return f"value#{item[1]}"
+
+
+def format_nodes(nodes: list[Node], indent: int = 1) -> list[str]:
+    pad = "  " * indent
+    lines = []
+    for n in nodes:
+        ins = ", ".join(repr(i) for i in n.inputs)
+        src = f"  # {n.loc.short}" if n.loc else ""
+        if n.op is Op.LOOP:
+            carried = ", ".join(f"{c!r}={c.inputs[0]!r}" for c in n.attrs.get("carried", []))
+            lines.append(f"{pad}loop {n.attrs['sym'].name} carried({carried}):{src}")
+            lines.extend(format_nodes(n.body or [], indent + 1))
+            for c in n.attrs.get("carry_updates", []):
+                lines.append(f"{pad}  yield {c!r} <- {c.attrs.get('next')!r}")
+        else:
+            lines.append(f"{pad}{n!r}: {n.dtype} {_shape(n)} = {n.op.value}({ins}) {_attrs(n)}{src}".rstrip())
+    return lines
+
+
+def format_loop(loop: DeviceLoop) -> str:
+    syms = ", ".join(f"{s.name}(extent={s.extent})" for s in loop.syms)
+    head = f"device_loop {loop.index} grid=({', '.join(s.name for s in loop.grid_syms)}) syms: {syms}"
+    return "\n".join([head, *format_nodes(loop.body)])

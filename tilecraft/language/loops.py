@@ -1,0 +1,125 @@
+"""Device loops: ``tile``, ``grid``, ``static_range`` and the ``Tile`` objects they yield.
+
+On the host of a compiled kernel a top-level device loop never runs as Python: the frontend replaces
+it with a launch, and ``tile(...)`` only records its bounds (a :class:`TileSpec`). Inside a device
+loop being traced, the tracer turns a ``TileSpec`` into a loop region. In ref mode a ``TileSpec``
+iterates :class:`RefTile` objects over real index ranges.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+
+from tilecraft.errors import DeviceCodeError
+from tilecraft.language import _context
+
+
+@dataclasses.dataclass
+class TileSpec:
+    """The bounds of a device loop: ``tile(end)``, ``tile(begin, end)``, ``tile([m, n])``."""
+
+    begins: tuple[Any, ...]
+    ends: tuple[Any, ...]
+    block_sizes: tuple[Any, ...]  # None = tunable
+    kind: str  # "tile" or "grid"
+    multi: bool  # tile([m, n]) yields a tuple
+
+    def __iter__(self) -> Iterator[Any]:
+        ctx = _context.host()
+        if ctx is None or ctx.mode != "ref":
+            raise DeviceCodeError(
+                f"tc.{self.kind}() ran as a plain Python loop",
+                hint="device loops run inside a function decorated with @tc.kernel; "
+                "call the kernel instead of iterating a tile outside it",
+            )
+        return _ref_iter(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class RefTile:
+    """A tile in ref mode: a real index range [begin, end)."""
+
+    begin: int
+    end: int
+    block_size: int
+    id: int
+    is_grid: bool = False
+
+    @property
+    def index(self) -> torch.Tensor:
+        return torch.arange(self.begin, self.end)
+
+    def as_index(self) -> slice | int:
+        return self.begin if self.is_grid else slice(self.begin, self.end)
+
+    def __int__(self) -> int:
+        return self.begin
+
+
+def _ref_iter(spec: TileSpec) -> Iterator[Any]:
+    import itertools
+
+    per_dim = []
+    for begin, end, block in zip(spec.begins, spec.ends, spec.block_sizes, strict=True):
+        b, e = int(begin), int(end)
+        step = 1 if spec.kind == "grid" else int(block) if block is not None else max(e - b, 1)
+        per_dim.append(
+            [
+                RefTile(s, min(s + step, e), step, i, spec.kind == "grid")
+                for i, s in enumerate(range(b, e, step))
+            ]
+        )
+    for combo in itertools.product(*reversed(per_dim)):
+        tiles = tuple(reversed(combo))
+        yield tiles if spec.multi else tiles[0]
+
+
+def _normalize_bounds(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        ends = tuple(args[0])
+        return tuple(0 for _ in ends), ends, True
+    if len(args) == 2 and isinstance(args[0], (list, tuple)):
+        begins, ends = tuple(args[0]), tuple(args[1])
+        if len(begins) != len(ends):
+            raise DeviceCodeError("tc.tile(begins, ends): the two lists differ in length")
+        return begins, ends, True
+    if len(args) == 1:
+        return (0,), (args[0],), False
+    if len(args) == 2:
+        return (args[0],), (args[1],), False
+    raise DeviceCodeError(f"tc.tile takes (end), (begin, end) or ([ends...]); got {len(args)} args")
+
+
+def tile(*args: Any, block_size: Any = None) -> TileSpec:
+    """Loop over ``[begin, end)`` in tiles; each iteration is one program (top level) or one
+    iteration of an inner loop (nested)."""
+    begins, ends, multi = _normalize_bounds(args)
+    blocks: Sequence[Any]
+    if isinstance(block_size, (list, tuple)):
+        blocks = tuple(block_size)
+        if len(blocks) != len(ends):
+            raise DeviceCodeError("tc.tile: block_size list must have one entry per dimension")
+    else:
+        blocks = tuple(block_size for _ in ends)
+    return TileSpec(begins, ends, tuple(blocks), "tile", multi)
+
+
+def grid(*args: Any) -> TileSpec:
+    """Loop over ``[begin, end)`` one index at a time (block size 1, the index is a scalar)."""
+    begins, ends, multi = _normalize_bounds(args)
+    return TileSpec(begins, ends, tuple(1 for _ in ends), "grid", multi)
+
+
+def static_range(*args: int) -> range:
+    """A loop unrolled at compile time (its bounds must be Python ints)."""
+    for a in args:
+        if not isinstance(a, int):
+            raise DeviceCodeError(
+                f"tc.static_range needs int bounds, got {type(a).__name__}",
+                hint="wrap a size in tc.specialize(...) to make it a compile-time int",
+            )
+    return range(*args)

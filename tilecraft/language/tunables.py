@@ -1,0 +1,57 @@
+"""Tunables and specialization: ``register_block_size``, ``register_tunable``, ``specialize``,
+``constexpr`` (stage: language; values come from the host context installed by the runtime)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilecraft.errors import DeviceCodeError
+from tilecraft.language import _context
+
+
+class BlockSize(int):
+    """An int that is a tunable block size; ``slot`` is its index in ``Config.block_sizes``."""
+
+    slot: int
+
+    def __new__(cls, value: int, slot: int) -> BlockSize:
+        obj = super().__new__(cls, value)
+        obj.slot = slot
+        return obj
+
+
+class Specialized(int):
+    """An int baked into the generated kernel (``tc.specialize``)."""
+
+
+class constexpr:  # noqa: N801 - the name users know from Triton and Helion
+    """Annotation for arguments that are compile-time constants (part of the specialization)."""
+
+
+def register_block_size(lo: int, hi: int | None = None) -> int:
+    """A tunable block size for a loop of extent ``lo`` (or in ``[lo, hi]``), usable on the host."""
+    ctx = _context.host()
+    if ctx is None:
+        raise DeviceCodeError("tc.register_block_size() called outside a tilecraft kernel")
+    return ctx.block_size(int(lo), None if hi is None else int(hi))
+
+
+def register_tunable(name: str, choices: Any) -> Any:
+    """A user tunable: ``choices`` is a sequence of values; the config picks one."""
+    ctx = _context.host()
+    if ctx is None:
+        raise DeviceCodeError("tc.register_tunable() called outside a tilecraft kernel")
+    options = tuple(choices)
+    if not options:
+        raise DeviceCodeError(f"tc.register_tunable({name!r}): choices is empty")
+    return ctx.tunable(name, options)
+
+
+def specialize(value: Any) -> Any:
+    """Bake ``value`` (an int or a tuple of ints, e.g. ``x.size(1)``) into the compiled kernel."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(specialize(v) for v in value)
+    try:
+        return Specialized(int(value))
+    except (TypeError, ValueError):
+        raise DeviceCodeError(f"tc.specialize() needs an int, got {type(value).__name__}") from None

@@ -1,0 +1,1 @@
+"""Runtime: load generated modules, launch, specialization cache, ref mode."""

@@ -1,0 +1,272 @@
+"""``@tc.kernel``: specialization, compilation and launch (stage: runtime; the compile driver).
+
+:func:`BoundKernel.compile_config` is the whole compile, one stage after another:
+trace (frontend) -> ConfigSpec.normalize (config) -> launch options (targets) -> generate (codegen)
+-> load (runtime).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tilecraft import settings
+from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
+from tilecraft.config.config import Config
+from tilecraft.config.spec import ConfigSpec
+from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree, parse_kernel
+from tilecraft.frontend.trace import TracedKernel, trace_kernel
+from tilecraft.language import _context
+from tilecraft.language.tunables import BlockSize
+from tilecraft.runtime.module import load_source
+from tilecraft.runtime.ref import build_ref
+from tilecraft.targets.target import Target, detect, launch_options
+
+
+@dataclasses.dataclass
+class ArgSignature:
+    """What a specialization was compiled for, per argument (for checks and messages)."""
+
+    name: str
+    kind: str  # "tensor", "int", "float", "bool", "other"
+    dtype: torch.dtype | None = None
+    shape: tuple[int, ...] | None = None
+    stride: tuple[int, ...] | None = None
+    device: str | None = None
+    value: Any = None
+
+    def describe(self) -> str:
+        if self.kind == "tensor":
+            return f"a {self.dtype} tensor of shape {list(self.shape or ())} strides {list(self.stride or ())} on {self.device}"
+        return f"{self.kind} {self.value!r}" if self.kind in ("int", "bool") else self.kind
+
+
+def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
+    if isinstance(value, torch.Tensor):
+        if static_shapes:
+            return ArgSignature(name, "tensor", value.dtype, tuple(value.shape), tuple(value.stride()), value.device.type)
+        return ArgSignature(name, "tensor", value.dtype, None, None, value.device.type, value.dim())
+    if isinstance(value, bool):
+        return ArgSignature(name, "bool", value=value)
+    if isinstance(value, int):
+        return ArgSignature(name, "int", value=value)
+    if isinstance(value, float):
+        return ArgSignature(name, "float")
+    return ArgSignature(name, "other", value=repr(value))
+
+
+class Kernel:
+    """A tilecraft kernel: call it like the function it decorates."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        config: Config | None = None,
+        configs: list[Config] | None = None,
+        static_shapes: bool = True,
+        baseline: Callable[..., Any] | None = None,
+        autotune_effort: str = "none",
+        **options: Any,
+    ):
+        self.fn = fn
+        self.config = config
+        self.configs = list(configs or [])
+        self.static_shapes = static_shapes
+        self.baseline = baseline
+        self.autotune_effort = autotune_effort
+        self.options = options
+        self.source: KernelSource = parse_kernel(fn)
+        self.signature = inspect.signature(fn)
+        self._bound: dict[Any, BoundKernel] = {}
+        self._ref: Callable[..., Any] | None = None
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def _bind_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ArgumentError(f"{self.__name__}(): {exc}") from None
+        bound.apply_defaults()
+        return bound
+
+    def specialization_key(self, bound: inspect.BoundArguments) -> tuple[Any, ...]:
+        key = []
+        for name, value in bound.arguments.items():
+            sig = signature_of(name, value, self.static_shapes)
+            key.append((sig.kind, sig.dtype, sig.shape, sig.stride, sig.device, sig.value))
+        return tuple(key)
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> BoundKernel:
+        """The kernel specialized for arguments like ``args`` (traced on first use)."""
+        bound = self._bind_arguments(tuple(args), kwargs or {})
+        key = self.specialization_key(bound)
+        found = self._bound.get(key)
+        if found is None:
+            found = BoundKernel(self, bound)
+            self._bound[key] = found
+        return found
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if settings.ref_mode():
+            return self.run_ref(*args, **kwargs)
+        return self.bind(args, kwargs)(*args, **kwargs)
+
+    def run_ref(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the kernel eagerly with torch ops (no Triton): the reference semantics."""
+        if self._ref is None:
+            self._ref = build_ref(self.source)
+        return self._ref(*args, **kwargs)
+
+    def reset(self) -> None:
+        self._bound.clear()
+
+
+class _RunHost:
+    """Host context of a compiled run: block sizes and tunables come from the config."""
+
+    mode = "run"
+
+    def __init__(self, config: Config, slot_order: list[int]):
+        self.config = config
+        self.slot_order = slot_order
+        self.calls = 0
+
+    def block_size(self, lo: int, hi: int | None) -> int:
+        slot = self.slot_order[self.calls]
+        self.calls += 1
+        return BlockSize(self.config.block_sizes[slot], slot)
+
+    def tunable(self, name: str, choices: tuple[Any, ...]) -> Any:
+        return self.config.user_values.get(name, choices[0])
+
+
+@dataclasses.dataclass
+class CompiledProgram:
+    config: Config
+    traced: TracedKernel
+    kernels: list[GeneratedKernel]
+    host_fn: Callable[..., Any]
+
+    @property
+    def source(self) -> str:
+        return HEADER + "".join("\n\n" + k.device_source + "\n\n" + k.launcher_source for k in self.kernels)
+
+
+class BoundKernel:
+    """A kernel specialized to one argument signature: traced IR, config space, compiled code."""
+
+    def __init__(self, kernel: Kernel, bound: inspect.BoundArguments):
+        self.kernel = kernel
+        self.arg_signatures = [signature_of(n, v, kernel.static_shapes) for n, v in bound.arguments.items()]
+        devices = {v.device.type for v in bound.arguments.values() if isinstance(v, torch.Tensor)}
+        if len(devices) > 1:
+            raise ArgumentError(
+                f"{kernel.__name__}(): tensor arguments are on different devices: "
+                + ", ".join(f"{n}={v.device}" for n, v in bound.arguments.items() if isinstance(v, torch.Tensor))
+            )
+        self.device_type = devices.pop() if devices else "cpu"
+        self.target: Target = detect(self.device_type)
+        self._example = (tuple(bound.args), dict(bound.kwargs))
+        self.traced = self._trace({})
+        self.spec = ConfigSpec(self.traced.loops, self.traced.n_block_slots, self.traced.host_slots, self.traced.tunables)
+        self._traces: dict[tuple[int, ...], TracedKernel] = {}
+        self._programs: dict[str, CompiledProgram] = {}
+        self._default: CompiledProgram | None = None
+
+    def _trace(self, block_values: dict[int, int]) -> TracedKernel:
+        args, kwargs = self._example
+        return trace_kernel(self.kernel.source, args, kwargs, self.device_type, self.kernel.static_shapes, block_values)
+
+    def _trace_for(self, config: Config) -> TracedKernel:
+        """Host code may size buffers from registered block sizes: trace with the config's."""
+        order = self.traced.host_slot_order
+        if not order:
+            return self.traced
+        values = tuple(config.block_sizes[s] for s in order)
+        if values not in self._traces:
+            self._traces[values] = self._trace({s: config.block_sizes[s] for s in order})
+        return self._traces[values]
+
+    # -- inspection -----------------------------------------------------------------------
+    def ir(self) -> str:
+        return self.traced.ir()
+
+    @property
+    def config_spec(self) -> ConfigSpec:
+        return self.spec
+
+    def to_triton_code(self, config: Config | None = None) -> str:
+        return self.generate(config or self.spec.default())[1]
+
+    # -- compile --------------------------------------------------------------------------
+    def generate(self, config: Config) -> tuple[Config, str, TracedKernel, list[GeneratedKernel]]:
+        config = self.spec.normalize(config)
+        traced = self._trace_for(config)
+        options = launch_options(self.target, config)
+        name = self.kernel.__name__
+        kernels = [generate(loop, config, name, options) for loop in traced.loops]
+        source = HEADER + "".join("\n\n" + k.device_source + "\n\n" + k.launcher_source for k in kernels)
+        return config, source, traced, kernels
+
+    def compile_config(self, config: Config | None = None) -> CompiledProgram:
+        """The whole compile: normalize -> trace -> generate -> load. Cached per config."""
+        config = config or self.spec.default()
+        cached = self._programs.get(config.key())
+        if cached is not None:
+            return cached
+        normalized, source, traced, kernels = self.generate(config)
+        if settings.debug():
+            print(source)
+        module = load_source(source)
+        launchers = [getattr(module, k.launcher_name) for k in kernels]
+        by_index = {loop.index: launcher for loop, launcher in zip(traced.loops, launchers, strict=True)}
+
+        def launch(index: int, spec: Any, env: dict[str, Any]) -> None:
+            by_index[index](env)
+
+        host_fn = build_function(self.kernel.source, launch_tree(self.kernel.source), {LAUNCH: launch})
+        program = CompiledProgram(normalized, traced, kernels, host_fn)
+        self._programs[config.key()] = program
+        return program
+
+    def default_program(self) -> CompiledProgram:
+        if self._default is None:
+            self._default = self.compile_config(self.kernel.config or self.spec.default())
+        return self._default
+
+    # -- run ------------------------------------------------------------------------------
+    def check_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        bound = self.kernel._bind_arguments(args, kwargs)
+        for expected, (name, value) in zip(self.arg_signatures, bound.arguments.items(), strict=True):
+            got = signature_of(name, value, self.kernel.static_shapes)
+            if got != expected:
+                raise ArgumentError(
+                    f"{self.kernel.__name__}(): argument '{name}' is {got.describe()}, but this "
+                    f"specialization was compiled for {expected.describe()}",
+                    hint="call the kernel itself (not a BoundKernel) to specialize for new arguments",
+                )
+
+    def run(self, program: CompiledProgram, *args: Any, **kwargs: Any) -> Any:
+        with _context.host_context(_RunHost(program.config, program.traced.host_slot_order)):
+            return program.host_fn(*args, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.check_args(args, kwargs)
+        return self.run(self.default_program(), *args, **kwargs)
+
+
+def kernel(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Decorator: ``@tc.kernel`` or ``@tc.kernel(config=..., static_shapes=...)``."""
+    if fn is None:
+        return lambda f: Kernel(f, **options)
+    return Kernel(fn, **options)
+
+
+__all__ = ["BoundKernel", "Kernel", "TilecraftError", "kernel"]

@@ -1,0 +1,44 @@
+"""Load generated source as a Python module (stage: runtime).
+
+Triton needs a real file for ``@triton.jit`` functions (it reads their source), so generated code is
+written to ``<cache>/code/<hash>.py`` and imported from there; the same source is loaded only once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import tempfile
+from pathlib import Path
+from types import ModuleType
+
+from tilecraft import settings
+
+_loaded: dict[str, ModuleType] = {}
+
+
+def code_dir() -> Path:
+    path = settings.cache_dir() / "code"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def load_source(source: str) -> ModuleType:
+    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
+    cached = _loaded.get(digest)
+    if cached is not None:
+        return cached
+    path = code_dir() / f"tc_{digest}.py"
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".py")
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)  # atomic: concurrent writers never see a partial file
+    name = f"tilecraft_generated_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _loaded[digest] = module
+    return module

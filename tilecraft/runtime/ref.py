@@ -1,0 +1,55 @@
+"""Ref mode: run a kernel eagerly with torch ops on whole tiles, no Triton (stage: runtime).
+
+Device loops stay Python loops over :class:`RefTile` objects; subscripts with tiles become slices.
+Block sizes registered on the host are the whole extent, so each device loop runs as one tile where
+it can. This is the accuracy baseline of the autotuner, independent of any config.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilecraft.frontend.source import REF_GET, REF_SET, KernelSource, build_function, ref_tree
+from tilecraft.language import _context
+from tilecraft.language.loops import RefTile
+from tilecraft.language.tunables import BlockSize
+
+
+def _convert(index: Any) -> Any:
+    if isinstance(index, tuple):
+        return tuple(_convert(i) for i in index)
+    if isinstance(index, RefTile):
+        return index.as_index()
+    return index
+
+
+def ref_get(obj: Any, index: Any) -> Any:
+    return obj[_convert(index)]
+
+
+def ref_set(obj: Any, index: Any, value: Any) -> None:
+    obj[_convert(index)] = value  # torch broadcasts and casts to obj's dtype
+
+
+class RefHost:
+    mode = "ref"
+
+    def __init__(self) -> None:
+        self.slots = 0
+
+    def block_size(self, lo: int, hi: int | None) -> int:
+        self.slots += 1
+        return BlockSize(max(hi if hi is not None else lo, 1), self.slots - 1)
+
+    def tunable(self, name: str, choices: tuple[Any, ...]) -> Any:
+        return choices[0]
+
+
+def build_ref(src: KernelSource) -> Any:
+    fn = build_function(src, ref_tree(src), {REF_GET: ref_get, REF_SET: ref_set})
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with _context.host_context(RefHost()):
+            return fn(*args, **kwargs)
+
+    return run
