@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def _expand(text: str, pos: int, width: int, rank: int) -> str:
-    if rank <= width:
+    if rank <= width or width == 0:
         return text
     spec = ["None"] * rank
     for i in range(pos, pos + width):

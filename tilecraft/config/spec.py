@@ -18,19 +18,21 @@ from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
-UNIMPLEMENTED_DEFAULTS = {
-    "pid_type": "flat",
-    "indexing": "pointer",
-    "load_eviction_policies": (),
-    "l2_groupings": (),
-    "loop_orders": (),
-    "flatten_loops": (),
-    "range_unroll_factors": (),
-    "range_num_stages": (),
-    "range_multi_buffers": (),
-    "range_flattens": (),
-    "range_warp_specializes": (),
-    "num_sm_multiplier": None,
+# Fields whose codegen strategies are not implemented yet, with the values that mean "default"
+# (Helion writes explicit neutral lists such as range_num_stages=[0, 0]; those are accepted).
+UNIMPLEMENTED_NEUTRAL = {
+    "pid_type": {"flat"},
+    "indexing": {"pointer"},
+    "load_eviction_policies": {""},
+    "l2_groupings": {1},
+    "loop_orders": set(),
+    "flatten_loops": {False},
+    "range_unroll_factors": {0},
+    "range_num_stages": {0},
+    "range_multi_buffers": {None},
+    "range_flattens": {None},
+    "range_warp_specializes": {None},
+    "num_sm_multiplier": {None},
 }
 
 
@@ -93,7 +95,7 @@ class ConfigSpec:
     def _collect(self, loop: DeviceLoop, slots: dict[int, BlockSpec]) -> None:
         for sym in loop.syms:
             if sym.kind is SymKind.BLOCK and sym.config_slot is not None:
-                extent = sym.extent if isinstance(sym.extent, int) else 0
+                extent = _extent_hint(sym)
                 role = "grid" if sym in loop.grid_syms else "loop"
                 spec = slots.get(sym.config_slot)
                 if spec is None or spec.role == "host" and spec.extent <= 1:
@@ -196,10 +198,15 @@ class ConfigSpec:
         """Check ``config`` against this kernel; return it repaired or raise ConfigError."""
         default = None
         fields = config.to_dict()
-        for name, ok in UNIMPLEMENTED_DEFAULTS.items():
+        for name, neutral in UNIMPLEMENTED_NEUTRAL.items():
             value = getattr(config, name)
-            if value not in (ok, (), None) and not (name == "indexing" and set(_as_tuple(value)) == {"pointer"}):
+            if name == "loop_orders":
+                bad = any(tuple(order) != tuple(sorted(order)) for order in value)
+            else:
+                bad = any(v not in neutral for v in _as_tuple(value))
+            if bad:
                 raise ConfigError(f"{name}={value!r} is not implemented yet; leave it at its default")
+            fields.pop(name, None)
         if len(config.block_sizes) != len(self.blocks):
             if config.block_sizes:
                 raise ConfigError(
@@ -256,6 +263,17 @@ class ConfigSpec:
 
     def __repr__(self) -> str:
         return f"ConfigSpec(blocks={self.blocks}, reductions={self.reductions}, tunables={self.tunables})"
+
+
+def _extent_hint(sym: Sym) -> int:
+    """An upper bound of a loop's trip extent: its int extent, or for a loop over another tile's
+    ``[begin, end)`` that tile's extent."""
+    if isinstance(sym.extent, int):
+        return sym.extent - (sym.begin if isinstance(sym.begin, int) else 0)
+    bound = sym.extent
+    if isinstance(bound, Node) and "sym" in bound.attrs:
+        return _extent_hint(bound.attrs["sym"])
+    return 1 << 16
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:

@@ -70,6 +70,7 @@ class Tracer:
 
     # -- syms -----------------------------------------------------------------------------
     def new_block_sym(self, extent: Any, begin: Any, block: Any, scalar: bool = False) -> Sym:
+        extent, begin = (self.value_node(v) if isinstance(v, (TileValue, TileProxy)) else v for v in (extent, begin))
         sym = Sym(SymKind.BLOCK, len(self.syms), extent, begin, scalar=scalar)
         from tilecraft.language.tunables import BlockSize
 
