@@ -25,7 +25,7 @@ from tilecraft.language import _context
 from tilecraft.language.tunables import BlockSize
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.ref import build_ref
-from tilecraft.targets.target import Target, detect, launch_options
+from tilecraft.targets.target import Target, check_runnable, detect, launch_options
 
 
 @dataclasses.dataclass
@@ -221,6 +221,7 @@ class BoundKernel:
         cached = self._programs.get(config.key())
         if cached is not None:
             return cached
+        check_runnable(self.target)
         normalized, source, traced, kernels = self.generate(config)
         if settings.debug():
             print(source)

@@ -77,18 +77,22 @@ def detect(device: Any = None) -> Target:
     override = settings.target_override()
     if override:
         return Target.parse(override)
-    if settings.triton_interpret():
+    if settings.triton_interpret() or device is None or getattr(device, "type", device) == "cpu":
         return Target("interpret")
-    if device is None or getattr(device, "type", device) == "cpu":
-        raise ArgumentError(
-            "the kernel's tensors are on the CPU, which needs Triton's interpreter",
-            hint="set TRITON_INTERPRET=1 before Python starts (or use TILECRAFT_REF=1 for eager "
-            "torch), or move the tensors to a GPU",
-        )
     from triton.runtime import driver
 
     current = driver.active.get_current_target()
     return Target(current.backend, current.arch, current.warp_size)
+
+
+def check_runnable(target: Target) -> None:
+    """CPU tensors run only in Triton's interpreter, which must be chosen before triton loads."""
+    if target.backend == "interpret" and not settings.triton_interpret():
+        raise ArgumentError(
+            "the kernel's tensors are on the CPU, which needs Triton's interpreter",
+            hint="set TRITON_INTERPRET=1 before Python starts (or TILECRAFT_REF=1 for eager torch), "
+            "or move the tensors to a GPU",
+        )
 
 
 def launch_options(target: Target, config: Config) -> dict[str, Any]:

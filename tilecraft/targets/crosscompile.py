@@ -1,0 +1,171 @@
+"""Cross-compile generated kernels for a real GPU target without a GPU (stage: targets).
+
+``triton.compile(ASTSource(...), target=GPUTarget(...))`` runs the whole Triton pipeline on the CPU
+and gives cubin / hsaco plus metadata. Register and spill counts come from ``cuobjdump
+--dump-resource-usage`` (shipped in the triton wheel) for CUDA and from the AMDGPU metadata for HIP.
+This is the static validator: it tells whether a config compiles and fits a target.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tilecraft.codegen.kernel import HEADER, GeneratedKernel
+from tilecraft.ir.nodes import DeviceLoop
+from tilecraft.targets.target import Target
+
+_TYPES = {
+    torch.float32: "fp32",
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+    torch.float64: "fp64",
+    torch.int8: "i8",
+    torch.int16: "i16",
+    torch.int32: "i32",
+    torch.int64: "i64",
+    torch.uint8: "u8",
+    torch.bool: "i1",
+}
+
+
+@dataclasses.dataclass
+class CompileReport:
+    target: Target
+    ok: bool
+    error: str = ""
+    error_class: str = ""
+    shared_bytes: int | None = None
+    registers: int | None = None
+    spills: int | None = None
+    max_shared: int | None = None
+
+    @property
+    def fits(self) -> bool:
+        return self.ok and (self.max_shared is None or (self.shared_bytes or 0) <= self.max_shared)
+
+
+def signature_for(kernel: GeneratedKernel, loop: DeviceLoop) -> tuple[dict[str, str], dict[str, Any]]:
+    signature: dict[str, str] = {}
+    for name in kernel.params:
+        if name in loop.tensors:
+            signature[name] = "*" + _TYPES[loop.tensors[name].dtype]
+        else:
+            node = loop.scalar_args.get(name)
+            signature[name] = _TYPES[node.dtype] if node is not None else "fp32"
+    for name in kernel.constexprs:
+        signature[name] = "constexpr"
+    return signature, dict(kernel.constexprs)
+
+
+@dataclasses.dataclass
+class CompileJob:
+    """Everything a compile needs, picklable so a worker process can run it."""
+
+    source: str  # module source holding the @triton.jit function
+    kernel_name: str
+    signature: dict[str, str]
+    constexprs: dict[str, Any]
+    options: dict[str, Any]
+    target: Target
+
+    @classmethod
+    def of(cls, kernel: GeneratedKernel, loop: DeviceLoop, target: Target) -> CompileJob:
+        signature, constexprs = signature_for(kernel, loop)
+        source = HEADER + "\n\n" + kernel.device_source
+        return cls(source, kernel.kernel_name, signature, constexprs, dict(kernel.launch_options), target)
+
+
+def _jit_function(job: CompileJob) -> Any:
+    from triton.runtime.jit import JITFunction
+
+    tmp = Path(tempfile.mkdtemp(prefix="tc_xc_")) / f"{job.kernel_name}.py"
+    tmp.write_text(job.source)
+    spec = importlib.util.spec_from_file_location(f"tc_xc_{job.kernel_name}", tmp)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = getattr(module, job.kernel_name)
+    return fn if isinstance(fn, JITFunction) else JITFunction(getattr(fn, "fn", fn))
+
+
+def cross_compile(kernel: GeneratedKernel, loop: DeviceLoop, target: Target, timeout_s: float = 120.0) -> CompileReport:
+    """Compile in a worker process (the interpreter setting of this process cannot leak in, and
+    a hang or crash of the compiler only costs the worker)."""
+    from tilecraft.targets.worker import run_compile_job
+
+    return run_compile_job(CompileJob.of(kernel, loop, target), timeout_s)
+
+
+def compile_job(job: CompileJob) -> CompileReport:
+    """Run a compile in this process (must not be in interpreter mode)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    target = job.target
+    report = CompileReport(target, ok=False)
+    try:
+        src = ASTSource(_jit_function(job), job.signature, job.constexprs)
+        compiled = triton.compile(src, target=GPUTarget(target.backend, target.arch, target.warp_size), options=dict(job.options))
+    except Exception as exc:  # classified, never raised: this is a validator
+        report.error = f"{type(exc).__name__}: {exc}"
+        report.error_class = classify_compile_error(report.error)
+        return report
+    report.ok = True
+    report.shared_bytes = int(getattr(compiled.metadata, "shared", 0) or 0)
+    if target.backend == "cuda":
+        report.registers, report.spills = _cuda_resources(compiled.asm.get("cubin"))
+    elif target.backend == "hip":
+        report.registers, report.spills = _hip_resources(compiled.asm.get("amdgcn", ""))
+    return report
+
+
+def classify_compile_error(text: str) -> str:
+    lowered = text.lower()
+    if "numel" in lowered and "exceeds" in lowered:
+        return "resource:numel"
+    if "shared memory" in lowered or "out of resource: shared" in lowered:
+        return "resource:shared_memory"
+    if "register" in lowered:
+        return "resource:registers"
+    if "unrecognised" in lowered or "unrecognized" in lowered:
+        return "unsupported_option"
+    return "compile_error"
+
+
+def _cuobjdump() -> str | None:
+    import triton
+
+    path = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    return str(path) if path.exists() else None
+
+
+def _cuda_resources(cubin: bytes | None) -> tuple[int | None, int | None]:
+    tool = _cuobjdump()
+    if not cubin or tool is None:
+        return None, None
+    fd, path = tempfile.mkstemp(suffix=".cubin")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(cubin)
+        out = subprocess.run([tool, "--dump-resource-usage", path], capture_output=True, text=True, timeout=60).stdout
+    finally:
+        os.unlink(path)
+    regs = re.search(r"REG:(\d+)", out)
+    local = re.search(r"LOCAL:(\d+)", out)
+    return (int(regs.group(1)) if regs else None, int(local.group(1)) if local else None)
+
+
+def _hip_resources(asm: str) -> tuple[int | None, int | None]:
+    vgpr = re.search(r"\.vgpr_count:\s+(\d+)", asm)
+    spill = re.search(r"\.vgpr_spill_count:\s+(\d+)", asm)
+    return (int(vgpr.group(1)) if vgpr else None, int(spill.group(1)) if spill else None)
