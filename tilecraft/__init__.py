@@ -12,4 +12,13 @@ from tilecraft.language import __all__ as _language_names
 from tilecraft.runtime.kernel import BoundKernel, Kernel, kernel
 
 __version__ = "0.1.0"
-__all__ = ["BoundKernel", "Config", "ConfigSpec", "Kernel", "TilecraftError", "kernel", "language", *_language_names]
+__all__ = [
+    "BoundKernel",
+    "Config",
+    "ConfigSpec",
+    "Kernel",
+    "TilecraftError",
+    "kernel",
+    "language",
+    *_language_names,
+]

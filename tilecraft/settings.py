@@ -47,4 +47,3 @@ def cache_dir() -> Path:
 def target_override() -> str | None:
     """``TILECRAFT_TARGET``: generate code for a named target instead of the active device."""
     return os.environ.get("TILECRAFT_TARGET") or None
-

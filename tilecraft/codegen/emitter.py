@@ -23,7 +23,13 @@ from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind
 from tilecraft.ir.pointwise import POINTWISE
 
-_REDUCE_FN = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min", "argmax": "tl.argmax", "argmin": "tl.argmin"}
+_REDUCE_FN = {
+    "sum": "tl.sum",
+    "max": "tl.max",
+    "min": "tl.min",
+    "argmax": "tl.argmax",
+    "argmin": "tl.argmin",
+}
 
 
 @dataclasses.dataclass
@@ -60,7 +66,8 @@ class Emitter:
         if sym.kind is SymKind.RDIM:
             full = 1 << (int(sym.extent) - 1).bit_length() if sym.extent > 1 else 1
             if sym is self.looped:
-                return int(self.config.reduction_loops[sym.config_slot])  # type: ignore[index]
+                assert sym.config_slot is not None
+                return int(self.config.reduction_loops[sym.config_slot] or full)
             return full
         if sym.fixed_block is not None:
             return sym.fixed_block
@@ -69,7 +76,9 @@ class Emitter:
     def block_expr(self, sym: Sym) -> str:
         if sym.kind is SymKind.BLOCK and sym.config_slot is None:
             return str(self.block_value(sym))
-        prefix = "_BLOCK" if sym.kind is SymKind.BLOCK else "_RBLOCK" if sym is self.looped else "_RDIM"
+        prefix = (
+            "_BLOCK" if sym.kind is SymKind.BLOCK else "_RBLOCK" if sym is self.looped else "_RDIM"
+        )
         name = f"{prefix}_{sym.index}"
         self.constexprs[name] = self.block_value(sym)
         return name
@@ -118,7 +127,13 @@ class Emitter:
             st = SymState(block=self.block_expr(sym))
             self.syms[id(sym)] = st
             pid_var = self.w.fresh(f"pid_{sym.index}")
-            expr = pid if len(grid_syms) == 1 else f"({pid} // {stride}) % {count}" if stride > 1 else f"{pid} % {count}"
+            expr = (
+                pid
+                if len(grid_syms) == 1
+                else f"({pid} // {stride}) % {count}"
+                if stride > 1
+                else f"{pid} % {count}"
+            )
             if sym is grid_syms[-1] and len(grid_syms) > 1:
                 expr = f"{pid} // {stride}"
             self.w.line(f"{pid_var} = {expr}")
@@ -402,7 +417,9 @@ class Emitter:
                 src = n.inputs[0]
                 dims = ", ".join(self.dim_expr(d) for d in src.shape)
                 acc = self.w.fresh(f"{n.hint}_acc")
-                self.w.line(f"{acc} = tl.full([{dims}], {dtypes.neutral(n.attrs['kind'], src.dtype)}, {dtypes.triton_dtype(src.dtype)})")
+                self.w.line(
+                    f"{acc} = tl.full([{dims}], {dtypes.neutral(n.attrs['kind'], src.dtype)}, {dtypes.triton_dtype(src.dtype)})"
+                )
                 accs[n.id] = acc
         roffset = self.w.fresh(f"roffset_{sym.index}")
         self.w.line(f"for {roffset} in tl.range(0, {sym.extent}, {st.block}):")
@@ -416,7 +433,11 @@ class Emitter:
                     kind, axis = n.attrs["kind"], n.attrs["axis"]
                     value = self.masked_for_reduce(n.inputs[0], axis, kind)
                     acc = accs[n.id]
-                    combine = {"sum": f"{acc} + {value}", "max": f"tl.maximum({acc}, {value})", "min": f"tl.minimum({acc}, {value})"}[kind]
+                    combine = {
+                        "sum": f"{acc} + {value}",
+                        "max": f"tl.maximum({acc}, {value})",
+                        "min": f"tl.minimum({acc}, {value})",
+                    }[kind]
                     self.w.line(f"{acc} = {combine}")
                 else:
                     self.ensure(n)
@@ -424,7 +445,9 @@ class Emitter:
         for n in sinks:
             if n.op is Op.REDUCE:
                 keep = ", keep_dims=True" if n.attrs["keepdim"] else ""
-                self.bind(n, f"{_REDUCE_FN[n.attrs['kind']]}({accs[n.id]}, {n.attrs['axis']}{keep})")
+                self.bind(
+                    n, f"{_REDUCE_FN[n.attrs['kind']]}({accs[n.id]}, {n.attrs['axis']}{keep})"
+                )
 
 
 def _on(node: Node, sym: Sym) -> bool:

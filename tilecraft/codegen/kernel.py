@@ -35,13 +35,19 @@ class GeneratedKernel:
 
 def _needs_int64(loop: DeviceLoop) -> bool:
     for t in loop.tensors.values():
-        reach = sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride, strict=True)) if t.shape else 0
+        reach = (
+            sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride, strict=True))
+            if t.shape
+            else 0
+        )
         if reach >= 2**31 - 1:
             return True
     return False
 
 
-def generate(loop: DeviceLoop, config: Config, fn_name: str, launch_options: dict[str, Any]) -> GeneratedKernel:
+def generate(
+    loop: DeviceLoop, config: Config, fn_name: str, launch_options: dict[str, Any]
+) -> GeneratedKernel:
     em = Emitter(loop, config, _needs_int64(loop))
     kernel_name = f"_tc_{fn_name}_{loop.index}"
     em.w.src_comment(loop.loc)
@@ -65,4 +71,13 @@ def generate(loop: DeviceLoop, config: Config, fn_name: str, launch_options: dic
         + "".join(f"        {a},\n" for a in call_args)
         + "    )\n"
     )
-    return GeneratedKernel(kernel_name, launcher_name, device_source, launcher_source, params, constexprs, grid, dict(launch_options))
+    return GeneratedKernel(
+        kernel_name,
+        launcher_name,
+        device_source,
+        launcher_source,
+        params,
+        constexprs,
+        grid,
+        dict(launch_options),
+    )

@@ -82,5 +82,10 @@ def emit_atomic(em: Emitter, node: Node) -> None:
     value, *index_values = node.inputs
     ptr, mask = access(em, node, index_values)
     mask_arg = f", mask={mask}" if mask else ""
-    fn: Any = {"add": "tl.atomic_add", "max": "tl.atomic_max", "min": "tl.atomic_min", "xchg": "tl.atomic_xchg"}[node.attrs["kind"]]
+    fn: Any = {
+        "add": "tl.atomic_add",
+        "max": "tl.atomic_max",
+        "min": "tl.atomic_min",
+        "xchg": "tl.atomic_xchg",
+    }[node.attrs["kind"]]
     em.bind(node, f"{fn}({ptr}, {em.expr(value)}{mask_arg}, sem='relaxed')")

@@ -44,7 +44,10 @@ class CodeWriter:
     def src_comment(self, loc: SourceLoc | None) -> None:
         if loc is None or loc == self._last_loc:
             return
-        if self._last_loc is not None and (loc.filename, loc.lineno) == (self._last_loc.filename, self._last_loc.lineno):
+        if self._last_loc is not None and (loc.filename, loc.lineno) == (
+            self._last_loc.filename,
+            self._last_loc.lineno,
+        ):
             return
         self._last_loc = loc
         self.line(f"# src[{loc.short}]: {loc.source_line().strip()}")
@@ -53,4 +56,24 @@ class CodeWriter:
         return "\n".join(self.lines) + "\n"
 
 
-_RESERVED = {"tl", "triton", "torch", "pid", "and", "or", "not", "if", "for", "in", "is", "def", "return", "lambda", "range", "min", "max", "sum", "abs"}
+_RESERVED = {
+    "tl",
+    "triton",
+    "torch",
+    "pid",
+    "and",
+    "or",
+    "not",
+    "if",
+    "for",
+    "in",
+    "is",
+    "def",
+    "return",
+    "lambda",
+    "range",
+    "min",
+    "max",
+    "sum",
+    "abs",
+}

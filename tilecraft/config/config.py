@@ -78,7 +78,9 @@ class Config:
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v < 1 or v & (v - 1) or v > 32):
                 raise ConfigError(f"num_warps={v!r}: must be a power of two in [1, 32]")
-        if self.num_stages is not None and (not isinstance(self.num_stages, int) or self.num_stages < 1):
+        if self.num_stages is not None and (
+            not isinstance(self.num_stages, int) or self.num_stages < 1
+        ):
             raise ConfigError(f"num_stages={self.num_stages!r}: must be an int >= 1")
         if self.pid_type not in PID_TYPES:
             raise ConfigError(f"pid_type={self.pid_type!r}: expected one of {PID_TYPES}")

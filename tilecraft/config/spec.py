@@ -20,7 +20,7 @@ MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
 # Fields whose codegen strategies are not implemented yet, with the values that mean "default"
 # (Helion writes explicit neutral lists such as range_num_stages=[0, 0]; those are accepted).
-UNIMPLEMENTED_NEUTRAL = {
+UNIMPLEMENTED_NEUTRAL: dict[str, set[Any]] = {
     "pid_type": {"flat"},
     "indexing": {"pointer"},
     "load_eviction_policies": {""},
@@ -76,7 +76,13 @@ class ValueShape:
 
 
 class ConfigSpec:
-    def __init__(self, loops: list[DeviceLoop], n_block_slots: int, host_slots: dict[int, int], tunables: dict[str, tuple[Any, ...]]):
+    def __init__(
+        self,
+        loops: list[DeviceLoop],
+        n_block_slots: int,
+        host_slots: dict[int, int],
+        tunables: dict[str, tuple[Any, ...]],
+    ):
         self.blocks: list[BlockSpec] = []
         self.reductions: list[ReductionSpec] = []
         self.values: list[ValueShape] = []
@@ -99,12 +105,16 @@ class ConfigSpec:
                 role = "grid" if sym in loop.grid_syms else "loop"
                 spec = slots.get(sym.config_slot)
                 if spec is None or spec.role == "host" and spec.extent <= 1:
-                    slots[sym.config_slot] = BlockSpec(sym.config_slot, max(extent, 1), role, grid_rank=len(loop.grid_syms))
+                    slots[sym.config_slot] = BlockSpec(
+                        sym.config_slot, max(extent, 1), role, grid_rank=len(loop.grid_syms)
+                    )
                 elif extent:
                     spec.extent = max(spec.extent, extent) if spec.role != "host" else spec.extent
             if sym.kind is SymKind.RDIM:
                 ok, why = rdim_loopable(loop, sym)
-                self.reductions.append(ReductionSpec(sym.config_slot or 0, int(sym.extent), ok, why))
+                self.reductions.append(
+                    ReductionSpec(sym.config_slot or 0, int(sym.extent), ok, why)
+                )
         for node in walk(loop.body):
             if node.op is Op.DOT:
                 self.has_dot = True
@@ -140,7 +150,9 @@ class ConfigSpec:
 
     # -- configs --------------------------------------------------------------------------
     def default(self) -> Config:
-        reductions = [None if (not r.loopable or r.full <= 16384) else 4096 for r in self.reductions]
+        reductions = [
+            None if (not r.loopable or r.full <= 16384) else 4096 for r in self.reductions
+        ]
         blocks = [self._preferred_block(b) for b in self.blocks]
         config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
         config = self._shrink_to(config, REGISTER_BUDGET)
@@ -178,7 +190,9 @@ class ConfigSpec:
 
     def random(self, rng: _random.Random) -> Config:
         """A random config from the space, normalized (oversize tiles are shrunk)."""
-        blocks = [1 << rng.randint(b.lo.bit_length() - 1, b.hi.bit_length() - 1) for b in self.blocks]
+        blocks = [
+            1 << rng.randint(b.lo.bit_length() - 1, b.hi.bit_length() - 1) for b in self.blocks
+        ]
         reductions: list[int | None] = []
         for r in self.reductions:
             if r.loopable and r.full > 16 and rng.random() < 0.5:
@@ -205,7 +219,9 @@ class ConfigSpec:
             else:
                 bad = any(v not in neutral for v in _as_tuple(value))
             if bad:
-                raise ConfigError(f"{name}={value!r} is not implemented yet; leave it at its default")
+                raise ConfigError(
+                    f"{name}={value!r} is not implemented yet; leave it at its default"
+                )
             fields.pop(name, None)
         if len(config.block_sizes) != len(self.blocks):
             if config.block_sizes:
@@ -218,7 +234,9 @@ class ConfigSpec:
         blocks = list(fields["block_sizes"])
         for i, b in enumerate(self.blocks):
             if blocks[i] < b.lo:
-                raise ConfigError(f"block_sizes[{i}]={blocks[i]} is below {b.lo} (tl.dot needs every dim >= 16)")
+                raise ConfigError(
+                    f"block_sizes[{i}]={blocks[i]} is below {b.lo} (tl.dot needs every dim >= 16)"
+                )
             blocks[i] = min(blocks[i], b.hi)
         fields["block_sizes"] = blocks
         fields["reduction_loops"] = self._normalize_reductions(config)
@@ -254,7 +272,9 @@ class ConfigSpec:
             if chunk is not None and chunk >= r.full:
                 chunk = None
             if chunk is not None and not r.loopable:
-                raise ConfigError(f"reduction_loops[{i}]={chunk}: this reduction dim cannot be looped: {r.reason}")
+                raise ConfigError(
+                    f"reduction_loops[{i}]={chunk}: this reduction dim cannot be looped: {r.reason}"
+                )
             looped += chunk is not None
             out.append(chunk)
         if looped > 1:
@@ -298,7 +318,11 @@ def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
             for carry in node.attrs.get("carried", []):
                 if sym in carry.shape:
                     return False, f"the loop-carried value '{carry.hint}' spans it"
-        if node.op is Op.REDUCE and _reduces_over(node, sym) and node.attrs["kind"] not in ("sum", "max", "min"):
+        if (
+            node.op is Op.REDUCE
+            and _reduces_over(node, sym)
+            and node.attrs["kind"] not in ("sum", "max", "min")
+        ):
             return False, f"{node.attrs['kind']} over it needs the whole dim"
         if node.op is Op.DOT and any(sym in i.shape for i in node.inputs):
             return False, "tl.dot uses it"

@@ -13,7 +13,13 @@ from typing import Any
 
 import torch
 
-from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, TilecraftError, UnsupportedOpError
+from tilecraft.errors import (
+    DeviceCodeError,
+    ShapeError,
+    SourceLoc,
+    TilecraftError,
+    UnsupportedOpError,
+)
 from tilecraft.frontend.tracer import Tracer, shape_str
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir.nodes import Node, Op, Sym
@@ -29,9 +35,7 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
             targets: list[ast.expr] = []
             if isinstance(node, ast.Assign):
                 targets = node.targets
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                targets = [node.target]
-            elif isinstance(node, ast.For):
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
                 targets = [node.target]
             for target in targets:
                 for n in ast.walk(target):
@@ -43,7 +47,14 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
 class Interpreter:
     """Interprets device statements against an environment of proxies."""
 
-    def __init__(self, tracer: Tracer, env: dict[str, Any], globals_: dict[str, Any], filename: str, line_offset: int):
+    def __init__(
+        self,
+        tracer: Tracer,
+        env: dict[str, Any],
+        globals_: dict[str, Any],
+        filename: str,
+        line_offset: int,
+    ):
         self.tracer = tracer
         self.env = env
         self.globals = globals_
@@ -52,7 +63,11 @@ class Interpreter:
         self._code_cache: dict[int, Any] = {}
 
     def loc(self, node: ast.AST) -> SourceLoc:
-        return SourceLoc(self.filename, getattr(node, "lineno", 1) + self.line_offset, getattr(node, "col_offset", 0))
+        return SourceLoc(
+            self.filename,
+            getattr(node, "lineno", 1) + self.line_offset,
+            getattr(node, "col_offset", 0),
+        )
 
     # -- expressions ----------------------------------------------------------------------
     def eval(self, expr: ast.expr) -> Any:
@@ -69,7 +84,8 @@ class Interpreter:
             raise
         except NameError as exc:
             raise DeviceCodeError(
-                f"{exc}", self.tracer.loc,
+                f"{exc}",
+                self.tracer.loc,
                 hint="a name assigned only inside an inner loop is not visible after it; "
                 "initialize it before the loop to carry it",
             ) from None
@@ -128,7 +144,9 @@ class Interpreter:
         elif isinstance(target, (ast.Tuple, ast.List)):
             values = list(value)
             if len(values) != len(target.elts):
-                raise DeviceCodeError(f"cannot unpack {len(values)} values into {len(target.elts)} names")
+                raise DeviceCodeError(
+                    f"cannot unpack {len(values)} values into {len(target.elts)} names"
+                )
             for t, v in zip(target.elts, values, strict=True):
                 self.assign(t, v)
         elif isinstance(target, ast.Subscript):
@@ -176,13 +194,21 @@ class Interpreter:
         self._loop_nest(stmt, syms, spec.multi)
 
     def _loop_nest(self, stmt: ast.For, syms: list[Sym], multi: bool) -> None:
-        carried_names = [n for n in assigned_names(stmt.body) if isinstance(self.env.get(n), (TileValue, int, float))]
+        carried_names = [
+            n
+            for n in assigned_names(stmt.body)
+            if isinstance(self.env.get(n), (TileValue, int, float))
+        ]
         body_locals = [n for n in assigned_names(stmt.body) if n not in self.env]
         tracer = self.tracer
         loops: list[Node] = []
         carries: dict[str, Node] = {}
         for sym in syms:
-            bounds = [tracer.value_node(b) for b in (sym.begin, sym.extent) if isinstance(b, (TileValue, TileProxy))]
+            bounds = [
+                tracer.value_node(b)
+                for b in (sym.begin, sym.extent)
+                if isinstance(b, (TileValue, TileProxy))
+            ]
             loop = tracer.emit(Op.LOOP, bounds, (), _NO_DTYPE, sym=sym)
             loop.body = []
             loop.attrs["carried"] = []
@@ -192,7 +218,9 @@ class Interpreter:
         outer = loops[0]
         for name in carried_names:
             init = tracer.value_node(self.env[name])
-            carry = Node(Op.CARRY, [init], init.shape, init.dtype, {"name": name}, tracer.loc, hint=name)
+            carry = Node(
+                Op.CARRY, [init], init.shape, init.dtype, {"name": name}, tracer.loc, hint=name
+            )
             outer.attrs["carried"].append(carry)
             carries[name] = carry
             self.env[name] = tracer.wrap(carry)
@@ -208,7 +236,10 @@ class Interpreter:
                     carry.loc,
                     hint=f"cast the new value back, e.g. {name} = ({name} + ...).to({carry.dtype})",
                 )
-            if tracer.broadcast_shapes(new.shape, carry.shape) != carry.shape or new.ndim > carry.ndim:
+            if (
+                tracer.broadcast_shapes(new.shape, carry.shape) != carry.shape
+                or new.ndim > carry.ndim
+            ):
                 raise ShapeError(
                     f"loop-carried '{name}' changes shape in the loop: {shape_str(carry.shape)} before, "
                     f"{shape_str(new.shape)} after",
@@ -236,7 +267,9 @@ def _as_load(target: ast.expr) -> ast.expr:
 def _index_expr(expr: ast.expr) -> ast.expr:
     """A subscript's slice as an expression: ``a, :`` -> ``(a, slice(None))``."""
     if isinstance(expr, ast.Slice):
-        args = [e if e is not None else ast.Constant(None) for e in (expr.lower, expr.upper, expr.step)]
+        args = [
+            e if e is not None else ast.Constant(None) for e in (expr.lower, expr.upper, expr.step)
+        ]
         return ast.Call(func=ast.Name("slice", ast.Load()), args=args, keywords=[])
     if isinstance(expr, ast.Tuple):
         return ast.Tuple([_index_expr(e) for e in expr.elts], ast.Load())

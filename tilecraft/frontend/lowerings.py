@@ -44,7 +44,9 @@ def supported_ops() -> list[str]:
 def _register_pointwise() -> None:
     for name, op in POINTWISE.items():
 
-        def handler(t: Any, *args: Any, _name: str = name, _arity: int = op.arity, **kwargs: Any) -> Any:
+        def handler(
+            t: Any, *args: Any, _name: str = name, _arity: int = op.arity, **kwargs: Any
+        ) -> Any:
             alpha = kwargs.pop("alpha", None)
             kwargs.pop("out", None)
             if kwargs.get("approximate") == "tanh" and _name == "gelu":
@@ -57,7 +59,9 @@ def _register_pointwise() -> None:
             if kwargs:
                 raise UnsupportedOpError(f"torch.{_name}: keyword arguments {sorted(kwargs)}")
             if len(args) != _arity:
-                raise UnsupportedOpError(f"torch.{_name} takes {_arity} tensor operands, got {len(args)}")
+                raise UnsupportedOpError(
+                    f"torch.{_name} takes {_arity} tensor operands, got {len(args)}"
+                )
             if alpha is not None and _name in ("add", "sub"):
                 args = (args[0], t.pointwise("mul", args[1], alpha))
             if _name == "pow" and isinstance(args[1], (int, float)):
@@ -131,7 +135,11 @@ def _max_min(kind: str) -> Handler:
         keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
         values = t.reduce(kind, x, dim, keepdim)
         indices = t.reduce("arg" + kind, x, dim, keepdim)
-        return torch.return_types.max((values, indices)) if kind == "max" else torch.return_types.min((values, indices))
+        return (
+            torch.return_types.max((values, indices))
+            if kind == "max"
+            else torch.return_types.min((values, indices))
+        )
 
     return handler
 
@@ -157,7 +165,11 @@ def _var(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     count: Any = 1
     for d in dims:
         count = count * t.extent_value(node.shape[t._axis(node, d)])
-    return t.pointwise("truediv", total, t.pointwise("sub", count, correction) if not isinstance(count, int) else count - correction)
+    return t.pointwise(
+        "truediv",
+        total,
+        t.pointwise("sub", count, correction) if not isinstance(count, int) else count - correction,
+    )
 
 
 def _softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool) -> Any:
@@ -250,7 +262,7 @@ def _addmm(t: Any, acc: Any, a: Any, b: Any) -> Any:
     return t.dot(a, b, acc=acc)
 
 
-@lowering(T.t, torch.t, T.T.__get__)
+@lowering(T.t, torch.t)
 def _t(t: Any, x: Any) -> Any:
     return t.transpose(x)
 
@@ -258,7 +270,9 @@ def _t(t: Any, x: Any) -> Any:
 @lowering(T.transpose, torch.transpose)
 def _transpose(t: Any, x: Any, d0: int, d1: int) -> Any:
     if {d0 % 2, d1 % 2} != {0, 1}:
-        raise UnsupportedOpError(f"transpose({d0}, {d1}) on a tile: only 2-D transposes are supported")
+        raise UnsupportedOpError(
+            f"transpose({d0}, {d1}) on a tile: only 2-D transposes are supported"
+        )
     return t.transpose(x)
 
 

@@ -43,14 +43,24 @@ class KernelSource:
     loops: list[DeviceLoopSource]
 
     def loc(self, node: ast.AST) -> SourceLoc:
-        return SourceLoc(self.filename, getattr(node, "lineno", 1) + self.line_offset, getattr(node, "col_offset", 0))
+        return SourceLoc(
+            self.filename,
+            getattr(node, "lineno", 1) + self.line_offset,
+            getattr(node, "col_offset", 0),
+        )
 
 
 def _is_device_iter(expr: ast.expr) -> bool:
     if not isinstance(expr, ast.Call):
         return False
     func = expr.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    name = (
+        func.attr
+        if isinstance(func, ast.Attribute)
+        else func.id
+        if isinstance(func, ast.Name)
+        else ""
+    )
     return name in ("tile", "grid")
 
 
@@ -64,7 +74,9 @@ def parse_kernel(fn: Callable[..., Any]) -> KernelSource:
     module = ast.parse(text)
     tree = module.body[0]
     if not isinstance(tree, ast.FunctionDef):
-        raise DeviceCodeError(f"@tc.kernel must decorate a plain function, got {type(tree).__name__}")
+        raise DeviceCodeError(
+            f"@tc.kernel must decorate a plain function, got {type(tree).__name__}"
+        )
     tree.decorator_list = []
     src = KernelSource(fn, filename, first - 1, tree, text, [])
     _find_loops(src, tree.body)
@@ -116,7 +128,9 @@ class _RefRewriter(ast.NodeTransformer):
     def visit_Subscript(self, node: ast.Subscript) -> Any:
         self.generic_visit(node)
         if isinstance(node.ctx, ast.Load):
-            call = ast.Call(ast.Name(REF_GET, ast.Load()), [node.value, _slice_expr(node.slice)], [])
+            call = ast.Call(
+                ast.Name(REF_GET, ast.Load()), [node.value, _slice_expr(node.slice)], []
+            )
             return ast.copy_location(call, node)
         return node
 
@@ -124,7 +138,11 @@ class _RefRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
             target = node.targets[0]
-            call = ast.Call(ast.Name(REF_SET, ast.Load()), [target.value, _slice_expr(target.slice), node.value], [])
+            call = ast.Call(
+                ast.Name(REF_SET, ast.Load()),
+                [target.value, _slice_expr(target.slice), node.value],
+                [],
+            )
             return ast.copy_location(ast.Expr(call), node)
         return node
 
@@ -133,7 +151,9 @@ class _RefRewriter(ast.NodeTransformer):
             target = node.target
             load = ast.Subscript(target.value, target.slice, ast.Load())
             value = ast.BinOp(self.visit(load), node.op, self.visit(node.value))
-            call = ast.Call(ast.Name(REF_SET, ast.Load()), [target.value, _slice_expr(target.slice), value], [])
+            call = ast.Call(
+                ast.Name(REF_SET, ast.Load()), [target.value, _slice_expr(target.slice), value], []
+            )
             return ast.copy_location(ast.Expr(call), node)
         self.generic_visit(node)
         return node
@@ -141,7 +161,9 @@ class _RefRewriter(ast.NodeTransformer):
 
 def _slice_expr(expr: ast.expr) -> ast.expr:
     if isinstance(expr, ast.Slice):
-        args = [e if e is not None else ast.Constant(None) for e in (expr.lower, expr.upper, expr.step)]
+        args = [
+            e if e is not None else ast.Constant(None) for e in (expr.lower, expr.upper, expr.step)
+        ]
         return ast.Call(ast.Name("slice", ast.Load()), args, [])
     if isinstance(expr, ast.Tuple):
         return ast.Tuple([_slice_expr(e) for e in expr.elts], ast.Load())
@@ -154,18 +176,25 @@ def _copy(tree: ast.FunctionDef) -> ast.FunctionDef:
     return copy.deepcopy(tree)
 
 
-def build_function(src: KernelSource, tree: ast.FunctionDef, extra: dict[str, Any]) -> Callable[..., Any]:
+def build_function(
+    src: KernelSource, tree: ast.FunctionDef, extra: dict[str, Any]
+) -> Callable[..., Any]:
     """Compile a rewritten function with the original globals and closure values."""
     fn = src.fn
     freevars = fn.__code__.co_freevars
     closure = fn.__closure__ or ()
     factory = ast.FunctionDef(
         name="__tc_factory__",
-        args=ast.arguments(posonlyargs=[], args=[ast.arg(v) for v in freevars], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(v) for v in freevars],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        ),
         body=[tree, ast.Return(ast.Name(tree.name, ast.Load()))],
         decorator_list=[],
         returns=None,
-        type_params=[],
     )
     for node in ast.walk(factory):
         if "lineno" in node._attributes and not hasattr(node, "lineno"):
@@ -193,9 +222,11 @@ def build_function(src: KernelSource, tree: ast.FunctionDef, extra: dict[str, An
 
 def launch_tree(src: KernelSource) -> ast.FunctionDef:
     tree = _copy(src.tree)
-    loops = []
+    loops: list[ast.For] = []
     _find_loops_in(tree, loops)
-    return _LaunchRewriter([DeviceLoopSource(i, n, src.loops[i].loc) for i, n in enumerate(loops)]).visit(tree)  # type: ignore[no-any-return]
+    return _LaunchRewriter(
+        [DeviceLoopSource(i, n, src.loops[i].loc) for i, n in enumerate(loops)]
+    ).visit(tree)  # type: ignore[no-any-return]
 
 
 def ref_tree(src: KernelSource) -> ast.FunctionDef:

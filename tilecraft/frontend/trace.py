@@ -45,7 +45,9 @@ class _TraceHost:
 
     mode = "trace"
 
-    def __init__(self, src: KernelSource, device_type: str, static_shapes: bool, block_values: dict[int, int]):
+    def __init__(
+        self, src: KernelSource, device_type: str, static_shapes: bool, block_values: dict[int, int]
+    ):
         self.src = src
         self.device_type = device_type
         self.static_shapes = static_shapes
@@ -64,7 +66,9 @@ class _TraceHost:
         self.host_slot_order.append(slot)
         from tilecraft.config.spec import next_pow2
 
-        value = self.block_values.get(slot, min(PROVISIONAL_BLOCK, next_pow2(self.host_slots[slot])))
+        value = self.block_values.get(
+            slot, min(PROVISIONAL_BLOCK, next_pow2(self.host_slots[slot]))
+        )
         return BlockSize(value, slot)
 
     def tunable(self, name: str, choices: tuple[Any, ...]) -> Any:
@@ -76,7 +80,9 @@ class _TraceHost:
             return  # the same device loop reached again (e.g. in a host loop)
         source = self.src.loops[index]
         if not isinstance(spec, TileSpec):
-            raise DeviceCodeError("a device loop must iterate tc.tile(...) or tc.grid(...)", source.loc)
+            raise DeviceCodeError(
+                "a device loop must iterate tc.tile(...) or tc.grid(...)", source.loc
+            )
         tracer = Tracer(self.next_slot, [])
         tracer.loc = source.loc
         captures = {name: self._capture(name, value, tracer) for name, value in env.items()}
@@ -85,8 +91,12 @@ class _TraceHost:
             for begin, end, block in zip(spec.begins, spec.ends, spec.block_sizes, strict=True):
                 if not isinstance(begin, int) or not isinstance(end, int):
                     raise DeviceCodeError("the bounds of a top-level device loop must be host ints")
-                grid_syms.append(tracer.new_block_sym(int(end), int(begin), block, scalar=spec.kind == "grid"))
-            interp = Interpreter(tracer, captures, self.src.fn.__globals__, self.src.filename, self.src.line_offset)
+                grid_syms.append(
+                    tracer.new_block_sym(int(end), int(begin), block, scalar=spec.kind == "grid")
+                )
+            interp = Interpreter(
+                tracer, captures, self.src.fn.__globals__, self.src.filename, self.src.line_offset
+            )
             proxies = [TileProxy(s, tracer) for s in grid_syms]
             interp.assign(source.node.target, tuple(proxies) if spec.multi else proxies[0])
             interp.run(source.node.body)
@@ -99,12 +109,25 @@ class _TraceHost:
         self.n_rdims += tracer.n_rdims
         body = eliminate_dead_code(tracer.blocks[0])
         tensors = {name: v for name, v in captures.items() if isinstance(v, HostTensor)}
-        scalars = {name: v.node for name, v in captures.items() if isinstance(v, TileValue) and v.node.op is Op.ARG}
-        self.loops[index] = DeviceLoop(index, grid_syms, body, tensors, scalars, source.loc, tracer.syms)
+        scalars = {
+            name: v.node
+            for name, v in captures.items()
+            if isinstance(v, TileValue) and v.node.op is Op.ARG
+        }
+        self.loops[index] = DeviceLoop(
+            index, grid_syms, body, tensors, scalars, source.loc, tracer.syms
+        )
 
     def _capture(self, name: str, value: Any, tracer: Tracer) -> Any:
         if isinstance(value, torch.Tensor):
-            return HostTensor(name, value.dtype, tuple(value.shape), tuple(value.stride()), self.device_type, tracer)
+            return HostTensor(
+                name,
+                value.dtype,
+                tuple(value.shape),
+                tuple(value.stride()),
+                self.device_type,
+                tracer,
+            )
         if isinstance(value, (BlockSize, Specialized, bool)):
             return value
         if isinstance(value, int):
@@ -117,7 +140,9 @@ class _TraceHost:
 
 def _meta(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
-        return torch.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta")
+        return torch.empty_strided(
+            tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta"
+        )
     if isinstance(value, (list, tuple)):
         return type(value)(_meta(v) for v in value)
     return value
@@ -137,7 +162,9 @@ def trace_kernel(
         fn(*_meta(args), **_meta(kwargs))
     loops = [host.loops[i] for i in sorted(host.loops)]
     values = tuple(host.block_values.get(s, 0) for s in host.host_slot_order)
-    return TracedKernel(loops, host.host_slots, host.host_slot_order, host.next_slot, host.tunables, values)
+    return TracedKernel(
+        loops, host.host_slots, host.host_slot_order, host.next_slot, host.tunables, values
+    )
 
 
 def eliminate_dead_code(body: list[Node]) -> list[Node]:

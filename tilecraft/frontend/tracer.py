@@ -36,7 +36,9 @@ class Tracer:
         self._leaf_cache: dict[tuple[int, Op], TileValue] = {}
 
     # -- building blocks ------------------------------------------------------------------
-    def emit(self, op: Op, inputs: list[Node], shape: Shape, dtype: torch.dtype, **attrs: Any) -> Node:
+    def emit(
+        self, op: Op, inputs: list[Node], shape: Shape, dtype: torch.dtype, **attrs: Any
+    ) -> Node:
         node = Node(op, inputs, tuple(shape), dtype, attrs, self.loc)
         if op not in _LEAF_OPS:
             self.blocks[-1].append(node)
@@ -70,10 +72,15 @@ class Tracer:
 
     # -- syms -----------------------------------------------------------------------------
     def new_block_sym(self, extent: Any, begin: Any, block: Any, scalar: bool = False) -> Sym:
-        extent, begin = (self.value_node(v) if isinstance(v, (TileValue, TileProxy)) else v for v in (extent, begin))
+        extent, begin = (
+            self.value_node(v) if isinstance(v, (TileValue, TileProxy)) else v
+            for v in (extent, begin)
+        )
         sym = Sym(SymKind.BLOCK, len(self.syms), extent, begin, scalar=scalar)
         from tilecraft.language.tunables import BlockSize
 
+        if not scalar and type(block) is int and block == 1:
+            sym.scalar = scalar = True  # a tile dim of block size 1 indexes like an int
         if scalar:
             sym.fixed_block = 1
         elif isinstance(block, BlockSize):
@@ -128,7 +135,9 @@ class Tracer:
                 node = self.emit(op, [], shape, torch.int32, sym=sym)
             else:
                 node = self.emit(op, [], (), torch.int32, sym=sym)
-            node.hint = {Op.TILE_INDEX: "idx", Op.TILE_BEGIN: "begin", Op.TILE_END: "end"}.get(op, "t")
+            node.hint = {Op.TILE_INDEX: "idx", Op.TILE_BEGIN: "begin", Op.TILE_END: "end"}.get(
+                op, "t"
+            )
             self._leaf_cache[key] = self.wrap(node)
         return self._leaf_cache[key]
 
@@ -149,7 +158,9 @@ class Tracer:
                     dim = d
                 elif dim is not d and dim != d:
                     raise ShapeError(
-                        "shapes " + " and ".join(shape_str(s) for s in shapes) + " do not broadcast",
+                        "shapes "
+                        + " and ".join(shape_str(s) for s in shapes)
+                        + " do not broadcast",
                         self.loc,
                         hint="tiles from different loops or extents need explicit [:, None] / [None, :]",
                     )
@@ -199,7 +210,9 @@ class Tracer:
                 and acc.dtype == torch.float32
                 and acc.shape == dot.shape
             ):
-                return self.emit(Op.DOT, [dot.inputs[0], dot.inputs[1], acc], acc.shape, torch.float32)
+                return self.emit(
+                    Op.DOT, [dot.inputs[0], dot.inputs[1], acc], acc.shape, torch.float32
+                )
         return None
 
     def where(self, cond: Any, a: Any, b: Any) -> TileValue:
@@ -244,13 +257,17 @@ class Tracer:
         else:
             del shape[axis]
         out_dtype = torch.int32 if kind in ("argmax", "argmin") else compute
-        red = self.emit(Op.REDUCE, [inp], tuple(shape), out_dtype, kind=kind, axis=axis, keepdim=keepdim)
+        red = self.emit(
+            Op.REDUCE, [inp], tuple(shape), out_dtype, kind=kind, axis=axis, keepdim=keepdim
+        )
         return self.wrap(self.cast(red, result_dtype))
 
     def _axis(self, node: Node, dim: Any) -> int:
         d = int(dim)
         if not -node.ndim <= d < max(node.ndim, 1):
-            raise ShapeError(f"dim={d} is out of range for a {node.ndim}-D tile {shape_str(node.shape)}")
+            raise ShapeError(
+                f"dim={d} is out of range for a {node.ndim}-D tile {shape_str(node.shape)}"
+            )
         return d % node.ndim
 
     def extent_value(self, d: Dim) -> Any:
@@ -263,7 +280,13 @@ class Tracer:
 
     def mean(self, x: Any, dim: Any, keepdim: bool = False) -> TileValue:
         node = self.value_node(x)
-        dims = list(range(node.ndim)) if dim is None else dim if isinstance(dim, (list, tuple)) else [dim]
+        dims = (
+            list(range(node.ndim))
+            if dim is None
+            else dim
+            if isinstance(dim, (list, tuple))
+            else [dim]
+        )
         axes = [self._axis(node, d) for d in dims]
         src = x if node.dtype.is_floating_point else self.to_dtype(x, torch.float32)
         total = self.reduce("sum", src, axes, keepdim)
@@ -276,10 +299,14 @@ class Tracer:
             count = count * n
         return self.pointwise("truediv", total, count)
 
-    def dot(self, a: Any, b: Any, acc: Any = None, out_dtype: torch.dtype | None = None) -> TileValue:
+    def dot(
+        self, a: Any, b: Any, acc: Any = None, out_dtype: torch.dtype | None = None
+    ) -> TileValue:
         an, bn = self.value_node(a), self.value_node(b)
         if an.ndim != 2 or bn.ndim != 2:
-            raise ShapeError(f"dot needs 2-D tiles, got {shape_str(an.shape)} @ {shape_str(bn.shape)}")
+            raise ShapeError(
+                f"dot needs 2-D tiles, got {shape_str(an.shape)} @ {shape_str(bn.shape)}"
+            )
         if an.shape[1] is not bn.shape[0] and an.shape[1] != bn.shape[0]:
             raise ShapeError(
                 f"dot: inner dims differ: {shape_str(an.shape)} @ {shape_str(bn.shape)}",
@@ -291,7 +318,9 @@ class Tracer:
         if acc is not None:
             accn = self.value_node(acc)
             if self.broadcast_shapes(accn.shape, shape) != shape or accn.ndim != 2:
-                raise ShapeError(f"dot: acc {shape_str(accn.shape)} does not match {shape_str(shape)}")
+                raise ShapeError(
+                    f"dot: acc {shape_str(accn.shape)} does not match {shape_str(shape)}"
+                )
             accf = self.cast(accn, torch.float32)
             out = self.emit(Op.DOT, [an, bn, accf], shape, torch.float32)
             return self.wrap(self.cast(out, accn.dtype))
@@ -339,7 +368,12 @@ class Tracer:
                 spec.append(":")
                 shape.append(node.shape[src])
                 src += 1
-            elif isinstance(item, int) and src < node.ndim and node.shape[src] == 1 and item in (0, -1):
+            elif (
+                isinstance(item, int)
+                and src < node.ndim
+                and node.shape[src] == 1
+                and item in (0, -1)
+            ):
                 src += 1
                 spec.append(0)
             else:
@@ -404,7 +438,9 @@ class Tracer:
                 raise UnsupportedOpError(f"bool index on '{t.name}'")
             elif isinstance(item, int):
                 if not -t.shape[dim] <= item < t.shape[dim]:
-                    raise ShapeError(f"index {item} is out of bounds for dim {dim} of '{t.name}' {list(t.shape)}")
+                    raise ShapeError(
+                        f"index {item} is out of bounds for dim {dim} of '{t.name}' {list(t.shape)}"
+                    )
                 resolved.append(("int", item % t.shape[dim], dim))
             elif isinstance(item, TileValue):
                 node = item.node
@@ -449,9 +485,13 @@ class Tracer:
         items, inputs, shape = self.resolve_index(t, index)
         v = self.value_node(value)
         if self.broadcast_shapes(shape, v.shape) != tuple(shape):
-            raise ShapeError(f"atomic_{kind} into '{t.name}': value {shape_str(v.shape)} does not fit {shape_str(shape)}")
+            raise ShapeError(
+                f"atomic_{kind} into '{t.name}': value {shape_str(v.shape)} does not fit {shape_str(shape)}"
+            )
         v = self.expand_rank(self.cast(v, t.dtype), len(shape))
-        node = self.emit(Op.ATOMIC, [v, *inputs], tuple(shape), t.dtype, tensor=t, index=items, kind=kind)
+        node = self.emit(
+            Op.ATOMIC, [v, *inputs], tuple(shape), t.dtype, tensor=t, index=items, kind=kind
+        )
         return self.wrap(node)
 
     # -- dispatch -------------------------------------------------------------------------

@@ -92,10 +92,24 @@ def _binary(name: str, reflected: bool = False) -> Any:
     return fn
 
 
-for _name in (
-    "__add__ __sub__ __mul__ __truediv__ __floordiv__ __mod__ __pow__ __matmul__ __and__ __or__ "
-    "__eq__ __ne__ __lt__ __le__ __gt__ __ge__"
-).split():
+for _name in [
+    "__add__",
+    "__sub__",
+    "__mul__",
+    "__truediv__",
+    "__floordiv__",
+    "__mod__",
+    "__pow__",
+    "__matmul__",
+    "__and__",
+    "__or__",
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+]:
     setattr(TileValue, _name, _binary(_name))
 for _name, _base in (
     ("__radd__", "__add__"),
@@ -113,9 +127,9 @@ for _name, _base in (
     ("__rmod__", "__mod__"),
 ):
     setattr(TileValue, _name, _binary(_base, reflected=True))
-TileValue.__neg__ = lambda self: self.tracer.torch_call(torch.neg, (self,), {})  # type: ignore[method-assign,assignment]
-TileValue.__abs__ = lambda self: self.tracer.torch_call(torch.abs, (self,), {})  # type: ignore[method-assign,assignment]
-TileValue.__invert__ = lambda self: self.tracer.torch_call(torch.logical_not, (self,), {})  # type: ignore[method-assign,assignment]
+TileValue.__neg__ = lambda self: self.tracer.torch_call(torch.neg, (self,), {})  # type: ignore
+TileValue.__abs__ = lambda self: self.tracer.torch_call(torch.abs, (self,), {})  # type: ignore
+TileValue.__invert__ = lambda self: self.tracer.torch_call(torch.logical_not, (self,), {})  # type: ignore
 TileValue.__hash__ = object.__hash__  # type: ignore[method-assign,assignment]
 
 
@@ -163,10 +177,21 @@ class TileProxy:
         return tracer.torch_call(func, args, kwargs or {})
 
 
-for _name in (
-    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __floordiv__ __mod__ __truediv__ "
-    "__lt__ __le__ __gt__ __ge__"
-).split():
+for _name in [
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__floordiv__",
+    "__mod__",
+    "__truediv__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+]:
     setattr(
         TileProxy,
         _name,
@@ -220,7 +245,9 @@ class HostTensor:
     def new_empty(self, *size: Any, dtype: torch.dtype | None = None, **_: Any) -> TileValue:
         return self._new(size[0] if len(size) == 1 else size, 0.0, dtype)
 
-    def new_full(self, size: Any, fill_value: float, dtype: torch.dtype | None = None, **_: Any) -> TileValue:
+    def new_full(
+        self, size: Any, fill_value: float, dtype: torch.dtype | None = None, **_: Any
+    ) -> TileValue:
         return self._new(size, fill_value, dtype)
 
     def __getattr__(self, name: str) -> Any:

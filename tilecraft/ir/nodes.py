@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import itertools
-from typing import Any, Union
+from typing import Any
 
 import torch
 
@@ -43,7 +43,7 @@ class Sym:
         return self.name
 
 
-Dim = Union[Sym, int]
+Dim = Sym | int
 Shape = tuple[Dim, ...]
 
 

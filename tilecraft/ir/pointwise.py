@@ -30,7 +30,9 @@ class PointwiseOp:
 POINTWISE: dict[str, PointwiseOp] = {}
 
 
-def _op(name: str, arity: int, template: str, eager: Callable[..., Any], *fns: Any, **kw: Any) -> None:
+def _op(
+    name: str, arity: int, template: str, eager: Callable[..., Any], *fns: Any, **kw: Any
+) -> None:
     POINTWISE[name] = PointwiseOp(name, arity, template, eager, tuple(fns), **kw)
 
 
@@ -51,10 +53,33 @@ _op("erf", 1, "tl.erf({0})", torch.erf, torch.erf, T.erf, float_only=True)
 _op("floor", 1, "tl.floor({0})", torch.floor, torch.floor, T.floor, float_only=True)
 _op("ceil", 1, "tl.ceil({0})", torch.ceil, torch.ceil, T.ceil, float_only=True)
 _op("sigmoid", 1, "tl.sigmoid({0})", torch.sigmoid, torch.sigmoid, T.sigmoid, float_only=True)
-_op("tanh", 1, "(2.0 * tl.sigmoid(2.0 * {0}) - 1.0)", torch.tanh, torch.tanh, T.tanh, float_only=True)
-_op("reciprocal", 1, "(1.0 / {0})", torch.reciprocal, torch.reciprocal, T.reciprocal, float_only=True)
+_op(
+    "tanh",
+    1,
+    "(2.0 * tl.sigmoid(2.0 * {0}) - 1.0)",
+    torch.tanh,
+    torch.tanh,
+    T.tanh,
+    float_only=True,
+)
+_op(
+    "reciprocal",
+    1,
+    "(1.0 / {0})",
+    torch.reciprocal,
+    torch.reciprocal,
+    T.reciprocal,
+    float_only=True,
+)
 _op("relu", 1, "tl.maximum({0}, 0)", torch.relu, torch.relu, T.relu, torch.nn.functional.relu)
-_op("silu", 1, "({0} * tl.sigmoid({0}))", torch.nn.functional.silu, torch.nn.functional.silu, float_only=True)
+_op(
+    "silu",
+    1,
+    "({0} * tl.sigmoid({0}))",
+    torch.nn.functional.silu,
+    torch.nn.functional.silu,
+    float_only=True,
+)
 _op(
     "gelu",
     1,
@@ -70,16 +95,76 @@ _op(
     lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
     float_only=True,
 )
-_op("logical_not", 1, "({0} == 0)", torch.logical_not, torch.logical_not, T.logical_not, bool_result=True)
+_op(
+    "logical_not",
+    1,
+    "({0} == 0)",
+    torch.logical_not,
+    torch.logical_not,
+    T.logical_not,
+    bool_result=True,
+)
 _op("isnan", 1, "({0} != {0})", torch.isnan, torch.isnan, T.isnan, bool_result=True)
 # binary
-_op("add", 2, "({0} + {1})", torch.add, torch.add, T.add, T.__add__, T.__radd__, T.__iadd__, operator.add)
+_op(
+    "add",
+    2,
+    "({0} + {1})",
+    torch.add,
+    torch.add,
+    T.add,
+    T.__add__,
+    T.__radd__,
+    T.__iadd__,
+    operator.add,
+)
 _op("sub", 2, "({0} - {1})", torch.sub, torch.sub, T.sub, T.__sub__, T.__isub__, operator.sub)
-_op("mul", 2, "({0} * {1})", torch.mul, torch.mul, T.mul, T.__mul__, T.__rmul__, T.__imul__, operator.mul)
-_op("truediv", 2, "({0} / {1})", torch.div, torch.div, torch.true_divide, T.div, T.__truediv__, T.__itruediv__, operator.truediv, float_only=True)
-_op("floordiv", 2, "({0} // {1})", torch.floor_divide, torch.floor_divide, T.__floordiv__, operator.floordiv)
+_op(
+    "mul",
+    2,
+    "({0} * {1})",
+    torch.mul,
+    torch.mul,
+    T.mul,
+    T.__mul__,
+    T.__rmul__,
+    T.__imul__,
+    operator.mul,
+)
+_op(
+    "truediv",
+    2,
+    "({0} / {1})",
+    torch.div,
+    torch.div,
+    torch.true_divide,
+    T.div,
+    T.__truediv__,
+    T.__itruediv__,
+    operator.truediv,
+    float_only=True,
+)
+_op(
+    "floordiv",
+    2,
+    "({0} // {1})",
+    torch.floor_divide,
+    torch.floor_divide,
+    T.__floordiv__,
+    operator.floordiv,
+)
 _op("mod", 2, "({0} % {1})", torch.remainder, torch.remainder, T.__mod__, operator.mod)
-_op("pow", 2, "tl.exp(tl.log({0}) * {1})", torch.pow, torch.pow, T.pow, T.__pow__, operator.pow, float_only=True)
+_op(
+    "pow",
+    2,
+    "tl.exp(tl.log({0}) * {1})",
+    torch.pow,
+    torch.pow,
+    T.pow,
+    T.__pow__,
+    operator.pow,
+    float_only=True,
+)
 _op("maximum", 2, "tl.maximum({0}, {1})", torch.maximum, torch.maximum, T.maximum)
 _op("minimum", 2, "tl.minimum({0}, {1})", torch.minimum, torch.minimum, T.minimum)
 _op("atan2", 2, "tl.extra.libdevice.atan2({0}, {1})", torch.atan2, float_only=True)
@@ -89,5 +174,23 @@ _op("lt", 2, "({0} < {1})", torch.lt, torch.lt, T.lt, T.__lt__, operator.lt, boo
 _op("le", 2, "({0} <= {1})", torch.le, torch.le, T.le, T.__le__, operator.le, bool_result=True)
 _op("gt", 2, "({0} > {1})", torch.gt, torch.gt, T.gt, T.__gt__, operator.gt, bool_result=True)
 _op("ge", 2, "({0} >= {1})", torch.ge, torch.ge, T.ge, T.__ge__, operator.ge, bool_result=True)
-_op("and", 2, "({0} & {1})", torch.logical_and, torch.logical_and, T.__and__, operator.and_, bool_result=True)
-_op("or", 2, "({0} | {1})", torch.logical_or, torch.logical_or, T.__or__, operator.or_, bool_result=True)
+_op(
+    "and",
+    2,
+    "({0} & {1})",
+    torch.logical_and,
+    torch.logical_and,
+    T.__and__,
+    operator.and_,
+    bool_result=True,
+)
+_op(
+    "or",
+    2,
+    "({0} | {1})",
+    torch.logical_or,
+    torch.logical_or,
+    T.__or__,
+    operator.or_,
+    bool_result=True,
+)

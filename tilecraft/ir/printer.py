@@ -46,11 +46,15 @@ def format_nodes(nodes: list[Node], indent: int = 1) -> list[str]:
             for c in n.attrs.get("carry_updates", []):
                 lines.append(f"{pad}  yield {c!r} <- {c.attrs.get('next')!r}")
         else:
-            lines.append(f"{pad}{n!r}: {n.dtype} {_shape(n)} = {n.op.value}({ins}) {_attrs(n)}{src}".rstrip())
+            lines.append(
+                f"{pad}{n!r}: {n.dtype} {_shape(n)} = {n.op.value}({ins}) {_attrs(n)}{src}".rstrip()
+            )
     return lines
 
 
 def format_loop(loop: DeviceLoop) -> str:
     syms = ", ".join(f"{s.name}(extent={s.extent})" for s in loop.syms)
-    head = f"device_loop {loop.index} grid=({', '.join(s.name for s in loop.grid_syms)}) syms: {syms}"
+    head = (
+        f"device_loop {loop.index} grid=({', '.join(s.name for s in loop.grid_syms)}) syms: {syms}"
+    )
     return "\n".join([head, *format_nodes(loop.body)])

@@ -30,7 +30,9 @@ class DeviceTracer(Protocol):
 
 
 _host: contextvars.ContextVar[HostContext | None] = contextvars.ContextVar("tc_host", default=None)
-_device: contextvars.ContextVar[DeviceTracer | None] = contextvars.ContextVar("tc_dev", default=None)
+_device: contextvars.ContextVar[DeviceTracer | None] = contextvars.ContextVar(
+    "tc_dev", default=None
+)
 
 
 def host() -> HostContext | None:

@@ -19,7 +19,13 @@ from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.config import Config
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.errors import ArgumentError, TilecraftError
-from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree, parse_kernel
+from tilecraft.frontend.source import (
+    LAUNCH,
+    KernelSource,
+    build_function,
+    launch_tree,
+    parse_kernel,
+)
 from tilecraft.frontend.trace import TracedKernel, trace_kernel
 from tilecraft.language import _context
 from tilecraft.language.tunables import BlockSize
@@ -49,7 +55,14 @@ class ArgSignature:
 def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
     if isinstance(value, torch.Tensor):
         if static_shapes:
-            return ArgSignature(name, "tensor", value.dtype, tuple(value.shape), tuple(value.stride()), value.device.type)
+            return ArgSignature(
+                name,
+                "tensor",
+                value.dtype,
+                tuple(value.shape),
+                tuple(value.stride()),
+                value.device.type,
+            )
         return ArgSignature(name, "tensor", value.dtype, None, None, value.device.type, value.dim())
     if isinstance(value, bool):
         return ArgSignature(name, "bool", value=value)
@@ -88,7 +101,9 @@ class Kernel:
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
 
-    def _bind_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+    def _bind_arguments(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> inspect.BoundArguments:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
@@ -156,7 +171,9 @@ class CompiledProgram:
 
     @property
     def source(self) -> str:
-        return HEADER + "".join("\n\n" + k.device_source + "\n\n" + k.launcher_source for k in self.kernels)
+        return HEADER + "".join(
+            "\n\n" + k.device_source + "\n\n" + k.launcher_source for k in self.kernels
+        )
 
 
 class BoundKernel:
@@ -164,25 +181,43 @@ class BoundKernel:
 
     def __init__(self, kernel: Kernel, bound: inspect.BoundArguments):
         self.kernel = kernel
-        self.arg_signatures = [signature_of(n, v, kernel.static_shapes) for n, v in bound.arguments.items()]
+        self.arg_signatures = [
+            signature_of(n, v, kernel.static_shapes) for n, v in bound.arguments.items()
+        ]
         devices = {v.device.type for v in bound.arguments.values() if isinstance(v, torch.Tensor)}
         if len(devices) > 1:
             raise ArgumentError(
                 f"{kernel.__name__}(): tensor arguments are on different devices: "
-                + ", ".join(f"{n}={v.device}" for n, v in bound.arguments.items() if isinstance(v, torch.Tensor))
+                + ", ".join(
+                    f"{n}={v.device}"
+                    for n, v in bound.arguments.items()
+                    if isinstance(v, torch.Tensor)
+                )
             )
         self.device_type = devices.pop() if devices else "cpu"
         self.target: Target = detect(self.device_type)
         self._example = (tuple(bound.args), dict(bound.kwargs))
         self.traced = self._trace({})
-        self.spec = ConfigSpec(self.traced.loops, self.traced.n_block_slots, self.traced.host_slots, self.traced.tunables)
+        self.spec = ConfigSpec(
+            self.traced.loops,
+            self.traced.n_block_slots,
+            self.traced.host_slots,
+            self.traced.tunables,
+        )
         self._traces: dict[tuple[int, ...], TracedKernel] = {}
         self._programs: dict[str, CompiledProgram] = {}
         self._default: CompiledProgram | None = None
 
     def _trace(self, block_values: dict[int, int]) -> TracedKernel:
         args, kwargs = self._example
-        return trace_kernel(self.kernel.source, args, kwargs, self.device_type, self.kernel.static_shapes, block_values)
+        return trace_kernel(
+            self.kernel.source,
+            args,
+            kwargs,
+            self.device_type,
+            self.kernel.static_shapes,
+            block_values,
+        )
 
     def _trace_for(self, config: Config) -> TracedKernel:
         """Host code may size buffers from registered block sizes: trace with the config's."""
@@ -212,7 +247,9 @@ class BoundKernel:
         options = launch_options(self.target, config)
         name = self.kernel.__name__
         kernels = [generate(loop, config, name, options) for loop in traced.loops]
-        source = HEADER + "".join("\n\n" + k.device_source + "\n\n" + k.launcher_source for k in kernels)
+        source = HEADER + "".join(
+            "\n\n" + k.device_source + "\n\n" + k.launcher_source for k in kernels
+        )
         return config, source, traced, kernels
 
     def compile_config(self, config: Config | None = None) -> CompiledProgram:
@@ -227,12 +264,16 @@ class BoundKernel:
             print(source)
         module = load_source(source)
         launchers = [getattr(module, k.launcher_name) for k in kernels]
-        by_index = {loop.index: launcher for loop, launcher in zip(traced.loops, launchers, strict=True)}
+        by_index = {
+            loop.index: launcher for loop, launcher in zip(traced.loops, launchers, strict=True)
+        }
 
         def launch(index: int, spec: Any, env: dict[str, Any]) -> None:
             by_index[index](env)
 
-        host_fn = build_function(self.kernel.source, launch_tree(self.kernel.source), {LAUNCH: launch})
+        host_fn = build_function(
+            self.kernel.source, launch_tree(self.kernel.source), {LAUNCH: launch}
+        )
         program = CompiledProgram(normalized, traced, kernels, host_fn)
         self._programs[config.key()] = program
         return program
@@ -245,7 +286,9 @@ class BoundKernel:
     # -- run ------------------------------------------------------------------------------
     def check_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         bound = self.kernel._bind_arguments(args, kwargs)
-        for expected, (name, value) in zip(self.arg_signatures, bound.arguments.items(), strict=True):
+        for expected, (name, value) in zip(
+            self.arg_signatures, bound.arguments.items(), strict=True
+        ):
             got = signature_of(name, value, self.kernel.static_shapes)
             if got != expected:
                 raise ArgumentError(

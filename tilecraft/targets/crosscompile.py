@@ -53,7 +53,9 @@ class CompileReport:
         return self.ok and (self.max_shared is None or (self.shared_bytes or 0) <= self.max_shared)
 
 
-def signature_for(kernel: GeneratedKernel, loop: DeviceLoop) -> tuple[dict[str, str], dict[str, Any]]:
+def signature_for(
+    kernel: GeneratedKernel, loop: DeviceLoop
+) -> tuple[dict[str, str], dict[str, Any]]:
     signature: dict[str, str] = {}
     for name in kernel.params:
         if name in loop.tensors:
@@ -81,7 +83,9 @@ class CompileJob:
     def of(cls, kernel: GeneratedKernel, loop: DeviceLoop, target: Target) -> CompileJob:
         signature, constexprs = signature_for(kernel, loop)
         source = HEADER + "\n\n" + kernel.device_source
-        return cls(source, kernel.kernel_name, signature, constexprs, dict(kernel.launch_options), target)
+        return cls(
+            source, kernel.kernel_name, signature, constexprs, dict(kernel.launch_options), target
+        )
 
 
 def _jit_function(job: CompileJob) -> Any:
@@ -97,7 +101,9 @@ def _jit_function(job: CompileJob) -> Any:
     return fn if isinstance(fn, JITFunction) else JITFunction(getattr(fn, "fn", fn))
 
 
-def cross_compile(kernel: GeneratedKernel, loop: DeviceLoop, target: Target, timeout_s: float = 120.0) -> CompileReport:
+def cross_compile(
+    kernel: GeneratedKernel, loop: DeviceLoop, target: Target, timeout_s: float = 120.0
+) -> CompileReport:
     """Compile in a worker process (the interpreter setting of this process cannot leak in, and
     a hang or crash of the compiler only costs the worker)."""
     from tilecraft.targets.worker import run_compile_job
@@ -115,7 +121,11 @@ def compile_job(job: CompileJob) -> CompileReport:
     report = CompileReport(target, ok=False)
     try:
         src = ASTSource(_jit_function(job), job.signature, job.constexprs)
-        compiled = triton.compile(src, target=GPUTarget(target.backend, target.arch, target.warp_size), options=dict(job.options))
+        compiled = triton.compile(
+            src,
+            target=GPUTarget(target.backend, target.arch, target.warp_size),
+            options=dict(job.options),
+        )
     except Exception as exc:  # classified, never raised: this is a validator
         report.error = f"{type(exc).__name__}: {exc}"
         report.error_class = classify_compile_error(report.error)
@@ -157,7 +167,9 @@ def _cuda_resources(cubin: bytes | None) -> tuple[int | None, int | None]:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(cubin)
-        out = subprocess.run([tool, "--dump-resource-usage", path], capture_output=True, text=True, timeout=60).stdout
+        out = subprocess.run(
+            [tool, "--dump-resource-usage", path], capture_output=True, text=True, timeout=60
+        ).stdout
     finally:
         os.unlink(path)
     regs = re.search(r"REG:(\d+)", out)

@@ -101,16 +101,24 @@ def launch_options(target: Target, config: Config) -> dict[str, Any]:
     An option the config sets but the target lacks is dropped with one warning naming both, or
     rejected in strict mode (``TILECRAFT_STRICT=1``).
     """
-    wanted = {"num_warps": config.num_warps, "num_stages": config.num_stages, "maxnreg": config.maxnreg}
+    wanted = {
+        "num_warps": config.num_warps,
+        "num_stages": config.num_stages,
+        "maxnreg": config.maxnreg,
+    }
     declared = target.capabilities.launch_options
     out: dict[str, Any] = {}
     for name, value in wanted.items():
         if value is None:
             continue
         if name not in declared:
-            message = f"{name}={value} is not supported by the {target.backend} backend; dropping it"
+            message = (
+                f"{name}={value} is not supported by the {target.backend} backend; dropping it"
+            )
             if settings.strict():
-                raise ConfigError(message.replace("; dropping it", ""), hint="remove it from the config")
+                raise ConfigError(
+                    message.replace("; dropping it", ""), hint="remove it from the config"
+                )
             if target.backend != "interpret":
                 warnings.warn(message, stacklevel=3)
             continue

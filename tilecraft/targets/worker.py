@@ -40,10 +40,17 @@ def run_compile_jobs(jobs: list[CompileJob], timeout_s: float) -> list[CompileRe
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         msg = f"compile timed out after {timeout_s:.0f}s"
-        return [CompileReport(j.target, ok=False, error=msg, error_class="compile_timeout") for j in jobs]
+        return [
+            CompileReport(j.target, ok=False, error=msg, error_class="compile_timeout")
+            for j in jobs
+        ]
     if proc.returncode != 0:
-        msg = f"compile worker died (exit {proc.returncode}): {err.decode(errors='replace')[-2000:]}"
-        return [CompileReport(j.target, ok=False, error=msg, error_class="compile_crash") for j in jobs]
+        msg = (
+            f"compile worker died (exit {proc.returncode}): {err.decode(errors='replace')[-2000:]}"
+        )
+        return [
+            CompileReport(j.target, ok=False, error=msg, error_class="compile_crash") for j in jobs
+        ]
     reports: list[CompileReport] = pickle.loads(out)
     return reports
 
