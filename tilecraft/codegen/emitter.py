@@ -53,7 +53,8 @@ class Emitter:
         self.syms: dict[int, SymState] = {}
         self.constexprs: dict[str, int] = {}
         self.tensors: dict[str, Any] = {}  # param name -> HostTensor
-        self.scalars: dict[str, Node] = {}
+        self.scalars: dict[str, Any] = {}  # param name -> where the launcher gets its value
+        self.scalar_types: dict[str, torch.dtype] = {}
         self.looped: Sym | None = None
         for sym in loop.syms:
             if sym.kind is SymKind.RDIM and sym.config_slot is not None:
@@ -94,6 +95,17 @@ class Emitter:
             return str(value)
         return self.expr(value.node if hasattr(value, "node") else value)
 
+    def stride_expr(self, tensor: Any, dim: int) -> str:
+        """A tensor's stride: a literal, or with dynamic shapes a kernel argument (a stride of 1
+        stays literal: the specialization key records which strides are 1)."""
+        stride = tensor.stride[dim]
+        if not tensor.dynamic or stride == 1:
+            return str(stride)
+        name = f"{tensor.name}_stride_{dim}"
+        self.scalars[name] = ("stride", tensor.name, dim)
+        self.scalar_types[name] = torch.int32 if abs(stride) < 2**31 else torch.int64
+        return name
+
     def index_cast(self, expr: str) -> str:
         return f"({expr}).to(tl.int64)" if self.int64 else expr
 
@@ -111,44 +123,44 @@ class Emitter:
 
     # -- grid setup -----------------------------------------------------------------------
     def setup_grid(self) -> str:
-        """Program-id decomposition for the grid syms; returns the grid size expression."""
+        """Program-id decomposition for the grid syms; returns the launcher's grid-size expression
+        (a literal for static shapes, else computed from the launch's ``spec``)."""
         grid_syms = self.loop.grid_syms
-        counts = []
-        for sym in grid_syms:
-            begin, end = int(sym.begin), int(sym.extent)
-            block = self.block_value(sym)
-            counts.append(max(-(-(end - begin) // block), 1))
         pid = "tl.program_id(0)"
         if len(grid_syms) > 1:
             self.w.line(f"pid = {pid}")
             pid = "pid"
-        stride = 1
-        for sym, count in zip(grid_syms, counts, strict=True):
+        host_counts: list[str] = []
+        stride = "1"
+        for i, sym in enumerate(grid_syms):
             st = SymState(block=self.block_expr(sym))
             self.syms[id(sym)] = st
+            begin, end = self.bound_expr(sym.begin), self.bound_expr(sym.extent)
+            block = self.block_value(sym)
+            static = isinstance(sym.begin, int) and isinstance(sym.extent, int)
+            if static:
+                count = str(max(-(-(int(sym.extent) - int(sym.begin)) // block), 1))
+                host_counts.append(count)
+            else:
+                span = end if begin == "0" else f"{end} - {begin}"
+                count = f"tl.cdiv({span}, {st.block})"
+                host_counts.append(f"triton.cdiv(spec.ends[{i}] - spec.begins[{i}], {block})")
             pid_var = self.w.fresh(f"pid_{sym.index}")
-            expr = (
-                pid
-                if len(grid_syms) == 1
-                else f"({pid} // {stride}) % {count}"
-                if stride > 1
-                else f"{pid} % {count}"
-            )
-            if sym is grid_syms[-1] and len(grid_syms) > 1:
-                expr = f"{pid} // {stride}"
+            quotient = pid if stride == "1" else f"({pid} // ({stride}))"
+            expr = quotient if i == len(grid_syms) - 1 else f"{quotient} % ({count})"
             self.w.line(f"{pid_var} = {expr}")
-            stride *= count
-            self._tile_vars(sym, st, pid_var, int(sym.begin), int(sym.extent))
-        total = 1
-        for c in counts:
-            total *= c
-        return str(total)
+            stride = count if stride == "1" else f"{stride} * {count}"
+            full = static and (int(sym.extent) - int(sym.begin)) % block == 0
+            self._tile_vars(sym, st, pid_var, begin, end, needs_mask=not full)
+        return " * ".join(host_counts) if len(host_counts) > 1 else host_counts[0]
 
-    def _tile_vars(self, sym: Sym, st: SymState, pid_var: str, begin: int, end: int) -> None:
+    def _tile_vars(
+        self, sym: Sym, st: SymState, pid_var: str, begin: str, end: str, needs_mask: bool
+    ) -> None:
         st.tile_id = pid_var
         st.offset = self.w.fresh(f"offset_{sym.index}")
-        st.begin, st.end = str(begin), str(end)
-        plus_begin = f" + {begin}" if begin else ""
+        st.begin, st.end = begin, end
+        plus_begin = f" + {begin}" if begin != "0" else ""
         if sym.scalar:
             self.w.line(f"{st.offset} = {self.index_cast(pid_var)}{plus_begin}")
             st.index = st.offset
@@ -156,7 +168,7 @@ class Emitter:
         self.w.line(f"{st.offset} = {self.index_cast(pid_var)} * {st.block}{plus_begin}")
         st.index = self.w.fresh(f"indices_{sym.index}")
         self.w.line(f"{st.index} = {st.offset} + tl.arange(0, {st.block})")
-        if (end - begin) % self.block_value(sym):
+        if needs_mask:
             st.mask = self.w.fresh(f"mask_{sym.index}")
             self.w.line(f"{st.mask} = {st.index} < {end}")
 
@@ -168,15 +180,15 @@ class Emitter:
             self.syms[id(sym)] = st
             st.index = f"rindex_{sym.index}"
             self.w.reserve(st.index)
-            st.end = str(sym.extent)
-            needs_mask = int(sym.extent) % self.block_value(sym) != 0
+            st.end = self.expr(sym.extent_args[0]) if sym.extent_args else str(sym.extent)
+            needs_mask = bool(sym.extent_args) or int(sym.extent) % self.block_value(sym) != 0
             st.mask = f"rmask_{sym.index}" if needs_mask else None
             if st.mask:
                 self.w.reserve(st.mask)
             if sym is not self.looped:
                 self.w.line(f"{st.index} = tl.arange(0, {st.block})")
                 if st.mask:
-                    self.w.line(f"{st.mask} = {st.index} < {sym.extent}")
+                    self.w.line(f"{st.mask} = {st.index} < {st.end}")
 
     # -- values ---------------------------------------------------------------------------
     def lookup(self, node: Node) -> str | None:
@@ -220,7 +232,8 @@ class Emitter:
             return str(int(value))
         if op is Op.ARG:
             name = node.attrs["name"]
-            self.scalars[name] = node
+            self.scalars[name] = node.attrs.get("source")
+            self.scalar_types[name] = node.dtype
             return name
         if op in (Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID, Op.BLOCK_SIZE):
             st = self.state(node.attrs["sym"])
@@ -422,12 +435,12 @@ class Emitter:
                 )
                 accs[n.id] = acc
         roffset = self.w.fresh(f"roffset_{sym.index}")
-        self.w.line(f"for {roffset} in tl.range(0, {sym.extent}, {st.block}):")
+        self.w.line(f"for {roffset} in tl.range(0, {st.end}, {st.block}):")
         with self.w.indented():
             self.scopes.append({})
             self.w.line(f"{st.index} = {self.index_cast(roffset)} + tl.arange(0, {st.block})")
             if st.mask:
-                self.w.line(f"{st.mask} = {st.index} < {sym.extent}")
+                self.w.line(f"{st.mask} = {st.index} < {st.end}")
             for n in sinks:
                 if n.op is Op.REDUCE:
                     kind, axis = n.attrs["kind"], n.attrs["axis"]

@@ -10,11 +10,28 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import torch
+
 from tilecraft.codegen.emitter import Emitter
 from tilecraft.config.config import Config
 from tilecraft.ir.nodes import DeviceLoop
 
-HEADER = "from __future__ import annotations\n\nimport triton\nimport triton.language as tl\n"
+HEADER = (
+    "from __future__ import annotations\n\nimport triton\nimport triton.language as tl\n\n"
+    "from tilecraft.errors import ShapeError\n"
+)
+TYPE_NAMES = {
+    torch.float32: "fp32",
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+    torch.float64: "fp64",
+    torch.int8: "i8",
+    torch.int16: "i16",
+    torch.int32: "i32",
+    torch.int64: "i64",
+    torch.uint8: "u8",
+    torch.bool: "i1",
+}
 
 
 @dataclasses.dataclass
@@ -24,6 +41,7 @@ class GeneratedKernel:
     device_source: str  # the @triton.jit function
     launcher_source: str  # the host launch function
     params: list[str]  # names of the host values passed, in order
+    param_types: dict[str, str]  # Triton signature types: "*bf16", "i32", "fp32"
     constexprs: dict[str, int]
     grid: str
     launch_options: dict[str, Any]
@@ -45,6 +63,41 @@ def _needs_int64(loop: DeviceLoop) -> bool:
     return False
 
 
+def _arg_expr(name: str, source: Any) -> str:
+    """How the launcher computes a kernel argument from the host locals ``env`` and ``spec``."""
+    if source is None:
+        return f"env[{name!r}]"
+    kind = source[0]
+    if kind == "size":
+        return f"env[{source[1]!r}].shape[{source[2]}]"
+    if kind == "stride":
+        return f"env[{source[1]!r}].stride({source[2]})"
+    if kind == "spec":
+        return f"spec.{source[1]}s[{source[2]}]"
+    raise AssertionError(source)
+
+
+def _describe(name: str, source: Any) -> str:
+    if source is not None and source[0] == "size":
+        return f"{source[1]}.shape[{source[2]}]"
+    return name
+
+
+def _extent_guards(loop: DeviceLoop) -> list[str]:
+    """With dynamic shapes, extents that were equal when traced share one reduction dim; check at
+    launch that they still are (else the kernel would read out of bounds)."""
+    lines = []
+    for sym in loop.syms:
+        args = [(a.attrs["name"], a.attrs.get("source")) for a in sym.extent_args]
+        for name, source in args[1:]:
+            first, other = _arg_expr(*args[0]), _arg_expr(name, source)
+            message = f"{_describe(*args[0])} and {_describe(name, source)} must be equal (one reduction dim), got "
+            lines.append(
+                f"    if {first} != {other}:\n        raise ShapeError({message!r} + str(({first}, {other})))\n"
+            )
+    return lines
+
+
 def generate(
     loop: DeviceLoop, config: Config, fn_name: str, launch_options: dict[str, Any]
 ) -> GeneratedKernel:
@@ -54,20 +107,22 @@ def generate(
     grid = em.setup_grid()
     em.setup_rdims()
     em.emit_block(loop.body)
-    tensor_params = list(em.tensors)
-    scalar_params = [name for name in em.scalars if name not in em.tensors]
-    params = tensor_params + scalar_params
+    params = list(em.tensors) + [name for name in em.scalars if name not in em.tensors]
+    param_types = {name: "*" + TYPE_NAMES[t.dtype] for name, t in em.tensors.items()}
+    param_types.update(
+        {name: TYPE_NAMES[em.scalar_types[name]] for name in params if name not in em.tensors}
+    )
     constexprs = dict(sorted(em.constexprs.items()))
     signature = ", ".join(params + [f"{name}: tl.constexpr" for name in constexprs])
-    body = em.w.text()
-    device_source = f"@triton.jit\ndef {kernel_name}({signature}):\n{body}"
+    device_source = f"@triton.jit\ndef {kernel_name}({signature}):\n{em.w.text()}"
     launcher_name = f"launch_{loop.index}"
-    call_args = [f"env[{p!r}]" for p in params]
+    call_args = [_arg_expr(p, em.scalars.get(p)) for p in params]
     call_args += [f"{k}={v}" for k, v in constexprs.items()]
     call_args += [f"{k}={v!r}" for k, v in launch_options.items()]
     launcher_source = (
-        f"def {launcher_name}(env):\n"
-        f"    {kernel_name}[({grid},)](\n"
+        f"def {launcher_name}(env, spec):\n"
+        + "".join(_extent_guards(loop))
+        + f"    {kernel_name}[({grid},)](\n"
         + "".join(f"        {a},\n" for a in call_args)
         + "    )\n"
     )
@@ -77,6 +132,7 @@ def generate(
         device_source,
         launcher_source,
         params,
+        param_types,
         constexprs,
         grid,
         dict(launch_options),

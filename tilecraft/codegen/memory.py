@@ -38,10 +38,12 @@ def access(em: Emitter, node: Node, value_inputs: list[Node]) -> tuple[str, str 
         if kind == "none":
             pos += 1
             continue
-        stride = tensor.stride[item[2]]
+        stride = em.stride_expr(tensor, item[2])
         if kind == "int":
             if item[1]:
-                terms.append(str(item[1] * stride))
+                terms.append(
+                    f"{item[1]} * {stride}" if not stride.isdigit() else str(item[1] * int(stride))
+                )
             continue
         if kind in ("tile", "rdim"):
             sym = item[1]
@@ -56,7 +58,7 @@ def access(em: Emitter, node: Node, value_inputs: list[Node]) -> tuple[str, str 
             mask = em.value_mask(vnode.shape)
             if mask and width:
                 mask = _expand(f"({mask})", pos, width, rank)
-        terms.append(idx if stride == 1 else f"{idx} * {stride}")
+        terms.append(idx if stride == "1" else f"{idx} * {stride}")
         if mask:
             masks.append(mask)
         pos += width

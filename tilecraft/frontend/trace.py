@@ -20,7 +20,7 @@ from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, SymKind, walk
 from tilecraft.language import _context
 from tilecraft.language.loops import TileSpec
-from tilecraft.language.tunables import BlockSize, Specialized
+from tilecraft.language.tunables import BlockSize, DynamicInt, Specialized
 
 PROVISIONAL_BLOCK = 32
 
@@ -33,6 +33,7 @@ class TracedKernel:
     n_block_slots: int
     tunables: dict[str, tuple[Any, ...]]
     host_block_values: tuple[int, ...]
+    specializations: list[int]
 
     def ir(self) -> str:
         from tilecraft.ir.printer import format_loop
@@ -58,6 +59,7 @@ class _TraceHost:
         self.tunables: dict[str, tuple[Any, ...]] = {}
         self.loops: dict[int, DeviceLoop] = {}
         self.n_rdims = 0
+        self.specializations: list[int] = []
 
     def block_size(self, lo: int, hi: int | None) -> int:
         slot = self.next_slot
@@ -75,6 +77,9 @@ class _TraceHost:
         self.tunables[name] = choices
         return choices[0]
 
+    def specialized(self, value: int) -> None:
+        self.specializations.append(value)
+
     def launch(self, index: int, spec: Any, env: dict[str, Any]) -> None:
         if index in self.loops:
             return  # the same device loop reached again (e.g. in a host loop)
@@ -83,17 +88,20 @@ class _TraceHost:
             raise DeviceCodeError(
                 "a device loop must iterate tc.tile(...) or tc.grid(...)", source.loc
             )
-        tracer = Tracer(self.next_slot, [])
+        tracer = Tracer(self.next_slot, [], dynamic=not self.static_shapes)
         tracer.loc = source.loc
         captures = {name: self._capture(name, value, tracer) for name, value in env.items()}
         try:
             grid_syms = []
-            for begin, end, block in zip(spec.begins, spec.ends, spec.block_sizes, strict=True):
+            bounds = zip(spec.begins, spec.ends, spec.block_sizes, strict=True)
+            for i, (begin, end, block) in enumerate(bounds):
                 if not isinstance(begin, int) or not isinstance(end, int):
                     raise DeviceCodeError("the bounds of a top-level device loop must be host ints")
-                grid_syms.append(
-                    tracer.new_block_sym(int(end), int(begin), block, scalar=spec.kind == "grid")
+                lo, hi = (
+                    tracer.grid_bound(int(begin), "begin", i),
+                    tracer.grid_bound(int(end), "end", i),
                 )
+                grid_syms.append(tracer.new_block_sym(hi, lo, block, scalar=spec.kind == "grid"))
             interp = Interpreter(
                 tracer, captures, self.src.fn.__globals__, self.src.filename, self.src.line_offset
             )
@@ -120,18 +128,13 @@ class _TraceHost:
 
     def _capture(self, name: str, value: Any, tracer: Tracer) -> Any:
         if isinstance(value, torch.Tensor):
-            return HostTensor(
-                name,
-                value.dtype,
-                tuple(value.shape),
-                tuple(value.stride()),
-                self.device_type,
-                tracer,
-            )
+            shape, stride = tuple(value.shape), tuple(value.stride())
+            dynamic = not self.static_shapes
+            return HostTensor(name, value.dtype, shape, stride, self.device_type, tracer, dynamic)
         if isinstance(value, (BlockSize, Specialized, bool)):
             return value
         if isinstance(value, int):
-            return value
+            return value if self.static_shapes else DynamicInt(value, name)
         if isinstance(value, float):
             node = Node(Op.ARG, [], (), torch.float32, {"name": name}, None, hint=name)
             return TileValue(node, tracer)
@@ -163,7 +166,13 @@ def trace_kernel(
     loops = [host.loops[i] for i in sorted(host.loops)]
     values = tuple(host.block_values.get(s, 0) for s in host.host_slot_order)
     return TracedKernel(
-        loops, host.host_slots, host.host_slot_order, host.next_slot, host.tunables, values
+        loops,
+        host.host_slots,
+        host.host_slot_order,
+        host.next_slot,
+        host.tunables,
+        values,
+        host.specializations,
     )
 
 

@@ -15,6 +15,7 @@ from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, Unsupported
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind
+from tilecraft.language.tunables import DynamicInt
 
 
 def shape_str(shape: Shape) -> str:
@@ -24,7 +25,8 @@ def shape_str(shape: Shape) -> str:
 class Tracer:
     """Builds the IR of one device loop. One instance per traced loop."""
 
-    def __init__(self, next_block_slot: int, block_slot_values: list[int]):
+    def __init__(self, next_block_slot: int, block_slot_values: list[int], dynamic: bool = False):
+        self.dynamic = dynamic
         self.blocks: list[list[Node]] = [[]]
         self.syms: list[Sym] = []
         self.rdims: dict[tuple[int, int], Sym] = {}
@@ -34,6 +36,7 @@ class Tracer:
         self.block_slot_values = block_slot_values
         self.n_rdims = 0
         self._leaf_cache: dict[tuple[int, Op], TileValue] = {}
+        self._args: dict[tuple[str, str], Node] = {}
 
     # -- building blocks ------------------------------------------------------------------
     def emit(
@@ -47,10 +50,29 @@ class Tracer:
     def wrap(self, node: Node) -> TileValue:
         return TileValue(node, self)
 
+    def arg_node(self, name: str, value: int, source: tuple[Any, ...] | None = None) -> Node:
+        """A runtime int argument (static_shapes=False); ``source`` says where the launcher gets it."""
+        key = ("arg", name)
+        if key not in self._args:
+            node = self.emit(
+                Op.ARG, [], (), dtypes.scalar_dtype(int(value)), name=name, value=int(value)
+            )
+            node.attrs["source"] = source
+            node.hint = name
+            self._args[key] = node
+        return self._args[key]
+
+    def grid_bound(self, value: int, which: str, dim: int) -> Any:
+        if not self.dynamic or (which == "begin" and value == 0):
+            return value
+        return self.arg_node(f"_{which}_{dim}", value, ("spec", which, dim))
+
     def value_node(self, x: Any) -> Node:
         """Any device operand as a node: tile values, tile loop variables, Python scalars."""
         if isinstance(x, TileValue):
             return x.node
+        if isinstance(x, DynamicInt):
+            return self.arg_node(x.arg, int(x))
         if isinstance(x, TileProxy):
             return self.tile_leaf(x.sym, Op.TILE_INDEX).node
         if isinstance(x, (bool, int, float)):
@@ -73,7 +95,7 @@ class Tracer:
     # -- syms -----------------------------------------------------------------------------
     def new_block_sym(self, extent: Any, begin: Any, block: Any, scalar: bool = False) -> Sym:
         extent, begin = (
-            self.value_node(v) if isinstance(v, (TileValue, TileProxy)) else v
+            self.value_node(v) if isinstance(v, (TileValue, TileProxy, DynamicInt)) else v
             for v in (extent, begin)
         )
         sym = Sym(SymKind.BLOCK, len(self.syms), extent, begin, scalar=scalar)
@@ -100,7 +122,9 @@ class Tracer:
         self.syms.append(sym)
         return sym
 
-    def rdim_for(self, extent: int, occurrence: int = 0) -> Sym:
+    def rdim_for(self, extent: int, occurrence: int = 0, source: Node | None = None) -> Sym:
+        """The reduction dim of a whole extent; with dynamic shapes ``source`` is the ARG node
+        holding the extent at run time (every source of one rdim is checked equal at launch)."""
         key = (int(extent), occurrence)
         sym = self.rdims.get(key)
         if sym is None:
@@ -108,6 +132,8 @@ class Tracer:
             self.n_rdims += 1
             self.rdims[key] = sym
             self.syms.append(sym)
+        if source is not None and source not in sym.extent_args:
+            sym.extent_args.append(source)
         return sym
 
     def dim_value(self, d: Dim) -> Any:
@@ -125,7 +151,8 @@ class Tracer:
         if n == 1:
             return 1
         occurrence = sum(1 for s in used if s.kind is SymKind.RDIM and s.extent == n)
-        return self.rdim_for(n, occurrence)
+        source = self.value_node(d) if isinstance(d, DynamicInt) else None
+        return self.rdim_for(n, occurrence, source)
 
     def tile_leaf(self, sym: Sym, op: Op) -> TileValue:
         key = (id(sym), op)
@@ -275,7 +302,7 @@ class Tracer:
         if isinstance(d, int):
             return d
         if d.kind is SymKind.RDIM:
-            return d.extent if isinstance(d.extent, int) else self.wrap(d.extent)
+            return self.wrap(d.extent_args[0]) if d.extent_args else d.extent
         return None
 
     def mean(self, x: Any, dim: Any, keepdim: bool = False) -> TileValue:
@@ -430,12 +457,19 @@ class Tracer:
                     shape.append(1)
                 else:
                     occurrence = sum(1 for s in used if s.extent == extent)
-                    sym = self.rdim_for(extent, occurrence)
+                    source = None
+                    if t.dynamic:
+                        size = (f"{t.name}_size_{dim}", extent, ("size", t.name, dim))
+                        source = self.arg_node(*size)
+                    sym = self.rdim_for(extent, occurrence, source)
                     used.append(sym)
                     resolved.append(("rdim", sym, dim))
                     shape.append(sym)
             elif isinstance(item, bool):
                 raise UnsupportedOpError(f"bool index on '{t.name}'")
+            elif isinstance(item, DynamicInt):
+                resolved.append(("value", len(inputs), dim))
+                inputs.append(self.value_node(item))
             elif isinstance(item, int):
                 if not -t.shape[dim] <= item < t.shape[dim]:
                     raise ShapeError(

@@ -209,6 +209,7 @@ class HostTensor:
     stride: tuple[int, ...]
     device_type: str
     tracer: Any = None
+    dynamic: bool = False  # sizes and strides are kernel arguments (static_shapes=False)
 
     @property
     def ndim(self) -> int:

@@ -34,6 +34,7 @@ class Sym:
     fixed_block: int | None = None  # a literal block size from the user (block_size=64)
     config_slot: int | None = None  # index into Config.block_sizes (BLOCK) / reduction_loops (RDIM)
     scalar: bool = False  # tc.grid: block size 1, the index is a scalar
+    extent_args: list[Any] = dataclasses.field(default_factory=list)  # RDIM: ARG nodes (dynamic)
 
     @property
     def name(self) -> str:

@@ -22,6 +22,8 @@ class HostContext(Protocol):
 
     def tunable(self, name: str, choices: tuple[Any, ...]) -> Any: ...
 
+    def specialized(self, value: int) -> None: ...
+
 
 class DeviceTracer(Protocol):
     """Builds IR for DSL calls made inside a device loop being traced."""

@@ -117,7 +117,7 @@ def grid(*args: Any) -> TileSpec:
 def static_range(*args: int) -> range:
     """A loop unrolled at compile time (its bounds must be Python ints)."""
     for a in args:
-        if not isinstance(a, int):
+        if not isinstance(a, int) or type(a).__name__ == "DynamicInt":
             raise DeviceCodeError(
                 f"tc.static_range needs int bounds, got {type(a).__name__}",
                 hint="wrap a size in tc.specialize(...) to make it a compile-time int",

@@ -24,6 +24,17 @@ class Specialized(int):
     """An int baked into the generated kernel (``tc.specialize``)."""
 
 
+class DynamicInt(int):
+    """A host int passed to a ``static_shapes=False`` kernel at run time (not baked in)."""
+
+    arg: str
+
+    def __new__(cls, value: int, arg: str) -> DynamicInt:
+        obj = super().__new__(cls, value)
+        obj.arg = arg
+        return obj
+
+
 class constexpr:  # noqa: N801 - the name users know from Triton and Helion
     """Annotation for arguments that are compile-time constants (part of the specialization)."""
 
@@ -52,6 +63,10 @@ def specialize(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return type(value)(specialize(v) for v in value)
     try:
-        return Specialized(int(value))
+        result = Specialized(int(value))
     except (TypeError, ValueError):
         raise DeviceCodeError(f"tc.specialize() needs an int, got {type(value).__name__}") from None
+    ctx = _context.host()
+    if ctx is not None:
+        ctx.specialized(int(result))
+    return result

@@ -47,6 +47,8 @@ class ArgSignature:
     value: Any = None
 
     def describe(self) -> str:
+        if self.kind == "tensor" and self.value == "dynamic":
+            return f"a {len(self.shape or ())}-D {self.dtype} tensor on {self.device} (size buckets {list(self.shape or ())})"
         if self.kind == "tensor":
             return f"a {self.dtype} tensor of shape {list(self.shape or ())} strides {list(self.stride or ())} on {self.device}"
         return f"{self.kind} {self.value!r}" if self.kind in ("int", "bool") else self.kind
@@ -96,7 +98,7 @@ class Kernel:
         self.options = options
         self.source: KernelSource = parse_kernel(fn)
         self.signature = inspect.signature(fn)
-        self._bound: dict[Any, BoundKernel] = {}
+        self._bound: dict[Any, list[BoundKernel]] = {}
         self._ref: Callable[..., Any] | None = None
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
@@ -120,18 +122,28 @@ class Kernel:
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> BoundKernel:
         """The kernel specialized for arguments like ``args`` (traced on first use)."""
-        bound = self._bind_arguments(tuple(args), kwargs or {})
+        return self._candidates(tuple(args), kwargs or {})[0]
+
+    def _candidates(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[BoundKernel]:
+        bound = self._bind_arguments(args, kwargs)
         key = self.specialization_key(bound)
         found = self._bound.get(key)
         if found is None:
-            found = BoundKernel(self, bound)
-            self._bound[key] = found
+            found = self._bound[key] = [BoundKernel(self, bound)]
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if settings.ref_mode():
             return self.run_ref(*args, **kwargs)
-        return self.bind(args, kwargs)(*args, **kwargs)
+        candidates = self._candidates(args, kwargs)
+        for bound in candidates:
+            try:
+                return bound(*args, **kwargs)
+            except _Respecialize:
+                continue  # tc.specialize saw another value: try (or trace) another variant
+        fresh = BoundKernel(self, self._bind_arguments(args, kwargs))
+        candidates.append(fresh)
+        return fresh(*args, **kwargs)
 
     def run_ref(self, *args: Any, **kwargs: Any) -> Any:
         """Run the kernel eagerly with torch ops (no Triton): the reference semantics."""
@@ -143,15 +155,21 @@ class Kernel:
         self._bound.clear()
 
 
+class _Respecialize(Exception):
+    """Host code called tc.specialize with a value other than the traced one."""
+
+
 class _RunHost:
     """Host context of a compiled run: block sizes and tunables come from the config."""
 
     mode = "run"
 
-    def __init__(self, config: Config, slot_order: list[int]):
+    def __init__(self, config: Config, traced: TracedKernel):
         self.config = config
-        self.slot_order = slot_order
+        self.slot_order = traced.host_slot_order
+        self.expected = traced.specializations
         self.calls = 0
+        self.specializations = 0
 
     def block_size(self, lo: int, hi: int | None) -> int:
         slot = self.slot_order[self.calls]
@@ -160,6 +178,12 @@ class _RunHost:
 
     def tunable(self, name: str, choices: tuple[Any, ...]) -> Any:
         return self.config.user_values.get(name, choices[0])
+
+    def specialized(self, value: int) -> None:
+        k = self.specializations
+        self.specializations += 1
+        if k >= len(self.expected) or self.expected[k] != value:
+            raise _Respecialize(value)
 
 
 @dataclasses.dataclass
@@ -269,7 +293,7 @@ class BoundKernel:
         }
 
         def launch(index: int, spec: Any, env: dict[str, Any]) -> None:
-            by_index[index](env)
+            by_index[index](env, spec)
 
         host_fn = build_function(
             self.kernel.source, launch_tree(self.kernel.source), {LAUNCH: launch}
@@ -298,7 +322,7 @@ class BoundKernel:
                 )
 
     def run(self, program: CompiledProgram, *args: Any, **kwargs: Any) -> Any:
-        with _context.host_context(_RunHost(program.config, program.traced.host_slot_order)):
+        with _context.host_context(_RunHost(program.config, program.traced)):
             return program.host_fn(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

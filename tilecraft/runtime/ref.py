@@ -44,6 +44,9 @@ class RefHost:
     def tunable(self, name: str, choices: tuple[Any, ...]) -> Any:
         return choices[0]
 
+    def specialized(self, value: int) -> None:
+        pass
+
 
 def build_ref(src: KernelSource) -> Any:
     fn = build_function(src, ref_tree(src), {REF_GET: ref_get, REF_SET: ref_set})

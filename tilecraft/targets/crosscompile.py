@@ -17,24 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from tilecraft.codegen.kernel import HEADER, GeneratedKernel
 from tilecraft.ir.nodes import DeviceLoop
 from tilecraft.targets.target import Target
-
-_TYPES = {
-    torch.float32: "fp32",
-    torch.float16: "fp16",
-    torch.bfloat16: "bf16",
-    torch.float64: "fp64",
-    torch.int8: "i8",
-    torch.int16: "i16",
-    torch.int32: "i32",
-    torch.int64: "i64",
-    torch.uint8: "u8",
-    torch.bool: "i1",
-}
 
 
 @dataclasses.dataclass
@@ -53,16 +38,8 @@ class CompileReport:
         return self.ok and (self.max_shared is None or (self.shared_bytes or 0) <= self.max_shared)
 
 
-def signature_for(
-    kernel: GeneratedKernel, loop: DeviceLoop
-) -> tuple[dict[str, str], dict[str, Any]]:
-    signature: dict[str, str] = {}
-    for name in kernel.params:
-        if name in loop.tensors:
-            signature[name] = "*" + _TYPES[loop.tensors[name].dtype]
-        else:
-            node = loop.scalar_args.get(name)
-            signature[name] = _TYPES[node.dtype] if node is not None else "fp32"
+def signature_for(kernel: GeneratedKernel) -> tuple[dict[str, str], dict[str, Any]]:
+    signature = {name: kernel.param_types[name] for name in kernel.params}
     for name in kernel.constexprs:
         signature[name] = "constexpr"
     return signature, dict(kernel.constexprs)
@@ -81,7 +58,7 @@ class CompileJob:
 
     @classmethod
     def of(cls, kernel: GeneratedKernel, loop: DeviceLoop, target: Target) -> CompileJob:
-        signature, constexprs = signature_for(kernel, loop)
+        signature, constexprs = signature_for(kernel)
         source = HEADER + "\n\n" + kernel.device_source
         return cls(
             source, kernel.kernel_name, signature, constexprs, dict(kernel.launch_options), target
