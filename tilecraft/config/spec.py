@@ -231,7 +231,7 @@ class ConfigSpec:
                 )
             default = default or self.default()
             fields["block_sizes"] = list(default.block_sizes)
-        blocks = list(fields["block_sizes"])
+        blocks = list(fields.get("block_sizes", ()))
         for i, b in enumerate(self.blocks):
             if blocks[i] < b.lo:
                 raise ConfigError(

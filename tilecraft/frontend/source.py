@@ -42,6 +42,18 @@ class KernelSource:
     text: str
     loops: list[DeviceLoopSource]
 
+    def closure_values(self) -> dict[str, Any]:
+        """The kernel's closure variables (device code may read them like globals)."""
+        out = {}
+        for name, cell in zip(
+            self.fn.__code__.co_freevars, self.fn.__closure__ or (), strict=False
+        ):
+            try:
+                out[name] = cell.cell_contents
+            except ValueError:  # an empty cell: not assigned yet
+                continue
+        return out
+
     def loc(self, node: ast.AST) -> SourceLoc:
         return SourceLoc(
             self.filename,

@@ -60,6 +60,9 @@ class _TraceHost:
         self.loops: dict[int, DeviceLoop] = {}
         self.n_rdims = 0
         self.specializations: list[int] = []
+        self.first_env: dict[int, dict[str, Any]] = {}
+        self.varying: set[str] = set()  # host ints that change between launches of one loop
+        self.force_dynamic: set[str] = set()
 
     def block_size(self, lo: int, hi: int | None) -> int:
         slot = self.next_slot
@@ -82,7 +85,9 @@ class _TraceHost:
 
     def launch(self, index: int, spec: Any, env: dict[str, Any]) -> None:
         if index in self.loops:
-            return  # the same device loop reached again (e.g. in a host loop)
+            self._check_relaunch(index, env)  # the same device loop reached again (a host loop)
+            return
+        self.first_env[index] = {k: _fingerprint(v) for k, v in env.items()}
         source = self.src.loops[index]
         if not isinstance(spec, TileSpec):
             raise DeviceCodeError(
@@ -102,9 +107,8 @@ class _TraceHost:
                     tracer.grid_bound(int(end), "end", i),
                 )
                 grid_syms.append(tracer.new_block_sym(hi, lo, block, scalar=spec.kind == "grid"))
-            interp = Interpreter(
-                tracer, captures, self.src.fn.__globals__, self.src.filename, self.src.line_offset
-            )
+            scope = {**self.src.fn.__globals__, **self.src.closure_values()}
+            interp = Interpreter(tracer, captures, scope, self.src.filename, self.src.line_offset)
             proxies = [TileProxy(s, tracer) for s in grid_syms]
             interp.assign(source.node.target, tuple(proxies) if spec.multi else proxies[0])
             interp.run(source.node.body)
@@ -126,6 +130,22 @@ class _TraceHost:
             index, grid_syms, body, tensors, scalars, source.loc, tracer.syms
         )
 
+    def _check_relaunch(self, index: int, env: dict[str, Any]) -> None:
+        """A loop launched again (from a host loop) must see the same shapes; host ints that
+        changed are re-traced as runtime arguments instead of baked constants."""
+        for name, first in self.first_env[index].items():
+            now = _fingerprint(env.get(name))
+            if now == first:
+                continue
+            if isinstance(first, tuple) and first[:1] == ("tensor",):
+                raise DeviceCodeError(
+                    f"device loop launched again with '{name}' of another shape/dtype: {first[1:]} then {now[1:]}",
+                    self.src.loops[index].loc,
+                    hint="make the tensor's shape the same on every launch, or use @tc.kernel(static_shapes=False)",
+                )
+            if isinstance(first, int) and not isinstance(first, bool):
+                self.varying.add(name)
+
     def _capture(self, name: str, value: Any, tracer: Tracer) -> Any:
         if isinstance(value, torch.Tensor):
             shape, stride = tuple(value.shape), tuple(value.stride())
@@ -134,11 +154,20 @@ class _TraceHost:
         if isinstance(value, (BlockSize, Specialized, bool)):
             return value
         if isinstance(value, int):
-            return value if self.static_shapes else DynamicInt(value, name)
+            static = self.static_shapes and name not in self.force_dynamic
+            return value if static else DynamicInt(value, name)
         if isinstance(value, float):
             node = Node(Op.ARG, [], (), torch.float32, {"name": name}, None, hint=name)
             return TileValue(node, tracer)
         return value
+
+
+def _fingerprint(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), tuple(value.stride()), value.dtype)
+    if isinstance(value, int):
+        return value
+    return None
 
 
 def _meta(value: Any) -> Any:
@@ -159,10 +188,18 @@ def trace_kernel(
     static_shapes: bool,
     block_values: dict[int, int] | None = None,
 ) -> TracedKernel:
-    host = _TraceHost(src, device_type, static_shapes, block_values or {})
-    fn = build_function(src, launch_tree(src), {LAUNCH: host.launch})
-    with _context.host_context(host):
-        fn(*_meta(args), **_meta(kwargs))
+    current: list[_TraceHost] = []
+    fn = build_function(src, launch_tree(src), {LAUNCH: lambda *a: current[-1].launch(*a)})
+    force_dynamic: set[str] = set()
+    while True:
+        host = _TraceHost(src, device_type, static_shapes, block_values or {})
+        current.append(host)
+        host.force_dynamic = force_dynamic
+        with _context.host_context(host):
+            fn(*_meta(args), **_meta(kwargs))
+        if host.varying <= force_dynamic:
+            break
+        force_dynamic = force_dynamic | host.varying  # re-trace with those ints as arguments
     loops = [host.loops[i] for i in sorted(host.loops)]
     values = tuple(host.block_values.get(s, 0) for s in host.host_slot_order)
     return TracedKernel(
