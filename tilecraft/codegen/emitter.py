@@ -44,7 +44,8 @@ class SymState:
 
 
 class Emitter:
-    def __init__(self, loop: DeviceLoop, config: Config, int64: bool):
+    def __init__(self, loop: DeviceLoop, config: Config, int64: bool, interpret: bool = False):
+        self.interpret = interpret
         self.loop = loop
         self.config = config
         self.int64 = int64
@@ -56,6 +57,8 @@ class Emitter:
         self.scalars: dict[str, Any] = {}  # param name -> where the launcher gets its value
         self.scalar_types: dict[str, torch.dtype] = {}
         self.looped: Sym | None = None
+        for name in (*loop.tensors, *loop.scalar_args):  # temporaries never shadow parameters
+            self.w.reserve(name)
         for sym in loop.syms:
             if sym.kind is SymKind.RDIM and sym.config_slot is not None:
                 chunk = config.reduction_loops[sym.config_slot] if config.reduction_loops else None
@@ -348,6 +351,14 @@ class Emitter:
         if b.op is not Op.LOAD and (m := self.mask_at(k, 0, 2)):
             bt = f"tl.where({m}, {bt}, 0)"
         extra = ", input_precision='ieee'" if a.dtype == torch.float32 else ""
+        if self.interpret and a.dtype in dtypes.LOW_PRECISION:
+            # the interpreter computes half-precision dots wrongly (numpy has no bf16); products
+            # of bf16/fp16 values are exact in fp32, so upcasting changes nothing numerically
+            at, bt, extra = (
+                f"{at}.to(tl.float32)",
+                f"{bt}.to(tl.float32)",
+                ", input_precision='ieee'",
+            )
         if len(node.inputs) == 3:
             self.bind(node, f"tl.dot({at}, {bt}, acc={self.expr(node.inputs[2])}{extra})")
         else:

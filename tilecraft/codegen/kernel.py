@@ -99,9 +99,14 @@ def _extent_guards(loop: DeviceLoop) -> list[str]:
 
 
 def generate(
-    loop: DeviceLoop, config: Config, fn_name: str, launch_options: dict[str, Any]
+    loop: DeviceLoop,
+    config: Config,
+    fn_name: str,
+    launch_options: dict[str, Any],
+    interpret: bool = False,
 ) -> GeneratedKernel:
-    em = Emitter(loop, config, _needs_int64(loop))
+    """``interpret``: code for Triton's CPU interpreter (which needs bf16/fp16 dots upcast)."""
+    em = Emitter(loop, config, _needs_int64(loop), interpret)
     kernel_name = f"_tc_{fn_name}_{loop.index}"
     em.w.src_comment(loop.loc)
     grid = em.setup_grid()

@@ -18,6 +18,7 @@ from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
+RANDOM_ELEMS_PER_THREAD = 256  # random configs stay under this many elements per thread per tile
 # Fields whose codegen strategies are not implemented yet, with the values that mean "default"
 # (Helion writes explicit neutral lists such as range_num_stages=[0, 0]; those are accepted).
 UNIMPLEMENTED_NEUTRAL: dict[str, set[Any]] = {
@@ -174,19 +175,28 @@ class ConfigSpec:
         return max(b.lo, min(want, b.hi))
 
     def _shrink_to(self, config: Config, budget: int) -> Config:
+        """Halve the largest block (or rolled-reduction chunk) of the largest tile until every
+        tile has at most ``budget`` elements (or nothing can shrink)."""
         blocks = list(config.block_sizes)
+        chunks = list(config.reduction_loops)
         while True:
-            current = Config(**{**config.to_dict(), "block_sizes": blocks})
+            current = Config(
+                **{**config.to_dict(), "block_sizes": blocks, "reduction_loops": chunks}
+            )
             largest, value = self.largest_value(current)
             if largest <= budget or value is None:
                 return current
             candidates = [
                 d[1] for d in value.dims if d[0] == "b" and blocks[d[1]] > self.blocks[d[1]].lo
             ]
-            if not candidates:
+            rolled = [d[1] for d in value.dims if d[0] == "r" and (chunks[d[1]] or 0) > 16]
+            if candidates:
+                slot = max(candidates, key=lambda s: blocks[s])
+                blocks[slot] //= 2
+            elif rolled:
+                chunks[rolled[0]] = (chunks[rolled[0]] or 32) // 2
+            else:
                 return current
-            slot = max(candidates, key=lambda s: blocks[s])
-            blocks[slot] //= 2
 
     def random(self, rng: _random.Random) -> Config:
         """A random config from the space, normalized (oversize tiles are shrunk)."""
@@ -206,7 +216,10 @@ class ConfigSpec:
             num_stages=rng.choice([1, 2, 3, 4]),
             **{name: rng.choice(choices) for name, choices in self.tunables.items()},
         )
-        return self._shrink_to(config, 1 << 16)
+        # Very large per-thread tiles make Triton's compiler run for many minutes (seed 000's
+        # "hang"): a random config keeps every tile within RANDOM_ELEMS_PER_THREAD per thread.
+        budget = min(1 << 16, (config.num_warps or 4) * 32 * RANDOM_ELEMS_PER_THREAD)
+        return self._shrink_to(config, budget)
 
     def normalize(self, config: Config) -> Config:
         """Check ``config`` against this kernel; return it repaired or raise ConfigError."""

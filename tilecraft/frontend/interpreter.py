@@ -60,7 +60,10 @@ class Interpreter:
         self.globals = globals_
         self.filename = filename
         self.line_offset = line_offset
-        self._code_cache: dict[int, Any] = {}
+        # keyed by the AST node itself (identity hash): the dict keeps nodes alive, so an id() is
+        # never reused for another expression
+        self._code_cache: dict[ast.AST, Any] = {}
+        self._derived: dict[ast.AST, ast.expr] = {}
 
     def loc(self, node: ast.AST) -> SourceLoc:
         return SourceLoc(
@@ -71,10 +74,10 @@ class Interpreter:
 
     # -- expressions ----------------------------------------------------------------------
     def eval(self, expr: ast.expr) -> Any:
-        code = self._code_cache.get(id(expr))
+        code = self._code_cache.get(expr)
         if code is None:
             code = compile(ast.Expression(body=expr), self.filename, "eval")
-            self._code_cache[id(expr)] = code
+            self._code_cache[expr] = code
         scope = dict(self.globals)
         scope.update(self.env)
         try:
@@ -162,12 +165,20 @@ class Interpreter:
             raise UnsupportedOpError(f"assignment to {type(target).__name__}")
 
     def eval_index(self, expr: ast.expr) -> Any:
-        return self.eval(ast.fix_missing_locations(ast.copy_location(_index_expr(expr), expr)))
+        derived = self._derived.get(expr)
+        if derived is None:
+            derived = ast.fix_missing_locations(ast.copy_location(_index_expr(expr), expr))
+            self._derived[expr] = derived
+        return self.eval(derived)
 
     def aug_assign(self, stmt: ast.AugAssign) -> None:
-        binop = ast.BinOp(left=_as_load(stmt.target), op=stmt.op, right=stmt.value)
-        value = self.eval(ast.fix_missing_locations(ast.copy_location(binop, stmt)))
-        self.assign(stmt.target, value)
+        """``x += v`` (or ``t[i] += v``) as ``x = x + v``; the built expression is kept per statement."""
+        derived = self._derived.get(stmt)
+        if derived is None:
+            binop = ast.BinOp(left=_as_load(stmt.target), op=stmt.op, right=stmt.value)
+            derived = ast.fix_missing_locations(ast.copy_location(binop, stmt))
+            self._derived[stmt] = derived
+        self.assign(stmt.target, self.eval(derived))
 
     # -- loops ----------------------------------------------------------------------------
     def exec_for(self, stmt: ast.For) -> None:

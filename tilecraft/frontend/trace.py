@@ -47,7 +47,7 @@ class _TraceHost:
     mode = "trace"
 
     def __init__(
-        self, src: KernelSource, device_type: str, static_shapes: bool, block_values: dict[int, int]
+        self, src: KernelSource, device_type: str, static_shapes: bool, block_values: dict[Any, Any]
     ):
         self.src = src
         self.device_type = device_type
@@ -78,7 +78,7 @@ class _TraceHost:
 
     def tunable(self, name: str, choices: tuple[Any, ...]) -> Any:
         self.tunables[name] = choices
-        return choices[0]
+        return self.block_values.get(name, choices[0])
 
     def specialized(self, value: int) -> None:
         self.specializations.append(value)
@@ -157,7 +157,9 @@ class _TraceHost:
             static = self.static_shapes and name not in self.force_dynamic
             return value if static else DynamicInt(value, name)
         if isinstance(value, float):
-            node = Node(Op.ARG, [], (), torch.float32, {"name": name}, None, hint=name)
+            node = Node(
+                Op.ARG, [], (), torch.float32, {"name": name, "weak": True}, None, hint=name
+            )
             return TileValue(node, tracer)
         return value
 
@@ -186,7 +188,7 @@ def trace_kernel(
     kwargs: dict[str, Any],
     device_type: str,
     static_shapes: bool,
-    block_values: dict[int, int] | None = None,
+    block_values: dict[Any, Any] | None = None,
 ) -> TracedKernel:
     current: list[_TraceHost] = []
     fn = build_function(src, launch_tree(src), {LAUNCH: lambda *a: current[-1].launch(*a)})

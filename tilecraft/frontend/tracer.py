@@ -54,9 +54,8 @@ class Tracer:
         """A runtime int argument (static_shapes=False); ``source`` says where the launcher gets it."""
         key = ("arg", name)
         if key not in self._args:
-            node = self.emit(
-                Op.ARG, [], (), dtypes.scalar_dtype(int(value)), name=name, value=int(value)
-            )
+            dtype = dtypes.scalar_dtype(int(value))
+            node = self.emit(Op.ARG, [], (), dtype, name=name, value=int(value), weak=True)
             node.attrs["source"] = source
             node.hint = name
             self._args[key] = node
@@ -85,9 +84,15 @@ class Tracer:
         raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")
 
     def dtype_of(self, x: Any) -> Any:
-        """A dtype for promotion: tensors give their dtype, Python scalars stay weak."""
+        """A dtype for promotion: tensors give their dtype, Python scalars stay weak (also when
+        they arrive as kernel arguments, like ``eps``)."""
         if isinstance(x, (TileValue, TileProxy)):
-            return self.value_node(x).dtype
+            node = self.value_node(x)
+            if node.op is Op.ARG and node.attrs.get("weak"):
+                return 0.0 if node.dtype.is_floating_point else 0
+            return node.dtype
+        if isinstance(x, DynamicInt):
+            return 0
         if isinstance(x, (bool, int, float)):
             return x
         raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")

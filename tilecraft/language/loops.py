@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.errors import DeviceCodeError
+from tilecraft.errors import DeviceCodeError, SourceLoc
 from tilecraft.language import _context
 
 
@@ -31,8 +31,12 @@ class TileSpec:
     def __iter__(self) -> Iterator[Any]:
         ctx = _context.host()
         if ctx is None or ctx.mode != "ref":
+            import sys
+
+            caller = sys._getframe(1)
             raise DeviceCodeError(
                 f"tc.{self.kind}() ran as a plain Python loop",
+                SourceLoc(caller.f_code.co_filename, caller.f_lineno),
                 hint="device loops run inside a function decorated with @tc.kernel; "
                 "call the kernel instead of iterating a tile outside it",
             )
@@ -67,15 +71,14 @@ def _ref_iter(spec: TileSpec) -> Iterator[Any]:
     for begin, end, block in zip(spec.begins, spec.ends, spec.block_sizes, strict=True):
         b, e = int(begin), int(end)
         step = 1 if spec.kind == "grid" else int(block) if block is not None else max(e - b, 1)
-        per_dim.append(
-            [
-                RefTile(s, min(s + step, e), step, i, spec.kind == "grid")
-                for i, s in enumerate(range(b, e, step))
-            ]
-        )
+        scalar = spec.kind == "grid" or (type(block) is int and block == 1)  # indexes like an int
+        tiles = [
+            RefTile(s, min(s + step, e), step, i, scalar) for i, s in enumerate(range(b, e, step))
+        ]
+        per_dim.append(tiles)
     for combo in itertools.product(*reversed(per_dim)):
-        tiles = tuple(reversed(combo))
-        yield tiles if spec.multi else tiles[0]
+        ordered = tuple(reversed(combo))
+        yield ordered if spec.multi else ordered[0]
 
 
 def _normalize_bounds(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:

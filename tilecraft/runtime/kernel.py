@@ -17,7 +17,7 @@ import torch
 from tilecraft import settings
 from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.config import Config
-from tilecraft.config.spec import ConfigSpec
+from tilecraft.config.spec import ConfigSpec, next_pow2
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.frontend.source import (
     LAUNCH,
@@ -57,15 +57,15 @@ class ArgSignature:
 def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
     if isinstance(value, torch.Tensor):
         if static_shapes:
-            return ArgSignature(
-                name,
-                "tensor",
-                value.dtype,
-                tuple(value.shape),
-                tuple(value.stride()),
-                value.device.type,
-            )
-        return ArgSignature(name, "tensor", value.dtype, None, None, value.device.type, value.dim())
+            shape, stride = tuple(value.shape), tuple(value.stride())
+            return ArgSignature(name, "tensor", value.dtype, shape, stride, value.device.type)
+        # dynamic: one compile per power-of-two size bucket (whole reduction dims need a constexpr
+        # block >= the extent) and per pattern of unit strides (kept literal for vectorization)
+        buckets = tuple(s if s < 2 else next_pow2(s) for s in value.shape)
+        unit = tuple(int(st == 1) for st in value.stride())
+        return ArgSignature(
+            name, "tensor", value.dtype, buckets, unit, value.device.type, "dynamic"
+        )
     if isinstance(value, bool):
         return ArgSignature(name, "bool", value=value)
     if isinstance(value, int):
@@ -114,10 +114,11 @@ class Kernel:
         return bound
 
     def specialization_key(self, bound: inspect.BoundArguments) -> tuple[Any, ...]:
-        key = []
+        key: list[Any] = []
         for name, value in bound.arguments.items():
             sig = signature_of(name, value, self.static_shapes)
             key.append((sig.kind, sig.dtype, sig.shape, sig.stride, sig.device, sig.value))
+        key.append(settings.target_override())
         return tuple(key)
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> BoundKernel:
@@ -228,11 +229,11 @@ class BoundKernel:
             self.traced.host_slots,
             self.traced.tunables,
         )
-        self._traces: dict[tuple[int, ...], TracedKernel] = {}
+        self._traces: dict[tuple[Any, ...], TracedKernel] = {}
         self._programs: dict[str, CompiledProgram] = {}
         self._default: CompiledProgram | None = None
 
-    def _trace(self, block_values: dict[int, int]) -> TracedKernel:
+    def _trace(self, block_values: dict[Any, Any]) -> TracedKernel:
         args, kwargs = self._example
         return trace_kernel(
             self.kernel.source,
@@ -244,14 +245,19 @@ class BoundKernel:
         )
 
     def _trace_for(self, config: Config) -> TracedKernel:
-        """Host code may size buffers from registered block sizes: trace with the config's."""
-        order = self.traced.host_slot_order
-        if not order:
+        """Host code may size buffers from registered block sizes, and device code may branch on
+        tunables: trace with the config's values of both (cached per distinct values)."""
+        host_values: dict[Any, Any] = {
+            s: config.block_sizes[s] for s in self.traced.host_slot_order
+        }
+        user = config.user_values
+        host_values.update({n: user.get(n, c[0]) for n, c in self.traced.tunables.items()})
+        if not host_values:
             return self.traced
-        values = tuple(config.block_sizes[s] for s in order)
-        if values not in self._traces:
-            self._traces[values] = self._trace({s: config.block_sizes[s] for s in order})
-        return self._traces[values]
+        key = tuple(sorted(host_values.items(), key=repr))
+        if key not in self._traces:
+            self._traces[key] = self._trace(host_values)
+        return self._traces[key]
 
     # -- inspection -----------------------------------------------------------------------
     def ir(self) -> str:
@@ -270,7 +276,8 @@ class BoundKernel:
         traced = self._trace_for(config)
         options = launch_options(self.target, config)
         name = self.kernel.__name__
-        kernels = [generate(loop, config, name, options) for loop in traced.loops]
+        interpret = self.target.backend == "interpret"
+        kernels = [generate(loop, config, name, options, interpret) for loop in traced.loops]
         source = HEADER + "".join(
             "\n\n" + k.device_source + "\n\n" + k.launcher_source for k in kernels
         )

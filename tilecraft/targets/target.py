@@ -39,7 +39,12 @@ class Target:
         """``"cuda:90"``, ``"hip:gfx942"``, ``"xpu"``, ``"interpret"``."""
         backend, _, arch = name.partition(":")
         if backend == "cuda":
-            return cls("cuda", int(arch or 90), 32)
+            digits = arch.lower().removeprefix("sm").lstrip("_")
+            if digits and not digits.isdigit():
+                raise ConfigError(
+                    f"unknown CUDA arch {arch!r} in target {name!r}; expected e.g. cuda:90"
+                )
+            return cls("cuda", int(digits or 90), 32)
         if backend == "hip":
             return cls("hip", arch or "gfx942", 64 if (arch or "gfx942").startswith("gfx9") else 32)
         if backend in ("xpu", "interpret"):
@@ -67,7 +72,7 @@ def capabilities_for(backend: str) -> Capabilities:
 
         options_cls = getattr(importlib.import_module(module_name), cls_name)
         fields = {f.name for f in dataclasses.fields(options_cls)}
-    except (ImportError, AttributeError, TypeError):
+    except (ImportError, AttributeError, TypeError, ValueError):
         pass  # unknown backend: only the options every backend has
     return Capabilities(frozenset(fields))
 

@@ -1,0 +1,431 @@
+"""Errors users cause: each is a TilecraftError naming the thing, with the user's file:line; and
+non-contiguous inputs, which are not an error (strides are honored)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import (
+    ArgumentError,
+    DeviceCodeError,
+    ShapeError,
+    TilecraftError,
+    UnsupportedOpError,
+)
+
+FILE = "test_errors.py"
+
+
+def _rand(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    g = torch.Generator().manual_seed(shape[0] * 17 + len(shape))
+    return (torch.randn(*shape, generator=g) + 0.1).to(dtype)
+
+
+def _line_of(kernel: tc.Kernel, needle: str) -> int:
+    lines, first = inspect.getsourcelines(kernel.fn)
+    (idx,) = [i for i, ln in enumerate(lines) if needle in ln]
+    return first + idx
+
+
+def _assert_located(err: BaseException, kernel: tc.Kernel, needle: str) -> str:
+    """``err`` is a TilecraftError whose text has this file, the line of ``needle`` and the line."""
+    assert isinstance(err, TilecraftError)
+    text = str(err)
+    line = _line_of(kernel, needle)
+    assert f"{FILE}:{line}" in text, (line, text)
+    assert needle in text  # the source line is shown
+    assert "Traceback" not in text
+    return text
+
+
+# ----------------------------------------------------------------------------------------------
+# unsupported ops
+# ----------------------------------------------------------------------------------------------
+
+
+@tc.kernel
+def uses_cumsum(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.cumsum(x[tm, :], dim=-1)
+    return out
+
+
+@tc.kernel
+def uses_fft(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.fft.fft(x[tm, :]).real
+    return out
+
+
+@tc.kernel
+def uses_method(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, :].cumprod(-1)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kern", "needle", "opname"),
+    [
+        (uses_cumsum, "out[tm, :] = torch.cumsum(x[tm, :], dim=-1)", "cumsum"),
+        (uses_fft, "out[tm, :] = torch.fft.fft(x[tm, :]).real", "fft"),
+        (uses_method, "out[tm, :] = x[tm, :].cumprod(-1)", "cumprod"),
+    ],
+    ids=["cumsum", "fft", "method"],
+)
+def test_unsupported_torch_op(kern: tc.Kernel, needle: str, opname: str) -> None:
+    with pytest.raises(UnsupportedOpError) as info:
+        kern(_rand(37, 100))
+    text = _assert_located(info.value, kern, needle)
+    assert re.search(rf"torch op '[\w.]*{opname}' is not supported in device code", text), text
+
+
+@tc.kernel
+def uses_while(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        v = x[t]
+        while v is None:
+            pass
+        out[t] = v
+    return out
+
+
+def test_unsupported_statement() -> None:
+    with pytest.raises(UnsupportedOpError) as info:
+        uses_while(_rand(100))
+    text = _assert_located(info.value, uses_while, "while v is None:")
+    assert "While" in text
+
+
+@tc.kernel
+def uses_slice(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, 0:10].sum(-1, keepdim=True)
+    return out
+
+
+def test_unsupported_slice() -> None:
+    with pytest.raises(UnsupportedOpError) as info:
+        uses_slice(_rand(37, 100))
+    text = _assert_located(info.value, uses_slice, "x[tm, 0:10]")
+    assert "slice 0:10 on 'x'" in text
+
+
+@tc.kernel
+def uses_undefined(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = x[t] * not_defined_anywhere  # type: ignore[name-defined]  # noqa: F821
+    return out
+
+
+def test_undefined_name() -> None:
+    with pytest.raises(DeviceCodeError) as info:
+        uses_undefined(_rand(100))
+    text = _assert_located(info.value, uses_undefined, "* not_defined_anywhere")
+    assert "not_defined_anywhere" in text
+
+
+# ----------------------------------------------------------------------------------------------
+# tiles outside device loops
+# ----------------------------------------------------------------------------------------------
+
+
+@tc.kernel
+def iterates_tile_on_host(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    starts = [t for t in tc.tile(n)]  # host code: not a device loop
+    for t in tc.tile(n):
+        out[t] = x[t] + len(starts)
+    return out
+
+
+def test_tile_iterated_in_plain_python() -> None:
+    with pytest.raises(DeviceCodeError, match=r"tc\.tile\(\) ran as a plain Python loop"):
+        for _ in tc.tile(10):
+            pass
+    with pytest.raises(DeviceCodeError, match=r"tc\.grid\(\) ran as a plain Python loop"):
+        list(tc.grid(3))
+
+
+def test_tile_iterated_in_host_code() -> None:
+    with pytest.raises(DeviceCodeError, match=r"tc\.tile\(\) ran as a plain Python loop"):
+        iterates_tile_on_host(_rand(100))
+
+
+def test_tile_iterated_in_host_code_is_located() -> None:
+    with pytest.raises(DeviceCodeError) as info:
+        iterates_tile_on_host(_rand(100))
+    _assert_located(info.value, iterates_tile_on_host, "starts = [t for t in tc.tile(n)]")
+
+
+def test_language_calls_outside_kernel() -> None:
+    with pytest.raises(DeviceCodeError, match="register_block_size"):
+        tc.register_block_size(64)
+    with pytest.raises(DeviceCodeError, match="register_tunable"):
+        tc.register_tunable("f", [1, 2])
+
+
+def test_kernel_without_device_loop() -> None:
+    def no_loop(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    with pytest.raises(DeviceCodeError) as info:
+        tc.kernel(no_loop)
+    text = str(info.value)
+    assert "no device loop" in text and "no_loop" in text
+    assert f"{FILE}:{inspect.getsourcelines(no_loop)[1]}" in text
+
+
+# ----------------------------------------------------------------------------------------------
+# shapes, data-dependent control flow, loop-carried values
+# ----------------------------------------------------------------------------------------------
+
+
+@tc.kernel
+def stores_wrong_shape(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty(m, device=x.device)
+    for tm in tc.tile(m):
+        out[tm] = x[tm, :] * 2.0
+    return out
+
+
+def test_store_of_wrong_shape() -> None:
+    with pytest.raises(ShapeError) as info:
+        stores_wrong_shape(_rand(37, 100))
+    text = _assert_located(info.value, stores_wrong_shape, "out[tm] = x[tm, :] * 2.0")
+    assert "store into 'out'" in text
+    assert "[BLOCK_0, RDIM_1]" in text and "[BLOCK_0]" in text
+
+
+@tc.kernel
+def too_many_indices(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = x[t, 0]
+    return out
+
+
+def test_too_many_indices() -> None:
+    with pytest.raises(ShapeError) as info:
+        too_many_indices(_rand(100))
+    text = _assert_located(info.value, too_many_indices, "out[t] = x[t, 0]")
+    assert "too many indices for 'x'" in text
+
+
+@tc.kernel
+def branches_on_data(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.zeros_like(x)
+    for t in tc.tile(n):
+        v = x[t]
+        if v.sum() > 0:
+            out[t] = v
+    return out
+
+
+@tc.kernel
+def bool_of_data(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.zeros_like(x)
+    for t in tc.tile(n):
+        v = x[t]
+        out[t] = v if v.amax() > 1.0 else v * 2.0
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kern", "needle"),
+    [(branches_on_data, "if v.sum() > 0:"), (bool_of_data, "out[t] = v if v.amax()")],
+    ids=["if", "ifexp"],
+)
+def test_data_dependent_if(kern: tc.Kernel, needle: str) -> None:
+    with pytest.raises(DeviceCodeError) as info:
+        kern(_rand(100))
+    text = _assert_located(info.value, kern, needle)
+    assert "torch.where" in text  # the hint says what to do instead
+
+
+@tc.kernel
+def carried_changes_dtype(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty(m, device=x.device)
+    for tm in tc.tile(m):
+        acc = tc.zeros([tm], dtype=torch.float16)
+        for tn in tc.tile(n):
+            acc = acc + x[tm, tn].sum(-1)
+        out[tm] = acc
+    return out
+
+
+def test_loop_carried_dtype_change() -> None:
+    with pytest.raises(DeviceCodeError) as info:
+        carried_changes_dtype(_rand(37, 100))
+    text = str(info.value)
+    assert FILE in text
+    lines = {_line_of(carried_changes_dtype, s) for s in ("for tn in", "acc = acc +")}
+    assert any(f"{FILE}:{n}" in text for n in lines), text
+    assert "loop-carried 'acc' changes dtype" in text
+    assert "torch.float16" in text and "torch.float32" in text
+
+
+@tc.kernel
+def carried_changes_shape(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty(m, device=x.device)
+    for tm in tc.tile(m):
+        acc = tc.zeros([tm], dtype=torch.float32)
+        for tn in tc.tile(n):
+            acc = acc + x[tm, tn]
+        out[tm] = acc.sum(-1)
+    return out
+
+
+def test_loop_carried_shape_change() -> None:
+    with pytest.raises(ShapeError) as info:
+        carried_changes_shape(_rand(37, 100))
+    _assert_located(info.value, carried_changes_shape, "acc = acc + x[tm, tn]")
+
+
+# ----------------------------------------------------------------------------------------------
+# arguments of a BoundKernel
+# ----------------------------------------------------------------------------------------------
+
+
+@tc.kernel
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] + y[t]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("other", "needle"),
+    [
+        (_rand(100, dtype=torch.float64), "torch.float64"),
+        (_rand(100, 1), "shape [100, 1]"),
+        (_rand(50), "shape [50]"),
+        (_rand(200)[::2], "strides [2]"),
+    ],
+    ids=["dtype", "rank", "shape", "stride"],
+)
+def test_bound_kernel_wrong_argument(other: torch.Tensor, needle: str) -> None:
+    x, y = _rand(100), _rand(100)
+    bound = add.bind((x, y))
+    torch.testing.assert_close(bound(x, y), x + y)
+    with pytest.raises(ArgumentError) as info:
+        bound(x, other)
+    text = str(info.value)
+    assert "argument 'y'" in text and needle in text
+    assert "add()" in text
+    assert "torch.float32 tensor of shape [100]" in text  # what it was compiled for
+
+
+def test_bound_kernel_wrong_argument_count() -> None:
+    x = _rand(100)
+    with pytest.raises(ArgumentError, match="missing a required argument: 'y'"):
+        add(x)
+    with pytest.raises(ArgumentError, match="add()"):
+        add.bind((x, x))(x, x, x)
+
+
+def test_tensors_on_different_devices() -> None:
+    x = _rand(100)
+    y = torch.empty(100, device="meta")
+    with pytest.raises(ArgumentError) as info:
+        add(x, y)
+    text = str(info.value)
+    assert "different devices" in text and "x=cpu" in text and "y=meta" in text
+
+
+@pytest.mark.xfail(strict=True, reason="tilecraft bug 10: ArgumentError messages have no file:line")
+def test_argument_error_is_located() -> None:
+    x, y = _rand(100), _rand(100)
+    with pytest.raises(ArgumentError) as info:
+        add.bind((x, y))(x, y.double())
+    assert f"{FILE}:" in str(info.value)
+
+
+# ----------------------------------------------------------------------------------------------
+# non-contiguous inputs are honored
+# ----------------------------------------------------------------------------------------------
+
+
+@tc.kernel
+def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty(m, n, dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        xt = x[tm, :].to(torch.float32)
+        inv = torch.rsqrt(torch.mean(xt * xt, dim=-1) + eps)
+        out[tm, :] = (xt * inv[:, None] * w[None, :].to(torch.float32)).to(out.dtype)
+    return out
+
+
+def _rms_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w
+
+
+@pytest.mark.parametrize("looped", [None, 32])
+def test_transposed_input_gives_correct_results(looped: int | None) -> None:
+    base = _rand(100, 37)
+    x = base.t()  # [37, 100] with strides (1, 37)
+    assert not x.is_contiguous()
+    w = _rand(100)
+    bound = rms_norm.bind((x, w))
+    program = bound.compile_config(tc.Config(block_sizes=[8], reduction_loops=[looped]))
+    torch.testing.assert_close(bound.run(program, x, w), _rms_ref(x, w), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(rms_norm(x, w), _rms_ref(x, w), rtol=1e-5, atol=1e-5)
+    # the strides are part of the specialization: a contiguous x gets its own
+    xc = x.contiguous()
+    torch.testing.assert_close(rms_norm(xc, w), _rms_ref(xc, w), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ArgumentError, match="strides"):
+        bound(xc, w)
+
+
+def test_sliced_and_strided_inputs() -> None:
+    big = _rand(37, 300)
+    x = big[:, 50:150]  # storage offset 50, row stride 300
+    w = _rand(400)[::4]  # stride 4
+    torch.testing.assert_close(rms_norm(x, w), _rms_ref(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_broadcast_stride_zero_input() -> None:
+    x = _rand(100).expand(37, 100)  # stride (0, 1)
+    w = _rand(100)
+    torch.testing.assert_close(rms_norm(x, w), _rms_ref(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_non_contiguous_output() -> None:
+    @tc.kernel
+    def scale_into(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        m, n = x.size()
+        for tm, tn in tc.tile([m, n]):
+            out[tm, tn] = x[tm, tn] * 3.0
+        return out
+
+    x = _rand(37, 100)
+    out_base = torch.full((100, 37), -1.0)
+    out = scale_into(x, out_base.t())
+    torch.testing.assert_close(out, x * 3.0)
+    torch.testing.assert_close(out_base, (x * 3.0).t())
