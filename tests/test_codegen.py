@@ -260,9 +260,14 @@ def test_matmul_uses_dot_with_acc(kern: tc.Kernel) -> None:
 def test_matmul_half_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = _rand(37, 50, dtype=torch.float16), _rand(50, 45, dtype=torch.float16)
     cfg = tc.Config(block_sizes=[16, 16, 32])
-    monkeypatch.setenv("TILECRAFT_TARGET", "cuda:90")  # code for a GPU: fp16 operands go to tl.dot as is
+    monkeypatch.setenv(
+        "TILECRAFT_TARGET", "cuda:90"
+    )  # code for a GPU: fp16 operands go to tl.dot as is
     code = _device_fn(matmul.bind((a, b)).to_triton_code(cfg))
-    assert "input_precision" not in code and ".to(tl.float32)" not in code.split("tl.dot(")[1].split(")")[0]
+    assert (
+        "input_precision" not in code
+        and ".to(tl.float32)" not in code.split("tl.dot(")[1].split(")")[0]
+    )
     monkeypatch.delenv("TILECRAFT_TARGET")
     bound = matmul.bind((a, b))
     # the interpreter computes half-precision dots wrongly: its code upcasts the operands (exact)
@@ -345,12 +350,7 @@ POINTWISE = {
     "floordiv_float": lambda a, b: a // b,
 }
 
-KNOWN_BAD = {
-    "pow_3": "tilecraft bug 6: pow is exp(log(x) * y), NaN for negative bases",
-    "mod_float": "tilecraft bug 7: % truncates like C; torch.remainder floors",
-    "mod_scalar": "tilecraft bug 7: % truncates like C; torch.remainder floors",
-    "floordiv_float": "tilecraft bug 8: float // emits code Triton rejects",
-}
+KNOWN_BAD: dict[str, str] = {}  # op -> "tilecraft bug N: ..." while a known bug stands
 
 
 @tc.kernel
@@ -476,11 +476,7 @@ INT_OPS = {
     "floordiv": lambda a, b: a // b,
     "pow": lambda a, b: a**3,
 }
-INT_BAD = {
-    "mod": "tilecraft bug 7: % truncates like C; torch.remainder floors",
-    "floordiv": "tilecraft bug 7: // truncates like C; torch.floor_divide floors",
-    "pow": "tilecraft bug 6: int ** 3 goes through exp(log(x)): NaN for negatives",
-}
+INT_BAD: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

@@ -358,7 +358,6 @@ def test_tensors_on_different_devices() -> None:
     assert "different devices" in text and "x=cpu" in text and "y=meta" in text
 
 
-@pytest.mark.xfail(strict=True, reason="tilecraft bug 10: ArgumentError messages have no file:line")
 def test_argument_error_is_located() -> None:
     x, y = _rand(100), _rand(100)
     with pytest.raises(ArgumentError) as info:

@@ -73,10 +73,19 @@ def _register_pointwise() -> None:
 
 
 def _pow_scalar(t: Any, x: Any, e: float) -> Any:
-    if e == 2:
-        return t.pointwise("mul", x, x)
-    if e == 1:
-        return x
+    """Constant exponents: small integers by repeated multiplication (exact, right for negative
+    bases and int dtypes), square roots by sqrt; other exponents as exp(log(x) * e)."""
+    if float(e).is_integer() and 1 <= abs(e) <= 16:
+        result, base, k = None, x, int(abs(e))
+        while k:  # square-and-multiply
+            if k & 1:
+                result = base if result is None else t.pointwise("mul", result, base)
+            k >>= 1
+            if k:
+                base = t.pointwise("mul", base, base)
+        return result if e > 0 else t.pointwise("reciprocal", result)
+    if e == 0:
+        return t.pointwise("add", t.pointwise("mul", x, 0), 1)
     if e == 0.5:
         return t.pointwise("sqrt", x)
     if e == -1:

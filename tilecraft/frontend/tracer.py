@@ -221,6 +221,8 @@ class Tracer:
         result = dtypes.promote(*[self.dtype_of(o) for o in operands])
         if op.float_only and not result.is_floating_point:
             result = torch.float32
+        if name in ("floordiv", "mod") and not result.is_floating_point:
+            name, op = name + "_int", POINTWISE[name + "_int"]
         nodes = [self.value_node(o) for o in operands]
         if name == "add":
             fused = self._fuse_dot_accumulate(nodes)

@@ -144,16 +144,31 @@ _op(
     operator.truediv,
     float_only=True,
 )
+# torch floors (Python semantics); Triton's // and % truncate like C, so the int forms correct the
+# result when the signs differ. The tracer picks the _int/_float variant by the result dtype.
+_FLOOR = T.__floordiv__, operator.floordiv
+_op("floordiv", 2, "tl.floor({0} / {1})", torch.floor_divide, torch.floor_divide, *_FLOOR)
 _op(
-    "floordiv",
+    "mod",
     2,
-    "({0} // {1})",
-    torch.floor_divide,
-    torch.floor_divide,
-    T.__floordiv__,
-    operator.floordiv,
+    "({0} - {1} * tl.floor({0} / {1}))",
+    torch.remainder,
+    torch.remainder,
+    T.__mod__,
+    operator.mod,
 )
-_op("mod", 2, "({0} % {1})", torch.remainder, torch.remainder, T.__mod__, operator.mod)
+_op(
+    "floordiv_int",
+    2,
+    "tl.where((({0} % {1}) != 0) & (({0} < 0) != ({1} < 0)), {0} // {1} - 1, {0} // {1})",
+    torch.floor_divide,
+)
+_op(
+    "mod_int",
+    2,
+    "tl.where((({0} % {1}) != 0) & ((({0} % {1}) < 0) != ({1} < 0)), {0} % {1} + {1}, {0} % {1})",
+    torch.remainder,
+)
 _op(
     "pow",
     2,
@@ -167,7 +182,6 @@ _op(
 )
 _op("maximum", 2, "tl.maximum({0}, {1})", torch.maximum, torch.maximum, T.maximum)
 _op("minimum", 2, "tl.minimum({0}, {1})", torch.minimum, torch.minimum, T.minimum)
-_op("atan2", 2, "tl.extra.libdevice.atan2({0}, {1})", torch.atan2, float_only=True)
 _op("eq", 2, "({0} == {1})", torch.eq, torch.eq, T.eq, T.__eq__, operator.eq, bool_result=True)
 _op("ne", 2, "({0} != {1})", torch.ne, torch.ne, T.ne, T.__ne__, operator.ne, bool_result=True)
 _op("lt", 2, "({0} < {1})", torch.lt, torch.lt, T.lt, T.__lt__, operator.lt, bool_result=True)

@@ -100,6 +100,7 @@ class Kernel:
         self.signature = inspect.signature(fn)
         self._bound: dict[Any, list[BoundKernel]] = {}
         self._ref: Callable[..., Any] | None = None
+        self.def_loc = self.source.loc(self.source.tree)
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
 
@@ -109,7 +110,7 @@ class Kernel:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise ArgumentError(f"{self.__name__}(): {exc}") from None
+            raise ArgumentError(f"{self.__name__}(): {exc}", self.def_loc) from None
         bound.apply_defaults()
         return bound
 
@@ -217,7 +218,9 @@ class BoundKernel:
                     f"{n}={v.device}"
                     for n, v in bound.arguments.items()
                     if isinstance(v, torch.Tensor)
-                )
+                ),
+                kernel.def_loc,
+                hint="move every tensor argument to the same device",
             )
         self.device_type = devices.pop() if devices else "cpu"
         self.target: Target = detect(self.device_type)
@@ -325,6 +328,7 @@ class BoundKernel:
                 raise ArgumentError(
                     f"{self.kernel.__name__}(): argument '{name}' is {got.describe()}, but this "
                     f"specialization was compiled for {expected.describe()}",
+                    self.kernel.def_loc,
                     hint="call the kernel itself (not a BoundKernel) to specialize for new arguments",
                 )
 
