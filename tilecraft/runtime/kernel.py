@@ -101,6 +101,11 @@ class Kernel:
         self._bound: dict[Any, list[BoundKernel]] = {}
         self._ref: Callable[..., Any] | None = None
         self.def_loc = self.source.loc(self.source.tree)
+        params = list(self.signature.parameters.values())
+        simple = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+        # fast path of __call__: positional calls need no inspect.bind (defaults appended)
+        self._n_params = len(params) if simple else -1
+        self._defaults = tuple(p.default for p in params)
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
 
@@ -115,22 +120,53 @@ class Kernel:
         return bound
 
     def specialization_key(self, bound: inspect.BoundArguments) -> tuple[Any, ...]:
+        return self._key_of(tuple(bound.arguments.values()))
+
+    def _key_of(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """What selects a compiled specialization (cheap: it runs on every call)."""
         key: list[Any] = []
-        for name, value in bound.arguments.items():
-            sig = signature_of(name, value, self.static_shapes)
-            key.append((sig.kind, sig.dtype, sig.shape, sig.stride, sig.device, sig.value))
+        static = self.static_shapes
+        for v in values:
+            if isinstance(v, torch.Tensor):
+                if static:
+                    key.append((v.dtype, v.shape, v.stride(), v.device.type))
+                else:
+                    sig = signature_of("", v, False)
+                    key.append((v.dtype, sig.shape, sig.stride, v.device.type))
+            elif isinstance(v, (bool, int)):
+                key.append((type(v), v))
+            elif isinstance(v, float):
+                key.append(float)
+            else:
+                key.append((type(v), repr(v)))
         key.append(settings.target_override())
         return tuple(key)
+
+    def _positional_values(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, ...] | None:
+        n = len(args)
+        if kwargs or n > self._n_params:
+            return None
+        if n == self._n_params:
+            return args
+        rest = self._defaults[n:]
+        return None if any(d is inspect.Parameter.empty for d in rest) else args + rest
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> BoundKernel:
         """The kernel specialized for arguments like ``args`` (traced on first use)."""
         return self._candidates(tuple(args), kwargs or {})[0]
 
     def _candidates(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[BoundKernel]:
-        bound = self._bind_arguments(args, kwargs)
-        key = self.specialization_key(bound)
+        values = self._positional_values(args, kwargs)
+        bound = None
+        if values is None:
+            bound = self._bind_arguments(args, kwargs)
+            values = tuple(bound.arguments.values())
+        key = self._key_of(values)
         found = self._bound.get(key)
         if found is None:
+            bound = bound or self._bind_arguments(args, kwargs)
             found = self._bound[key] = [BoundKernel(self, bound)]
         return found
 
@@ -140,7 +176,8 @@ class Kernel:
         candidates = self._candidates(args, kwargs)
         for bound in candidates:
             try:
-                return bound(*args, **kwargs)
+                # the key matched: the arguments fit this specialization, no need to re-check
+                return bound.run(bound.default_program(), *args, **kwargs)
             except _Respecialize:
                 continue  # tc.specialize saw another value: try (or trace) another variant
         fresh = BoundKernel(self, self._bind_arguments(args, kwargs))
