@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.codegen import memory
+from tilecraft.codegen import grid, memory
 from tilecraft.codegen.writer import CodeWriter
 from tilecraft.config.config import Config
 from tilecraft.errors import UnsupportedOpError
@@ -57,6 +57,8 @@ class Emitter:
         self.scalars: dict[str, Any] = {}  # param name -> where the launcher gets its value
         self.scalar_types: dict[str, torch.dtype] = {}
         self.looped: Sym | None = None
+        self.descriptors: dict[tuple[str, tuple[str, ...]], str] = {}  # (tensor, block) -> name
+        self.descriptor_mark = 0
         for name in (*loop.tensors, *loop.scalar_args):  # temporaries never shadow parameters
             self.w.reserve(name)
         for sym in loop.syms:
@@ -109,6 +111,15 @@ class Emitter:
         self.scalar_types[name] = torch.int32 if abs(stride) < 2**31 else torch.int64
         return name
 
+    def size_expr(self, tensor: Any, dim: int) -> str:
+        """A tensor's size: a literal, or with dynamic shapes a kernel argument."""
+        if not tensor.dynamic:
+            return str(tensor.shape[dim])
+        name = f"{tensor.name}_size_{dim}"
+        self.scalars[name] = ("size", tensor.name, dim)
+        self.scalar_types[name] = torch.int32
+        return name
+
     def index_cast(self, expr: str) -> str:
         return f"({expr}).to(tl.int64)" if self.int64 else expr
 
@@ -125,44 +136,11 @@ class Emitter:
         return " & ".join(parts) if parts else None
 
     # -- grid setup -----------------------------------------------------------------------
-    def setup_grid(self) -> str:
-        """Program-id decomposition for the grid syms; returns the launcher's grid-size expression
-        (a literal for static shapes, else computed from the launch's ``spec``)."""
-        grid_syms = self.loop.grid_syms
-        pid = "tl.program_id(0)"
-        if len(grid_syms) > 1:
-            self.w.line(f"pid = {pid}")
-            pid = "pid"
-        host_counts: list[str] = []
-        stride = "1"
-        for i, sym in enumerate(grid_syms):
-            st = SymState(block=self.block_expr(sym))
-            self.syms[id(sym)] = st
-            begin, end = self.bound_expr(sym.begin), self.bound_expr(sym.extent)
-            block = self.block_value(sym)
-            static = isinstance(sym.begin, int) and isinstance(sym.extent, int)
-            if static:
-                count = str(max(-(-(int(sym.extent) - int(sym.begin)) // block), 1))
-                host_counts.append(count)
-            else:
-                span = end if begin == "0" else f"{end} - {begin}"
-                count = f"tl.cdiv({span}, {st.block})"
-                host_counts.append(f"triton.cdiv(spec.ends[{i}] - spec.begins[{i}], {block})")
-            pid_var = self.w.fresh(f"pid_{sym.index}")
-            quotient = pid if stride == "1" else f"({pid} // ({stride}))"
-            expr = quotient if i == len(grid_syms) - 1 else f"{quotient} % ({count})"
-            self.w.line(f"{pid_var} = {expr}")
-            stride = count if stride == "1" else f"{stride} * {count}"
-            full = static and (int(sym.extent) - int(sym.begin)) % block == 0
-            self._tile_vars(sym, st, pid_var, begin, end, needs_mask=not full)
-        return " * ".join(host_counts) if len(host_counts) > 1 else host_counts[0]
-
-    def _tile_vars(
-        self, sym: Sym, st: SymState, pid_var: str, begin: str, end: str, needs_mask: bool
-    ) -> None:
+    def tile_vars(self, sym: Sym, st: SymState, pid_var: str, needs_mask: bool) -> None:
+        """Offset, indices and mask of a grid dim whose tile number is ``pid_var``."""
         st.tile_id = pid_var
         st.offset = self.w.fresh(f"offset_{sym.index}")
-        st.begin, st.end = begin, end
+        begin, end = st.begin, st.end
         plus_begin = f" + {begin}" if begin != "0" else ""
         if sym.scalar:
             self.w.line(f"{st.offset} = {self.index_cast(pid_var)}{plus_begin}")
@@ -182,6 +160,7 @@ class Emitter:
             st = SymState(block=self.block_expr(sym))
             self.syms[id(sym)] = st
             st.index = f"rindex_{sym.index}"
+            st.offset = "0"
             self.w.reserve(st.index)
             st.end = self.expr(sym.extent_args[0]) if sym.extent_args else str(sym.extent)
             needs_mask = bool(sym.extent_args) or int(sym.extent) % self.block_value(sym) != 0
@@ -389,7 +368,8 @@ class Emitter:
         st.offset = self.w.fresh(f"offset_{sym.index}")
         step = "" if sym.scalar else f", {st.block}"
         self.w.src_comment(node.loc)
-        self.w.line(f"for {st.offset} in tl.range({st.begin}, {st.end}{step}):")
+        knobs = grid.range_kwargs(self, node.attrs.get("range_slot", -1))
+        self.w.line(f"for {st.offset} in tl.range({st.begin}, {st.end}{step}{knobs}):")
         with self.w.indented():
             self.scopes.append({})
             st.tile_id = f"(({st.offset} - {st.begin}) // {st.block})"
@@ -446,6 +426,7 @@ class Emitter:
                 )
                 accs[n.id] = acc
         roffset = self.w.fresh(f"roffset_{sym.index}")
+        st.offset = roffset
         self.w.line(f"for {roffset} in tl.range(0, {st.end}, {st.block}):")
         with self.w.indented():
             self.scopes.append({})

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from tilecraft.codegen import grid
 from tilecraft.codegen.emitter import Emitter
 from tilecraft.config.config import Config
 from tilecraft.ir.nodes import DeviceLoop
@@ -19,6 +20,7 @@ from tilecraft.ir.nodes import DeviceLoop
 HEADER = (
     "from __future__ import annotations\n\nimport triton\nimport triton.language as tl\n\n"
     "from tilecraft.errors import ShapeError\n"
+    "from tilecraft.runtime.device import ensure_allocator, sm_count\n"
 )
 TYPE_NAMES = {
     torch.float32: "fp32",
@@ -74,6 +76,8 @@ def _arg_expr(name: str, source: Any) -> str:
         return f"env[{source[1]!r}].stride({source[2]})"
     if kind == "spec":
         return f"spec.{source[1]}s[{source[2]}]"
+    if kind == "programs":
+        return "num_programs"
     raise AssertionError(source)
 
 
@@ -109,9 +113,10 @@ def generate(
     em = Emitter(loop, config, _needs_int64(loop), interpret)
     kernel_name = f"_tc_{fn_name}_{loop.index}"
     em.w.src_comment(loop.loc)
-    grid = em.setup_grid()
     em.setup_rdims()
-    em.emit_block(loop.body)
+    em.descriptor_mark = len(em.w.lines)  # tensor descriptors are created here, before any loop
+    plan = grid.plan(em)
+    grid.emit_program_loop(em, plan)
     params = list(em.tensors) + [name for name in em.scalars if name not in em.tensors]
     param_types = {name: "*" + TYPE_NAMES[t.dtype] for name, t in em.tensors.items()}
     param_types.update(
@@ -124,10 +129,19 @@ def generate(
     call_args = [_arg_expr(p, em.scalars.get(p)) for p in params]
     call_args += [f"{k}={v}" for k, v in constexprs.items()]
     call_args += [f"{k}={v!r}" for k, v in launch_options.items()]
+    prologue = _extent_guards(loop)
+    if "num_programs" in em.scalars:
+        first = next(iter(em.tensors))
+        prologue.append(
+            f"    num_programs = sm_count(env[{first!r}]) * {config.num_sm_multiplier or 1}\n"
+        )
+    if em.descriptors:
+        prologue.append("    ensure_allocator()\n")
+    launch_grid = grid.host_grid(em, plan)
     launcher_source = (
         f"def {launcher_name}(env, spec):\n"
-        + "".join(_extent_guards(loop))
-        + f"    {kernel_name}[({grid},)](\n"
+        + "".join(prologue)
+        + f"    {kernel_name}[({launch_grid},)](\n"
         + "".join(f"        {a},\n" for a in call_args)
         + "    )\n"
     )
@@ -139,6 +153,6 @@ def generate(
         params,
         param_types,
         constexprs,
-        grid,
+        launch_grid,
         dict(launch_options),
     )

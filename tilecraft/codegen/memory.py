@@ -66,17 +66,110 @@ def access(em: Emitter, node: Node, value_inputs: list[Node]) -> tuple[str, str 
     return f"{param} + ({offset})", " & ".join(masks) if masks else None
 
 
+def indexing_mode(em: Emitter, node: Node) -> tuple[str, str]:
+    """The config's indexing for this access, or ``pointer`` with the reason it cannot be used
+    with these block sizes (the config space only offers the others where the access qualifies)."""
+    modes = em.config.indexing
+    slot = node.attrs.get("mem_slot", -1)
+    mode = modes if isinstance(modes, str) else modes[slot] if 0 <= slot < len(modes) else "pointer"
+    if mode == "tensor_descriptor":
+        tensor = node.attrs["tensor"]
+        blocks = [em.block_value(item[1]) for item in node.attrs["index"]]
+        if max(blocks) > 256:
+            return "pointer", "a tensor-descriptor block dim is over 256 elements"
+        if blocks[-1] * tensor.dtype.itemsize < 16:
+            return "pointer", "a tensor-descriptor block's inner dim is under 16 bytes"
+    return mode, ""
+
+
+def _block_geometry(
+    em: Emitter, node: Node
+) -> tuple[list[str], list[str], list[str], list[str], list[int]]:
+    """(sizes, strides, offsets, block shape, dims needing a bounds check) of a block access."""
+    tensor = node.attrs["tensor"]
+    sizes, strides, offsets, blocks, checks = [], [], [], [], []
+    for item in node.attrs["index"]:
+        sym, dim = item[1], item[2]
+        st = em.state(sym)
+        sizes.append(em.size_expr(tensor, dim))
+        strides.append(em.stride_expr(tensor, dim))
+        offsets.append(st.offset)
+        blocks.append(st.block)
+        if st.mask is not None:
+            checks.append(dim)
+    return sizes, strides, offsets, blocks, checks
+
+
+def _block_ptr(em: Emitter, node: Node) -> tuple[str, str]:
+    tensor = node.attrs["tensor"]
+    em.tensors[tensor.name] = tensor
+    sizes, strides, offsets, blocks, checks = _block_geometry(em, node)
+    order = ", ".join(str(d) for d in reversed(range(len(sizes))))
+    ptr = (
+        f"tl.make_block_ptr({tensor.name}, [{', '.join(sizes)}], [{', '.join(strides)}], "
+        f"[{', '.join(offsets)}], [{', '.join(blocks)}], [{order}])"
+    )
+    return ptr, f", boundary_check=({', '.join(map(str, checks))},)" if checks else ""
+
+
+def _descriptor(em: Emitter, node: Node) -> tuple[str, str]:
+    """(descriptor variable, offsets) — descriptors are created once, at the kernel's top."""
+    tensor = node.attrs["tensor"]
+    em.tensors[tensor.name] = tensor
+    sizes, strides, offsets, blocks, _ = _block_geometry(em, node)
+    key = (tensor.name, tuple(blocks))
+    name = em.descriptors.get(key)
+    if name is None:
+        name = em.w.fresh(f"{tensor.name}_desc")
+        line = (
+            f"    {name} = tl.make_tensor_descriptor({tensor.name}, [{', '.join(sizes)}], "
+            f"[{', '.join(strides)}], [{', '.join(blocks)}])"
+        )
+        em.w.lines.insert(em.descriptor_mark + len(em.descriptors), line)
+        em.descriptors[key] = name
+    return name, f"[{', '.join(offsets)}]"
+
+
+def _eviction(em: Emitter, node: Node) -> str:
+    policies = em.config.load_eviction_policies
+    slot = node.attrs.get("load_slot", -1)
+    policy = policies[slot] if 0 <= slot < len(policies) else ""
+    return f", eviction_policy='evict_{policy}'" if policy else ""
+
+
 def emit_load(em: Emitter, node: Node) -> None:
+    mode, why = indexing_mode(em, node)
+    if why:
+        em.w.line(f"# pointer indexing: {why}")
+    if mode == "tensor_descriptor":
+        desc, offsets = _descriptor(em, node)
+        em.bind(node, f"{desc}.load({offsets})")
+        return
+    if mode == "block_ptr":
+        ptr, check = _block_ptr(em, node)
+        pad = ", padding_option='zero'" if check else ""
+        em.bind(node, f"tl.load({ptr}{check}{pad}{_eviction(em, node)})")
+        return
     ptr, mask = access(em, node, node.inputs)
     args = f"{ptr}, {mask}, other=0" if mask else ptr
-    em.bind(node, f"tl.load({args})")
+    em.bind(node, f"tl.load({args}{_eviction(em, node)})")
 
 
 def emit_store(em: Emitter, node: Node) -> None:
     value, *index_values = node.inputs
-    ptr, mask = access(em, node, index_values)
-    mask_arg = f", {mask}" if mask else ""
-    em.w.line(f"tl.store({ptr}, {em.expr(value)}{mask_arg})")
+    mode, why = indexing_mode(em, node)
+    if why:
+        em.w.line(f"# pointer indexing: {why}")
+    if mode == "tensor_descriptor":
+        desc, offsets = _descriptor(em, node)
+        em.w.line(f"{desc}.store({offsets}, {em.expr(value)})")
+    elif mode == "block_ptr":
+        ptr, check = _block_ptr(em, node)
+        em.w.line(f"tl.store({ptr}, {em.expr(value)}{check})")
+    else:
+        ptr, mask = access(em, node, index_values)
+        mask_arg = f", {mask}" if mask else ""
+        em.w.line(f"tl.store({ptr}, {em.expr(value)}{mask_arg})")
     em.scopes[-1][node.id] = "None"
 
 

@@ -10,31 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import random as _random
+import warnings
 from typing import Any
 
 from tilecraft.config.config import Config
+from tilecraft.config.space import StrategySpace
 from tilecraft.errors import ConfigError, SourceLoc
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
 RANDOM_ELEMS_PER_THREAD = 256  # random configs stay under this many elements per thread per tile
-# Fields whose codegen strategies are not implemented yet, with the values that mean "default"
-# (Helion writes explicit neutral lists such as range_num_stages=[0, 0]; those are accepted).
-UNIMPLEMENTED_NEUTRAL: dict[str, set[Any]] = {
-    "pid_type": {"flat"},
-    "indexing": {"pointer"},
-    "load_eviction_policies": {""},
-    "l2_groupings": {1},
-    "loop_orders": set(),
-    "flatten_loops": {False},
-    "range_unroll_factors": {0},
-    "range_num_stages": {0},
-    "range_multi_buffers": {None},
-    "range_flattens": {None},
-    "range_warp_specializes": {None},
-    "num_sm_multiplier": {None},
-}
 
 
 def next_pow2(n: int) -> int:
@@ -83,7 +69,14 @@ class ConfigSpec:
         n_block_slots: int,
         host_slots: dict[int, int],
         tunables: dict[str, tuple[Any, ...]],
+        target: Any = None,
     ):
+        if target is None:
+            from tilecraft.targets.target import Target
+
+            target = Target("interpret")
+        self.target = target
+        self.space = StrategySpace(loops, target)
         self.blocks: list[BlockSpec] = []
         self.reductions: list[ReductionSpec] = []
         self.values: list[ValueShape] = []
@@ -161,7 +154,7 @@ class ConfigSpec:
         warps = 4 if largest <= 4096 else 8 if largest <= 16384 else 16
         stages = 3 if self.has_dot else 1
         tunables = {name: choices[0] for name, choices in self.tunables.items()}
-        return config.replace(num_warps=warps, num_stages=stages, **tunables)
+        return self.normalize(config.replace(num_warps=warps, num_stages=stages, **tunables))
 
     def _preferred_block(self, b: BlockSpec) -> int:
         if b.dot_role == "k":
@@ -214,6 +207,8 @@ class ConfigSpec:
             reduction_loops=reductions,
             num_warps=rng.choice([1, 2, 4, 8, 16]),
             num_stages=rng.choice([1, 2, 3, 4]),
+            maxnreg=rng.choice([None, 128, 255]) if self.maxnreg_ok else None,
+            **self.space.random_fields(rng),
             **{name: rng.choice(choices) for name, choices in self.tunables.items()},
         )
         # Very large per-thread tiles make Triton's compiler run for many minutes (seed 000's
@@ -221,21 +216,26 @@ class ConfigSpec:
         budget = min(1 << 16, (config.num_warps or 4) * 32 * RANDOM_ELEMS_PER_THREAD)
         return self._shrink_to(config, budget)
 
+    @property
+    def maxnreg_ok(self) -> bool:
+        return "maxnreg" in self.target.capabilities.launch_options
+
     def normalize(self, config: Config) -> Config:
-        """Check ``config`` against this kernel; return it repaired or raise ConfigError."""
+        """Check ``config`` against this kernel; return it repaired or raise ConfigError.
+
+        Fields the target cannot honor (``maxnreg`` on HIP/XPU, tensor descriptors before sm_90)
+        are dropped with one warning naming the field and the target, or rejected in strict mode.
+        """
         default = None
         fields = config.to_dict()
-        for name, neutral in UNIMPLEMENTED_NEUTRAL.items():
-            value = getattr(config, name)
-            if name == "loop_orders":
-                bad = any(tuple(order) != tuple(sorted(order)) for order in value)
-            else:
-                bad = any(v not in neutral for v in _as_tuple(value))
-            if bad:
-                raise ConfigError(
-                    f"{name}={value!r} is not implemented yet; leave it at its default"
-                )
-            fields.pop(name, None)
+        repairs: list[str] = []
+        fields.update(self.space.normalize_fields(config, repairs))
+        if config.maxnreg is not None and not self.maxnreg_ok:
+            repairs.append(
+                f"maxnreg={config.maxnreg} is not supported by the {self.target.backend} backend; dropping it"
+            )
+            fields.pop("maxnreg", None)
+        _report(repairs)
         if len(config.block_sizes) != len(self.blocks):
             if config.block_sizes:
                 raise ConfigError(
@@ -307,6 +307,23 @@ def _extent_hint(sym: Sym) -> int:
     if isinstance(bound, Node) and "sym" in bound.attrs:
         return _extent_hint(bound.attrs["sym"])
     return 1 << 16
+
+
+def _report(repairs: list[str]) -> None:
+    """Repairs warn once each, or raise in strict mode (TILECRAFT_STRICT=1)."""
+    from tilecraft import settings
+
+    for message in repairs:
+        if settings.strict():
+            raise ConfigError(
+                message.split("; ")[0], hint="remove it from the config (strict mode)"
+            )
+        if message not in _warned:
+            _warned.add(message)
+            warnings.warn(message, stacklevel=4)
+
+
+_warned: set[str] = set()
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:

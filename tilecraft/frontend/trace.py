@@ -203,6 +203,7 @@ def trace_kernel(
             break
         force_dynamic = force_dynamic | host.varying  # re-trace with those ints as arguments
     loops = [host.loops[i] for i in sorted(host.loops)]
+    assign_config_slots(loops)
     values = tuple(host.block_values.get(s, 0) for s in host.host_slot_order)
     return TracedKernel(
         loops,
@@ -213,6 +214,27 @@ def trace_kernel(
         values,
         host.specializations,
     )
+
+
+def assign_config_slots(loops: list[DeviceLoop]) -> None:
+    """Number what per-item config lists index, kernel-wide in program order: ``indexing`` (loads
+    and stores), ``load_eviction_policies`` (loads), the ``range_*`` knobs (each device loop's
+    persistent loop, then its nested loops)."""
+    mem = loads = ranges = 0
+    for k, loop in enumerate(loops):
+        loop.grid_slot = k
+        loop.range_slot = ranges
+        ranges += 1
+        for node in loop.walk():
+            if node.op in (Op.LOAD, Op.STORE):
+                node.attrs["mem_slot"] = mem
+                mem += 1
+            if node.op is Op.LOAD:
+                node.attrs["load_slot"] = loads
+                loads += 1
+            if node.op is Op.LOOP:
+                node.attrs["range_slot"] = ranges
+                ranges += 1
 
 
 def eliminate_dead_code(body: list[Node]) -> list[Node]:

@@ -112,6 +112,8 @@ class DeviceLoop:
     scalar_args: dict[str, Node]  # capture name -> ARG node
     loc: SourceLoc
     syms: list[Sym]  # every sym of the loop, grid syms first
+    range_slot: int = -1  # index into the range_* config lists of its persistent loop
+    grid_slot: int = -1  # index into the per-device-loop config lists (l2_groupings, loop_orders)
 
     def walk(self) -> list[Node]:
         return list(walk(self.body))

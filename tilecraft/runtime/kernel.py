@@ -263,11 +263,9 @@ class BoundKernel:
         self.target: Target = detect(self.device_type)
         self._example = (tuple(bound.args), dict(bound.kwargs))
         self.traced = self._trace({})
+        traced = self.traced
         self.spec = ConfigSpec(
-            self.traced.loops,
-            self.traced.n_block_slots,
-            self.traced.host_slots,
-            self.traced.tunables,
+            traced.loops, traced.n_block_slots, traced.host_slots, traced.tunables, self.target
         )
         self._traces: dict[tuple[Any, ...], TracedKernel] = {}
         self._programs: dict[str, CompiledProgram] = {}

@@ -55,16 +55,82 @@ class Target:
     def capabilities(self) -> Capabilities:
         return capabilities_for(self.backend)
 
+    @property
+    def limits(self) -> Limits:
+        return limits_for(self)
+
+    @property
+    def tensor_descriptors(self) -> bool:
+        """TMA tensor descriptors: Hopper and newer on CUDA; the interpreter emulates them."""
+        if not self.capabilities.tensor_descriptors:
+            return False
+        return self.backend != "cuda" or int(self.arch) >= 90
+
+    @property
+    def warp_specialize(self) -> bool:
+        return self.capabilities.warp_specialize and self.backend == "cuda" and int(self.arch) >= 90
+
 
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
+    """What a backend's Triton accepts (from its options dataclass and the installed Triton)."""
+
     launch_options: frozenset[str]
+    range_kwargs: frozenset[str] = frozenset()  # keywords the installed tl.range accepts
+    tensor_descriptors: bool = False
+    block_pointers: bool = True
+    eviction_policies: bool = False
+    warp_specialize: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Hardware limits of an arch (a table; unknown archs get safe small values)."""
+
+    max_shared_bytes: int
+    registers_per_sm: int
+    max_threads_per_block: int
+    num_sms: int
+
+
+_LIMITS: dict[tuple[str, Any], Limits] = {
+    ("cuda", 80): Limits(166912, 65536, 1024, 108),
+    ("cuda", 86): Limits(101376, 65536, 1024, 84),
+    ("cuda", 89): Limits(101376, 65536, 1024, 128),
+    ("cuda", 90): Limits(232448, 65536, 1024, 132),
+    ("cuda", 100): Limits(232448, 65536, 1024, 148),
+    ("hip", "gfx90a"): Limits(65536, 131072, 1024, 104),
+    ("hip", "gfx942"): Limits(65536, 131072, 1024, 304),
+    ("hip", "gfx950"): Limits(163840, 131072, 1024, 256),
+}
+_SAFE_LIMITS = Limits(49152, 65536, 1024, 16)
+
+
+def limits_for(target: Target) -> Limits:
+    if target.backend == "interpret":
+        return Limits(1 << 30, 1 << 30, 1 << 20, 4)
+    return _LIMITS.get((target.backend, target.arch), _SAFE_LIMITS)
+
+
+def _range_kwargs() -> frozenset[str]:
+    import inspect
+
+    import triton.language as tl
+
+    params = inspect.signature(tl.range.__init__).parameters
+    return frozenset(p for p in params if p not in ("self", "arg1", "arg2", "step"))
 
 
 @functools.cache
 def capabilities_for(backend: str) -> Capabilities:
+    ranges = _range_kwargs()
     if backend == "interpret":
-        return Capabilities(frozenset({"num_warps", "num_stages"}))
+        return Capabilities(
+            frozenset({"num_warps", "num_stages"}),
+            ranges,
+            tensor_descriptors=True,
+            eviction_policies=True,
+        )
     module_name, cls_name = _BACKEND_OPTIONS.get(backend, ("", ""))
     fields: set[str] = {"num_warps", "num_stages"}
     try:
@@ -73,8 +139,14 @@ def capabilities_for(backend: str) -> Capabilities:
         options_cls = getattr(importlib.import_module(module_name), cls_name)
         fields = {f.name for f in dataclasses.fields(options_cls)}
     except (ImportError, AttributeError, TypeError, ValueError):
-        pass  # unknown backend: only the options every backend has
-    return Capabilities(frozenset(fields))
+        return Capabilities(frozenset(fields), ranges)  # unknown backend: the common options only
+    return Capabilities(
+        frozenset(fields),
+        ranges,
+        tensor_descriptors=backend == "cuda",
+        eviction_policies=backend == "cuda",
+        warp_specialize=backend == "cuda" and "warp_specialize" in ranges,
+    )
 
 
 def detect(device: Any = None) -> Target:

@@ -1,0 +1,33 @@
+"""The autotuner that always works (DESIGN §5, seed 000).
+
+* :func:`discover_default` finds a working default config: ranked candidates, static checks,
+  compile and run in isolated worker processes with hard timeouts, accuracy against a baseline
+  that never depends on a config (the user's ``baseline=`` or ref mode).
+* :func:`tune` searches from there for the fastest config within a time budget.
+* Both cache their result on disk (:mod:`tilecraft.autotune.cache`) and raise only
+  :class:`NoWorkingConfigError`, with a table of reasons and a standalone repro script.
+
+Module map: ``compare`` (tolerances), ``baseline``, ``classify`` (error table), ``candidates``
+(ranked configs, neighbours, static checks), ``evaluate`` (compile/run/check/time one config),
+``child`` (the worker process), ``isolate`` (workers with timeouts), ``runner`` (the runner
+interface, in-process fallback), ``discover``, ``search``, ``cache``, ``repro``, ``progress``,
+``env`` (environment variables).
+"""
+
+from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError, classify
+from tilecraft.autotune.compare import DEFAULT_TOLERANCES, CompareResult, compare
+from tilecraft.autotune.discover import discover_default
+from tilecraft.autotune.search import EFFORTS, tune
+
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "EFFORTS",
+    "Attempt",
+    "Category",
+    "CompareResult",
+    "NoWorkingConfigError",
+    "classify",
+    "compare",
+    "discover_default",
+    "tune",
+]

@@ -1,0 +1,168 @@
+"""On-disk cache of discovered default and tuned configs (stage: autotune; DESIGN §5).
+
+One JSON file per (kernel, kind) under ``settings.cache_dir()/autotune/``, named by a hash of the
+key: the kernel's source text and decorator options, its specialization (argument dtypes, shapes,
+strides, devices; object identities removed), the target (and GPU name), and the tilecraft, Triton
+and torch versions. Writes are atomic (a temporary file renamed into place). :func:`ls` and
+:func:`clear` back ``tilecraft cache ls|clear``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tilecraft import settings
+from tilecraft.config.config import Config
+from tilecraft.runtime.kernel import BoundKernel
+
+KINDS = ("default", "best")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
+
+
+def cache_root() -> Path:
+    return settings.cache_dir() / "autotune"
+
+
+def _versions() -> str:
+    import torch
+    import triton
+
+    import tilecraft
+
+    return (
+        f"tilecraft={tilecraft.__version__} triton={triton.__version__} torch={torch.__version__}"
+    )
+
+
+def _target_key(bound: BoundKernel) -> str:
+    key = bound.target.key
+    if bound.device_type == "cuda":
+        try:
+            import torch
+
+            key += f" {torch.cuda.get_device_name()}"
+        except Exception:  # no device name: the arch key alone
+            pass
+    return key
+
+
+def specialization_key(bound: BoundKernel) -> str:
+    """The argument signature as text, without object identities (addresses)."""
+    parts = [
+        f"{s.name}:{s.kind}:{s.dtype}:{s.shape}:{s.stride}:{s.device}:{s.value!r}"
+        for s in bound.arg_signatures
+    ]
+    return _ADDRESS.sub("", "|".join(parts))
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheKey:
+    kernel: str
+    source_hash: str
+    specialization: str
+    target: str
+    versions: str
+
+    def digest(self) -> str:
+        text = json.dumps(dataclasses.asdict(self), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def key_for(bound: BoundKernel) -> CacheKey:
+    kernel = bound.kernel
+    options = _ADDRESS.sub("", repr((kernel.static_shapes, sorted(kernel.options.items()))))
+    source = hashlib.sha256((kernel.source.text + options).encode()).hexdigest()[:24]
+    return CacheKey(
+        kernel.__name__, source, specialization_key(bound), _target_key(bound), _versions()
+    )
+
+
+def path_for(key: CacheKey, kind: str) -> Path:
+    return cache_root() / f"{key.kernel}-{key.digest()}.{kind}.json"
+
+
+def load(bound: BoundKernel, kind: str) -> Config | None:
+    """The cached config of ``kind`` ("default" or "best"), or None (missing, unreadable or
+    for another key)."""
+    key = key_for(bound)
+    try:
+        data = json.loads(path_for(key, kind).read_text())
+        if data.get("key") != dataclasses.asdict(key):
+            return None
+        return Config.from_dict(data["config"])
+    except Exception:  # missing, unreadable, or a config that no longer validates
+        return None
+
+
+def store(bound: BoundKernel, kind: str, config: Config, **info: Any) -> Path:
+    """Write atomically; returns the file's path."""
+    key = key_for(bound)
+    path = path_for(key, kind)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {
+        "kind": kind,
+        "kernel": key.kernel,
+        "config": config.to_dict(),
+        "key": dataclasses.asdict(key),
+        "created": time.time(),
+        **info,
+    }
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, default=str)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def remove(bound: BoundKernel, kind: str) -> None:
+    path_for(key_for(bound), kind).unlink(missing_ok=True)
+
+
+@dataclasses.dataclass
+class CacheEntry:
+    path: Path
+    kernel: str
+    kind: str
+    config: Config | None
+    created: float
+
+    def describe(self) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.created))
+        return f"{self.kernel:<24} {self.kind:<8} {when}  {self.config!r}"
+
+
+def ls(kernel: str | None = None) -> list[CacheEntry]:
+    """Every cached entry (optionally of one kernel name), newest first."""
+    out: list[CacheEntry] = []
+    root = cache_root()
+    for path in root.glob("*.json") if root.exists() else ():
+        try:
+            data = json.loads(path.read_text())
+            config: Config | None = Config.from_dict(data["config"])
+        except Exception:
+            data, config = {}, None
+        name = str(data.get("kernel", path.name.split("-")[0]))
+        if kernel is None or name == kernel:
+            kind = str(data.get("kind", "?"))
+            out.append(CacheEntry(path, name, kind, config, float(data.get("created", 0))))
+    return sorted(out, key=lambda e: -e.created)
+
+
+def clear(kernel: str | None = None) -> int:
+    """Delete cached entries (all, or one kernel name's); returns how many."""
+    entries = ls(kernel)
+    for e in entries:
+        e.path.unlink(missing_ok=True)
+    return len(entries)

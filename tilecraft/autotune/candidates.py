@@ -1,0 +1,191 @@
+"""Candidate configs for default discovery, neighbours for the search, and static checks
+(stage: autotune; DESIGN §5).
+
+:func:`candidates` ranks the spec's heuristic default first, then progressively safer variants
+(one stage, enough warps for the tile, halved blocks, looped reductions with smaller chunks), each
+normalized by the spec (those it rejects are recorded with the reason) and de-duplicated.
+:func:`static_check` rejects configs before anything is compiled: a tile over Triton's 2^20-element
+limit, or far too many elements per thread (such configs make Triton's compiler run for many
+minutes: a 64x1024 fp32 tile with 1 warp did not finish compiling in 300 s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from tilecraft.autotune.classify import Attempt, Category, classify
+from tilecraft.config.config import Config
+from tilecraft.config.spec import MAX_NUMEL, ConfigSpec, next_pow2
+from tilecraft.errors import ConfigError
+
+MAX_ELEMS_PER_THREAD = 512  # hard limit of the static check (largest tile / threads)
+SAFE_ELEMS_PER_THREAD = 64  # what the safer variants aim for when they pick num_warps
+MAX_WARPS = 16
+MAX_STAGES = 5
+
+
+def static_check(
+    spec: ConfigSpec,
+    config: Config,
+    warp_size: int = 32,
+    max_per_thread: int = MAX_ELEMS_PER_THREAD,
+) -> str | None:
+    """Why ``config`` (normalized) must not be compiled, or ``None`` if it passes."""
+    largest, value = spec.largest_value(config)
+    where = f" (the value at {value.loc.short})" if value is not None and value.loc else ""
+    if largest > MAX_NUMEL:
+        return f"a tile of {largest} elements{where} exceeds Triton's limit of {MAX_NUMEL}"
+    threads = (config.num_warps or 4) * warp_size
+    per_thread = largest / threads
+    if per_thread > max_per_thread:
+        return (
+            f"{per_thread:.0f} elements per thread (a tile of {largest} elements{where} over "
+            f"{threads} threads) > {max_per_thread}: the compiler could run for many minutes"
+        )
+    return None
+
+
+def check(
+    spec: ConfigSpec,
+    config: Config,
+    warp_size: int = 32,
+    max_per_thread: int = MAX_ELEMS_PER_THREAD,
+) -> tuple[Config | None, Attempt | None]:
+    """Normalize and statically check ``config``: ``(normalized, None)`` or ``(None, why)``."""
+    try:
+        normalized = spec.normalize(config)
+    except ConfigError as exc:
+        category, _ = classify(exc.message, "static")
+        if category is Category.COMPILE_ERROR:
+            category = Category.RESOURCE if "exceeds" in exc.message else category
+        return None, Attempt(config, category, f"rejected by normalize: {exc.message}")
+    why = static_check(spec, normalized, warp_size, max_per_thread)
+    if why is not None:
+        return None, Attempt(normalized, Category.RESOURCE, f"static check: {why}")
+    return normalized, None
+
+
+def candidates(
+    spec: ConfigSpec,
+    *,
+    warp_size: int = 32,
+    first: Sequence[Config] = (),
+    limit: int = 16,
+) -> tuple[list[Config], list[Attempt]]:
+    """Ranked, normalized, statically checked, de-duplicated candidates (``first``, then the
+    heuristic default, then safer variants) and the rejected ones with their reasons."""
+    out: list[Config] = []
+    rejected: list[Attempt] = []
+    seen_raw: set[str] = set()
+    seen: set[str] = set()
+    raw = [*first, *_safer_variants(spec, spec.default(), warp_size)]
+    for config in raw:
+        if config.key() in seen_raw:
+            continue
+        seen_raw.add(config.key())
+        normalized, why = check(spec, config, warp_size)
+        if normalized is None:
+            assert why is not None
+            rejected.append(why)
+            continue
+        if normalized.key() in seen:
+            continue
+        seen.add(normalized.key())
+        out.append(normalized)
+        if len(out) >= limit:
+            break
+    return out, rejected
+
+
+def _safer_variants(spec: ConfigSpec, base: Config, warp_size: int) -> Iterator[Config]:
+    yield base
+    if (base.num_stages or 1) > 1:
+        yield base.replace(num_stages=1)
+    yield fit_warps(spec, base.replace(num_stages=1), warp_size)
+    current = base
+    for _ in range(24):
+        smaller = halve_largest(spec, current)
+        if smaller is None:
+            break
+        current = smaller
+        yield fit_warps(spec, current.replace(num_stages=1), warp_size)
+
+
+def fit_warps(spec: ConfigSpec, config: Config, warp_size: int = 32) -> Config:
+    """``config`` with num_warps (4..16) chosen so the largest tile has at most
+    SAFE_ELEMS_PER_THREAD elements per thread where possible."""
+    largest, _ = spec.largest_value(config)
+    want = next_pow2(-(-largest // (warp_size * SAFE_ELEMS_PER_THREAD)))
+    return config.replace(num_warps=max(4, min(MAX_WARPS, want)))
+
+
+def halve_largest(spec: ConfigSpec, config: Config) -> Config | None:
+    """Halve the largest shrinkable dim of the largest tile that has one: a block size (not
+    below its lower bound) or a loopable reduction (rolled into chunks; at most one is looped)."""
+    blocks = list(config.block_sizes) or [b.hi for b in spec.blocks]
+    chunks = list(config.reduction_loops) or [None] * len(spec.reductions)
+    looped = [i for i, c in enumerate(chunks) if c is not None]
+    for value in sorted(spec.values, key=lambda v: -spec.numel(v, config)):
+        options: list[tuple[int, str, int]] = []  # (current size, kind, slot)
+        for kind, slot in ((d[0], d[1]) for d in value.dims if d[0] in ("b", "r")):
+            if kind == "b" and slot < len(spec.blocks) and blocks[slot] > spec.blocks[slot].lo:
+                options.append((blocks[slot], "b", slot))
+            elif kind == "r" and slot < len(spec.reductions):
+                red = spec.reductions[slot]
+                size = chunks[slot] or red.full
+                if red.loopable and size > 16 and (not looped or looped == [slot]):
+                    options.append((size, "r", slot))
+        if not options:
+            continue
+        _, kind, slot = max(options)
+        if kind == "b":
+            blocks[slot] //= 2
+        else:
+            chunks[slot] = (chunks[slot] or spec.reductions[slot].full) // 2
+        return config.replace(block_sizes=blocks, reduction_loops=chunks)
+    return None
+
+
+def neighbors(spec: ConfigSpec, config: Config) -> list[Config]:
+    """Configs one step away from ``config`` (normalized): each block size x2 and /2, each
+    loopable reduction looped / chunk x2 / chunk /2 / whole, num_warps x2 and /2, num_stages +-1,
+    and every other choice of each user tunable. Not normalized."""
+    out: list[Config] = []
+    blocks = list(config.block_sizes)
+    for i, b in enumerate(spec.blocks):
+        if i >= len(blocks):
+            break
+        for size in (blocks[i] * 2, blocks[i] // 2):
+            if b.lo <= size <= b.hi and size != blocks[i]:
+                out.append(config.replace(block_sizes=_set(blocks, i, size)))
+    chunks = list(config.reduction_loops)
+    for i, r in enumerate(spec.reductions):
+        if i >= len(chunks) or not r.loopable or r.full <= 16:
+            continue
+        current = chunks[i]
+        options: list[int | None] = (
+            [r.full // 2, min(r.full // 2, 1024)]
+            if current is None
+            else [None if current * 2 >= r.full else current * 2, current // 2]
+        )
+        for chunk in options:
+            if chunk != current and (chunk is None or chunk >= 16):
+                out.append(config.replace(reduction_loops=_set(chunks, i, chunk)))
+    warps = config.num_warps or 4
+    for w in (warps * 2, warps // 2):
+        if 1 <= w <= MAX_WARPS:
+            out.append(config.replace(num_warps=w))
+    stages = config.num_stages or 1
+    for s in (stages + 1, stages - 1):
+        if 1 <= s <= MAX_STAGES:
+            out.append(config.replace(num_stages=s))
+    for name, choices in spec.tunables.items():
+        current_value = config.user_values.get(name, choices[0])
+        out += [config.replace(**{name: c}) for c in choices if c != current_value]
+    return out
+
+
+def _set(values: Sequence[int | None], i: int, v: int | None) -> list[int | None]:
+    out = list(values)
+    out[i] = v
+    return out

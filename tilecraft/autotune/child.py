@@ -1,0 +1,128 @@
+"""The isolated worker process: ``python -m tilecraft.autotune.child JOBDIR`` (stage: autotune).
+
+It re-imports the kernel's module (by module name with the parent's ``sys.path``, else by file
+path), loads the arguments and the baseline that the parent saved with ``torch.save``, specializes
+the kernel, says ``ready``, then serves requests, one JSON line each on stdin:
+``{"op": "check"|"bench"|"exit", "config": {...}}``. Replies are JSON lines on the original
+stdout (the protocol channel; anything the kernel prints goes to stderr): ``{"phase": ...}`` while
+working, then ``{"result": {...}}``. After a sticky device error (illegal address...) the worker
+exits, so the parent replaces it with a fresh process and a fresh CUDA context.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+STICKY_EXIT = 4
+FATAL_EXIT = 3
+
+
+def load_kernel(job: dict[str, Any]) -> Any:
+    """The Kernel object named by ``job`` (module, file, attr)."""
+    for path in reversed(job.get("sys_path", [])):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    module = None
+    if job["module"] != "__main__":
+        try:
+            module = importlib.import_module(job["module"])
+        except ImportError:
+            module = None
+    if module is None:
+        # a script run as __main__ (or a module not on sys.path): import by file path under
+        # another name, so its `if __name__ == "__main__":` block does not run again
+        name = "__tilecraft_autotune_main__"
+        spec = importlib.util.spec_from_file_location(name, job["file"])
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import {job['file']}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return getattr(module, job["attr"])
+
+
+def _send(proto: TextIO, message: dict[str, Any]) -> None:
+    proto.write(json.dumps(message, default=str) + "\n")
+    proto.flush()
+
+
+def main(argv: list[str]) -> int:
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # prints of the kernel's module go to stderr, not into the protocol
+    sys.stdout = sys.stderr
+    import torch
+
+    from tilecraft.autotune.baseline import Baseline
+    from tilecraft.autotune.env import test_faults
+    from tilecraft.autotune.evaluate import check_config, error_text, failure, time_config
+    from tilecraft.config.config import Config
+
+    jobdir = Path(argv[1])
+    try:
+        job = json.loads((jobdir / "job.json").read_text())
+        kernel = load_kernel(job)
+        data = torch.load(jobdir / "inputs.pt", weights_only=False)
+        args, kwargs = tuple(data["args"]), dict(data["kwargs"])
+        baseline = None
+        if (jobdir / "baseline.pt").exists():
+            saved = torch.load(jobdir / "baseline.pt", weights_only=False)
+            baseline = Baseline(**saved)
+        bound = kernel.bind(args, kwargs)
+    except Exception as exc:  # reported to the parent, which falls back to in-process runs
+        _send(proto, {"fatal": error_text(exc)})
+        return FATAL_EXIT
+    tolerances = {k: tuple(v) for k, v in job.get("tolerances", {}).items()}
+    faults = test_faults()
+    _send(proto, {"ready": True, "pid": os.getpid()})
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return 0
+        request = json.loads(line)
+        if request["op"] == "exit":
+            return 0
+        config = Config.from_dict(request["config"])
+        fault = _fault_for(faults, bound, config)
+        start = time.perf_counter()
+        if request["op"] == "check":
+            result = check_config(
+                bound,
+                config,
+                args,
+                kwargs,
+                baseline,
+                tolerances=tolerances,
+                on_phase=lambda p: _send(proto, {"phase": p}),
+                fault=fault,
+            )
+        else:
+            try:
+                program = bound.compile_config(config)
+                ms = time_config(bound, program, args, kwargs, rep_ms=request.get("rep_ms", 100))
+                result = {"ok": True, "ms": ms, "elapsed_s": time.perf_counter() - start}
+            except Exception as exc:
+                result = failure(exc, "run", start)
+        _send(proto, {"result": result})
+        if result.get("sticky") and bound.device_type != "cpu":
+            return STICKY_EXIT  # the device context cannot be trusted any more
+
+
+def _fault_for(faults: dict[str, str], bound: Any, config: Any) -> str | None:
+    if not faults:
+        return None
+    keys = [config.key(), "*"]
+    with contextlib.suppress(Exception):
+        keys.insert(1, bound.config_spec.normalize(config).key())
+    return next((faults[k] for k in keys if k in faults), None)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

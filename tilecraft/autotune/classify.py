@@ -1,0 +1,165 @@
+"""Why a config failed: the error table of the autotuner (stage: autotune; DESIGN §5).
+
+Every failure is classified into one category of :class:`Category` and the config is skipped;
+only "no candidate survived" raises (:class:`NoWorkingConfigError`, with the table of reasons and
+the path of a standalone repro script).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+
+from tilecraft.config.config import Config
+from tilecraft.errors import TilecraftError
+
+
+class Category(str, enum.Enum):
+    RESOURCE = "resource"  # shared memory / registers / numel (static or from the compiler)
+    COMPILE_ERROR = "compile error"
+    COMPILE_TIMEOUT = "compile timeout"
+    RUNTIME_FAULT = "runtime fault"  # illegal memory access, misaligned address, launch failure
+    RUNTIME_TIMEOUT = "runtime timeout"
+    WRONG_RESULT = "wrong result"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# (pattern, category, one-word detail), first match wins; matched on the lower-cased text
+_PATTERNS: list[tuple[str, Category, str]] = [
+    (
+        r"numel .*exceeds|exceeds triton maximum tensor numel|tile of \d+ elements",
+        Category.RESOURCE,
+        "numel",
+    ),  # fmt: skip
+    (r"elements per thread", Category.RESOURCE, "registers"),
+    (r"out of resource: shared|shared memory", Category.RESOURCE, "shared memory"),
+    (
+        r"out of resource: (registers|threads)|too many resources requested|\bregisters\b",
+        Category.RESOURCE,
+        "registers",
+    ),  # fmt: skip
+    (r"outofresources|out of resource", Category.RESOURCE, "resource"),
+    (r"illegal memory access|illegal address", Category.RUNTIME_FAULT, "illegal memory access"),
+    (r"misaligned address", Category.RUNTIME_FAULT, "misaligned address"),
+    (
+        r"unspecified launch failure|launch failure|launch timed out",
+        Category.RUNTIME_FAULT,
+        "launch failure",
+    ),  # fmt: skip
+    (
+        r"illegal instruction|device-side assert|hiperror|cuda error|hip error",
+        Category.RUNTIME_FAULT,
+        "device error",
+    ),  # fmt: skip
+    (
+        r"compilationerror|compileerror|ptxas|passmanager::run failed|llvm error",
+        Category.COMPILE_ERROR,
+        "compiler",
+    ),  # fmt: skip
+]
+# Errors after which a CUDA/HIP context cannot be trusted: the worker process is replaced.
+STICKY = ("illegal memory access", "misaligned address", "launch failure", "device error")
+
+
+def classify(text: str, phase: str = "run", timed_out: bool = False) -> tuple[Category, str]:
+    """The category of an error message (``"Type: message"``, a traceback or a worker's stderr),
+    and a short detail. ``phase`` is where it happened: "static", "compile" or "run"."""
+    if timed_out:
+        return (
+            Category.COMPILE_TIMEOUT if phase == "compile" else Category.RUNTIME_TIMEOUT,
+            "timeout",
+        )
+    lowered = text.lower()
+    for pattern, category, detail in _PATTERNS:
+        if re.search(pattern, lowered):
+            return category, detail
+    if phase in ("compile", "static"):
+        return Category.COMPILE_ERROR, "compile"
+    return Category.UNKNOWN, "unknown"
+
+
+def classify_exit(returncode: int, phase: str, stderr_tail: str) -> tuple[Category, str]:
+    """A worker process that died (a signal or an exit code) while in ``phase``."""
+    category, detail = classify(stderr_tail, phase)
+    if category not in (Category.UNKNOWN, Category.COMPILE_ERROR):
+        return category, detail
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        if phase == "compile":
+            return Category.COMPILE_ERROR, f"compiler crashed ({name})"
+        return Category.RUNTIME_FAULT, f"worker crashed ({name})"
+    return category, f"worker exited with code {returncode}"
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """The most telling line of an error text, shortened."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    # Triton's CompilationError puts the cause (e.g. ValueError('numel ...')) on its last line
+    best = lines[-1]
+    for ln in lines:
+        if re.search(r"error|exceeds|illegal|misaligned|timed out|out of resource", ln.lower()):
+            best = ln
+            break
+    if len(lines) > 1 and best == lines[0] and re.search(r"\w+Error: at \d+:\d+:", best):
+        best = f"{best} ... {lines[-1]}"
+    return best if len(best) <= limit else best[: limit - 3] + "..."
+
+
+@dataclasses.dataclass
+class Attempt:
+    """One config tried: its outcome and, when it failed, why."""
+
+    config: Config
+    category: Category | None  # None: it worked
+    reason: str = ""
+    elapsed_s: float = 0.0
+    detail: str = ""  # full error text (traceback, worker stderr)
+    ms: float | None = None  # benchmark time, when benchmarked
+    resources: dict[str, int] = dataclasses.field(default_factory=dict)  # registers, spills...
+
+    @property
+    def ok(self) -> bool:
+        return self.category is None
+
+
+def format_table(attempts: Sequence[Attempt], limit: int = 40) -> str:
+    """A plain-text table of (config, category, one-line reason)."""
+    failed = [a for a in attempts if not a.ok]
+    rows = [(repr(a.config), str(a.category), a.reason) for a in failed[:limit]]
+    if not rows:
+        return "(no candidate configs)"
+    w0 = min(max(len(r[0]) for r in rows), 90)
+    w1 = max(len(r[1]) for r in rows)
+    lines = [f"{'config':<{w0}}  {'category':<{w1}}  reason"]
+    lines += [f"{c:<{w0}}  {cat:<{w1}}  {why}" for c, cat, why in rows]
+    if len(failed) > limit:
+        lines.append(f"... and {len(failed) - limit} more")
+    return "\n".join(lines)
+
+
+class NoWorkingConfigError(TilecraftError):
+    """Every candidate config failed; the message holds the table of reasons and a repro path."""
+
+    def __init__(self, kernel_name: str, attempts: Sequence[Attempt], repro: Path | None):
+        self.kernel_name = kernel_name
+        self.attempts = list(attempts)
+        self.repro = repro
+        where = f"\nrepro script: {repro}" if repro is not None else ""
+        super().__init__(
+            f"no working config found for {kernel_name}: all {len(self.attempts)} candidates "
+            f"failed\n{format_table(self.attempts)}{where}",
+            hint="pass a working config with @tc.kernel(config=tc.Config(...)), or report the "
+            "repro script as a tilecraft bug",
+        )

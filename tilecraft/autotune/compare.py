@@ -1,0 +1,212 @@
+"""Compare a config's results with the baseline's, with dtype-aware tolerances (stage: autotune).
+
+Outputs (a tensor, nested tuples/lists/dicts of tensors, scalars, ``None``) and the tensor
+arguments after the run (so in-place results count) are compared element by element:
+``|actual - expected| <= atol * scale + rtol * |expected|`` where ``scale = max(1, max|expected|)``
+over that tensor, so near-zero entries of a large-magnitude result (cancellation in a long fp32
+sum) are judged against the tensor's magnitude, not against zero. NaN matches NaN and an infinity
+matches the same infinity. Integer and bool tensors must be equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+# (rtol, atol) per dtype; atol is scaled by the tensor's largest magnitude (see module docstring)
+DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-7, 1e-8),
+    torch.float32: (1e-4, 1e-5),
+    torch.bfloat16: (2e-2, 2e-2),
+    torch.float16: (1e-2, 1e-2),
+}
+FLOAT8_TOLERANCE = (1.25e-1, 1.25e-1)
+
+Tolerances = Mapping[Any, tuple[float, float]]  # keys: torch.dtype or its name ("bfloat16")
+
+
+def tolerance_for(dtype: torch.dtype, overrides: Tolerances | None = None) -> tuple[float, float]:
+    """``(rtol, atol)`` for ``dtype``: an override (by dtype or name) or the default."""
+    if overrides:
+        name = str(dtype).removeprefix("torch.")
+        for key in (dtype, name, str(dtype)):
+            if key in overrides:
+                rtol, atol = overrides[key]
+                return float(rtol), float(atol)
+    if dtype in DEFAULT_TOLERANCES:
+        return DEFAULT_TOLERANCES[dtype]
+    if "float8" in str(dtype):
+        return FLOAT8_TOLERANCE
+    return (0.0, 0.0)
+
+
+@dataclasses.dataclass
+class Mismatch:
+    """One output (or argument) that differs from the baseline."""
+
+    name: str  # "output[1]", "output", "argument 'x'"
+    reason: str
+    max_abs: float = math.nan
+    max_rel: float = math.nan
+    index: tuple[int, ...] | None = None
+    actual: float | None = None
+    expected: float | None = None
+
+    def describe(self) -> str:
+        if math.isnan(self.max_abs):
+            return f"{self.name}: {self.reason}"
+        where = f" at index {list(self.index)}" if self.index is not None else ""
+        values = (
+            f" (got {self.actual:.6g}, expected {self.expected:.6g})"
+            if self.actual is not None and self.expected is not None
+            else ""
+        )
+        return (
+            f"{self.name}: {self.reason}: max abs error {self.max_abs:.3g}, max rel error "
+            f"{self.max_rel:.3g}; worst{where}{values}"
+        )
+
+
+@dataclasses.dataclass
+class CompareResult:
+    mismatches: list[Mismatch] = dataclasses.field(default_factory=list)
+    compared: int = 0  # how many tensors/values were compared
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def summary(self) -> str:
+        if self.ok:
+            return f"matches the baseline ({self.compared} values compared)"
+        return "; ".join(m.describe() for m in self.mismatches)
+
+
+def compare(
+    actual: Any,
+    expected: Any,
+    *,
+    actual_args: Sequence[Any] = (),
+    expected_args: Sequence[Any] = (),
+    arg_names: Sequence[str] = (),
+    tolerances: Tolerances | None = None,
+) -> CompareResult:
+    """Compare outputs, then the tensor arguments after the run, with the baseline's."""
+    result = CompareResult()
+    _compare_value("output", actual, expected, tolerances, result)
+    for i, (a, e) in enumerate(zip(actual_args, expected_args)):
+        if isinstance(a, torch.Tensor) or isinstance(e, torch.Tensor):
+            name = arg_names[i] if i < len(arg_names) else str(i)
+            _compare_value(f"argument '{name}'", a, e, tolerances, result)
+    return result
+
+
+def _compare_value(
+    name: str, actual: Any, expected: Any, tol: Tolerances | None, out: CompareResult
+) -> None:
+    if isinstance(expected, torch.Tensor) or isinstance(actual, torch.Tensor):
+        if not (isinstance(expected, torch.Tensor) and isinstance(actual, torch.Tensor)):
+            out.mismatches.append(
+                Mismatch(name, f"got {_kind(actual)}, expected {_kind(expected)}")
+            )
+            return
+        out.compared += 1
+        mismatch = compare_tensors(name, actual, expected, tol)
+        if mismatch is not None:
+            out.mismatches.append(mismatch)
+        return
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
+            out.mismatches.append(
+                Mismatch(name, f"got {_kind(actual)}, expected {_kind(expected)}")
+            )
+            return
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            _compare_value(f"{name}[{i}]", a, e, tol, out)
+        return
+    if isinstance(expected, Mapping):
+        if not isinstance(actual, Mapping) or set(actual) != set(expected):
+            out.mismatches.append(Mismatch(name, "keys differ from the baseline's"))
+            return
+        for key in expected:
+            _compare_value(f"{name}[{key!r}]", actual[key], expected[key], tol, out)
+        return
+    out.compared += 1
+    if isinstance(expected, float) and isinstance(actual, (int, float)):
+        rtol, atol = tolerance_for(torch.float32, tol)
+        if not math.isclose(actual, expected, rel_tol=rtol, abs_tol=atol) and not (
+            math.isnan(actual) and math.isnan(expected)
+        ):
+            out.mismatches.append(Mismatch(name, f"got {actual!r}, expected {expected!r}"))
+    elif actual != expected:
+        out.mismatches.append(Mismatch(name, f"got {actual!r}, expected {expected!r}"))
+
+
+def compare_tensors(
+    name: str, actual: torch.Tensor, expected: torch.Tensor, tol: Tolerances | None = None
+) -> Mismatch | None:
+    """``None`` if ``actual`` matches ``expected`` within the tolerance of its dtype."""
+    if actual.shape != expected.shape:
+        return Mismatch(name, f"shape {list(actual.shape)} != expected {list(expected.shape)}")
+    if actual.dtype != expected.dtype:
+        return Mismatch(name, f"dtype {actual.dtype} != expected {expected.dtype}")
+    if actual.numel() == 0:
+        return None
+    a, e = actual.detach(), expected.detach().to(actual.device)
+    if a.is_complex():
+        a, e = torch.view_as_real(a), torch.view_as_real(e)
+    if not a.is_floating_point():
+        diff = a != e
+        if not bool(diff.any()):
+            return None
+        flat = int(diff.flatten().nonzero()[0])
+        index = _unravel(flat, a.shape)
+        return Mismatch(
+            name, f"{int(diff.sum())} of {a.numel()} elements differ", index=index,
+            actual=float(a.flatten()[flat]), expected=float(e.flatten()[flat]),
+        )  # fmt: skip
+    rtol, atol = tolerance_for(expected.dtype, tol)
+    work = torch.float64 if expected.dtype == torch.float64 else torch.float32
+    a, e = a.to(work), e.to(work)
+    same_special = (torch.isnan(a) & torch.isnan(e)) | (torch.isinf(e) & (a == e))
+    finite_e = torch.where(torch.isfinite(e), e, torch.zeros_like(e))
+    scale = max(1.0, float(finite_e.abs().max()))
+    err = (a - e).abs()
+    err = torch.where(same_special, torch.zeros_like(err), err)
+    err = torch.where(torch.isnan(err), torch.full_like(err, math.inf), err)
+    allowed = atol * scale + rtol * finite_e.abs()
+    excess = err - allowed
+    worst = int(torch.argmax(excess.flatten()))
+    if float(excess.flatten()[worst]) <= 0:
+        return None
+    bad = int((excess > 0).sum())
+    rel = err / finite_e.abs().clamp_min(torch.finfo(work).tiny)
+    return Mismatch(
+        name,
+        f"{bad} of {a.numel()} elements outside rtol={rtol:g}, atol={atol:g}*{scale:.3g}",
+        max_abs=float(err.max()),
+        max_rel=float(rel.max()),
+        index=_unravel(worst, a.shape),
+        actual=float(a.flatten()[worst]),
+        expected=float(e.flatten()[worst]),
+    )
+
+
+def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
+    index: list[int] = []
+    for size in reversed(list(shape)):
+        index.append(flat % size)
+        flat //= size
+    return tuple(reversed(index))
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {value.dtype} tensor of shape {list(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return repr(value) if value is None else type(value).__name__

@@ -1,0 +1,168 @@
+"""Discover a working default config (stage: autotune; DESIGN §5, seed 000).
+
+Candidates (the heuristic default first, then safer variants) -> static checks -> compile and run
+on the real inputs in isolated workers with a hard timeout -> accuracy against the baseline (never
+a config's output) -> the first survivor in rank order. It is cached on disk, so the next call
+(also in a new process) pays only a cache read and a ``normalize``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tilecraft.autotune import cache
+from tilecraft.autotune.baseline import Baseline, compute_baseline
+from tilecraft.autotune.candidates import candidates
+from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError
+from tilecraft.autotune.compare import Tolerances
+from tilecraft.autotune.env import force_autotune
+from tilecraft.autotune.evaluate import error_text
+from tilecraft.autotune.progress import Reporter
+from tilecraft.autotune.repro import write_repro
+from tilecraft.autotune.runner import Runner, open_runner
+from tilecraft.config.config import Config
+from tilecraft.errors import ConfigError
+from tilecraft.runtime.kernel import BoundKernel
+
+DEFAULT_TIMEOUT_S = 60.0
+MAX_UNKNOWN_REPROS = 2
+
+
+def default_workers(n_jobs: int, cap: int = 4) -> int:
+    return max(1, min(os.cpu_count() or 1, cap, n_jobs))
+
+
+def baseline_or_none(
+    bound: BoundKernel, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> Baseline | None:
+    """The baseline, or None (with a warning) when it cannot run: configs are then only checked
+    for running, not for accuracy."""
+    try:
+        return compute_baseline(bound.kernel, args, dict(kwargs))
+    except Exception as exc:  # a broken ref mode / baseline must not stop tuning
+        warnings.warn(
+            f"tilecraft autotune: {bound.kernel.__name__}: the accuracy baseline failed "
+            f"({error_text(exc).splitlines()[0]}); configs are checked for running only. "
+            f"Pass @tc.kernel(baseline=...) to check accuracy",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
+
+
+def cached_config(bound: BoundKernel, kind: str) -> Config | None:
+    """A cached config that still normalizes (a stale one is dropped)."""
+    if force_autotune():
+        return None
+    config = cache.load(bound, kind)
+    if config is None:
+        return None
+    try:
+        return bound.config_spec.normalize(config)
+    except ConfigError:
+        cache.remove(bound, kind)
+        return None
+
+
+class UnknownRepros:
+    """Writes a repro for the first few configs that fail with an unknown error."""
+
+    def __init__(self, bound: BoundKernel, args: Sequence[Any], kwargs: Mapping[str, Any]):
+        self.bound, self.args, self.kwargs = bound, args, kwargs
+        self.written = 0
+
+    def __call__(self, attempt: Attempt, reporter: Reporter) -> None:
+        if attempt.category is not Category.UNKNOWN or self.written >= MAX_UNKNOWN_REPROS:
+            return
+        self.written += 1
+        path = write_repro(self.bound, self.args, self.kwargs, [attempt], "an unknown error")
+        reporter.line(
+            f"{self.bound.kernel.__name__}: unknown error: {attempt.reason} (repro: {path})"
+        )
+
+
+def discover_default(
+    bound: BoundKernel,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    isolate: bool = True,
+    workers: int | None = None,
+    tolerances: Tolerances | None = None,
+    use_cache: bool = True,
+    max_candidates: int = 16,
+    runner: Runner | None = None,
+    reporter: Reporter | None = None,
+) -> Config:
+    """The first candidate config that compiles, runs and matches the baseline on ``args``.
+
+    Raises only :class:`NoWorkingConfigError` (with the table of reasons and a repro script).
+    ``runner`` lets a caller share its workers (and baseline); ``isolate=False`` runs in-process.
+    """
+    kwargs = dict(kwargs or {})
+    name = bound.kernel.__name__
+    if use_cache:
+        hit = cached_config(bound, "default")
+        if hit is not None:
+            return hit
+    reporter = reporter or Reporter(name, verbose=False)
+    reporter.stage = "discover"
+    warp_size = bound.target.warp_size
+    configs, rejected = candidates(
+        bound.config_spec, warp_size=warp_size, first=bound.kernel.configs, limit=max_candidates
+    )
+    attempts: list[Attempt] = list(rejected)
+    for a in rejected:
+        reporter.attempt(a)
+    results: list[Attempt | None] = []
+    if configs:
+        unknown = UnknownRepros(bound, args, kwargs)
+
+        def on_result(attempt: Attempt) -> None:
+            reporter.attempt(attempt)
+            unknown(attempt, reporter)
+
+        own = runner is None
+        if runner is None:
+            baseline = baseline_or_none(bound, args, kwargs)
+            runner = open_runner(
+                bound,
+                args,
+                kwargs,
+                baseline,
+                isolate=isolate,
+                workers=workers or default_workers(len(configs)),
+                tolerances=tolerances,
+            )
+        try:
+            results = runner.check(configs, timeout_s=timeout_s, first_ok=True, on_result=on_result)
+        finally:
+            if own:
+                runner.close()
+    attempts += [r for r in results if r is not None]
+    winner = next((r for r in results if r is not None and r.ok), None)
+    if winner is None:
+        repro = write_repro(bound, args, kwargs, attempts, "no candidate config worked")
+        raise NoWorkingConfigError(name, attempts, repro)
+    rank = results.index(winner)
+    heuristic_ok = winner.config.key() == _default_key(bound)
+    if not heuristic_ok:
+        failed = [a for a in attempts if not a.ok]
+        reporter.line(
+            f"{name}: the heuristic default did not work; using candidate {rank} after "
+            f"{len(failed)} failures ({', '.join(sorted({str(a.category) for a in failed}))})"
+        )
+    if use_cache:
+        cache.store(bound, "default", winner.config, rank=rank, heuristic_ok=heuristic_ok)
+    return winner.config
+
+
+def _default_key(bound: BoundKernel) -> str | None:
+    try:
+        return bound.config_spec.normalize(bound.config_spec.default()).key()
+    except ConfigError:
+        return None

@@ -1,0 +1,222 @@
+"""The runner interface (check and benchmark configs), its in-process fallback and
+:func:`open_runner`, which picks isolated workers (:mod:`tilecraft.autotune.isolate`) when it can
+(stage: autotune).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tilecraft.autotune.baseline import Baseline
+from tilecraft.autotune.classify import Attempt, Category
+from tilecraft.autotune.compare import Tolerances
+from tilecraft.autotune.evaluate import check_config, failure, time_config
+from tilecraft.config.config import Config
+from tilecraft.runtime.kernel import BoundKernel
+
+OnResult = Callable[[Attempt], None]
+
+
+class IsolationUnavailable(Exception):
+    """The kernel or its arguments cannot be handed to a worker process."""
+
+
+BenchIf = Callable[[Attempt], bool]
+
+
+def attempt_from(config: Config, result: Mapping[str, Any]) -> Attempt:
+    """An :class:`Attempt` from a worker's JSON result."""
+    ok = bool(result.get("ok"))
+    normalized = result.get("config")
+    return Attempt(
+        Config.from_dict(normalized) if ok and normalized is not None else config,
+        None if ok else Category(result.get("category") or Category.UNKNOWN.value),
+        str(result.get("reason", "")),
+        float(result.get("elapsed_s", 0.0)),
+        str(result.get("detail", "")),
+        result.get("ms"),
+        dict(result.get("resources") or {}),
+    )
+
+
+def prefix_has_ok(results: Sequence[Attempt | None]) -> bool:
+    """Whether the rank-ordered prefix of finished results already holds the first survivor."""
+    for r in results:
+        if r is None:
+            return False
+        if r.ok:
+            return True
+    return False
+
+
+class Runner:
+    """Checks (compile, run, compare) and benchmarks configs.
+
+    ``check`` returns one entry per config, in order: an :class:`Attempt`, or ``None`` for a
+    config that was not run (``first_ok`` found an earlier survivor, or the ``deadline``, a
+    ``time.monotonic()`` value, passed). With ``bench_rep_ms`` each surviving config for which
+    ``bench_if`` holds is also timed (``Attempt.ms``).
+    """
+
+    isolated = False
+
+    def check(
+        self,
+        configs: Sequence[Config],
+        *,
+        timeout_s: float,
+        first_ok: bool = False,
+        bench_rep_ms: float | None = None,
+        bench_if: BenchIf | None = None,
+        on_result: OnResult | None = None,
+        deadline: float | None = None,
+    ) -> list[Attempt | None]:
+        raise NotImplementedError
+
+    def bench(self, config: Config, *, timeout_s: float, rep_ms: float = 100.0) -> Attempt:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class InProcessRunner(Runner):
+    """The fallback: the same checks in this process, one after another. No timeout and no
+    protection from crashes: used only when the kernel cannot be re-imported by a worker."""
+
+    def __init__(
+        self,
+        bound: BoundKernel,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        baseline: Baseline | None,
+        *,
+        tolerances: Tolerances | None = None,
+    ):
+        self.bound, self.args, self.kwargs = bound, tuple(args), dict(kwargs)
+        self.baseline, self.tolerances = baseline, tolerances
+
+    def check(
+        self,
+        configs: Sequence[Config],
+        *,
+        timeout_s: float,
+        first_ok: bool = False,
+        bench_rep_ms: float | None = None,
+        bench_if: BenchIf | None = None,
+        on_result: OnResult | None = None,
+        deadline: float | None = None,
+    ) -> list[Attempt | None]:
+        results: list[Attempt | None] = [None] * len(configs)
+        for i, config in enumerate(configs):
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            result = check_config(
+                self.bound,
+                config,
+                self.args,
+                self.kwargs,
+                self.baseline,
+                tolerances=self.tolerances,
+            )
+            attempt = attempt_from(config, result)
+            if attempt.ok and bench_rep_ms is not None and (bench_if is None or bench_if(attempt)):
+                timed = self.bench(attempt.config, timeout_s=timeout_s, rep_ms=bench_rep_ms)
+                attempt = timed if not timed.ok else attempt
+                attempt.ms = timed.ms
+            results[i] = attempt
+            if on_result is not None:
+                on_result(attempt)
+            if first_ok and attempt.ok:
+                break
+        return results
+
+    def bench(self, config: Config, *, timeout_s: float, rep_ms: float = 100.0) -> Attempt:
+        start = time.perf_counter()
+        try:
+            program = self.bound.compile_config(config)
+            ms = time_config(self.bound, program, self.args, self.kwargs, rep_ms=rep_ms)
+        except Exception as exc:
+            return attempt_from(config, failure(exc, "run", start))
+        return Attempt(config, None, "", time.perf_counter() - start, ms=ms)
+
+
+class FallbackRunner(Runner):
+    """An isolated runner that turns into an in-process one (with a warning) when workers cannot
+    load the kernel."""
+
+    def __init__(self, inner: Runner, make_fallback: Callable[[], Runner], name: str):
+        self.inner, self.make_fallback, self.name = inner, make_fallback, name
+
+    @property
+    def isolated(self) -> bool:  # type: ignore[override]
+        return self.inner.isolated
+
+    def _fall_back(self, why: BaseException) -> None:
+        _warn_in_process(self.name, str(why))
+        self.inner.close()
+        self.inner = self.make_fallback()
+
+    def check(self, configs: Sequence[Config], **options: Any) -> list[Attempt | None]:
+        try:
+            return self.inner.check(configs, **options)
+        except IsolationUnavailable as exc:
+            self._fall_back(exc)
+            return self.inner.check(configs, **options)
+
+    def bench(self, config: Config, *, timeout_s: float, rep_ms: float = 100.0) -> Attempt:
+        try:
+            return self.inner.bench(config, timeout_s=timeout_s, rep_ms=rep_ms)
+        except IsolationUnavailable as exc:
+            self._fall_back(exc)
+            return self.inner.bench(config, timeout_s=timeout_s, rep_ms=rep_ms)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _warn_in_process(name: str, why: str) -> None:
+    warnings.warn(
+        f"tilecraft autotune: {name}: configs run in this process, without timeouts or crash "
+        f"isolation ({why}); define the kernel at module level to isolate them",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+
+
+def open_runner(
+    bound: BoundKernel,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    baseline: Baseline | None,
+    *,
+    isolate: bool = True,
+    workers: int = 1,
+    tolerances: Tolerances | None = None,
+) -> Runner:
+    """Isolated workers when possible, else (with a warning) the in-process runner."""
+
+    def in_process() -> Runner:
+        return InProcessRunner(bound, args, kwargs, baseline, tolerances=tolerances)
+
+    if not isolate:
+        return in_process()
+    from tilecraft.autotune.isolate import IsolatedRunner
+
+    try:
+        inner = IsolatedRunner(
+            bound, args, kwargs, baseline, workers=workers, tolerances=tolerances
+        )
+    except IsolationUnavailable as exc:
+        _warn_in_process(bound.kernel.__name__, str(exc))
+        return in_process()
+    return FallbackRunner(inner, in_process, bound.kernel.__name__)

@@ -1,0 +1,259 @@
+"""The search for the fastest config (stage: autotune; DESIGN §5).
+
+``tune`` starts from the discovered working default and runs a pattern search (coordinate
+descent): each generation is every neighbour of the current centre (block sizes x2 and /2,
+reduction loops, num_warps, num_stages, user tunables), normalized and pruned by the static
+estimate, compiled and checked in parallel worker processes and timed one at a time; the centre
+moves to the generation's best while it improves. ``effort='full'`` adds random restarts until the
+budget is spent. The best few are re-timed before the final pick, and the winner is cached.
+
+Timing is ``triton.testing.do_bench``'s median on a GPU. On the CPU (Triton's interpreter) it is
+wall-clock time of a few calls, which says nothing about GPU speed: it only exercises the search.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+from tilecraft.autotune import cache
+from tilecraft.autotune.baseline import Baseline, clone_args
+from tilecraft.autotune.candidates import check, neighbors
+from tilecraft.autotune.classify import Attempt
+from tilecraft.autotune.compare import Tolerances
+from tilecraft.autotune.discover import (
+    DEFAULT_TIMEOUT_S,
+    UnknownRepros,
+    baseline_or_none,
+    cached_config,
+    default_workers,
+    discover_default,
+)
+from tilecraft.autotune.progress import Reporter
+from tilecraft.autotune.runner import Runner, open_runner
+from tilecraft.config.config import Config
+from tilecraft.errors import ConfigError
+from tilecraft.runtime.kernel import BoundKernel
+
+SEARCH_ELEMS_PER_THREAD = 256  # the search prunes configs over this (the spec's random limit)
+MIN_GAIN = 0.01  # the centre moves only for a gain of at least 1%
+ADAPTIVE_FLOOR_S = 10.0  # after the first results, timeout = max(floor, factor * slowest ok)
+ADAPTIVE_FACTOR = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Effort:
+    budget_s: float
+    rep_ms: float  # do_bench rep per config
+    final_rep_ms: float  # re-timing of the finalists
+    finalists: int
+    restarts: bool
+
+
+EFFORTS = {
+    "quick": Effort(budget_s=30.0, rep_ms=40.0, final_rep_ms=100.0, finalists=3, restarts=False),
+    "full": Effort(budget_s=180.0, rep_ms=100.0, final_rep_ms=250.0, finalists=5, restarts=True),
+}
+
+
+class _Search:
+    def __init__(
+        self,
+        bound: BoundKernel,
+        runner: Runner,
+        reporter: Reporter,
+        effort: Effort,
+        *,
+        deadline: float,
+        timeout_s: float,
+        seed: int,
+        batch: int,
+        on_unknown: UnknownRepros,
+    ):
+        self.spec = bound.config_spec
+        self.warp_size = bound.target.warp_size
+        self.runner, self.reporter, self.effort = runner, reporter, effort
+        self.deadline, self.timeout_s = deadline, timeout_s
+        self.rng = random.Random(seed)
+        self.batch = batch
+        self.on_unknown = on_unknown
+        self.seen: set[str] = set()
+        self.timed: list[Attempt] = []
+        self.ok_elapsed: list[float] = []
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def timeout(self) -> float:
+        if not self.ok_elapsed:
+            return self.timeout_s
+        adaptive = max(ADAPTIVE_FLOOR_S, ADAPTIVE_FACTOR * max(self.ok_elapsed))
+        return min(self.timeout_s, adaptive)
+
+    def best(self, pool: Sequence[Attempt] | None = None) -> Attempt | None:
+        timed = [a for a in (self.timed if pool is None else pool) if a.ms is not None]
+        return min(timed, key=lambda a: a.ms or 0.0) if timed else None
+
+    def _record(self, attempt: Attempt) -> None:
+        self.reporter.attempt(attempt)
+        self.on_unknown(attempt, self.reporter)
+        if attempt.ok:
+            self.ok_elapsed.append(attempt.elapsed_s)
+            if attempt.ms is not None:
+                self.timed.append(attempt)
+
+    def _worth_timing(self, attempt: Attempt) -> bool:
+        """Prune by compiled resource usage: a config that spills is not timed once a config
+        without spills has been."""
+        best = self.best()
+        spills = attempt.resources.get("spills", 0)
+        return not (spills > 0 and best is not None and best.resources.get("spills", 0) == 0)
+
+    def generation(self, configs: Sequence[Config]) -> list[Attempt]:
+        fresh: list[Config] = []
+        for config in configs:
+            normalized, why = check(self.spec, config, self.warp_size, SEARCH_ELEMS_PER_THREAD)
+            key = normalized.key() if normalized is not None else config.key()
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            if normalized is None:
+                assert why is not None
+                self.reporter.attempt(why)
+            else:
+                fresh.append(normalized)
+        if not fresh or self.left() <= 0:
+            return []
+        results = self.runner.check(
+            fresh,
+            timeout_s=min(self.timeout(), max(self.left(), 1.0)),
+            bench_rep_ms=self.effort.rep_ms,
+            bench_if=self._worth_timing,
+            on_result=self._record,
+            deadline=self.deadline,
+        )
+        done = [r for r in results if r is not None]
+        self.reporter.end_generation(self.best(), len(done))
+        return done
+
+    def local_search(self, start: Attempt) -> Attempt:
+        centre = start
+        while self.left() > 0:
+            step = self.best(self.generation(neighbors(self.spec, centre.config)))
+            if step is None or (step.ms or 0.0) >= (centre.ms or 0.0) * (1 - MIN_GAIN):
+                break
+            centre = step
+        return centre
+
+    def run(self, default: Config) -> Attempt | None:
+        first = self.best(self.generation([default]))
+        if first is None:
+            return None
+        self.local_search(first)
+        while self.effort.restarts and self.left() > 0:
+            seeds = [self.spec.random(self.rng) for _ in range(self.batch)]
+            start = self.best(self.generation(seeds))
+            if start is not None:
+                self.local_search(start)
+        return self.final_pick()
+
+    def final_pick(self) -> Attempt | None:
+        """Re-time the best few (one at a time) and pick the fastest."""
+        ranked = sorted(self.timed, key=lambda a: a.ms or 0.0)[: self.effort.finalists]
+        if len(ranked) <= 1:
+            return ranked[0] if ranked else None
+        retimed: list[Attempt] = []
+        for attempt in ranked:
+            again = self.runner.bench(
+                attempt.config, timeout_s=self.timeout(), rep_ms=self.effort.final_rep_ms
+            )
+            if again.ok and again.ms is not None:
+                retimed.append(dataclasses.replace(attempt, ms=again.ms))
+        return self.best(retimed) or ranked[0]
+
+
+def tune(
+    bound: BoundKernel,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    effort: str = "quick",
+    budget_s: float | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    isolate: bool = True,
+    workers: int | None = None,
+    tolerances: Tolerances | None = None,
+    use_cache: bool = True,
+    seed: int = 0,
+    stream: IO[str] | None = None,
+    verbose: bool = True,
+) -> Config:
+    """The fastest working config found within ``budget_s`` (``effort``: none | quick | full).
+
+    ``effort='none'`` is :func:`discover_default`. Raises only ``NoWorkingConfigError``.
+    """
+    kwargs = dict(kwargs or {})
+    name = bound.kernel.__name__
+    if effort == "none":
+        return discover_default(
+            bound, args, kwargs, timeout_s=timeout_s, isolate=isolate, workers=workers,
+            tolerances=tolerances, use_cache=use_cache,
+        )  # fmt: skip
+    if effort not in EFFORTS:
+        raise ConfigError(f"autotune_effort={effort!r}: expected one of none, quick, full")
+    if use_cache:
+        hit = cached_config(bound, "best")
+        if hit is not None:
+            return hit
+    plan = EFFORTS[effort]
+    budget = plan.budget_s if budget_s is None else budget_s
+    reporter = Reporter(name, budget_s=budget, stream=stream, verbose=verbose)
+    n_workers = workers or default_workers(1 << 10, cap=8)
+    baseline = baseline_or_none(bound, args, kwargs)
+    runner = open_runner(
+        bound, args, kwargs, baseline, isolate=isolate, workers=n_workers, tolerances=tolerances
+    )
+    try:
+        default = discover_default(
+            bound, args, kwargs, timeout_s=timeout_s, use_cache=use_cache, runner=runner,
+            reporter=reporter,
+        )  # fmt: skip
+        if baseline is None:  # check the search's configs against the working default's output
+            runner.close()
+            baseline = _baseline_from(bound, default, args, kwargs)
+            runner = open_runner(
+                bound, args, kwargs, baseline, isolate=isolate, workers=n_workers,
+                tolerances=tolerances,
+            )  # fmt: skip
+        reporter.stage = "search"
+        search = _Search(
+            bound, runner, reporter, plan, deadline=reporter.start + budget, timeout_s=timeout_s,
+            seed=seed, batch=n_workers, on_unknown=UnknownRepros(bound, args, kwargs),
+        )  # fmt: skip
+        best = search.run(default)
+    finally:
+        runner.close()
+        reporter.close()
+    config = best.config if best is not None else default
+    if use_cache:
+        cache.store(
+            bound, "best", config, effort=effort, ms=best.ms if best else None,
+            tried=reporter.tried, seconds=round(time.monotonic() - reporter.start, 2),
+        )  # fmt: skip
+    reporter.final(config)
+    return config
+
+
+def _baseline_from(
+    bound: BoundKernel, config: Config, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> Baseline | None:
+    """The outputs of a config that was verified to run (in a worker), as the baseline."""
+    try:
+        a, kw = clone_args(args, dict(kwargs))
+        outputs = bound.run(bound.compile_config(config), *a, **kw)
+    except Exception:
+        return None
+    return Baseline(outputs, a, kw, "working default config")

@@ -1,0 +1,174 @@
+"""Program ids -> tile offsets for a device loop's grid (stage: codegen).
+
+Strategies selected by the config: ``pid_type`` (``flat``: one program per tile, ids decomposed in
+``loop_orders`` order; ``xyz``: one grid axis per tile dim; ``persistent_blocked`` /
+``persistent_interleaved``: ``num_sm_multiplier x #SMs`` programs, each looping over tiles) and
+``l2_groupings`` (grouped ordering of the first two dims so neighbouring programs share L2 lines).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from tilecraft.codegen.emitter import Emitter
+
+
+@dataclasses.dataclass
+class GridPlan:
+    counts: list[str]  # tiles per grid dim, as kernel-side expressions
+    host_counts: list[str]  # the same, as launcher expressions
+    static: list[bool]  # whether each dim's extent is known and divisible
+
+
+def plan(em: Emitter) -> GridPlan:
+    from tilecraft.codegen.emitter import SymState
+
+    counts, host, full = [], [], []
+    for i, sym in enumerate(em.loop.grid_syms):
+        st = SymState(block=em.block_expr(sym))
+        em.syms[id(sym)] = st
+        st.begin, st.end = em.bound_expr(sym.begin), em.bound_expr(sym.extent)
+        block = em.block_value(sym)
+        if isinstance(sym.begin, int) and isinstance(sym.extent, int):
+            n = max(-(-(sym.extent - sym.begin) // block), 1)
+            counts.append(str(n))
+            host.append(str(n))
+            full.append((sym.extent - sym.begin) % block == 0)
+        else:
+            span = st.end if st.begin == "0" else f"({st.end} - {st.begin})"
+            counts.append(f"tl.cdiv({span}, {st.block})")
+            host.append(f"triton.cdiv(spec.ends[{i}] - spec.begins[{i}], {block})")
+            full.append(False)
+    return GridPlan(counts, host, full)
+
+
+def _product(items: list[str]) -> str:
+    return " * ".join(f"({c})" if " " in c else c for c in items) if items else "1"
+
+
+def total_tiles(grid: GridPlan) -> str:
+    return _product(grid.counts)
+
+
+def host_grid(em: Emitter, grid: GridPlan) -> str:
+    """The launcher's grid tuple contents."""
+    if em.config.pid_type == "xyz":
+        order = _order(em)
+        return ", ".join(grid.host_counts[d] for d in order)
+    total = _product(grid.host_counts)
+    if em.config.pid_type.startswith("persistent"):
+        return f"min({total}, num_programs)"
+    return total
+
+
+def _order(em: Emitter) -> list[int]:
+    orders = em.config.loop_orders
+    return list(orders[em.loop.grid_slot]) if orders else list(range(len(em.loop.grid_syms)))
+
+
+def decompose(em: Emitter, grid: GridPlan, pid: str) -> None:
+    """Emit ``pid_<d>`` for every grid dim, then each dim's offsets, indices and mask."""
+    syms = em.loop.grid_syms
+    order = _order(em)
+    pids: dict[int, str] = {d: em.w.fresh(f"pid_{syms[d].index}") for d in order}
+    group = em.config.l2_groupings[em.loop.grid_slot] if em.config.l2_groupings else 1
+    if em.config.pid_type == "xyz":
+        for axis, d in enumerate(order):
+            em.w.line(f"{pids[d]} = tl.program_id({axis})")
+    elif len(order) == 1:
+        em.w.line(f"{pids[order[0]]} = {pid}")
+    elif group > 1:
+        _grouped(em, grid, order, pids, pid, group)
+    else:
+        _mixed_radix(em, grid, order, pids, pid)
+    for d, sym in enumerate(syms):
+        em.tile_vars(sym, em.state(sym), pids[d], needs_mask=not grid.static[d])
+
+
+def _mixed_radix(
+    em: Emitter, grid: GridPlan, order: list[int], pids: dict[int, str], pid: str
+) -> None:
+    stride: list[str] = []
+    for k, d in enumerate(order):
+        quotient = pid if not stride else f"{pid} // ({_product(stride)})"
+        expr = quotient if k == len(order) - 1 else f"({quotient}) % ({grid.counts[d]})"
+        em.w.line(f"{pids[d]} = {expr}")
+        stride.append(grid.counts[d])
+
+
+def _grouped(
+    em: Emitter, grid: GridPlan, order: list[int], pids: dict[int, str], pid: str, group: int
+) -> None:
+    """Groups of ``group`` rows of the first dim walk the second dim together (L2 reuse)."""
+    a, b = order[0], order[1]
+    n_a, n_b = grid.counts[a], grid.counts[b]
+    w = em.w
+    inner = w.fresh("inner_pid")
+    w.line(f"{inner} = {pid} % (({n_a}) * ({n_b}))")
+    in_group = w.fresh("pids_in_group")
+    w.line(f"{in_group} = {group} * ({n_b})")
+    first = w.fresh("first_pid")
+    w.line(f"{first} = ({inner} // {in_group}) * {group}")
+    size = w.fresh("group_rows")
+    w.line(f"{size} = tl.minimum(({n_a}) - {first}, {group})")
+    w.line(f"{pids[a]} = {first} + ({inner} % {in_group}) % {size}")
+    w.line(f"{pids[b]} = ({inner} % {in_group}) // {size}")
+    rest = order[2:]
+    stride = [n_a, n_b]
+    for k, d in enumerate(rest):
+        quotient = f"{pid} // ({_product(stride)})"
+        expr = quotient if k == len(rest) - 1 else f"({quotient}) % ({grid.counts[d]})"
+        w.line(f"{pids[d]} = {expr}")
+        stride.append(grid.counts[d])
+
+
+def range_kwargs(em: Emitter, slot: int) -> str:
+    """``tl.range`` keywords from the ``range_*`` fields at ``slot`` (neutral values: omitted)."""
+    c = em.config
+    parts = []
+
+    def at(values: tuple[object, ...]) -> object:
+        return values[slot] if 0 <= slot < len(values) else None
+
+    if unroll := at(c.range_unroll_factors):
+        parts.append(f"loop_unroll_factor={unroll}")
+    if stages := at(c.range_num_stages):
+        parts.append(f"num_stages={stages}")
+    if (multi := at(c.range_multi_buffers)) is not None:
+        parts.append(f"disallow_acc_multi_buffer={not multi}")
+    if (flatten := at(c.range_flattens)) is not None:
+        parts.append(f"flatten={flatten}")
+    if (ws := at(c.range_warp_specializes)) is not None:
+        parts.append(f"warp_specialize={ws}")
+    return "".join(", " + p for p in parts)
+
+
+def emit_program_loop(em: Emitter, grid: GridPlan) -> None:
+    """Non-persistent: one tile per program. Persistent: a loop over tiles in each program."""
+    pid_type = em.config.pid_type
+    if not pid_type.startswith("persistent"):
+        decompose(em, grid, "tl.program_id(0)")
+        em.emit_block(em.loop.body)
+        return
+    total = em.w.fresh("total_tiles")
+    em.w.line(f"{total} = {total_tiles(grid)}")
+    em.scalars["num_programs"] = ("programs",)
+    em.scalar_types["num_programs"] = torch.int32
+    knobs = range_kwargs(em, em.loop.range_slot)
+    if pid_type == "persistent_interleaved":
+        em.w.line(f"for virtual_pid in tl.range(tl.program_id(0), {total}, num_programs{knobs}):")
+    else:
+        per = em.w.fresh("tiles_per_program")
+        em.w.line(f"{per} = tl.cdiv({total}, num_programs)")
+        start = em.w.fresh("first_tile")
+        em.w.line(f"{start} = tl.program_id(0) * {per}")
+        em.w.line(
+            f"for virtual_pid in tl.range({start}, tl.minimum({start} + {per}, {total}){knobs}):"
+        )
+    with em.w.indented():
+        decompose(em, grid, "virtual_pid")
+        em.emit_block(em.loop.body)

@@ -1,0 +1,276 @@
+"""The codegen-strategy part of a config space (stage: config; in: device loops + target; out:
+legal values, defaults, random picks and normalization for the strategy fields).
+
+Fields: ``pid_type`` / ``num_sm_multiplier``, ``indexing`` (per load/store), ``load_eviction_policies``
+(per load), ``l2_groupings`` and ``loop_orders`` (per device loop), and the ``range_*`` knobs (per
+``tl.range`` loop: each device loop's persistent loop, then its nested loops). A field is offered
+only where the kernel has something for it to act on and the target can honor it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+from typing import Any
+
+from tilecraft.config.config import Config
+from tilecraft.errors import ConfigError
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
+
+MAX_GRID_YZ = 65535
+TMA_MAX_BOX = 256  # elements per dim of one tensor-descriptor block
+RANGE_FIELDS = {
+    # config field -> (tl.range keyword, choices; the first is "leave it to Triton")
+    "range_unroll_factors": ("loop_unroll_factor", (0, 1, 2, 4)),
+    "range_num_stages": ("num_stages", (0, 1, 2, 3, 4)),
+    "range_multi_buffers": ("disallow_acc_multi_buffer", (None, True, False)),
+    "range_flattens": ("flatten", (None, True, False)),
+    "range_warp_specializes": ("warp_specialize", (None, True, False)),
+}
+NEUTRAL = {"indexing": "pointer", "load_eviction_policies": "", "l2_groupings": 1}
+
+
+@dataclasses.dataclass
+class GridInfo:
+    rank: int
+    counts: list[int] | None  # tiles per grid dim for the traced shapes (None: dynamic)
+
+
+def _access_ok(node: Node) -> bool:
+    """block_ptr / tensor_descriptor need every index to be a tile or ':' that spans the tensor
+    dim from 0 (their bounds checks are the tensor's bounds, not a tile loop's)."""
+    tensor = node.attrs["tensor"]
+    for item in node.attrs["index"]:
+        if item[0] == "rdim":
+            continue
+        if item[0] != "tile" or item[1].scalar:
+            return False
+        sym: Sym = item[1]
+        if sym.begin != 0 or sym.extent != tensor.shape[item[2]] or not isinstance(sym.extent, int):
+            return False
+    return len(node.attrs["index"]) == tensor.ndim
+
+
+def _descriptor_ok(node: Node) -> bool:
+    tensor = node.attrs["tensor"]
+    size = tensor.dtype.itemsize
+    if tensor.dynamic or tensor.stride[-1] != 1:
+        return False
+    return all((s * size) % 16 == 0 for s in tensor.stride[:-1])
+
+
+def _has_dot(node: Node) -> bool:
+    return any(n.op is Op.DOT for n in walk(node.body or []))
+
+
+class StrategySpace:
+    def __init__(self, loops: list[DeviceLoop], target: Any):
+        self.target = target
+        caps = target.capabilities
+        self.grids = [GridInfo(len(loop.grid_syms), _counts(loop)) for loop in loops]
+        mem = sorted(
+            (n for loop in loops for n in loop.walk() if "mem_slot" in n.attrs),
+            key=lambda n: n.attrs["mem_slot"],
+        )
+        self.n_loads = sum(1 for n in mem if n.op is Op.LOAD)
+        self.indexing_choices: list[tuple[str, ...]] = []
+        for access in mem:
+            kinds = ["pointer"]
+            if _access_ok(access) and caps.block_pointers:
+                kinds.append("block_ptr")
+                if target.tensor_descriptors and _descriptor_ok(access):
+                    kinds.append("tensor_descriptor")
+            self.indexing_choices.append(tuple(kinds))
+        self.eviction_choices = ("", "first", "last") if caps.eviction_policies else ("",)
+        self.range_choices: dict[str, list[tuple[Any, ...]]] = {}
+        slots: list[Node | None] = []
+        for loop in loops:
+            slots.append(None)  # the persistent loop of this device loop
+            slots.extend(n for n in loop.walk() if n.op is Op.LOOP)
+        self.loop_loads = [
+            []
+            if n is None
+            else [m.attrs["mem_slot"] for m in walk(n.body or []) if m.op is Op.LOAD]
+            for n in slots
+        ]
+        self.n_ranges = len(slots)
+        for field, (keyword, choices) in RANGE_FIELDS.items():
+            per_slot: list[tuple[Any, ...]] = []
+            for slot_node in slots:
+                ok = keyword in caps.range_kwargs
+                if field == "range_warp_specializes":
+                    ok = (
+                        ok
+                        and target.warp_specialize
+                        and slot_node is not None
+                        and _has_dot(slot_node)
+                    )
+                per_slot.append(choices if ok else choices[:1])
+            self.range_choices[field] = per_slot
+        self.persistent_slots = [loop.range_slot for loop in loops]
+
+    # -- allowed values -------------------------------------------------------------------
+    def pid_types(self) -> list[str]:
+        out = ["flat", "persistent_blocked", "persistent_interleaved"]
+        if all(
+            g.counts is not None and g.rank <= 3 and max(g.counts[1:], default=1) <= MAX_GRID_YZ
+            for g in self.grids
+        ):
+            out.insert(1, "xyz")
+        return out
+
+    def default_fields(self) -> dict[str, Any]:
+        return {
+            "pid_type": "flat",
+            "indexing": ["pointer"] * len(self.indexing_choices),
+            "load_eviction_policies": [""] * self.n_loads,
+            "l2_groupings": [1] * len(self.grids),
+            "loop_orders": [list(range(g.rank)) for g in self.grids],
+            **{field: [c[0] for c in per] for field, per in self.range_choices.items()},
+        }
+
+    def random_fields(self, rng: random.Random) -> dict[str, Any]:
+        pid = rng.choice(self.pid_types())
+        fields: dict[str, Any] = {
+            "pid_type": pid,
+            "indexing": [rng.choice(c) for c in self.indexing_choices],
+            "load_eviction_policies": [
+                rng.choice(self.eviction_choices) for _ in range(self.n_loads)
+            ],
+            "l2_groupings": [
+                rng.choice((1, 4, 8, 16)) if g.rank >= 2 and pid != "xyz" else 1 for g in self.grids
+            ],
+            "loop_orders": [rng.sample(range(g.rank), g.rank) for g in self.grids],
+            **{field: [rng.choice(c) for c in per] for field, per in self.range_choices.items()},
+        }
+        if pid.startswith("persistent"):
+            fields["num_sm_multiplier"] = rng.choice((1, 2, 4))
+        self._check_warp_specialize(fields, [])
+        return self._neutral_persistent_slots(fields)
+
+    def _check_warp_specialize(self, fields: dict[str, Any], repairs: list[str]) -> None:
+        """Triton 3.6 fails to compile warp-specialized loops that load through pointers
+        (seen on sm_90: "PassManager::run failed"); they need tensor-descriptor loads."""
+        ws = fields["range_warp_specializes"]
+        for slot, value in enumerate(ws):
+            if value and any(
+                fields["indexing"][m] != "tensor_descriptor" for m in self.loop_loads[slot]
+            ):
+                repairs.append(
+                    f"range_warp_specializes[{slot}]=True needs tensor_descriptor loads in that loop; using None"
+                )
+                ws[slot] = None
+
+    def _neutral_persistent_slots(self, fields: dict[str, Any]) -> dict[str, Any]:
+        if not str(fields["pid_type"]).startswith("persistent"):
+            for field, per in self.range_choices.items():
+                for slot in self.persistent_slots:
+                    fields[field][slot] = per[slot][0]
+            fields.pop("num_sm_multiplier", None)
+        return fields
+
+    # -- normalize ------------------------------------------------------------------------
+    def normalize_fields(self, config: Config, warn: list[str]) -> dict[str, Any]:
+        """The strategy fields of ``config`` checked and repaired; repairs are described in
+        ``warn`` (the caller warns or, in strict mode, raises)."""
+        out = self.default_fields()
+        pid = config.pid_type
+        if pid not in self.pid_types():
+            raise ConfigError(
+                f"pid_type={pid!r} is not possible here: the grid does not fit the y/z limits (or is dynamic)"
+            )
+        out["pid_type"] = pid
+        if pid.startswith("persistent"):
+            mult = config.num_sm_multiplier or 1
+            if mult < 1:
+                raise ConfigError(f"num_sm_multiplier={mult} must be >= 1")
+            out["num_sm_multiplier"] = mult
+        out["indexing"] = self._per_item("indexing", config.indexing, self.indexing_choices, warn)
+        evict = [self.eviction_choices] * self.n_loads
+        out["load_eviction_policies"] = self._per_item(
+            "load_eviction_policies", config.load_eviction_policies, evict, warn
+        )
+        out["l2_groupings"] = self._l2(config, pid)
+        out["loop_orders"] = self._loop_orders(config)
+        for field, per in self.range_choices.items():
+            out[field] = self._per_item(field, getattr(config, field), per, warn)
+        self._check_warp_specialize(out, warn)
+        if config.flatten_loops and any(config.flatten_loops):
+            raise ConfigError(
+                "flatten_loops=True is not supported by tilecraft's codegen; use range_flattens"
+            )
+        return self._neutral_persistent_slots(out)
+
+    def _per_item(
+        self, field: str, given: Any, choices: list[tuple[Any, ...]], warn: list[str]
+    ) -> list[Any]:
+        values = [given] * len(choices) if isinstance(given, str) else list(given)
+        neutral = [c[0] for c in choices]
+        if not values or all(
+            v in (neutral[0] if neutral else None, NEUTRAL.get(field), 0, None) for v in values
+        ):
+            return neutral  # Helion-style explicit neutral lists fit whatever the count
+        if len(values) != len(choices):
+            raise ConfigError(f"{field} has {len(values)} entries; this kernel has {len(choices)}")
+        out = []
+        for i, (value, allowed) in enumerate(zip(values, choices, strict=True)):
+            if value in allowed:
+                out.append(value)
+                continue
+            if value not in RANGE_FIELDS.get(field, ("", ()))[1] and field in RANGE_FIELDS:
+                raise ConfigError(
+                    f"{field}[{i}]={value!r}: expected one of {list(RANGE_FIELDS[field][1])}"
+                )
+            warn.append(
+                f"{field}[{i}]={value!r} is not available here ({self.target.key}); using {allowed[0]!r}"
+            )
+            out.append(allowed[0])
+        return out
+
+    def _l2(self, config: Config, pid: str) -> list[int]:
+        given = list(config.l2_groupings) or [1] * len(self.grids)
+        if all(g == 1 for g in given):
+            return [1] * len(self.grids)
+        if len(given) != len(self.grids):
+            raise ConfigError(
+                f"l2_groupings has {len(given)} entries; this kernel has {len(self.grids)} device loops"
+            )
+        for g, info in zip(given, self.grids, strict=True):
+            if g < 1 or g & (g - 1):
+                raise ConfigError(f"l2_groupings: {g} is not a power of two >= 1")
+            if g > 1 and (info.rank < 2 or pid == "xyz"):
+                raise ConfigError(
+                    "l2_groupings > 1 needs a 2-D (or larger) grid and a flat or persistent pid_type"
+                )
+        return given
+
+    def _loop_orders(self, config: Config) -> list[list[int]]:
+        given = [list(o) for o in config.loop_orders]
+        if not given:
+            return [list(range(g.rank)) for g in self.grids]
+        if len(given) != len(self.grids):
+            raise ConfigError(
+                f"loop_orders has {len(given)} entries; this kernel has {len(self.grids)} device loops"
+            )
+        for order, info in zip(given, self.grids, strict=True):
+            if sorted(order) != list(range(info.rank)):
+                raise ConfigError(
+                    f"loop_orders: {order} is not a permutation of the grid's {info.rank} dims"
+                )
+        return given
+
+    def all_loop_orders(self) -> list[list[list[int]]]:
+        return [[list(p) for p in itertools.permutations(range(g.rank))] for g in self.grids]
+
+
+def _counts(loop: DeviceLoop) -> list[int] | None:
+    counts = []
+    for sym in loop.grid_syms:
+        if not isinstance(sym.extent, int) or not isinstance(sym.begin, int):
+            return None
+        counts.append(sym.extent - sym.begin)  # an upper bound of tiles (block size >= 1)
+    return counts
+
+
+__all__ = ["GridInfo", "StrategySpace", "SymKind"]
