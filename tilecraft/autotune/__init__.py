@@ -16,7 +16,7 @@ interface, in-process fallback), ``discover``, ``search``, ``cache``, ``repro``,
 
 from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError, classify
 from tilecraft.autotune.compare import DEFAULT_TOLERANCES, CompareResult, compare
-from tilecraft.autotune.discover import discover_default
+from tilecraft.autotune.discover import Discovery, discover, discover_default
 from tilecraft.autotune.search import EFFORTS, tune
 
 __all__ = [
@@ -25,9 +25,11 @@ __all__ = [
     "Attempt",
     "Category",
     "CompareResult",
+    "Discovery",
     "NoWorkingConfigError",
     "classify",
     "compare",
+    "discover",
     "discover_default",
     "tune",
 ]

@@ -8,6 +8,7 @@ a config's output) -> the first survivor in rank order. It is cached on disk, so
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -84,7 +85,27 @@ class UnknownRepros:
         )
 
 
+@dataclasses.dataclass
+class Discovery:
+    config: Config
+    attempts: list[Attempt]  # every config tried or rejected, in order (empty on a cache hit)
+    rank: int = 0  # the winner's place among the candidates that were run
+    heuristic_ok: bool = True  # the spec's heuristic default worked
+    cached: bool = False
+
+
 def discover_default(
+    bound: BoundKernel,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> Config:
+    """The first candidate config that compiles, runs and matches the baseline on ``args``
+    (see :func:`discover` for the options). Raises only :class:`NoWorkingConfigError`."""
+    return discover(bound, args, kwargs, **options).config
+
+
+def discover(
     bound: BoundKernel,
     args: Sequence[Any],
     kwargs: Mapping[str, Any] | None = None,
@@ -97,18 +118,20 @@ def discover_default(
     max_candidates: int = 16,
     runner: Runner | None = None,
     reporter: Reporter | None = None,
-) -> Config:
-    """The first candidate config that compiles, runs and matches the baseline on ``args``.
+) -> Discovery:
+    """Discover a working default and say how (:class:`Discovery`).
 
     Raises only :class:`NoWorkingConfigError` (with the table of reasons and a repro script).
-    ``runner`` lets a caller share its workers (and baseline); ``isolate=False`` runs in-process.
+    ``timeout_s`` bounds each config's compile + run in a worker; ``runner`` lets a caller share
+    its workers (and baseline); ``isolate=False`` runs in-process; ``max_candidates`` caps how
+    many configs are tried.
     """
     kwargs = dict(kwargs or {})
     name = bound.kernel.__name__
     if use_cache:
         hit = cached_config(bound, "default")
         if hit is not None:
-            return hit
+            return Discovery(hit, [], cached=True)
     reporter = reporter or Reporter(name, verbose=False)
     reporter.stage = "discover"
     warp_size = bound.target.warp_size
@@ -158,7 +181,7 @@ def discover_default(
         )
     if use_cache:
         cache.store(bound, "default", winner.config, rank=rank, heuristic_ok=heuristic_ok)
-    return winner.config
+    return Discovery(winner.config, attempts, rank, heuristic_ok)
 
 
 def _default_key(bound: BoundKernel) -> str | None:

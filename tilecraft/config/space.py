@@ -205,11 +205,12 @@ class StrategySpace:
     def _per_item(
         self, field: str, given: Any, choices: list[tuple[Any, ...]], warn: list[str]
     ) -> list[Any]:
-        values = [given] * len(choices) if isinstance(given, str) else list(given)
+        broadcast = isinstance(
+            given, str
+        )  # one value for all: items that can't take it keep the default
+        values = [given] * len(choices) if broadcast else list(given)
         neutral = [c[0] for c in choices]
-        if not values or all(
-            v in (neutral[0] if neutral else None, NEUTRAL.get(field), 0, None) for v in values
-        ):
+        if not values or all(_is_neutral(field, v) for v in values):
             return neutral  # Helion-style explicit neutral lists fit whatever the count
         if len(values) != len(choices):
             raise ConfigError(f"{field} has {len(values)} entries; this kernel has {len(choices)}")
@@ -222,9 +223,10 @@ class StrategySpace:
                 raise ConfigError(
                     f"{field}[{i}]={value!r}: expected one of {list(RANGE_FIELDS[field][1])}"
                 )
-            warn.append(
-                f"{field}[{i}]={value!r} is not available here ({self.target.key}); using {allowed[0]!r}"
-            )
+            if not broadcast:
+                warn.append(
+                    f"{field}[{i}]={value!r} is not available here ({self.target.key}); using {allowed[0]!r}"
+                )
             out.append(allowed[0])
         return out
 
@@ -262,6 +264,14 @@ class StrategySpace:
 
     def all_loop_orders(self) -> list[list[list[int]]]:
         return [[list(p) for p in itertools.permutations(range(g.rank))] for g in self.grids]
+
+
+def _is_neutral(field: str, value: Any) -> bool:
+    """Whether ``value`` means "default" for ``field`` (``False`` is not ``0`` or ``None`` here)."""
+    neutral: tuple[Any, ...] = (
+        (NEUTRAL[field],) if field in NEUTRAL else (RANGE_FIELDS[field][1][0],)
+    )
+    return any(value is n or (type(value) is type(n) and value == n) for n in neutral)
 
 
 def _counts(loop: DeviceLoop) -> list[int] | None:
