@@ -1,0 +1,1 @@
+"""Benchmarks: tilecraft vs eager PyTorch and torch.compile, measured on the same GPU in one run."""

@@ -1,0 +1,65 @@
+"""Shared measurement helpers: do_bench medians, device copy bandwidth, result files."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def bench_ms(fn: Callable[[], Any]) -> float:
+    """Median time of ``fn`` in ms (triton.testing.do_bench, which flushes L2 between runs)."""
+    import triton.testing
+
+    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+
+
+def copy_bandwidth_gbs(numel: int = 1 << 28) -> float:
+    """Measured device copy bandwidth (read + write) in GB/s, with a 512 MiB bf16 tensor."""
+    src = torch.randn(numel, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    ms = bench_ms(lambda: dst.copy_(src))
+    return 2 * src.numel() * src.element_size() / ms / 1e6
+
+
+def environment() -> dict[str, str]:
+    import triton
+
+    return {
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "none",
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "date": datetime.date.today().isoformat(),
+    }
+
+
+def write_results(
+    name: str, rows: list[dict[str, Any]], columns: list[str], notes: str = ""
+) -> str:
+    """Print a markdown table and write it (and JSON) to $OUT or benchmarks/results/."""
+    env = environment()
+    lines = [f"# {name}", "", " | ".join(f"{k}: {v}" for k, v in env.items()), ""]
+    if notes:
+        lines += [notes, ""]
+    lines.append("| " + " | ".join(columns) + " |")
+    lines.append("|" + "---|" * len(columns))
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(row.get(c, "")) for c in columns) + " |")
+    text = "\n".join(lines) + "\n"
+    out = Path(os.environ.get("OUT") or Path(__file__).parent / "results")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.md").write_text(text)
+    (out / f"{name}.json").write_text(json.dumps({"env": env, "rows": rows}, indent=2, default=str))
+    print(text)
+    return text
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
