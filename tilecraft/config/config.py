@@ -100,7 +100,7 @@ class Config:
             if f.name == "user":
                 continue
             value = getattr(self, f.name)
-            if value != getattr(default, f.name):
+            if value != getattr(default, f.name) and not _all_neutral(f.name, value):
                 out[f.name] = _jsonable(value)
         out.update({k: _jsonable(v) for k, v in self.user})
         return out
@@ -122,6 +122,29 @@ class Config:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Config:
         return cls(**dict(data))
+
+
+# per-item values that mean "nothing special" (a list of only these is the same as no list)
+_NEUTRAL_ITEMS: dict[str, tuple[Any, ...]] = {
+    "indexing": ("pointer",),
+    "load_eviction_policies": ("",),
+    "l2_groupings": (1,),
+    "range_unroll_factors": (0,),
+    "range_num_stages": (0,),
+    "range_multi_buffers": (None,),
+    "range_flattens": (None,),
+    "range_warp_specializes": (None,),
+    "flatten_loops": (False,),
+}
+
+
+def _all_neutral(name: str, value: Any) -> bool:
+    if name == "loop_orders":
+        return all(list(order) == sorted(order) for order in value)
+    neutral = _NEUTRAL_ITEMS.get(name)
+    if neutral is None or isinstance(value, str):
+        return False
+    return all(any(v is n or (type(v) is type(n) and v == n) for n in neutral) for v in value)
 
 
 def _jsonable(value: Any) -> Any:

@@ -242,7 +242,9 @@ class CompiledProgram:
 class BoundKernel:
     """A kernel specialized to one argument signature: traced IR, config space, compiled code."""
 
-    def __init__(self, kernel: Kernel, bound: inspect.BoundArguments):
+    def __init__(self, kernel: Kernel, bound: inspect.BoundArguments, target: Target | None = None):
+        """``target``: generate for this target instead of the arguments' device (code and
+        config space only; running needs the target of the arguments)."""
         self.kernel = kernel
         self.arg_signatures = [
             signature_of(n, v, kernel.static_shapes) for n, v in bound.arguments.items()
@@ -260,7 +262,7 @@ class BoundKernel:
                 hint="move every tensor argument to the same device",
             )
         self.device_type = devices.pop() if devices else "cpu"
-        self.target: Target = detect(self.device_type)
+        self.target: Target = target or detect(self.device_type)
         self._example = (tuple(bound.args), dict(bound.kwargs))
         self.traced = self._trace({})
         traced = self.traced

@@ -1,0 +1,107 @@
+"""The ``tilecraft`` command line.
+
+``tilecraft check MODULE:KERNEL --target cuda:90 --target hip:gfx942 [--config JSON | --samples N]``
+cross-compiles a kernel's configs for real GPU targets on any machine and prints, per config:
+ok / error class, shared memory, registers, spills and whether it fits the target.
+
+Inputs for binding the kernel come from ``--inputs MODULE:FN`` (a function returning the argument
+tuple) or, for modules following the ``examples/`` convention (``make_inputs``, ``run``,
+``TEST_SHAPES``), from ``--shape`` / ``--dtype``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import random
+import sys
+from typing import Any
+
+import torch
+
+from tilecraft.config.config import Config
+from tilecraft.errors import TilecraftError
+
+
+def _load(ref: str) -> tuple[Any, Any]:
+    module_name, _, attr = ref.partition(":")
+    if not attr:
+        raise SystemExit(f"tilecraft: expected MODULE:NAME, got {ref!r}")
+    module = importlib.import_module(module_name)
+    try:
+        return module, getattr(module, attr)
+    except AttributeError:
+        raise SystemExit(f"tilecraft: module {module_name!r} has no {attr!r}") from None
+
+
+def _example_args(
+    module: Any, kernel: Any, shape: tuple[int, ...] | None, dtype: torch.dtype
+) -> tuple[Any, ...]:
+    """The arguments ``kernel`` is called with when the example module runs its suite."""
+    shape = shape or tuple(module.TEST_SHAPES[0])
+    inputs = module.make_inputs(shape, dtype, "cpu", 0)
+    seen: list[tuple[Any, ...]] = []
+
+    def record(k: Any, *args: Any) -> Any:
+        if k is kernel:
+            seen.append(args)
+        return k.run_ref(*args)
+
+    module.run(inputs, call=record)
+    if not seen:
+        raise SystemExit(f"tilecraft: {kernel.__name__} is not called by {module.__name__}.run")
+    return seen[0]
+
+
+def cmd_check(ns: argparse.Namespace) -> int:
+    from tilecraft.targets.check import check_kernel, format_rows
+    from tilecraft.targets.target import Target
+
+    module, kernel = _load(ns.kernel)
+    if ns.inputs:
+        args = tuple(_load(ns.inputs)[1]())
+    else:
+        shape = tuple(int(s) for s in ns.shape.split(",")) if ns.shape else None
+        args = _example_args(module, kernel, shape, getattr(torch, ns.dtype))
+    targets = [Target.parse(t) for t in ns.target or ["cuda:90"]]
+
+    def configs_for(bound: Any) -> list[Config]:
+        if ns.config:
+            return [Config(**json.loads(c)) for c in ns.config]
+        rng = random.Random(ns.seed)
+        return [bound.config_spec.default()] + [
+            bound.config_spec.random(rng) for _ in range(ns.samples)
+        ]
+
+    rows = check_kernel(kernel, args, targets, configs_for, ns.timeout)
+    print(format_rows(rows))
+    failed = [r for r in rows if r.report is None or not r.report.ok]
+    print(f"\n{len(rows) - len(failed)} ok, {len(failed)} failed")
+    return 1 if failed and ns.strict else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tilecraft", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="cross-compile a kernel's configs for GPU targets")
+    check.add_argument("kernel", help="MODULE:KERNEL, e.g. examples.rms_norm:rms_norm_fwd")
+    check.add_argument("--target", action="append", help="cuda:90, hip:gfx942, ... (repeatable)")
+    check.add_argument("--config", action="append", help="a config as JSON (repeatable)")
+    check.add_argument("--samples", type=int, default=4, help="random configs besides the default")
+    check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--inputs", help="MODULE:FN returning the kernel's argument tuple")
+    check.add_argument("--shape", help="comma-separated shape for example modules")
+    check.add_argument("--dtype", default="bfloat16")
+    check.add_argument("--timeout", type=float, default=300.0, help="seconds per compile batch")
+    check.add_argument("--strict", action="store_true", help="exit 1 if any config fails")
+    ns = parser.parse_args(argv)
+    try:
+        return cmd_check(ns)
+    except TilecraftError as exc:
+        print(f"tilecraft: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Static validation of a kernel's configs on real GPU targets, without a GPU (stage: targets).
+
+For each config and target: generate, cross-compile in a worker process, and report ok / error
+class, shared memory, registers, spills and whether it fits the target's limits. This is what
+``tilecraft check`` prints and what the autotuner uses to prune before running anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+from tilecraft.config.config import Config
+from tilecraft.errors import ConfigError
+from tilecraft.targets.crosscompile import CompileJob, CompileReport
+from tilecraft.targets.target import Target
+from tilecraft.targets.worker import run_compile_jobs
+
+
+@dataclasses.dataclass
+class CheckRow:
+    target: Target
+    config: Config
+    kernel_name: str
+    report: CompileReport | None
+    error: str = ""
+
+    @property
+    def status(self) -> str:
+        if self.report is None:
+            return f"rejected: {self.error}"
+        if not self.report.ok:
+            return self.report.error_class
+        return "ok" if not self.misfit else f"ok, does not fit: {self.misfit}"
+
+    @property
+    def misfit(self) -> str:
+        """Why a compiled kernel exceeds the target's limits ('' when it fits)."""
+        r = self.report
+        if r is None or not r.ok:
+            return ""
+        limits = self.target.limits
+        if r.shared_bytes is not None and r.shared_bytes > limits.max_shared_bytes:
+            return f"shared memory {r.shared_bytes} > {limits.max_shared_bytes}"
+        threads = (self.config.num_warps or 4) * self.target.warp_size
+        if r.registers is not None and r.registers * threads > limits.registers_per_sm:
+            return f"{r.registers} registers x {threads} threads > {limits.registers_per_sm}"
+        return ""
+
+
+def check_kernel(
+    kernel: Any,
+    args: tuple[Any, ...],
+    targets: list[Target],
+    configs_for: Any,
+    timeout_s: float = 300.0,
+) -> list[CheckRow]:
+    """Cross-compile ``configs_for(bound)`` (a list of Configs per target's BoundKernel)."""
+    rows: list[CheckRow] = []
+    jobs: list[CompileJob] = []
+    pending: list[CheckRow] = []
+    for target in targets:
+        bound = _bind_for(kernel, args, target)
+        for config in configs_for(bound):
+            try:
+                normalized, _, traced, kernels = bound.generate(config)
+            except ConfigError as exc:
+                rows.append(CheckRow(target, config, "-", None, exc.message))
+                continue
+            for loop, generated in zip(traced.loops, kernels, strict=True):
+                row = CheckRow(target, normalized, generated.kernel_name, None)
+                rows.append(row)
+                pending.append(row)
+                jobs.append(CompileJob.of(generated, loop, target))
+    for row, report in zip(pending, _compile_parallel(jobs, timeout_s), strict=True):
+        row.report = report
+    return rows
+
+
+def _bind_for(kernel: Any, args: tuple[Any, ...], target: Target) -> Any:
+    """A BoundKernel whose config space and code are for ``target``."""
+    from tilecraft.runtime.kernel import BoundKernel
+
+    bound = BoundKernel(kernel, kernel._bind_arguments(args, {}), target=target)
+    return bound
+
+
+def _compile_parallel(jobs: list[CompileJob], timeout_s: float) -> list[CompileReport]:
+    """Split the jobs over one worker process per core (each a batch with its own timeout)."""
+    import concurrent.futures
+
+    workers = max(1, min(os.cpu_count() or 1, len(jobs)))
+    batches = [jobs[i::workers] for i in range(workers)]
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        results = list(pool.map(lambda b: run_compile_jobs(b, timeout_s), batches))
+    out: list[CompileReport] = [None] * len(jobs)  # type: ignore[list-item]
+    for w, reports in enumerate(results):
+        for k, report in enumerate(reports):
+            out[w + k * workers] = report
+    return out
+
+
+def format_rows(rows: list[CheckRow]) -> str:
+    header = (
+        f"{'target':<14} {'kernel':<28} {'status':<34} {'smem':>7} {'regs':>5} {'spill':>5}  config"
+    )
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        r = row.report
+        smem = "" if r is None or r.shared_bytes is None else str(r.shared_bytes)
+        regs = "" if r is None or r.registers is None else str(r.registers)
+        spill = "" if r is None or r.spills is None else str(r.spills)
+        lines.append(
+            f"{row.target.key:<14} {row.kernel_name:<28} {row.status[:34]:<34} {smem:>7} {regs:>5} {spill:>5}  {row.config!r}"
+        )
+    return "\n".join(lines)
