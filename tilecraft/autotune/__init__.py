@@ -14,11 +14,12 @@ interface, in-process fallback), ``discover``, ``search``, ``cache``, ``repro``,
 ``env`` (environment variables).
 """
 
-from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError, classify
-from tilecraft.autotune.compare import DEFAULT_TOLERANCES, CompareResult, compare
-from tilecraft.autotune.discover import Discovery, discover, discover_default
+from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError
+from tilecraft.autotune.compare import DEFAULT_TOLERANCES, CompareResult
+from tilecraft.autotune.discover import Discovery, discover_default, run_discovery
 from tilecraft.autotune.search import EFFORTS, tune
 
+# (no function here shares a submodule's name: `tilecraft.autotune.compare` stays the module)
 __all__ = [
     "DEFAULT_TOLERANCES",
     "EFFORTS",
@@ -27,9 +28,7 @@ __all__ = [
     "CompareResult",
     "Discovery",
     "NoWorkingConfigError",
-    "classify",
-    "compare",
-    "discover",
     "discover_default",
+    "run_discovery",
     "tune",
 ]

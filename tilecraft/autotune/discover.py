@@ -101,11 +101,11 @@ def discover_default(
     **options: Any,
 ) -> Config:
     """The first candidate config that compiles, runs and matches the baseline on ``args``
-    (see :func:`discover` for the options). Raises only :class:`NoWorkingConfigError`."""
-    return discover(bound, args, kwargs, **options).config
+    (see :func:`run_discovery` for the options). Raises only :class:`NoWorkingConfigError`."""
+    return run_discovery(bound, args, kwargs, **options).config
 
 
-def discover(
+def run_discovery(
     bound: BoundKernel,
     args: Sequence[Any],
     kwargs: Mapping[str, Any] | None = None,

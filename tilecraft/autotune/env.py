@@ -9,6 +9,12 @@ import os
 from pathlib import Path
 
 FAULT_KINDS = ("hang", "hang_run", "crash", "compile_error", "fault", "wrong")
+WORKER_ENV = "TILECRAFT_AUTOTUNE_WORKER"  # set by the parent in its worker processes
+
+
+def in_worker() -> bool:
+    """Whether this process is an autotune worker (it must not start workers of its own)."""
+    return os.environ.get(WORKER_ENV) == "1"
 
 
 def autotune_log_path() -> Path | None:

@@ -147,7 +147,7 @@ def check_config(
             out = bound.run(program, *a, **kw)
             synchronize(bound.device_type)
         if fault == "wrong":
-            out = _perturb(out)
+            out = _perturb(out, a)
     except Exception as exc:  # classified, never raised: a bad config is skipped
         return failure(exc, phase, start)
     result: dict[str, Any] = {
@@ -225,9 +225,14 @@ def _inject(fault: str | None, phase: str) -> None:
         raise RuntimeError("CUDA error: an illegal memory access was encountered (injected)")
 
 
-def _perturb(out: Any) -> Any:
-    if isinstance(out, torch.Tensor):
+def _perturb(out: Any, args: tuple[Any, ...]) -> Any:
+    """Test-only wrong results: the first float output changes, else the first float argument."""
+    if isinstance(out, torch.Tensor) and out.is_floating_point():
         return out + 1
-    if isinstance(out, (tuple, list)) and out:
-        return type(out)([_perturb(out[0]), *out[1:]])
+    if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
+        return type(out)([out[0] + 1, *out[1:]])
+    for arg in args:
+        if isinstance(arg, torch.Tensor) and arg.is_floating_point():
+            arg.add_(1)
+            break
     return out

@@ -37,6 +37,7 @@ import torch
 from tilecraft.autotune.baseline import Baseline
 from tilecraft.autotune.classify import Attempt, classify, classify_exit, one_line
 from tilecraft.autotune.compare import Tolerances
+from tilecraft.autotune.env import WORKER_ENV
 from tilecraft.autotune.runner import (
     BenchIf,
     IsolationUnavailable,
@@ -52,18 +53,21 @@ STARTUP_TIMEOUT_S = 180.0
 
 
 def kernel_location(kernel: Kernel) -> dict[str, str]:
-    """Where a worker finds ``kernel``: module name, file and attribute; raises
-    IsolationUnavailable for kernels that are not module-level attributes."""
+    """Where a worker finds ``kernel``: module name, file and attribute name (found by identity,
+    so ``fast = tc.kernel(fn)`` works); raises IsolationUnavailable for kernels that are not
+    module-level attributes."""
     fn = kernel.fn
     if "<locals>" in getattr(fn, "__qualname__", ""):
         raise IsolationUnavailable(f"{kernel.__name__} is defined inside a function")
     module = sys.modules.get(fn.__module__)
-    if module is None or getattr(module, kernel.__name__, None) is not kernel:
+    names = [kernel.__name__] + sorted(vars(module)) if module is not None else []
+    attr = next((n for n in names if getattr(module, n, None) is kernel), None)
+    if attr is None:
         raise IsolationUnavailable(f"{kernel.__name__} is not an attribute of {fn.__module__}")
     file = inspect.getsourcefile(fn)
     if file is None:
         raise IsolationUnavailable(f"the source file of {kernel.__name__} is unknown")
-    return {"module": fn.__module__, "file": os.path.abspath(file), "attr": kernel.__name__}
+    return {"module": fn.__module__, "file": os.path.abspath(file), "attr": attr}
 
 
 class Worker:
@@ -85,6 +89,7 @@ class Worker:
         root = str(Path(__file__).resolve().parents[2])  # where `tilecraft` is importable from
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        env[WORKER_ENV] = "1"  # a module that tunes at import time does so in-process there
         with open(self.err_path, "ab") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tilecraft.autotune.child", str(self.jobdir)],

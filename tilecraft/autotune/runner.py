@@ -13,6 +13,7 @@ from typing import Any
 from tilecraft.autotune.baseline import Baseline
 from tilecraft.autotune.classify import Attempt, Category
 from tilecraft.autotune.compare import Tolerances
+from tilecraft.autotune.env import in_worker
 from tilecraft.autotune.evaluate import check_config, failure, time_config
 from tilecraft.config.config import Config
 from tilecraft.runtime.kernel import BoundKernel
@@ -208,7 +209,7 @@ def open_runner(
     def in_process() -> Runner:
         return InProcessRunner(bound, args, kwargs, baseline, tolerances=tolerances)
 
-    if not isolate:
+    if not isolate or in_worker():  # no workers of workers (a module tuning at import time)
         return in_process()
     from tilecraft.autotune.isolate import IsolatedRunner
 

@@ -27,7 +27,7 @@ def _tuple(value: Any) -> tuple[Any, ...]:
     return (value,)
 
 
-@dataclasses.dataclass(frozen=True, init=False)
+@dataclasses.dataclass(frozen=True, init=False, eq=False)
 class Config:
     block_sizes: tuple[int, ...] = ()
     reduction_loops: tuple[int | None, ...] = ()
@@ -104,6 +104,13 @@ class Config:
                 out[f.name] = _jsonable(value)
         out.update({k: _jsonable(v) for k, v in self.user})
         return out
+
+    def __eq__(self, other: object) -> bool:
+        """Configs are equal when they mean the same (an explicit all-default list == no list)."""
+        return isinstance(other, Config) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
 
     def key(self) -> str:
         """A stable hash of the config (for caches)."""

@@ -77,6 +77,7 @@ class ConfigSpec:
             target = Target("interpret")
         self.target = target
         self.space = StrategySpace(loops, target)
+        self._warned: set[str] = set()
         self.blocks: list[BlockSpec] = []
         self.reductions: list[ReductionSpec] = []
         self.values: list[ValueShape] = []
@@ -235,7 +236,7 @@ class ConfigSpec:
                 f"maxnreg={config.maxnreg} is not supported by the {self.target.backend} backend; dropping it"
             )
             fields.pop("maxnreg", None)
-        _report(repairs)
+        _report(repairs, self._warned)
         if len(config.block_sizes) != len(self.blocks):
             if config.block_sizes:
                 raise ConfigError(
@@ -309,8 +310,8 @@ def _extent_hint(sym: Sym) -> int:
     return 1 << 16
 
 
-def _report(repairs: list[str]) -> None:
-    """Repairs warn once each, or raise in strict mode (TILECRAFT_STRICT=1)."""
+def _report(repairs: list[str], _warned: set[str]) -> None:
+    """Repairs warn once each (per kernel specialization), or raise in strict mode."""
     from tilecraft import settings
 
     for message in repairs:
@@ -321,9 +322,6 @@ def _report(repairs: list[str]) -> None:
         if message not in _warned:
             _warned.add(message)
             warnings.warn(message, stacklevel=4)
-
-
-_warned: set[str] = set()
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
