@@ -114,4 +114,11 @@ def format_rows(rows: list[CheckRow]) -> str:
         lines.append(
             f"{row.target.key:<14} {row.kernel_name:<28} {row.status[:34]:<34} {smem:>7} {regs:>5} {spill:>5}  {row.config!r}"
         )
+        if len(row.status) > 34 or (r is not None and not r.ok):
+            reason = (
+                row.status
+                if r is None or r.ok
+                else f"{r.error_class}: {r.error.splitlines()[0][:300]}"
+            )
+            lines.append(f"{'':<14} -> {reason}")
     return "\n".join(lines)
