@@ -263,12 +263,19 @@ def test_normalize_clamps_oversize_blocks(bounds: dict[str, tc.BoundKernel]) -> 
     assert spec.normalize(tc.Config(block_sizes=[1024])).block_sizes == (64,)
 
 
-def test_normalize_rejects_tile_over_limit() -> None:
+def test_normalize_repairs_or_rejects_tile_over_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     x = torch.ones(32, 40920, dtype=torch.bfloat16)  # nothing runs; binding needs real tensors
     w = torch.ones(40920, dtype=torch.bfloat16)
     spec = rms_norm.bind((x, w)).config_spec
+    with pytest.warns(UserWarning, match="2097152 elements"):
+        repaired = spec.normalize(tc.Config(block_sizes=[32], reduction_loops=[None]))
+    assert spec.largest_value(repaired)[0] <= MAX_NUMEL  # seed 000's [32, 65536] tile is shrunk
+    assert spec.largest_value(repaired)[0] <= (repaired.num_warps or 4) * 32 * 1024
+    monkeypatch.setenv("TILECRAFT_STRICT", "1")
     with pytest.raises(ConfigError) as info:
-        spec.normalize(tc.Config(block_sizes=[32], reduction_loops=[None]))
+        rms_norm.bind((x, w)).config_spec.normalize(
+            tc.Config(block_sizes=[32], reduction_loops=[None])
+        )
     text = str(info.value)
     assert str(MAX_NUMEL) == "1048576" and "1048576" in text
     assert str(32 * 65536) in text  # the [32, 65536] tile
@@ -276,7 +283,7 @@ def test_normalize_rejects_tile_over_limit() -> None:
     assert "reduction_loops" in text  # the hint says how to fix it
     # a looped reduction or a smaller block is fine
     assert spec.normalize(tc.Config(block_sizes=[32], reduction_loops=[4096]))
-    assert spec.normalize(tc.Config(block_sizes=[8], reduction_loops=[None]))
+    assert spec.normalize(tc.Config(block_sizes=[2], reduction_loops=[None], num_warps=4))
 
 
 @pytest.mark.parametrize("blocks", [[32, 32], [32, 32, 32, 32]])

@@ -17,7 +17,7 @@ interface, in-process fallback), ``discover``, ``search``, ``cache``, ``repro``,
 from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError
 from tilecraft.autotune.compare import DEFAULT_TOLERANCES, CompareResult
 from tilecraft.autotune.discover import Discovery, discover_default, run_discovery
-from tilecraft.autotune.search import EFFORTS, tune
+from tilecraft.autotune.search import EFFORTS, select_config, tune
 
 # (no function here shares a submodule's name: `tilecraft.autotune.compare` stays the module)
 __all__ = [
@@ -30,5 +30,6 @@ __all__ = [
     "NoWorkingConfigError",
     "discover_default",
     "run_discovery",
+    "select_config",
     "tune",
 ]

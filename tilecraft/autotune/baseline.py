@@ -21,15 +21,7 @@ class Baseline:
     outputs: Any
     args_after: tuple[Any, ...]  # positional arguments after the run (clones: mutations visible)
     kwargs_after: dict[str, Any]
-    source: str  # "baseline=" or "ref mode"
-
-    def to_cpu(self) -> Baseline:
-        return Baseline(
-            _map(self.outputs, lambda t: t.cpu()),
-            tuple(_map(a, lambda t: t.cpu()) for a in self.args_after),
-            {k: _map(v, lambda t: t.cpu()) for k, v in self.kwargs_after.items()},
-            self.source,
-        )
+    source: str  # "the baseline= function", "ref mode" or "the working default config"
 
 
 def clone_tensor(t: torch.Tensor) -> torch.Tensor:
@@ -60,21 +52,9 @@ def compute_baseline(
     """Run the baseline on clones of the arguments (raises what the baseline raises)."""
     a, kw = clone_args(args, kwargs)
     fn = kernel.baseline
-    source = "baseline=" if fn is not None else "ref mode"
+    source = "the baseline= function" if fn is not None else "ref mode"
     with torch.no_grad():
         outputs = fn(*a, **kw) if fn is not None else kernel.run_ref(*a, **kw)
     if isinstance(outputs, torch.Tensor) and any(outputs is x for x in a):
         outputs = clone_tensor(outputs)  # an in-place kernel returning its argument
     return Baseline(outputs, a, kw, source)
-
-
-def _map(value: Any, fn: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return fn(value)
-    if isinstance(value, tuple):
-        return tuple(_map(v, fn) for v in value)
-    if isinstance(value, list):
-        return [_map(v, fn) for v in value]
-    if isinstance(value, dict):
-        return {k: _map(v, fn) for k, v in value.items()}
-    return value

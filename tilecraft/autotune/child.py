@@ -16,7 +16,9 @@ import importlib
 import importlib.util
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -54,7 +56,21 @@ def _send(proto: TextIO, message: dict[str, Any]) -> None:
     proto.flush()
 
 
+def _exit_with_parent() -> None:
+    """A daemon thread: when the parent dies (even by SIGKILL), kill this worker's process group
+    (a hung compile included) instead of running on as an orphan."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
+    _exit_with_parent()
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # prints of the kernel's module go to stderr, not into the protocol
     sys.stdout = sys.stderr
@@ -110,8 +126,9 @@ def main(argv: list[str]) -> int:
                 result = {"ok": True, "ms": ms, "elapsed_s": time.perf_counter() - start}
             except Exception as exc:
                 result = failure(exc, "run", start)
-        _send(proto, {"result": result})
-        if result.get("sticky") and bound.device_type != "cpu":
+        exiting = bool(result.get("sticky"))  # (also on CPU, so the path is tested there)
+        _send(proto, {"result": result, "exiting": exiting})
+        if exiting:
             return STICKY_EXIT  # the device context cannot be trusted any more
 
 

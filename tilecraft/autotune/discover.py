@@ -54,6 +54,12 @@ def baseline_or_none(
         return None
 
 
+def kernel_tolerances(bound: BoundKernel) -> Tolerances | None:
+    """Per-kernel tolerance overrides: ``@tc.kernel(autotune_tolerances={dtype: (rtol, atol)})``."""
+    value = bound.kernel.options.get("autotune_tolerances")
+    return dict(value) if value else None
+
+
 def cached_config(bound: BoundKernel, kind: str) -> Config | None:
     """A cached config that still normalizes (a stale one is dropped)."""
     if force_autotune():
@@ -132,7 +138,8 @@ def run_discovery(
         hit = cached_config(bound, "default")
         if hit is not None:
             return Discovery(hit, [], cached=True)
-    reporter = reporter or Reporter(name, verbose=False)
+    reporter = reporter or Reporter(name)  # no bar; lines only when something failed
+    tolerances = tolerances if tolerances is not None else kernel_tolerances(bound)
     reporter.stage = "discover"
     warp_size = bound.target.warp_size
     configs, rejected = candidates(

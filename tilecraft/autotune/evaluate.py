@@ -174,7 +174,7 @@ def check_config(
             result.update(
                 ok=False,
                 category=Category.WRONG_RESULT.value,
-                reason=f"differs from the {baseline.source} baseline: {cmp.summary()}"[:400],
+                reason=f"differs from {baseline.source}: {cmp.summary()}"[:400],
             )
     return result
 

@@ -84,6 +84,7 @@ class Worker:
         self.cancelled = False
         self.phase = "startup"
         self.err_path = jobdir / f"worker{index}.err"
+        self.err_mark = 0  # stderr offset at the start of the current request
 
     def start(self) -> None:
         root = str(Path(__file__).resolve().parents[2])  # where `tilecraft` is importable from
@@ -130,6 +131,8 @@ class Worker:
 
     def request(self, op: str, config: Config, timeout_s: float, **extra: Any) -> dict[str, Any]:
         """Send one request; a timeout kills the worker's process group."""
+        if self.cancelled:  # killed by a cancel after its last request: wait for it to go
+            self._reap()
         self.busy, self.cancelled = True, False
         try:
             try:
@@ -140,6 +143,7 @@ class Worker:
                 raise
             assert self.proc is not None and self.proc.stdin is not None
             self.phase = "compile" if op == "check" else "run"
+            self.err_mark = self._err_size()
             start = time.monotonic()
             deadline = start + timeout_s
             try:
@@ -153,6 +157,9 @@ class Worker:
                 if isinstance(message, dict) and "phase" in message:
                     self.phase = message["phase"]
                 elif isinstance(message, dict) and "result" in message:
+                    if message.get("exiting"):  # after a sticky device error: gone for good
+                        with contextlib.suppress(subprocess.TimeoutExpired):
+                            self._reap(timeout=30)
                     return dict(message["result"])
                 elif message == "timeout":
                     self.kill()
@@ -179,9 +186,22 @@ class Worker:
         finally:
             self.busy = False
 
-    def _reap(self) -> int:
+    def _reap(self, timeout: float | None = None) -> int:
         proc, self.proc, self.ready = self.proc, None, False
-        return proc.wait() if proc is not None else 0
+        if proc is None:
+            return 0
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            return proc.wait()
+
+    def _err_size(self) -> int:
+        try:
+            return self.err_path.stat().st_size
+        except OSError:
+            return 0
 
     def kill(self, cancelled: bool = False) -> None:
         self.cancelled = cancelled
@@ -206,8 +226,9 @@ class Worker:
         self.kill()
 
     def stderr_tail(self, limit: int = 4000) -> str:
+        """The end of what the worker wrote to stderr since the current request began."""
         try:
-            data = self.err_path.read_bytes()[-limit:]
+            data = self.err_path.read_bytes()[self.err_mark :][-limit:]
         except OSError:
             return ""
         return data.decode(errors="replace")

@@ -132,7 +132,7 @@ class Reporter:
                     f"{time.time():.3f}",
                     self.kernel,
                     self.stage,
-                    self.generation,
+                    self.generation + 1 if self.stage == "search" else 0,
                     "ok" if attempt.ok else str(attempt.category),
                     "" if attempt.ms is None else f"{attempt.ms:.6g}",
                     f"{attempt.elapsed_s:.3f}",

@@ -76,9 +76,7 @@ def make_args():
     args = [
 {args}
     ]
-    kwargs = {{
-{kwargs}
-    }}
+    kwargs = {{{kwargs}}}
     return args, kwargs
 
 
@@ -172,7 +170,8 @@ def write_repro(
         local_note=local_note,
         configs=configs,
         args="\n".join(f"        {_value_expr(a)}," for a in args),
-        kwargs="\n".join(f"        {k!r}: {_value_expr(v)}," for k, v in kwargs.items()),
+        kwargs="".join(f"\n        {k!r}: {_value_expr(v)}," for k, v in kwargs.items())
+        + ("\n    " if kwargs else ""),
     )
     path.write_text(text)
     return path

@@ -31,6 +31,7 @@ from tilecraft.autotune.discover import (
     cached_config,
     default_workers,
     discover_default,
+    kernel_tolerances,
 )
 from tilecraft.autotune.progress import Reporter
 from tilecraft.autotune.runner import Runner, open_runner
@@ -193,7 +194,9 @@ def tune(
 ) -> Config:
     """The fastest working config found within ``budget_s`` (``effort``: none | quick | full).
 
-    ``effort='none'`` is :func:`discover_default`. Raises only ``NoWorkingConfigError``.
+    ``effort='none'`` is :func:`discover_default`. ``budget_s`` defaults to the kernel's
+    ``autotune_budget_s`` option, else the effort's budget; ``tolerances`` to its
+    ``autotune_tolerances`` option. Raises only ``NoWorkingConfigError``.
     """
     kwargs = dict(kwargs or {})
     name = bound.kernel.__name__
@@ -209,7 +212,10 @@ def tune(
         if hit is not None:
             return hit
     plan = EFFORTS[effort]
-    budget = plan.budget_s if budget_s is None else budget_s
+    if budget_s is None:
+        budget_s = bound.kernel.options.get("autotune_budget_s")
+    budget = plan.budget_s if budget_s is None else float(budget_s)
+    tolerances = tolerances if tolerances is not None else kernel_tolerances(bound)
     reporter = Reporter(name, budget_s=budget, stream=stream, verbose=verbose)
     n_workers = workers or default_workers(1 << 10, cap=8)
     baseline = baseline_or_none(bound, args, kwargs)
@@ -247,6 +253,24 @@ def tune(
     return config
 
 
+def select_config(
+    bound: BoundKernel, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None
+) -> Config:
+    """The config for a specialization's first call when its kernel has none: the runtime's
+    entry point. ``autotune_effort`` (none | quick | full) and ``autotune_budget_s`` come from the
+    kernel's options. Workers isolate GPU compiles and runs; Triton's CPU interpreter has no
+    compiler to hang, so interpreter runs stay in-process (no worker start-up per kernel)."""
+    effort = bound.kernel.autotune_effort
+    return tune(
+        bound,
+        args,
+        kwargs,
+        effort=effort,
+        isolate=bound.target.backend != "interpret",
+        verbose=effort != "none",
+    )
+
+
 def _baseline_from(
     bound: BoundKernel, config: Config, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> Baseline | None:
@@ -256,4 +280,4 @@ def _baseline_from(
         outputs = bound.run(bound.compile_config(config), *a, **kw)
     except Exception:
         return None
-    return Baseline(outputs, a, kw, "working default config")
+    return Baseline(outputs, a, kw, "the working default config")

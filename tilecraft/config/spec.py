@@ -20,7 +20,8 @@ from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
-RANDOM_ELEMS_PER_THREAD = 256  # random configs stay under this many elements per thread per tile
+RANDOM_ELEMS_PER_THREAD = 256
+HARD_ELEMS_PER_THREAD = 1024  # explicit configs above this are shrunk (compiles take minutes)  # random configs stay under this many elements per thread per tile
 
 
 def next_pow2(n: int) -> int:
@@ -263,15 +264,36 @@ class ConfigSpec:
             if value not in choices:
                 raise ConfigError(f"tunable {name}={value!r} is not one of {list(choices)}")
             fields[name] = value
-        out = Config(**fields)
-        largest, value = self.largest_value(out)
+        return self._fit_tiles(Config(**fields))
+
+    def _fit_tiles(self, config: Config) -> Config:
+        """Tiles over Triton's 2^20-element limit fail to compile, and tiles of many thousand
+        elements per thread make its compiler run for many minutes (seed 000): shrink the blocks
+        (and add warps) until they fit, with one warning, or reject in strict mode."""
+        largest, value = self.largest_value(config)
+        warps = config.num_warps or 4
+        if largest <= MAX_NUMEL and largest <= warps * 32 * HARD_ELEMS_PER_THREAD:
+            return config
+        where = f" (the value at {value.loc.short})" if value and value.loc else ""
+        problem = f"a tile of {largest} elements{where}"
+        fitted = self._shrink_to(config, min(MAX_NUMEL, warps * 32 * HARD_ELEMS_PER_THREAD))
+        largest, _ = self.largest_value(fitted)
+        while largest > warps * 32 * HARD_ELEMS_PER_THREAD and warps < 32:
+            warps *= 2
+        fitted = fitted.replace(num_warps=warps)
         if largest > MAX_NUMEL:
-            where = f" (the value at {value.loc.short})" if value and value.loc else ""
             raise ConfigError(
-                f"a tile of {largest} elements{where} exceeds Triton's limit of {MAX_NUMEL}",
-                hint="use smaller block_sizes or a looped reduction (reduction_loops=[...])",
+                f"{problem} exceeds Triton's limit of {MAX_NUMEL} even with the smallest blocks",
+                hint="use a looped reduction (reduction_loops=[...]) if the kernel allows it",
             )
-        return out
+        _report(
+            [
+                f"{problem} is over Triton's limit of {MAX_NUMEL} elements or too large to compile "
+                f"quickly (use smaller block_sizes or reduction_loops); using {fitted!r}"
+            ],
+            self._warned,
+        )
+        return fitted
 
     def _normalize_reductions(self, config: Config) -> list[int | None]:
         given = list(config.reduction_loops)
@@ -317,7 +339,7 @@ def _report(repairs: list[str], _warned: set[str]) -> None:
     for message in repairs:
         if settings.strict():
             raise ConfigError(
-                message.split("; ")[0], hint="remove it from the config (strict mode)"
+                message.rsplit("; ", 1)[0], hint="fix the config (strict mode rejects repairs)"
             )
         if message not in _warned:
             _warned.add(message)
