@@ -270,7 +270,7 @@ def test_normalize_repairs_or_rejects_tile_over_limit(monkeypatch: pytest.Monkey
     with pytest.warns(UserWarning, match="2097152 elements"):
         repaired = spec.normalize(tc.Config(block_sizes=[32], reduction_loops=[None]))
     assert spec.largest_value(repaired)[0] <= MAX_NUMEL  # seed 000's [32, 65536] tile is shrunk
-    assert spec.largest_value(repaired)[0] <= (repaired.num_warps or 4) * 32 * 1024
+    assert spec.largest_value(repaired)[0] <= (repaired.num_warps or 4) * 32 * 512
     monkeypatch.setenv("TILECRAFT_STRICT", "1")
     with pytest.raises(ConfigError) as info:
         rms_norm.bind((x, w)).config_spec.normalize(

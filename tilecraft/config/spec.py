@@ -21,7 +21,7 @@ from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
 RANDOM_ELEMS_PER_THREAD = 256
-HARD_ELEMS_PER_THREAD = 1024  # explicit configs above this are shrunk (compiles take minutes)  # random configs stay under this many elements per thread per tile
+HARD_ELEMS_PER_THREAD = 512  # explicit configs above this are shrunk (compiles take minutes)  # random configs stay under this many elements per thread per tile
 
 
 def next_pow2(n: int) -> int:
@@ -276,6 +276,8 @@ class ConfigSpec:
             return config
         where = f" (the value at {value.loc.short})" if value and value.loc else ""
         problem = f"a tile of {largest} elements{where}"
+        while largest > warps * 32 * HARD_ELEMS_PER_THREAD and warps < 16:
+            warps *= 2  # more threads first: it does not change what the kernel computes
         fitted = self._shrink_to(config, min(MAX_NUMEL, warps * 32 * HARD_ELEMS_PER_THREAD))
         largest, _ = self.largest_value(fitted)
         while largest > warps * 32 * HARD_ELEMS_PER_THREAD and warps < 32:
