@@ -283,7 +283,7 @@ def test_normalize_repairs_or_rejects_tile_over_limit(monkeypatch: pytest.Monkey
     assert "reduction_loops" in text  # the hint says how to fix it
     # a looped reduction or a smaller block is fine
     assert spec.normalize(tc.Config(block_sizes=[32], reduction_loops=[4096]))
-    assert spec.normalize(tc.Config(block_sizes=[2], reduction_loops=[None], num_warps=4))
+    assert spec.normalize(tc.Config(block_sizes=[1], reduction_loops=[None], num_warps=4))
 
 
 @pytest.mark.parametrize("blocks", [[32, 32], [32, 32, 32, 32]])
