@@ -172,3 +172,33 @@ def test_launch_overhead_gpu() -> None:
     cpu_us = (time.perf_counter() - start) / n * 1e6
     torch.cuda.synchronize()
     print(f"launch overhead: {cpu_us:.1f} us per call (CPU side, tiny kernel)")
+
+
+@pytest.mark.parametrize("maxnreg", [128, 64])
+def test_seed_003_config_with_maxnreg_gpu(maxnreg: int) -> None:
+    """Seed 003's shape of code (persistent pid, tensor descriptors, rolled reduction, range
+    knobs) with maxnreg: correct, and the compiled kernel's registers respect maxnreg."""
+    x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    ref = (
+        x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5) * w.float()
+    ).bfloat16()
+    config = tc.Config(
+        block_sizes=[4],
+        reduction_loops=[512],
+        pid_type="persistent_interleaved",
+        indexing="tensor_descriptor",
+        range_unroll_factors=[2],
+        range_multi_buffers=[False],
+        range_flattens=[True],
+        maxnreg=maxnreg,
+        num_warps=4,
+    )
+    bound = rms_norm.bind((x, w))
+    program = bound.compile_config(config)
+    assert "maxnreg" in program.source and "make_tensor_descriptor" in program.source
+    err = _err(bound.run(program, x, w), ref)
+    stats = program.compiled_stats()
+    print(f"seed-003 config maxnreg={maxnreg}: max error {err}, compiled {stats}")
+    assert err < 0.07
+    assert stats and all(s["n_regs"] <= maxnreg for s in stats)

@@ -231,6 +231,24 @@ class CompiledProgram:
     traced: TracedKernel
     kernels: list[GeneratedKernel]
     host_fn: Callable[..., Any]
+    module: Any = None
+
+    def compiled_stats(self) -> list[dict[str, Any]]:
+        """Registers and spills of each kernel Triton compiled for this program (after a run)."""
+        stats = []
+        for generated in self.kernels:
+            fn = getattr(self.module, generated.kernel_name, None)
+            for caches in getattr(fn, "device_caches", {}).values():
+                for compiled in caches[0].values():
+                    compiled._init_handles()
+                    stats.append(
+                        {
+                            "kernel": generated.kernel_name,
+                            "n_regs": compiled.n_regs,
+                            "n_spills": compiled.n_spills,
+                        }
+                    )
+        return stats
 
     @property
     def source(self) -> str:
@@ -345,7 +363,7 @@ class BoundKernel:
         host_fn = build_function(
             self.kernel.source, launch_tree(self.kernel.source), {LAUNCH: launch}
         )
-        program = CompiledProgram(normalized, traced, kernels, host_fn)
+        program = CompiledProgram(normalized, traced, kernels, host_fn, module)
         self._programs[config.key()] = program
         return program
 
