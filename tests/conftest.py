@@ -19,7 +19,10 @@ def _has_cuda() -> bool:
 HAS_CUDA = _has_cuda()
 if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
-os.environ.setdefault("TILECRAFT_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".pytest_cache", "tilecraft"))
+os.environ.setdefault(
+    "TILECRAFT_CACHE_DIR",
+    os.path.join(os.path.dirname(__file__), "..", ".pytest_cache", "tilecraft"),
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

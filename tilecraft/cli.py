@@ -1,5 +1,7 @@
 """The ``tilecraft`` command line.
 
+``tilecraft cache ls|clear [KERNEL]`` lists or removes the autotuner's cached configs.
+
 ``tilecraft check MODULE:KERNEL --target cuda:90 --target hip:gfx942 [--config JSON | --samples N]``
 cross-compiles a kernel's configs for real GPU targets on any machine and prints, per config:
 ok / error class, shared memory, registers, spills and whether it fits the target.
@@ -81,6 +83,19 @@ def cmd_check(ns: argparse.Namespace) -> int:
     return 1 if failed and ns.strict else 0
 
 
+def cmd_cache(ns: argparse.Namespace) -> int:
+    from tilecraft.autotune import cache
+
+    if ns.action == "ls":
+        entries = cache.ls(ns.kernel)
+        for entry in entries:
+            print(entry.describe())
+        print(f"{len(entries)} cached config(s) under {cache.cache_root()}")
+    else:
+        print(f"removed {cache.clear(ns.kernel)} cached config(s)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tilecraft", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -95,9 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--dtype", default="bfloat16")
     check.add_argument("--timeout", type=float, default=300.0, help="seconds per compile batch")
     check.add_argument("--strict", action="store_true", help="exit 1 if any config fails")
+    cache = sub.add_parser("cache", help="list or clear the autotuner's cached configs")
+    cache.add_argument("action", choices=["ls", "clear"])
+    cache.add_argument("kernel", nargs="?", help="only this kernel's entries")
     ns = parser.parse_args(argv)
     try:
-        return cmd_check(ns)
+        return cmd_cache(ns) if ns.command == "cache" else cmd_check(ns)
     except TilecraftError as exc:
         print(f"tilecraft: {exc}", file=sys.stderr)
         return 2

@@ -27,6 +27,8 @@ class Baseline:
 def clone_tensor(t: torch.Tensor) -> torch.Tensor:
     """A copy with the same shape, strides, dtype and device (strides matter: a kernel is
     specialized to them)."""
+    if any(s == 0 for s, n in zip(t.stride(), t.shape, strict=True) if n > 1):
+        return t  # an expanded (broadcast) view: elements share memory, so no kernel writes it
     out = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
     with torch.no_grad():
         out.copy_(t.detach())

@@ -45,6 +45,12 @@ def static_check(
     return None
 
 
+def quiet_normalize(spec: ConfigSpec, config: Config) -> Config:
+    """``spec.normalize`` without its repair warnings (the tuner's own configs, not the user's;
+    strict mode still turns repairs into ConfigErrors)."""
+    return spec.normalize(config, warn=False)
+
+
 def check(
     spec: ConfigSpec,
     config: Config,
@@ -53,7 +59,7 @@ def check(
 ) -> tuple[Config | None, Attempt | None]:
     """Normalize and statically check ``config``: ``(normalized, None)`` or ``(None, why)``."""
     try:
-        normalized = spec.normalize(config)
+        normalized = quiet_normalize(spec, config)
     except ConfigError as exc:
         category, _ = classify(exc.message, "static")
         if category is Category.COMPILE_ERROR:
@@ -78,7 +84,11 @@ def candidates(
     rejected: list[Attempt] = []
     seen_raw: set[str] = set()
     seen: set[str] = set()
-    raw = [*first, *_safer_variants(spec, spec.default(), warp_size)]
+    default = spec.default()
+    if check(spec, default, warp_size)[0] is None:  # a broken heuristic: start from small tiles
+        raw = [*first, default, *_safer_variants(spec, smallest(spec), warp_size)]
+    else:
+        raw = [*first, *_safer_variants(spec, default, warp_size)]
     for config in raw:
         if config.key() in seen_raw:
             continue
@@ -109,6 +119,16 @@ def _safer_variants(spec: ConfigSpec, base: Config, warp_size: int) -> Iterator[
             break
         current = smaller
         yield fit_warps(spec, current.replace(num_stages=1), warp_size)
+
+
+def smallest(spec: ConfigSpec) -> Config:
+    """A config with the smallest blocks and whole reductions (a base when the default fails)."""
+    return Config(
+        block_sizes=[b.lo for b in spec.blocks],
+        reduction_loops=[None] * len(spec.reductions),
+        num_warps=4,
+        num_stages=1,
+    )
 
 
 def fit_warps(spec: ConfigSpec, config: Config, warp_size: int = 32) -> Config:

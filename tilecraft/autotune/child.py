@@ -77,9 +77,9 @@ def main(argv: list[str]) -> int:
     import torch
 
     from tilecraft.autotune.baseline import Baseline
-    from tilecraft.autotune.env import test_faults
     from tilecraft.autotune.evaluate import check_config, error_text, failure, time_config
     from tilecraft.config.config import Config
+    from tilecraft.settings import test_faults
 
     jobdir = Path(argv[1])
     try:
@@ -133,11 +133,13 @@ def main(argv: list[str]) -> int:
 
 
 def _fault_for(faults: dict[str, str], bound: Any, config: Any) -> str | None:
+    from tilecraft.autotune.candidates import quiet_normalize
+
     if not faults:
         return None
     keys = [config.key(), "*"]
     with contextlib.suppress(Exception):
-        keys.insert(1, bound.config_spec.normalize(config).key())
+        keys.insert(1, quiet_normalize(bound.config_spec, config).key())
     return next((faults[k] for k in keys if k in faults), None)
 
 

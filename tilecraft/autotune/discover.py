@@ -14,12 +14,13 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import torch
+
 from tilecraft.autotune import cache
 from tilecraft.autotune.baseline import Baseline, compute_baseline
-from tilecraft.autotune.candidates import candidates
+from tilecraft.autotune.candidates import candidates, quiet_normalize
 from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError
-from tilecraft.autotune.compare import Tolerances
-from tilecraft.autotune.env import force_autotune
+from tilecraft.autotune.compare import Tolerances, tolerance_for
 from tilecraft.autotune.evaluate import error_text
 from tilecraft.autotune.progress import Reporter
 from tilecraft.autotune.repro import write_repro
@@ -27,6 +28,7 @@ from tilecraft.autotune.runner import Runner, open_runner
 from tilecraft.config.config import Config
 from tilecraft.errors import ConfigError
 from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.settings import force_autotune
 
 DEFAULT_TIMEOUT_S = 60.0
 MAX_UNKNOWN_REPROS = 2
@@ -54,10 +56,24 @@ def baseline_or_none(
         return None
 
 
-def kernel_tolerances(bound: BoundKernel) -> Tolerances | None:
-    """Per-kernel tolerance overrides: ``@tc.kernel(autotune_tolerances={dtype: (rtol, atol)})``."""
+def kernel_tolerances(bound: BoundKernel, args: Sequence[Any] = ()) -> Tolerances | None:
+    """Per-kernel tolerance overrides: ``@tc.kernel(autotune_tolerances={dtype: (rtol, atol)})``.
+
+    Without them, fp32 outputs of a kernel with half-precision inputs get the half-precision
+    tolerance: intermediate roundings to bf16/fp16 legitimately differ from the reference by an
+    ulp (Triton's interpreter even truncates where torch rounds to nearest)."""
     value = bound.kernel.options.get("autotune_tolerances")
-    return dict(value) if value else None
+    if value:
+        return dict(value)
+    halves = [
+        a.dtype
+        for a in args
+        if isinstance(a, torch.Tensor) and a.dtype in (torch.bfloat16, torch.float16)
+    ]
+    if halves:
+        loosest = torch.bfloat16 if torch.bfloat16 in halves else torch.float16
+        return {torch.float32: tolerance_for(loosest)}
+    return None
 
 
 def cached_config(bound: BoundKernel, kind: str) -> Config | None:
@@ -68,7 +84,7 @@ def cached_config(bound: BoundKernel, kind: str) -> Config | None:
     if config is None:
         return None
     try:
-        return bound.config_spec.normalize(config)
+        return quiet_normalize(bound.config_spec, config)
     except ConfigError:
         cache.remove(bound, kind)
         return None
@@ -139,7 +155,7 @@ def run_discovery(
         if hit is not None:
             return Discovery(hit, [], cached=True)
     reporter = reporter or Reporter(name)  # no bar; lines only when something failed
-    tolerances = tolerances if tolerances is not None else kernel_tolerances(bound)
+    tolerances = tolerances if tolerances is not None else kernel_tolerances(bound, args)
     reporter.stage = "discover"
     warp_size = bound.target.warp_size
     configs, rejected = candidates(
@@ -193,6 +209,6 @@ def run_discovery(
 
 def _default_key(bound: BoundKernel) -> str | None:
     try:
-        return bound.config_spec.normalize(bound.config_spec.default()).key()
+        return quiet_normalize(bound.config_spec, bound.config_spec.default()).key()
     except ConfigError:
         return None

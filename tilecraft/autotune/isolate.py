@@ -37,7 +37,6 @@ import torch
 from tilecraft.autotune.baseline import Baseline
 from tilecraft.autotune.classify import Attempt, classify, classify_exit, one_line
 from tilecraft.autotune.compare import Tolerances
-from tilecraft.autotune.env import WORKER_ENV
 from tilecraft.autotune.runner import (
     BenchIf,
     IsolationUnavailable,
@@ -48,6 +47,7 @@ from tilecraft.autotune.runner import (
 )
 from tilecraft.config.config import Config
 from tilecraft.runtime.kernel import BoundKernel, Kernel
+from tilecraft.settings import WORKER_ENV
 
 STARTUP_TIMEOUT_S = 180.0
 

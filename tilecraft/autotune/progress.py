@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from tilecraft.autotune.classify import Attempt
-from tilecraft.autotune.env import autotune_log_path
 from tilecraft.config.config import Config
+from tilecraft.settings import autotune_log_path
 
 CSV_FIELDS = (
     "time",

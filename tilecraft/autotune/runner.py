@@ -13,10 +13,10 @@ from typing import Any
 from tilecraft.autotune.baseline import Baseline
 from tilecraft.autotune.classify import Attempt, Category
 from tilecraft.autotune.compare import Tolerances
-from tilecraft.autotune.env import in_worker
 from tilecraft.autotune.evaluate import check_config, failure, time_config
 from tilecraft.config.config import Config
 from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.settings import in_worker
 
 OnResult = Callable[[Attempt], None]
 

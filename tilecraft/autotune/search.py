@@ -215,7 +215,7 @@ def tune(
     if budget_s is None:
         budget_s = bound.kernel.options.get("autotune_budget_s")
     budget = plan.budget_s if budget_s is None else float(budget_s)
-    tolerances = tolerances if tolerances is not None else kernel_tolerances(bound)
+    tolerances = tolerances if tolerances is not None else kernel_tolerances(bound, args)
     reporter = Reporter(name, budget_s=budget, stream=stream, verbose=verbose)
     n_workers = workers or default_workers(1 << 10, cap=8)
     baseline = baseline_or_none(bound, args, kwargs)

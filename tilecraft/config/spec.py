@@ -222,7 +222,7 @@ class ConfigSpec:
     def maxnreg_ok(self) -> bool:
         return "maxnreg" in self.target.capabilities.launch_options
 
-    def normalize(self, config: Config) -> Config:
+    def normalize(self, config: Config, warn: bool = True) -> Config:
         """Check ``config`` against this kernel; return it repaired or raise ConfigError.
 
         Fields the target cannot honor (``maxnreg`` on HIP/XPU, tensor descriptors before sm_90)
@@ -237,7 +237,7 @@ class ConfigSpec:
                 f"maxnreg={config.maxnreg} is not supported by the {self.target.backend} backend; dropping it"
             )
             fields.pop("maxnreg", None)
-        _report(repairs, self._warned)
+        _report(repairs, self._warned if warn else None)
         if len(config.block_sizes) != len(self.blocks):
             if config.block_sizes:
                 raise ConfigError(
@@ -264,9 +264,9 @@ class ConfigSpec:
             if value not in choices:
                 raise ConfigError(f"tunable {name}={value!r} is not one of {list(choices)}")
             fields[name] = value
-        return self._fit_tiles(Config(**fields))
+        return self._fit_tiles(Config(**fields), warn)
 
-    def _fit_tiles(self, config: Config) -> Config:
+    def _fit_tiles(self, config: Config, warn: bool = True) -> Config:
         """Tiles over Triton's 2^20-element limit fail to compile, and tiles of many thousand
         elements per thread make its compiler run for many minutes (seed 000): shrink the blocks
         (and add warps) until they fit, with one warning, or reject in strict mode."""
@@ -293,7 +293,7 @@ class ConfigSpec:
                 f"{problem} is over Triton's limit of {MAX_NUMEL} elements or too large to compile "
                 f"quickly (use smaller block_sizes or reduction_loops); using {fitted!r}"
             ],
-            self._warned,
+            self._warned if warn else None,
         )
         return fitted
 
@@ -334,8 +334,9 @@ def _extent_hint(sym: Sym) -> int:
     return 1 << 16
 
 
-def _report(repairs: list[str], _warned: set[str]) -> None:
-    """Repairs warn once each (per kernel specialization), or raise in strict mode."""
+def _report(repairs: list[str], _warned: set[str] | None) -> None:
+    """Repairs warn once each (per kernel specialization; ``None``: silently), or raise in
+    strict mode."""
     from tilecraft import settings
 
     for message in repairs:
@@ -343,7 +344,7 @@ def _report(repairs: list[str], _warned: set[str]) -> None:
             raise ConfigError(
                 message.rsplit("; ", 1)[0], hint="fix the config (strict mode rejects repairs)"
             )
-        if message not in _warned:
+        if _warned is not None and message not in _warned:
             _warned.add(message)
             warnings.warn(message, stacklevel=4)
 

@@ -14,6 +14,12 @@ from tilecraft.language import _context
 from tilecraft.language.loops import RefTile
 
 
+def _ref_device() -> Any:
+    """In ref mode, new tiles go to the device of the kernel's tensors."""
+    host = _context.host()
+    return getattr(host, "device", None)
+
+
 def _ref_size(d: Any) -> int:
     if isinstance(d, RefTile):
         return d.end - d.begin
@@ -36,7 +42,9 @@ def full(shape: Any, value: Any, dtype: torch.dtype = torch.float32, device: Any
     if tracer is not None:
         return tracer.call("full", shape, value, dtype)
     shape = shape if isinstance(shape, (list, tuple)) else [shape]
-    return torch.full([_ref_size(d) for d in shape], value, dtype=dtype, device=device)
+    return torch.full(
+        [_ref_size(d) for d in shape], value, dtype=dtype, device=device or _ref_device()
+    )
 
 
 def arange(*args: Any, dtype: torch.dtype = torch.int32, device: Any = None) -> Any:
@@ -44,7 +52,7 @@ def arange(*args: Any, dtype: torch.dtype = torch.int32, device: Any = None) -> 
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("arange", *args, dtype=dtype)
-    return torch.arange(*[int(a) for a in args], dtype=dtype, device=device)
+    return torch.arange(*[int(a) for a in args], dtype=dtype, device=device or _ref_device())
 
 
 def dot(a: Any, b: Any, acc: Any = None, out_dtype: torch.dtype | None = None) -> Any:

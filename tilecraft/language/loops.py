@@ -55,7 +55,8 @@ class RefTile:
 
     @property
     def index(self) -> torch.Tensor:
-        return torch.arange(self.begin, self.end)
+        host = _context.host()
+        return torch.arange(self.begin, self.end, device=getattr(host, "device", None))
 
     def as_index(self) -> slice | int:
         return self.begin if self.is_grid else slice(self.begin, self.end)

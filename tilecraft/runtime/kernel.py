@@ -18,7 +18,7 @@ from tilecraft import settings
 from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.config import Config
 from tilecraft.config.spec import ConfigSpec, next_pow2
-from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.errors import ArgumentError, ConfigError, TilecraftError
 from tilecraft.frontend.source import (
     LAUNCH,
     KernelSource,
@@ -87,8 +87,22 @@ class Kernel:
         static_shapes: bool = True,
         baseline: Callable[..., Any] | None = None,
         autotune_effort: str = "none",
+        autotune_budget_s: float | None = None,
+        autotune_tolerances: dict[Any, tuple[float, float]] | None = None,
         **options: Any,
     ):
+        """``config``: use this config (no autotuning). ``autotune_effort``: ``none`` (discover a
+        working config), ``quick`` or ``full`` (also search, within ``autotune_budget_s``).
+        ``autotune_tolerances``: per-dtype (rtol, atol) for the accuracy check against ``baseline``
+        (default: the kernel run eagerly in ref mode)."""
+        if autotune_effort not in ("none", "quick", "full"):
+            raise ConfigError(
+                f"autotune_effort={autotune_effort!r}: expected 'none', 'quick' or 'full'"
+            )
+        if autotune_budget_s is not None:
+            options["autotune_budget_s"] = autotune_budget_s
+        if autotune_tolerances is not None:
+            options["autotune_tolerances"] = autotune_tolerances
         self.fn = fn
         self.config = config
         self.configs = list(configs or [])
@@ -177,7 +191,7 @@ class Kernel:
         for bound in candidates:
             try:
                 # the key matched: the arguments fit this specialization, no need to re-check
-                return bound.run(bound.default_program(), *args, **kwargs)
+                return bound.run(bound.default_program(args, kwargs), *args, **kwargs)
             except _Respecialize:
                 continue  # tc.specialize saw another value: try (or trace) another variant
         fresh = BoundKernel(self, self._bind_arguments(args, kwargs))
@@ -367,9 +381,19 @@ class BoundKernel:
         self._programs[config.key()] = program
         return program
 
-    def default_program(self) -> CompiledProgram:
+    def default_program(
+        self, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> CompiledProgram:
+        """The program a plain call runs: the kernel's ``config=``, else a config the autotuner
+        discovers (and, with ``autotune_effort`` quick/full, tunes) on these arguments — cached on
+        disk — else, with no arguments to try, the heuristic default."""
         if self._default is None:
-            self._default = self.compile_config(self.kernel.config or self.spec.default())
+            config = self.kernel.config
+            if config is None and (args or kwargs):
+                from tilecraft.autotune import select_config  # lazy: autotune imports this module
+
+                config = select_config(self, args, kwargs or {})
+            self._default = self.compile_config(config or self.spec.default())
         return self._default
 
     # -- run ------------------------------------------------------------------------------
@@ -393,7 +417,7 @@ class BoundKernel:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.check_args(args, kwargs)
-        return self.run(self.default_program(), *args, **kwargs)
+        return self.run(self.default_program(args, kwargs), *args, **kwargs)
 
 
 def kernel(fn: Callable[..., Any] | None = None, **options: Any) -> Any:

@@ -34,8 +34,9 @@ def ref_set(obj: Any, index: Any, value: Any) -> None:
 class RefHost:
     mode = "ref"
 
-    def __init__(self) -> None:
+    def __init__(self, device: Any = None) -> None:
         self.slots = 0
+        self.device = device  # where tc.zeros/tc.full/tile.index tensors are made
 
     def block_size(self, lo: int, hi: int | None) -> int:
         self.slots += 1
@@ -52,7 +53,10 @@ def build_ref(src: KernelSource) -> Any:
     fn = build_function(src, ref_tree(src), {REF_GET: ref_get, REF_SET: ref_set})
 
     def run(*args: Any, **kwargs: Any) -> Any:
-        with _context.host_context(RefHost()):
+        import torch
+
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        with _context.host_context(RefHost(tensors[0].device if tensors else None)):
             return fn(*args, **kwargs)
 
     return run

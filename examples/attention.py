@@ -1,0 +1,83 @@
+"""Attention forward, causal and non-causal, with an online softmax (loop-carried running max,
+running sum and fp32 accumulator); the causal variant stops each query block's key loop at the
+block's end. Shape: ``(batch, heads, seq, head_dim)``; the kernel works on
+``[batch * heads, seq, head_dim]`` views."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+import tilecraft as tc
+from examples._common import Call, default_call, randn
+
+
+@tc.kernel(static_shapes=True)
+def attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: tc.constexpr = False
+) -> torch.Tensor:
+    bh, s, d = q.size()
+    d = tc.specialize(d)
+    scale = 1.0 / math.sqrt(d)
+    out = torch.empty_like(q)
+    for tb, tm in tc.tile([bh, s], block_size=[1, None]):
+        qt = q[tb, tm, :]
+        m_i = tc.full([tm], float("-inf"), dtype=torch.float32)
+        l_i = tc.zeros([tm], dtype=torch.float32)
+        acc = tc.zeros([tm, d], dtype=torch.float32)
+        for tn in tc.tile(tm.end if causal else s):
+            qk = tc.dot(qt, k[tb, tn, :].t(), out_dtype=torch.float32) * scale
+            keep = tm.index[:, None] >= tn.index[None, :] if causal else tn.index[None, :] < s
+            qk = torch.where(keep, qk, float("-inf"))
+            m_new = torch.maximum(m_i, torch.amax(qk, dim=-1))
+            p = torch.exp(qk - m_new[:, None])
+            alpha = torch.exp(m_i - m_new)
+            l_i = l_i * alpha + torch.sum(p, dim=-1)
+            acc = tc.dot(p.to(v.dtype), v[tb, tn, :], acc=acc * alpha[:, None])
+            m_i = m_new
+        out[tb, tm, :] = (acc / l_i[:, None]).to(out.dtype)
+    return out
+
+
+KERNELS = {"attention": attention}
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+BENCH_SHAPES = [
+    (4, 32, 1024, 128),
+    (2, 32, 4096, 128),
+    (1, 16, 8192, 128),
+    (8, 16, 2048, 64),
+    (1, 32, 3000, 128),
+    (3, 5, 1000, 64),
+]
+TEST_SHAPES = [(1, 2, 37, 64), (1, 1, 1, 64), (2, 1, 64, 128), (1, 3, 100, 64)]
+# fp32 inputs go through tl.dot, which may use TF32 on GPUs
+TOLERANCES = {torch.float32: (2e-3, 2e-3)}
+
+
+def make_inputs(
+    shape: tuple[int, ...], dtype: torch.dtype, device: str, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(q, k, v)``, each ``[batch, heads, seq, head_dim]``."""
+    gen = torch.Generator().manual_seed(seed)
+    return tuple(randn(shape, dtype, device, gen) for _ in range(3))  # type: ignore[return-value]
+
+
+def reference(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(non-causal out, causal out)`` with fp32 math."""
+    qf, kf, vf = q.float(), k.float(), v.float()
+    full = torch.nn.functional.scaled_dot_product_attention(qf, kf, vf)
+    causal = torch.nn.functional.scaled_dot_product_attention(qf, kf, vf, is_causal=True)
+    return full.to(q.dtype), causal.to(q.dtype)
+
+
+def run(
+    inputs: tuple[torch.Tensor, ...], call: Call = default_call
+) -> tuple[torch.Tensor, torch.Tensor]:
+    q, k, v = inputs
+    b, h, s, d = q.shape
+    q3, k3, v3 = (t.reshape(b * h, s, d) for t in (q, k, v))
+    outs = [call(attention, q3, k3, v3, causal).view(b, h, s, d) for causal in (False, True)]
+    return outs[0], outs[1]

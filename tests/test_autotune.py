@@ -1,0 +1,325 @@
+"""The autotuner (tilecraft.autotune): comparison, classification, candidates, discovery in
+isolated workers (timeouts, crashes, wrong results), repro scripts, the in-process fallback.
+The search, cache and progress output: tests/test_autotune_search.py.
+
+CPU only: kernels run in Triton's interpreter, so timings only exercise the search logic. Kernels
+that workers must re-import live in tests/autotune_kernels.py.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.autotune import cache
+from tilecraft.autotune.candidates import candidates, neighbors, static_check
+from tilecraft.autotune.classify import (
+    Attempt,
+    Category,
+    NoWorkingConfigError,
+    classify,
+    classify_exit,
+    one_line,
+)
+from tilecraft.autotune.compare import compare, tolerance_for
+from tilecraft.autotune.discover import discover_default, run_discovery
+
+sys.path.insert(0, str(Path(__file__).parent))
+import autotune_kernels as K  # noqa: E402
+from autotune_kernels import faults, rms_inputs, runs_correctly  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    torch.cuda.is_available(), reason="CPU interpreter tests (GPU runs are benchmarks)"
+)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TILECRAFT_TEST_FAULT", raising=False)
+    monkeypatch.delenv("TILECRAFT_FORCE_AUTOTUNE", raising=False)
+    monkeypatch.delenv("TILECRAFT_AUTOTUNE_LOG", raising=False)
+
+
+# -- comparison ----------------------------------------------------------------------------
+def test_compare_tolerances_by_dtype() -> None:
+    e = torch.linspace(-1, 1, 100)
+    assert compare(e + 1e-6, e).ok
+    bad = e.clone()
+    bad[7] += 1e-3
+    result = compare(bad, e)
+    assert not result.ok
+    m = result.mismatches[0]
+    assert m.name == "output" and m.index == (7,) and math.isclose(m.max_abs, 1e-3, rel_tol=1e-2)
+    assert "index [7]" in result.summary()
+    eb = e.to(torch.bfloat16)
+    assert compare((e * 1.005).to(torch.bfloat16), eb).ok  # within bf16's 2e-2
+    off = (e * 1.03).to(torch.float16)
+    assert not compare(off, e.to(torch.float16), tolerances={}).ok  # fp16: 1e-2
+    assert compare(off, e.to(torch.float16), tolerances={"float16": (1e-1, 1e-1)}).ok
+    assert tolerance_for(torch.float32) == (1e-4, 1e-5)
+    assert tolerance_for(torch.bfloat16, {torch.bfloat16: (0.5, 0.5)}) == (0.5, 0.5)
+
+
+def test_compare_structures_args_and_specials() -> None:
+    a = torch.tensor([1.0, float("nan"), float("inf")])
+    assert compare((a, None, 3), (a.clone(), None, 3)).ok
+    result = compare((a, torch.zeros(2)), (a, torch.ones(2)))
+    assert [m.name for m in result.mismatches] == ["output[1]"]
+    assert not compare(a, None).ok and not compare((a,), (a, a)).ok
+    assert "shape" in compare(torch.zeros(2, 3), torch.zeros(3, 2)).summary()
+    assert not compare(torch.tensor([1, 2]), torch.tensor([1, 3])).ok
+    mutated = compare(
+        None,
+        None,
+        actual_args=(torch.zeros(3), 2.0),
+        expected_args=(torch.ones(3), 2.0),
+        arg_names=("x", "factor"),
+    )
+    assert [m.name for m in mutated.mismatches] == ["argument 'x'"]
+
+
+# -- classification ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, phase, category",
+    [
+        (
+            "ValueError('numel (2097152) exceeds triton maximum tensor numel (1048576)')",
+            "compile",
+            Category.RESOURCE,
+        ),  # fmt: skip
+        (
+            "OutOfResources: out of resource: shared memory, Required: 262144",
+            "run",
+            Category.RESOURCE,
+        ),  # fmt: skip
+        (
+            "triton.runtime.errors.OutOfResources: out of resource: registers",
+            "run",
+            Category.RESOURCE,
+        ),  # fmt: skip
+        (
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "run",
+            Category.RUNTIME_FAULT,
+        ),  # fmt: skip
+        ("RuntimeError: CUDA error: misaligned address", "run", Category.RUNTIME_FAULT),
+        ("RuntimeError: unspecified launch failure", "run", Category.RUNTIME_FAULT),
+        (
+            "triton.compiler.errors.CompilationError: at 3:4: bad",
+            "compile",
+            Category.COMPILE_ERROR,
+        ),  # fmt: skip
+        ("SyntaxError: invalid syntax", "compile", Category.COMPILE_ERROR),
+        ("KeyError: 'x'", "run", Category.UNKNOWN),
+        ("an error in tc.register_block_size", "run", Category.UNKNOWN),
+    ],
+)
+def test_classify(text: str, phase: str, category: Category) -> None:
+    assert classify(text, phase)[0] is category
+
+
+def test_classify_timeouts_exits_and_one_line() -> None:
+    assert classify("", "compile", timed_out=True)[0] is Category.COMPILE_TIMEOUT
+    assert classify("", "run", timed_out=True)[0] is Category.RUNTIME_TIMEOUT
+    assert classify_exit(-11, "run", "")[0] is Category.RUNTIME_FAULT
+    assert classify_exit(-6, "compile", "")[0] is Category.COMPILE_ERROR
+    text = "CompilationError: at 30:30:\n    load = tl.load(x)\n    ^\nValueError('numel (2097152) exceeds triton maximum tensor numel (1048576)')"  # fmt: skip
+    assert "exceeds" in one_line(text)
+
+
+# -- candidates ----------------------------------------------------------------------------
+def test_candidates_default_first_normalized_unique() -> None:
+    x, w = rms_inputs(64, 1024)
+    spec = K.rms_norm.bind((x, w)).config_spec
+    configs, rejected = candidates(spec)
+    assert configs[0] == spec.normalize(spec.default())
+    assert len(configs) > 3 and all(spec.normalize(c) == c for c in configs)
+    assert len({c.key() for c in configs}) == len(configs)
+    assert all(static_check(spec, c) is None for c in configs)
+    sizes = [spec.largest_value(c)[0] for c in configs[2:]]
+    assert sizes == sorted(sizes, reverse=True)  # progressively smaller tiles
+    assert neighbors(spec, configs[0])
+    # the seed-000 hang: a 64x1024 fp32 tile with 1 warp is rejected before compiling
+    huge = tc.Config(block_sizes=[64], reduction_loops=[None], num_warps=1)
+    assert "elements per thread" in (static_check(spec, huge) or "")
+    assert "exceeds" in (static_check(spec, tc.Config(block_sizes=[2048], num_warps=32)) or "")
+
+
+def test_candidates_never_oversize(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An oversize heuristic default (a 2048x2048 fp32 tile): every candidate fits, whether
+    normalize repairs the default or rejects it."""
+    x, w = torch.empty(2048, 2048), torch.empty(2048)
+    spec = K.rms_norm.bind((x, w)).config_spec
+    oversize = tc.Config(block_sizes=[2048], reduction_loops=[None], num_warps=4)
+    monkeypatch.setattr(spec, "default", lambda: oversize)
+    configs, rejected = candidates(spec)
+    assert configs and all(static_check(spec, c) is None for c in configs)
+    assert all(spec.largest_value(c)[0] <= 1 << 20 for c in configs)
+
+
+def test_candidates_record_a_rejected_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, w = rms_inputs()
+    spec = K.rms_norm.bind((x, w)).config_spec
+    invalid = tc.Config(block_sizes=[32, 32], num_warps=4)  # one block size too many
+    monkeypatch.setattr(spec, "default", lambda: invalid)
+    configs, rejected = candidates(spec)
+    assert rejected[0].config == invalid and "block_sizes has 2 entries" in rejected[0].reason
+    assert rejected[0].category is Category.COMPILE_ERROR
+    assert configs  # variants of the smallest tiles instead
+
+
+# -- discovery -----------------------------------------------------------------------------
+def test_discover_rms_norm_and_cache_hit(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    found = run_discovery(bound, (x, w), timeout_s=60)
+    assert found.heuristic_ok and not found.cached and found.rank == 0
+    assert bound.config_spec.normalize(found.config) == found.config
+    assert runs_correctly(K.rms_norm, found.config, x, w)
+    assert [e.kind for e in cache.ls()] == ["default"]
+
+    def no_workers(*a: object, **k: object) -> None:
+        raise AssertionError("a cache hit must not start workers")
+
+    monkeypatch.setattr("tilecraft.autotune.discover.open_runner", no_workers)
+    start = time.perf_counter()
+    assert discover_default(K.rms_norm.bind((x, w)), (x, w)) == found.config
+    assert time.perf_counter() - start < 0.1
+
+
+def test_discover_skips_broken_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A default that normalize rejects and a candidate that fails to compile (fault
+    injection): both skipped, both in the table of reasons."""
+    x, w = rms_inputs(64, 1024)
+    bound = K.rms_norm.bind((x, w))
+    spec = bound.config_spec
+    invalid = tc.Config(block_sizes=[64, 64], num_warps=4)
+    monkeypatch.setattr(spec, "default", lambda: invalid)
+    configs, _ = candidates(spec)
+    monkeypatch.setenv("TILECRAFT_TEST_FAULT", faults(compile_error=[configs[0]]))
+    found = run_discovery(bound, (x, w), timeout_s=60, max_candidates=4)
+    assert not found.heuristic_ok
+    categories = {a.config.key(): a.category for a in found.attempts}
+    assert categories[invalid.key()] is Category.COMPILE_ERROR
+    assert categories[configs[0].key()] is Category.COMPILE_ERROR
+    assert [a.config for a in found.attempts] == [invalid, configs[0], configs[1]]
+    assert "injected compile error" in found.attempts[1].reason
+    assert found.config == configs[1]
+    assert runs_correctly(K.rms_norm, found.config, x, w)
+
+
+def test_hang_and_crash_are_killed_and_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    configs, _ = candidates(bound.config_spec)
+    monkeypatch.setenv(
+        "TILECRAFT_TEST_FAULT", faults(hang=[configs[0]], crash=[configs[1]], wrong=[configs[2]])
+    )
+    start = time.perf_counter()
+    found = run_discovery(bound, (x, w), timeout_s=2.0, max_candidates=5, workers=2)
+    assert time.perf_counter() - start < 30
+    by_key = {a.config.key(): a for a in found.attempts}
+    assert by_key[configs[0].key()].category is Category.COMPILE_TIMEOUT
+    assert by_key[configs[1].key()].category is Category.RUNTIME_FAULT
+    wrong = by_key[configs[2].key()]
+    assert wrong.category is Category.WRONG_RESULT and "max abs error" in wrong.reason
+    assert found.config == configs[3]
+    # this process is fine: run a kernel here
+    assert runs_correctly(K.rms_norm, found.config, x, w)
+
+
+def test_run_phase_hang_is_a_runtime_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    configs, _ = candidates(bound.config_spec)
+    monkeypatch.setenv("TILECRAFT_TEST_FAULT", faults(hang_run=[configs[0]]))
+    found = run_discovery(bound, (x, w), timeout_s=1.5, max_candidates=2, workers=1)
+    assert found.attempts[0].category is Category.RUNTIME_TIMEOUT
+    assert found.config == configs[1]
+
+
+def test_mutated_argument_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = torch.randn(300)
+    x0 = x.clone()
+    bound = K.scale_.bind((x, 2.0))
+    configs, _ = candidates(bound.config_spec)
+    monkeypatch.setenv("TILECRAFT_TEST_FAULT", faults(wrong=[configs[0]]))
+    found = run_discovery(bound, (x, 2.0), max_candidates=2, workers=1)
+    assert found.attempts[0].category is Category.WRONG_RESULT
+    assert "argument 'x'" in found.attempts[0].reason
+    assert found.config == configs[1]
+    assert torch.equal(x, x0)  # the caller's inputs are untouched (clones were used)
+
+
+def test_no_working_config_error_has_table_and_repro() -> None:
+    x, y = torch.randn(100), torch.randn(100)
+    bound = K.add_wrong_baseline.bind((x, y))
+    with pytest.raises(NoWorkingConfigError) as info:
+        discover_default(bound, (x, y), max_candidates=2, workers=1)
+    err = info.value
+    assert len(err.attempts) == 2 and all(a.category is Category.WRONG_RESULT for a in err.attempts)
+    assert "wrong result" in str(err) and "config" in str(err)
+    assert err.repro is not None and err.repro.exists() and str(err.repro) in str(err)
+    assert err.repro.parent == Path(os.environ["TILECRAFT_CACHE_DIR"]) / "repros"
+    run = subprocess.run(
+        [sys.executable, str(err.repro), "1"], capture_output=True, text=True, timeout=120
+    )
+    assert "config:" in run.stdout and "result:" in run.stdout, run.stderr
+    assert run.returncode == 1  # the repro reproduces the mismatch
+
+
+def test_kernel_defined_in_a_function_runs_in_process() -> None:
+    @tc.kernel
+    def local_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for t in tc.tile(x.size(0)):
+            out[t] = x[t] + y[t]
+        return out
+
+    x, y = torch.randn(50), torch.randn(50)
+    with pytest.warns(RuntimeWarning, match="in this process"):
+        config = discover_default(local_add.bind((x, y)), (x, y))
+    assert runs_correctly(local_add, config, x, y)
+
+
+def test_worker_that_cannot_load_the_kernel_falls_back_in_process(tmp_path: Path) -> None:
+    """The module changed on disk after import: workers cannot find the kernel, so configs run
+    in this process, with a warning."""
+    import importlib.util
+
+    path = tmp_path / "tc_ghost_module.py"
+    path.write_text(
+        "import torch\nimport tilecraft as tc\n\n\n@tc.kernel\ndef ghost(x):\n"
+        "    out = torch.empty_like(x)\n    for t in tc.tile(x.size(0)):\n"
+        "        out[t] = x[t] * 2\n    return out\n"
+    )
+    spec = importlib.util.spec_from_file_location("tc_ghost_module", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tc_ghost_module"] = module
+    try:
+        spec.loader.exec_module(module)
+        path.write_text("# the kernel is gone\n")
+        x = torch.randn(40)
+        with pytest.warns(RuntimeWarning, match="could not load the kernel"):
+            config = discover_default(module.ghost.bind((x,)), (x,), workers=1)
+        assert runs_correctly(module.ghost, config, x)
+    finally:
+        del sys.modules["tc_ghost_module"]
+
+
+def test_attempt_table_formatting() -> None:
+    from tilecraft.autotune.classify import format_table
+
+    rows = [Attempt(tc.Config(block_sizes=[8]), Category.COMPILE_TIMEOUT, "compile hung")]
+    table = format_table(rows)
+    assert "compile timeout" in table and "compile hung" in table and "block_sizes=[8]" in table

@@ -1,0 +1,178 @@
+"""The autotuner's search, cache, progress output and robustness sweep (tilecraft.autotune).
+
+CPU only: kernels run in Triton's interpreter, so timings only exercise the search logic.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.autotune import cache
+from tilecraft.autotune.candidates import neighbors
+from tilecraft.autotune.classify import Attempt, Category
+from tilecraft.autotune.search import tune
+
+sys.path.insert(0, str(Path(__file__).parent))
+import autotune_kernels as K  # noqa: E402
+from autotune_kernels import faults, rms_inputs, runs_correctly  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    torch.cuda.is_available(), reason="CPU interpreter tests (GPU runs are benchmarks)"
+)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("TILECRAFT_TEST_FAULT", "TILECRAFT_FORCE_AUTOTUNE", "TILECRAFT_AUTOTUNE_LOG"):
+        monkeypatch.delenv(name, raising=False)
+
+
+# -- cache ---------------------------------------------------------------------------------
+def test_cache_round_trip_ls_clear(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    config = bound.config_spec.default()
+    path = cache.store(bound, "best", config, ms=1.0)
+    assert path.exists() and path.parent == cache.cache_root()
+    assert cache.load(bound, "best") == config and cache.load(bound, "default") is None
+    other = K.rms_norm.bind(rms_inputs(38, 100))  # another specialization
+    assert cache.load(other, "best") is None
+    assert cache.key_for(bound) != cache.key_for(other)
+    assert "0x" not in cache.specialization_key(bound)
+    assert [e.kernel for e in cache.ls()] == ["rms_norm"] and cache.ls("other") == []
+    monkeypatch.setenv("TILECRAFT_FORCE_AUTOTUNE", "1")
+    from tilecraft.autotune.discover import cached_config
+
+    assert cached_config(bound, "best") is None
+    monkeypatch.delenv("TILECRAFT_FORCE_AUTOTUNE")
+    assert cached_config(bound, "best") == bound.config_spec.normalize(config)
+    assert cache.clear() == 1 and cache.ls() == []
+
+
+# -- search --------------------------------------------------------------------------------
+def test_tune_quick_within_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    log = tmp_path / "tune.csv"
+    monkeypatch.setenv("TILECRAFT_AUTOTUNE_LOG", str(log))
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    stream = io.StringIO()
+    start = time.perf_counter()
+    config = tune(bound, (x, w), effort="quick", budget_s=20, stream=stream)
+    assert time.perf_counter() - start < 40  # budget + discovery + final re-timing
+    assert bound.config_spec.normalize(config) == config
+    assert runs_correctly(K.rms_norm, config, x, w)
+    text = stream.getvalue()
+    assert "generation 1" in text
+    assert f"tilecraft: best config for rms_norm: {config!r}" in text.splitlines()[-1]
+    rows = log.read_text().splitlines()
+    assert rows[0].startswith("time,kernel,stage") and len(rows) > 3
+    assert {e.kind for e in cache.ls()} == {"default", "best"}
+    assert tune(bound, (x, w), effort="quick", stream=io.StringIO()) == config  # cached
+
+
+def test_tune_survives_hanging_and_crashing_neighbours(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    spec = bound.config_spec
+    default = spec.normalize(spec.default())
+    near = [spec.normalize(c) for c in neighbors(spec, default)]
+    monkeypatch.setenv(
+        "TILECRAFT_TEST_FAULT", faults(hang=near[:1], crash=near[1:2], fault=near[2:3])
+    )
+    log = io.StringIO()
+    config = tune(bound, (x, w), budget_s=10, timeout_s=2.0, workers=2, stream=log)
+    assert config.key() not in {c.key() for c in near[:3]}
+    assert runs_correctly(K.rms_norm, config, x, w)
+    assert "best config for rms_norm" in log.getvalue()
+
+
+def test_tune_none_is_discovery() -> None:
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    assert tune(bound, (x, w), effort="none") == bound.config_spec.normalize(
+        bound.config_spec.default()
+    )
+    with pytest.raises(tc.TilecraftError):
+        tune(bound, (x, w), effort="fast")
+
+
+# -- progress and fuzz ---------------------------------------------------------------------
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_reporter_bar_lines_and_csv(tmp_path: Path) -> None:
+    from tilecraft.autotune.progress import Reporter
+
+    log = tmp_path / "log.csv"
+    reporter = Reporter("k", budget_s=5, stream=_Terminal(), log_path=log)
+    reporter.stage = "search"
+    ok = Attempt(tc.Config(block_sizes=[8]), None, ms=1.5)
+    bad = Attempt(tc.Config(block_sizes=[16]), Category.RUNTIME_FAULT, "illegal address")
+    reporter.attempt(ok)
+    reporter.attempt(bad)
+    reporter.end_generation(ok, 2)
+    assert reporter.final(ok.config) == f"best config for k: {ok.config!r}"
+    rows = [line.split(",") for line in log.read_text().splitlines()]
+    assert rows[0][:5] == ["time", "kernel", "stage", "generation", "status"]
+    assert [r[4] for r in rows[1:]] == ["ok", "runtime fault"] and rows[1][3] == "1"
+
+
+@pytest.mark.parametrize("n", [2, pytest.param(200, marks=pytest.mark.slow)])
+def test_random_configs_of_every_example_never_raise(n: int) -> None:
+    """Random configs of every example kernel through the static checks and the in-process
+    check: a failure is always a classified result, never an exception."""
+    import random
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from examples import EXAMPLES
+    from tilecraft.autotune.candidates import check
+    from tilecraft.autotune.discover import baseline_or_none
+    from tilecraft.autotune.evaluate import check_config
+
+    seen: dict[str, int] = {}
+    for module in EXAMPLES.values():
+        for kernel in module.KERNELS.values():
+
+            def call(k: tc.Kernel, *args: object, kernel: tc.Kernel = kernel) -> object:
+                if k is kernel:
+                    bound = k.bind(args)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # a known ref-mode bug: no baseline
+                        baseline = baseline_or_none(bound, args, {})
+                    for seed in range(n):
+                        spec = bound.config_spec
+                        config, why = check(spec, spec.random(random.Random(seed)))
+                        if config is None:
+                            assert why is not None and why.category is not None
+                            continue
+                        result = check_config(bound, config, args, {}, baseline)
+                        status = "ok" if result["ok"] else Category(result["category"]).value
+                        seen[status] = seen.get(status, 0) + 1
+                return k.run_ref(*args)
+
+            inputs = module.make_inputs(module.TEST_SHAPES[0], torch.float32, "cpu", 0)
+            module.run(inputs, call)
+    assert seen.get("ok", 0) > 0
+
+
+def test_select_config_for_the_runtime_hook() -> None:
+    from tilecraft.autotune import select_config
+
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    start = time.perf_counter()
+    config = select_config(bound, (x, w))  # effort "none", interpreter: in-process discovery
+    assert time.perf_counter() - start < 5
+    assert config == bound.config_spec.normalize(bound.config_spec.default())
+    assert [e.kind for e in cache.ls()] == ["default"]
