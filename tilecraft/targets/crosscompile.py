@@ -109,6 +109,7 @@ def compile_job(job: CompileJob) -> CompileReport:
         return report
     report.ok = True
     report.shared_bytes = int(getattr(compiled.metadata, "shared", 0) or 0)
+    report.max_shared = target.limits.max_shared_bytes
     if target.backend == "cuda":
         report.registers, report.spills = _cuda_resources(compiled.asm.get("cubin"))
     elif target.backend == "hip":
