@@ -275,7 +275,13 @@ class ConfigSpec:
         if largest <= MAX_NUMEL and largest <= warps * 32 * HARD_ELEMS_PER_THREAD:
             return config
         where = f" (the value at {value.loc.short})" if value and value.loc else ""
-        problem = f"a tile of {largest} elements{where}"
+        if largest > MAX_NUMEL:
+            problem = f"a tile of {largest} elements{where} is over Triton's limit of {MAX_NUMEL}"
+        else:
+            problem = (
+                f"a tile of {largest} elements{where} is {largest // (warps * 32)} per thread with "
+                f"{warps} warps (over {HARD_ELEMS_PER_THREAD}: Triton takes minutes to compile it)"
+            )
         while largest > warps * 32 * HARD_ELEMS_PER_THREAD and warps < 16:
             warps *= 2  # more threads first: it does not change what the kernel computes
         fitted = self._shrink_to(config, min(MAX_NUMEL, warps * 32 * HARD_ELEMS_PER_THREAD))
@@ -289,10 +295,7 @@ class ConfigSpec:
                 hint="use a looped reduction (reduction_loops=[...]) if the kernel allows it",
             )
         _report(
-            [
-                f"{problem} is over Triton's limit of {MAX_NUMEL} elements or too large to compile "
-                f"quickly (use smaller block_sizes or reduction_loops); using {fitted!r}"
-            ],
+            [f"{problem}; use smaller block_sizes or reduction_loops; using {fitted!r}"],
             self._warned if warn else None,
         )
         return fitted

@@ -61,8 +61,35 @@ class RefTile:
     def as_index(self) -> slice | int:
         return self.begin if self.is_grid else slice(self.begin, self.end)
 
+    def value(self) -> Any:
+        """What the tile means in arithmetic: its int for a grid index, else its index tensor."""
+        return self.begin if self.is_grid else self.index
+
+    def __index__(self) -> int:
+        if not self.is_grid:
+            raise TypeError("a tile of more than one index cannot be used as an int; use .begin")
+        return self.begin
+
     def __int__(self) -> int:
         return self.begin
+
+
+def _ref_binary(name: str, reflected: bool) -> Any:
+    import operator
+
+    op = getattr(operator, name)
+
+    def fn(self: RefTile, other: Any) -> Any:
+        other = other.value() if isinstance(other, RefTile) else other
+        return op(other, self.value()) if reflected else op(self.value(), other)
+
+    return fn
+
+
+for _name in ("add", "sub", "mul", "floordiv", "truediv", "mod", "lt", "le", "gt", "ge"):
+    setattr(RefTile, f"__{_name}__", _ref_binary(_name, False))
+    if _name in ("add", "sub", "mul", "floordiv", "truediv", "mod"):
+        setattr(RefTile, f"__r{_name}__", _ref_binary(_name, True))
 
 
 def _ref_iter(spec: TileSpec) -> Iterator[Any]:
