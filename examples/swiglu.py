@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 import tilecraft as tc
-from examples._common import Call, default_call, randn
+from examples._common import Call, default_call
+from examples._gated import BENCH_SHAPES, DTYPES, TEST_SHAPES, make_inputs
 
 
 @tc.kernel(static_shapes=True)
@@ -18,18 +19,8 @@ def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     return out
 
 
+__all__ = ["BENCH_SHAPES", "DTYPES", "KERNELS", "TEST_SHAPES", "make_inputs", "reference", "run"]
 KERNELS = {"swiglu": swiglu}
-DTYPES = [torch.float32, torch.bfloat16, torch.float16]
-BENCH_SHAPES = [(4096, 14336), (8192, 11008), (32768, 4096), (4608, 40920), (1000, 1000), (1, 7)]
-TEST_SHAPES = [(37, 100), (1, 7), (64, 64), (3, 600)]
-
-
-def make_inputs(
-    shape: tuple[int, ...], dtype: torch.dtype, device: str, seed: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(gate, up)``."""
-    gen = torch.Generator().manual_seed(seed)
-    return randn(shape, dtype, device, gen) * 2, randn(shape, dtype, device, gen)
 
 
 def reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
