@@ -1,19 +1,29 @@
-"""Run compile jobs in a child process with a hard timeout (stage: targets).
+"""Run compile jobs in child processes with a hard timeout per job (stage: targets).
 
-The child gets a fresh environment without ``TRITON_INTERPRET`` and its own process group, so a
-compiler hang is killed as a group at the timeout and a compiler crash is a report, not a crash
-of the caller.
+A worker gets a fresh environment without ``TRITON_INTERPRET`` and its own process group. It
+reads a batch of jobs and writes one report per job as soon as it is done, so the parent can give
+each job its own deadline: a compiler hang is killed as a group when *its* job overruns (that job
+is reported as a timeout, the rest of the batch goes to a fresh worker), and a compiler crash is a
+report, not a crash of the caller.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import select
 import signal
+import struct
 import subprocess
 import sys
+import tempfile
+import time
+from typing import IO
 
 from tilecraft.targets.crosscompile import CompileJob, CompileReport, compile_job
+
+_HEADER = struct.Struct("<Q")  # length prefix of each pickled report
 
 
 def run_compile_job(job: CompileJob, timeout_s: float) -> CompileReport:
@@ -21,44 +31,100 @@ def run_compile_job(job: CompileJob, timeout_s: float) -> CompileReport:
 
 
 def run_compile_jobs(jobs: list[CompileJob], timeout_s: float) -> list[CompileReport]:
-    """Compile ``jobs`` in one worker process (one interpreter start-up for the batch); on a
-    timeout or crash every job of the batch gets that report."""
-    if not jobs:
-        return []
+    """Compile ``jobs`` in as few worker processes as possible; each job may take ``timeout_s``."""
+    reports: list[CompileReport] = []
+    while len(reports) < len(jobs):
+        reports.extend(_run_batch(jobs[len(reports) :], timeout_s))
+    return reports
+
+
+def _spawn(stderr: IO[bytes]) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.Popen(
+    # stderr goes to a file: a chatty compiler must not block on a full pipe
+    return subprocess.Popen(
         [sys.executable, "-m", "tilecraft.targets.worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         env=env,
         start_new_session=True,
     )
-    try:
-        out, err = proc.communicate(pickle.dumps(jobs), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+
+
+def _kill(proc: subprocess.Popen[bytes], stderr: IO[bytes]) -> str:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        msg = f"compile timed out after {timeout_s:.0f}s"
-        return [
-            CompileReport(j.target, ok=False, error=msg, error_class="compile_timeout")
-            for j in jobs
-        ]
-    if proc.returncode != 0:
-        msg = (
-            f"compile worker died (exit {proc.returncode}): {err.decode(errors='replace')[-2000:]}"
-        )
-        return [
-            CompileReport(j.target, ok=False, error=msg, error_class="compile_crash") for j in jobs
-        ]
-    reports: list[CompileReport] = pickle.loads(out)
+    proc.wait()
+    stderr.seek(0)
+    return stderr.read().decode(errors="replace")[-2000:]
+
+
+def _run_batch(jobs: list[CompileJob], timeout_s: float) -> list[CompileReport]:
+    """Reports for a prefix of ``jobs`` (at least one): stops at the first timeout or crash."""
+    stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed below, after the worker is gone
+    proc = _spawn(stderr)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(pickle.dumps(jobs))
+    proc.stdin.close()
+    reports: list[CompileReport] = []
+    startup = 60.0  # importing torch + triton in the worker
+    for job in jobs:
+        data = _read_report(proc, timeout_s + (startup if not reports else 0.0))
+        if data is None:
+            tail = _kill(proc, stderr)
+            if proc.returncode not in (None, -signal.SIGKILL) and "Traceback" in tail:
+                msg = f"compile worker died (exit {proc.returncode}): {tail}"
+                reports.append(
+                    CompileReport(job.target, ok=False, error=msg, error_class="compile_crash")
+                )
+            else:
+                msg = f"compile timed out after {timeout_s:.0f}s"
+                reports.append(
+                    CompileReport(job.target, ok=False, error=msg, error_class="compile_timeout")
+                )
+            stderr.close()
+            return reports
+        reports.append(pickle.loads(data))
+    _kill(proc, stderr)
+    stderr.close()
     return reports
+
+
+def _read_report(proc: subprocess.Popen[bytes], timeout_s: float) -> bytes | None:
+    """One length-prefixed report, or None on timeout / EOF (the worker hung or died)."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    deadline = time.monotonic() + timeout_s
+    buffer = b""
+    need = _HEADER.size
+    length = None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, need - len(buffer))
+        if not chunk:
+            return None
+        buffer += chunk
+        if len(buffer) < need:
+            continue
+        if length is None:
+            length = _HEADER.unpack(buffer)[0]
+            buffer, need = b"", length
+            if need == 0:
+                return b""
+            continue
+        return buffer
 
 
 def main() -> None:
     jobs: list[CompileJob] = pickle.loads(sys.stdin.buffer.read())
-    reports = [compile_job(job) for job in jobs]
-    sys.stdout.buffer.write(pickle.dumps(reports))
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # anything the compiler prints must not corrupt the reports
+    for job in jobs:
+        data = pickle.dumps(compile_job(job))
+        out.write(_HEADER.pack(len(data)) + data)
+        out.flush()
 
 
 if __name__ == "__main__":

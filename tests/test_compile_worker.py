@@ -1,0 +1,48 @@
+"""The compile worker: a kernel made to hang Triton's compiler is killed at its own timeout and
+the rest of the batch still compiles (targets/worker.py)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.codegen.kernel import generate
+from tilecraft.targets.crosscompile import CompileJob
+from tilecraft.targets.target import Target, launch_options
+from tilecraft.targets.worker import run_compile_jobs
+
+pytestmark = pytest.mark.crosscompile
+
+
+@tc.kernel
+def scale(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = torch.exp(x[t]) * 2.0 + torch.sin(x[t])
+    return out
+
+
+def _job(block: int) -> CompileJob:
+    """``block`` elements per tile on one warp: 65536 (2048 per thread) keeps Triton's compiler
+    busy for many minutes, the seed-000 "hang"; codegen does not normalize, so nothing repairs it."""
+    target = Target.parse("cuda:90")
+    bound = scale.bind((torch.randn(1 << 20),))
+    traced = bound.traced
+    config = tc.Config(block_sizes=[block], num_warps=1, num_stages=1)
+    loop = traced.loops[0]
+    return CompileJob.of(
+        generate(loop, config, "scale", launch_options(target, config)), loop, target
+    )
+
+
+def test_hanging_compile_is_killed_and_the_batch_goes_on() -> None:
+    jobs = [_job(256), _job(65536), _job(512)]
+    start = time.monotonic()
+    reports = run_compile_jobs(jobs, timeout_s=8)
+    elapsed = time.monotonic() - start
+    assert [r.ok for r in reports] == [True, False, True], [r.error[:200] for r in reports]
+    assert reports[1].error_class == "compile_timeout"
+    assert elapsed < 150  # two worker start-ups + one 8 s timeout, not the whole compile
