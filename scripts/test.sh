@@ -9,7 +9,7 @@ PY="${PYTHON:-python}"
 
 bash scripts/setup.sh
 
-"$PY" -m ruff check tilecraft tests examples
-"$PY" -m ruff format --check tilecraft tests examples
+"$PY" -m ruff check tilecraft tests examples benchmarks
+"$PY" -m ruff format --check tilecraft tests examples benchmarks
 "$PY" -m mypy tilecraft
 TRITON_INTERPRET=1 "$PY" -m pytest -q "$@"

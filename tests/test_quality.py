@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = [p for p in ("tilecraft", "tests", "examples") if (ROOT / p).exists()]
+PATHS = [p for p in ("tilecraft", "tests", "examples", "benchmarks") if (ROOT / p).exists()]
 
 
 def _run(module: str, *args: str) -> None:

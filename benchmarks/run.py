@@ -1,0 +1,139 @@
+"""The kernel-suite benchmark: tilecraft vs eager PyTorch vs torch.compile, in one run.
+
+``python -m benchmarks.run [--kernels rms_norm softmax ...] [--quick] [--effort quick|full]``
+
+For every example module and benchmark shape: check tilecraft's outputs against the module's
+reference, then time (``do_bench`` medians, random inputs) tilecraft with its discovered default
+config, tilecraft tuned (``--effort``), the eager reference and ``torch.compile`` of it. Reports
+achieved GB/s (the bytes of inputs + outputs, the minimum any implementation moves) as a share of
+the measured copy bandwidth, or TFLOP/s for modules that define ``flops(shape)``, and the speedups.
+Writes ``benchmarks/results/suite.{md,json}`` (or under ``$OUT``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from benchmarks.common import bench_ms, copy_bandwidth_gbs, write_results
+from examples import EXAMPLES
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def min_bytes(inputs: tuple[Any, ...], outputs: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in _tensors(inputs) + _tensors(outputs))
+
+
+def tuned_call(effort: str) -> Callable[..., Any]:
+    """A ``call`` hook that runs each kernel with its tuned config (tuning once per shape)."""
+    from tilecraft.autotune.search import tune
+
+    programs: dict[Any, Any] = {}
+
+    def call(kernel: Any, *args: Any) -> Any:
+        bound = kernel.bind(args)
+        if id(bound) not in programs:
+            programs[id(bound)] = bound.compile_config(tune(bound, args, effort=effort))
+        return bound.run(programs[id(bound)], *args)
+
+    return call
+
+
+def max_error(got: Any, want: Any) -> float:
+    pairs = zip(_tensors(got), _tensors(want), strict=True)
+    return max(((g.float() - w.float()).abs().max().item() for g, w in pairs), default=0.0)
+
+
+def bench_one(
+    name: str, module: Any, shape: tuple[int, ...], effort: str, copy_gbs: float
+) -> dict[str, Any]:
+    dtype = torch.bfloat16 if torch.bfloat16 in module.DTYPES else module.DTYPES[0]
+    inputs = module.make_inputs(shape, dtype, "cuda", 0)
+    want = module.reference(*inputs)
+    got = module.run(inputs)
+    row: dict[str, Any] = {
+        "kernel": name,
+        "shape": "x".join(map(str, shape)),
+        "max_err": max_error(got, want),
+    }
+    compiled = torch.compile(module.reference)
+    tuned = tuned_call(effort)
+    times = {
+        "tilecraft_default": bench_ms(lambda: module.run(inputs)),
+        "tilecraft_tuned": bench_ms(lambda: module.run(inputs, call=tuned)),
+        "eager": bench_ms(lambda: module.reference(*inputs)),
+        "torch_compile": bench_ms(lambda: compiled(*inputs)),
+    }
+    row.update({f"{k}_ms": v for k, v in times.items()})
+    best = min(times["tilecraft_default"], times["tilecraft_tuned"])
+    if hasattr(module, "flops"):
+        row["tflops"] = module.flops(shape) / best / 1e9
+    else:
+        gbs = min_bytes(inputs, got) / best / 1e6
+        row["gb_s"] = gbs
+        row["pct_copy"] = f"{gbs / copy_gbs:.1%}"
+    row["vs_compile"] = times["torch_compile"] / best
+    row["vs_eager"] = times["eager"] / best
+    row["default_vs_tuned"] = times["tilecraft_tuned"] / times["tilecraft_default"]
+    return row
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernels", nargs="*", default=list(EXAMPLES), choices=list(EXAMPLES))
+    parser.add_argument("--quick", action="store_true", help="first two shapes of each kernel only")
+    parser.add_argument("--effort", default="quick", choices=["quick", "full"])
+    ns = parser.parse_args(argv)
+    copy_gbs = copy_bandwidth_gbs()
+    rows = []
+    for name in ns.kernels:
+        module = EXAMPLES[name]
+        shapes = module.BENCH_SHAPES[:2] if ns.quick else module.BENCH_SHAPES
+        for shape in shapes:
+            try:
+                rows.append(bench_one(name, module, tuple(shape), ns.effort, copy_gbs))
+            except Exception as exc:  # one failing shape is reported, the suite goes on
+                rows.append(
+                    {
+                        "kernel": name,
+                        "shape": "x".join(map(str, shape)),
+                        "error": f"{type(exc).__name__}: {exc}"[:200],
+                    }
+                )
+            print(rows[-1], flush=True)
+    columns = [
+        "kernel",
+        "shape",
+        "max_err",
+        "tilecraft_default_ms",
+        "tilecraft_tuned_ms",
+        "eager_ms",
+        "torch_compile_ms",
+        "gb_s",
+        "pct_copy",
+        "tflops",
+        "vs_compile",
+        "vs_eager",
+        "default_vs_tuned",
+        "error",
+    ]
+    write_results(
+        "suite",
+        rows,
+        columns,
+        f"copy bandwidth measured: {copy_gbs:.0f} GB/s; dtype bf16 where supported",
+    )
+
+
+if __name__ == "__main__":
+    main()
