@@ -34,9 +34,14 @@ SHOW_CODE_FOR = {"layer_norm_bwd", "rms_norm_fwd"}
 
 
 def pick_config(bound: tc.BoundKernel, args: tuple[Any, ...]) -> tc.Config:
-    """The config to run ``bound`` with. For now the ConfigSpec's heuristic default; the autotuner
-    will replace this (``args`` are the real inputs it will benchmark on)."""
-    return bound.config_spec.default()
+    """The config to run ``bound`` with: discovered by the autotuner on the real inputs (candidates
+    compiled and run in worker processes on a GPU, checked against ref mode; cached on disk)."""
+    from tilecraft.autotune import run_discovery
+
+    found = run_discovery(bound, args, isolate=DEVICE == "cuda")
+    how = "cached" if found.cached else f"candidate {found.rank + 1} of {len(found.attempts)} tried"
+    print(f"discovered a working config for {bound.kernel.__name__} ({how})")
+    return found.config
 
 
 def bench_ms(fn: Any) -> float | None:
