@@ -247,3 +247,17 @@ def test_maxnreg_only_where_the_backend_has_it(monkeypatch: pytest.MonkeyPatch) 
     assert "maxnreg" not in code
     monkeypatch.setenv("TILECRAFT_TARGET", "cuda:90")
     assert "maxnreg=128" in rms_norm.bind((x, w)).to_triton_code(tc.Config(maxnreg=128))
+
+
+def test_random_matmul_configs_fit_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pipelined dot operands live in shared memory: random configs keep their stages within the
+    target's limit (an H200 has 227 KB per block)."""
+    monkeypatch.setenv("TILECRAFT_TARGET", "cuda:90")
+    a = torch.randn(4096, 4096, dtype=torch.bfloat16)
+    spec = matmul.bind((a, a)).config_spec
+    rng = random.Random(0)
+    limit = spec.target.limits.max_shared_bytes
+    estimates = [spec.estimated_shared_bytes(spec.random(rng)) for _ in range(100)]
+    assert max(estimates) <= limit
+    big = tc.Config(block_sizes=[256, 256, 128], num_stages=4)
+    assert spec.estimated_shared_bytes(big) == 4 * (256 * 128 + 128 * 256) * 2 > limit

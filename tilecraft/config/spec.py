@@ -84,6 +84,7 @@ class ConfigSpec:
         self.values: list[ValueShape] = []
         self.tunables = tunables
         self.has_dot = False
+        self.dot_operands: list[tuple[ValueShape, int]] = []  # (tile, bytes per element)
         slots: dict[int, BlockSpec] = {}
         for slot, extent in host_slots.items():
             slots[slot] = BlockSpec(slot, extent, "host")
@@ -115,6 +116,9 @@ class ConfigSpec:
             if node.op is Op.DOT:
                 self.has_dot = True
                 a, b = node.inputs[0], node.inputs[1]
+                for operand in (a, b):
+                    dims = tuple(_dim_ref(d) for d in operand.shape)
+                    self.dot_operands.append((ValueShape(dims, node.loc), operand.dtype.itemsize))
                 for d, role in ((a.shape[0], "mn"), (b.shape[1], "mn"), (a.shape[1], "k")):
                     if isinstance(d, Sym) and d.kind is SymKind.BLOCK and d.config_slot is not None:
                         slots[d.config_slot].dot_role = role
@@ -216,7 +220,31 @@ class ConfigSpec:
         # Very large per-thread tiles make Triton's compiler run for many minutes (seed 000's
         # "hang"): a random config keeps every tile within RANDOM_ELEMS_PER_THREAD per thread.
         budget = min(1 << 16, (config.num_warps or 4) * 32 * RANDOM_ELEMS_PER_THREAD)
-        return self._shrink_to(config, budget)
+        return self._fit_shared_memory(self._shrink_to(config, budget))
+
+    def estimated_shared_bytes(self, config: Config) -> int:
+        """A lower estimate of shared memory: every pipelined stage holds each tl.dot operand
+        tile (Triton stages dot operands through shared memory)."""
+        stages = max([config.num_stages or 1, *[s for s in config.range_num_stages if s]])
+        per_stage = sum(self.numel(v, config) * size for v, size in self.dot_operands)
+        return per_stage * max(stages, 1)
+
+    def _fit_shared_memory(self, config: Config) -> Config:
+        """Fewer stages, then smaller blocks, until the dot operands' stages fit the target."""
+        limit = self.target.limits.max_shared_bytes
+        while self.dot_operands and self.estimated_shared_bytes(config) > limit:
+            if any(config.range_num_stages):  # per-loop stages override num_stages: drop them first
+                config = config.replace(range_num_stages=[0] * len(config.range_num_stages))
+                continue
+            if (config.num_stages or 1) > 1:
+                config = config.replace(num_stages=(config.num_stages or 1) - 1)
+                continue
+            largest, value = self.largest_value(config)
+            shrunk = self._shrink_to(config, max(largest // 2, 1))
+            if shrunk == config:
+                return config
+            config = shrunk
+        return config
 
     @property
     def maxnreg_ok(self) -> bool:
