@@ -85,6 +85,7 @@ class ConfigSpec:
         self.tunables = tunables
         self.has_dot = False
         self.dot_operands: list[tuple[ValueShape, int]] = []  # (tile, bytes per element)
+        self.dot_outputs: list[ValueShape] = []  # fp32 accumulators: registers for their lifetime
         slots: dict[int, BlockSpec] = {}
         for slot, extent in host_slots.items():
             slots[slot] = BlockSpec(slot, extent, "host")
@@ -119,6 +120,9 @@ class ConfigSpec:
                 for operand in (a, b):
                     dims = tuple(_dim_ref(d) for d in operand.shape)
                     self.dot_operands.append((ValueShape(dims, node.loc), operand.dtype.itemsize))
+                self.dot_outputs.append(
+                    ValueShape(tuple(_dim_ref(d) for d in node.shape), node.loc)
+                )
                 for d, role in ((a.shape[0], "mn"), (b.shape[1], "mn"), (a.shape[1], "k")):
                     if isinstance(d, Sym) and d.kind is SymKind.BLOCK and d.config_slot is not None:
                         slots[d.config_slot].dot_role = role
@@ -220,7 +224,18 @@ class ConfigSpec:
         # Very large per-thread tiles make Triton's compiler run for many minutes (seed 000's
         # "hang"): a random config keeps every tile within RANDOM_ELEMS_PER_THREAD per thread.
         budget = min(1 << 16, (config.num_warps or 4) * 32 * RANDOM_ELEMS_PER_THREAD)
-        return self._fit_shared_memory(self._shrink_to(config, budget))
+        config = self._fit_shared_memory(self._shrink_to(config, budget))
+        if (
+            config.maxnreg is not None
+            and self.accumulator_registers(config) * 3 // 2 > config.maxnreg
+        ):
+            config = config.replace(maxnreg=None)  # ptxas cannot fit the accumulator under the cap
+        return config
+
+    def accumulator_registers(self, config: Config) -> int:
+        """Registers per thread that tl.dot accumulators need (one fp32 element each)."""
+        threads = (config.num_warps or 4) * self.target.warp_size
+        return max((self.numel(v, config) // threads for v in self.dot_outputs), default=0)
 
     def estimated_shared_bytes(self, config: Config) -> int:
         """A lower estimate of shared memory: every pipelined stage holds each tl.dot operand
