@@ -224,12 +224,32 @@ class ConfigSpec:
         # Very large per-thread tiles make Triton's compiler run for many minutes (seed 000's
         # "hang"): a random config keeps every tile within RANDOM_ELEMS_PER_THREAD per thread.
         budget = min(1 << 16, (config.num_warps or 4) * 32 * RANDOM_ELEMS_PER_THREAD)
-        config = self._fit_shared_memory(self._shrink_to(config, budget))
+        config = self._fit_registers(self._fit_shared_memory(self._shrink_to(config, budget)))
         if (
             config.maxnreg is not None
             and self.accumulator_registers(config) * 3 // 2 > config.maxnreg
         ):
             config = config.replace(maxnreg=None)  # ptxas cannot fit the accumulator under the cap
+        return config
+
+    def _fit_registers(self, config: Config) -> Config:
+        """tl.dot accumulators stay in registers: keep them (plus half again for operands and the
+        epilogue) within one block's register file, whatever the warp count (ptxas otherwise
+        fails with "insufficient registers")."""
+        register_file = self.target.limits.registers_per_sm
+        blocks = list(config.block_sizes)
+        while self.dot_outputs:
+            current = config.replace(block_sizes=blocks)
+            value = max(self.dot_outputs, key=lambda v: self.numel(v, current))
+            if self.numel(value, current) * 3 // 2 <= register_file:
+                return current
+            slots = [
+                d[1] for d in value.dims if d[0] == "b" and blocks[d[1]] > self.blocks[d[1]].lo
+            ]
+            if not slots:
+                return current
+            biggest = max(slots, key=lambda s: blocks[s])
+            blocks[biggest] //= 2
         return config
 
     def accumulator_registers(self, config: Config) -> int:
