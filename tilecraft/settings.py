@@ -39,8 +39,10 @@ def cache_dir() -> Path:
     override = os.environ.get("TILECRAFT_CACHE_DIR")
     if override:
         return Path(override)
-    import platformdirs
-
+    try:
+        import platformdirs
+    except ImportError:  # a machine without it (e.g. a bare GPU box): the XDG default
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tilecraft"
     return Path(platformdirs.user_cache_dir("tilecraft"))
 
 
