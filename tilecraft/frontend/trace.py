@@ -93,7 +93,7 @@ class _TraceHost:
             raise DeviceCodeError(
                 "a device loop must iterate tc.tile(...) or tc.grid(...)", source.loc
             )
-        tracer = Tracer(self.next_slot, [], dynamic=not self.static_shapes)
+        tracer = Tracer(self.next_slot, dynamic=not self.static_shapes)
         tracer.loc = source.loc
         captures = {name: self._capture(name, value, tracer) for name, value in env.items()}
         try:

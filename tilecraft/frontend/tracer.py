@@ -25,7 +25,7 @@ def shape_str(shape: Shape) -> str:
 class Tracer:
     """Builds the IR of one device loop. One instance per traced loop."""
 
-    def __init__(self, next_block_slot: int, block_slot_values: list[int], dynamic: bool = False):
+    def __init__(self, next_block_slot: int, dynamic: bool = False):
         self.dynamic = dynamic
         self.blocks: list[list[Node]] = [[]]
         self.syms: list[Sym] = []
@@ -33,7 +33,6 @@ class Tracer:
         self.loc: SourceLoc | None = None
         self.next_block_slot = next_block_slot
         self.block_slot_syms: dict[int, Sym] = {}
-        self.block_slot_values = block_slot_values
         self.n_rdims = 0
         self._leaf_cache: dict[tuple[int, Op], TileValue] = {}
         self._args: dict[tuple[str, str], Node] = {}
@@ -140,9 +139,6 @@ class Tracer:
         if source is not None and source not in sym.extent_args:
             sym.extent_args.append(source)
         return sym
-
-    def dim_value(self, d: Dim) -> Any:
-        return d
 
     def size_dim(self, d: Any, used: list[Sym]) -> Dim:
         """A dim of a tile shape given by a user: a tile, a sym, or an int (a whole extent)."""

@@ -43,7 +43,7 @@ class TileValue:
 
     @property
     def shape(self) -> tuple[Any, ...]:
-        return tuple(self.tracer.dim_value(d) for d in self.node.shape)
+        return self.node.shape
 
     @property
     def ndim(self) -> int:
