@@ -176,3 +176,64 @@ def test_select_config_for_the_runtime_hook() -> None:
     assert time.perf_counter() - start < 5
     assert config == bound.config_spec.normalize(bound.config_spec.default())
     assert [e.kind for e in cache.ls()] == ["default"]
+
+
+class _FlatRunner:
+    """Every config works and takes 1 ms: no restart can ever gain."""
+
+    isolated = False
+
+    def __init__(self) -> None:
+        self.checked = 0
+
+    def check(self, configs: list[tc.Config], **kw: object) -> list[Attempt]:
+        self.checked += len(configs)
+        results = [Attempt(c, None, ms=1.0) for c in configs]
+        on_result = kw.get("on_result")
+        for r in results:
+            if callable(on_result):
+                on_result(r)
+        return results
+
+    def bench(self, config: tc.Config, **kw: object) -> Attempt:
+        return Attempt(config, None, ms=1.0)
+
+
+def test_full_effort_stops_restarting_without_gains() -> None:
+    from tilecraft.autotune.discover import UnknownRepros
+    from tilecraft.autotune.progress import Reporter
+    from tilecraft.autotune.search import EFFORTS, _Search
+
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    runner = _FlatRunner()
+    reporter = Reporter("rms_norm", stream=io.StringIO(), verbose=False)
+    search = _Search(
+        bound, runner, reporter, EFFORTS["full"], deadline=time.monotonic() + 600,
+        timeout_s=5, seed=0, batch=2, on_unknown=UnknownRepros(bound, (x, w), {}),
+    )  # fmt: skip
+    start = time.monotonic()
+    best = search.run(bound.config_spec.default())
+    assert best is not None and time.monotonic() - start < 30  # far inside the 600 s budget
+    neighbours = len(neighbors(bound.config_spec, bound.config_spec.default()))
+    # the default, one local-search generation, then `patience` restarts of 2 seeds + neighbours
+    assert runner.checked <= 1 + neighbours + EFFORTS["full"].patience * (2 + 2 * neighbours)
+
+
+def test_cached_config_that_no_longer_compiles_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tilecraft.autotune.discover import cached_config
+
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    config = bound.config_spec.normalize(bound.config_spec.default())
+    cache.store(bound, "best", config)
+    assert cached_config(bound, "best") == config
+    assert config.key() in bound._programs  # validated by compiling: the first call reuses it
+
+    def broken(_config: tc.Config) -> None:
+        raise RuntimeError("codegen changed")
+
+    monkeypatch.setattr(bound, "compile_config", broken)
+    with pytest.warns(UserWarning, match="cached best config .* no longer works"):
+        assert cached_config(bound, "best") is None
+    assert cache.load(bound, "best") is None  # removed: the next call searches again

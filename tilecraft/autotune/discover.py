@@ -77,16 +77,24 @@ def kernel_tolerances(bound: BoundKernel, args: Sequence[Any] = ()) -> Tolerance
 
 
 def cached_config(bound: BoundKernel, kind: str) -> Config | None:
-    """A cached config that still normalizes (a stale one is dropped)."""
+    """A cached config that still normalizes and generates code (its program is kept for the
+    first call); a stale one is dropped with a warning, so the caller discovers or tunes again."""
     if force_autotune():
         return None
     config = cache.load(bound, kind)
     if config is None:
         return None
     try:
-        return quiet_normalize(bound.config_spec, config)
-    except ConfigError:
+        config = quiet_normalize(bound.config_spec, config)
+        bound.compile_config(config)
+        return config
+    except Exception as exc:  # any failure means: not usable any more, find another
         cache.remove(bound, kind)
+        warnings.warn(
+            f"tilecraft: {bound.kernel.__name__}: the cached {kind} config {config!r} no longer "
+            f"works ({type(exc).__name__}: {str(exc)[:200]}); it was removed and is searched again",
+            stacklevel=2,
+        )
         return None
 
 

@@ -4,8 +4,10 @@
 descent): each generation is every neighbour of the current centre (block sizes x2 and /2,
 reduction loops, num_warps, num_stages, user tunables), normalized and pruned by the static
 estimate, compiled and checked in parallel worker processes and timed one at a time; the centre
-moves to the generation's best while it improves. ``effort='full'`` adds random restarts until the
-budget is spent. The best few are re-timed before the final pick, and the winner is cached.
+moves to the generation's best while it improves. ``effort='full'`` adds random restarts (each a
+local search from the best of a batch of random configs) until the budget is spent or four
+restarts in a row found nothing faster. The best few are re-timed before the final pick, and the
+winner is cached.
 
 Timing is ``triton.testing.do_bench``'s median on a GPU. On the CPU (Triton's interpreter) it is
 wall-clock time of a few calls, which says nothing about GPU speed: it only exercises the search.
@@ -52,11 +54,14 @@ class Effort:
     final_rep_ms: float  # re-timing of the finalists
     finalists: int
     restarts: bool
+    patience: int = 0  # restarts stop after this many in a row bring no gain (budget permitting)
 
 
 EFFORTS = {
     "quick": Effort(budget_s=30.0, rep_ms=40.0, final_rep_ms=100.0, finalists=3, restarts=False),
-    "full": Effort(budget_s=180.0, rep_ms=100.0, final_rep_ms=250.0, finalists=5, restarts=True),
+    "full": Effort(
+        budget_s=180.0, rep_ms=100.0, final_rep_ms=250.0, finalists=5, restarts=True, patience=4
+    ),
 }
 
 
@@ -154,11 +159,18 @@ class _Search:
         if first is None:
             return None
         self.local_search(first)
-        while self.effort.restarts and self.left() > 0:
+        stale = 0  # restarts in a row that did not beat the best by MIN_GAIN
+        while self.effort.restarts and self.left() > 0 and stale < self.effort.patience:
+            before = self.best()
             seeds = [self.spec.random(self.rng) for _ in range(self.batch)]
             start = self.best(self.generation(seeds))
             if start is not None:
                 self.local_search(start)
+            after = self.best()
+            gained = before is None or (
+                after is not None and (after.ms or 0.0) < (before.ms or 0.0) * (1 - MIN_GAIN)
+            )
+            stale = 0 if gained else stale + 1
         return self.final_pick()
 
     def final_pick(self) -> Attempt | None:
