@@ -39,7 +39,7 @@ def environment() -> dict[str, str]:
 
 
 def write_results(
-    name: str, rows: list[dict[str, Any]], columns: list[str], notes: str = ""
+    name: str, rows: list[dict[str, Any]], columns: list[str], notes: str = "", echo: bool = True
 ) -> str:
     """Print a markdown table and write it (and JSON) to $OUT or benchmarks/results/."""
     env = environment()
@@ -55,7 +55,8 @@ def write_results(
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.md").write_text(text)
     (out / f"{name}.json").write_text(json.dumps({"env": env, "rows": rows}, indent=2, default=str))
-    print(text)
+    if echo:
+        print(text)
     return text
 
 

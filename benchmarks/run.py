@@ -13,7 +13,7 @@ Writes ``benchmarks/results/suite.{md,json}`` (or under ``$OUT``).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import time
 from typing import Any
 
 import torch
@@ -34,19 +34,28 @@ def min_bytes(inputs: tuple[Any, ...], outputs: Any) -> int:
     return sum(t.numel() * t.element_size() for t in _tensors(inputs) + _tensors(outputs))
 
 
-def tuned_call(effort: str) -> Callable[..., Any]:
-    """A ``call`` hook that runs each kernel with its tuned config (tuning once per shape)."""
-    from tilecraft.autotune.search import tune
+class TunedCall:
+    """A ``call`` hook that runs each kernel with its tuned config (tuning once per
+    specialization); records the seconds spent tuning and the winning configs."""
 
-    programs: dict[Any, Any] = {}
+    def __init__(self, effort: str):
+        self.effort = effort
+        self.programs: dict[Any, Any] = {}
+        self.tune_s = 0.0
+        self.configs: dict[str, str] = {}
 
-    def call(kernel: Any, *args: Any) -> Any:
+    def __call__(self, kernel: Any, *args: Any) -> Any:
+        from tilecraft.autotune.search import tune
+
         bound = kernel.bind(args)
-        if id(bound) not in programs:
-            programs[id(bound)] = bound.compile_config(tune(bound, args, effort=effort))
-        return bound.run(programs[id(bound)], *args)
-
-    return call
+        program = self.programs.get(id(bound))
+        if program is None:
+            start = time.perf_counter()
+            config = tune(bound, args, effort=self.effort)
+            self.tune_s += time.perf_counter() - start
+            self.configs[kernel.__name__] = repr(config)
+            program = self.programs[id(bound)] = bound.compile_config(config)
+        return bound.run(program, *args)
 
 
 def max_error(got: Any, want: Any) -> float:
@@ -55,23 +64,31 @@ def max_error(got: Any, want: Any) -> float:
 
 
 def bench_one(
-    name: str, module: Any, shape: tuple[int, ...], effort: str, copy_gbs: float
+    name: str,
+    module: Any,
+    shape: tuple[int, ...],
+    effort: str,
+    copy_gbs: float,
+    device: str = "cuda",
 ) -> dict[str, Any]:
+    """One kernel module at one shape: correctness first, then the four timings and ratios."""
     dtype = torch.bfloat16 if torch.bfloat16 in module.DTYPES else module.DTYPES[0]
-    inputs = module.make_inputs(shape, dtype, "cuda", 0)
+    inputs = module.make_inputs(shape, dtype, device, 0)
     want = module.reference(*inputs)
-    got = module.run(inputs)
+    tuned = TunedCall(effort)
     row: dict[str, Any] = {
         "kernel": name,
         "shape": "x".join(map(str, shape)),
-        "max_err": max_error(got, want),
+        "max_err_default": max_error(module.run(inputs), want),
+        "max_err_tuned": max_error(module.run(inputs, call=tuned), want),
+        "tune_s": round(tuned.tune_s, 1),
     }
-    compiled = torch.compile(module.reference)
-    tuned = tuned_call(effort)
+    peer = getattr(module, "peer", module.reference)
+    compiled = torch.compile(peer)
     times = {
         "tilecraft_default": bench_ms(lambda: module.run(inputs)),
         "tilecraft_tuned": bench_ms(lambda: module.run(inputs, call=tuned)),
-        "eager": bench_ms(lambda: module.reference(*inputs)),
+        "eager": bench_ms(lambda: peer(*inputs)),
         "torch_compile": bench_ms(lambda: compiled(*inputs)),
     }
     row.update({f"{k}_ms": v for k, v in times.items()})
@@ -79,26 +96,53 @@ def bench_one(
     if hasattr(module, "flops"):
         row["tflops"] = module.flops(shape) / best / 1e9
     else:
-        gbs = min_bytes(inputs, got) / best / 1e6
+        gbs = min_bytes(inputs, want) / best / 1e6
         row["gb_s"] = gbs
         row["pct_copy"] = f"{gbs / copy_gbs:.1%}"
     row["vs_compile"] = times["torch_compile"] / best
     row["vs_eager"] = times["eager"] / best
     row["default_vs_tuned"] = times["tilecraft_tuned"] / times["tilecraft_default"]
+    row["configs"] = "; ".join(f"{k}: {v}" for k, v in tuned.configs.items())
     return row
+
+
+COLUMNS = [
+    "kernel",
+    "shape",
+    "max_err_default",
+    "max_err_tuned",
+    "tune_s",
+    "tilecraft_default_ms",
+    "tilecraft_tuned_ms",
+    "eager_ms",
+    "torch_compile_ms",
+    "gb_s",
+    "pct_copy",
+    "tflops",
+    "vs_compile",
+    "vs_eager",
+    "default_vs_tuned",
+    "error",
+]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernels", nargs="*", default=list(EXAMPLES), choices=list(EXAMPLES))
     parser.add_argument("--quick", action="store_true", help="first two shapes of each kernel only")
+    parser.add_argument(
+        "--shapes", nargs="*", type=int, help="indices into each module's BENCH_SHAPES"
+    )
     parser.add_argument("--effort", default="quick", choices=["quick", "full"])
+    parser.add_argument("--name", default="suite", help="results file name (without suffix)")
     ns = parser.parse_args(argv)
     copy_gbs = copy_bandwidth_gbs()
+    notes = f"copy bandwidth measured: {copy_gbs:.0f} GB/s; dtype bf16 where supported"
     rows = []
     for name in ns.kernels:
         module = EXAMPLES[name]
-        shapes = module.BENCH_SHAPES[:2] if ns.quick else module.BENCH_SHAPES
+        picks = ns.shapes if ns.shapes is not None else ([0, 1] if ns.quick else None)
+        shapes = module.BENCH_SHAPES if picks is None else [module.BENCH_SHAPES[i] for i in picks]
         for shape in shapes:
             try:
                 rows.append(bench_one(name, module, tuple(shape), ns.effort, copy_gbs))
@@ -111,28 +155,8 @@ def main(argv: list[str] | None = None) -> None:
                     }
                 )
             print(rows[-1], flush=True)
-    columns = [
-        "kernel",
-        "shape",
-        "max_err",
-        "tilecraft_default_ms",
-        "tilecraft_tuned_ms",
-        "eager_ms",
-        "torch_compile_ms",
-        "gb_s",
-        "pct_copy",
-        "tflops",
-        "vs_compile",
-        "vs_eager",
-        "default_vs_tuned",
-        "error",
-    ]
-    write_results(
-        "suite",
-        rows,
-        columns,
-        f"copy bandwidth measured: {copy_gbs:.0f} GB/s; dtype bf16 where supported",
-    )
+            write_results(ns.name, rows, COLUMNS, notes, echo=False)  # partial results survive
+    write_results(ns.name, rows, COLUMNS, notes)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,11 @@ Every module in :data:`EXAMPLES` exposes the same surface:
     interpreter (each tensor stays under ~50k elements).
 ``DTYPES: list[torch.dtype]``
     The dtypes the kernels support.
+``peer(*inputs)`` (optional)
+    What a PyTorch user would run instead, at the inputs' dtype (``torch.mm``, SDPA); the benchmark
+    times it eager and under ``torch.compile``. Default: ``reference``.
+``flops(shape) -> int`` (optional)
+    Floating-point operations of one ``run``: the benchmark reports TFLOP/s instead of GB/s.
 ``TOLERANCES: dict[torch.dtype, tuple[float, float]]`` (optional)
     ``(rtol, atol)`` overrides of the tests' per-dtype defaults (e.g. fp32 through ``tl.dot``,
     which may use TF32 on GPUs); ``atol`` is relative to the reference's largest magnitude.

@@ -73,6 +73,18 @@ def reference(
     return full.to(q.dtype), causal.to(q.dtype)
 
 
+def peer(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """What a PyTorch user runs: SDPA at the inputs' dtype (flash attention on GPUs)."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    return sdpa(q, k, v), sdpa(q, k, v, is_causal=True)
+
+
+def flops(shape: tuple[int, ...]) -> int:
+    b, h, s, d = shape
+    full = 4 * b * h * s * s * d  # q @ k^T and p @ v
+    return full + full // 2  # non-causal + causal (half the score matrix)
+
+
 def run(
     inputs: tuple[torch.Tensor, ...], call: Call = default_call
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -72,6 +72,17 @@ def reference(
     return ab.to(a.dtype), act.to(a.dtype)
 
 
+def peer(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """What a PyTorch user runs: ``torch.mm`` at the inputs' dtype, then the epilogue."""
+    ab = a @ b
+    return ab, torch.nn.functional.gelu(a @ b + bias, approximate="tanh")
+
+
+def flops(shape: tuple[int, ...]) -> int:
+    m, k, n = shape
+    return 2 * (2 * m * n * k)  # two matmuls per run (plain and with the epilogue)
+
+
 def run(
     inputs: tuple[torch.Tensor, ...], call: Call = default_call
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -32,3 +32,31 @@ def test_results_written_as_markdown_and_json(
     assert "| k | 0.123 |" in text
     data = json.loads((tmp_path / "suite_test.json").read_text())
     assert data["rows"] == [{"kernel": "k", "ms": 0.123456}] and "torch" in data["env"]
+
+
+def test_bench_one_end_to_end_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The whole row (check, tune, four timings, ratios) for two modules, with wall-clock timing
+    and torch.compile replaced (no GPU, no C++ toolchain needed): the runner's plumbing."""
+    import dataclasses
+    import time
+
+    import benchmarks.run as run
+    from examples import EXAMPLES
+    from tilecraft.autotune import search
+
+    def wall_ms(fn: object) -> float:
+        start = time.perf_counter()
+        fn()  # type: ignore[operator]
+        return (time.perf_counter() - start) * 1e3
+
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(run, "bench_ms", wall_ms)
+    monkeypatch.setattr(torch, "compile", lambda fn: fn)
+    quick = dataclasses.replace(search.EFFORTS["quick"], budget_s=3.0)
+    monkeypatch.setitem(search.EFFORTS, "quick", quick)
+    row = run.bench_one("add", EXAMPLES["add"], (37, 100), "quick", 100.0, device="cpu")
+    # bf16: the interpreter truncates where torch rounds (1 ulp of values up to ~8)
+    assert row["max_err_default"] <= 0.0625 and row["max_err_tuned"] <= 0.0625
+    assert row["gb_s"] > 0 and row["vs_compile"] > 0 and "add: tc.Config(" in row["configs"]
+    row = run.bench_one("matmul", EXAMPLES["matmul"], (32, 64, 16), "quick", 100.0, device="cpu")
+    assert "tflops" in row and "gb_s" not in row and row["max_err_tuned"] < 0.1
