@@ -215,8 +215,11 @@ def test_full_effort_stops_restarting_without_gains() -> None:
     start = time.monotonic()
     best = search.run(bound.config_spec.default())
     assert best is not None and time.monotonic() - start < 30  # far inside the 600 s budget
-    neighbours = len(neighbors(bound.config_spec, bound.config_spec.default()))
-    # the default, one local-search generation, then `patience` restarts of 2 seeds + neighbours
+    default = bound.config_spec.default()
+    neighbours = len(neighbors(bound.config_spec, default))
+    neighbours += len(neighbors(bound.config_spec, default, strategies=True))
+    # the default, one local search (core + strategy moves), then `patience` restarts of 2 seeds
+    # and their local searches
     assert runner.checked <= 1 + neighbours + EFFORTS["full"].patience * (2 + 2 * neighbours)
 
 

@@ -261,3 +261,30 @@ def test_random_matmul_configs_fit_shared_memory(monkeypatch: pytest.MonkeyPatch
     assert max(estimates) <= limit
     big = tc.Config(block_sizes=[256, 256, 128], num_stages=4)
     assert spec.estimated_shared_bytes(big) == 4 * (256 * 128 + 128 * 256) * 2 > limit
+
+
+def test_strategy_neighbours_for_the_tuner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local search's strategy moves: each normalizes, each changes one knob, and a
+    matmul on sm_90 can reach TMA loads and L2 grouping in one step."""
+    from tilecraft.autotune.candidates import neighbors
+
+    monkeypatch.setenv("TILECRAFT_TARGET", "cuda:90")
+    a, b = torch.randn(1024, 512, dtype=torch.bfloat16), torch.randn(512, 768, dtype=torch.bfloat16)
+    spec = matmul.bind((a, b)).config_spec
+    centre = spec.normalize(spec.default())
+    moves = [spec.normalize(c) for c in neighbors(spec, centre, strategies=True)]
+    assert moves and all(m != centre for m in moves)
+    assert any(m.pid_type == "persistent_interleaved" for m in moves)
+    assert any(list(m.l2_groupings) == [8] for m in moves)
+    assert any(all(i == "tensor_descriptor" for i in m.indexing) for m in moves)
+    assert any(list(m.load_eviction_policies) == ["first", "first"] for m in moves)
+    before = centre.to_dict()
+    changed = [
+        {k for k, v in m.to_dict().items() if before.get(k) != v} - {"num_sm_multiplier"}
+        for m in moves
+    ]  # a persistent pid_type brings its SM multiplier
+    assert all(len(c) == 1 for c in changed), changed
+    monkeypatch.setenv("TILECRAFT_TARGET", "hip:gfx942")  # no TMA on AMD: never offered
+    spec = matmul.bind((a, b)).config_spec
+    moves = neighbors(spec, spec.normalize(spec.default()), strategies=True)
+    assert moves and not any("tensor_descriptor" in (m.indexing or ()) for m in moves)

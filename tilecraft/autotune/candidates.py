@@ -166,10 +166,13 @@ def halve_largest(spec: ConfigSpec, config: Config) -> Config | None:
     return None
 
 
-def neighbors(spec: ConfigSpec, config: Config) -> list[Config]:
+def neighbors(spec: ConfigSpec, config: Config, strategies: bool = False) -> list[Config]:
     """Configs one step away from ``config`` (normalized): each block size x2 and /2, each
     loopable reduction looped / chunk x2 / chunk /2 / whole, num_warps x2 and /2, num_stages +-1,
-    and every other choice of each user tunable. Not normalized."""
+    and every other choice of each user tunable; with ``strategies``, instead the codegen
+    strategy moves of :meth:`StrategySpace.neighbor_fields`. Not normalized."""
+    if strategies:
+        return [config.replace(**fields) for fields in spec.space.neighbor_fields(config)]
     out: list[Config] = []
     blocks = list(config.block_sizes)
     for i, b in enumerate(spec.blocks):

@@ -56,6 +56,11 @@ class Effort:
     restarts: bool
     patience: int = 0  # restarts stop after this many in a row bring no gain (budget permitting)
 
+    @property
+    def final_reserve_s(self) -> float:
+        """Budget kept for re-timing the finalists (do_bench warm-up + repetitions each)."""
+        return self.finalists * (2 * self.final_rep_ms / 1000 + 0.3)
+
 
 EFFORTS = {
     "quick": Effort(budget_s=30.0, rep_ms=40.0, final_rep_ms=100.0, finalists=3, restarts=False),
@@ -146,12 +151,20 @@ class _Search:
         return done
 
     def local_search(self, start: Attempt) -> Attempt:
+        """Coordinate descent over tiles, warps and stages; once those stop gaining, one
+        generation of strategy moves (pid type, indexing, eviction, L2 grouping), and back to
+        tiles if one of them gains."""
         centre = start
+        strategies = False
         while self.left() > 0:
-            step = self.best(self.generation(neighbors(self.spec, centre.config)))
+            moves = neighbors(self.spec, centre.config, strategies=strategies)
+            step = self.best(self.generation(moves))
             if step is None or (step.ms or 0.0) >= (centre.ms or 0.0) * (1 - MIN_GAIN):
-                break
-            centre = step
+                if strategies:
+                    break
+                strategies = True
+                continue
+            centre, strategies = step, False
         return centre
 
     def run(self, default: Config) -> Attempt | None:
@@ -248,7 +261,8 @@ def tune(
             )  # fmt: skip
         reporter.stage = "search"
         search = _Search(
-            bound, runner, reporter, plan, deadline=reporter.start + budget, timeout_s=timeout_s,
+            bound, runner, reporter, plan, deadline=reporter.start + budget - plan.final_reserve_s,
+            timeout_s=timeout_s,
             seed=seed, batch=n_workers, on_unknown=UnknownRepros(bound, args, kwargs),
         )  # fmt: skip
         best = search.run(default)

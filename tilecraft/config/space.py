@@ -149,6 +149,36 @@ class StrategySpace:
         self._check_warp_specialize(fields, [])
         return self._neutral_persistent_slots(fields)
 
+    def neighbor_fields(self, config: Config) -> list[dict[str, Any]]:
+        """Strategy moves one step from a normalized ``config``, for the tuner's local search:
+        every other pid_type (and SM multiplier), all accesses to one indexing kind (each
+        access its closest allowed kind), all loads to one eviction policy, and each L2
+        grouping of a 2-D grid to another size."""
+        moves: list[dict[str, Any]] = []
+        pid = config.pid_type
+        moves += [{"pid_type": p} for p in self.pid_types() if p != pid]
+        if pid.startswith("persistent"):
+            mult = config.num_sm_multiplier or 1
+            moves += [{"num_sm_multiplier": m} for m in (1, 2, 4) if m != mult]
+        current = list(config.indexing) if not isinstance(config.indexing, str) else []
+        for kind in ("pointer", "block_ptr", "tensor_descriptor"):
+            picked = [kind if kind in c else c[-1] for c in self.indexing_choices]
+            if any(kind in c for c in self.indexing_choices) and picked != current:
+                moves.append({"indexing": picked})
+        evict = list(config.load_eviction_policies)
+        for policy in self.eviction_choices:
+            if self.n_loads and [policy] * self.n_loads != evict:
+                moves.append({"load_eviction_policies": [policy] * self.n_loads})
+        l2 = list(config.l2_groupings) or [1] * len(self.grids)
+        for i, info in enumerate(self.grids):
+            if info.rank >= 2 and pid != "xyz":
+                moves += [
+                    {"l2_groupings": [*l2[:i], g, *l2[i + 1 :]]}
+                    for g in (1, 4, 8, 16)
+                    if g != l2[i]
+                ]
+        return moves
+
     def _check_warp_specialize(self, fields: dict[str, Any], repairs: list[str]) -> None:
         """Triton 3.6 fails to compile warp-specialized loops that load through pointers
         (seen on sm_90: "PassManager::run failed"); they need tensor-descriptor loads."""
