@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--shapes", nargs="*", type=int, help="indices into each module's BENCH_SHAPES"
     )
-    parser.add_argument("--effort", default="quick", choices=["quick", "full"])
+    parser.add_argument("--effort", default="quick", choices=["none", "quick", "full"])
     parser.add_argument("--name", default="suite", help="results file name (without suffix)")
     ns = parser.parse_args(argv)
     copy_gbs = copy_bandwidth_gbs()

@@ -112,6 +112,11 @@ def test_compare_structures_args_and_specials() -> None:
             Category.RUNTIME_FAULT,
         ),  # fmt: skip
         ("RuntimeError: CUDA error: misaligned address", "run", Category.RUNTIME_FAULT),
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB",
+            "run",
+            Category.RESOURCE,
+        ),  # fmt: skip
         ("RuntimeError: unspecified launch failure", "run", Category.RUNTIME_FAULT),
         (
             "triton.compiler.errors.CompilationError: at 3:4: bad",
@@ -323,3 +328,25 @@ def test_attempt_table_formatting() -> None:
     rows = [Attempt(tc.Config(block_sizes=[8]), Category.COMPILE_TIMEOUT, "compile hung")]
     table = format_table(rows)
     assert "compile timeout" in table and "compile hung" in table and "block_sizes=[8]" in table
+
+
+def test_worker_count_fits_device_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker keeps its arguments ~4 times: big inputs get fewer workers (a 2 GB logits
+    tensor at 8 workers ran an H200 out of memory)."""
+    from tilecraft.autotune import discover
+
+    class FakeCudaTensor(torch.Tensor):
+        @property
+        def is_cuda(self) -> bool:  # type: ignore[override]
+            return True
+
+    big = torch.empty(0).as_subclass(FakeCudaTensor)
+    monkeypatch.setattr(FakeCudaTensor, "numel", lambda self: 1 << 30)  # 2 GiB of bf16
+    monkeypatch.setattr(FakeCudaTensor, "element_size", lambda self: 2)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (40 << 30, 140 << 30))
+    monkeypatch.setattr(discover.os, "cpu_count", lambda: 16)
+    assert discover.default_workers(100, cap=8) == 8  # no device tensors: cores and cap
+    assert discover.default_workers(100, cap=8, args=(big,)) == 2  # 20 GiB / (8 + 1) GiB
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (1 << 30, 140 << 30))
+    assert discover.default_workers(100, cap=8, args=(big,)) == 1  # never zero

@@ -46,6 +46,7 @@ _PATTERNS: list[tuple[str, Category, str]] = [
         "registers",
     ),  # fmt: skip
     (r"outofresources|out of resource", Category.RESOURCE, "resource"),
+    (r"outofmemoryerror|out of memory", Category.RESOURCE, "device memory"),
     (r"illegal memory access|illegal address", Category.RUNTIME_FAULT, "illegal memory access"),
     (r"misaligned address", Category.RUNTIME_FAULT, "misaligned address"),
     (

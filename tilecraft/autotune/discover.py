@@ -34,8 +34,22 @@ DEFAULT_TIMEOUT_S = 60.0
 MAX_UNKNOWN_REPROS = 2
 
 
-def default_workers(n_jobs: int, cap: int = 4) -> int:
-    return max(1, min(os.cpu_count() or 1, cap, n_jobs))
+WORKER_CONTEXT_BYTES = 1 << 30  # a worker's CUDA context, Triton and torch allocator slack
+
+
+def default_workers(n_jobs: int, cap: int = 4, args: Sequence[Any] = ()) -> int:
+    """Worker processes for ``n_jobs`` configs: at most the cores, ``cap``, and as many as half
+    the device's free memory holds when each keeps the arguments four times (its copy, a
+    clone per run, the outputs and the baseline) plus its context; large inputs (a 2 GB logits
+    tensor) would otherwise run the device out of memory."""
+    n = max(1, min(os.cpu_count() or 1, cap, n_jobs))
+    arg_bytes = sum(
+        a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor) and a.is_cuda
+    )
+    if arg_bytes and torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info()
+        n = max(1, min(n, free // 2 // (4 * arg_bytes + WORKER_CONTEXT_BYTES)))
+    return n
 
 
 def baseline_or_none(
@@ -189,7 +203,7 @@ def run_discovery(
                 kwargs,
                 baseline,
                 isolate=isolate,
-                workers=workers or default_workers(len(configs)),
+                workers=workers or default_workers(len(configs), args=args),
                 tolerances=tolerances,
             )
         try:

@@ -242,7 +242,7 @@ def tune(
     budget = plan.budget_s if budget_s is None else float(budget_s)
     tolerances = tolerances if tolerances is not None else kernel_tolerances(bound, args)
     reporter = Reporter(name, budget_s=budget, stream=stream, verbose=verbose)
-    n_workers = workers or default_workers(1 << 10, cap=8)
+    n_workers = workers or default_workers(1 << 10, cap=8, args=args)
     baseline = baseline_or_none(bound, args, kwargs)
     runner = open_runner(
         bound, args, kwargs, baseline, isolate=isolate, workers=n_workers, tolerances=tolerances

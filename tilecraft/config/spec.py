@@ -9,6 +9,7 @@ rejects the rest with a :class:`ConfigError` that names the field and the reason
 from __future__ import annotations
 
 import dataclasses
+import math
 import random as _random
 import warnings
 from typing import Any
@@ -35,6 +36,7 @@ class BlockSpec:
     role: str  # "grid", "loop" or "host"
     dot_role: str | None = None  # "mn" or "k" when the dim feeds tl.dot
     grid_rank: int = 1
+    innermost: bool = False  # the last dim of a 2-D+ grid (usually the contiguous one)
 
     @property
     def lo(self) -> int:
@@ -80,6 +82,17 @@ class ConfigSpec:
         self.space = StrategySpace(loops, target)
         self._warned: set[str] = set()
         self.blocks: list[BlockSpec] = []
+        # per device loop: its tunable grid blocks, and the programs its fixed dims contribute
+        self.grid_slots: list[list[int]] = []
+        self.fixed_programs: list[int] = []
+        for loop in loops:
+            fixed = [s for s in loop.grid_syms if s.config_slot is None]
+            self.grid_slots.append(
+                [s.config_slot for s in loop.grid_syms if s.config_slot is not None]
+            )
+            self.fixed_programs.append(
+                math.prod(-(-_extent_hint(s) // (s.fixed_block or 1)) for s in fixed)
+            )
         self.reductions: list[ReductionSpec] = []
         self.values: list[ValueShape] = []
         self.tunables = tunables
@@ -104,7 +117,11 @@ class ConfigSpec:
                 spec = slots.get(sym.config_slot)
                 if spec is None or spec.role == "host" and spec.extent <= 1:
                     slots[sym.config_slot] = BlockSpec(
-                        sym.config_slot, max(extent, 1), role, grid_rank=len(loop.grid_syms)
+                        sym.config_slot,
+                        max(extent, 1),
+                        role,
+                        grid_rank=len(loop.grid_syms),
+                        innermost=len(loop.grid_syms) > 1 and sym is loop.grid_syms[-1],
                     )
                 elif extent:
                     spec.extent = max(spec.extent, extent) if spec.role != "host" else spec.extent
@@ -157,22 +174,47 @@ class ConfigSpec:
         reductions = [
             None if (not r.loopable or r.full <= 16384) else 4096 for r in self.reductions
         ]
-        blocks = [self._preferred_block(b) for b in self.blocks]
+        blocks = self._fill_device([self._preferred_block(b) for b in self.blocks])
         config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
-        config = self._shrink_to(config, REGISTER_BUDGET)
+        # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits
+        config = self._shrink_to(config, REGISTER_BUDGET * (2 if self.has_dot else 1))
         largest, _ = self.largest_value(config)
         warps = 4 if largest <= 4096 else 8 if largest <= 16384 else 16
         stages = 3 if self.has_dot else 1
         tunables = {name: choices[0] for name, choices in self.tunables.items()}
-        return self.normalize(config.replace(num_warps=warps, num_stages=stages, **tunables))
+        config = config.replace(num_warps=warps, num_stages=stages, **tunables)
+        return self.normalize(self._fit_shared_memory(config))
+
+    def _fill_device(self, blocks: list[int]) -> list[int]:
+        """Halve a device loop's largest grid block while its grid has fewer programs than the
+        target has SMs (an underfilled GPU is the default's worst case: e.g. a column sum of
+        8192 columns in 128-wide blocks runs 64 programs on 132 SMs)."""
+        blocks = list(blocks)
+        for slots, fixed in zip(self.grid_slots, self.fixed_programs, strict=True):
+            while True:
+                programs = fixed * math.prod(-(-self.blocks[s].extent // blocks[s]) for s in slots)
+                shrinkable = [s for s in slots if blocks[s] > max(self.blocks[s].lo, 16)]
+                if programs >= self.target.limits.num_sms or not shrinkable:
+                    break
+                widest = max(shrinkable, key=lambda s: blocks[s])
+                blocks[widest] //= 2
+        return blocks
 
     def _preferred_block(self, b: BlockSpec) -> int:
+        """Starting block sizes, measured on an H200 (benchmarks/results/suite_*.md): 128x128
+        output tiles with k=64 for tl.dot (64 for a dot dim a loop walks, e.g. attention's keys),
+        32x128 tiles for 2-D pointwise grids (contiguous dim last), 256-element steps for
+        other inner loops; the register budget and the target's shared memory shrink them."""
         if b.dot_role == "k":
-            want = 32
-        elif b.dot_role == "mn":
             want = 64
+        elif b.dot_role == "mn":
+            want = 128 if b.role == "grid" else 64
         elif b.role == "grid" and b.grid_rank == 1 and not self.reductions:
             want = 1024
+        elif b.role == "grid" and b.innermost and not self.reductions:
+            want = 128
+        elif b.role == "loop":
+            want = 256
         else:
             want = 32
         return max(b.lo, min(want, b.hi))
