@@ -56,6 +56,11 @@ def test_cache_round_trip_ls_clear(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TILECRAFT_FORCE_AUTOTUNE")
     assert cached_config(bound, "best") == bound.config_spec.normalize(config)
     assert cache.clear() == 1 and cache.ls() == []
+    cache.store(bound, "default", config, rank=2, heuristic_ok=False)
+    (entry,) = cache.ls()
+    assert (
+        entry.heuristic_ok is False and "heuristic default failed; candidate 2" in entry.describe()
+    )
 
 
 # -- search --------------------------------------------------------------------------------

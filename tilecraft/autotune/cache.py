@@ -137,10 +137,15 @@ class CacheEntry:
     kind: str
     config: Config | None
     created: float
+    heuristic_ok: bool | None = None  # discovery entries: whether the heuristic default worked
+    rank: int | None = None  # discovery entries: the winner's place among the candidates run
 
     def describe(self) -> str:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.created))
-        return f"{self.kernel:<24} {self.kind:<8} {when}  {self.config!r}"
+        text = f"{self.kernel:<24} {self.kind:<8} {when}  {self.config!r}"
+        if self.heuristic_ok is False:
+            text += f"  [heuristic default failed; candidate {self.rank} works]"
+        return text
 
 
 def ls(kernel: str | None = None) -> list[CacheEntry]:
@@ -156,7 +161,12 @@ def ls(kernel: str | None = None) -> list[CacheEntry]:
         name = str(data.get("kernel", path.name.split("-")[0]))
         if kernel is None or name == kernel:
             kind = str(data.get("kind", "?"))
-            out.append(CacheEntry(path, name, kind, config, float(data.get("created", 0))))
+            created = float(data.get("created", 0))
+            out.append(
+                CacheEntry(
+                    path, name, kind, config, created, data.get("heuristic_ok"), data.get("rank")
+                )
+            )
     return sorted(out, key=lambda e: -e.created)
 
 
