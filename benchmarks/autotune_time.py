@@ -21,11 +21,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
 
-from benchmarks.common import bench_ms, write_results
+from benchmarks.common import add_row, bench_ms, write_results
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,14 +170,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--efforts", nargs="*", default=["quick", "full"])
     ns = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
+    results = ("autotune", COLUMNS, "wall times from an empty cache (discovery included)")
     for name in ns.cases:
-        try:
-            rows.append(measure(CASES[name], ns.efforts))
-        except Exception as exc:  # one failing case is reported, the others still run
-            rows.append({"kernel": name, "error": f"{type(exc).__name__}: {exc}"[:300]})
-        print(rows[-1], flush=True)
-        write_results("autotune", rows, COLUMNS, "wall times from an empty cache", echo=False)
-    write_results("autotune", rows, COLUMNS, "wall times from an empty cache (discovery included)")
+        add_row(rows, {"kernel": name}, partial(measure, CASES[name], ns.efforts), results)
+    write_results("autotune", rows, COLUMNS, results[2])
 
 
 if __name__ == "__main__":

@@ -60,6 +60,24 @@ def write_results(
     return text
 
 
+def add_row(
+    rows: list[dict[str, Any]],
+    ident: dict[str, Any],
+    measure: Callable[[], dict[str, Any]],
+    results: tuple[str, list[str], str],
+) -> None:
+    """Append ``measure()`` (or ``ident`` with the error, so one failing case does not stop the
+    run), print it, and rewrite the results file ``(name, columns, notes)`` so that partial
+    results survive a timeout."""
+    try:
+        rows.append(measure())
+    except Exception as exc:
+        rows.append({**ident, "error": f"{type(exc).__name__}: {exc}"[:300]})
+    print(rows[-1], flush=True)
+    name, columns, notes = results
+    write_results(name, rows, columns, notes, echo=False)
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 from typing import Any
 
 import torch
 
-from benchmarks.common import bench_ms, copy_bandwidth_gbs, write_results
+from benchmarks.common import add_row, bench_ms, copy_bandwidth_gbs, write_results
 from examples import EXAMPLES
 
 
@@ -144,18 +145,13 @@ def main(argv: list[str] | None = None) -> None:
         picks = ns.shapes if ns.shapes is not None else ([0, 1] if ns.quick else None)
         shapes = module.BENCH_SHAPES if picks is None else [module.BENCH_SHAPES[i] for i in picks]
         for shape in shapes:
-            try:
-                rows.append(bench_one(name, module, tuple(shape), ns.effort, copy_gbs))
-            except Exception as exc:  # one failing shape is reported, the suite goes on
-                rows.append(
-                    {
-                        "kernel": name,
-                        "shape": "x".join(map(str, shape)),
-                        "error": f"{type(exc).__name__}: {exc}"[:200],
-                    }
-                )
-            print(rows[-1], flush=True)
-            write_results(ns.name, rows, COLUMNS, notes, echo=False)  # partial results survive
+            ident = {"kernel": name, "shape": "x".join(map(str, shape))}
+            add_row(
+                rows,
+                ident,
+                partial(bench_one, name, module, tuple(shape), ns.effort, copy_gbs),
+                (ns.name, COLUMNS, notes),
+            )
     write_results(ns.name, rows, COLUMNS, notes)
 
 

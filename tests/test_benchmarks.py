@@ -60,3 +60,22 @@ def test_bench_one_end_to_end_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert row["gb_s"] > 0 and row["vs_compile"] > 0 and "add: tc.Config(" in row["configs"]
     row = run.bench_one("matmul", EXAMPLES["matmul"], (32, 64, 16), "quick", 100.0, device="cpu")
     assert "tflops" in row and "gb_s" not in row and row["max_err_tuned"] < 0.1
+
+
+def test_add_row_reports_a_failing_case_and_keeps_partial_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks.common import add_row
+
+    monkeypatch.setenv("OUT", str(tmp_path))
+    rows: list[dict[str, object]] = []
+    results = ("partial_test", ["kernel", "ms", "error"], "")
+
+    def broken() -> dict[str, object]:
+        raise RuntimeError("no such kernel")
+
+    add_row(rows, {"kernel": "a"}, lambda: {"kernel": "a", "ms": 1.0}, results)
+    add_row(rows, {"kernel": "b"}, broken, results)
+    assert rows[1] == {"kernel": "b", "error": "RuntimeError: no such kernel"}
+    data = json.loads((tmp_path / "partial_test.json").read_text())
+    assert [r["kernel"] for r in data["rows"]] == ["a", "b"]

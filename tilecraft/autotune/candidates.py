@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from tilecraft.autotune.classify import Attempt, Category, classify
 from tilecraft.config.config import Config
-from tilecraft.config.spec import MAX_NUMEL, ConfigSpec, next_pow2
+from tilecraft.config.spec import MAX_NUMEL, ConfigSpec, cdiv, next_pow2
 from tilecraft.errors import ConfigError
 
 MAX_ELEMS_PER_THREAD = 512  # hard limit of the static check (largest tile / threads)
@@ -135,7 +135,7 @@ def fit_warps(spec: ConfigSpec, config: Config, warp_size: int = 32) -> Config:
     """``config`` with num_warps (4..16) chosen so the largest tile has at most
     SAFE_ELEMS_PER_THREAD elements per thread where possible."""
     largest, _ = spec.largest_value(config)
-    want = next_pow2(-(-largest // (warp_size * SAFE_ELEMS_PER_THREAD)))
+    want = next_pow2(cdiv(largest, warp_size * SAFE_ELEMS_PER_THREAD))
     return config.replace(num_warps=max(4, min(MAX_WARPS, want)))
 
 

@@ -29,6 +29,11 @@ def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
 
 
+def cdiv(a: int, b: int) -> int:
+    """``ceil(a / b)`` for positive ints (blocks of size ``b`` covering ``a``)."""
+    return -(-a // b)
+
+
 @dataclasses.dataclass
 class BlockSpec:
     slot: int
@@ -91,7 +96,7 @@ class ConfigSpec:
                 [s.config_slot for s in loop.grid_syms if s.config_slot is not None]
             )
             self.fixed_programs.append(
-                math.prod(-(-_extent_hint(s) // (s.fixed_block or 1)) for s in fixed)
+                math.prod(cdiv(_extent_hint(s), s.fixed_block or 1) for s in fixed)
             )
         self.reductions: list[ReductionSpec] = []
         self.values: list[ValueShape] = []
@@ -192,7 +197,7 @@ class ConfigSpec:
         blocks = list(blocks)
         for slots, fixed in zip(self.grid_slots, self.fixed_programs, strict=True):
             while True:
-                programs = fixed * math.prod(-(-self.blocks[s].extent // blocks[s]) for s in slots)
+                programs = fixed * math.prod(cdiv(self.blocks[s].extent, blocks[s]) for s in slots)
                 shrinkable = [s for s in slots if blocks[s] > max(self.blocks[s].lo, 16)]
                 if programs >= self.target.limits.num_sms or not shrinkable:
                     break
