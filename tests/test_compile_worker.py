@@ -3,6 +3,7 @@ the rest of the batch still compiles (targets/worker.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -10,8 +11,9 @@ import torch
 
 import tilecraft as tc
 from tilecraft.codegen.kernel import generate
+from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.crosscompile import CompileJob
-from tilecraft.targets.target import Target, launch_options
+from tilecraft.targets.target import Target
 from tilecraft.targets.worker import run_compile_jobs
 
 pytestmark = pytest.mark.crosscompile
@@ -27,15 +29,14 @@ def scale(x: torch.Tensor) -> torch.Tensor:
 
 def _job(block: int) -> CompileJob:
     """``block`` elements per tile on one warp: 65536 (2048 per thread) keeps Triton's compiler
-    busy for many minutes, the seed-000 "hang"; codegen does not normalize, so nothing repairs it."""
+    busy for many minutes, the seed-000 "hang"; codegen renders the plan it is given, so a plan
+    edited past resolve's repairs reaches the compiler as is."""
     target = Target.parse("cuda:90")
-    bound = scale.bind((torch.randn(1 << 20),))
-    traced = bound.traced
-    config = tc.Config(block_sizes=[block], num_warps=1, num_stages=1)
-    loop = traced.loops[0]
-    return CompileJob.of(
-        generate(loop, config, "scale", launch_options(target, config)), loop, target
-    )
+    bound = BoundKernel(scale, scale.bind_arguments((torch.randn(1 << 20),), {}), target=target)
+    plan = bound.config_spec.resolve(tc.Config(block_sizes=[256], num_warps=1, num_stages=1))
+    plan = dataclasses.replace(plan, block_sizes=(block,))
+    loop = bound.traced.loops[0]
+    return CompileJob.of(generate(loop, plan, "scale"), loop, target)
 
 
 def test_hanging_compile_is_killed_and_the_batch_goes_on() -> None:

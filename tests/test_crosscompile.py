@@ -18,9 +18,10 @@ import pytest
 import torch
 
 import tilecraft as tc
-from tilecraft.codegen.kernel import GeneratedKernel, generate
+from tilecraft.codegen.kernel import GeneratedKernel
+from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.crosscompile import CompileJob, CompileReport
-from tilecraft.targets.target import Target, launch_options
+from tilecraft.targets.target import Target
 from tilecraft.targets.worker import run_compile_jobs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `examples` lives at the repo root
@@ -93,11 +94,9 @@ def _launches() -> tuple[Launch, ...]:
 
 def _generate(launch: Launch, target: Target) -> Case:
     assert launch.kernel is not None
-    bound = launch.kernel.bind(launch.args)
-    config = bound.config_spec.normalize(bound.config_spec.default())
-    traced = bound._trace_for(config)
-    options = launch_options(target, config)
-    generated = [generate(loop, config, launch.kernel_name, options) for loop in traced.loops]
+    kernel = launch.kernel
+    bound = BoundKernel(kernel, kernel.bind_arguments(launch.args, {}), target=target)
+    _, _, traced, generated = bound.generate(bound.config_spec.default())
     return Case(target, generated, list(traced.loops))
 
 

@@ -16,8 +16,14 @@ import torch
 
 import tilecraft as tc
 from tilecraft.errors import ConfigError
+from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets import target as target_mod
-from tilecraft.targets.target import Capabilities, Target, capabilities_for, launch_options
+from tilecraft.targets.target import (
+    Capabilities,
+    Target,
+    capabilities_for,
+    filter_launch_options,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -134,6 +140,29 @@ def test_unknown_backend_gets_common_options() -> None:
 CFG = tc.Config(block_sizes=[32], num_warps=8, num_stages=3, maxnreg=128)
 
 
+@tc.kernel
+def _double(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * 2
+    return out
+
+
+def launch_options(target: Target, config: tc.Config) -> dict[str, object]:
+    """The launch keywords of ``config``'s plan for ``_double`` on ``target``."""
+    args = (torch.randn(1000),)
+    bound = BoundKernel(_double, _double.bind_arguments(args, {}), target=target)
+    return dict(bound.config_spec.resolve(config).options)
+
+
+def test_filter_keeps_declared_options_only() -> None:
+    kept, dropped = filter_launch_options(
+        Target.parse("hip:gfx942"), {"num_warps": 8, "maxnreg": 128, "num_stages": None}
+    )
+    assert kept == {"num_warps": 8}
+    assert len(dropped) == 1 and "maxnreg=128" in dropped[0] and "hip" in dropped[0]
+
+
 def test_cuda_keeps_maxnreg() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -175,8 +204,11 @@ def test_interpreter_drops_maxnreg_silently() -> None:
         assert launch_options(Target.parse("interpret"), CFG) == {"num_warps": 8, "num_stages": 3}
 
 
-def test_unset_options_are_not_passed() -> None:
-    assert launch_options(Target.parse("cuda:90"), tc.Config(block_sizes=[32])) == {}
+def test_unset_options_get_the_resolved_defaults() -> None:
+    """A config that leaves warps/stages unset gets the heuristic's values in the plan (so the
+    launcher always passes both, and a cache key names what ran)."""
+    opts = launch_options(Target.parse("cuda:90"), tc.Config(block_sizes=[32]))
+    assert set(opts) == {"num_warps", "num_stages"}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -5,11 +5,16 @@ here from :mod:`tilecraft.language`.
 """
 
 from tilecraft import language
+from tilecraft.autotune import select_config
 from tilecraft.config import Config, ConfigSpec
 from tilecraft.errors import TilecraftError
 from tilecraft.language import *  # noqa: F403
 from tilecraft.language import __all__ as _language_names
+from tilecraft.runtime.hooks import install_config_selector
 from tilecraft.runtime.kernel import BoundKernel, Kernel, kernel
+
+# the runtime asks for a config through this hook: it never imports the autotuner itself
+install_config_selector(select_config)
 
 __version__ = "0.1.0"
 __all__ = [

@@ -15,10 +15,10 @@ from collections.abc import Iterator, Sequence
 
 from tilecraft.autotune.classify import Attempt, Category, classify
 from tilecraft.config.config import Config
-from tilecraft.config.spec import MAX_NUMEL, ConfigSpec, cdiv, next_pow2
+from tilecraft.config.spec import HARD_ELEMS_PER_THREAD, MAX_NUMEL, ConfigSpec, cdiv, next_pow2
 from tilecraft.errors import ConfigError
 
-MAX_ELEMS_PER_THREAD = 512  # hard limit of the static check (largest tile / threads)
+MAX_ELEMS_PER_THREAD = HARD_ELEMS_PER_THREAD  # the static check's limit (largest tile / threads)
 SAFE_ELEMS_PER_THREAD = 64  # what the safer variants aim for when they pick num_warps
 MAX_WARPS = 16
 MAX_STAGES = 5
@@ -46,9 +46,9 @@ def static_check(
 
 
 def quiet_normalize(spec: ConfigSpec, config: Config) -> Config:
-    """``spec.normalize`` without its repair warnings (the tuner's own configs, not the user's;
+    """``config`` resolved without repair warnings (the tuner's own configs, not the user's;
     strict mode still turns repairs into ConfigErrors)."""
-    return spec.normalize(config, warn=False)
+    return spec.resolve(config, warn=False).config
 
 
 def check(

@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
-from tilecraft.codegen import grid, memory
+from tilecraft.codegen import memory
 from tilecraft.codegen.writer import CodeWriter
-from tilecraft.config.config import Config
+from tilecraft.config.plan import Plan
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind
@@ -44,10 +44,10 @@ class SymState:
 
 
 class Emitter:
-    def __init__(self, loop: DeviceLoop, config: Config, int64: bool, interpret: bool = False):
+    def __init__(self, loop: DeviceLoop, plan: Plan, int64: bool, interpret: bool = False):
         self.interpret = interpret
         self.loop = loop
-        self.config = config
+        self.plan = plan
         self.int64 = int64
         self.w = CodeWriter(indent=1)
         self.scopes: list[dict[int, str]] = [{}]
@@ -62,22 +62,12 @@ class Emitter:
         for name in (*loop.tensors, *loop.scalar_args):  # temporaries never shadow parameters
             self.w.reserve(name)
         for sym in loop.syms:
-            if sym.kind is SymKind.RDIM and sym.config_slot is not None:
-                chunk = config.reduction_loops[sym.config_slot] if config.reduction_loops else None
-                if chunk is not None:
-                    self.looped = sym
+            if plan.looped(sym):
+                self.looped = sym
 
     # -- sizes and syms -------------------------------------------------------------------
     def block_value(self, sym: Sym) -> int:
-        if sym.kind is SymKind.RDIM:
-            full = 1 << (int(sym.extent) - 1).bit_length() if sym.extent > 1 else 1
-            if sym is self.looped:
-                assert sym.config_slot is not None
-                return int(self.config.reduction_loops[sym.config_slot] or full)
-            return full
-        if sym.fixed_block is not None:
-            return sym.fixed_block
-        return int(self.config.block_sizes[sym.config_slot])  # type: ignore[index]
+        return self.plan.block(sym)
 
     def block_expr(self, sym: Sym) -> str:
         if sym.kind is SymKind.BLOCK and sym.config_slot is None:
@@ -368,7 +358,7 @@ class Emitter:
         st.offset = self.w.fresh(f"offset_{sym.index}")
         step = "" if sym.scalar else f", {st.block}"
         self.w.src_comment(node.loc)
-        knobs = grid.range_kwargs(self, node.attrs.get("range_slot", -1))
+        knobs = self.plan.range(node.attrs.get("range_slot", -1)).kwargs()
         self.w.line(f"for {st.offset} in tl.range({st.begin}, {st.end}{step}{knobs}):")
         with self.w.indented():
             self.scopes.append({})

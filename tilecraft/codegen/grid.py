@@ -1,6 +1,6 @@
 """Program ids -> tile offsets for a device loop's grid (stage: codegen).
 
-Strategies selected by the config: ``pid_type`` (``flat``: one program per tile, ids decomposed in
+Strategies selected by the plan: ``pid_type`` (``flat``: one program per tile, ids decomposed in
 ``loop_orders`` order; ``xyz``: one grid axis per tile dim; ``persistent_blocked`` /
 ``persistent_interleaved``: ``num_sm_multiplier x #SMs`` programs, each looping over tiles) and
 ``l2_groupings`` (grouped ordering of the first two dims so neighbouring programs share L2 lines).
@@ -18,13 +18,13 @@ if TYPE_CHECKING:
 
 
 @dataclasses.dataclass
-class GridPlan:
+class GridLayout:
     counts: list[str]  # tiles per grid dim, as kernel-side expressions
     host_counts: list[str]  # the same, as launcher expressions
     static: list[bool]  # whether each dim's extent is known and divisible
 
 
-def plan(em: Emitter) -> GridPlan:
+def layout(em: Emitter) -> GridLayout:
     from tilecraft.codegen.emitter import SymState
 
     counts, host, full = [], [], []
@@ -43,40 +43,40 @@ def plan(em: Emitter) -> GridPlan:
             counts.append(f"tl.cdiv({span}, {st.block})")
             host.append(f"triton.cdiv(spec.ends[{i}] - spec.begins[{i}], {block})")
             full.append(False)
-    return GridPlan(counts, host, full)
+    return GridLayout(counts, host, full)
 
 
 def _product(items: list[str]) -> str:
     return " * ".join(f"({c})" if " " in c else c for c in items) if items else "1"
 
 
-def total_tiles(grid: GridPlan) -> str:
+def total_tiles(grid: GridLayout) -> str:
     return _product(grid.counts)
 
 
-def host_grid(em: Emitter, grid: GridPlan) -> str:
+def host_grid(em: Emitter, grid: GridLayout) -> str:
     """The launcher's grid tuple contents."""
-    if em.config.pid_type == "xyz":
+    if em.plan.pid_type == "xyz":
         order = _order(em)
         return ", ".join(grid.host_counts[d] for d in order)
     total = _product(grid.host_counts)
-    if em.config.pid_type.startswith("persistent"):
+    if em.plan.persistent:
         return f"min({total}, num_programs)"
     return total
 
 
 def _order(em: Emitter) -> list[int]:
-    orders = em.config.loop_orders
+    orders = em.plan.loop_orders
     return list(orders[em.loop.grid_slot]) if orders else list(range(len(em.loop.grid_syms)))
 
 
-def decompose(em: Emitter, grid: GridPlan, pid: str) -> None:
+def decompose(em: Emitter, grid: GridLayout, pid: str) -> None:
     """Emit ``pid_<d>`` for every grid dim, then each dim's offsets, indices and mask."""
     syms = em.loop.grid_syms
     order = _order(em)
     pids: dict[int, str] = {d: em.w.fresh(f"pid_{syms[d].index}") for d in order}
-    group = em.config.l2_groupings[em.loop.grid_slot] if em.config.l2_groupings else 1
-    if em.config.pid_type == "xyz":
+    group = em.plan.l2_groupings[em.loop.grid_slot]
+    if em.plan.pid_type == "xyz":
         for axis, d in enumerate(order):
             em.w.line(f"{pids[d]} = tl.program_id({axis})")
     elif len(order) == 1:
@@ -90,7 +90,7 @@ def decompose(em: Emitter, grid: GridPlan, pid: str) -> None:
 
 
 def _mixed_radix(
-    em: Emitter, grid: GridPlan, order: list[int], pids: dict[int, str], pid: str
+    em: Emitter, grid: GridLayout, order: list[int], pids: dict[int, str], pid: str
 ) -> None:
     stride: list[str] = []
     for k, d in enumerate(order):
@@ -101,7 +101,7 @@ def _mixed_radix(
 
 
 def _grouped(
-    em: Emitter, grid: GridPlan, order: list[int], pids: dict[int, str], pid: str, group: int
+    em: Emitter, grid: GridLayout, order: list[int], pids: dict[int, str], pid: str, group: int
 ) -> None:
     """Groups of ``group`` rows of the first dim walk the second dim together (L2 reuse)."""
     a, b = order[0], order[1]
@@ -126,31 +126,10 @@ def _grouped(
         stride.append(grid.counts[d])
 
 
-def range_kwargs(em: Emitter, slot: int) -> str:
-    """``tl.range`` keywords from the ``range_*`` fields at ``slot`` (neutral values: omitted)."""
-    c = em.config
-    parts = []
-
-    def at(values: tuple[object, ...]) -> object:
-        return values[slot] if 0 <= slot < len(values) else None
-
-    if unroll := at(c.range_unroll_factors):
-        parts.append(f"loop_unroll_factor={unroll}")
-    if stages := at(c.range_num_stages):
-        parts.append(f"num_stages={stages}")
-    if (multi := at(c.range_multi_buffers)) is not None:
-        parts.append(f"disallow_acc_multi_buffer={not multi}")
-    if (flatten := at(c.range_flattens)) is not None:
-        parts.append(f"flatten={flatten}")
-    if (ws := at(c.range_warp_specializes)) is not None:
-        parts.append(f"warp_specialize={ws}")
-    return "".join(", " + p for p in parts)
-
-
-def emit_program_loop(em: Emitter, grid: GridPlan) -> None:
+def emit_program_loop(em: Emitter, grid: GridLayout) -> None:
     """Non-persistent: one tile per program. Persistent: a loop over tiles in each program."""
-    pid_type = em.config.pid_type
-    if not pid_type.startswith("persistent"):
+    pid_type = em.plan.pid_type
+    if not em.plan.persistent:
         decompose(em, grid, "tl.program_id(0)")
         em.emit_block(em.loop.body)
         return
@@ -158,7 +137,7 @@ def emit_program_loop(em: Emitter, grid: GridPlan) -> None:
     em.w.line(f"{total} = {total_tiles(grid)}")
     em.scalars["num_programs"] = ("programs",)
     em.scalar_types["num_programs"] = torch.int32
-    knobs = range_kwargs(em, em.loop.range_slot)
+    knobs = em.plan.range(em.loop.range_slot).kwargs()
     if pid_type == "persistent_interleaved":
         em.w.line(f"for virtual_pid in tl.range(tl.program_id(0), {total}, num_programs{knobs}):")
     else:

@@ -1,6 +1,7 @@
 """Generate one Triton kernel and its launcher for a device loop (stage: codegen).
 
-In: a :class:`DeviceLoop`, a normalized :class:`Config`, the launch keywords the target accepts.
+In: a :class:`DeviceLoop` and the :class:`Plan` resolved for it (rendered as given: codegen decides
+nothing the plan has not).
 Out: :class:`GeneratedKernel` — Python source of a module holding the ``@triton.jit`` function and a
 ``launch_<i>(env)`` function that the runtime calls with the host code's local variables.
 """
@@ -14,7 +15,7 @@ import torch
 
 from tilecraft.codegen import grid
 from tilecraft.codegen.emitter import Emitter
-from tilecraft.config.config import Config
+from tilecraft.config.plan import Plan
 from tilecraft.ir.nodes import DeviceLoop
 
 HEADER = (
@@ -102,21 +103,18 @@ def _extent_guards(loop: DeviceLoop) -> list[str]:
     return lines
 
 
-def generate(
-    loop: DeviceLoop,
-    config: Config,
-    fn_name: str,
-    launch_options: dict[str, Any],
-    interpret: bool = False,
-) -> GeneratedKernel:
-    """``interpret``: code for Triton's CPU interpreter (which needs bf16/fp16 dots upcast)."""
-    em = Emitter(loop, config, _needs_int64(loop), interpret)
+def generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
+    """The kernel and launcher of ``loop`` under ``plan`` (for the interpreter target: code that
+    Triton's CPU interpreter runs, e.g. bf16/fp16 dots upcast)."""
+    interpret = plan.target.backend == "interpret"
+    launch_options = plan.options
+    em = Emitter(loop, plan, _needs_int64(loop), interpret)
     kernel_name = f"_tc_{fn_name}_{loop.index}"
     em.w.src_comment(loop.loc)
     em.setup_rdims()
     em.descriptor_mark = len(em.w.lines)  # tensor descriptors are created here, before any loop
-    plan = grid.plan(em)
-    grid.emit_program_loop(em, plan)
+    tiles = grid.layout(em)
+    grid.emit_program_loop(em, tiles)
     params = list(em.tensors) + [name for name in em.scalars if name not in em.tensors]
     param_types = {name: "*" + TYPE_NAMES[t.dtype] for name, t in em.tensors.items()}
     param_types.update(
@@ -132,12 +130,10 @@ def generate(
     prologue = _extent_guards(loop)
     if "num_programs" in em.scalars:
         first = next(iter(em.tensors))
-        prologue.append(
-            f"    num_programs = sm_count(env[{first!r}]) * {config.num_sm_multiplier or 1}\n"
-        )
+        prologue.append(f"    num_programs = sm_count(env[{first!r}]) * {plan.num_sm_multiplier}\n")
     if em.descriptors:
         prologue.append("    ensure_allocator()\n")
-    launch_grid = grid.host_grid(em, plan)
+    launch_grid = grid.host_grid(em, tiles)
     launcher_source = (
         f"def {launcher_name}(env, spec):\n"
         + "".join(prologue)

@@ -66,22 +66,6 @@ def access(em: Emitter, node: Node, value_inputs: list[Node]) -> tuple[str, str 
     return f"{param} + ({offset})", " & ".join(masks) if masks else None
 
 
-def indexing_mode(em: Emitter, node: Node) -> tuple[str, str]:
-    """The config's indexing for this access, or ``pointer`` with the reason it cannot be used
-    with these block sizes (the config space only offers the others where the access qualifies)."""
-    modes = em.config.indexing
-    slot = node.attrs.get("mem_slot", -1)
-    mode = modes if isinstance(modes, str) else modes[slot] if 0 <= slot < len(modes) else "pointer"
-    if mode == "tensor_descriptor":
-        tensor = node.attrs["tensor"]
-        blocks = [em.block_value(item[1]) for item in node.attrs["index"]]
-        if max(blocks) > 256:
-            return "pointer", "a tensor-descriptor block dim is over 256 elements"
-        if blocks[-1] * tensor.dtype.itemsize < 16:
-            return "pointer", "a tensor-descriptor block's inner dim is under 16 bytes"
-    return mode, ""
-
-
 def _block_geometry(
     em: Emitter, node: Node
 ) -> tuple[list[str], list[str], list[str], list[str], list[int]]:
@@ -131,16 +115,20 @@ def _descriptor(em: Emitter, node: Node) -> tuple[str, str]:
 
 
 def _eviction(em: Emitter, node: Node) -> str:
-    policies = em.config.load_eviction_policies
-    slot = node.attrs.get("load_slot", -1)
-    policy = policies[slot] if 0 <= slot < len(policies) else ""
+    policy = em.plan.access(node.attrs.get("mem_slot", -1)).eviction
     return f", eviction_policy='evict_{policy}'" if policy else ""
 
 
+def _indexing(em: Emitter, node: Node) -> str:
+    """The plan's indexing for this access (a fallback to pointers is noted in the code)."""
+    access = em.plan.access(node.attrs.get("mem_slot", -1))
+    if access.fallback_reason:
+        em.w.line(f"# pointer indexing: {access.fallback_reason}")
+    return access.indexing
+
+
 def emit_load(em: Emitter, node: Node) -> None:
-    mode, why = indexing_mode(em, node)
-    if why:
-        em.w.line(f"# pointer indexing: {why}")
+    mode = _indexing(em, node)
     if mode == "tensor_descriptor":
         desc, offsets = _descriptor(em, node)
         em.bind(node, f"{desc}.load({offsets})")
@@ -157,9 +145,7 @@ def emit_load(em: Emitter, node: Node) -> None:
 
 def emit_store(em: Emitter, node: Node) -> None:
     value, *index_values = node.inputs
-    mode, why = indexing_mode(em, node)
-    if why:
-        em.w.line(f"# pointer indexing: {why}")
+    mode = _indexing(em, node)
     if mode == "tensor_descriptor":
         desc, offsets = _descriptor(em, node)
         em.w.line(f"{desc}.store({offsets}, {em.expr(value)})")

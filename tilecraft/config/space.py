@@ -73,6 +73,7 @@ class StrategySpace:
             (n for loop in loops for n in loop.walk() if "mem_slot" in n.attrs),
             key=lambda n: n.attrs["mem_slot"],
         )
+        self.accesses: list[Node] = mem  # loads and stores, in mem_slot order
         self.n_loads = sum(1 for n in mem if n.op is Op.LOAD)
         self.indexing_choices: list[tuple[str, ...]] = []
         for access in mem:

@@ -14,19 +14,21 @@ import random as _random
 import warnings
 from typing import Any
 
+from tilecraft import settings
 from tilecraft.config.config import Config
+from tilecraft.config.plan import Plan, next_pow2
+from tilecraft.config.resolve import build_plan
 from tilecraft.config.space import StrategySpace
 from tilecraft.errors import ConfigError, SourceLoc
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
+from tilecraft.targets.target import Target, filter_launch_options
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
 RANDOM_ELEMS_PER_THREAD = 256
-HARD_ELEMS_PER_THREAD = 512  # explicit configs above this are shrunk (compiles take minutes)  # random configs stay under this many elements per thread per tile
-
-
-def next_pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+# elements per thread of the largest tile: explicit configs above this are shrunk, and the tuner
+# skips candidates above it (Triton's compiler runs for many minutes on such tiles)
+HARD_ELEMS_PER_THREAD = 512
 
 
 def cdiv(a: int, b: int) -> int:
@@ -77,15 +79,13 @@ class ConfigSpec:
         n_block_slots: int,
         host_slots: dict[int, int],
         tunables: dict[str, tuple[Any, ...]],
-        target: Any = None,
+        target: Target | None = None,
     ):
-        if target is None:
-            from tilecraft.targets.target import Target
-
-            target = Target("interpret")
-        self.target = target
+        self.target: Target = target or Target("interpret")
         self.space = StrategySpace(loops, target)
         self._warned: set[str] = set()
+        self._plans: dict[str, Plan] = {}  # config key (as given and as resolved) -> plan
+        self.normalizations = 0  # how many configs were normalized (each once)
         self.blocks: list[BlockSpec] = []
         # per device loop: its tunable grid blocks, and the programs its fixed dims contribute
         self.grid_slots: list[list[int]] = []
@@ -188,7 +188,7 @@ class ConfigSpec:
         stages = 3 if self.has_dot else 1
         tunables = {name: choices[0] for name, choices in self.tunables.items()}
         config = config.replace(num_warps=warps, num_stages=stages, **tunables)
-        return self.normalize(self._fit_shared_memory(config))
+        return self.normalize(self._fit_shared_memory(config), warn=False)
 
     def _fill_device(self, blocks: list[int]) -> list[int]:
         """Halve a device loop's largest grid block while its grid has fewer programs than the
@@ -332,22 +332,51 @@ class ConfigSpec:
     def maxnreg_ok(self) -> bool:
         return "maxnreg" in self.target.capabilities.launch_options
 
+    def resolve(self, config: Config, warn: bool = True) -> Plan:
+        """Every decision for ``config`` on this kernel and target, made once: the config is
+        normalized (repaired or rejected with a :class:`ConfigError`), then turned into a
+        :class:`Plan` that codegen, the launcher, the checker and the tuner read as given.
+
+        Repairs (a field the target cannot honor, an oversize tile) warn once each per
+        specialization (``warn=False``: silently, for the tuner's own configs), or raise in
+        strict mode. Resolved plans are cached per config, so a config is normalized once.
+        """
+        key = config.key()
+        plan = self._plans.get(key)
+        if plan is None:
+            self.normalizations += 1
+            normalized, repairs = self._normalize(config)
+            plan = build_plan(self, normalized, repairs)
+            _report(list(plan.repairs), self._warned if warn else None)
+            self._plans[key] = plan
+            # the resolved config resolves to the same plan, with nothing left to repair
+            self._plans.setdefault(normalized.key(), dataclasses.replace(plan, repairs=()))
+        elif warn:
+            _report(list(plan.repairs), self._warned)
+        return plan
+
     def normalize(self, config: Config, warn: bool = True) -> Config:
-        """Check ``config`` against this kernel; return it repaired or raise ConfigError.
+        """``config`` repaired for this kernel (the resolved plan's config)."""
+        return self.resolve(config, warn).config
+
+    def _normalize(self, config: Config) -> tuple[Config, list[str]]:
+        """Check ``config`` against this kernel; return it repaired with what was repaired and
+        why, or raise ConfigError.
 
         Fields the target cannot honor (``maxnreg`` on HIP/XPU, tensor descriptors before sm_90)
-        are dropped with one warning naming the field and the target, or rejected in strict mode.
+        are dropped (the caller warns once naming the field and the target, or rejects in strict
+        mode); the interpreter drops launch options it lacks silently (CPU runs of GPU configs).
         """
         default = None
         fields = config.to_dict()
         repairs: list[str] = []
         fields.update(self.space.normalize_fields(config, repairs))
-        if config.maxnreg is not None and not self.maxnreg_ok:
-            repairs.append(
-                f"maxnreg={config.maxnreg} is not supported by the {self.target.backend} backend; dropping it"
-            )
+        wanted = {"maxnreg": config.maxnreg}
+        kept, dropped = filter_launch_options(self.target, wanted)
+        if "maxnreg" not in kept:
             fields.pop("maxnreg", None)
-        _report(repairs, self._warned if warn else None)
+            if self.target.backend != "interpret" or settings.strict():
+                repairs += dropped
         if len(config.block_sizes) != len(self.blocks):
             if config.block_sizes:
                 raise ConfigError(
@@ -374,9 +403,9 @@ class ConfigSpec:
             if value not in choices:
                 raise ConfigError(f"tunable {name}={value!r} is not one of {list(choices)}")
             fields[name] = value
-        return self._fit_tiles(Config(**fields), warn)
+        return self._fit_tiles(Config(**fields), repairs), repairs
 
-    def _fit_tiles(self, config: Config, warn: bool = True) -> Config:
+    def _fit_tiles(self, config: Config, repairs: list[str]) -> Config:
         """Tiles over Triton's 2^20-element limit fail to compile, and tiles of many thousand
         elements per thread make its compiler run for many minutes (seed 000): shrink the blocks
         (and add warps) until they fit, with one warning, or reject in strict mode."""
@@ -404,10 +433,7 @@ class ConfigSpec:
                 f"{problem} exceeds Triton's limit of {MAX_NUMEL} even with the smallest blocks",
                 hint="use a looped reduction (reduction_loops=[...]) if the kernel allows it",
             )
-        _report(
-            [f"{problem}; use smaller block_sizes or reduction_loops; using {fitted!r}"],
-            self._warned if warn else None,
-        )
+        repairs.append(f"{problem}; use smaller block_sizes or reduction_loops; using {fitted!r}")
         return fitted
 
     def _normalize_reductions(self, config: Config) -> list[int | None]:
@@ -450,8 +476,6 @@ def _extent_hint(sym: Sym) -> int:
 def _report(repairs: list[str], _warned: set[str] | None) -> None:
     """Repairs warn once each (per kernel specialization; ``None``: silently), or raise in
     strict mode."""
-    from tilecraft import settings
-
     for message in repairs:
         if settings.strict():
             raise ConfigError(

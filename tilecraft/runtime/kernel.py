@@ -1,8 +1,8 @@
 """``@tc.kernel``: specialization, compilation and launch (stage: runtime; the compile driver).
 
 :func:`BoundKernel.compile_config` is the whole compile, one stage after another:
-trace (frontend) -> ConfigSpec.normalize (config) -> launch options (targets) -> generate (codegen)
--> load (runtime).
+trace (frontend) -> ConfigSpec.resolve -> Plan (config; launch options filtered by the target)
+-> generate (codegen) -> load (runtime).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import torch
 from tilecraft import settings
 from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.config import Config
+from tilecraft.config.plan import Plan
 from tilecraft.config.spec import ConfigSpec, next_pow2
 from tilecraft.errors import ArgumentError, ConfigError, TilecraftError
 from tilecraft.frontend.source import (
@@ -29,9 +30,10 @@ from tilecraft.frontend.source import (
 from tilecraft.frontend.trace import TracedKernel, trace_kernel
 from tilecraft.language import _context
 from tilecraft.language.tunables import BlockSize
+from tilecraft.runtime import hooks
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.ref import build_ref
-from tilecraft.targets.target import Target, check_runnable, detect, launch_options
+from tilecraft.targets.target import Target, check_runnable, detect
 
 
 @dataclasses.dataclass
@@ -123,7 +125,7 @@ class Kernel:
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
 
-    def _bind_arguments(
+    def bind_arguments(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> inspect.BoundArguments:
         try:
@@ -175,12 +177,12 @@ class Kernel:
         values = self._positional_values(args, kwargs)
         bound = None
         if values is None:
-            bound = self._bind_arguments(args, kwargs)
+            bound = self.bind_arguments(args, kwargs)
             values = tuple(bound.arguments.values())
         key = self._key_of(values)
         found = self._bound.get(key)
         if found is None:
-            bound = bound or self._bind_arguments(args, kwargs)
+            bound = bound or self.bind_arguments(args, kwargs)
             found = self._bound[key] = [BoundKernel(self, bound)]
         return found
 
@@ -194,7 +196,7 @@ class Kernel:
                 return bound.run(bound.default_program(args, kwargs), *args, **kwargs)
             except _Respecialize:
                 continue  # tc.specialize saw another value: try (or trace) another variant
-        fresh = BoundKernel(self, self._bind_arguments(args, kwargs))
+        fresh = BoundKernel(self, self.bind_arguments(args, kwargs))
         candidates.append(fresh)
         return fresh(*args, **kwargs)
 
@@ -241,11 +243,15 @@ class _RunHost:
 
 @dataclasses.dataclass
 class CompiledProgram:
-    config: Config
+    plan: Plan
     traced: TracedKernel
     kernels: list[GeneratedKernel]
     host_fn: Callable[..., Any]
     module: Any = None
+
+    @property
+    def config(self) -> Config:
+        return self.plan.config
 
     def compiled_stats(self) -> list[dict[str, Any]]:
         """Registers and spills of each kernel Triton compiled for this program (after a run)."""
@@ -343,26 +349,24 @@ class BoundKernel:
         return self.generate(config or self.spec.default())[1]
 
     # -- compile --------------------------------------------------------------------------
-    def generate(self, config: Config) -> tuple[Config, str, TracedKernel, list[GeneratedKernel]]:
-        config = self.spec.normalize(config)
-        traced = self._trace_for(config)
-        options = launch_options(self.target, config)
-        name = self.kernel.__name__
-        interpret = self.target.backend == "interpret"
-        kernels = [generate(loop, config, name, options, interpret) for loop in traced.loops]
+    def generate(self, config: Config) -> tuple[Plan, str, TracedKernel, list[GeneratedKernel]]:
+        """Resolve ``config`` into a plan and generate the Triton source it describes."""
+        plan = self.spec.resolve(config)
+        traced = self._trace_for(plan.config)
+        kernels = [generate(loop, plan, self.kernel.__name__) for loop in traced.loops]
         source = HEADER + "".join(
             "\n\n" + k.device_source + "\n\n" + k.launcher_source for k in kernels
         )
-        return config, source, traced, kernels
+        return plan, source, traced, kernels
 
     def compile_config(self, config: Config | None = None) -> CompiledProgram:
-        """The whole compile: normalize -> trace -> generate -> load. Cached per config."""
+        """The whole compile: resolve -> trace -> generate -> load. Cached per config."""
         config = config or self.spec.default()
         cached = self._programs.get(config.key())
         if cached is not None:
             return cached
         check_runnable(self.target)
-        normalized, source, traced, kernels = self.generate(config)
+        plan, source, traced, kernels = self.generate(config)
         if settings.debug():
             print(source)
         module = load_source(source)
@@ -377,7 +381,7 @@ class BoundKernel:
         host_fn = build_function(
             self.kernel.source, launch_tree(self.kernel.source), {LAUNCH: launch}
         )
-        program = CompiledProgram(normalized, traced, kernels, host_fn, module)
+        program = CompiledProgram(plan, traced, kernels, host_fn, module)
         self._programs[config.key()] = program
         return program
 
@@ -390,15 +394,13 @@ class BoundKernel:
         if self._default is None:
             config = self.kernel.config
             if config is None and (args or kwargs):
-                from tilecraft.autotune import select_config  # lazy: autotune imports this module
-
-                config = select_config(self, args, kwargs or {})
+                config = hooks.select_config(self, args, kwargs or {})
             self._default = self.compile_config(config or self.spec.default())
         return self._default
 
     # -- run ------------------------------------------------------------------------------
     def check_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        bound = self.kernel._bind_arguments(args, kwargs)
+        bound = self.kernel.bind_arguments(args, kwargs)
         for expected, (name, value) in zip(
             self.arg_signatures, bound.arguments.items(), strict=True
         ):

@@ -64,12 +64,12 @@ def check_kernel(
         bound = _bind_for(kernel, args, target)
         for config in configs_for(bound):
             try:
-                normalized, _, traced, kernels = bound.generate(config)
+                plan, _, traced, kernels = bound.generate(config)
             except ConfigError as exc:
                 rows.append(CheckRow(target, config, "-", None, exc.message))
                 continue
             for loop, generated in zip(traced.loops, kernels, strict=True):
-                row = CheckRow(target, normalized, generated.kernel_name, None)
+                row = CheckRow(target, plan.config, generated.kernel_name, None)
                 rows.append(row)
                 pending.append(row)
                 jobs.append(CompileJob.of(generated, loop, target))
@@ -82,7 +82,7 @@ def _bind_for(kernel: Any, args: tuple[Any, ...], target: Target) -> Any:
     """A BoundKernel whose config space and code are for ``target``."""
     from tilecraft.runtime.kernel import BoundKernel
 
-    bound = BoundKernel(kernel, kernel._bind_arguments(args, {}), target=target)
+    bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
     return bound
 
 

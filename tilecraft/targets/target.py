@@ -2,19 +2,17 @@
 
 A :class:`Target` is (backend, arch, warp size). Its :class:`Capabilities` come from the installed
 Triton backend's own options dataclass, so an option exists for a target only if that backend
-declares it — never guessed from ``torch.version``. :func:`launch_options` is the single place
-where launch keywords are built; it passes only declared options.
+declares it — never guessed from ``torch.version``. :func:`filter_launch_options` is the single
+place that decides which launch keywords a backend gets (``ConfigSpec.resolve`` calls it).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
 from typing import Any
 
 from tilecraft import settings
-from tilecraft.config.config import Config
 from tilecraft.errors import ArgumentError, ConfigError
 
 _BACKEND_OPTIONS = {
@@ -172,32 +170,22 @@ def check_runnable(target: Target) -> None:
         )
 
 
-def launch_options(target: Target, config: Config) -> dict[str, Any]:
-    """The launch keywords for ``config`` on ``target``: only options the backend declares.
-
-    An option the config sets but the target lacks is dropped with one warning naming both, or
-    rejected in strict mode (``TILECRAFT_STRICT=1``).
-    """
-    wanted = {
-        "num_warps": config.num_warps,
-        "num_stages": config.num_stages,
-        "maxnreg": config.maxnreg,
-    }
+def filter_launch_options(
+    target: Target, wanted: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """Split launch keywords into those ``target``'s backend declares (kept) and messages for
+    those it does not (dropped): the one place that decides what may reach a launcher.
+    ``None`` values are not options at all (Triton's own default applies)."""
     declared = target.capabilities.launch_options
-    out: dict[str, Any] = {}
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
     for name, value in wanted.items():
         if value is None:
             continue
-        if name not in declared:
-            message = (
+        if name in declared:
+            kept[name] = value
+        else:
+            dropped.append(
                 f"{name}={value} is not supported by the {target.backend} backend; dropping it"
             )
-            if settings.strict():
-                raise ConfigError(
-                    message.replace("; dropping it", ""), hint="remove it from the config"
-                )
-            if target.backend != "interpret":
-                warnings.warn(message, stacklevel=3)
-            continue
-        out[name] = value
-    return out
+    return kept, dropped

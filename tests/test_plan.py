@@ -1,0 +1,129 @@
+"""The Plan (config stage): every decision for a (kernel, config, target) is made once by
+``ConfigSpec.resolve``, and codegen renders the plan as given."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections import Counter
+from typing import Any
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.codegen.kernel import generate
+from tilecraft.config.plan import Plan
+from tilecraft.config.spec import ConfigSpec
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
+
+
+@tc.kernel
+def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        xt = x[tm, :].to(torch.float32)
+        inv = torch.rsqrt(torch.mean(xt * xt, dim=-1) + eps)
+        out[tm, :] = (xt * inv[:, None] * w[None, :].to(torch.float32)).to(out.dtype)
+    return out
+
+
+def _bound(target: str, m: int = 1000, n: int = 512) -> BoundKernel:
+    args = (torch.randn(m, n, dtype=torch.bfloat16), torch.randn(n, dtype=torch.bfloat16))
+    return BoundKernel(rms_norm, rms_norm.bind_arguments(args, {}), target=Target.parse(target))
+
+
+def test_plan_is_frozen_and_cached_per_config() -> None:
+    spec = _bound("cuda:90").config_spec
+    config = tc.Config(block_sizes=[8], num_warps=4)
+    plan = spec.resolve(config)
+    assert isinstance(plan, Plan)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.num_warps = 8  # type: ignore[misc]
+    before = spec.normalizations
+    assert spec.resolve(config) is plan
+    assert spec.resolve(plan.config).config == plan.config  # the resolved config: same plan
+    assert spec.normalizations == before
+
+
+def test_plan_holds_every_decision() -> None:
+    spec = _bound("cuda:90").config_spec
+    plan = spec.resolve(
+        tc.Config(
+            block_sizes=[8],
+            num_warps=8,
+            num_stages=2,
+            maxnreg=128,
+            pid_type="persistent_interleaved",
+            num_sm_multiplier=2,
+            load_eviction_policies=["first", "last"],
+            range_unroll_factors=[2],
+        )
+    )
+    assert plan.block_sizes == (8,) and plan.reduction_loops == (None,)
+    assert plan.options == {"num_warps": 8, "num_stages": 2, "maxnreg": 128}
+    assert plan.persistent and plan.num_sm_multiplier == 2
+    assert [a.eviction for a in plan.accesses if a.op == "load"] == ["first", "last"]
+    assert plan.range(0).kwargs() == ", loop_unroll_factor=2"
+    # resources: 1000 rows in blocks of 8 is 125 programs; a [8, 512] tile over 256 threads
+    assert plan.resources.programs == (125,)
+    assert plan.resources.largest_tile == 8 * 512
+    assert plan.resources.elems_per_thread == 16
+    assert "test_plan.py" in plan.resources.largest_tile_at
+
+
+def test_plan_records_why_an_access_falls_back_to_pointers() -> None:
+    bound = _bound("cuda:90")
+    config = tc.Config(block_sizes=[4], indexing="tensor_descriptor")
+    plan = bound.config_spec.resolve(config)
+    x_load = plan.access(0)
+    assert x_load.requested == "tensor_descriptor" and x_load.indexing == "pointer"
+    assert "over 256" in x_load.fallback_reason  # the row is a 512-element box
+    code = bound.to_triton_code(config)
+    assert "# pointer indexing: a tensor-descriptor block dim is over 256" in code
+    small = _bound("cuda:90", n=128).config_spec.resolve(config)
+    assert small.access(0).indexing == "tensor_descriptor" and not small.access(0).fallback_reason
+
+
+def test_hip_plan_never_carries_maxnreg() -> None:
+    spec = _bound("hip:gfx942").config_spec
+    with pytest.warns(UserWarning, match="maxnreg=64 is not supported by the hip backend"):
+        plan = spec.resolve(tc.Config(block_sizes=[8], maxnreg=64))
+    assert "maxnreg" not in plan.options and plan.config.maxnreg is None
+    assert any("maxnreg" in r for r in plan.repairs)
+
+
+def test_codegen_renders_the_plan_as_given() -> None:
+    """Codegen takes no decision of its own: an edited plan shows up verbatim in the code."""
+    bound = _bound("cuda:90")
+    plan = bound.config_spec.resolve(tc.Config(block_sizes=[8], num_warps=4))
+    edited = dataclasses.replace(plan, block_sizes=(16,), launch_options=(("num_warps", 2),))
+    kernel = generate(bound.traced.loops[0], edited, "rms_norm")
+    assert "num_warps=2" in kernel.launcher_source
+    assert kernel.constexprs["_BLOCK_0"] == 16
+    assert "config" not in inspect.signature(generate).parameters
+
+
+def test_a_config_is_normalized_once_per_specialization(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A first call (discovery: candidates, static checks, compile, run, accuracy check) and
+    later calls normalize each distinct config once."""
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+    counts: Counter[str] = Counter()
+    original = ConfigSpec._normalize
+
+    def counting(self: ConfigSpec, config: tc.Config) -> Any:
+        counts[config.key()] += 1
+        return original(self, config)
+
+    monkeypatch.setattr(ConfigSpec, "_normalize", counting)
+    rms_norm.reset()
+    x, w = torch.randn(33, 64), torch.randn(64)
+    for _ in range(3):
+        out = rms_norm(x, w)
+    torch.testing.assert_close(out, rms_norm.run_ref(x, w))
+    assert counts and max(counts.values()) == 1, counts
+    rms_norm.reset()

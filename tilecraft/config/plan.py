@@ -1,0 +1,175 @@
+"""The Plan: every implementation decision for one (kernel, config, target), made once
+(stage: config; in: a Config resolved by ``ConfigSpec.resolve``; out: what codegen, the launcher,
+``tilecraft check`` and the autotuner read).
+
+A :class:`Config` is what a user (or the tuner) asks for; a :class:`Plan` is what will be built.
+Everything that used to be repaired or re-derived downstream is decided here: block sizes and
+reduction chunks, warps and stages, the pid layout, per-access indexing with the reason when a
+requested kind falls back to pointers, per-loop ``tl.range`` knobs, the launch options the target
+declares, and the predicted resources. Codegen renders a Plan as given and never changes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from tilecraft.config.config import Config
+from tilecraft.ir.nodes import Sym, SymKind
+from tilecraft.targets.target import Target
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+def sym_block(
+    sym: Sym, block_sizes: tuple[int, ...], reduction_loops: tuple[int | None, ...]
+) -> int:
+    """The block a tile or reduction dim gets: its config block, its fixed block, or for a
+    reduction dim the chunk of a looped reduction else the whole extent rounded to a power of 2."""
+    if sym.kind is SymKind.RDIM:
+        slot = sym.config_slot
+        chunk = reduction_loops[slot] if slot is not None and slot < len(reduction_loops) else None
+        return int(chunk) if chunk is not None else next_pow2(int(sym.extent))
+    if sym.fixed_block is not None:
+        return sym.fixed_block
+    assert sym.config_slot is not None
+    return int(block_sizes[sym.config_slot])
+
+
+@dataclasses.dataclass(frozen=True)
+class AccessPlan:
+    """How one load or store (``mem_slot`` order) is emitted."""
+
+    slot: int
+    op: str  # "load" or "store"
+    indexing: str  # what codegen emits: pointer, block_ptr or tensor_descriptor
+    requested: str  # what the config asked for
+    fallback_reason: str = ""  # why ``indexing`` differs from ``requested`` ("" if it does not)
+    eviction: str = ""  # loads: "", "first" or "last"
+
+
+@dataclasses.dataclass(frozen=True)
+class RangePlan:
+    """The ``tl.range`` keywords of one loop slot (0 / None: leave it to Triton)."""
+
+    unroll_factor: int = 0
+    num_stages: int = 0
+    multi_buffer: bool | None = None
+    flatten: bool | None = None
+    warp_specialize: bool | None = None
+
+    def kwargs(self) -> str:
+        """The keywords as source text, each preceded by ", " (empty when all are neutral)."""
+        parts = []
+        if self.unroll_factor:
+            parts.append(f"loop_unroll_factor={self.unroll_factor}")
+        if self.num_stages:
+            parts.append(f"num_stages={self.num_stages}")
+        if self.multi_buffer is not None:
+            parts.append(f"disallow_acc_multi_buffer={not self.multi_buffer}")
+        if self.flatten is not None:
+            parts.append(f"flatten={self.flatten}")
+        if self.warp_specialize is not None:
+            parts.append(f"warp_specialize={self.warp_specialize}")
+        return "".join(", " + p for p in parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Resources:
+    """What the static model predicts for this plan (per program unless said otherwise)."""
+
+    largest_tile: int  # elements of the largest tile value
+    largest_tile_at: str  # the user's file:line of that value ("" if unknown)
+    elems_per_thread: int  # largest tile / threads of a program
+    accumulator_registers: int  # per thread, for tl.dot accumulators
+    shared_bytes: int  # a lower estimate: pipelined tl.dot operand stages
+    programs: tuple[int | None, ...]  # per device loop, for the traced shapes (None: dynamic)
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    config: Config  # the resolved (normalized) config: what caches and messages show
+    target: Target
+    block_sizes: tuple[int, ...]
+    reduction_loops: tuple[int | None, ...]
+    num_warps: int
+    num_stages: int
+    pid_type: str
+    num_sm_multiplier: int
+    l2_groupings: tuple[int, ...]  # per device loop
+    loop_orders: tuple[tuple[int, ...], ...]  # per device loop
+    accesses: tuple[AccessPlan, ...]  # per load/store, in mem_slot order
+    ranges: tuple[RangePlan, ...]  # per tl.range slot
+    launch_options: tuple[tuple[str, Any], ...]  # only options the target declares
+    resources: Resources
+    user: tuple[tuple[str, Any], ...] = ()  # user tunables
+    repairs: tuple[str, ...] = ()  # what resolving changed in the requested config, and why
+
+    def __post_init__(self) -> None:
+        for b in self.block_sizes:
+            if b < 1 or b & (b - 1):
+                raise ValueError(f"Plan.block_sizes: {b} is not a power of two")
+        if self.num_warps < 1 or self.num_warps & (self.num_warps - 1):
+            raise ValueError(f"Plan.num_warps: {self.num_warps} is not a power of two")
+
+    @property
+    def persistent(self) -> bool:
+        return self.pid_type.startswith("persistent")
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        return dict(self.launch_options)
+
+    @property
+    def user_values(self) -> Mapping[str, Any]:
+        return dict(self.user)
+
+    def block(self, sym: Sym) -> int:
+        return sym_block(sym, self.block_sizes, self.reduction_loops)
+
+    def looped(self, sym: Sym) -> bool:
+        """Whether ``sym`` is a reduction dim processed in chunks (a rolled reduction)."""
+        slot = sym.config_slot
+        return (
+            sym.kind is SymKind.RDIM
+            and slot is not None
+            and slot < len(self.reduction_loops)
+            and self.reduction_loops[slot] is not None
+        )
+
+    def access(self, slot: int) -> AccessPlan:
+        if 0 <= slot < len(self.accesses):
+            return self.accesses[slot]
+        return AccessPlan(slot, "load", "pointer", "pointer")
+
+    def range(self, slot: int) -> RangePlan:
+        return self.ranges[slot] if 0 <= slot < len(self.ranges) else RangePlan()
+
+    def key(self) -> str:
+        return f"{self.config.key()}@{self.target.key}"
+
+    def describe(self) -> str:
+        """A few lines for ``tilecraft check`` and error messages."""
+        r = self.resources
+        lines = [
+            f"{self.config!r} on {self.target.key}",
+            f"  launch: {self.options}",
+            f"  largest tile {r.largest_tile} elements ({r.elems_per_thread}/thread"
+            + (f", at {r.largest_tile_at}" if r.largest_tile_at else "")
+            + f"), dot accumulators {r.accumulator_registers} regs/thread, "
+            f"shared >= {r.shared_bytes} B, programs {list(r.programs)}",
+        ]
+        lines += [
+            f"  access {a.slot} ({a.op}): {a.indexing}"
+            + (f" (asked {a.requested}: {a.fallback_reason})" if a.fallback_reason else "")
+            for a in self.accesses
+            if a.requested != "pointer" or a.indexing != "pointer"
+        ]
+        lines += [f"  repaired: {r}" for r in self.repairs]
+        return "\n".join(lines)
+
+
+__all__ = ["AccessPlan", "Plan", "RangePlan", "Resources", "next_pow2", "sym_block"]

@@ -1,0 +1,111 @@
+"""Normalized Config -> Plan (stage: config; in: a ConfigSpec and a config it normalized;
+out: the frozen :class:`Plan` that everything downstream reads).
+
+The decisions that used to be taken at emit time live here: whether a requested tensor-descriptor
+access can really be one with these block sizes (and why not), the eviction policy of each load,
+the ``tl.range`` knobs of each loop, the launch options, and the predicted resources.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from tilecraft.config.config import Config
+from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, sym_block
+from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX
+from tilecraft.ir.nodes import Node, Op
+from tilecraft.targets.target import filter_launch_options
+
+if TYPE_CHECKING:
+    from tilecraft.config.spec import ConfigSpec
+
+
+def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
+    """The plan of ``config``, which ``spec`` has normalized (every per-item list is full)."""
+    blocks = tuple(config.block_sizes)
+    chunks = tuple(config.reduction_loops)
+    warps, stages = int(config.num_warps or 4), int(config.num_stages or 1)
+    options, dropped = filter_launch_options(
+        spec.target, {"num_warps": warps, "num_stages": stages, "maxnreg": config.maxnreg}
+    )
+    assert not dropped, dropped  # _normalize dropped what the target lacks
+    n_loops = len(spec.grid_slots)
+    return Plan(
+        config=config,
+        target=spec.target,
+        block_sizes=blocks,
+        reduction_loops=chunks,
+        num_warps=warps,
+        num_stages=stages,
+        pid_type=config.pid_type,
+        num_sm_multiplier=int(config.num_sm_multiplier or 1),
+        l2_groupings=tuple(config.l2_groupings) or (1,) * n_loops,
+        loop_orders=tuple(tuple(o) for o in config.loop_orders),
+        accesses=tuple(_access(node, config, blocks, chunks) for node in spec.space.accesses),
+        ranges=tuple(_range(config, slot) for slot in range(spec.space.n_ranges)),
+        launch_options=tuple(options.items()),
+        resources=_resources(spec, config, warps),
+        user=config.user,
+        repairs=tuple(repairs),
+    )
+
+
+def _access(
+    node: Node, config: Config, blocks: tuple[int, ...], chunks: tuple[int | None, ...]
+) -> AccessPlan:
+    slot = node.attrs["mem_slot"]
+    modes = config.indexing
+    requested = modes if isinstance(modes, str) else modes[slot] if slot < len(modes) else "pointer"
+    indexing, reason = requested, ""
+    if requested == "tensor_descriptor":
+        tensor = node.attrs["tensor"]
+        box = [sym_block(item[1], blocks, chunks) for item in node.attrs["index"]]
+        if max(box) > TMA_MAX_BOX:
+            indexing, reason = (
+                "pointer",
+                f"a tensor-descriptor block dim is over {TMA_MAX_BOX} elements",
+            )
+        elif box[-1] * tensor.dtype.itemsize < 16:
+            indexing, reason = "pointer", "a tensor-descriptor block's inner dim is under 16 bytes"
+    eviction = ""
+    if node.op is Op.LOAD:
+        policies = config.load_eviction_policies
+        load = node.attrs["load_slot"]
+        eviction = policies[load] if load < len(policies) else ""
+    op = "load" if node.op is Op.LOAD else "store"
+    return AccessPlan(slot, op, indexing, requested, reason, eviction)
+
+
+def _range(config: Config, slot: int) -> RangePlan:
+    def at(field: str) -> object:
+        values = getattr(config, field)
+        return values[slot] if slot < len(values) else RANGE_FIELDS[field][1][0]
+
+    return RangePlan(
+        unroll_factor=int(at("range_unroll_factors") or 0),  # type: ignore[call-overload]
+        num_stages=int(at("range_num_stages") or 0),  # type: ignore[call-overload]
+        multi_buffer=at("range_multi_buffers"),  # type: ignore[arg-type]
+        flatten=at("range_flattens"),  # type: ignore[arg-type]
+        warp_specialize=at("range_warp_specializes"),  # type: ignore[arg-type]
+    )
+
+
+def _resources(spec: ConfigSpec, config: Config, warps: int) -> Resources:
+    largest, value = spec.largest_value(config)
+    threads = warps * spec.target.warp_size
+    programs: list[int | None] = []
+    for k, (slots, fixed) in enumerate(zip(spec.grid_slots, spec.fixed_programs, strict=True)):
+        if spec.space.grids[k].counts is None:
+            programs.append(None)
+            continue
+        tiles = math.prod(-(-spec.blocks[s].extent // config.block_sizes[s]) for s in slots)
+        programs.append(fixed * tiles)
+    return Resources(
+        largest_tile=largest,
+        largest_tile_at=value.loc.short if value is not None and value.loc else "",
+        elems_per_thread=-(-largest // threads),
+        accumulator_registers=spec.accumulator_registers(config),
+        shared_bytes=spec.estimated_shared_bytes(config),
+        programs=tuple(programs),
+    )
