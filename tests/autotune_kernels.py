@@ -41,8 +41,13 @@ def add_wrong_baseline(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def rms_inputs(m: int = 37, n: int = 100) -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator().manual_seed(0)
-    return torch.randn(m, n, generator=gen), torch.randn(n, generator=gen)
+    gen = torch.Generator().manual_seed(0)  # a CPU generator: the same values on every device
+    x, w = (
+        torch.randn(m, n, generator=gen, device="cpu"),
+        torch.randn(n, generator=gen, device="cpu"),
+    )
+    device = torch.get_default_device()
+    return x.to(device), w.to(device)
 
 
 def faults(**kinds: list[tc.Config]) -> str:

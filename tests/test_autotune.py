@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 import autotune_kernels as K  # noqa: E402
 from autotune_kernels import faults, rms_inputs, runs_correctly  # noqa: E402
 
-pytestmark = pytest.mark.skipif(
-    torch.cuda.is_available(), reason="CPU interpreter tests (GPU runs are benchmarks)"
-)
+
+@pytest.fixture(autouse=True)
+def _on_the_device(device: str) -> Iterator[None]:
+    """Tensors the tests make land on the GPU where there is one (else the CPU interpreter), so
+    the autotuner is tested where it runs."""
+    torch.set_default_device(device)
+    yield
+    torch.set_default_device(None)
 
 
 @pytest.fixture(autouse=True)

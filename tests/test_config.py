@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import torch
+from kernels import rms_norm
 
 import tilecraft
 import tilecraft as tc
@@ -17,17 +18,6 @@ from tilecraft.errors import ConfigError, TilecraftError
 # ----------------------------------------------------------------------------------------------
 # kernels
 # ----------------------------------------------------------------------------------------------
-
-
-@tc.kernel
-def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    m, n = x.size()
-    out = torch.empty_like(x)
-    for tm in tc.tile(m):
-        xt = x[tm, :].to(torch.float32)
-        inv = torch.rsqrt(torch.mean(xt * xt, dim=-1) + eps)
-        out[tm, :] = (xt * inv[:, None] * w[None, :].to(torch.float32)).to(out.dtype)
-    return out
 
 
 @tc.kernel
@@ -279,7 +269,7 @@ def test_normalize_repairs_or_rejects_tile_over_limit(monkeypatch: pytest.Monkey
     text = str(info.value)
     assert str(MAX_NUMEL) == "1048576" and "1048576" in text
     assert str(32 * 65536) in text  # the [32, 65536] tile
-    assert "test_config.py:" in text  # the line of the value
+    assert "kernels.py:" in text  # the line of the value
     assert "reduction_loops" in text  # the hint says how to fix it
     # a looped reduction or a smaller block is fine
     assert spec.normalize(tc.Config(block_sizes=[32], reduction_loops=[4096]))

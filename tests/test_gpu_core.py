@@ -7,26 +7,14 @@ against an eager PyTorch reference; the max errors are printed (``pytest -s``) f
 from __future__ import annotations
 
 import random
-import time
-from typing import Any
 
 import pytest
 import torch
+from kernels import rms_norm
 
 import tilecraft as tc
 
 pytestmark = pytest.mark.gpu
-
-
-@tc.kernel
-def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    m, n = x.size()
-    out = torch.empty_like(x)
-    for tm in tc.tile(m):
-        xt = x[tm, :].to(torch.float32)
-        inv = torch.rsqrt(torch.mean(xt * xt, dim=-1) + eps)
-        out[tm, :] = (xt * inv[:, None] * w[None, :].to(torch.float32)).to(out.dtype)
-    return out
 
 
 @tc.kernel(static_shapes=False)
@@ -159,43 +147,6 @@ def test_layer_norm_bwd_gpu(m: int, n: int) -> None:
     )
     print("layer_norm_bwd", m, n, "dx abs, dw rel, db rel:", errs)
     assert errs[0] < 0.1 and errs[1] < 2e-2 and errs[2] < 2e-2
-
-
-def _per_call_us(fn: Any, n: int = 500, batches: int = 5) -> float:
-    """Median over batches of the CPU time per call (the GPU work is tiny and asynchronous)."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(batches):
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        times.append((time.perf_counter() - start) / n * 1e6)
-        torch.cuda.synchronize()
-    return sorted(times)[len(times) // 2]
-
-
-def test_launch_overhead_gpu() -> None:
-    """tilecraft's CPU cost per call on top of Triton's own launch of a comparable kernel."""
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def _scale(x, out, n, BLOCK: tl.constexpr):  # noqa: N803
-        i = tl.arange(0, BLOCK)
-        tl.store(out + i, tl.load(x + i, mask=i < n) * 2.0, mask=i < n)
-
-    x = torch.randn(8, 64, device="cuda")
-    w = torch.randn(64, device="cuda")
-    out = torch.empty_like(x)
-    tilecraft_us = _per_call_us(lambda: rms_norm(x, w))
-    triton_us = _per_call_us(lambda: _scale[(8,)](x, out, 512, BLOCK=512))
-    empty_us = _per_call_us(lambda: torch.empty_like(x))
-    print(
-        f"launch overhead per call (CPU side): tilecraft rms_norm {tilecraft_us:.1f} us; "
-        f"a plain Triton launch {triton_us:.1f} us; torch.empty_like {empty_us:.1f} us; "
-        f"tilecraft's own share {tilecraft_us - triton_us:.1f} us"
-    )
 
 
 @pytest.mark.parametrize("maxnreg", [128, 64, 24])  # this kernel needs ~35 registers uncapped

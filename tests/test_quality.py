@@ -7,15 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 PATHS = [p for p in ("tilecraft", "tests", "examples", "benchmarks") if (ROOT / p).exists()]
 
 
 def _run(module: str, *args: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        pytest.skip(f"{module} is not installed")
+    # a missing tool is a broken setup (scripts/setup.sh installs both), not a reason to skip
+    assert importlib.util.find_spec(module) is not None, (
+        f"{module} is not installed: run `bash scripts/setup.sh` (it installs the dev extras)"
+    )
     proc = subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=ROOT,

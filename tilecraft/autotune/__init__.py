@@ -1,4 +1,4 @@
-"""The autotuner that always works (DESIGN §5, seed 000).
+"""The autotuner that always works (docs/architecture.md, "autotune/"; seed 000).
 
 * :func:`discover_default` finds a working default config: ranked candidates, static checks,
   compile and run in isolated worker processes with hard timeouts, accuracy against a baseline

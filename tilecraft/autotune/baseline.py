@@ -1,4 +1,4 @@
-"""The accuracy baseline, independent of any config (stage: autotune; DESIGN §5).
+"""The accuracy baseline, independent of any config (stage: autotune; see docs/architecture.md).
 
 The baseline is the user's ``baseline=`` callable if the kernel has one, else the kernel run in ref
 mode (eager torch on whole tiles, no Triton). It runs on clones of the arguments, so the caller's

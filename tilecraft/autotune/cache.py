@@ -1,4 +1,4 @@
-"""On-disk cache of discovered default and tuned configs (stage: autotune; DESIGN §5).
+"""On-disk cache of discovered default and tuned configs (stage: autotune; see docs/architecture.md).
 
 One JSON file per (kernel, kind) under ``settings.cache_dir()/autotune/``, named by a hash of the
 key: the kernel's source text and decorator options, its specialization (argument dtypes, shapes,

@@ -1,5 +1,5 @@
 """Candidate configs for default discovery, neighbours for the search, and static checks
-(stage: autotune; DESIGN §5).
+(stage: autotune; see docs/architecture.md).
 
 :func:`candidates` ranks the spec's heuristic default first, then progressively safer variants
 (one stage, enough warps for the tile, halved blocks, looped reductions with smaller chunks), each

@@ -1,4 +1,4 @@
-"""Why a config failed: the error table of the autotuner (stage: autotune; DESIGN §5).
+"""Why a config failed: the error table of the autotuner (stage: autotune; see docs/architecture.md).
 
 Every failure is classified into one category of :class:`Category` and the config is skipped;
 only "no candidate survived" raises (:class:`NoWorkingConfigError`, with the table of reasons and

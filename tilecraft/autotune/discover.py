@@ -1,4 +1,4 @@
-"""Discover a working default config (stage: autotune; DESIGN §5, seed 000).
+"""Discover a working default config (stage: autotune; seed 000; see docs/architecture.md).
 
 Candidates (the heuristic default first, then safer variants) -> static checks -> compile and run
 on the real inputs in isolated workers with a hard timeout -> accuracy against the baseline (never

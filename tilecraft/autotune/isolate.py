@@ -1,4 +1,4 @@
-"""Run configs in isolated worker processes with hard timeouts (stage: autotune; DESIGN §5).
+"""Run configs in isolated worker processes with hard timeouts (stage: autotune; see docs/architecture.md).
 
 A :class:`Worker` is one child process (:mod:`tilecraft.autotune.child`) in its own process group
 that serves many requests; after a timeout the group is killed, and after a crash or a sticky

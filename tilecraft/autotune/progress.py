@@ -1,4 +1,4 @@
-"""What the tuner shows and logs (stage: autotune; DESIGN §5 "Visible").
+"""What the tuner shows and logs (stage: autotune; docs/architecture.md, "autotune/").
 
 A ``rich`` progress bar (time spent of the budget, best so far) when stderr is a terminal, plain
 ``tilecraft:`` lines otherwise (one per generation, with the best so far), a final line with the

@@ -1,4 +1,4 @@
-"""Standalone repro scripts for failed configs (stage: autotune; DESIGN §5).
+"""Standalone repro scripts for failed configs (stage: autotune; see docs/architecture.md).
 
 The script imports the user's module (by module name from its root folder, else by file path),
 rebuilds arguments with the same shapes, dtypes, strides and devices (random data, seed 0; integer

@@ -1,4 +1,4 @@
-"""The search for the fastest config (stage: autotune; DESIGN §5).
+"""The search for the fastest config (stage: autotune; see docs/architecture.md).
 
 ``tune`` starts from the discovered working default and runs a pattern search (coordinate
 descent): each generation is every neighbour of the current centre (block sizes x2 and /2,

@@ -1,0 +1,24 @@
+"""Test kernels shared by several test modules (one definition each, imported by name)."""
+
+from __future__ import annotations
+
+import torch
+
+import tilecraft as tc
+
+
+@tc.kernel
+def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """The README's rms_norm: a row reduction with fp32 math and an output in x's dtype."""
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        xt = x[tm, :].to(torch.float32)
+        inv = torch.rsqrt(torch.mean(xt * xt, dim=-1) + eps)
+        out[tm, :] = (xt * inv[:, None] * w[None, :].to(torch.float32)).to(out.dtype)
+    return out
+
+
+def rms_norm_ref(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    xf = x.float()
+    return (xf * torch.rsqrt((xf * xf).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)
