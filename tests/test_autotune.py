@@ -222,7 +222,9 @@ def test_discover_skips_broken_defaults(monkeypatch: pytest.MonkeyPatch) -> None
     categories = {a.config.key(): a.category for a in found.attempts}
     assert categories[invalid.key()] is Category.COMPILE_ERROR
     assert categories[configs[0].key()] is Category.COMPILE_ERROR
-    assert [a.config for a in found.attempts] == [invalid, configs[0], configs[1]]
+    # rejected first, then results in rank order (isolated workers on a GPU may have checked
+    # later candidates in parallel before the winner came back)
+    assert [a.config for a in found.attempts][:3] == [invalid, configs[0], configs[1]]
     assert "injected compile error" in found.attempts[1].reason
     assert found.config == configs[1]
     assert runs_correctly(K.rms_norm, found.config, x, w)

@@ -117,3 +117,69 @@ def test_a_config_is_normalized_once_per_specialization(
     torch.testing.assert_close(out, rms_norm.run_ref(x, w))
     assert counts and max(counts.values()) == 1, counts
     rms_norm.reset()
+
+
+@tc.kernel
+def fp32_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    _, n = b.size()
+    out = torch.empty(m, n, dtype=a.dtype, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            acc = torch.addmm(acc, a[tm, tk], b[tk, tn])
+        out[tm, tn] = acc
+    return out
+
+
+@pytest.mark.parametrize(
+    ("torch_precision", "option", "target", "expected"),
+    [
+        ("highest", None, "cuda:90", "ieee"),
+        ("high", None, "cuda:90", "tf32"),
+        ("medium", None, "cuda:90", "tf32"),
+        ("highest", "tf32x3", "cuda:90", "tf32x3"),
+        ("high", "ieee", "cuda:90", "ieee"),
+        ("high", None, "hip:gfx942", "tf32"),
+        ("highest", "tf32x3", "hip:gfx942", "ieee"),  # never less precise than asked
+        ("high", None, "hip:gfx90a", "ieee"),
+        ("high", None, "interpret", "ieee"),
+    ],
+)
+def test_fp32_dots_follow_torch_matmul_precision(
+    torch_precision: str, option: str | None, target: str, expected: str
+) -> None:
+    kernel = tc.kernel(fp32_matmul.fn, dot_precision=option)
+    a, b = torch.randn(64, 32), torch.randn(32, 48)
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(torch_precision)
+    try:
+        bound = BoundKernel(kernel, kernel.bind_arguments((a, b), {}), target=Target.parse(target))
+        code = bound.to_triton_code(tc.Config(block_sizes=[16, 16, 16]))
+    finally:
+        torch.set_float32_matmul_precision(previous)
+    assert f"input_precision='{expected}'" in code
+    assert code.count("input_precision=") == 1
+
+
+def test_dot_precision_option_is_checked() -> None:
+    with pytest.raises(tc.TilecraftError, match="dot_precision='bf16'"):
+        tc.kernel(fp32_matmul.fn, dot_precision="bf16")
+
+
+def test_the_model_predicts_the_seed_shaped_kernel_spills() -> None:
+    """The resource model counts values live at once: [n] fp32 row accumulators carried across
+    a nested row loop at n = 40920 do not fit any thread count (ptxas spills them: see
+    benchmarks/results/resource_model.md), while a plain row tile of a small n fits."""
+    from examples.layer_norm import layer_norm_bwd as bwd
+
+    m, n = 4608, 40920  # nothing runs: binding traces on meta tensors
+    dy, x = torch.empty(m, n, dtype=torch.bfloat16), torch.empty(m, n, dtype=torch.bfloat16)
+    mean, rstd, w = torch.empty(m), torch.empty(m), torch.empty(n, dtype=torch.bfloat16)
+    args = (dy, x, mean, rstd, w, True)
+    bound = BoundKernel(bwd, bwd.bind_arguments(args, {}), target=Target.parse("cuda:90"))
+    plan = bound.config_spec.resolve(bound.config_spec.default())
+    assert plan.resources.spills and plan.resources.registers > 255
+    small = _bound("cuda:90", m=64, n=512).config_spec
+    fits = small.resolve(small.default()).resources
+    assert not fits.spills and 24 < fits.registers <= fits.register_limit

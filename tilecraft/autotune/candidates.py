@@ -20,7 +20,6 @@ from tilecraft.errors import ConfigError
 
 MAX_ELEMS_PER_THREAD = HARD_ELEMS_PER_THREAD  # the static check's limit (largest tile / threads)
 SAFE_ELEMS_PER_THREAD = 64  # what the safer variants aim for when they pick num_warps
-MAX_WARPS = 16
 MAX_STAGES = 5
 
 
@@ -136,7 +135,7 @@ def fit_warps(spec: ConfigSpec, config: Config, warp_size: int = 32) -> Config:
     SAFE_ELEMS_PER_THREAD elements per thread where possible."""
     largest, _ = spec.largest_value(config)
     want = next_pow2(cdiv(largest, warp_size * SAFE_ELEMS_PER_THREAD))
-    return config.replace(num_warps=max(4, min(MAX_WARPS, want)))
+    return config.replace(num_warps=max(4, min(spec.target.max_warps, want)))
 
 
 def halve_largest(spec: ConfigSpec, config: Config) -> Config | None:
@@ -196,7 +195,7 @@ def neighbors(spec: ConfigSpec, config: Config, strategies: bool = False) -> lis
                 out.append(config.replace(reduction_loops=_set(chunks, i, chunk)))
     warps = config.num_warps or 4
     for w in (warps * 2, warps // 2):
-        if 1 <= w <= MAX_WARPS:
+        if 1 <= w <= spec.target.max_warps:
             out.append(config.replace(num_warps=w))
     stages = config.num_stages or 1
     for s in (stages + 1, stages - 1):

@@ -319,7 +319,7 @@ class Emitter:
             at = f"tl.where({m}, {at}, 0)"
         if b.op is not Op.LOAD and (m := self.mask_at(k, 0, 2)):
             bt = f"tl.where({m}, {bt}, 0)"
-        extra = ", input_precision='ieee'" if a.dtype == torch.float32 else ""
+        extra = f", input_precision='{self.plan.dot_precision}'" if a.dtype == torch.float32 else ""
         if self.interpret and a.dtype in dtypes.LOW_PRECISION:
             # the interpreter computes half-precision dots wrongly (numpy has no bf16); products
             # of bf16/fp16 values are exact in fp32, so upcasting changes nothing numerically

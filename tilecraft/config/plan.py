@@ -87,6 +87,14 @@ class Resources:
     accumulator_registers: int  # per thread, for tl.dot accumulators
     shared_bytes: int  # a lower estimate: pipelined tl.dot operand stages
     programs: tuple[int | None, ...]  # per device loop, for the traced shapes (None: dynamic)
+    registers: int = 0  # predicted 32-bit registers per thread (peak of values live at once)
+    register_limit: int = 255  # what a thread may use at this block size before ptxas spills
+    registers_at: str = ""  # the user's file:line of the value defined at the peak
+
+    @property
+    def spills(self) -> bool:
+        """Whether the model predicts more live registers than a thread may have."""
+        return self.registers > self.register_limit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +114,7 @@ class Plan:
     launch_options: tuple[tuple[str, Any], ...]  # only options the target declares
     resources: Resources
     user: tuple[tuple[str, Any], ...] = ()  # user tunables
+    dot_precision: str = "ieee"  # tl.dot input_precision for fp32 operands
     repairs: tuple[str, ...] = ()  # what resolving changed in the requested config, and why
 
     def __post_init__(self) -> None:
@@ -161,6 +170,9 @@ class Plan:
             + (f", at {r.largest_tile_at}" if r.largest_tile_at else "")
             + f"), dot accumulators {r.accumulator_registers} regs/thread, "
             f"shared >= {r.shared_bytes} B, programs {list(r.programs)}",
+            f"  predicted registers {r.registers}/thread (limit {r.register_limit}"
+            + (f", peak at {r.registers_at}" if r.registers_at else "")
+            + (": spills predicted)" if r.spills else ")"),
         ]
         lines += [
             f"  access {a.slot} ({a.op}): {a.indexing}"

@@ -11,11 +11,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import torch
+
 from tilecraft.config.config import Config
 from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, sym_block
+from tilecraft.config.resources import RegisterEstimate, predict_registers
 from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX
 from tilecraft.ir.nodes import Node, Op
-from tilecraft.targets.target import filter_launch_options
+from tilecraft.targets.target import Target, filter_launch_options
 
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
@@ -48,6 +51,7 @@ def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
         resources=_resources(spec, config, warps),
         user=config.user,
         repairs=tuple(repairs),
+        dot_precision=dot_precision(spec.target, spec.dot_precision),
     )
 
 
@@ -101,7 +105,11 @@ def _resources(spec: ConfigSpec, config: Config, warps: int) -> Resources:
             continue
         tiles = math.prod(-(-spec.blocks[s].extent // config.block_sizes[s]) for s in slots)
         programs.append(fixed * tiles)
+    registers = predicted_registers(spec, config, warps)
     return Resources(
+        registers=registers.per_thread,
+        register_limit=registers.limit,
+        registers_at=registers.peak_at,
         largest_tile=largest,
         largest_tile_at=value.loc.short if value is not None and value.loc else "",
         elems_per_thread=-(-largest // threads),
@@ -109,3 +117,29 @@ def _resources(spec: ConfigSpec, config: Config, warps: int) -> Resources:
         shared_bytes=spec.estimated_shared_bytes(config),
         programs=tuple(programs),
     )
+
+
+def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> RegisterEstimate:
+    """The resource model's registers per thread for ``config``: the worst device loop."""
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    threads = warps * spec.target.warp_size
+    file = spec.target.limits.registers_per_sm
+    estimates = [
+        predict_registers(loop, lambda sym: sym_block(sym, blocks, chunks), threads, file)
+        for loop in spec.loops
+    ]
+    return max(estimates, key=lambda e: e.spill_ratio, default=RegisterEstimate(0, 255, ""))
+
+
+# torch.get_float32_matmul_precision() -> tl.dot input_precision ("high" and "medium" let PyTorch
+# use TF32 tensor cores for fp32 matmuls; Triton has no bf16 input precision for fp32 operands)
+TORCH_PRECISION = {"highest": "ieee", "high": "tf32", "medium": "tf32"}
+DOT_PRECISIONS = ("ieee", "tf32", "tf32x3")
+
+
+def dot_precision(target: Target, requested: str | None) -> str:
+    """The input precision of fp32 dots: the kernel's ``dot_precision=``, else what PyTorch's
+    float32 matmul precision allows; a precision the target lacks becomes "ieee" (never less
+    precise than asked)."""
+    wanted = requested or TORCH_PRECISION.get(torch.get_float32_matmul_precision(), "ieee")
+    return wanted if wanted in target.dot_precisions else "ieee"

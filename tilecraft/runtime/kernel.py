@@ -18,6 +18,7 @@ from tilecraft import settings
 from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.config import Config
 from tilecraft.config.plan import Plan
+from tilecraft.config.resolve import DOT_PRECISIONS
 from tilecraft.config.spec import ConfigSpec, next_pow2
 from tilecraft.errors import ArgumentError, ConfigError, TilecraftError
 from tilecraft.frontend.source import (
@@ -91,12 +92,21 @@ class Kernel:
         autotune_effort: str = "none",
         autotune_budget_s: float | None = None,
         autotune_tolerances: dict[Any, tuple[float, float]] | None = None,
+        dot_precision: str | None = None,
         **options: Any,
     ):
         """``config``: use this config (no autotuning). ``autotune_effort``: ``none`` (discover a
         working config), ``quick`` or ``full`` (also search, within ``autotune_budget_s``).
         ``autotune_tolerances``: per-dtype (rtol, atol) for the accuracy check against ``baseline``
-        (default: the kernel run eagerly in ref mode)."""
+        (default: the kernel run eagerly in ref mode). ``dot_precision``: ``tl.dot``'s input
+        precision for fp32 operands ("ieee", "tf32" or "tf32x3"; default: follow
+        ``torch.get_float32_matmul_precision()`` when the kernel is compiled)."""
+        if dot_precision is not None and dot_precision not in DOT_PRECISIONS:
+            raise ConfigError(
+                f"dot_precision={dot_precision!r}: expected one of {DOT_PRECISIONS}",
+                hint="or leave it out to follow torch.set_float32_matmul_precision()",
+            )
+        self.dot_precision = dot_precision
         if autotune_effort not in ("none", "quick", "full"):
             raise ConfigError(
                 f"autotune_effort={autotune_effort!r}: expected 'none', 'quick' or 'full'"
@@ -305,7 +315,12 @@ class BoundKernel:
         self.traced = self._trace({})
         traced = self.traced
         self.spec = ConfigSpec(
-            traced.loops, traced.n_block_slots, traced.host_slots, traced.tunables, self.target
+            traced.loops,
+            traced.n_block_slots,
+            traced.host_slots,
+            traced.tunables,
+            self.target,
+            kernel.dot_precision,
         )
         self._traces: dict[tuple[Any, ...], TracedKernel] = {}
         self._programs: dict[str, CompiledProgram] = {}

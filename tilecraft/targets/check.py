@@ -25,6 +25,7 @@ class CheckRow:
     kernel_name: str
     report: CompileReport | None
     error: str = ""
+    predicted_registers: int | None = None  # the resource model's registers per thread
 
     @property
     def status(self) -> str:
@@ -69,7 +70,13 @@ def check_kernel(
                 rows.append(CheckRow(target, config, "-", None, exc.message))
                 continue
             for loop, generated in zip(traced.loops, kernels, strict=True):
-                row = CheckRow(target, plan.config, generated.kernel_name, None)
+                row = CheckRow(
+                    target,
+                    plan.config,
+                    generated.kernel_name,
+                    None,
+                    predicted_registers=plan.resources.registers,
+                )
                 rows.append(row)
                 pending.append(row)
                 jobs.append(CompileJob.of(generated, loop, target))
@@ -103,7 +110,8 @@ def _compile_parallel(jobs: list[CompileJob], timeout_s: float) -> list[CompileR
 
 def format_rows(rows: list[CheckRow]) -> str:
     header = (
-        f"{'target':<14} {'kernel':<28} {'status':<34} {'smem':>7} {'regs':>5} {'spill':>5}  config"
+        f"{'target':<14} {'kernel':<28} {'status':<34} {'smem':>7} {'model':>5} {'regs':>5} "
+        f"{'spill':>5}  config"
     )
     lines = [header, "-" * len(header)]
     for row in rows:
@@ -111,8 +119,10 @@ def format_rows(rows: list[CheckRow]) -> str:
         smem = "" if r is None or r.shared_bytes is None else str(r.shared_bytes)
         regs = "" if r is None or r.registers is None else str(r.registers)
         spill = "" if r is None or r.spills is None else str(r.spills)
+        model = "" if row.predicted_registers is None else str(row.predicted_registers)
         lines.append(
-            f"{row.target.key:<14} {row.kernel_name:<28} {row.status[:34]:<34} {smem:>7} {regs:>5} {spill:>5}  {row.config!r}"
+            f"{row.target.key:<14} {row.kernel_name:<28} {row.status[:34]:<34} {smem:>7} "
+            f"{model:>5} {regs:>5} {spill:>5}  {row.config!r}"
         )
         if len(row.status) > 34 or (r is not None and not r.ok):
             reason = (

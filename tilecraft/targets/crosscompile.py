@@ -30,7 +30,7 @@ class CompileReport:
     error_class: str = ""
     shared_bytes: int | None = None
     registers: int | None = None
-    spills: int | None = None
+    spills: int | None = None  # CUDA: bytes of stack + local memory per thread; HIP: VGPR spills
     max_shared: int | None = None
 
     @property
@@ -151,8 +151,10 @@ def _cuda_resources(cubin: bytes | None) -> tuple[int | None, int | None]:
     finally:
         os.unlink(path)
     regs = re.search(r"REG:(\d+)", out)
-    local = re.search(r"LOCAL:(\d+)", out)
-    return (int(regs.group(1)) if regs else None, int(local.group(1)) if local else None)
+    # spilled values live in the thread's stack frame (STACK:) or in local memory (LOCAL:);
+    # ptxas reports Triton's spills under STACK, so reading LOCAL alone reports 0 for them
+    spill = [int(m) for m in re.findall(r"(?:STACK|LOCAL):(\d+)", out)]
+    return (int(regs.group(1)) if regs else None, sum(spill) if spill else None)
 
 
 def _hip_resources(asm: str) -> tuple[int | None, int | None]:

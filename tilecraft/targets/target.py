@@ -65,6 +65,22 @@ class Target:
         return self.backend != "cuda" or int(self.arch) >= 90
 
     @property
+    def max_warps(self) -> int:
+        """Warps one program may have: 1024 threads on NVIDIA (32 warps), 16 wave64s on AMD;
+        Config allows at most 32."""
+        return max(1, min(32, self.limits.max_threads_per_block // self.warp_size))
+
+    @property
+    def dot_precisions(self) -> tuple[str, ...]:
+        """``input_precision`` values of ``tl.dot`` on fp32 operands (Triton 3.6: NVIDIA has
+        tf32 and tf32x3; AMD has tf32 on CDNA3 only; the interpreter computes in fp32)."""
+        if self.backend == "cuda":
+            return ("ieee", "tf32", "tf32x3")
+        if self.backend == "hip" and str(self.arch).startswith("gfx94"):
+            return ("ieee", "tf32")
+        return ("ieee",)
+
+    @property
     def warp_specialize(self) -> bool:
         return self.capabilities.warp_specialize and self.backend == "cuda" and int(self.arch) >= 90
 

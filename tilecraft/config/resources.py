@@ -1,0 +1,207 @@
+"""The resource model: registers a config needs, from the values live at once (stage: config;
+in: a device loop's IR and a config's blocks/warps; out: predicted registers per thread).
+
+Why not "the largest tile / threads": what spills is the *sum* of what is live at one point of the
+program, and a value's share of each thread depends on Triton's layout, not only on its size. A
+row-reduction result ``[BLOCK_M]`` of a ``[BLOCK_M, 65536]`` tile is held whole by every thread
+(all threads sit along the long dim), and a kernel that carries several ``[n]`` fp32 accumulators
+across a loop keeps all of them live through the loop body.
+
+The model:
+* **Layout.** Threads of a program (``num_warps * warp_size``) are laid along the dims of the
+  loop's widest value from the fastest (last) dim backwards, as Triton's default blocked layout
+  does; a value holds ``ceil(block / threads along that dim)`` elements per thread on each dim it
+  has, and its broadcast dims cost nothing.
+* **Liveness.** Nodes are numbered in program order; a value is live from its definition to its
+  last use, and a use inside a nested loop keeps it live to the end of that loop (the loop repeats);
+  loop-carried values are live through their loop.
+* **Registers.** 32-bit registers per element by dtype (16-bit values pack two to a register);
+  the peak over program points plus a fixed overhead for pointers, offsets and loop counters.
+
+It is checked against the registers ptxas allocates (``benchmarks/resource_model.py`` cross-compiles
+every example for sm_90 and records the error per kernel in ``benchmarks/results/``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable
+
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym
+
+BASE_REGISTERS = (
+    24  # pointers, program ids, loop counters, offsets: measured floor of small kernels
+)
+MAX_REGISTERS = 255  # per thread on NVIDIA GPUs (and the VGPR budget we assume elsewhere)
+_NO_VALUE = (Op.STORE,)
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisterEstimate:
+    per_thread: int  # predicted 32-bit registers per thread at the peak
+    limit: int  # registers a thread may have at this block size (min(255, file / threads))
+    peak_at: str  # the user's file:line of the value defined at the peak ("" if unknown)
+
+    @property
+    def spills(self) -> bool:
+        return self.per_thread > self.limit
+
+    @property
+    def spill_ratio(self) -> float:
+        """Predicted registers over the limit (> 1: ptxas will spill)."""
+        return self.per_thread / self.limit
+
+
+def register_limit(threads: int, register_file: int) -> int:
+    """Registers one thread may use when a block of ``threads`` must fit one SM's register file."""
+    return max(16, min(MAX_REGISTERS, register_file // max(threads, 1)))
+
+
+def predict_registers(
+    loop: DeviceLoop,
+    block_of: Callable[[Sym], int],
+    threads: int,
+    register_file: int,
+) -> RegisterEstimate:
+    """Peak live registers per thread of ``loop`` with blocks from ``block_of``."""
+    order = _thread_order(loop, block_of)
+    # a loop with tl.dot computes in MMA layouts: each warp owns 8-row groups of the output, so
+    # rows spread over the warps first (a row vector such as softmax's running max is a few
+    # registers, not a whole column of the tile)
+    mma_rows = (threads // 32) * 8 if any(n.op is Op.DOT for n in loop.walk()) else 0
+    parent = _threads_per_dim(order, block_of, threads, mma_rows)
+    positions, loop_spans = _number(loop.body)
+    last_use = _last_uses(loop.body, positions, loop_spans)
+    in_place = {id(c.attrs.get("next")) for n in loop.walk() for c in n.attrs.get("carried", [])}
+    events: list[tuple[int, float, Node]] = []
+    for node, loop_end in _values(loop.body, loop_spans):
+        if id(node) in in_place:
+            continue  # a carried value's next value reuses its registers (acc = acc + ...)
+        dims = [d for d in node.shape if isinstance(d, Sym)]
+        # a value on the parent's dims is a slice of its layout (a row reduction result is held
+        # by every thread along the reduced dim); another gets a layout of its own
+        spread = (
+            parent
+            if all(id(d) in parent for d in dims)
+            else _threads_per_dim(dims, block_of, threads, mma_rows)
+        )
+        cost = _per_thread(node, block_of, spread) * _registers_per_element(node)
+        start = positions[node.id]
+        end = max(last_use.get(node.id, start), loop_end)
+        events += [(start, cost, node), (end + 1, -cost, node)]
+    events.sort(key=lambda e: (e[0], e[1]))
+    live = peak = 0.0
+    peak_node: Node | None = None
+    for _, delta, node in events:
+        live += delta
+        if live > peak:
+            peak, peak_node = live, node
+    loc = peak_node.loc.short if peak_node is not None and peak_node.loc else ""
+    return RegisterEstimate(
+        BASE_REGISTERS + math.ceil(peak), register_limit(threads, register_file), loc
+    )
+
+
+def _values(body: list[Node], spans: dict[int, tuple[int, int]]) -> Iterable[tuple[Node, int]]:
+    """Every value with the position it must live to at least (a loop-carried value: its loop's
+    end; others: their definition)."""
+    for node in body:
+        if node.op is Op.LOOP:
+            yield from ((carry, spans[node.id][1]) for carry in node.attrs.get("carried", []))
+        elif node.op not in _NO_VALUE:
+            yield node, 0
+        if node.body is not None:
+            yield from _values(node.body, spans)
+
+
+def _thread_order(loop: DeviceLoop, block_of: Callable[[Sym], int]) -> list[Sym]:
+    """The dims threads are laid along, slowest first: those of the loop's widest value."""
+    widest: tuple[int, tuple[Sym, ...]] = (0, ())
+    for node in loop.walk():
+        dims = tuple(d for d in node.shape if isinstance(d, Sym))
+        size = math.prod(block_of(d) for d in dims)
+        if size > widest[0]:
+            widest = (size, dims)
+    return list(widest[1])
+
+
+def _threads_per_dim(
+    order: list[Sym], block_of: Callable[[Sym], int], threads: int, mma_rows: int = 0
+) -> dict[int, int]:
+    """Threads along each dim: the fastest dims first (a blocked layout), or for an MMA layout
+    (``mma_rows`` > 0) up to ``mma_rows`` along the first dim, the rest along the others."""
+    spread: dict[int, int] = {}
+    left = threads
+    if mma_rows and len(order) >= 2:
+        along = max(1, min(left, mma_rows, block_of(order[0])))
+        spread[id(order[0])] = along
+        left = max(1, left // along)
+        order = order[1:]
+    for sym in reversed(order):
+        along = max(1, min(left, block_of(sym)))
+        spread[id(sym)] = along
+        left = max(1, left // along)
+    return spread
+
+
+def _per_thread(node: Node, block_of: Callable[[Sym], int], spread: dict[int, int]) -> int:
+    n = 1
+    for d in node.shape:
+        if isinstance(d, Sym):
+            n *= -(-block_of(d) // spread.get(id(d), 1))
+    return n
+
+
+def _registers_per_element(node: Node) -> float:
+    size = getattr(node.dtype, "itemsize", 4)
+    return max(size, 2) / 4
+
+
+def _number(body: list[Node]) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
+    """Program-order positions of every node, and each loop's (first, last) position."""
+    positions: dict[int, int] = {}
+    spans: dict[int, tuple[int, int]] = {}
+
+    def visit(nodes: list[Node]) -> None:
+        for node in nodes:
+            positions[node.id] = len(positions)
+            for carry in node.attrs.get("carried", []) if node.op is Op.LOOP else []:
+                positions[carry.id] = len(positions)  # defined (initialized) before the body
+            if node.body is not None:
+                first = len(positions)
+                visit(node.body)
+                spans[node.id] = (first, len(positions) - 1)
+
+    visit(body)
+    return positions, spans
+
+
+def _last_uses(
+    body: list[Node], positions: dict[int, int], spans: dict[int, tuple[int, int]]
+) -> dict[int, int]:
+    """For each value, the last position that needs it (a use in a loop body that the value is
+    defined outside of keeps it to the loop's end)."""
+    last: dict[int, int] = {}
+
+    def visit(nodes: list[Node], enclosing: list[Node]) -> None:
+        for node in nodes:
+            uses = list(node.inputs)
+            if node.op is Op.LOOP:
+                for carry in node.attrs.get("carried", []):
+                    uses += [*carry.inputs, carry.attrs.get("next")]
+            for used in uses:
+                if used is None or used.id not in positions:
+                    continue
+                at = positions[node.id]
+                for outer in enclosing:  # outermost loop that does not contain the definition
+                    first, end = spans[outer.id]
+                    if not first <= positions[used.id] <= end:
+                        at = max(at, end)
+                        break
+                last[used.id] = max(last.get(used.id, 0), at)
+            if node.body is not None:
+                visit(node.body, [*enclosing, node])
+
+    visit(body, [])
+    return last
