@@ -251,3 +251,43 @@ def test_cached_config_that_no_longer_compiles_is_dropped(monkeypatch: pytest.Mo
     with pytest.warns(UserWarning, match="cached best config .* no longer works"):
         assert cached_config(bound, "best") is None
     assert cache.load(bound, "best") is None  # removed: the next call searches again
+
+
+def test_search_prunes_configs_the_model_predicts_to_spill() -> None:
+    """Once a config predicted to fit has been timed, a neighbour the resource model predicts to
+    spill is rejected before it is compiled (its reason names the model)."""
+    from tilecraft.autotune.progress import Reporter
+    from tilecraft.autotune.search import EFFORTS, UnknownRepros, _Search
+    from tilecraft.runtime.kernel import BoundKernel
+    from tilecraft.targets.target import Target
+
+    x = torch.empty(64, 8192, device="cpu")
+    w = torch.empty(8192, device="cpu")
+    bound = BoundKernel(
+        K.rms_norm, K.rms_norm.bind_arguments((x, w), {}), target=Target.parse("cuda:90")
+    )
+    spec = bound.config_spec
+    fits = spec.resolve(tc.Config(block_sizes=[1], num_warps=8))
+    spills = spec.resolve(tc.Config(block_sizes=[32], num_warps=1))
+    assert not fits.resources.spills and spills.resources.spills
+
+    class NoRunner:  # nothing may be compiled or run here
+        def check(self, configs: object, **options: object) -> list[object]:
+            raise AssertionError(f"would compile {configs}")
+
+    search = _Search(
+        bound,
+        NoRunner(),  # type: ignore[arg-type]
+        Reporter("rms_norm", stream=io.StringIO()),
+        EFFORTS["quick"],
+        deadline=time.monotonic() + 60,
+        timeout_s=10,
+        seed=0,
+        batch=4,
+        on_unknown=UnknownRepros(bound, (x, w), {}),
+    )
+    assert search._predicted_to_spill(spills.config) is None  # nothing timed yet: no pruning
+    search.timed.append(Attempt(fits.config, None, "", 0.1, ms=1.0))
+    why = search._predicted_to_spill(spills.config)
+    assert why is not None and "resource model predicts" in why.reason
+    assert search.generation([spills.config]) == []

@@ -24,7 +24,7 @@ from typing import IO, Any
 from tilecraft.autotune import cache
 from tilecraft.autotune.baseline import Baseline, clone_args
 from tilecraft.autotune.candidates import check, neighbors
-from tilecraft.autotune.classify import Attempt
+from tilecraft.autotune.classify import Attempt, Category
 from tilecraft.autotune.compare import Tolerances
 from tilecraft.autotune.discover import (
     DEFAULT_TIMEOUT_S,
@@ -123,6 +123,23 @@ class _Search:
         spills = attempt.resources.get("spills", 0)
         return not (spills > 0 and best is not None and best.resources.get("spills", 0) == 0)
 
+    def _predicted_to_spill(self, config: Config | None) -> Attempt | None:
+        """Prune before compiling: a config the resource model predicts to spill is not tried
+        once a config predicted not to has been timed (spilling configs are the slow ones, and
+        their compiles are the long ones)."""
+        best = self.best()
+        if config is None or best is None:
+            return None
+        resources = self.spec.resolve(config, warn=False).resources
+        if not resources.spills or self.spec.resolve(best.config, warn=False).resources.spills:
+            return None
+        return Attempt(
+            config,
+            Category.RESOURCE,
+            f"static check: the resource model predicts {resources.registers} registers per "
+            f"thread (limit {resources.register_limit}), and a config without spills was timed",
+        )
+
     def generation(self, configs: Sequence[Config]) -> list[Attempt]:
         fresh: list[Config] = []
         for config in configs:
@@ -131,7 +148,8 @@ class _Search:
             if key in self.seen:
                 continue
             self.seen.add(key)
-            if normalized is None:
+            why = why or self._predicted_to_spill(normalized)
+            if normalized is None or why is not None:
                 assert why is not None
                 self.reporter.attempt(why)
             else:
