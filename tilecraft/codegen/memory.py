@@ -2,12 +2,13 @@
 
 An index item is ``("tile", sym, dim)``, ``("rdim", sym, dim)``, ``("int", k, dim)``, ``("none",)``
 or ``("value", input_position, dim)``; each contributes ``index * stride`` to the offset, placed at
-its position in the result shape, and its dims' masks to the access mask.
+its position in the result shape (left to right, or the node's ``positions`` when several
+tensor-valued indices broadcast together), and its dims' masks to the access mask.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tilecraft.ir.nodes import Node
 
@@ -33,7 +34,10 @@ def access(em: Emitter, node: Node, value_inputs: list[Node]) -> tuple[str, str 
     terms: list[str] = []
     masks: list[str] = []
     pos = 0
-    for item in node.attrs["index"]:
+    positions = node.attrs.get("positions")  # set when advanced indices broadcast together
+    for k, item in enumerate(node.attrs["index"]):
+        if positions is not None:
+            pos = positions[k]
         kind = item[0]
         if kind == "none":
             pos += 1
@@ -59,9 +63,11 @@ def access(em: Emitter, node: Node, value_inputs: list[Node]) -> tuple[str, str 
             if mask and width:
                 mask = _expand(f"({mask})", pos, width, rank)
         terms.append(idx if stride == "1" else f"{idx} * {stride}")
-        if mask:
+        if mask and mask not in masks:
             masks.append(mask)
         pos += width
+    if (extra := node.attrs.get("extra_mask")) is not None:  # hl.load/store(extra_mask=...)
+        masks.append(em.expr(node.inputs[extra]))
     offset = " + ".join(terms) if terms else "0"
     return f"{param} + ({offset})", " & ".join(masks) if masks else None
 
@@ -163,10 +169,6 @@ def emit_atomic(em: Emitter, node: Node) -> None:
     value, *index_values = node.inputs
     ptr, mask = access(em, node, index_values)
     mask_arg = f", mask={mask}" if mask else ""
-    fn: Any = {
-        "add": "tl.atomic_add",
-        "max": "tl.atomic_max",
-        "min": "tl.atomic_min",
-        "xchg": "tl.atomic_xchg",
-    }[node.attrs["kind"]]
-    em.bind(node, f"{fn}({ptr}, {em.expr(value)}{mask_arg}, sem='relaxed')")
+    fn = f"tl.atomic_{node.attrs['kind']}"  # add, max, min, xchg, and, or, xor
+    sem = node.attrs.get("sem", "relaxed")
+    em.bind(node, f"{fn}({ptr}, {em.expr(value)}{mask_arg}, sem='{sem}')")

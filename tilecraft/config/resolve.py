@@ -45,7 +45,10 @@ def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
         num_sm_multiplier=int(config.num_sm_multiplier or 1),
         l2_groupings=tuple(config.l2_groupings) or (1,) * n_loops,
         loop_orders=tuple(tuple(o) for o in config.loop_orders),
-        accesses=tuple(_access(node, config, blocks, chunks) for node in spec.space.accesses),
+        accesses=tuple(
+            _access(node, config, blocks, chunks, spec.space.eviction_choices)
+            for node in spec.space.accesses
+        ),
         ranges=tuple(_range(config, slot) for slot in range(spec.space.n_ranges)),
         launch_options=tuple(options.items()),
         resources=_resources(spec, config, warps),
@@ -56,7 +59,11 @@ def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
 
 
 def _access(
-    node: Node, config: Config, blocks: tuple[int, ...], chunks: tuple[int | None, ...]
+    node: Node,
+    config: Config,
+    blocks: tuple[int, ...],
+    chunks: tuple[int | None, ...],
+    spec_choices: tuple[str, ...],
 ) -> AccessPlan:
     slot = node.attrs["mem_slot"]
     modes = config.indexing
@@ -77,6 +84,10 @@ def _access(
         policies = config.load_eviction_policies
         load = node.attrs["load_slot"]
         eviction = policies[load] if load < len(policies) else ""
+        # hl.load(eviction_policy=...) is the user's fixed choice, where the target has policies
+        fixed = node.attrs.get("eviction_policy", "")
+        if fixed and fixed in spec_choices:
+            eviction = fixed
     op = "load" if node.op is Op.LOAD else "store"
     return AccessPlan(slot, op, indexing, requested, reason, eviction)
 

@@ -41,6 +41,8 @@ def _access_ok(node: Node) -> bool:
     """block_ptr / tensor_descriptor need every index to be a tile or ':' that spans the tensor
     dim from 0 (their bounds checks are the tensor's bounds, not a tile loop's)."""
     tensor = node.attrs["tensor"]
+    if node.attrs.get("extra_mask") is not None:
+        return False  # a block access has no element mask to and it with
     for item in node.attrs["index"]:
         if item[0] == "rdim":
             continue

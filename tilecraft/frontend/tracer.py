@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, UnsupportedOpError
+from tilecraft.frontend import advanced_index
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind
@@ -424,8 +425,11 @@ class Tracer:
         return self.wrap(self.emit(Op.VIEW, [node], node.shape[::-1], node.dtype, perm=(1, 0)))
 
     # -- memory ---------------------------------------------------------------------------
-    def resolve_index(self, t: HostTensor, index: Any) -> tuple[tuple[Any, ...], list[Node], Shape]:
-        """Index items of a host tensor access -> (items, value inputs, result shape)."""
+    def resolve_index(
+        self, t: HostTensor, index: Any
+    ) -> tuple[tuple[Any, ...], list[Node], Shape, dict[str, Any]]:
+        """Index items of a host tensor access -> (items, value inputs, result shape, extra node
+        attrs: where advanced indices land, see :mod:`tilecraft.frontend.advanced_index`)."""
         items = index if isinstance(index, tuple) else (index,)
         n_real = sum(1 for i in items if i is not None)
         if n_real > t.ndim:
@@ -489,19 +493,30 @@ class Tracer:
             else:
                 raise UnsupportedOpError(f"index of type {type(item).__name__} on '{t.name}'")
             dim += 1
-        value_ranks = sum(1 for r in resolved if r[0] == "value" and inputs[r[1]].ndim > 0)
-        if value_ranks > 1:
-            raise UnsupportedOpError(f"more than one tensor-valued index on '{t.name}'")
-        return tuple(resolved), inputs, tuple(shape)
+        placed = advanced_index.place(self, t.name, tuple(resolved), inputs)
+        if placed is not None:
+            inputs, placed_shape, positions = placed
+            return tuple(resolved), inputs, placed_shape, {"positions": positions}
+        return tuple(resolved), inputs, tuple(shape), {}
 
-    def load(self, t: HostTensor, index: Any) -> TileValue:
-        items, inputs, shape = self.resolve_index(t, index)
-        node = self.emit(Op.LOAD, inputs, shape, t.dtype, tensor=t, index=items)
+    def load(
+        self, t: HostTensor, index: Any, extra_mask: Any = None, eviction_policy: str = ""
+    ) -> TileValue:
+        items, inputs, shape, placed = self.resolve_index(t, index)
+        if extra_mask is not None:
+            placed["extra_mask"] = len(inputs)
+            inputs = [*inputs, advanced_index.extra_mask(self, t.name, extra_mask, shape)]
+        if eviction_policy:
+            placed["eviction_policy"] = eviction_policy
+        node = self.emit(Op.LOAD, inputs, shape, t.dtype, tensor=t, index=items, **placed)
         node.hint = "load"
         return self.wrap(node)
 
-    def store(self, t: HostTensor, index: Any, value: Any) -> None:
-        items, inputs, shape = self.resolve_index(t, index)
+    def store(self, t: HostTensor, index: Any, value: Any, extra_mask: Any = None) -> None:
+        items, inputs, shape, placed = self.resolve_index(t, index)
+        if extra_mask is not None:
+            placed["extra_mask"] = len(inputs) + 1  # after the stored value
+            inputs = [*inputs, advanced_index.extra_mask(self, t.name, extra_mask, shape)]
         v = self.value_node(value)
         try:
             out = self.broadcast_shapes(shape, v.shape)
@@ -514,12 +529,12 @@ class Tracer:
                 self.loc,
             )
         v = self.expand_rank(self.cast(v, t.dtype), len(shape))
-        self.emit(Op.STORE, [v, *inputs], tuple(shape), t.dtype, tensor=t, index=items)
+        self.emit(Op.STORE, [v, *inputs], tuple(shape), t.dtype, tensor=t, index=items, **placed)
 
-    def atomic(self, kind: str, t: Any, index: Any, value: Any) -> TileValue:
+    def atomic(self, kind: str, t: Any, index: Any, value: Any, sem: str = "relaxed") -> TileValue:
         if not isinstance(t, HostTensor):
             raise DeviceCodeError("atomic ops need a host tensor as their target")
-        items, inputs, shape = self.resolve_index(t, index)
+        items, inputs, shape, placed = self.resolve_index(t, index)
         v = self.value_node(value)
         if self.broadcast_shapes(shape, v.shape) != tuple(shape):
             raise ShapeError(
@@ -527,7 +542,15 @@ class Tracer:
             )
         v = self.expand_rank(self.cast(v, t.dtype), len(shape))
         node = self.emit(
-            Op.ATOMIC, [v, *inputs], tuple(shape), t.dtype, tensor=t, index=items, kind=kind
+            Op.ATOMIC,
+            [v, *inputs],
+            tuple(shape),
+            t.dtype,
+            tensor=t,
+            index=items,
+            kind=kind,
+            sem=sem,
+            **placed,
         )
         return self.wrap(node)
 
@@ -555,6 +578,10 @@ class Tracer:
             return self.dot(*args, **kwargs)
         if name == "atomic":
             return self.atomic(*args, **kwargs)
+        if name in ("load", "store"):
+            if not isinstance(args[0], HostTensor):
+                raise DeviceCodeError(f"tc.{name} needs a host tensor as its first argument")
+            return getattr(self, name)(*args, **kwargs)
         raise UnsupportedOpError(f"tc.{name} is not supported in device code")
 
 

@@ -3,17 +3,19 @@
 Each name also has an eager meaning, used by ref mode.
 """
 
-from tilecraft.language.creation import (
-    arange,
+from tilecraft.language.creation import arange, dot, full, zeros
+from tilecraft.language.loops import RefTile, TileSpec, grid, static_range, tile
+from tilecraft.language.memory_ops import (
     atomic_add,
+    atomic_and,
     atomic_max,
     atomic_min,
+    atomic_or,
     atomic_xchg,
-    dot,
-    full,
-    zeros,
+    atomic_xor,
+    load,
+    store,
 )
-from tilecraft.language.loops import RefTile, TileSpec, grid, static_range, tile
 from tilecraft.language.tunables import (
     BlockSize,
     Specialized,
@@ -30,17 +32,22 @@ __all__ = [
     "TileSpec",
     "arange",
     "atomic_add",
+    "atomic_and",
     "atomic_max",
     "atomic_min",
+    "atomic_or",
     "atomic_xchg",
+    "atomic_xor",
     "constexpr",
     "dot",
     "full",
     "grid",
+    "load",
     "register_block_size",
     "register_tunable",
     "specialize",
     "static_range",
+    "store",
     "tile",
     "zeros",
 ]

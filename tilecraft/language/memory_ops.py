@@ -1,0 +1,160 @@
+"""Explicit memory ops: ``load``, ``store`` and the ``atomic_*`` family (stage: language).
+
+They take Helion's argument forms: the index is a list (or tuple) of per-dim items (tiles, ints,
+``:``, ``None``, index tensors), ``load``/``store`` take an ``extra_mask`` that is and-ed with the
+bounds masks, ``load`` an ``eviction_policy``, atomics a memory-order ``sem``. Inside a traced
+device loop each call is handed to the tracer; in ref mode it has its eager torch meaning, where an
+atomic applies every element once, duplicates included (an embedding backward scattering rows).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch
+
+from tilecraft.errors import DeviceCodeError, SourceLoc
+from tilecraft.language import _context
+from tilecraft.language.loops import RefTile
+
+SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")
+EVICTION_POLICIES = ("first", "last")  # also accepted with Triton's "evict_" prefix
+
+
+def _user_loc() -> SourceLoc | None:
+    """The first caller outside this module: the user's line (also in ref mode, where no tracer
+    attaches one)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back  # type: ignore[assignment]
+    return SourceLoc(frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+
+
+def _items(index: Any) -> tuple[Any, ...]:
+    """Helion passes the index as a list of per-dim items; a subscript passes a tuple."""
+    if isinstance(index, list):
+        return tuple(index)
+    return index if isinstance(index, tuple) else (index,)
+
+
+def _check_sem(op: str, sem: str) -> None:
+    if sem not in SEMANTICS:
+        raise DeviceCodeError(
+            f"{op}(sem={sem!r}) is not a memory order",
+            _user_loc(),
+            hint="use one of " + ", ".join(repr(s) for s in SEMANTICS),
+        )
+
+
+def _check_eviction(policy: str | None) -> str:
+    if policy is None or policy == "":
+        return ""
+    bare = policy.removeprefix("evict_")
+    if bare not in EVICTION_POLICIES:
+        raise DeviceCodeError(
+            f"load(eviction_policy={policy!r}) is not an eviction policy",
+            _user_loc(),
+            hint="use 'evict_first', 'evict_last' or None",
+        )
+    return bare
+
+
+def _ref_items(items: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(i.as_index() if isinstance(i, RefTile) else i for i in items)
+
+
+def load(
+    tensor: Any, index: Any, extra_mask: Any = None, eviction_policy: str | None = None
+) -> Any:
+    """``tensor[index]``, masked by ``extra_mask`` too (masked-off elements read 0)."""
+    items = _items(index)
+    policy = _check_eviction(eviction_policy)
+    tracer = _context.device()
+    if tracer is not None:
+        return tracer.call("load", tensor, items, extra_mask=extra_mask, eviction_policy=policy)
+    out = tensor[_ref_items(items)]
+    if extra_mask is None:
+        return out
+    return torch.where(extra_mask, out, torch.zeros((), dtype=out.dtype, device=out.device))
+
+
+def store(tensor: Any, index: Any, value: Any, extra_mask: Any = None) -> None:
+    """``tensor[index] = value`` where ``extra_mask`` holds (everywhere when it is None)."""
+    items = _items(index)
+    tracer = _context.device()
+    if tracer is not None:
+        tracer.call("store", tensor, items, value, extra_mask=extra_mask)
+        return
+    idx = _ref_items(items)
+    if extra_mask is not None:
+        value = torch.where(extra_mask, torch.as_tensor(value).to(tensor.dtype), tensor[idx])
+    tensor[idx] = value
+
+
+def _ref_atomic(kind: str, target: torch.Tensor, items: tuple[Any, ...], value: Any) -> Any:
+    """Every indexed element once, in order, duplicates included; returns the previous values."""
+    idx = _ref_items(items)
+    old = target[idx].clone()
+    flat_index = torch.arange(target.numel(), device=target.device).view(target.shape)[idx]
+    lin = flat_index.reshape(-1)
+    vals = torch.as_tensor(value, device=target.device).to(target.dtype)
+    vals = vals.expand(flat_index.shape).reshape(-1)
+    work = target.contiguous().view(-1)
+    if kind == "add":
+        work.index_add_(0, lin, vals)
+    elif kind in ("max", "min"):
+        work.scatter_reduce_(0, lin, vals, reduce="a" + kind, include_self=True)
+    elif kind == "xchg":
+        work[lin] = vals
+    else:  # and / or / xor: no scatter form, apply one element at a time
+        fn = {"and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor}[kind]
+        for k in range(lin.numel()):
+            work[lin[k]] = fn(work[lin[k]], vals[k])
+    if work.data_ptr() != target.data_ptr():
+        target.copy_(work.view(target.shape))
+    return old
+
+
+def _atomic(kind: str, target: Any, index: Any, value: Any, sem: str) -> Any:
+    _check_sem(f"atomic_{kind}", sem)
+    items = _items(index)
+    tracer = _context.device()
+    if tracer is not None:
+        return tracer.call("atomic", kind, target, items, value, sem=sem)
+    return _ref_atomic(kind, target, items, value)
+
+
+def atomic_add(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+    """``target[index] += value`` atomically; returns the previous values."""
+    return _atomic("add", target, index, value, sem)
+
+
+def atomic_max(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+    """``target[index] = max(target[index], value)`` atomically; returns the previous values."""
+    return _atomic("max", target, index, value, sem)
+
+
+def atomic_min(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+    """``target[index] = min(target[index], value)`` atomically; returns the previous values."""
+    return _atomic("min", target, index, value, sem)
+
+
+def atomic_xchg(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+    """``target[index] = value`` atomically; returns the previous values."""
+    return _atomic("xchg", target, index, value, sem)
+
+
+def atomic_and(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+    """``target[index] &= value`` atomically (integer or bool targets)."""
+    return _atomic("and", target, index, value, sem)
+
+
+def atomic_or(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+    """``target[index] |= value`` atomically (integer or bool targets)."""
+    return _atomic("or", target, index, value, sem)
+
+
+def atomic_xor(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+    """``target[index] ^= value`` atomically (integer or bool targets)."""
+    return _atomic("xor", target, index, value, sem)
