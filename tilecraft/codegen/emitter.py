@@ -238,6 +238,11 @@ class Emitter:
             raise UnsupportedOpError(f"codegen has no emission for {node.op.value}", node.loc)
         handler(node)
 
+    def emit_print(self, node: Node) -> None:
+        values = "".join(f", {self.expr(v)}" for v in node.inputs)
+        self.w.line(f"tl.device_print({node.attrs['prefix']!r}{values})")
+        self.scopes[-1][node.id] = "None"
+
     def emit_full(self, node: Node) -> None:
         dims = ", ".join(self.dim_expr(d) for d in node.shape)
         value = node.attrs["value"]

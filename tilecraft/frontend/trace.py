@@ -247,7 +247,7 @@ def eliminate_dead_code(body: list[Node]) -> list[Node]:
             for carry in n.attrs.get("carried", []):
                 parent[carry.id] = n
     live: set[int] = set()
-    stack = [n for n in walk(body) if n.op in (Op.STORE, Op.ATOMIC)]
+    stack = [n for n in walk(body) if n.op in (Op.STORE, Op.ATOMIC, Op.PRINT)]
     while stack:
         n = stack.pop()
         if n.id in live:

@@ -374,14 +374,17 @@ class Tracer:
         return self.wrap(self.emit(Op.FULL, [], tuple(out), dtype, value=value))
 
     def arange(self, *args: Any, dtype: torch.dtype = torch.int32) -> TileValue:
-        begin, end = (0, args[0]) if len(args) == 1 else (args[0], args[1])
-        if isinstance(end, TileProxy) or isinstance(begin, TileProxy):
+        begin, end, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+        if any(isinstance(a, (TileProxy, TileValue)) for a in (begin, end, step)):
             raise DeviceCodeError("tc.arange needs int bounds; use tile.index for a tile's indices")
-        n = int(end) - int(begin)
-        sym = self.rdim_for(n)
+        if int(step) < 1:
+            raise DeviceCodeError(f"tc.arange: step {int(step)} must be positive")
+        sym = self.rdim_for(-(-(int(end) - int(begin)) // int(step)))
         idx = self.emit(Op.TILE_INDEX, [], (sym,), torch.int32, sym=sym)
         idx.hint = "ar"
-        return self.pointwise("add", self.wrap(idx), int(begin)) if int(begin) else self.wrap(idx)
+        out = self.wrap(idx) if int(step) == 1 else self.pointwise("mul", self.wrap(idx), int(step))
+        out = self.pointwise("add", out, int(begin)) if int(begin) else out
+        return self.to_dtype(out, dtype)
 
     def view(self, x: TileValue, index: Any) -> TileValue:
         node = x.node
@@ -554,6 +557,10 @@ class Tracer:
         )
         return self.wrap(node)
 
+    def device_print(self, prefix: str, *values: Any) -> None:
+        nodes = [self.value_node(v) for v in values]
+        self.emit(Op.PRINT, nodes, (), torch.int32, prefix=str(prefix))
+
     # -- dispatch -------------------------------------------------------------------------
     def torch_call(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         from tilecraft.frontend.lowerings import lookup
@@ -578,6 +585,8 @@ class Tracer:
             return self.dot(*args, **kwargs)
         if name == "atomic":
             return self.atomic(*args, **kwargs)
+        if name == "device_print":
+            return self.device_print(*args)
         if name in ("load", "store"):
             if not isinstance(args[0], HostTensor):
                 raise DeviceCodeError(f"tc.{name} needs a host tensor as its first argument")

@@ -164,8 +164,12 @@ class TileProxy:
         return self._leaf(Op.BLOCK_SIZE)
 
     @property
-    def count(self) -> TileValue:
-        return self._leaf(Op.TILE_ID)
+    def count(self) -> Any:
+        """How many tiles the loop has: ceil((end - begin) / block_size)."""
+        bounds = [self.sym.extent, self.sym.begin]  # the loop's, not this tile's
+        end, begin = (b if isinstance(b, int) else self.tracer.wrap(b) for b in bounds)
+        span: Any = end - begin  # type: ignore[operator]  # TileValue ops are set after the class
+        return (span + self.block_size - 1) // self.block_size
 
     def __repr__(self) -> str:
         return f"Tile({self.sym.name})"

@@ -70,6 +70,7 @@ class Op(enum.Enum):
     VIEW = "view"  # attrs: spec (tuple of ':' / None / 0 for each output dim)
     REDUCE = "reduce"  # attrs: kind ('sum', 'max', 'min', 'argmax', 'argmin'), axis
     DOT = "dot"  # inputs: a, b, [acc]
+    PRINT = "print"  # inputs: values; attrs: prefix (tl.device_print; kept like a store)
     # control
     LOOP = "loop"  # attrs: sym; body: list[Node]; carried: list[Node] (CARRY nodes)
     CARRY = "carry"  # inputs: [init]; attrs: next (Node, set when the body is traced)

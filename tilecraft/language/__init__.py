@@ -4,6 +4,13 @@ Each name also has an eager meaning, used by ref mode.
 """
 
 from tilecraft.language.creation import arange, dot, full, zeros
+from tilecraft.language.fragments import (
+    BooleanFragment,
+    EnumFragment,
+    Fragment,
+    IntegerFragment,
+    PowerOfTwoFragment,
+)
 from tilecraft.language.loops import RefTile, TileSpec, grid, static_range, tile
 from tilecraft.language.memory_ops import (
     atomic_add,
@@ -16,6 +23,18 @@ from tilecraft.language.memory_ops import (
     load,
     store,
 )
+from tilecraft.language.tile_ops import (
+    Tile,
+    barrier,
+    device_print,
+    subscript,
+    tile_begin,
+    tile_block_size,
+    tile_count,
+    tile_end,
+    tile_id,
+    tile_index,
+)
 from tilecraft.language.tunables import (
     BlockSize,
     Specialized,
@@ -27,8 +46,14 @@ from tilecraft.language.tunables import (
 
 __all__ = [
     "BlockSize",
+    "BooleanFragment",
+    "EnumFragment",
+    "Fragment",
+    "IntegerFragment",
+    "PowerOfTwoFragment",
     "RefTile",
     "Specialized",
+    "Tile",
     "TileSpec",
     "arange",
     "atomic_add",
@@ -38,7 +63,9 @@ __all__ = [
     "atomic_or",
     "atomic_xchg",
     "atomic_xor",
+    "barrier",
     "constexpr",
+    "device_print",
     "dot",
     "full",
     "grid",
@@ -48,6 +75,13 @@ __all__ = [
     "specialize",
     "static_range",
     "store",
+    "subscript",
     "tile",
+    "tile_begin",
+    "tile_block_size",
+    "tile_count",
+    "tile_end",
+    "tile_id",
+    "tile_index",
     "zeros",
 ]

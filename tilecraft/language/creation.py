@@ -43,8 +43,10 @@ def full(shape: Any, value: Any, dtype: torch.dtype = torch.float32, device: Any
     )
 
 
-def arange(*args: Any, dtype: torch.dtype = torch.int32, device: Any = None) -> Any:
-    """``arange(end)`` / ``arange(begin, end)`` with a compile-time length."""
+def arange(*args: Any, dtype: torch.dtype | None = None, device: Any = None) -> Any:
+    """``arange(end)`` / ``arange(begin, end)`` / ``arange(begin, end, step)`` with compile-time
+    bounds; int32 unless ``dtype`` says otherwise."""
+    dtype = dtype or torch.int32
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("arange", *args, dtype=dtype)

@@ -52,6 +52,7 @@ class RefTile:
     block_size: int
     id: int
     is_grid: bool = False
+    count: int = 1  # tiles in the loop
 
     @property
     def index(self) -> torch.Tensor:
@@ -100,8 +101,9 @@ def _ref_iter(spec: TileSpec) -> Iterator[Any]:
         b, e = int(begin), int(end)
         step = 1 if spec.kind == "grid" else int(block) if block is not None else max(e - b, 1)
         scalar = spec.kind == "grid" or (type(block) is int and block == 1)  # indexes like an int
+        starts = range(b, e, step)
         tiles = [
-            RefTile(s, min(s + step, e), step, i, scalar) for i, s in enumerate(range(b, e, step))
+            RefTile(s, min(s + step, e), step, i, scalar, len(starts)) for i, s in enumerate(starts)
         ]
         per_dim.append(tiles)
     for combo in itertools.product(*reversed(per_dim)):
@@ -139,8 +141,14 @@ def tile(*args: Any, block_size: Any = None) -> TileSpec:
     return TileSpec(begins, ends, tuple(blocks), "tile", multi)
 
 
-def grid(*args: Any) -> TileSpec:
+def grid(*args: Any, step: Any = None) -> TileSpec:
     """Loop over ``[begin, end)`` one index at a time (block size 1, the index is a scalar)."""
+    steps = step if isinstance(step, (list, tuple)) else [step]
+    if any(s is not None and int(s) != 1 for s in steps):
+        raise DeviceCodeError(
+            f"tc.grid(step={step!r}): only step 1 is supported",
+            hint="loop with tc.grid over the step count and compute begin + i * step",
+        )
     begins, ends, multi = _normalize_bounds(args)
     return TileSpec(begins, ends, tuple(1 for _ in ends), "grid", multi)
 

@@ -48,11 +48,14 @@ def register_block_size(lo: int, hi: int | None = None) -> int:
 
 
 def register_tunable(name: str, choices: Any) -> Any:
-    """A user tunable: ``choices`` is a sequence of values; the config picks one."""
+    """A user tunable: ``choices`` is a sequence of values (the first is the default) or a
+    Helion-style fragment (``PowerOfTwoFragment(16, 256, 64)``...); the config picks one."""
+    from tilecraft.language.fragments import Fragment
+
     ctx = _context.host()
     if ctx is None:
         raise DeviceCodeError("tc.register_tunable() called outside a tilecraft kernel")
-    options = tuple(choices)
+    options = choices.choices() if isinstance(choices, Fragment) else tuple(choices)
     if not options:
         raise DeviceCodeError(f"tc.register_tunable({name!r}): choices is empty")
     return ctx.tunable(name, options)

@@ -1,0 +1,1 @@
+"""Tools that drive or describe the pipeline from outside (stage: tools)."""
