@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 from pathlib import Path
 
 import tilecraft
@@ -58,6 +59,6 @@ def test_supported_names_exist_under_helions_name() -> None:
 def test_helion_only_tables_do_not_shadow_our_names() -> None:
     ours = {f.name for f in dataclasses.fields(Config)}
     assert not ours & set(HELION_ONLY_CONFIG_FIELDS)
-    assert not {"config", "configs", "static_shapes", "autotune_effort"} & set(
-        HELION_ONLY_KERNEL_OPTIONS
-    )
+    options = set(inspect.signature(tilecraft.Kernel.__init__).parameters) - {"self", "fn"}
+    assert {"config", "configs", "static_shapes", "autotune_effort"} <= options
+    assert not options & set(HELION_ONLY_KERNEL_OPTIONS)

@@ -30,7 +30,6 @@ HELION_ONLY_KERNEL_OPTIONS: dict[str, str] = {
     "backend": "tilecraft generates Triton only",
     "ignore_warnings": "tilecraft's warnings are Python warnings; filter them with warnings",
     "index_dtype": "index width is chosen from the actual extents",
-    "dot_precision": "tl.dot uses Triton's default input precision",
     "fast_math": "no fast-math lowering",
     "persistent_reserved_sms": "persistent grids use every SM",
     "autotune_force_persistent": "pid_type is searched, not forced",
