@@ -109,19 +109,9 @@ def test_the_graph_sees_function_level_imports() -> None:
     assert any("tilecraft.settings" in deps for deps in GRAPH.values())
 
 
-# Cycles that predate this test, each to be removed (the test fails when one is fixed and left here)
-KNOWN_CYCLES: list[list[str]] = [
-    ["tilecraft.autotune.isolate", "tilecraft.autotune.runner"],
-    ["tilecraft.targets.crosscompile", "tilecraft.targets.worker"],
-]
-
-
 def test_no_import_cycles() -> None:
     cycles = _strongly_connected()
-    new = [c for c in cycles if c not in KNOWN_CYCLES]
-    assert not new, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in new)
-    fixed = [c for c in KNOWN_CYCLES if c not in cycles]
-    assert not fixed, f"no longer cycles, remove them from KNOWN_CYCLES: {fixed}"
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
 def test_runtime_never_imports_the_autotuner() -> None:

@@ -24,7 +24,8 @@ from tilecraft.autotune.compare import Tolerances, tolerance_for
 from tilecraft.autotune.evaluate import error_text
 from tilecraft.autotune.progress import Reporter
 from tilecraft.autotune.repro import write_repro
-from tilecraft.autotune.runner import Runner, open_runner
+from tilecraft.autotune.runner import Runner
+from tilecraft.autotune.runners import open_runner
 from tilecraft.config.config import Config
 from tilecraft.errors import ConfigError
 from tilecraft.runtime.kernel import BoundKernel

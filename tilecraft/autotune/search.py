@@ -36,7 +36,8 @@ from tilecraft.autotune.discover import (
     kernel_tolerances,
 )
 from tilecraft.autotune.progress import Reporter
-from tilecraft.autotune.runner import Runner, open_runner
+from tilecraft.autotune.runner import Runner
+from tilecraft.autotune.runners import open_runner
 from tilecraft.config.config import Config
 from tilecraft.errors import ConfigError
 from tilecraft.runtime.kernel import BoundKernel

@@ -78,16 +78,6 @@ def _jit_function(job: CompileJob) -> Any:
     return fn if isinstance(fn, JITFunction) else JITFunction(getattr(fn, "fn", fn))
 
 
-def cross_compile(
-    kernel: GeneratedKernel, loop: DeviceLoop, target: Target, timeout_s: float = 120.0
-) -> CompileReport:
-    """Compile in a worker process (the interpreter setting of this process cannot leak in, and
-    a hang or crash of the compiler only costs the worker)."""
-    from tilecraft.targets.worker import run_compile_job
-
-    return run_compile_job(CompileJob.of(kernel, loop, target), timeout_s)
-
-
 def compile_job(job: CompileJob) -> CompileReport:
     """Run a compile in this process (must not be in interpreter mode)."""
     import triton
