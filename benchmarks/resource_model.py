@@ -19,8 +19,8 @@ import torch
 
 from benchmarks.common import write_results
 from examples import EXAMPLES
-from tilecraft.targets.check import check_kernel
 from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
 
 TARGET = Target.parse("cuda:90")
 # LLM-sized shapes of the row kernels (their rows do not fit a thread's registers whole)

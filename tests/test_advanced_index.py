@@ -16,9 +16,9 @@ import tilecraft as helion
 import tilecraft.language as hl
 from tilecraft.errors import ShapeError
 from tilecraft.runtime.kernel import BoundKernel
-from tilecraft.targets.crosscompile import CompileJob
 from tilecraft.targets.target import Target
-from tilecraft.targets.worker import run_compile_jobs
+from tilecraft.tools.crosscompile import CompileJob
+from tilecraft.tools.worker import run_compile_jobs
 
 
 @helion.kernel(config=helion.Config(block_sizes=[16]))

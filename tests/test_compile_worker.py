@@ -1,5 +1,5 @@
 """The compile worker: a kernel made to hang Triton's compiler is killed at its own timeout and
-the rest of the batch still compiles (targets/worker.py)."""
+the rest of the batch still compiles (tools/worker.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import torch
 import tilecraft as tc
 from tilecraft.codegen.kernel import generate
 from tilecraft.runtime.kernel import BoundKernel
-from tilecraft.targets.crosscompile import CompileJob
 from tilecraft.targets.target import Target
-from tilecraft.targets.worker import run_compile_jobs
+from tilecraft.tools.crosscompile import CompileJob
+from tilecraft.tools.worker import run_compile_jobs
 
 pytestmark = pytest.mark.crosscompile
 

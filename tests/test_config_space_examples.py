@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from examples import EXAMPLES
-from tilecraft.targets.check import check_kernel
 from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
 
 
 def _recorded_calls(

@@ -20,9 +20,9 @@ import torch
 import tilecraft as tc
 from tilecraft.codegen.kernel import GeneratedKernel
 from tilecraft.runtime.kernel import BoundKernel
-from tilecraft.targets.crosscompile import CompileJob, CompileReport
 from tilecraft.targets.target import Target
-from tilecraft.targets.worker import run_compile_jobs
+from tilecraft.tools.crosscompile import CompileJob, CompileReport
+from tilecraft.tools.worker import run_compile_jobs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `examples` lives at the repo root
 from examples import EXAMPLES  # noqa: E402

@@ -57,8 +57,8 @@ def _example_args(
 
 
 def cmd_check(ns: argparse.Namespace) -> int:
-    from tilecraft.targets.check import check_kernel, format_rows
     from tilecraft.targets.target import Target
+    from tilecraft.tools.check import check_kernel, format_rows
 
     module, kernel = _load(ns.kernel)
     if ns.inputs:

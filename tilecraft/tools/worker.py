@@ -1,4 +1,4 @@
-"""Run compile jobs in child processes with a hard timeout per job (stage: targets).
+"""Run compile jobs in child processes with a hard timeout per job (stage: tools).
 
 A worker gets a fresh environment without ``TRITON_INTERPRET`` and its own process group. It
 reads a batch of jobs and writes one report per job as soon as it is done, so the parent can give
@@ -21,7 +21,7 @@ import tempfile
 import time
 from typing import IO
 
-from tilecraft.targets.crosscompile import CompileJob, CompileReport, compile_job
+from tilecraft.tools.crosscompile import CompileJob, CompileReport, compile_job
 
 _HEADER = struct.Struct("<Q")  # length prefix of each pickled report
 
@@ -42,7 +42,7 @@ def _spawn(stderr: IO[bytes]) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     # stderr goes to a file: a chatty compiler must not block on a full pipe
     return subprocess.Popen(
-        [sys.executable, "-m", "tilecraft.targets.worker"],
+        [sys.executable, "-m", "tilecraft.tools.worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,

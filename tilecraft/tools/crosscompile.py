@@ -1,4 +1,4 @@
-"""Cross-compile generated kernels for a real GPU target without a GPU (stage: targets).
+"""Cross-compile generated kernels for a real GPU target without a GPU (stage: tools).
 
 ``triton.compile(ASTSource(...), target=GPUTarget(...))`` runs the whole Triton pipeline on the CPU
 and gives cubin / hsaco plus metadata. Register and spill counts come from ``cuobjdump

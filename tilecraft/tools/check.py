@@ -1,4 +1,4 @@
-"""Static validation of a kernel's configs on real GPU targets, without a GPU (stage: targets).
+"""Static validation of a kernel's configs on real GPU targets, without a GPU (stage: tools).
 
 For each config and target: generate, cross-compile in a worker process, and report ok / error
 class, shared memory, registers, spills and whether it fits the target's limits. This is what
@@ -13,9 +13,9 @@ from typing import Any
 
 from tilecraft.config.config import Config
 from tilecraft.errors import ConfigError
-from tilecraft.targets.crosscompile import CompileJob, CompileReport
 from tilecraft.targets.target import Target
-from tilecraft.targets.worker import run_compile_jobs
+from tilecraft.tools.crosscompile import CompileJob, CompileReport
+from tilecraft.tools.worker import run_compile_jobs
 
 
 @dataclasses.dataclass
