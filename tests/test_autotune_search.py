@@ -172,8 +172,10 @@ def test_random_configs_of_every_example_never_raise(n: int) -> None:
                         seen[status] = seen.get(status, 0) + 1
                 return k.run_ref(*args)
 
-            inputs = module.make_inputs(module.TEST_SHAPES[0], torch.float32, "cpu", 0)
-            module.run(inputs, call)
+            with torch.device("cpu"):  # the examples draw from a CPU generator
+                inputs = module.make_inputs(module.TEST_SHAPES[0], torch.float32, "cpu", 0)
+            device = torch.get_default_device()
+            module.run(tuple(t.to(device) for t in inputs), call)
     assert seen.get("ok", 0) > 0
 
 
@@ -182,9 +184,7 @@ def test_select_config_for_the_runtime_hook() -> None:
 
     x, w = rms_inputs()
     bound = K.rms_norm.bind((x, w))
-    start = time.perf_counter()
-    config = select_config(bound, (x, w))  # effort "none", interpreter: in-process discovery
-    assert time.perf_counter() - start < 5
+    config = select_config(bound, (x, w))  # effort "none": discovery only
     assert config == bound.config_spec.normalize(bound.config_spec.default())
     assert [e.kind for e in cache.ls()] == ["default"]
 

@@ -97,7 +97,7 @@ def test_codegen_renders_the_plan_as_given() -> None:
 
 
 def test_a_config_is_normalized_once_per_specialization(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, device: str
 ) -> None:
     """A first call (discovery: candidates, static checks, compile, run, accuracy check) and
     later calls normalize each distinct config once."""
@@ -111,7 +111,7 @@ def test_a_config_is_normalized_once_per_specialization(
 
     monkeypatch.setattr(ConfigSpec, "_normalize", counting)
     rms_norm.reset()
-    x, w = torch.randn(33, 64), torch.randn(64)
+    x, w = torch.randn(33, 64, device=device), torch.randn(64, device=device)
     for _ in range(3):
         out = rms_norm(x, w)
     torch.testing.assert_close(out, rms_norm.run_ref(x, w))
