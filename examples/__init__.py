@@ -45,6 +45,7 @@ from examples import (
     layer_norm,
     matmul,
     rms_norm,
+    rope,
     softmax,
     swiglu,
 )
@@ -61,6 +62,7 @@ EXAMPLES: dict[str, ModuleType] = {
     "attention": attention,
     "swiglu": swiglu,
     "geglu": geglu,
+    "rope": rope,
     "sum": sum_,
 }
 

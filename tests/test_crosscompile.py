@@ -42,6 +42,7 @@ SHAPES: dict[str, list[tuple[int, ...]]] = {  # medium shapes, one or more per e
     "swiglu": [(512, 1000)],
     "geglu": [(512, 1000)],
     "sum": [(512, 1000)],
+    "rope": [(512, 32, 128), (300, 8, 80)],
 }
 DOT_KERNELS = {"matmul", "matmul_bias_gelu", "attention"}
 TIMEOUT_S = 900.0

@@ -1,6 +1,7 @@
 """Loads, stores and atomics: pointer offsets and masks from index items (stage: codegen).
 
-An index item is ``("tile", sym, dim)``, ``("rdim", sym, dim)``, ``("int", k, dim)``, ``("none",)``
+An index item is ``("tile", sym, dim)``, ``("rdim", sym, dim)``, ``("rslice", sym, dim, start,
+step)`` (a constant slice: element ``i`` at ``start + i * step``), ``("int", k, dim)``, ``("none",)``
 or ``("value", input_position, dim)``; each contributes ``index * stride`` to the offset, placed at
 its position in the result shape (left to right, or the node's ``positions`` when several
 tensor-valued indices broadcast together), and its dims' masks to the access mask.
@@ -23,6 +24,13 @@ def _expand(text: str, pos: int, width: int, rank: int) -> str:
     for i in range(pos, pos + width):
         spec[i] = ":"
     return f"{text}[{', '.join(spec)}]"
+
+
+def _sliced(index: str, item: tuple[Any, ...]) -> str:
+    """Element ``i`` of a constant slice ``start::step`` is at ``start + i * step``."""
+    start, step = item[3], item[4]
+    scaled = index if step == 1 else f"{index} * {step}"
+    return f"({start} + {scaled})" if start else f"({scaled})"
 
 
 def access(em: Emitter, node: Node, value_inputs: list[Node]) -> tuple[str, str | None]:
@@ -49,11 +57,11 @@ def access(em: Emitter, node: Node, value_inputs: list[Node]) -> tuple[str, str 
                     f"{item[1]} * {stride}" if not stride.isdigit() else str(item[1] * int(stride))
                 )
             continue
-        if kind in ("tile", "rdim"):
+        if kind in ("tile", "rdim", "rslice"):
             sym = item[1]
             st = em.state(sym)
             width = 0 if sym.scalar else 1
-            idx = _expand(st.index, pos, width, rank)
+            idx = _expand(_sliced(st.index, item) if kind == "rslice" else st.index, pos, width, rank)
             mask = st.mask if width == 0 else em.mask_at(sym, pos, rank)
         else:
             vnode = value_inputs[item[1]]

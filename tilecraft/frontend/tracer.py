@@ -456,11 +456,14 @@ class Tracer:
                 if not item.sym.scalar:
                     shape.append(item.sym)
             elif isinstance(item, slice):
-                if item != slice(None):
-                    raise UnsupportedOpError(
-                        f"slice {item.start}:{item.stop} on '{t.name}'",
-                        hint="use ':' for a whole dimension or a tile for a range",
-                    )
+                if any(b is not None for b in (item.start, item.stop, item.step)):
+                    from tilecraft.frontend.slices import slice_item
+
+                    sliced, out_dim = slice_item(self, t, dim, item, used)
+                    resolved.append(sliced)
+                    shape.append(out_dim)
+                    dim += 1
+                    continue
                 extent = t.shape[dim]
                 if extent == 1:
                     resolved.append(("int", 0, dim))

@@ -26,6 +26,8 @@ def _item(item: tuple) -> str:  # type: ignore[type-arg]
     kind = item[0]
     if kind in ("tile", "rdim"):
         return item[1].name
+    if kind == "rslice":
+        return f"{item[1].name}@{item[3]}::{item[4]}"
     if kind == "int":
         return str(item[1])
     if kind == "none":
