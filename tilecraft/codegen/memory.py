@@ -61,7 +61,9 @@ def access(em: Emitter, node: Node, value_inputs: list[Node]) -> tuple[str, str 
             sym = item[1]
             st = em.state(sym)
             width = 0 if sym.scalar else 1
-            idx = _expand(_sliced(st.index, item) if kind == "rslice" else st.index, pos, width, rank)
+            idx = _expand(
+                _sliced(st.index, item) if kind == "rslice" else st.index, pos, width, rank
+            )
             mask = st.mask if width == 0 else em.mask_at(sym, pos, rank)
         else:
             vnode = value_inputs[item[1]]
