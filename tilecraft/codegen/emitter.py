@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.codegen import memory
+from tilecraft.codegen import memory, views
 from tilecraft.codegen.writer import CodeWriter
 from tilecraft.config.plan import Plan
 from tilecraft.errors import UnsupportedOpError
@@ -283,22 +283,7 @@ class Emitter:
         self.bind(node, f"tl.where({c}, {a}, {b})")
 
     def emit_view(self, node: Node) -> None:
-        src = node.inputs[0]
-        text = self.expr(src)
-        if node.attrs.get("perm"):
-            self.bind(node, f"tl.trans({text})")
-            return
-        spec = node.attrs["spec"]
-        if src.ndim == 0:
-            dims = ", ".join(self.dim_expr(d) for d in node.shape)
-            self.bind(node, f"tl.full([{dims}], {text}, {dtypes.triton_dtype(node.dtype)})")
-        elif 0 in spec:
-            dims = ", ".join(self.dim_expr(d) for d in node.shape)
-            self.bind(node, f"tl.reshape({text}, [{dims}])")
-        elif all(s == ":" for s in spec):
-            self.scopes[-1][node.id] = text if text.isidentifier() else self.bind(node, text)
-        else:
-            self.bind(node, f"{text}[{', '.join(':' if s == ':' else 'None' for s in spec)}]")
+        views.emit_view(self, node)
 
     def masked_for_reduce(self, node: Node, axis: int, kind: str) -> str:
         text = self.expr(node)

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import UnsupportedOpError
+from tilecraft.frontend import views
 from tilecraft.ir.pointwise import POINTWISE
 
 Handler = Callable[..., Any]
@@ -271,18 +272,22 @@ def _addmm(t: Any, acc: Any, a: Any, b: Any) -> Any:
     return t.dot(a, b, acc=acc)
 
 
-@lowering(T.t, torch.t)
-def _t(t: Any, x: Any) -> Any:
-    return t.transpose(x)
+lowering(T.unsqueeze, torch.unsqueeze)(views.unsqueeze)
+lowering(T.squeeze, torch.squeeze)(views.squeeze)
+lowering(T.permute, torch.permute)(views.permute)
+lowering(T.transpose, torch.transpose, T.swapaxes, torch.swapaxes, T.t, torch.t)(views.transpose)
+lowering(T.expand)(views.expand)
+lowering(T.expand_as)(views.expand_as)
+lowering(torch.broadcast_to, T.broadcast_to)(views.expand)
+lowering(torch.stack)(views.stack)
+lowering(torch.cat, torch.concat, torch.concatenate)(views.cat)
 
 
-@lowering(T.transpose, torch.transpose)
-def _transpose(t: Any, x: Any, d0: int, d1: int) -> Any:
-    if {d0 % 2, d1 % 2} != {0, 1}:
-        raise UnsupportedOpError(
-            f"transpose({d0}, {d1}) on a tile: only 2-D transposes are supported"
-        )
-    return t.transpose(x)
+@lowering(T.reshape, torch.reshape, T.view)
+def _reshape(t: Any, x: Any, *shape: Any) -> Any:
+    if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+        raise UnsupportedOpError(f"Tensor.view({shape[0]}) (a bitcast) on a tile")
+    return views.reshape(t, x, *shape)
 
 
 @lowering(torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like)

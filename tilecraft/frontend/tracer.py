@@ -421,12 +421,6 @@ class Tracer:
             src += 1
         return self.wrap(self.emit(Op.VIEW, [node], tuple(shape), node.dtype, spec=tuple(spec)))
 
-    def transpose(self, x: Any) -> TileValue:
-        node = self.value_node(x)
-        if node.ndim != 2:
-            raise ShapeError(f"transpose needs a 2-D tile, got {shape_str(node.shape)}")
-        return self.wrap(self.emit(Op.VIEW, [node], node.shape[::-1], node.dtype, perm=(1, 0)))
-
     # -- memory ---------------------------------------------------------------------------
     def resolve_index(
         self, t: HostTensor, index: Any
@@ -594,6 +588,10 @@ class Tracer:
             if not isinstance(args[0], HostTensor):
                 raise DeviceCodeError(f"tc.{name} needs a host tensor as its first argument")
             return getattr(self, name)(*args, **kwargs)
+        if name in ("join", "split"):
+            from tilecraft.frontend import views
+
+            return getattr(views, name)(self, *args, **kwargs)
         raise UnsupportedOpError(f"tc.{name} is not supported in device code")
 
 

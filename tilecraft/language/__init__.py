@@ -35,6 +35,7 @@ from tilecraft.language.tile_ops import (
     tile_id,
     tile_index,
 )
+from tilecraft.language.shapes import join, split
 from tilecraft.language.tunables import (
     BlockSize,
     Specialized,
@@ -70,9 +71,11 @@ __all__ = [
     "full",
     "grid",
     "load",
+    "join",
     "register_block_size",
     "register_tunable",
     "specialize",
+    "split",
     "static_range",
     "store",
     "subscript",

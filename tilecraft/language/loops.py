@@ -67,9 +67,9 @@ class RefTile:
         return self.begin if self.is_grid else self.index
 
     def __index__(self) -> int:
-        if not self.is_grid:
-            raise TypeError("a tile of more than one index cannot be used as an int; use .begin")
-        return self.begin
+        # a grid index is its int; a tile where torch wants an int is a size (x.expand(tm, tn)),
+        # as it is in device code (subscripts with tiles never get here: ref mode makes slices)
+        return self.begin if self.is_grid else self.end - self.begin
 
     def __int__(self) -> int:
         return self.begin

@@ -1,0 +1,151 @@
+"""Views of tiles: unsqueeze/squeeze/reshape, permute/transpose, expand, torch.stack, tc.join /
+tc.split. Generated code, numerics in the interpreter against eager PyTorch (two configs each),
+ref mode, cross-compiles for cuda:90 and hip:gfx942, and the errors for what tiles cannot do."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import ShapeError, UnsupportedOpError
+from tilecraft.targets.check import check_kernel
+from tilecraft.targets.target import Target
+
+
+def _rand(*shape: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(sum(shape) * 7)
+    return torch.randn(*shape, generator=g)
+
+
+@tc.kernel(static_shapes=True)
+def transposes(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    xt = torch.empty([n, m], dtype=x.dtype, device=x.device)
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([m, n]):
+        a = x[tm, tn]
+        xt[tn, tm] = torch.transpose(a, 0, 1)
+        row = y[tm].unsqueeze(1).expand(tm, tn)
+        c = a.unsqueeze(0).permute(1, 2, 0).squeeze(-1)
+        out[tm, tn] = c * 2.0 + row
+    return xt, out
+
+
+def _transposes_ref(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return x.T.contiguous(), x * 2.0 + y[:, None]
+
+
+@tc.kernel(static_shapes=True)
+def swap_pairs(x: torch.Tensor) -> torch.Tensor:
+    """Pairs (x[2i], x[2i+1]) become (x[2i+1], 2 x[2i]); also a stacked sum, via three views."""
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        even, odd = x[tm, 0::2], x[tm, 1::2]
+        first, second = tc.split(tc.join(odd, even * 2.0))
+        out[tm, 0::2] = first
+        out[tm, 1::2] = second + torch.stack([even, odd], dim=1).sum(1).reshape(tm, -1) * 0.5
+    return out
+
+
+def _swap_pairs_ref(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    even, odd = x[:, 0::2], x[:, 1::2]
+    out[:, 0::2] = odd
+    out[:, 1::2] = even * 2.0 + (even + odd) * 0.5
+    return out
+
+
+def test_view_codegen() -> None:
+    x, y = _rand(37, 20), _rand(37)
+    bound = transposes.bind((x, y))
+    code = bound.to_triton_code(bound.config_spec.default())
+    assert "tl.trans(" in code and "tl.permute(" in code and "(1, 2, 0)" in code, code
+    assert "tl.broadcast_to(" in code, code
+    code = swap_pairs.bind((_rand(9, 24),)).to_triton_code(tc.Config(block_sizes=[4]))
+    assert "tl.join(" in code and "tl.split(" in code, code
+
+
+@pytest.mark.parametrize("blocks", [[16, 16], [4, 8]])
+def test_transposes_and_expand_numerics(blocks: list[int]) -> None:
+    x, y = _rand(37, 20), _rand(37)
+    bound = transposes.bind((x, y))
+    got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x, y)
+    for g, e in zip(got, _transposes_ref(x, y), strict=True):
+        torch.testing.assert_close(g, e)
+    for g, e in zip(transposes.run_ref(x, y), _transposes_ref(x, y), strict=True):
+        torch.testing.assert_close(g, e)
+
+
+@pytest.mark.parametrize("blocks", [[1], [8]])
+def test_join_split_stack_numerics(blocks: list[int]) -> None:
+    for shape in ((9, 24), (3, 10)):
+        x = _rand(*shape)
+        bound = swap_pairs.bind((x,))
+        got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)
+        torch.testing.assert_close(got, _swap_pairs_ref(x))
+        torch.testing.assert_close(swap_pairs.run_ref(x), _swap_pairs_ref(x))
+
+
+@pytest.mark.crosscompile
+def test_views_crosscompile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    x = torch.randn(512, 1000, dtype=torch.bfloat16)
+    rows = check_kernel(transposes, (x, x[:, 0].contiguous()), targets, _default)
+    rows += check_kernel(swap_pairs, (x,), targets, _default)
+    assert len(rows) == 4
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+def _default(bound: tc.BoundKernel) -> list[tc.Config]:
+    return [bound.config_spec.default()]
+
+
+@tc.kernel(static_shapes=True)
+def merges_dims(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = x.new_empty([m * n])
+    for tm, tn in tc.tile([m, n]):
+        out[tm] = x[tm, tn].reshape(-1)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def cats(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = x.new_empty([m, 2 * n])
+    for tm in tc.tile(m):
+        out[tm, :] = torch.cat([x[tm, :], x[tm, :]], dim=1)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def bad_split(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        a, b = tc.split(x[tm, :])
+        out[tm, :] = a + b
+    return out
+
+
+def test_view_errors_say_what_to_write() -> None:
+    x = _rand(8, 16)
+    with pytest.raises(UnsupportedOpError, match=r"reshape of a tile") as info:
+        merges_dims(x)
+    assert "tc.join" in str(info.value) and "test_views.py" in str(info.value)
+    with pytest.raises(UnsupportedOpError, match=r"torch.cat of tiles") as info:
+        cats(x)
+    assert "out[t, :half] = a" in str(info.value)
+    with pytest.raises(ShapeError, match=r"tc.split needs a tile whose last dim is 2"):
+        bad_split(x)
+
+
+def test_join_split_eager_meaning() -> None:
+    a, b = _rand(3, 4), _rand(3, 4)
+    j = tc.join(a, b)
+    assert j.shape == (3, 4, 2)
+    p, q = tc.split(j)
+    torch.testing.assert_close(p, a)
+    torch.testing.assert_close(q, b)

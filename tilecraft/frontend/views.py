@@ -1,0 +1,191 @@
+"""Views and shape changes of tiles (stage: frontend; in: torch view ops and ``tc.join`` /
+``tc.split`` on traced tiles; out: ``VIEW`` nodes).
+
+A ``VIEW`` node carries one of: ``spec`` (insert / drop size-1 dims: ``unsqueeze``, ``squeeze``,
+``[:, None]``), ``perm`` (``permute``, ``transpose``, ``.T``), ``expand`` (broadcast size-1 dims to
+tile dims), ``join`` (two tiles become one with a new last dim of 2, ``tl.join``) or ``split``
+(element 0 or 1 of the last dim of 2, ``tl.split``). These are the shape changes a tile can make
+without knowing how its dims are padded to power-of-two blocks; reshapes that merge or split tile
+dims (and ``torch.cat``, which would merge two padded dims) are errors that say what to write.
+The registry in :mod:`tilecraft.frontend.lowerings` maps torch functions to these builders.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tilecraft.errors import ShapeError, UnsupportedOpError
+from tilecraft.frontend.values import TileProxy
+from tilecraft.ir import dtypes
+from tilecraft.ir.nodes import Dim, Node, Op, SymKind
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+    from tilecraft.frontend.values import TileValue
+
+
+def _dims(args: tuple[Any, ...]) -> list[Any]:
+    """``f(x, 1, 0)`` and ``f(x, (1, 0))`` both give ``[1, 0]``."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return list(args[0])
+    return list(args)
+
+
+def _view(t: Tracer, node: Node, shape: tuple[Dim, ...], **attrs: Any) -> TileValue:
+    return t.wrap(t.emit(Op.VIEW, [node], shape, node.dtype, **attrs))
+
+
+def unsqueeze(t: Tracer, x: Any, dim: int) -> TileValue:
+    node = t.value_node(x)
+    d = int(dim)
+    if not -node.ndim - 1 <= d <= node.ndim:
+        raise ShapeError(f"unsqueeze: dim={d} is out of range for a {node.ndim}-D tile")
+    d %= node.ndim + 1
+    spec = tuple([":"] * d + [None] + [":"] * (node.ndim - d))
+    return _view(t, node, node.shape[:d] + (1,) + node.shape[d:], spec=spec)
+
+
+def squeeze(t: Tracer, x: Any, dim: Any = None) -> TileValue:
+    node = t.value_node(x)
+    if dim is None:
+        drop = {i for i, d in enumerate(node.shape) if d == 1}
+    else:
+        axes = dim if isinstance(dim, (list, tuple)) else [dim]
+        drop = {t._axis(node, a) for a in axes if node.shape[t._axis(node, a)] == 1}
+    if not drop:
+        return t.wrap(node)
+    spec = tuple(0 if i in drop else ":" for i in range(node.ndim))
+    shape = tuple(d for i, d in enumerate(node.shape) if i not in drop)
+    return _view(t, node, shape, spec=spec)
+
+
+def permute(t: Tracer, x: Any, *dims: Any) -> TileValue:
+    node = t.value_node(x)
+    perm = tuple(t._axis(node, d) for d in _dims(dims))
+    if sorted(perm) != list(range(node.ndim)):
+        raise ShapeError(f"permute{perm} is not a permutation of a {node.ndim}-D tile's dims")
+    if perm == tuple(range(node.ndim)):
+        return t.wrap(node)
+    return _view(t, node, tuple(node.shape[p] for p in perm), perm=perm)
+
+
+def transpose(t: Tracer, x: Any, d0: int = 0, d1: int = 1) -> TileValue:
+    node = t.value_node(x)
+    a, b = t._axis(node, d0), t._axis(node, d1)
+    perm = list(range(node.ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return permute(t, x, perm)
+
+
+def expand(t: Tracer, x: Any, *sizes: Any) -> TileValue:
+    """``x.expand(tm, -1)``: size-1 dims become tile dims (or whole extents); -1 keeps a dim."""
+    node = t.value_node(x)
+    wanted = _dims(sizes)
+    if len(wanted) < node.ndim:
+        raise ShapeError(f"expand: {len(wanted)} sizes for a {node.ndim}-D tile")
+    node = t.expand_rank(node, len(wanted))
+    out: list[Dim] = []
+    for have, want in zip(node.shape, wanted, strict=True):
+        if isinstance(want, int) and not isinstance(want, TileProxy) and int(want) == -1:
+            out.append(have)
+            continue
+        dim = t.size_dim(want, [s for s in out if not isinstance(s, int)])
+        if have != 1 and have is not dim and have != dim:
+            raise ShapeError(f"expand: a dim of size {have} cannot become {dim}")
+        out.append(dim)
+    if tuple(out) == node.shape:
+        return t.wrap(node)
+    return _view(t, node, tuple(out), expand=True)
+
+
+def expand_as(t: Tracer, x: Any, other: Any) -> TileValue:
+    return expand(t, x, *t.value_node(other).shape)
+
+
+def reshape(t: Tracer, x: Any, *shape: Any) -> TileValue:
+    """Reshapes that only add or drop size-1 dims (the tile dims keep their order)."""
+    node = t.value_node(x)
+    wanted = _dims(shape)
+    kept = [d for d in node.shape if d != 1]
+    target = [w.sym if isinstance(w, TileProxy) else w for w in wanted]
+    non_one = [i for i, d in enumerate(target) if not (isinstance(d, int) and d == 1)]
+    if len(non_one) == len(kept):  # -1 stands for the tile dim at its place
+        for k, i in enumerate(non_one):
+            if isinstance(target[i], int) and target[i] == -1:
+                target[i] = kept[k]
+    new_kept = [d for d in target if not (isinstance(d, int) and d == 1)]
+    same = len(new_kept) == len(kept) and all(
+        a is b or _whole_extent(a, b) for a, b in zip(kept, new_kept, strict=True)
+    )
+    if not same:
+        raise UnsupportedOpError(
+            f"reshape of a tile {list(node.shape)} to {list(wanted)}",
+            hint="tiles can only gain or lose size-1 dims (unsqueeze/squeeze); to interleave two "
+            "tiles use tc.join, to split a last dim of 2 use tc.split",
+        )
+    squeezed = squeeze(t, t.wrap(node)).node  # drop the source's 1s, then insert the target's
+    ones = [isinstance(d, int) and d == 1 for d in target]
+    if not any(ones):
+        return t.wrap(squeezed)
+    kept_iter = iter(kept)
+    result = tuple(1 if one else next(kept_iter) for one in ones)
+    spec = tuple(None if one else ":" for one in ones)
+    return _view(t, squeezed, result, spec=spec)
+
+
+def _whole_extent(have: Dim, want: Any) -> bool:
+    """An int names a dim only when the dim is a whole extent of that size (not a tile)."""
+    if isinstance(have, int):
+        return isinstance(want, int) and have == want
+    return (
+        isinstance(want, int) and have.kind is SymKind.RDIM and not have.extent_args
+    ) and have.extent == int(want)
+
+
+def join(t: Tracer, a: Any, b: Any) -> TileValue:
+    """``tc.join(a, b)``: one tile with a new last dim of 2 (``a`` at 0, ``b`` at 1)."""
+    result = dtypes.promote(t.dtype_of(a), t.dtype_of(b))
+    an, bn = t.cast(t.value_node(a), result), t.cast(t.value_node(b), result)
+    shape = t.broadcast_shapes(an.shape, bn.shape)
+    an, bn = (_broadcast(t, n, shape) for n in (an, bn))
+    return t.wrap(t.emit(Op.VIEW, [an, bn], (*shape, 2), result, join=True))
+
+
+def _broadcast(t: Tracer, node: Node, shape: tuple[Dim, ...]) -> Node:
+    node = t.expand_rank(node, len(shape))
+    if node.shape == shape:
+        return node
+    return t.emit(Op.VIEW, [node], shape, node.dtype, expand=True)
+
+
+def split(t: Tracer, x: Any) -> tuple[TileValue, TileValue]:
+    """``tc.split(x)``: the two halves of a last dim of size 2."""
+    node = t.value_node(x)
+    if node.ndim == 0 or node.shape[-1] != 2:
+        raise ShapeError(f"tc.split needs a tile whose last dim is 2, got {list(node.shape)}")
+    return (
+        _view(t, node, node.shape[:-1], split=0),
+        _view(t, node, node.shape[:-1], split=1),
+    )
+
+
+def stack(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
+    """``torch.stack([a, b], dim)`` of two tiles: a join, then the new dim moved to ``dim``."""
+    if not isinstance(tensors, (list, tuple)) or len(tensors) != 2:
+        raise UnsupportedOpError(
+            "torch.stack of other than two tiles",
+            hint="stack tiles pairwise, or store each tile with its own index",
+        )
+    joined = join(t, *tensors)
+    rank = joined.node.ndim
+    d = int(dim) % rank
+    perm = [*range(d), rank - 1, *range(d, rank - 1)]
+    return permute(t, joined, perm)
+
+
+def cat(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
+    raise UnsupportedOpError(
+        "torch.cat of tiles",
+        hint="store the parts with sliced indices (out[t, :half] = a; out[t, half:] = b), or use "
+        "torch.stack / tc.join for a new dim",
+    )
