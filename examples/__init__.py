@@ -41,6 +41,7 @@ from examples import (
     add,
     attention,
     cross_entropy,
+    cumsum,
     geglu,
     layer_norm,
     matmul,
@@ -63,6 +64,7 @@ EXAMPLES: dict[str, ModuleType] = {
     "swiglu": swiglu,
     "geglu": geglu,
     "rope": rope,
+    "cumsum": cumsum,
     "sum": sum_,
 }
 

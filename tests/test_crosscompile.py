@@ -43,6 +43,7 @@ SHAPES: dict[str, list[tuple[int, ...]]] = {  # medium shapes, one or more per e
     "geglu": [(512, 1000)],
     "sum": [(512, 1000)],
     "rope": [(512, 32, 128), (300, 8, 80)],
+    "cumsum": [(512, 10000)],
 }
 DOT_KERNELS = {"matmul", "matmul_bias_gelu", "attention"}
 TIMEOUT_S = 900.0

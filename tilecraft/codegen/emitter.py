@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.codegen import memory, views
+from tilecraft.codegen import memory, scans, views
 from tilecraft.codegen.writer import CodeWriter
 from tilecraft.config.plan import Plan
 from tilecraft.errors import UnsupportedOpError
@@ -59,6 +59,8 @@ class Emitter:
         self.looped: Sym | None = None
         self.descriptors: dict[tuple[str, tuple[str, ...]], str] = {}  # (tensor, block) -> name
         self.descriptor_mark = 0
+        self.helpers: list[str] = []  # @triton.jit helpers the kernel calls (combine functions)
+        self.helper_names: dict[int, str] = {}
         for name in (*loop.tensors, *loop.scalar_args):  # temporaries never shadow parameters
             self.w.reserve(name)
         for sym in loop.syms:
@@ -294,6 +296,9 @@ class Emitter:
 
     def emit_reduce(self, node: Node) -> None:
         kind, axis, keep = node.attrs["kind"], node.attrs["axis"], node.attrs["keepdim"]
+        if kind == "combine":
+            scans.emit_combine_reduce(self, node)
+            return
         src = node.inputs[0]
         if self.looped is not None and src.shape[axis] is self.looped:
             raise AssertionError("rolled reductions are emitted by emit_chunk_loop")
@@ -322,6 +327,9 @@ class Emitter:
             self.bind(node, f"tl.dot({at}, {bt}, acc={self.expr(node.inputs[2])}{extra})")
         else:
             self.bind(node, f"tl.dot({at}, {bt}, out_dtype=tl.float32{extra})")
+
+    def emit_scan(self, node: Node) -> None:
+        scans.emit_scan(self, node)
 
     def emit_load(self, node: Node) -> None:
         memory.emit_load(self, node)

@@ -122,7 +122,8 @@ def generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
     )
     constexprs = dict(sorted(em.constexprs.items()))
     signature = ", ".join(params + [f"{name}: tl.constexpr" for name in constexprs])
-    device_source = f"@triton.jit\ndef {kernel_name}({signature}):\n{em.w.text()}"
+    helpers = "".join(h + "\n\n" for h in em.helpers)
+    device_source = f"{helpers}@triton.jit\ndef {kernel_name}({signature}):\n{em.w.text()}"
     launcher_name = f"launch_{loop.index}"
     call_args = [_arg_expr(p, em.scalars.get(p)) for p in params]
     call_args += [f"{k}={v}" for k, v in constexprs.items()]

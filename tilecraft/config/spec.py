@@ -532,6 +532,8 @@ def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
             and node.attrs["kind"] not in ("sum", "max", "min")
         ):
             return False, f"{node.attrs['kind']} over it needs the whole dim"
+        if node.op is Op.SCAN and node.inputs[0].shape[node.attrs["axis"]] is sym:
+            return False, "a scan along it needs the whole dim"
         if node.op is Op.DOT and any(sym in i.shape for i in node.inputs):
             return False, "tl.dot uses it"
         if node.op is Op.VIEW and node.attrs.get("perm") and sym in node.shape:

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import UnsupportedOpError
-from tilecraft.frontend import views
+from tilecraft.frontend import scans, views
 from tilecraft.ir.pointwise import POINTWISE
 
 Handler = Callable[..., Any]
@@ -217,6 +217,20 @@ def _logsumexp(t: Any, x: Any, dim: Any, keepdim: bool = False) -> Any:
     s = t.reduce("sum", t.pointwise("exp", t.pointwise("sub", xf, m)), dim, keepdim)
     mk = m if keepdim else t.reduce("max", m, dim, False)
     return t.to_dtype(t.pointwise("add", t.pointwise("log", s), mk), node.dtype)
+
+
+def _cumulative(kind: str) -> Handler:
+    def handler(t: Any, x: Any, dim: Any = None, *, dtype: Any = None, **kwargs: Any) -> Any:
+        dim = kwargs.pop("axis", dim)
+        if dim is None or kwargs:
+            raise UnsupportedOpError(f"torch.cum{kind} needs dim= (and no other keywords)")
+        return scans.cumulative(t, kind, x, dim, dtype)
+
+    return handler
+
+
+lowering(torch.cumsum, T.cumsum)(_cumulative("sum"))
+lowering(torch.cumprod, T.cumprod)(_cumulative("prod"))
 
 
 @lowering(torch.where)

@@ -592,6 +592,10 @@ class Tracer:
             from tilecraft.frontend import views
 
             return getattr(views, name)(self, *args, **kwargs)
+        if name in ("associative_scan", "reduce"):
+            from tilecraft.frontend import scans
+
+            return getattr(scans, name)(self, *args, **kwargs)
         raise UnsupportedOpError(f"tc.{name} is not supported in device code")
 
 

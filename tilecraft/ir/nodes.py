@@ -71,6 +71,7 @@ class Op(enum.Enum):
     REDUCE = "reduce"  # attrs: kind ('sum', 'max', 'min', 'argmax', 'argmin'), axis
     DOT = "dot"  # inputs: a, b, [acc]
     PRINT = "print"  # inputs: values; attrs: prefix (tl.device_print; kept like a store)
+    SCAN = "scan"  # attrs: kind ('sum', 'prod', 'combine'), axis, combine (frontend.scans.Combine)
     # control
     LOOP = "loop"  # attrs: sym; body: list[Node]; carried: list[Node] (CARRY nodes)
     CARRY = "carry"  # inputs: [init]; attrs: next (Node, set when the body is traced)

@@ -35,6 +35,7 @@ from tilecraft.language.tile_ops import (
     tile_id,
     tile_index,
 )
+from tilecraft.language.scans import associative_scan, reduce
 from tilecraft.language.shapes import join, split
 from tilecraft.language.tunables import (
     BlockSize,
@@ -57,6 +58,7 @@ __all__ = [
     "Tile",
     "TileSpec",
     "arange",
+    "associative_scan",
     "atomic_add",
     "atomic_and",
     "atomic_max",
@@ -72,6 +74,7 @@ __all__ = [
     "grid",
     "load",
     "join",
+    "reduce",
     "register_block_size",
     "register_tunable",
     "specialize",

@@ -1,0 +1,140 @@
+"""Scans and custom reductions: torch.cumsum / cumprod, tc.associative_scan and tc.reduce with a
+user's combine function. Generated code, numerics in the interpreter against eager PyTorch (two
+configs, padded tiles), ref mode, dtypes, cross-compiles for cuda:90 and hip:gfx942, errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import DeviceCodeError
+from tilecraft.targets.check import check_kernel
+from tilecraft.targets.target import Target
+
+
+def running_max(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.maximum(a, b)
+
+
+def add_then_halve(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.where(a > b, a, b) * 1.0
+
+
+@tc.kernel(static_shapes=True)
+def scans(
+    x: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    csum, cprod, cmax = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
+    rmax, tiled = x.new_empty([m]), torch.empty_like(x)
+    for tm in tc.tile(m):
+        v = x[tm, :]
+        csum[tm, :] = torch.cumsum(v, dim=1)
+        cprod[tm, :] = v.cumprod(-1)
+        cmax[tm, :] = tc.associative_scan(running_max, v, 1)
+        rmax[tm] = tc.reduce(add_then_halve, v, 1, other=float("-inf"))
+    for tm, tn in tc.tile([m, n]):  # a scan along a padded tile dim (the rows' axis)
+        tiled[tm, tn] = torch.cumsum(x[tm, tn], dim=0)
+    return csum, cprod, cmax, rmax, tiled
+
+
+def _expected(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m = x.shape[0]
+    return x.cumsum(1), x.cumprod(1), x.cummax(1).values, x.amax(1), _blocked_cumsum(x, m)
+
+
+def _blocked_cumsum(x: torch.Tensor, block: int) -> torch.Tensor:
+    return torch.cat([c.cumsum(0) for c in x.split(block, dim=0)], dim=0)
+
+
+def test_scan_codegen() -> None:
+    x = torch.rand(13, 37) + 0.5
+    bound = scans.bind((x,))
+    code = bound.to_triton_code(bound.config_spec.default())
+    assert "tl.cumsum(" in code and "tl.cumprod(" in code, code
+    assert "def _combine_0_running_max(lhs, rhs):" in code and "tl.maximum(lhs, rhs)" in code
+    assert "tl.associative_scan(" in code and ", 1, _combine_0_running_max)" in code, code
+    # a custom reduction's padded elements hold the user's identity
+    assert "tl.reduce(tl.where(rmask_1[None, :], v, float('-inf')), 1, _combine_1" in code, code
+
+
+@pytest.mark.parametrize("blocks", [[16, 16, 16], [4, 4, 8]])
+def test_scan_numerics(blocks: list[int]) -> None:
+    x = torch.rand(13, 37) + 0.5
+    bound = scans.bind((x,))
+    got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)
+    expected = list(_expected(x))
+    expected[4] = _blocked_cumsum(x, blocks[1])  # each [tm, tn] tile scans its own rows
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+    ref = scans.run_ref(x)  # ref mode runs one whole tile
+    for g, e in zip(ref, _expected(x), strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+
+
+@tc.kernel(static_shapes=True)
+def int_and_half_cumsum(x: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    a = torch.empty_like(x)
+    b = k.new_empty(k.shape, dtype=torch.int64)
+    for tm in tc.tile(m):
+        a[tm, :] = torch.cumsum(x[tm, :], dim=-1)
+        b[tm, :] = torch.cumsum(k[tm, :], dim=-1)
+    return a, b
+
+
+def test_cumsum_dtypes_follow_torch() -> None:
+    x = torch.randn(6, 50).to(torch.bfloat16)
+    k = torch.randint(-5, 5, (6, 50), dtype=torch.int32)
+    a, b = int_and_half_cumsum(x, k)
+    assert a.dtype == torch.bfloat16 and b.dtype == torch.int64
+    torch.testing.assert_close(a, x.float().cumsum(1).to(torch.bfloat16), rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(b, k.cumsum(1))
+    code = int_and_half_cumsum.bind((x, k)).to_triton_code(tc.Config(block_sizes=[2]))
+    assert "v = load.to(tl.float32)\n    v_1 = tl.cumsum(v, 1)" in code, code  # bf16: in fp32
+    assert "v_3 = load_1.to(tl.int64)\n    v_4 = tl.cumsum(v_3, 1)" in code, code
+
+
+def test_scan_dim_cannot_be_chunked() -> None:
+    spec = scans.bind((torch.rand(13, 37),)).config_spec
+    (reduction,) = spec.reductions
+    assert not reduction.loopable and "scan" in reduction.reason, reduction
+
+
+@pytest.mark.crosscompile
+def test_scans_crosscompile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    x = torch.randn(512, 1000, dtype=torch.bfloat16)
+    rows = check_kernel(scans, (x,), targets, lambda b: [b.config_spec.default()])
+    assert len(rows) == 4  # two device loops per target
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+def pair(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return a, b
+
+
+@tc.kernel(static_shapes=True)
+def scans_tuple(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = tc.associative_scan(pair, x[tm, :], 1)
+    return out
+
+
+def test_combine_returning_two_values_is_an_error() -> None:
+    with pytest.raises(DeviceCodeError, match=r"combine function 'pair' returned 2 values") as info:
+        scans_tuple(torch.rand(4, 8))
+    assert "test_scans.py" in str(info.value)
+
+
+def test_eager_meanings() -> None:
+    x = torch.rand(3, 9).to(torch.bfloat16)
+    torch.testing.assert_close(
+        tc.associative_scan(running_max, x, 1), x.float().cummax(1).values.to(x.dtype)
+    )
+    torch.testing.assert_close(
+        tc.reduce(running_max, x, 0, keep_dims=True), x.float().amax(0, keepdim=True).to(x.dtype)
+    )

@@ -1,0 +1,124 @@
+"""Scans and reductions with a user's combine function (stage: frontend; in: ``torch.cumsum`` /
+``torch.cumprod``, ``tc.associative_scan(fn, x, dim)``, ``tc.reduce(fn, x, dim, other)`` on traced
+tiles; out: ``SCAN`` nodes and ``REDUCE`` nodes of kind ``combine``).
+
+A user's combine function is traced once on two scalar placeholders (``ARG`` nodes named ``lhs`` and
+``rhs``) into a :class:`Combine` graph; codegen emits it as a ``@triton.jit`` helper for
+``tl.associative_scan`` / ``tl.reduce``. Scans need no mask: a tile's padding is at the end of each
+dim, after every valid element, so an inclusive scan's valid prefix never sees it. A custom reduction
+does see padding, so it takes ``other``, the value padded elements hold (the combine's identity).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tilecraft.errors import DeviceCodeError, ShapeError
+from tilecraft.ir import dtypes
+from tilecraft.ir.nodes import Node, Op
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+    from tilecraft.frontend.values import TileValue
+
+
+@dataclasses.dataclass(eq=False)
+class Combine:
+    """A traced combine function ``(lhs, rhs) -> value`` over scalars of ``dtype``."""
+
+    name: str  # the user's function name (for the helper's name and messages)
+    dtype: torch.dtype
+    body: list[Node]
+    result: Node
+
+    def __repr__(self) -> str:
+        return f"combine:{self.name}"
+
+
+def trace_combine(t: Tracer, fn: Callable[..., Any], dtype: torch.dtype) -> Combine:
+    name = getattr(fn, "__name__", "combine")
+    if not callable(fn):
+        raise DeviceCodeError(f"the combine function must be callable, got {type(fn).__name__}")
+    lhs, rhs = (t.emit(Op.ARG, [], (), dtype, name=side) for side in ("lhs", "rhs"))
+    t.blocks.append([])
+    try:
+        out = fn(t.wrap(lhs), t.wrap(rhs))
+        if isinstance(out, (tuple, list)):
+            raise DeviceCodeError(
+                f"combine function '{name}' returned {len(out)} values; one tile is supported"
+            )
+        result = t.cast(t.value_node(out), dtype)
+    finally:
+        body = t.blocks.pop()
+    if result.ndim != 0:
+        raise ShapeError(f"combine function '{name}' must combine scalars elementwise")
+    return Combine(name, dtype, body, result)
+
+
+def _scan_node(t: Tracer, x: Any, dim: Any, kind: str) -> tuple[Node, int]:
+    node = t.value_node(x)
+    if node.ndim == 0:
+        raise ShapeError(f"a scan needs a tile with dims, got a scalar ({kind})")
+    return node, t._axis(node, dim)
+
+
+def cumulative(t: Tracer, kind: str, x: Any, dim: Any, dtype: Any = None) -> TileValue:
+    """``torch.cumsum`` / ``torch.cumprod``: integer inputs give int64 as in torch; half-precision
+    inputs are scanned in fp32 and rounded once."""
+    node, axis = _scan_node(t, x, dim, kind)
+    result = dtype or (torch.int64 if not node.dtype.is_floating_point else node.dtype)
+    compute = dtypes.compute_dtype(result) if result.is_floating_point else torch.int64
+    inp = t.cast(node, compute)
+    scan = t.emit(Op.SCAN, [inp], inp.shape, compute, kind=kind, axis=axis, reverse=False)
+    return t.wrap(t.cast(scan, result))
+
+
+def associative_scan(
+    t: Tracer, fn: Callable[..., Any], x: Any, dim: Any, reverse: bool = False
+) -> TileValue:
+    node, axis = _scan_node(t, x, dim, "associative_scan")
+    if reverse:
+        raise DeviceCodeError("tc.associative_scan(reverse=True) is not supported")
+    compute = dtypes.compute_dtype(node.dtype)
+    combine = trace_combine(t, fn, compute)
+    inp = t.cast(node, compute)
+    scan = t.emit(Op.SCAN, [inp], inp.shape, compute, kind="combine", axis=axis, combine=combine)
+    return t.wrap(t.cast(scan, node.dtype))
+
+
+def reduce(
+    t: Tracer,
+    fn: Callable[..., Any],
+    x: Any,
+    dim: Any,
+    other: Any = 0,
+    keep_dims: bool = False,
+) -> TileValue:
+    node = t.value_node(x)
+    axis = t._axis(node, dim)
+    if not isinstance(other, (int, float, bool)):
+        raise DeviceCodeError("tc.reduce: other= must be a Python number (the combine's identity)")
+    compute = dtypes.compute_dtype(node.dtype)
+    combine = trace_combine(t, fn, compute)
+    inp = t.cast(node, compute)
+    shape = list(inp.shape)
+    if keep_dims:
+        shape[axis] = 1
+    else:
+        del shape[axis]
+    red = t.emit(
+        Op.REDUCE,
+        [inp],
+        tuple(shape),
+        compute,
+        kind="combine",
+        axis=axis,
+        keepdim=keep_dims,
+        combine=combine,
+        other=other,
+    )
+    return t.wrap(t.cast(red, node.dtype))

@@ -1,0 +1,56 @@
+"""Scans and reductions with a user's combine function: ``associative_scan`` and ``reduce``
+(stage: language; inside a traced device loop they build IR, elsewhere they run eagerly).
+
+``fn(lhs, rhs)`` combines two values elementwise with torch ops and must be associative. Half-
+precision inputs are combined in fp32 (as device code does) and rounded once at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tilecraft.language import _context
+
+
+def _upcast(x: torch.Tensor) -> torch.Tensor:
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+def associative_scan(
+    fn: Callable[[Any, Any], Any], values: Any, dim: int, reverse: bool = False
+) -> Any:
+    """Inclusive scan of ``values`` along ``dim`` with ``fn`` (``tl.associative_scan``)."""
+    tracer = _context.device()
+    if tracer is not None:
+        return tracer.call("associative_scan", fn, values, dim, reverse=reverse)
+    parts = list(_upcast(values).unbind(dim))
+    order = parts[::-1] if reverse else parts
+    acc, out = order[0], [order[0]]
+    for p in order[1:]:
+        acc = fn(acc, p)
+        out.append(acc)
+    result = torch.stack(out[::-1] if reverse else out, dim)
+    return result.to(values.dtype)
+
+
+def reduce(
+    fn: Callable[[Any, Any], Any],
+    values: Any,
+    dim: int,
+    other: float | int | bool = 0,
+    keep_dims: bool = False,
+) -> Any:
+    """Reduce ``values`` along ``dim`` with ``fn`` (``tl.reduce``). ``other`` is the value that
+    padded elements of a tile hold: the identity of ``fn`` (0 for +, 1 for *, -inf for max)."""
+    tracer = _context.device()
+    if tracer is not None:
+        return tracer.call("reduce", fn, values, dim, other=other, keep_dims=keep_dims)
+    parts = _upcast(values).unbind(dim)
+    acc = parts[0]
+    for p in parts[1:]:
+        acc = fn(acc, p)
+    acc = acc.to(values.dtype)
+    return acc.unsqueeze(dim) if keep_dims else acc
