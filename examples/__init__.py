@@ -42,6 +42,7 @@ from examples import (
     attention,
     cross_entropy,
     cumsum,
+    dropout_layer_norm,
     geglu,
     layer_norm,
     matmul,
@@ -65,6 +66,7 @@ EXAMPLES: dict[str, ModuleType] = {
     "geglu": geglu,
     "rope": rope,
     "cumsum": cumsum,
+    "dropout_layer_norm": dropout_layer_norm,
     "sum": sum_,
 }
 

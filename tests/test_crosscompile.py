@@ -44,6 +44,7 @@ SHAPES: dict[str, list[tuple[int, ...]]] = {  # medium shapes, one or more per e
     "sum": [(512, 1000)],
     "rope": [(512, 32, 128), (300, 8, 80)],
     "cumsum": [(512, 10000)],
+    "dropout_layer_norm": [(512, 1000)],
 }
 DOT_KERNELS = {"matmul", "matmul_bias_gelu", "attention"}
 TIMEOUT_S = 900.0

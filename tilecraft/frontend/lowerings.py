@@ -233,6 +233,14 @@ lowering(torch.cumsum, T.cumsum)(_cumulative("sum"))
 lowering(torch.cumprod, T.cumprod)(_cumulative("prod"))
 
 
+@lowering(torch.rand_like, torch.rand, torch.randn_like, torch.randn, torch.bernoulli)
+def _torch_random(t: Any, *args: Any, **kwargs: Any) -> Any:
+    raise UnsupportedOpError(
+        "torch's random functions in device code (their stream depends on the launch)",
+        hint="use tc.rand(shape, seed, offset): the same numbers for every config and in ref mode",
+    )
+
+
 @lowering(torch.where)
 def _where(t: Any, cond: Any, a: Any, b: Any) -> Any:
     return t.where(cond, a, b)

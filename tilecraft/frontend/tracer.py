@@ -592,6 +592,10 @@ class Tracer:
             from tilecraft.frontend import views
 
             return getattr(views, name)(self, *args, **kwargs)
+        if name == "rand":
+            from tilecraft.frontend import random
+
+            return random.rand(self, *args, **kwargs)
         if name in ("associative_scan", "reduce"):
             from tilecraft.frontend import scans
 

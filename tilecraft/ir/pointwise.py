@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from tilecraft.ir import philox
+
 
 @dataclasses.dataclass(frozen=True)
 class PointwiseOp:
@@ -208,3 +210,5 @@ _op(
     operator.or_,
     bool_result=True,
 )
+# random numbers: (seed, global element number) -> U[0, 1); built by tc.rand, no torch function
+_op("philox_rand", 2, "tl.rand({0}, {1})", philox.rand)

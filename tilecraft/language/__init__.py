@@ -35,6 +35,7 @@ from tilecraft.language.tile_ops import (
     tile_id,
     tile_index,
 )
+from tilecraft.language.random import rand
 from tilecraft.language.scans import associative_scan, reduce
 from tilecraft.language.shapes import join, split
 from tilecraft.language.tunables import (
@@ -74,6 +75,7 @@ __all__ = [
     "grid",
     "load",
     "join",
+    "rand",
     "reduce",
     "register_block_size",
     "register_tunable",

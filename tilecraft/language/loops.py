@@ -53,6 +53,7 @@ class RefTile:
     id: int
     is_grid: bool = False
     count: int = 1  # tiles in the loop
+    stop: int = 0  # the end of the whole loop (a row length for global element numbers)
 
     @property
     def index(self) -> torch.Tensor:
@@ -103,7 +104,8 @@ def _ref_iter(spec: TileSpec) -> Iterator[Any]:
         scalar = spec.kind == "grid" or (type(block) is int and block == 1)  # indexes like an int
         starts = range(b, e, step)
         tiles = [
-            RefTile(s, min(s + step, e), step, i, scalar, len(starts)) for i, s in enumerate(starts)
+            RefTile(s, min(s + step, e), step, i, scalar, len(starts), e)
+            for i, s in enumerate(starts)
         ]
         per_dim.append(tiles)
     for combo in itertools.product(*reversed(per_dim)):

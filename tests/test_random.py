@@ -1,0 +1,101 @@
+"""tc.rand: bit-exact with Triton's tl.rand (eager Philox), the same numbers for every config and
+in ref mode (counters are global element numbers), generated code, cross-compiles, errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import UnsupportedOpError
+from tilecraft.ir import philox
+from tilecraft.targets.check import check_kernel
+from tilecraft.targets.target import Target
+
+
+@tc.kernel(static_shapes=True)
+def dropout(x: torch.Tensor, seed: int, p: float) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        keep = tc.rand([tm, n], seed) >= p
+        out[tm, :] = torch.where(keep, x[tm, :] / (1.0 - p), 0.0)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def noise_2d(x: torch.Tensor, seed: int) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = tc.rand([tm, tn], seed, 17)
+    return out
+
+
+def test_eager_philox_matches_tl_rand() -> None:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def draw(out: torch.Tensor, seed: int, n: tl.constexpr) -> None:
+        o = tl.arange(0, n)
+        tl.store(out + o, tl.rand(seed, o * 7919 + 3))
+
+    for seed in (0, 1234, 2**33 + 5):
+        out = torch.empty(256)
+        draw[(1,)](out, seed, 256)
+        assert torch.equal(out, philox.rand(seed, torch.arange(256) * 7919 + 3)), seed
+
+
+def test_same_mask_for_every_config_and_ref_mode() -> None:
+    x = torch.randn(37, 100)
+    bound = dropout.bind((x, 99, 0.3))
+    configs = [
+        tc.Config(block_sizes=[4], reduction_loops=[32]),
+        tc.Config(block_sizes=[16]),
+        tc.Config(block_sizes=[1], reduction_loops=[64]),
+    ]
+    outs = [bound.run(bound.compile_config(c), x, 99, 0.3) for c in configs]
+    ref = dropout.run_ref(x, 99, 0.3)
+    for out in outs:
+        assert torch.equal(out, ref)
+    keep = tc.rand([37, 100], 99) >= 0.3  # the eager meaning, outside any kernel
+    assert torch.equal(ref, torch.where(keep, x / 0.7, 0.0))
+    assert 0.25 < (ref == 0).float().mean().item() < 0.35
+    assert not torch.equal(dropout.run_ref(x, 100, 0.3), ref)  # another seed, another mask
+
+
+def test_tile_grid_numbers_are_global() -> None:
+    x = torch.zeros(13, 50)
+    expected = philox.rand(5, torch.arange(13 * 50).view(13, 50) + 17)
+    bound = noise_2d.bind((x, 5))
+    for blocks in ([4, 16], [16, 64]):
+        got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x, 5)
+        assert torch.equal(got, expected), blocks
+    assert torch.equal(noise_2d.run_ref(x, 5), expected)
+    code = bound.to_triton_code(tc.Config(block_sizes=[4, 16]))
+    assert "tl.rand(5, " in code and "* 50" in code, code  # row-major over the loop's extents
+
+
+@pytest.mark.crosscompile
+def test_rand_crosscompiles() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    x = torch.randn(512, 1000, dtype=torch.bfloat16)
+    rows = check_kernel(dropout, (x, 7, 0.1), targets, lambda b: [b.config_spec.default()])
+    assert len(rows) == 2
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+@tc.kernel(static_shapes=True)
+def uses_rand_like(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = torch.rand_like(x[tm, :])
+    return out
+
+
+def test_torch_random_points_to_tc_rand() -> None:
+    with pytest.raises(UnsupportedOpError, match="random functions in device code") as info:
+        uses_rand_like(torch.randn(4, 8))
+    assert "tc.rand(shape, seed, offset)" in str(info.value) and "test_random.py" in str(info.value)

@@ -1,0 +1,41 @@
+"""Random numbers: ``rand(shape, seed, offset=0)`` (stage: language; inside a traced device loop it
+builds IR, elsewhere it computes the same Philox stream eagerly).
+
+Element ``(i0, i1, ...)`` of the result, where ``i_k`` is the global index along a tile dim (or
+``0..n-1`` along a whole extent ``n``), draws Philox counter ``offset + i0 * L1 * L2... + i1 * L2...``
+with ``L_k`` the end of dim ``k``'s loop: the numbers depend on the seed and the position only, never
+on block sizes, so every config (and ref mode) gives the same numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from tilecraft.ir import philox
+from tilecraft.language import _context
+from tilecraft.language.loops import RefTile
+
+
+def rand(shape: Any, seed: int, offset: int = 0) -> Any:
+    """Uniform fp32 numbers in [0, 1) for a tile of ``shape`` (tiles or ints), as ``tl.rand``."""
+    tracer = _context.device()
+    if tracer is not None:
+        return tracer.call("rand", shape, seed, offset)
+    host = _context.host()
+    device = getattr(host, "device", None)
+    dims = shape if isinstance(shape, (list, tuple)) else [shape]
+    number = torch.full([1] * len(dims), int(offset), dtype=torch.int64, device=device)
+    stride = 1
+    for pos in reversed(range(len(dims))):
+        d = dims[pos]
+        if isinstance(d, RefTile):
+            idx, length = torch.arange(d.begin, d.end, device=device), d.stop
+        else:
+            idx, length = torch.arange(int(d), device=device), int(d)
+        view = [1] * len(dims)
+        view[pos] = -1
+        number = number + idx.view(view) * stride
+        stride *= length
+    return philox.rand(int(seed), number)
