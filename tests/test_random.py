@@ -32,7 +32,7 @@ def noise_2d(x: torch.Tensor, seed: int) -> torch.Tensor:
     return out
 
 
-def test_eager_philox_matches_tl_rand() -> None:
+def _draw_with_tl_rand(seed: int, n: int, device: str) -> torch.Tensor:
     import triton
     import triton.language as tl
 
@@ -41,10 +41,27 @@ def test_eager_philox_matches_tl_rand() -> None:
         o = tl.arange(0, n)
         tl.store(out + o, tl.rand(seed, o * 7919 + 3))
 
+    out = torch.empty(n, device=device)
+    draw[(1,)](out, seed, n)
+    return out.cpu()
+
+
+def test_eager_philox_matches_tl_rand(device: str) -> None:
     for seed in (0, 1234, 2**33 + 5):
-        out = torch.empty(256)
-        draw[(1,)](out, seed, 256)
-        assert torch.equal(out, philox.rand(seed, torch.arange(256) * 7919 + 3)), seed
+        expected = philox.rand(seed, torch.arange(256) * 7919 + 3)
+        assert torch.equal(_draw_with_tl_rand(seed, 256, device), expected), seed
+
+
+@pytest.mark.gpu
+def test_eager_philox_matches_tl_rand_on_gpu() -> None:
+    """The reference mask of the dropout example is the GPU's mask, bit for bit."""
+    for seed in (0, 1234, 2**33 + 5):
+        expected = philox.rand(seed, torch.arange(4096) * 7919 + 3)
+        assert torch.equal(_draw_with_tl_rand(seed, 4096, "cuda"), expected), seed
+    x = torch.randn(1000, 4096, device="cuda")
+    out, ref = dropout(x, 7, 0.1).cpu(), dropout.run_ref(x.cpu(), 7, 0.1)
+    assert torch.equal(out == 0, ref == 0)  # the same elements dropped
+    torch.testing.assert_close(out, ref)
 
 
 def test_same_mask_for_every_config_and_ref_mode() -> None:
