@@ -38,6 +38,16 @@ def lookup(fn: Any) -> Handler | None:
     return _REGISTRY.get(fn)
 
 
+def registry_items() -> list[tuple[Any, Handler]]:
+    """Every registered torch callable with its builder (for the generated docs/ops.md)."""
+    return list(_REGISTRY.items())
+
+
+def pointwise_handlers() -> set[Handler]:
+    """The builders of the pointwise table's torch functions (documented from the table)."""
+    return {_REGISTRY[fn] for op in POINTWISE.values() for fn in op.torch_fns if fn in _REGISTRY}
+
+
 def supported_ops() -> list[str]:
     return sorted({getattr(f, "__qualname__", getattr(f, "__name__", str(f))) for f in _REGISTRY})
 
@@ -105,6 +115,7 @@ def _dim_arg(args: tuple[Any, ...], kwargs: dict[str, Any], pos: int = 0) -> Any
 
 @lowering(torch.sum, T.sum)
 def _sum(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """Over ``dim`` (int, list or None), ``keepdim``, ``dtype``; floats accumulate in fp32, ints give int64."""
     dim = _dim_arg(args, kwargs)
     keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
     out = t.reduce("sum", x, dim, keepdim)
@@ -114,6 +125,7 @@ def _sum(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
 
 @lowering(torch.mean, T.mean)
 def _mean(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """Over ``dim`` (int, list or None), ``keepdim``; accumulates in fp32."""
     dim = _dim_arg(args, kwargs)
     keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
     return t.mean(x, dim, keepdim)
@@ -121,6 +133,7 @@ def _mean(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _reducer(kind: str) -> Handler:
     def handler(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        """Over ``dim`` (int, list or None) with ``keepdim``; half precision in fp32."""
         dim = _dim_arg(args, kwargs)
         keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
         return t.reduce(kind, x, dim, keepdim)
@@ -137,6 +150,7 @@ lowering(torch.prod, T.prod)(_reducer("prod"))
 
 def _max_min(kind: str) -> Handler:
     def handler(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        """``(values, indices)`` over an int ``dim``; over all dims without one; elementwise of two tiles."""
         dim = _dim_arg(args, kwargs)
         if dim is None:
             return t.reduce(kind, x, None)
@@ -160,6 +174,7 @@ lowering(torch.min, T.min)(_max_min("min"))
 
 @lowering(torch.var, T.var)
 def _var(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """Over ``dim`` with ``correction`` / ``unbiased`` and ``keepdim``; two-pass, in fp32."""
     dim = _dim_arg(args, kwargs)
     correction = kwargs.pop("correction", None)
     unbiased = kwargs.pop("unbiased", None)
@@ -199,18 +214,21 @@ def _softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool) -> Any:
 
 @lowering(torch.softmax, F.softmax, T.softmax)
 def _softmax(t: Any, x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> Any:
+    """Along ``dim`` (default -1), optional ``dtype``; computed in fp32 with the max subtracted."""
     dim = kwargs.pop("dim", dim)
     return _softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=False)
 
 
 @lowering(torch.log_softmax, F.log_softmax, T.log_softmax)
 def _log_softmax(t: Any, x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> Any:
+    """Along ``dim`` (default -1), optional ``dtype``; computed in fp32."""
     dim = kwargs.pop("dim", dim)
     return _softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=True)
 
 
 @lowering(torch.logsumexp, T.logsumexp)
 def _logsumexp(t: Any, x: Any, dim: Any, keepdim: bool = False) -> Any:
+    """Along ``dim`` with ``keepdim``; computed in fp32 with the max subtracted."""
     node = t.value_node(x)
     xf = t.to_dtype(x, torch.float32)
     m = t.reduce("max", xf, dim, True)
@@ -221,6 +239,7 @@ def _logsumexp(t: Any, x: Any, dim: Any, keepdim: bool = False) -> Any:
 
 def _cumulative(kind: str) -> Handler:
     def handler(t: Any, x: Any, dim: Any = None, *, dtype: Any = None, **kwargs: Any) -> Any:
+        """Along ``dim`` (never chunked); ints give int64, half precision scans in fp32."""
         dim = kwargs.pop("axis", dim)
         if dim is None or kwargs:
             raise UnsupportedOpError(f"torch.cum{kind} needs dim= (and no other keywords)")
@@ -235,6 +254,7 @@ lowering(torch.cumprod, T.cumprod)(_cumulative("prod"))
 
 @lowering(torch.rand_like, torch.rand, torch.randn_like, torch.randn, torch.bernoulli)
 def _torch_random(t: Any, *args: Any, **kwargs: Any) -> Any:
+    """Not supported in device code: use ``tc.rand(shape, seed, offset)``."""
     raise UnsupportedOpError(
         "torch's random functions in device code (their stream depends on the launch)",
         hint="use tc.rand(shape, seed, offset): the same numbers for every config and in ref mode",
@@ -243,11 +263,13 @@ def _torch_random(t: Any, *args: Any, **kwargs: Any) -> Any:
 
 @lowering(torch.where)
 def _where(t: Any, cond: Any, a: Any, b: Any) -> Any:
+    """``torch.where(cond, a, b)`` with broadcasting and type promotion."""
     return t.where(cond, a, b)
 
 
 @lowering(torch.clamp, T.clamp, torch.clip, T.clip)
 def _clamp(t: Any, x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    """``min`` / ``max`` as scalars or tiles."""
     out = x
     if min is not None:
         out = t.pointwise("maximum", out, min)
@@ -258,6 +280,7 @@ def _clamp(t: Any, x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A0
 
 @lowering(T.to, T.type)
 def _to(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """A dtype cast (``.to(dtype)``, ``.to(other)``); devices are ignored."""
     dtype = kwargs.pop("dtype", None)
     for a in args:
         if isinstance(a, torch.dtype):
@@ -281,16 +304,19 @@ for _method, _dtype in (
 
 @lowering(T.type_as)
 def _type_as(t: Any, x: Any, other: Any) -> Any:
+    """A cast to ``other``'s dtype."""
     return t.to_dtype(x, other.dtype)
 
 
 @lowering(torch.matmul, T.matmul, T.__matmul__, T.mm, torch.mm)
 def _matmul(t: Any, a: Any, b: Any) -> Any:
+    """2-D tiles, every dim at least 16 (``tl.dot``); accumulates in fp32."""
     return t.dot(a, b)
 
 
 @lowering(torch.addmm)
 def _addmm(t: Any, acc: Any, a: Any, b: Any) -> Any:
+    """``acc + a @ b`` accumulated inside ``tl.dot`` (fp32 accumulator)."""
     return t.dot(a, b, acc=acc)
 
 
@@ -307,6 +333,7 @@ lowering(torch.cat, torch.concat, torch.concatenate)(views.cat)
 
 @lowering(T.reshape, torch.reshape, T.view)
 def _reshape(t: Any, x: Any, *shape: Any) -> Any:
+    """Only adds or drops size-1 dims (tile dims keep their order); not a dtype view."""
     if len(shape) == 1 and isinstance(shape[0], torch.dtype):
         raise UnsupportedOpError(f"Tensor.view({shape[0]}) (a bitcast) on a tile")
     return views.reshape(t, x, *shape)
@@ -319,6 +346,7 @@ def _like(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
 
 def _like_factory(fill: Any) -> Handler:
     def handler(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        """A register tile of ``x``'s shape, optional ``dtype``."""
         node = t.value_node(x)
         value = args[0] if fill is None else fill
         dtype = kwargs.get("dtype") or node.dtype

@@ -36,6 +36,7 @@ def _view(t: Tracer, node: Node, shape: tuple[Dim, ...], **attrs: Any) -> TileVa
 
 
 def unsqueeze(t: Tracer, x: Any, dim: int) -> TileValue:
+    """A new size-1 dim at ``dim``."""
     node = t.value_node(x)
     d = int(dim)
     if not -node.ndim - 1 <= d <= node.ndim:
@@ -46,6 +47,7 @@ def unsqueeze(t: Tracer, x: Any, dim: int) -> TileValue:
 
 
 def squeeze(t: Tracer, x: Any, dim: Any = None) -> TileValue:
+    """Drops size-1 dims (all, or those in ``dim``)."""
     node = t.value_node(x)
     if dim is None:
         drop = {i for i, d in enumerate(node.shape) if d == 1}
@@ -60,6 +62,7 @@ def squeeze(t: Tracer, x: Any, dim: Any = None) -> TileValue:
 
 
 def permute(t: Tracer, x: Any, *dims: Any) -> TileValue:
+    """Any permutation of a tile's dims (``tl.permute``; ``tl.trans`` for two)."""
     node = t.value_node(x)
     perm = tuple(t._axis(node, d) for d in _dims(dims))
     if sorted(perm) != list(range(node.ndim)):
@@ -70,6 +73,7 @@ def permute(t: Tracer, x: Any, *dims: Any) -> TileValue:
 
 
 def transpose(t: Tracer, x: Any, d0: int = 0, d1: int = 1) -> TileValue:
+    """Swaps any two dims (``.t()`` swaps the two dims of a 2-D tile)."""
     node = t.value_node(x)
     a, b = t._axis(node, d0), t._axis(node, d1)
     perm = list(range(node.ndim))
@@ -99,6 +103,7 @@ def expand(t: Tracer, x: Any, *sizes: Any) -> TileValue:
 
 
 def expand_as(t: Tracer, x: Any, other: Any) -> TileValue:
+    """Size-1 dims broadcast to ``other``'s shape."""
     return expand(t, x, *t.value_node(other).shape)
 
 
@@ -184,6 +189,7 @@ def stack(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
 
 
 def cat(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
+    """Not supported on tiles: store the parts with sliced indices, or stack / join them."""
     raise UnsupportedOpError(
         "torch.cat of tiles",
         hint="store the parts with sliced indices (out[t, :half] = a; out[t, half:] = b), or use "
