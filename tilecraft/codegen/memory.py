@@ -9,7 +9,7 @@ tensor-valued indices broadcast together), and its dims' masks to the access mas
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tilecraft.ir.nodes import Node
 

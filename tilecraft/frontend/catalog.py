@@ -26,8 +26,8 @@ themselves take `[:, None]`-style views and the view functions below.
 
 def torch_name(fn: Any) -> str:
     """A stable, readable name: ``torch.add``, ``Tensor.add``, ``operator.add``."""
-    qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
-    module = getattr(fn, "__module__", None) or ""
+    qual = str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn))
+    module = str(getattr(fn, "__module__", None) or "")
     if qual.startswith("TensorBase.") or module == "" and "." in qual:
         return "Tensor." + qual.split(".", 1)[1]
     if module == "_operator":

@@ -23,6 +23,9 @@ from tilecraft.language.memory_ops import (
     load,
     store,
 )
+from tilecraft.language.random import rand
+from tilecraft.language.scans import associative_scan, reduce
+from tilecraft.language.shapes import join, split
 from tilecraft.language.tile_ops import (
     Tile,
     barrier,
@@ -35,9 +38,6 @@ from tilecraft.language.tile_ops import (
     tile_id,
     tile_index,
 )
-from tilecraft.language.random import rand
-from tilecraft.language.scans import associative_scan, reduce
-from tilecraft.language.shapes import join, split
 from tilecraft.language.tunables import (
     BlockSize,
     Specialized,
