@@ -9,8 +9,8 @@ import torch
 import tilecraft as tc
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.ir import philox
-from tilecraft.targets.check import check_kernel
 from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
 
 
 @tc.kernel(static_shapes=True)

@@ -9,8 +9,8 @@ import torch
 
 import tilecraft as tc
 from tilecraft.errors import DeviceCodeError
-from tilecraft.targets.check import check_kernel
 from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
 
 
 def running_max(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -9,8 +9,8 @@ import torch
 
 import tilecraft as tc
 from tilecraft.errors import ShapeError, UnsupportedOpError
-from tilecraft.targets.check import check_kernel
 from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
 
 
 def _rand(*shape: int) -> torch.Tensor:
