@@ -77,6 +77,12 @@ def force_autotune() -> bool:
     }
 
 
+def no_autotune() -> bool:
+    """``TILECRAFT_NO_AUTOTUNE=1`` (production): never start autotune workers; configs come from a
+    shipped config table, then the cache, then the heuristic default."""
+    return _flag("TILECRAFT_NO_AUTOTUNE")
+
+
 def test_faults() -> dict[str, str]:
     """``TILECRAFT_TEST_FAULT="hang:KEY1,KEY2;crash:KEY3"`` (test only): config key -> fault kind,
     applied by the isolated worker (never in-process). ``KEY`` is ``Config.key()`` of the config as

@@ -11,13 +11,16 @@ Module map: ``compare`` (tolerances), ``baseline``, ``classify`` (error table), 
 (ranked configs, neighbours, static checks), ``evaluate`` (compile/run/check/time one config),
 ``child`` (the worker process), ``isolate`` (workers with timeouts), ``runner`` (the runner
 interface, in-process fallback), ``discover``, ``search``, ``cache``, ``repro``, ``progress``,
-``env`` (environment variables).
+``select`` (the runtime's config hook: table, listed configs, tuning), ``table`` (shipped
+config tables), ``plan`` (``tilecraft tune PLAN``).
 """
 
 from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError
 from tilecraft.autotune.compare import DEFAULT_TOLERANCES, CompareResult
 from tilecraft.autotune.discover import Discovery, discover_default, run_discovery
-from tilecraft.autotune.search import EFFORTS, select_config, tune
+from tilecraft.autotune.search import EFFORTS, TuneResult, run_tune, tune
+from tilecraft.autotune.select import select_config, tune_for_kernel
+from tilecraft.autotune.table import ConfigTable
 
 # (no function here shares a submodule's name: `tilecraft.autotune.compare` stays the module)
 __all__ = [
@@ -25,11 +28,15 @@ __all__ = [
     "EFFORTS",
     "Attempt",
     "Category",
+    "ConfigTable",
     "CompareResult",
     "Discovery",
     "NoWorkingConfigError",
+    "TuneResult",
     "discover_default",
     "run_discovery",
+    "run_tune",
     "select_config",
     "tune",
+    "tune_for_kernel",
 ]

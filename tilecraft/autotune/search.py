@@ -220,7 +220,7 @@ class _Search:
         return self.best(retimed) or ranked[0]
 
 
-def tune(
+def run_tune(
     bound: BoundKernel,
     args: Sequence[Any],
     kwargs: Mapping[str, Any] | None = None,
@@ -235,8 +235,9 @@ def tune(
     seed: int = 0,
     stream: IO[str] | None = None,
     verbose: bool = True,
-) -> Config:
-    """The fastest working config found within ``budget_s`` (``effort``: none | quick | full).
+) -> TuneResult:
+    """The fastest working config found within ``budget_s`` (``effort``: none | quick | full),
+    with its time and the runner-up (``ms`` is None for discovery and cache hits).
 
     ``effort='none'`` is :func:`discover_default`. ``budget_s`` defaults to the kernel's
     ``autotune_budget_s`` option, else the effort's budget; ``tolerances`` to its
@@ -245,16 +246,17 @@ def tune(
     kwargs = dict(kwargs or {})
     name = bound.kernel.__name__
     if effort == "none":
-        return discover_default(
+        found = discover_default(
             bound, args, kwargs, timeout_s=timeout_s, isolate=isolate, workers=workers,
             tolerances=tolerances, use_cache=use_cache,
         )  # fmt: skip
+        return TuneResult(found)
     if effort not in EFFORTS:
         raise ConfigError(f"autotune_effort={effort!r}: expected one of none, quick, full")
     if use_cache:
         hit = cached_config(bound, "best")
         if hit is not None:
-            return hit
+            return TuneResult(hit)
     plan = EFFORTS[effort]
     if budget_s is None:
         budget_s = bound.kernel.options.get("autotune_budget_s")
@@ -295,25 +297,34 @@ def tune(
             tried=reporter.tried, seconds=round(time.monotonic() - reporter.start, 2),
         )  # fmt: skip
     reporter.final(config)
-    return config
+    second = _runner_up(search.timed, config)
+    return TuneResult(
+        config, best.ms if best else None, second.config if second else None,
+        second.ms if second else None, reporter.tried, round(time.monotonic() - reporter.start, 2),
+    )  # fmt: skip
 
 
-def select_config(
-    bound: BoundKernel, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None
-) -> Config:
-    """The config for a specialization's first call when its kernel has none: the runtime's
-    entry point. ``autotune_effort`` (none | quick | full) and ``autotune_budget_s`` come from the
-    kernel's options. Workers isolate GPU compiles and runs; Triton's CPU interpreter has no
-    compiler to hang, so interpreter runs stay in-process (no worker start-up per kernel)."""
-    effort = bound.kernel.autotune_effort
-    return tune(
-        bound,
-        args,
-        kwargs,
-        effort=effort,
-        isolate=bound.target.backend != "interpret",
-        verbose=effort != "none",
-    )
+def tune(bound: BoundKernel, args: Sequence[Any], *rest: Any, **options: Any) -> Config:
+    """The fastest working config (:func:`run_tune`'s options). Raises only
+    ``NoWorkingConfigError``."""
+    return run_tune(bound, args, *rest, **options).config
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneResult:
+    """What a tuning run found: the winner, and the runner-up for a config table's record."""
+
+    config: Config
+    ms: float | None = None
+    runner_up: Config | None = None
+    runner_up_ms: float | None = None
+    tried: int = 0
+    seconds: float = 0.0
+
+
+def _runner_up(timed: Sequence[Attempt], winner: Config) -> Attempt | None:
+    others = [a for a in timed if a.ms is not None and a.config.key() != winner.key()]
+    return min(others, key=lambda a: a.ms or 0.0) if others else None
 
 
 def _baseline_from(

@@ -10,7 +10,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from tilecraft.errors import ConfigError
@@ -129,6 +132,68 @@ class Config:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Config:
         return cls(**dict(data))
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field spelled out (defaults too) and the user tunables apart, under a format
+        name and version, so a file stays readable when defaults or field names change."""
+        fields = {
+            f.name: _jsonable(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if f.name != "user"
+        }
+        user = {k: _jsonable(v) for k, v in self.user}
+        return {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, "fields": fields, "user": user}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "config") -> Config:
+        """The inverse of :meth:`to_json`; a ConfigError names ``where`` for a foreign format,
+        a newer version or an unknown field."""
+        if not isinstance(data, dict) or data.get("format") != CONFIG_FORMAT:
+            raise ConfigError(f"{where}: not a tilecraft config (no format {CONFIG_FORMAT!r})")
+        if data.get("version") != CONFIG_VERSION:
+            raise ConfigError(
+                f"{where}: config format version {data.get('version')!r}; this tilecraft reads "
+                f"version {CONFIG_VERSION}",
+                hint="save the config again with this tilecraft version",
+            )
+        known = {f.name for f in dataclasses.fields(cls)} - {"user"}
+        fields = dict(data.get("fields") or {})
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ConfigError(f"{where}: unknown config field(s) {', '.join(unknown)}")
+        return cls(**fields, user=dict(data.get("user") or {}))
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the config as versioned JSON (atomically: a reader never sees half a file)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(target, self.to_json())
+        return target
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Config:
+        """Read a config written by :meth:`save`."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from None
+        return cls.from_json(data, where=str(path))
+
+
+CONFIG_FORMAT = "tilecraft.Config"
+CONFIG_VERSION = 1
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temporary file beside ``path`` and rename it into place."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, default=str)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # per-item values that mean "nothing special" (a list of only these is the same as no list)

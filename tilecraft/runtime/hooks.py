@@ -17,7 +17,10 @@ if TYPE_CHECKING:
     from tilecraft.runtime.kernel import BoundKernel
 
 ConfigSelector = Callable[["BoundKernel", tuple[Any, ...], dict[str, Any]], "Config"]
+# (bound, args, kwargs, effort, budget_s) -> the tuned config
+Tuner = Callable[["BoundKernel", tuple[Any, ...], dict[str, Any], str, "float | None"], "Config"]
 _selector: ConfigSelector | None = None
+_tuner: Tuner | None = None
 
 
 def install_config_selector(selector: ConfigSelector) -> None:
@@ -32,3 +35,22 @@ def select_config(
     """The installed selector's config, or ``None`` when none is installed (the runtime then
     uses the heuristic default)."""
     return None if _selector is None else _selector(bound, args, kwargs)
+
+
+def install_tuner(tuner: Tuner) -> None:
+    """Install the function behind ``Kernel.autotune``."""
+    global _tuner
+    _tuner = tuner
+
+
+def tune(
+    bound: BoundKernel,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    effort: str,
+    budget_s: float | None,
+) -> Config:
+    """Tune ``bound`` with the installed tuner (``import tilecraft`` installs it)."""
+    if _tuner is None:
+        raise RuntimeError("no tuner installed: import tilecraft (not only tilecraft.runtime)")
+    return _tuner(bound, args, kwargs, effort, budget_s)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -93,14 +94,18 @@ class Kernel:
         autotune_budget_s: float | None = None,
         autotune_tolerances: dict[Any, tuple[float, float]] | None = None,
         dot_precision: str | None = None,
+        config_table: str | os.PathLike[str] | None = None,
         **options: Any,
     ):
-        """``config``: use this config (no autotuning). ``autotune_effort``: ``none`` (discover a
+        """``config``: use this config (no autotuning). ``configs``: benchmark these per
+        specialization and keep the fastest that works. ``autotune_effort``: ``none`` (discover a
         working config), ``quick`` or ``full`` (also search, within ``autotune_budget_s``).
         ``autotune_tolerances``: per-dtype (rtol, atol) for the accuracy check against ``baseline``
         (default: the kernel run eagerly in ref mode). ``dot_precision``: ``tl.dot``'s input
         precision for fp32 operands ("ieee", "tf32" or "tf32x3"; default: follow
-        ``torch.get_float32_matmul_precision()`` when the kernel is compiled)."""
+        ``torch.get_float32_matmul_precision()`` when the kernel is compiled). ``config_table``: a
+        JSON table written by ``tilecraft tune`` (default: ``<module>.tilecraft.json`` beside the
+        kernel's module, if present); its entries are used before any tuning."""
         if dot_precision is not None and dot_precision not in DOT_PRECISIONS:
             raise ConfigError(
                 f"dot_precision={dot_precision!r}: expected one of {DOT_PRECISIONS}",
@@ -118,6 +123,7 @@ class Kernel:
         self.fn = fn
         self.config = config
         self.configs = list(configs or [])
+        self.config_table = config_table
         self.static_shapes = static_shapes
         self.baseline = baseline
         self.autotune_effort = autotune_effort
@@ -209,6 +215,28 @@ class Kernel:
         fresh = BoundKernel(self, self.bind_arguments(args, kwargs))
         candidates.append(fresh)
         return fresh(*args, **kwargs)
+
+    def autotune(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None = None,
+        *,
+        effort: str = "quick",
+        budget_s: float | None = None,
+    ) -> Config:
+        """Search for the fastest working config on ``args`` (``effort``: quick | full, within
+        ``budget_s`` seconds) and return it; later calls with arguments like these run it.
+        Save it with ``config.save(path)`` and ship it with ``@tc.kernel(config=Config.load(path))``
+        (or tune many shapes at once into a config table: ``tilecraft tune PLAN``)."""
+        if effort not in ("quick", "full"):
+            raise ConfigError(
+                f"{self.__name__}.autotune(effort={effort!r}): expected 'quick' or 'full'"
+            )
+        args, kwargs = tuple(args), dict(kwargs or {})
+        bound = self.bind(args, kwargs)
+        config = hooks.tune(bound, args, kwargs, effort, budget_s)
+        bound.use_config(config)
+        return config
 
     def run_ref(self, *args: Any, **kwargs: Any) -> Any:
         """Run the kernel eagerly with torch ops (no Triton): the reference semantics."""
@@ -412,6 +440,10 @@ class BoundKernel:
                 config = hooks.select_config(self, args, kwargs or {})
             self._default = self.compile_config(config or self.spec.default())
         return self._default
+
+    def use_config(self, config: Config) -> None:
+        """Run ``config`` from now on (``Kernel.autotune``'s result)."""
+        self._default = self.compile_config(config)
 
     # -- run ------------------------------------------------------------------------------
     def check_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
