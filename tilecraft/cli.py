@@ -2,6 +2,9 @@
 
 ``tilecraft cache ls|clear [KERNEL]`` lists or removes the autotuner's cached configs.
 
+``tilecraft tune PLAN [-o TABLE] [--devices N] [--ray [ADDRESS]]`` tunes a plan's kernels at its
+shapes, on every visible GPU (or as Ray tasks), into one config table (docs/deploy.md).
+
 ``tilecraft check MODULE:KERNEL --target cuda:90 --target hip:gfx942 [--config JSON | --samples N]``
 cross-compiles a kernel's configs for real GPU targets on any machine and prints, per config:
 ok / error class, shared memory, registers, spills and whether it fits the target.
@@ -96,6 +99,17 @@ def cmd_cache(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(ns: argparse.Namespace) -> int:
+    from tilecraft.autotune.plan import tune_plan
+
+    runner = None
+    if ns.ray is not None:
+        from tilecraft.autotune.plan_ray import ray_runner
+
+        runner = ray_runner(ns.ray or None)
+    return tune_plan(ns.plan, ns.output, devices=ns.devices, device=ns.device, runner=runner)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tilecraft", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -113,9 +127,18 @@ def main(argv: list[str] | None = None) -> int:
     cache = sub.add_parser("cache", help="list or clear the autotuner's cached configs")
     cache.add_argument("action", choices=["ls", "clear"])
     cache.add_argument("kernel", nargs="?", help="only this kernel's entries")
+    tune = sub.add_parser("tune", help="run a tuning plan into a config table (JSON)")
+    tune.add_argument("plan", help="a plan file (JSON): kernels as MODULE:NAME with argument specs")
+    tune.add_argument("-o", "--output", help="the table (default: <plan>.tilecraft.json)")
+    tune.add_argument("--devices", type=int, help="GPUs to use (default: every visible GPU)")
+    tune.add_argument("--device", help="cuda or cpu (default: the plan's, else cuda if present)")
+    tune.add_argument(
+        "--ray", nargs="?", const="", metavar="ADDRESS", help="run jobs as Ray tasks (one GPU each)"
+    )
     ns = parser.parse_args(argv)
+    commands = {"cache": cmd_cache, "check": cmd_check, "tune": cmd_tune}
     try:
-        return cmd_cache(ns) if ns.command == "cache" else cmd_check(ns)
+        return commands[ns.command](ns)
     except TilecraftError as exc:
         print(f"tilecraft: {exc}", file=sys.stderr)
         return 2

@@ -147,3 +147,69 @@ def _is_tty(stream: IO[str]) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+class JobsProgress:
+    """``tilecraft tune PLAN``'s output: a bar over the plan's jobs on a terminal (else one
+    line per job), and a summary table of the winners at the end."""
+
+    def __init__(self, total: int, done: int, stream: IO[str] | None = None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.total, self.done, self.start = total, done, time.monotonic()
+        self._bar: Any = None
+        self._task: Any = None
+        try:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+        except ImportError:  # rich missing: plain lines
+            return
+        self.console = Console(file=self.stream)
+        if _is_tty(self.stream):
+            self._bar = Progress(
+                TextColumn("[bold]tilecraft tune[/] {task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._task = self._bar.add_task("", total=total, completed=done)
+            self._bar.start()
+
+    def result(self, what: str, ms: float | None, device: str, error: str | None) -> None:
+        self.done += 1
+        outcome = f"error: {error}" if error else ("ok" if ms is None else f"{ms:.4g} ms")
+        text = f"[{self.done}/{self.total}] {what} on device {device}: {outcome}"
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done, description=what[:40])
+            self._bar.console.print(text, markup=False, highlight=False)
+        else:
+            print(f"tilecraft tune: {text}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+    def summary(self, rows: list[tuple[str, str, str, str]]) -> None:
+        """Rows of (job, winner ms, runner-up ms, config)."""
+        self.close()
+        head = ("job", "ms", "runner-up ms", "config")
+        try:
+            from rich.table import Table
+        except ImportError:
+            for row in (head, *rows):
+                print("  ".join(row), file=self.stream)
+            return
+        table = Table(title=f"tilecraft tune: {len(rows)} entries")
+        for name in head:
+            table.add_column(name, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        self.console.print(table)

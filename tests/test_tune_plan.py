@@ -1,0 +1,143 @@
+"""``tilecraft tune PLAN``: plan files, jobs spread over per-device worker processes, the config
+table it writes, resume after SIGINT (tilecraft.autotune.plan).
+
+CPU: two "devices" are two interpreter worker processes (CUDA_VISIBLE_DEVICES 0 and 1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tilecraft.autotune.plan import Job, pending_jobs, read_plan, run_plan, tune_plan
+from tilecraft.autotune.table import ConfigTable
+from tilecraft.config.config import Config
+from tilecraft.errors import ConfigError
+
+TESTS = Path(__file__).parent
+ROOT = TESTS.parent
+
+
+def write_plan(path: Path, effort: str = "none", budget_s: float | None = None) -> Path:
+    plan: dict[str, Any] = {
+        "effort": effort,
+        "device": "cpu",
+        "kernels": [
+            {"kernel": "deploy_kernels:add", "args": [[{"shape": [n]}, {"shape": [n]}] for n in (100, 1000)]},
+            {"kernel": "deploy_kernels:row_sum", "args": [[{"shape": [10, 30]}], [{"shape": [7, 100], "fill": "rand"}]]},
+        ],
+    }  # fmt: skip
+    if budget_s is not None:
+        plan["budget_s"] = budget_s
+    path.write_text(json.dumps(plan))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.syspath_prepend(str(TESTS))  # spawned device workers import deploy_kernels
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), str(TESTS)]))
+
+
+def test_read_plan_jobs_and_errors(tmp_path: Path) -> None:
+    jobs = read_plan(write_plan(tmp_path / "plan.json"))
+    assert [j.describe() for j in jobs] == [
+        "add(100:float32, 100:float32)", "add(1000:float32, 1000:float32)",
+        "row_sum(10x30:float32)", "row_sum(7x100:float32)",
+    ]  # fmt: skip
+    assert len({j.id for j in jobs}) == 4 and all(j.device == "cpu" for j in jobs)
+    bad = tmp_path / "bad.json"
+    for item, message in [
+        ({"kernel": "no_colon", "args": [[1]]}, "MODULE:NAME"),
+        ({"kernel": "m:k", "args": [[{"shape": [4], "dtype": "float33"}]]}, "unknown dtype"),
+        ({"kernel": "m:k", "effort": "max", "args": [[1]]}, "effort 'max'"),
+        ({"kernel": "m:k", "args": [[{"dtype": "float32"}]]}, "'shape' list"),
+    ]:
+        bad.write_text(json.dumps({"kernels": [item]}))
+        with pytest.raises(ConfigError, match=message):
+            read_plan(bad)
+
+
+def _run(jobs: list[Job], path: Path, devices: list[str]) -> ConfigTable:
+    table = ConfigTable(path)
+    seen: list[tuple[str, str | None]] = []
+
+    def on_result(job: Job, entry: dict[str, Any] | None, error: str | None) -> None:
+        assert error is None, error
+        assert entry is not None
+        seen.append((job.id, entry["worker_device"]))
+
+    run_plan(jobs, table, devices, on_result)
+    assert sorted(i for i, _ in seen) == sorted(j.id for j in jobs)
+    return ConfigTable.read(path)
+
+
+def test_jobs_spread_over_devices_with_the_same_winners(tmp_path: Path) -> None:
+    jobs = read_plan(write_plan(tmp_path / "plan.json"))
+    two = _run(jobs, tmp_path / "two.json", ["0", "1"])
+    one = _run(jobs, tmp_path / "one.json", ["0"])
+    assert {e["worker_device"] for e in two.entries} == {"0", "1"}  # both workers took jobs
+    assert {e["worker_device"] for e in one.entries} == {"0"}
+
+    def winners(table: ConfigTable) -> dict[str, Config]:
+        return {e["job"]: Config.from_json(e["config"]) for e in table.entries}
+
+    assert winners(two) == winners(one) and len(winners(one)) == 4
+    entry = one.entries[0]
+    for field in ("kernel", "specialization", "args", "target", "gpu", "versions", "ms"):
+        assert field in entry
+    assert pending_jobs(jobs, one) == []
+
+
+def test_tune_plan_resumes_after_sigint(tmp_path: Path) -> None:
+    plan = write_plan(tmp_path / "plan.json", effort="quick", budget_s=2)
+    out = tmp_path / "table.json"
+    cmd = [sys.executable, "-m", "tilecraft.cli", "tune", str(plan), "-o", str(out)]
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert out.exists(), "no job finished"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Run the same command to resume" in err
+    first = ConfigTable.read(out).entries
+    assert 1 <= len(first) < 4
+    assert all(e["ms"] is not None and e["effort"] == "quick" for e in first)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    final = ConfigTable.read(out).entries
+    assert len(final) == 4
+    assert final[: len(first)] == first  # finished jobs were kept, not tuned again
+    assert f"[{len(first) + 1}/4]" in done.stderr and "wrote" in done.stderr
+
+
+def test_tune_plan_reports_a_failing_job(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "effort": "none",
+                "device": "cpu",
+                "kernels": [
+                    {"kernel": "deploy_kernels:add", "args": [[{"shape": [64]}, {"shape": [64]}]]},
+                    {"kernel": "deploy_kernels:missing", "args": [[{"shape": [64]}]]},
+                ],
+            }
+        )
+    )
+    out = tmp_path / "t.json"
+    assert tune_plan(plan, out, devices=1) == 1
+    entries = ConfigTable.read(out).entries
+    assert [e["name"] for e in entries] == ["add"]
