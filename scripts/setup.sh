@@ -20,4 +20,5 @@ fi
 # (newer numpy breaks its scalar handling).
 "$PY" -m pip install -q "triton==3.6.0" "numpy<2.3"
 
-"$PY" -m pip install -q -e ".[dev]"
+# the ray extra: `tilecraft tune --ray` is tested against a local Ray instance on CPU
+"$PY" -m pip install -q -e ".[dev,ray]"
