@@ -106,6 +106,11 @@ def test_listed_configs_keep_the_fastest(monkeypatch: pytest.MonkeyPatch) -> Non
         return {1: 3.0, 4: 1.0, 16: 2.0}[block]
 
     monkeypatch.setattr(runner, "time_config", fake_time)
+    # in this process (also on a GPU), so that the fake timing applies
+    in_process = runner.open_runner
+    monkeypatch.setattr(
+        select, "open_runner", lambda *a, **kw: in_process(*a, **{**kw, "isolate": False})
+    )
     x, y = pair(100)
     torch.testing.assert_close(D.add_listed(x, y), x + y)
     assert D.add_listed.bind((x, y)).default_program().config.block_sizes == (4,)
@@ -218,11 +223,16 @@ def _forbidden(what: str) -> Any:
 
 
 def test_no_autotune_starts_no_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing
+
     from tilecraft.autotune import isolate
 
     monkeypatch.setenv("TILECRAFT_NO_AUTOTUNE", "1")
     monkeypatch.setattr(isolate.Worker, "start", _forbidden("a worker start"))
-    monkeypatch.setattr(subprocess, "Popen", _forbidden("subprocess.Popen"))
+    monkeypatch.setattr(isolate.IsolatedRunner, "__init__", _forbidden("an isolated runner"))
+    monkeypatch.setattr(multiprocessing.Process, "start", _forbidden("a process start"))
+    if torch.get_default_device().type == "cpu":  # (on a GPU, Triton runs ptxas as a process)
+        monkeypatch.setattr(subprocess, "Popen", _forbidden("subprocess.Popen"))
     for name in ("tune", "fastest_listed"):
         monkeypatch.setattr(select, name, _forbidden(name))
     with warnings.catch_warnings(record=True) as caught:

@@ -1,7 +1,8 @@
 """``tilecraft tune PLAN``: plan files, jobs spread over per-device worker processes, the config
 table it writes, resume after SIGINT (tilecraft.autotune.plan).
 
-CPU: two "devices" are two interpreter worker processes (CUDA_VISIBLE_DEVICES 0 and 1).
+Two "devices" are two worker processes (CUDA_VISIBLE_DEVICES 0 and 1) that run the jobs through
+Triton's interpreter on any machine: these tests are about scheduling, table and resume.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.syspath_prepend(str(TESTS))  # spawned device workers import deploy_kernels
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), str(TESTS)]))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # read by the spawned workers' triton import
 
 
 def test_read_plan_jobs_and_errors(tmp_path: Path) -> None:
@@ -141,3 +143,40 @@ def test_tune_plan_reports_a_failing_job(tmp_path: Path) -> None:
     assert tune_plan(plan, out, devices=1) == 1
     entries = ConfigTable.read(out).entries
     assert [e["name"] for e in entries] == ["add"]
+
+
+@pytest.mark.gpu
+def test_plan_on_the_gpu_then_shipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU: tune a plan (quick) on every visible GPU, then serve from the table with
+    TILECRAFT_NO_AUTOTUNE=1 (the exact entry; no tuning, no warning)."""
+    import warnings
+
+    import deploy_kernels as D
+    import torch
+
+    monkeypatch.delenv("TRITON_INTERPRET")
+    plan = tmp_path / "plan.json"
+    args = [[{"shape": [n]}, {"shape": [n]}] for n in (1 << 20, 3_000_001)]
+    kernels = [{"kernel": "deploy_kernels:add", "args": args}]
+    plan.write_text(
+        json.dumps({"effort": "quick", "budget_s": 20, "device": "cuda", "kernels": kernels})
+    )
+    out = tmp_path / "table.json"
+    assert tune_plan(plan, out) == 0
+    entries = ConfigTable.read(out).entries
+    assert len(entries) == 2 and all(e["ms"] and e["gpu"] != e["target"] for e in entries)
+    D.add.reset()
+    D.add.config_table = out
+    monkeypatch.setenv("TILECRAFT_NO_AUTOTUNE", "1")
+    try:
+        x = torch.randn(1 << 20, device="cuda")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            torch.testing.assert_close(D.add(x, x), x + x)
+        entry = next(e for e in entries if e["args"][0]["shape"] == [1 << 20])
+        want = Config.from_json(entry["config"])
+        got = D.add.bind((x, x)).default_program().config
+        assert got.block_sizes == want.block_sizes and got.num_warps == want.num_warps
+    finally:
+        D.add.config_table = None
+        D.add.reset()
