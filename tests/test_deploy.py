@@ -96,7 +96,7 @@ def test_kernel_autotune_returns_a_config_the_kernel_then_runs() -> None:
 
 # -- configs=[...] ---------------------------------------------------------------------------
 def test_listed_configs_keep_the_fastest(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tilecraft.autotune import runner
+    from tilecraft.autotune import runner, runners
 
     timed: list[int] = []
 
@@ -107,7 +107,7 @@ def test_listed_configs_keep_the_fastest(monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.setattr(runner, "time_config", fake_time)
     # in this process (also on a GPU), so that the fake timing applies
-    in_process = runner.open_runner
+    in_process = runners.open_runner
     monkeypatch.setattr(
         select, "open_runner", lambda *a, **kw: in_process(*a, **{**kw, "isolate": False})
     )

@@ -24,7 +24,7 @@ from tilecraft.autotune.discover import (
     default_workers,
     kernel_tolerances,
 )
-from tilecraft.autotune.runner import open_runner
+from tilecraft.autotune.runners import open_runner
 from tilecraft.autotune.search import EFFORTS, tune
 from tilecraft.autotune.table import lookup
 from tilecraft.config.config import Config
