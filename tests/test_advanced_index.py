@@ -122,6 +122,13 @@ def test_interpreter_matches_eager(kernel: helion.Kernel, args: tuple, expected:
     torch.testing.assert_close(kernel(*args), expected(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel,args,expected", _cases())
+def test_gpu_matches_eager(kernel: helion.Kernel, args: tuple, expected: Any) -> None:
+    on_gpu = tuple(a.cuda() if isinstance(a, torch.Tensor) else a for a in args)
+    torch.testing.assert_close(kernel(*on_gpu).cpu(), expected(), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("kernel,args,expected", _cases())
 def test_ref_mode_matches_eager(kernel: helion.Kernel, args: tuple, expected: Any) -> None:
     torch.testing.assert_close(kernel.run_ref(*args), expected(), rtol=1e-5, atol=1e-5)
