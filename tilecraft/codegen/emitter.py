@@ -155,7 +155,9 @@ class Emitter:
             st.offset = "0"
             self.w.reserve(st.index)
             st.end = self.expr(sym.extent_args[0]) if sym.extent_args else str(sym.extent)
-            needs_mask = bool(sym.extent_args) or int(sym.extent) % self.block_value(sym) != 0
+            extent = 0 if sym.extent_args else int(sym.extent)
+            # an empty whole dim (n == 0) is masked too: its block still has lanes
+            needs_mask = bool(sym.extent_args) or extent == 0 or extent % self.block_value(sym) != 0
             st.mask = f"rmask_{sym.index}" if needs_mask else None
             if st.mask:
                 self.w.reserve(st.mask)

@@ -15,6 +15,7 @@ import torch
 
 from tilecraft.codegen import grid
 from tilecraft.codegen.emitter import Emitter
+from tilecraft.codegen.guards import arg_expr, launch_guards
 from tilecraft.config.plan import Plan
 from tilecraft.ir.nodes import DeviceLoop
 
@@ -66,43 +67,6 @@ def _needs_int64(loop: DeviceLoop) -> bool:
     return False
 
 
-def _arg_expr(name: str, source: Any) -> str:
-    """How the launcher computes a kernel argument from the host locals ``env`` and ``spec``."""
-    if source is None:
-        return f"env[{name!r}]"
-    kind = source[0]
-    if kind == "size":
-        return f"env[{source[1]!r}].shape[{source[2]}]"
-    if kind == "stride":
-        return f"env[{source[1]!r}].stride({source[2]})"
-    if kind == "spec":
-        return f"spec.{source[1]}s[{source[2]}]"
-    if kind == "programs":
-        return "num_programs"
-    raise AssertionError(source)
-
-
-def _describe(name: str, source: Any) -> str:
-    if source is not None and source[0] == "size":
-        return f"{source[1]}.shape[{source[2]}]"
-    return name
-
-
-def _extent_guards(loop: DeviceLoop) -> list[str]:
-    """With dynamic shapes, extents that were equal when traced share one reduction dim; check at
-    launch that they still are (else the kernel would read out of bounds)."""
-    lines = []
-    for sym in loop.syms:
-        args = [(a.attrs["name"], a.attrs.get("source")) for a in sym.extent_args]
-        for name, source in args[1:]:
-            first, other = _arg_expr(*args[0]), _arg_expr(name, source)
-            message = f"{_describe(*args[0])} and {_describe(name, source)} must be equal (one reduction dim), got "
-            lines.append(
-                f"    if {first} != {other}:\n        raise ShapeError({message!r} + str(({first}, {other})))\n"
-            )
-    return lines
-
-
 def generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
     """The kernel and launcher of ``loop`` under ``plan`` (for the interpreter target: code that
     Triton's CPU interpreter runs, e.g. bf16/fp16 dots upcast)."""
@@ -125,10 +89,10 @@ def generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
     helpers = "".join(h + "\n\n" for h in em.helpers)
     device_source = f"{helpers}@triton.jit\ndef {kernel_name}({signature}):\n{em.w.text()}"
     launcher_name = f"launch_{loop.index}"
-    call_args = [_arg_expr(p, em.scalars.get(p)) for p in params]
+    call_args = [arg_expr(p, em.scalars.get(p)) for p in params]
     call_args += [f"{k}={v}" for k, v in constexprs.items()]
     call_args += [f"{k}={v!r}" for k, v in launch_options.items()]
-    prologue = _extent_guards(loop)
+    prologue = launch_guards(loop)
     if "num_programs" in em.scalars:
         first = next(iter(em.tensors))
         prologue.append(f"    num_programs = sm_count(env[{first!r}]) * {plan.num_sm_multiplier}\n")

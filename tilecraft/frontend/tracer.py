@@ -13,6 +13,7 @@ import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, UnsupportedOpError
 from tilecraft.frontend import advanced_index
+from tilecraft.frontend.coverage import check_tile_covers
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind
@@ -446,6 +447,7 @@ class Tracer:
                 shape.append(1)
                 continue
             if isinstance(item, TileProxy):
+                check_tile_covers(t.name, t.shape, dim, item.sym, self.loc)
                 resolved.append(("tile", item.sym, dim))
                 if not item.sym.scalar:
                     shape.append(item.sym)

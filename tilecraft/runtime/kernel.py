@@ -35,6 +35,7 @@ from tilecraft.language.tunables import BlockSize
 from tilecraft.runtime import hooks
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.ref import build_ref
+from tilecraft.runtime.validate import check_has_data, check_tensor_args, host_code_error
 from tilecraft.targets.target import Target, check_runnable, detect
 
 
@@ -325,19 +326,7 @@ class BoundKernel:
         self.arg_signatures = [
             signature_of(n, v, kernel.static_shapes) for n, v in bound.arguments.items()
         ]
-        devices = {v.device.type for v in bound.arguments.values() if isinstance(v, torch.Tensor)}
-        if len(devices) > 1:
-            raise ArgumentError(
-                f"{kernel.__name__}(): tensor arguments are on different devices: "
-                + ", ".join(
-                    f"{n}={v.device}"
-                    for n, v in bound.arguments.items()
-                    if isinstance(v, torch.Tensor)
-                ),
-                kernel.def_loc,
-                hint="move every tensor argument to the same device",
-            )
-        self.device_type = devices.pop() if devices else "cpu"
+        self.device_type = check_tensor_args(kernel.__name__, bound.arguments, kernel.def_loc)
         self.target: Target = target or detect(self.device_type)
         self._example = (tuple(bound.args), dict(bound.kwargs))
         self.traced = self._trace({})
@@ -356,14 +345,18 @@ class BoundKernel:
 
     def _trace(self, block_values: dict[Any, Any]) -> TracedKernel:
         args, kwargs = self._example
-        return trace_kernel(
-            self.kernel.source,
-            args,
-            kwargs,
-            self.device_type,
-            self.kernel.static_shapes,
-            block_values,
-        )
+        src = self.kernel.source
+        try:
+            return trace_kernel(
+                src, args, kwargs, self.device_type, self.kernel.static_shapes, block_values
+            )
+        except TilecraftError:
+            raise
+        except Exception as exc:  # the user's host code raised on these arguments
+            arguments = self.kernel.bind_arguments(args, kwargs).arguments
+            raise host_code_error(
+                self.kernel.__name__, exc, src.filename, arguments, self.kernel.def_loc
+            ) from exc
 
     def _trace_for(self, config: Config) -> TracedKernel:
         """Host code may size buffers from registered block sizes, and device code may branch on
@@ -437,6 +430,13 @@ class BoundKernel:
         if self._default is None:
             config = self.kernel.config
             if config is None and (args or kwargs):
+                # environment and input causes: one clear line before any candidate runs
+                check_has_data(
+                    self.kernel.__name__,
+                    self.kernel.bind_arguments(args, kwargs or {}).arguments,
+                    self.kernel.def_loc,
+                )
+                check_runnable(self.target)
                 config = hooks.select_config(self, args, kwargs or {})
             self._default = self.compile_config(config or self.spec.default())
         return self._default

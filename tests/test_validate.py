@@ -1,0 +1,151 @@
+"""Inputs checked at the launch boundary: size-0 launches, tensors shorter than the loops that
+index them, and arguments the kernel cannot take (dtype, rank, device, meta) — each a clear error
+or the right answer, never a crash or an out-of-bounds read."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+import tilecraft as tc
+from examples.add import add
+from examples.softmax import softmax
+from examples.sum import sum_last
+from tests.kernels import rms_norm, rms_norm_ref
+from tilecraft.errors import ArgumentError, ShapeError
+
+CONFIG = tc.Config(block_sizes=[16, 16])
+
+
+@tc.kernel(config=CONFIG)
+def axpy(x: torch.Tensor, y: torch.Tensor, a: float) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = x[tm, tn] * a + y[tm, tn]
+    return out
+
+
+@tc.kernel(config=CONFIG, static_shapes=False)
+def axpy_dynamic(x: torch.Tensor, y: torch.Tensor, a: float) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = x[tm, tn] * a + y[tm, tn]
+    return out
+
+
+def _line(kernel: tc.Kernel, needle: str) -> str:
+    lines, first = inspect.getsourcelines(kernel.fn)
+    (idx,) = [i for i, ln in enumerate(lines) if needle in ln]
+    return f"test_validate.py:{first + idx}"
+
+
+def _eager(name: str, x: torch.Tensor) -> torch.Tensor:
+    if name == "add":
+        return x + x
+    if name == "softmax":
+        return torch.softmax(x, dim=-1)
+    return rms_norm_ref(x, torch.ones(x.shape[1]))
+
+
+@pytest.mark.parametrize("shape", [(0, 64), (64, 0), (0, 0)])
+@pytest.mark.parametrize("name", ["add", "softmax", "rms_norm"])
+def test_size_zero_inputs_return_empty(name: str, shape: tuple[int, int]) -> None:
+    x = torch.randn(shape)
+    if name == "add":
+        out = add(x, x)
+    elif name == "softmax":
+        out = softmax(x)
+    else:
+        out = rms_norm(x, torch.ones(shape[1]))
+    assert out.shape == _eager(name, x).shape
+
+
+def test_reduction_over_empty_dim_is_zero() -> None:
+    x = torch.randn(5, 0)
+    assert torch.equal(sum_last(x), torch.zeros(5))
+
+
+def test_empty_grid_launcher_returns_before_launch() -> None:
+    code = add.bind((torch.empty(0, 8), torch.empty(0, 8))).to_triton_code(
+        tc.Config(block_sizes=[16, 16])
+    )
+    launcher = code[code.index("def launch_0") :]
+    assert launcher.splitlines()[1].strip() == "return"
+
+
+def test_dynamic_empty_grid_is_skipped() -> None:
+    x = torch.randn(64, 64)
+    assert torch.equal(axpy_dynamic(x, x, 2.0), x * 3)
+    empty = torch.randn(0, 64)
+    assert axpy_dynamic(empty, empty, 2.0).shape == (0, 64)
+
+
+def test_short_tensor_is_a_shape_error_at_its_line() -> None:
+    with pytest.raises(ShapeError) as info:
+        axpy(torch.ones(512, 512), torch.zeros(2, 2), 1.0)
+    text = str(info.value)
+    assert "'y'" in text and "dim 0" in text and "[0, 512)" in text
+    assert _line(axpy, "out[tm, tn] = x[tm, tn]") in text
+
+
+def test_short_tensor_dynamic_shapes_checked_per_call() -> None:
+    x = torch.randn(64, 64)
+    axpy_dynamic(x, x, 1.0)  # traced on a call that fits
+    with pytest.raises(ShapeError) as info:
+        axpy_dynamic(x, torch.zeros(40, 64), 1.0)  # same size buckets, shorter y
+    text = str(info.value)
+    assert "'y'" in text and "dim 0" in text and "(40, 64)" in text
+    assert _line(axpy_dynamic, "out[tm, tn] = x[tm, tn]") in text
+
+
+def test_unsupported_dtype_is_one_line_before_any_candidate() -> None:
+    x = torch.randn(8, 16, dtype=torch.complex64)
+    with pytest.raises(ArgumentError) as info:
+        rms_norm(x, torch.randn(16, dtype=torch.complex64))
+    text = str(info.value)
+    assert "argument 'x'" in text and "complex64" in text and "candidates" not in text
+
+
+def test_wrong_rank_names_the_host_line() -> None:
+    with pytest.raises(ArgumentError) as info:
+        rms_norm(torch.randn(2, 8, 16), torch.randn(16))
+    text = str(info.value)
+    assert "[2, 8, 16]" in text and "too many values to unpack" in text
+    assert _line_of_kernels("m, n = x.size()") in text
+
+
+def _line_of_kernels(needle: str) -> str:
+    lines, first = inspect.getsourcelines(rms_norm.fn)
+    (idx,) = [i for i, ln in enumerate(lines) if needle in ln]
+    return f"kernels.py:{first + idx}"
+
+
+def test_mismatched_reduction_extents_are_a_shape_error() -> None:
+    with pytest.raises(ShapeError, match="do not broadcast"):
+        rms_norm(torch.randn(8, 16), torch.randn(12))
+
+
+def test_meta_tensors_are_refused_before_any_candidate() -> None:
+    x, w = torch.randn(8, 16, device="meta"), torch.randn(16, device="meta")
+    with pytest.raises(ArgumentError, match="meta tensor") as info:
+        rms_norm(x, w)
+    assert "candidates" not in str(info.value)
+    assert "tl.store" in rms_norm.bind((x, w)).to_triton_code()  # inspection still works
+
+
+def test_non_contiguous_inputs_are_honored() -> None:
+    base = torch.randn(24, 40)
+    x, y = base.t(), torch.randn(80, 24)[::2]
+    assert torch.allclose(axpy(x, y, 0.5), x * 0.5 + y)
+
+
+def test_cpu_without_interpreter_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRITON_INTERPRET")
+    x = torch.randn(8, 24)
+    with pytest.raises(ArgumentError, match="TRITON_INTERPRET=1") as info:
+        rms_norm(x, torch.randn(24))
+    assert "candidates" not in str(info.value)

@@ -1,0 +1,40 @@
+"""Launch-boundary facts about what a device loop indexes (stage: frontend; in: a host tensor
+access and the loop's syms; out: a ``ShapeError`` at trace time, or guards the launcher checks).
+
+A tile loop over ``[begin, end)`` indexes every tensor it subscripts with that tile along one dim;
+the tensor must be at least ``end`` long there, or the kernel reads or writes out of bounds (the
+loop's mask is built from the loop's extent, not the tensor's).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilecraft.errors import ShapeError, SourceLoc
+from tilecraft.ir.nodes import Node, Op, Sym
+
+
+def known_int(value: Any) -> int | None:
+    """An extent's value when the tracer knows it: an int, or a runtime argument's traced value."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Node) and value.op is Op.ARG and isinstance(value.attrs.get("value"), int):
+        return int(value.attrs["value"])
+    return None
+
+
+def check_tile_covers(
+    name: str, shape: tuple[int, ...], dim: int, sym: Sym, loc: SourceLoc | None
+) -> None:
+    """``name`` indexed with tile ``sym`` along ``dim``: its extent must reach the loop's end."""
+    end = known_int(sym.extent)
+    if end is None or shape[dim] >= end:
+        return
+    begin = known_int(sym.begin)
+    span = f"[{begin}, {end})" if begin is not None else f"up to {end}"
+    raise ShapeError(
+        f"tensor '{name}' has size {shape[dim]} along dim {dim} (shape {list(shape)}), but the "
+        f"tile loop indexing that dim covers {span}",
+        loc,
+        hint=f"pass '{name}' with at least {end} elements along dim {dim}, or loop over its own size",
+    )

@@ -1,0 +1,75 @@
+"""Argument checks at the call boundary (stage: runtime; in: a kernel's bound arguments; out:
+nothing, or one :class:`ArgumentError` that says what to change).
+
+These run once per specialization, before tracing or any candidate config: an environment or input
+problem (meta tensors, a dtype device code cannot hold, tensors on several devices, host code that
+cannot run on these shapes) is one clear line here, not a table of identical failed candidates.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+import torch
+
+from tilecraft.errors import ArgumentError, SourceLoc, TilecraftError
+from tilecraft.ir.dtypes import TRITON_DTYPES
+
+
+def _describe(value: torch.Tensor) -> str:
+    return f"{value.dtype} tensor of shape {list(value.shape)} on {value.device}"
+
+
+def check_tensor_args(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> str:
+    """Check every tensor argument; returns the one device type they share (``cpu`` if none)."""
+    tensors = {n: v for n, v in arguments.items() if isinstance(v, torch.Tensor)}
+    for arg, value in tensors.items():
+        if value.dtype not in TRITON_DTYPES:
+            supported = ", ".join(str(d).removeprefix("torch.") for d in TRITON_DTYPES)
+            raise ArgumentError(
+                f"{name}(): argument '{arg}' is a {_describe(value)}; device code does not "
+                f"support {value.dtype}",
+                loc,
+                hint=f"convert it on the host (e.g. .real / .view(torch.float32)); supported dtypes: {supported}",
+            )
+    devices = {v.device.type for v in tensors.values()}
+    if len(devices) > 1:
+        raise ArgumentError(
+            f"{name}(): tensor arguments are on different devices: "
+            + ", ".join(f"{n}={v.device}" for n, v in tensors.items()),
+            loc,
+            hint="move every tensor argument to the same device",
+        )
+    return devices.pop() if devices else "cpu"
+
+
+def check_has_data(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> None:
+    """Running (not inspecting or cross-compiling) needs tensors with data."""
+    for arg, value in arguments.items():
+        if isinstance(value, torch.Tensor) and value.device.type == "meta":
+            raise ArgumentError(
+                f"{name}(): argument '{arg}' is a meta tensor (shapes only, no data)",
+                loc,
+                hint="kernels run on real tensors: pass CPU tensors (with TRITON_INTERPRET=1) or "
+                "GPU tensors; to inspect code, kernel.bind(args).to_triton_code() takes meta tensors",
+            )
+
+
+def host_code_error(
+    name: str, exc: Exception, filename: str, arguments: dict[str, Any], loc: SourceLoc | None
+) -> TilecraftError:
+    """An exception the user's host code raised while traced on these arguments (e.g. ``m, n =
+    x.size()`` with a 3-D ``x``), as an error at the user's line that lists the arguments."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    where = SourceLoc(filename, frames[-1].lineno or 1) if frames else loc
+    given = ", ".join(
+        f"{n}: {_describe(v)}" if isinstance(v, torch.Tensor) else f"{n}: {type(v).__name__}"
+        for n, v in arguments.items()
+    )
+    return ArgumentError(
+        f"{name}(): the kernel's host code failed on these arguments ({given}): "
+        f"{type(exc).__name__}: {exc}",
+        where,
+        hint="check the arguments' ranks and shapes against what the kernel expects",
+    )
