@@ -17,6 +17,7 @@ from tilecraft.codegen import grid
 from tilecraft.codegen.emitter import Emitter
 from tilecraft.codegen.guards import arg_expr, launch_guards
 from tilecraft.config.plan import Plan
+from tilecraft.ir.index_width import needs_int64
 from tilecraft.ir.nodes import DeviceLoop
 
 HEADER = (
@@ -56,15 +57,7 @@ class GeneratedKernel:
 
 
 def _needs_int64(loop: DeviceLoop) -> bool:
-    for t in loop.tensors.values():
-        reach = (
-            sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride, strict=True))
-            if t.shape
-            else 0
-        )
-        if reach >= 2**31 - 1:
-            return True
-    return False
+    return any(needs_int64(t.shape, t.stride) for t in loop.tensors.values())
 
 
 def generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:

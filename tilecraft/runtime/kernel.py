@@ -30,6 +30,7 @@ from tilecraft.frontend.source import (
     parse_kernel,
 )
 from tilecraft.frontend.trace import TracedKernel, trace_kernel
+from tilecraft.ir.index_width import needs_int64
 from tilecraft.language import _context
 from tilecraft.language.tunables import BlockSize
 from tilecraft.runtime import hooks
@@ -67,7 +68,9 @@ def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
         # dynamic: one compile per power-of-two size bucket (whole reduction dims need a constexpr
         # block >= the extent) and per pattern of unit strides (kept literal for vectorization)
         buckets = tuple(s if s < 2 else next_pow2(s) for s in value.shape)
+        # and per index width: offsets past 2^31 need int64 (the last entry: 1 = int64)
         unit = tuple(int(st == 1) for st in value.stride())
+        unit += (int(needs_int64(value.shape, value.stride())),)
         return ArgSignature(
             name, "tensor", value.dtype, buckets, unit, value.device.type, "dynamic"
         )

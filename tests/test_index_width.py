@@ -1,0 +1,63 @@
+"""Index width per call: offsets that can pass 2^31 are computed in int64, decided from each call's
+actual extents and strides (part of the specialization key with dynamic shapes too). Checked on
+meta tensors and strided views (no 8 GB allocations) and one interpreter run with a lowered limit."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.ir import index_width
+from tilecraft.ir.index_width import max_offset, needs_int64
+
+CONFIG = tc.Config(block_sizes=[4, 16])
+
+
+@tc.kernel(config=CONFIG, static_shapes=False)
+def copy_dynamic(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = x[tm, tn] + 1
+    return out
+
+
+def _meta(shape: tuple[int, ...], stride: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    return torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+
+
+def test_boundary_is_two_to_the_31() -> None:
+    assert max_offset((2, 5), (2**31 - 2, 1)) == 2**31 + 2
+    assert not needs_int64((2, 1), (2**31 - 2, 1))  # farthest offset 2^31 - 2
+    assert needs_int64((2, 1), (2**31 - 1, 1))  # farthest offset 2^31 - 1
+    assert not needs_int64((0, 1), (2**40, 1))  # empty: nothing is touched
+
+
+def test_large_row_stride_is_a_new_specialization() -> None:
+    small = _meta((3, 16), (16, 1), torch.uint8)
+    wide = _meta((3, 16), (2**30, 1), torch.uint8)  # same size buckets, offsets up to 2^31 + 15
+    values = (small,), (wide,)
+    keys = [copy_dynamic._key_of(v) for v in values]
+    assert keys[0] != keys[1]
+    codes = [copy_dynamic.bind(v).to_triton_code(CONFIG) for v in values]
+    assert "tl.int64" not in codes[0]
+    assert ".to(tl.int64)" in codes[1]
+
+
+def test_contiguous_rows_past_the_limit_switch_width() -> None:
+    n = 2**29 + 1
+    three, four = _meta((3, n), (n, 1), torch.float32), _meta((4, n), (n, 1), torch.float32)
+    assert copy_dynamic._key_of((three,)) != copy_dynamic._key_of((four,))
+    assert ".to(tl.int64)" in copy_dynamic.bind((four,)).to_triton_code(CONFIG)
+    assert "tl.int64" not in copy_dynamic.bind((three,)).to_triton_code(CONFIG)
+
+
+def test_int64_indexing_runs_correctly(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = torch.randn(40, 24)
+    first = copy_dynamic(x)
+    monkeypatch.setattr(index_width, "INT32_LIMIT", 100)  # now x's offsets "pass" the limit
+    bound = copy_dynamic.bind((x,))
+    assert ".to(tl.int64)" in bound.to_triton_code(CONFIG)
+    assert torch.equal(copy_dynamic(x), x + 1)
+    assert torch.equal(first, x + 1)
