@@ -16,20 +16,13 @@ from typing import Any
 import torch
 
 from tilecraft.codegen import memory, scans, views
+from tilecraft.codegen.reduce import combine_expr, reduce_expr
 from tilecraft.codegen.writer import CodeWriter
 from tilecraft.config.plan import Plan
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind
 from tilecraft.ir.pointwise import POINTWISE
-
-_REDUCE_FN = {
-    "sum": "tl.sum",
-    "max": "tl.max",
-    "min": "tl.min",
-    "argmax": "tl.argmax",
-    "argmin": "tl.argmin",
-}
 
 
 @dataclasses.dataclass
@@ -305,8 +298,8 @@ class Emitter:
         if self.looped is not None and src.shape[axis] is self.looped:
             raise AssertionError("rolled reductions are emitted by emit_chunk_loop")
         text = self.masked_for_reduce(src, axis, kind)
-        keep_arg = ", keep_dims=True" if keep else ""
-        self.bind(node, f"{_REDUCE_FN[kind]}({text}, {axis}{keep_arg})")
+        dims = [self.dim_expr(d) for d in src.shape]
+        self.bind(node, reduce_expr(kind, text, axis, keep, src.dtype, dims))
 
     def emit_dot(self, node: Node) -> None:
         a, b = node.inputs[0], node.inputs[1]
@@ -428,21 +421,16 @@ class Emitter:
                     kind, axis = n.attrs["kind"], n.attrs["axis"]
                     value = self.masked_for_reduce(n.inputs[0], axis, kind)
                     acc = accs[n.id]
-                    combine = {
-                        "sum": f"{acc} + {value}",
-                        "max": f"tl.maximum({acc}, {value})",
-                        "min": f"tl.minimum({acc}, {value})",
-                    }[kind]
-                    self.w.line(f"{acc} = {combine}")
+                    self.w.line(f"{acc} = {combine_expr(kind, acc, value, n.inputs[0].dtype)}")
                 else:
                     self.ensure(n)
             self.scopes.pop()
         for n in sinks:
             if n.op is Op.REDUCE:
-                keep = ", keep_dims=True" if n.attrs["keepdim"] else ""
-                self.bind(
-                    n, f"{_REDUCE_FN[n.attrs['kind']]}({accs[n.id]}, {n.attrs['axis']}{keep})"
-                )
+                src = n.inputs[0]
+                src_dims = [self.dim_expr(d) for d in src.shape]
+                kind, axis, keep = n.attrs["kind"], n.attrs["axis"], n.attrs["keepdim"]
+                self.bind(n, reduce_expr(kind, accs[n.id], axis, keep, src.dtype, src_dims))
 
 
 def _on(node: Node, sym: Sym) -> bool:

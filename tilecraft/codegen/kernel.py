@@ -16,6 +16,7 @@ import torch
 from tilecraft.codegen import grid
 from tilecraft.codegen.emitter import Emitter
 from tilecraft.codegen.guards import arg_expr, launch_guards
+from tilecraft.codegen.reduce import HELPER_IMPORT
 from tilecraft.config.plan import Plan
 from tilecraft.ir.index_width import needs_int64
 from tilecraft.ir.nodes import DeviceLoop
@@ -23,7 +24,7 @@ from tilecraft.ir.nodes import DeviceLoop
 HEADER = (
     "from __future__ import annotations\n\nimport triton\nimport triton.language as tl\n\n"
     "from tilecraft.errors import ShapeError\n"
-    "from tilecraft.runtime.device import ensure_allocator, sm_count\n"
+    "from tilecraft.runtime.device import ensure_allocator, sm_count\n" + HELPER_IMPORT
 )
 TYPE_NAMES = {
     torch.float32: "fp32",

@@ -219,6 +219,12 @@ class Tracer:
         result = dtypes.promote(*[self.dtype_of(o) for o in operands])
         if op.float_only and not result.is_floating_point:
             result = torch.float32
+        if op.int_only and (result.is_floating_point or result.is_complex):
+            raise DeviceCodeError(
+                f"'{name}' needs integer or bool tiles (as in torch), got {result}",
+                self.loc,
+                hint="cast with .to(torch.int32) first, or use the float op you meant",
+            )
         if name in ("floordiv", "mod") and not result.is_floating_point:
             name, op = name + "_int", POINTWISE[name + "_int"]
         nodes = [self.value_node(o) for o in operands]

@@ -103,6 +103,9 @@ for _name in [
     "__matmul__",
     "__and__",
     "__or__",
+    "__xor__",
+    "__lshift__",
+    "__rshift__",
     "__eq__",
     "__ne__",
     "__lt__",
@@ -116,6 +119,7 @@ for _name, _base in (
     ("__rmul__", "__mul__"),
     ("__rand__", "__and__"),
     ("__ror__", "__or__"),
+    ("__rxor__", "__xor__"),
 ):
     setattr(TileValue, _name, _binary(_base, reflected=True))
 for _name, _base in (
@@ -125,11 +129,13 @@ for _name, _base in (
     ("__rpow__", "__pow__"),
     ("__rmatmul__", "__matmul__"),
     ("__rmod__", "__mod__"),
+    ("__rlshift__", "__lshift__"),
+    ("__rrshift__", "__rshift__"),
 ):
     setattr(TileValue, _name, _binary(_base, reflected=True))
 TileValue.__neg__ = lambda self: self.tracer.torch_call(torch.neg, (self,), {})  # type: ignore
 TileValue.__abs__ = lambda self: self.tracer.torch_call(torch.abs, (self,), {})  # type: ignore
-TileValue.__invert__ = lambda self: self.tracer.torch_call(torch.logical_not, (self,), {})  # type: ignore
+TileValue.__invert__ = lambda self: self.tracer.torch_call(torch.bitwise_not, (self,), {})  # type: ignore
 TileValue.__hash__ = object.__hash__  # type: ignore[method-assign,assignment]
 
 

@@ -27,6 +27,7 @@ class PointwiseOp:
     torch_fns: tuple[Any, ...] = ()
     float_only: bool = False
     bool_result: bool = False
+    int_only: bool = False  # bitwise ops: integer or bool operands only
 
 
 POINTWISE: dict[str, PointwiseOp] = {}
@@ -73,7 +74,15 @@ _op(
     T.reciprocal,
     float_only=True,
 )
-_op("relu", 1, "tl.maximum({0}, 0)", torch.relu, torch.relu, T.relu, torch.nn.functional.relu)
+_op(
+    "relu",
+    1,
+    "tl.maximum({0}, 0, propagate_nan=tl.PropagateNan.ALL)",
+    torch.relu,
+    torch.relu,
+    T.relu,
+    torch.nn.functional.relu,
+)
 _op(
     "silu",
     1,
@@ -182,8 +191,22 @@ _op(
     operator.pow,
     float_only=True,
 )
-_op("maximum", 2, "tl.maximum({0}, {1})", torch.maximum, torch.maximum, T.maximum)
-_op("minimum", 2, "tl.minimum({0}, {1})", torch.minimum, torch.minimum, T.minimum)
+_op(
+    "maximum",
+    2,
+    "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
+    torch.maximum,
+    torch.maximum,
+    T.maximum,
+)
+_op(
+    "minimum",
+    2,
+    "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
+    torch.minimum,
+    torch.minimum,
+    T.minimum,
+)
 _op("eq", 2, "({0} == {1})", torch.eq, torch.eq, T.eq, T.__eq__, operator.eq, bool_result=True)
 _op("ne", 2, "({0} != {1})", torch.ne, torch.ne, T.ne, T.__ne__, operator.ne, bool_result=True)
 _op("lt", 2, "({0} < {1})", torch.lt, torch.lt, T.lt, T.__lt__, operator.lt, bool_result=True)
@@ -196,8 +219,7 @@ _op(
     "({0} & {1})",
     torch.logical_and,
     torch.logical_and,
-    T.__and__,
-    operator.and_,
+    T.logical_and,
     bool_result=True,
 )
 _op(
@@ -206,9 +228,94 @@ _op(
     "({0} | {1})",
     torch.logical_or,
     torch.logical_or,
-    T.__or__,
-    operator.or_,
+    T.logical_or,
     bool_result=True,
 )
 # random numbers: (seed, global element number) -> U[0, 1); built by tc.rand, no torch function
 _op("philox_rand", 2, "tl.rand({0}, {1})", philox.rand)
+_op(
+    "xor",
+    2,
+    "({0} ^ {1})",
+    torch.logical_xor,
+    torch.logical_xor,
+    T.logical_xor,
+    bool_result=True,
+)
+# bitwise ops (integer and bool tiles; on bools they are the logical ops, as in torch)
+_op(
+    "bitwise_not",
+    1,
+    "(~{0})",
+    torch.bitwise_not,
+    torch.bitwise_not,
+    T.bitwise_not,
+    T.__invert__,
+    operator.invert,
+    int_only=True,
+)
+_op(
+    "bitwise_and",
+    2,
+    "({0} & {1})",
+    torch.bitwise_and,
+    torch.bitwise_and,
+    T.bitwise_and,
+    T.__and__,
+    T.__rand__,
+    T.__iand__,
+    operator.and_,
+    int_only=True,
+)
+_op(
+    "bitwise_or",
+    2,
+    "({0} | {1})",
+    torch.bitwise_or,
+    torch.bitwise_or,
+    T.bitwise_or,
+    T.__or__,
+    T.__ror__,
+    T.__ior__,
+    operator.or_,
+    int_only=True,
+)
+_op(
+    "bitwise_xor",
+    2,
+    "({0} ^ {1})",
+    torch.bitwise_xor,
+    torch.bitwise_xor,
+    T.bitwise_xor,
+    T.__xor__,
+    T.__rxor__,
+    T.__ixor__,
+    operator.xor,
+    int_only=True,
+)
+_op(
+    "lshift",
+    2,
+    "({0} << {1})",
+    torch.bitwise_left_shift,
+    torch.bitwise_left_shift,
+    T.bitwise_left_shift,
+    T.__lshift__,
+    T.__rlshift__,
+    operator.lshift,
+    int_only=True,
+)
+_op(
+    "rshift",
+    2,
+    "({0} >> {1})",
+    torch.bitwise_right_shift,
+    torch.bitwise_right_shift,
+    T.bitwise_right_shift,
+    T.__rshift__,
+    T.__rrshift__,
+    operator.rshift,
+    int_only=True,
+)
+# C remainder (the sign of the dividend): Triton's % on ints and floats alike
+_op("fmod", 2, "({0} % {1})", torch.fmod, torch.fmod, T.fmod)

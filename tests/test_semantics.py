@@ -1,0 +1,143 @@
+"""PyTorch semantics in device code: NaN-propagating max/min reductions (and arg-reductions),
+bitwise integer ops, fmod — each compiled kernel (interpreter) against eager PyTorch, and the
+generated code checked for the NaN-aware combine."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import DeviceCodeError
+
+ROWS = tc.Config(block_sizes=[4], reduction_loops=[None])
+LOOPED = tc.Config(block_sizes=[4], reduction_loops=[8])
+
+
+@tc.kernel(config=ROWS)
+def row_stats(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, 6], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        xt = x[tm, :]
+        out[tm, 0] = torch.amax(xt, dim=-1)
+        out[tm, 1] = torch.amin(xt, dim=-1)
+        out[tm, 2] = torch.max(xt, dim=-1).values
+        out[tm, 3] = torch.min(xt, dim=-1).values
+        out[tm, 4] = torch.argmax(xt, dim=-1).to(torch.float32)
+        out[tm, 5] = torch.argmin(xt, dim=-1).to(torch.float32)
+    return out
+
+
+@tc.kernel(config=LOOPED)
+def row_max_looped(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        out[tm] = torch.amax(x[tm, :], dim=-1)
+    return out
+
+
+def _eager_stats(x: torch.Tensor) -> torch.Tensor:
+    cols = [x.amax(-1), x.amin(-1), x.max(-1).values, x.min(-1).values]
+    cols += [x.argmax(-1).float(), x.argmin(-1).float()]
+    return torch.stack(cols, dim=1)
+
+
+def _with_nans() -> torch.Tensor:
+    x = torch.randn(6, 20)
+    x[1, 3] = float("nan")
+    x[2, 0] = x[2, 17] = float("nan")
+    x[3, :] = float("nan")
+    x[4, 5] = float("inf")
+    x[5, 7] = float("-inf")
+    return x
+
+
+def test_nan_propagates_through_reductions() -> None:
+    x = _with_nans()
+    got, want = row_stats(x), _eager_stats(x)
+    torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_nan_propagates_through_looped_reduction() -> None:
+    x = _with_nans()
+    torch.testing.assert_close(row_max_looped(x), x.amax(-1), equal_nan=True)
+    code = row_max_looped.bind((x,)).to_triton_code(LOOPED)
+    assert "propagate_nan=tl.PropagateNan.ALL" in code and "_tc_max_nan" in code
+
+
+def test_float_reductions_use_nan_combines() -> None:
+    code = row_stats.bind((_with_nans(),)).to_triton_code(ROWS)
+    for helper in ("_tc_max_nan", "_tc_min_nan", "_tc_argmax_nan", "_tc_argmin_nan"):
+        assert "tl.reduce(" in code and helper in code
+
+
+@tc.kernel(config=tc.Config(block_sizes=[16]))
+def int_ops(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    (n,) = a.size()
+    out = torch.empty([8, n], dtype=a.dtype, device=a.device)
+    for t in tc.tile(n):
+        x, y = a[t], b[t]
+        out[0, t] = ~x
+        out[1, t] = x ^ y
+        out[2, t] = x & y
+        out[3, t] = x | y
+        out[4, t] = x << 3
+        out[5, t] = x >> 2
+        out[6, t] = torch.bitwise_xor(torch.bitwise_not(x), y)
+        out[7, t] = torch.fmod(x, y)
+    return out
+
+
+def test_integer_ops_match_torch() -> None:
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(-1000, 1000, (37,), generator=g, dtype=torch.int32)
+    b = torch.randint(1, 50, (37,), generator=g, dtype=torch.int32) * torch.where(a % 2 == 0, 1, -1)
+    want = torch.stack(
+        [~a, a ^ b, a & b, a | b, a << 3, a >> 2, torch.bitwise_xor(~a, b), torch.fmod(a, b)]
+    )
+    assert torch.equal(int_ops(a, b), want)
+
+
+@tc.kernel(config=tc.Config(block_sizes=[16]))
+def float_fmod(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    (n,) = a.size()
+    out = torch.empty_like(a)
+    for t in tc.tile(n):
+        out[t] = torch.fmod(a[t], b[t])
+    return out
+
+
+def test_float_fmod_keeps_the_dividend_sign() -> None:
+    a, b = torch.randn(40) * 10, torch.randn(40) + 3
+    torch.testing.assert_close(float_fmod(a, b), torch.fmod(a, b))
+
+
+@tc.kernel(config=tc.Config(block_sizes=[16]))
+def invert_float(a: torch.Tensor) -> torch.Tensor:
+    (n,) = a.size()
+    out = torch.empty_like(a)
+    for t in tc.tile(n):
+        out[t] = ~a[t]
+    return out
+
+
+def test_bitwise_op_on_float_tile_is_an_error() -> None:
+    with pytest.raises(DeviceCodeError, match="bitwise_not.*integer or bool"):
+        invert_float(torch.randn(8))
+
+
+@pytest.mark.crosscompile
+@pytest.mark.parametrize("target", ["cuda:90", "hip:gfx942"])
+def test_nan_reductions_cross_compile(target: str) -> None:
+    from tilecraft.runtime.kernel import BoundKernel
+    from tilecraft.targets.crosscompile import cross_compile
+    from tilecraft.targets.target import Target
+
+    x = _with_nans()
+    for kernel, config in ((row_stats, ROWS), (row_max_looped, LOOPED)):
+        bound = BoundKernel(kernel, kernel.bind_arguments((x,), {}), target=Target.parse(target))
+        _, _, traced, generated = bound.generate(config)
+        report = cross_compile(generated[0], traced.loops[0], bound.target)
+        assert report.ok, report.error

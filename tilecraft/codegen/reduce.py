@@ -1,0 +1,53 @@
+"""Reduction expressions with PyTorch's NaN semantics (stage: codegen; in: a reduce kind, the
+Triton text of its input, the reduced axis and the input's shape; out: a Triton expression).
+
+Float max/min and argmax/argmin combine through ``runtime/triton_helpers.py`` (NaN wins, the
+first NaN's index for arg-reductions); sums and integer reductions keep Triton's own reductions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+REDUCE_FN = {
+    "sum": "tl.sum",
+    "max": "tl.max",
+    "min": "tl.min",
+    "argmax": "tl.argmax",
+    "argmin": "tl.argmin",
+}
+NAN_COMBINE = {"max": "_tc_max_nan", "min": "_tc_min_nan"}
+NAN_ARG_COMBINE = {"argmax": "_tc_argmax_nan", "argmin": "_tc_argmin_nan"}
+HELPER_IMPORT = (
+    "from tilecraft.runtime.triton_helpers import argmax_nan as _tc_argmax_nan\n"
+    "from tilecraft.runtime.triton_helpers import argmin_nan as _tc_argmin_nan\n"
+    "from tilecraft.runtime.triton_helpers import max_nan as _tc_max_nan\n"
+    "from tilecraft.runtime.triton_helpers import min_nan as _tc_min_nan\n"
+)
+
+
+def reduce_expr(
+    kind: str, text: str, axis: int, keep: bool, dtype: torch.dtype, dims: Sequence[str]
+) -> str:
+    """``dims``: the input's block dims as Triton expressions (for the arg-reductions' indices)."""
+    keep_arg = ", keep_dims=True" if keep else ""
+    if not dtype.is_floating_point or kind == "sum":
+        return f"{REDUCE_FN[kind]}({text}, {axis}{keep_arg})"
+    if kind in NAN_COMBINE:
+        return f"tl.reduce({text}, {axis}, {NAN_COMBINE[kind]}{keep_arg})"
+    spec = ", ".join(":" if i == axis else "None" for i in range(len(dims)))
+    index = f"tl.arange(0, {dims[axis]})" + (f"[{spec}]" if len(dims) > 1 else "")
+    shape = ", ".join(dims)
+    values = f"({text}, tl.broadcast_to({index}, [{shape}]))"
+    return f"tl.reduce({values}, {axis}, {NAN_ARG_COMBINE[kind]}{keep_arg})[1]"
+
+
+def combine_expr(kind: str, acc: str, value: str, dtype: torch.dtype) -> str:
+    """One step of a rolled (chunked) reduction: ``acc`` combined with a chunk's ``value``."""
+    if kind == "sum":
+        return f"{acc} + {value}"
+    fn = "tl.maximum" if kind == "max" else "tl.minimum"
+    nan = ", propagate_nan=tl.PropagateNan.ALL" if dtype.is_floating_point else ""
+    return f"{fn}({acc}, {value}{nan})"
