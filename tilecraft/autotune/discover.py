@@ -20,7 +20,7 @@ from tilecraft.autotune import cache
 from tilecraft.autotune.baseline import Baseline, compute_baseline
 from tilecraft.autotune.candidates import candidates, quiet_normalize
 from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError
-from tilecraft.autotune.compare import Tolerances, tolerance_for
+from tilecraft.autotune.compare import DEFAULT_TOLERANCES, Tolerances, tolerance_for
 from tilecraft.autotune.evaluate import error_text
 from tilecraft.autotune.progress import Reporter
 from tilecraft.autotune.repro import write_repro
@@ -74,21 +74,26 @@ def baseline_or_none(
 def kernel_tolerances(bound: BoundKernel, args: Sequence[Any] = ()) -> Tolerances | None:
     """Per-kernel tolerance overrides: ``@tc.kernel(autotune_tolerances={dtype: (rtol, atol)})``.
 
-    Without them, fp32 outputs of a kernel with half-precision inputs get the half-precision
-    tolerance: intermediate roundings to bf16/fp16 legitimately differ from the reference by an
-    ulp (Triton's interpreter even truncates where torch rounds to nearest)."""
+    Without them, outputs more precise than the least precise float the kernel computes in (its
+    float arguments and every IR value) get that precision's tolerance: fp32 outputs of a kernel
+    with half-precision inputs differ from the reference by an ulp of intermediate roundings
+    (Triton's interpreter even truncates where torch rounds to nearest); fp64 outputs of fp32
+    math differ by fp32 roundings."""
     value = bound.kernel.options.get("autotune_tolerances")
     if value:
         return dict(value)
-    halves = [
-        a.dtype
-        for a in args
-        if isinstance(a, torch.Tensor) and a.dtype in (torch.bfloat16, torch.float16)
-    ]
-    if halves:
-        loosest = torch.bfloat16 if torch.bfloat16 in halves else torch.float16
-        return {torch.float32: tolerance_for(loosest)}
-    return None
+    floats = {a.dtype for a in args if isinstance(a, torch.Tensor) and a.dtype.is_floating_point}
+    # the precision the kernel computes in: fp64 inputs with fp32 math inside (the README's
+    # rms_norm) are as exact as fp32, not fp64
+    floats |= {
+        n.dtype for loop in bound.traced.loops for n in loop.walk() if n.dtype.is_floating_point
+    }
+    if not floats:
+        return None
+    loosest = max(floats, key=lambda d: tolerance_for(d))
+    tolerance = tolerance_for(loosest)
+    tighter = [d for d in DEFAULT_TOLERANCES if tolerance_for(d) < tolerance]
+    return {d: tolerance for d in tighter} or None
 
 
 def cached_config(bound: BoundKernel, kind: str) -> Config | None:

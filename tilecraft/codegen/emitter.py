@@ -225,6 +225,8 @@ class Emitter:
             return text
         if dst == torch.bool:
             return f"({text} != 0)"
+        if text in self.scalars:  # a scalar argument: a Python number in the interpreter
+            return f"tl.cast({text}, {dtypes.triton_dtype(dst)})"
         return f"{text}.to({dtypes.triton_dtype(dst)})"
 
     # -- statements -----------------------------------------------------------------------
