@@ -161,6 +161,22 @@ class NoWorkingConfigError(TilecraftError):
         super().__init__(
             f"no working config found for {kernel_name}: all {len(self.attempts)} candidates "
             f"failed\n{format_table(self.attempts)}{where}",
-            hint="pass a working config with @tc.kernel(config=tc.Config(...)), or report the "
-            "repro script as a tilecraft bug",
+            hint=_what_to_do({a.category for a in self.attempts if not a.ok}),
         )
+
+
+def _what_to_do(categories: set[Category | None]) -> str:
+    """A bug report only where tilecraft's own code failed in a way it does not understand."""
+    if categories & {Category.UNKNOWN, Category.COMPILE_ERROR}:
+        return (
+            "pass a working config with @tc.kernel(config=tc.Config(...)), or report the repro "
+            "script as a tilecraft bug"
+        )
+    if categories == {Category.WRONG_RESULT}:
+        return (
+            "every config disagrees with the baseline: compare kernel.run_ref(...) with what you "
+            "expect, or pass baseline= / autotune_tolerances= to @tc.kernel"
+        )
+    return (
+        "the configs ran out of resources or time: pass a smaller @tc.kernel(config=tc.Config(...))"
+    )

@@ -3,7 +3,8 @@
 A Helion kernel ports by changing its imports, so its ``helion.Config(...)`` fields and
 ``@helion.kernel(...)`` options must not crash or be silently dropped: a name listed here is
 accepted and reported with one warning naming it (and why it has no effect), while a name that is
-neither ours nor Helion's is a typo (an error with a did-you-mean). Where tilecraft has the same
+neither ours nor Helion's is a typo (an error with a did-you-mean, below: Config keys that are
+clearly misspelled fields fail in ``Config`` itself, others where the kernel's tunables are known). Where tilecraft has the same
 meaning under another name, the reason names it.
 
 The lists follow Helion's ``helion.Config.__init__`` keywords and ``helion.runtime.settings``
@@ -11,6 +12,13 @@ fields (read from Helion's source, August 2026); ``docs/helion_compat.md`` is ge
 """
 
 from __future__ import annotations
+
+import difflib
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+from tilecraft.errors import ConfigError, SourceLoc
 
 # helion.Config keywords without a tilecraft meaning -> why they do nothing here
 HELION_ONLY_CONFIG_FIELDS: dict[str, str] = {
@@ -86,3 +94,58 @@ HELION_ONLY_KERNEL_OPTIONS: dict[str, str] = {
     "autotune_baseline_atol": "write autotune_tolerances={dtype: (rtol, atol)}",
     "autotune_baseline_rtol": "write autotune_tolerances={dtype: (rtol, atol)}",
 }
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def closest(name: str, valid: Iterable[str]) -> str | None:
+    found = difflib.get_close_matches(name, sorted(valid), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def warn_helion_only(kind: str, name: str) -> None:
+    """One warning per (kind, name) and process: the name is accepted and has no effect."""
+    if (kind, name) in _warned:
+        return
+    _warned.add((kind, name))
+    table = HELION_ONLY_KERNEL_OPTIONS if "option" in kind else HELION_ONLY_CONFIG_FIELDS
+    why = table.get(name, "")
+    warnings.warn(
+        f"tilecraft: {kind} '{name}' is a Helion name that tilecraft does not implement; "
+        f"ignored" + (f" ({why})" if why else ""),
+        stacklevel=4,
+    )
+
+
+def unknown_name_error(
+    kind: str, name: str, valid: Iterable[str], loc: SourceLoc | None = None
+) -> ConfigError:
+    valid = sorted(valid)
+    guess = closest(name, valid)
+    hint = f"did you mean '{guess}'?" if guess else f"valid names: {', '.join(valid)}"
+    return ConfigError(f"unknown {kind} '{name}'", loc, hint=hint)
+
+
+def check_kernel_options(
+    options: dict[str, Any], valid: Iterable[str], loc: SourceLoc | None
+) -> dict[str, Any]:
+    """``@tc.kernel(**options)`` beyond the named parameters: Helion-only names warn and are
+    dropped; anything else is an error naming the closest valid option."""
+    valid = set(valid)
+    kept = {}
+    for name, value in options.items():
+        if name in valid:
+            kept[name] = value
+        elif name in HELION_ONLY_KERNEL_OPTIONS:
+            warn_helion_only("@tc.kernel option", name)
+        else:
+            raise unknown_name_error("@tc.kernel option", name, valid, loc)
+    return kept
+
+
+def is_misspelled_field(name: str, fields: Iterable[str]) -> str | None:
+    """A Config key that is clearly a known field misspelled (``num_warp``): the field, else None
+    (other unknown keys may be user tunables, checked where the kernel's tunables are known)."""
+    found = difflib.get_close_matches(name, sorted(fields), n=1, cutoff=0.85)
+    return found[0] if found else None

@@ -16,6 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tilecraft.config.compat_names import (
+    HELION_ONLY_CONFIG_FIELDS,
+    is_misspelled_field,
+    warn_helion_only,
+)
 from tilecraft.errors import ConfigError
 
 PID_TYPES = ("flat", "xyz", "persistent_blocked", "persistent_interleaved")
@@ -56,7 +61,14 @@ class Config:
         user = dict(fields.pop("user", ()) or ())
         for name, value in fields.items():
             if name not in known:
-                user[name] = value
+                if name in HELION_ONLY_CONFIG_FIELDS:
+                    warn_helion_only("Config field", name)
+                elif field := is_misspelled_field(name, known):
+                    raise ConfigError(
+                        f"unknown Config field '{name}'", hint=f"did you mean '{field}'?"
+                    )
+                else:
+                    user[name] = value  # a user tunable (checked against the kernel's in the spec)
                 continue
             if name in ("num_warps", "num_stages", "maxnreg", "num_sm_multiplier", "pid_type"):
                 pass

@@ -15,6 +15,7 @@ import warnings
 from typing import Any
 
 from tilecraft import settings
+from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.plan import Plan, next_pow2
 from tilecraft.config.resolve import build_plan, predicted_registers
@@ -419,6 +420,10 @@ class ConfigSpec:
             if value not in choices:
                 raise ConfigError(f"tunable {name}={value!r} is not one of {list(choices)}")
             fields[name] = value
+        for name in config.user_values:
+            if name not in self.tunables:
+                known = [f.name for f in dataclasses.fields(Config) if f.name != "user"]
+                raise unknown_name_error("Config field or tunable", name, [*known, *self.tunables])
         return self._fit_tiles(Config(**fields), repairs), repairs
 
     def _fit_tiles(self, config: Config, repairs: list[str]) -> Config:

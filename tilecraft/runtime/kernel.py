@@ -17,6 +17,7 @@ import torch
 
 from tilecraft import settings
 from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
+from tilecraft.config.compat_names import check_kernel_options
 from tilecraft.config.config import Config
 from tilecraft.config.plan import Plan
 from tilecraft.config.resolve import DOT_PRECISIONS
@@ -120,6 +121,11 @@ class Kernel:
             raise ConfigError(
                 f"autotune_effort={autotune_effort!r}: expected 'none', 'quick' or 'full'"
             )
+        self.source: KernelSource = parse_kernel(fn)
+        self.def_loc = self.source.loc(self.source.tree)
+        options = check_kernel_options(
+            options, EXTRA_KERNEL_OPTIONS | _named_options(), self.def_loc
+        )
         if autotune_budget_s is not None:
             options["autotune_budget_s"] = autotune_budget_s
         if autotune_tolerances is not None:
@@ -132,11 +138,9 @@ class Kernel:
         self.baseline = baseline
         self.autotune_effort = autotune_effort
         self.options = options
-        self.source: KernelSource = parse_kernel(fn)
         self.signature = inspect.signature(fn)
         self._bound: dict[Any, list[BoundKernel]] = {}
         self._ref: Callable[..., Any] | None = None
-        self.def_loc = self.source.loc(self.source.tree)
         params = list(self.signature.parameters.values())
         simple = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
         # fast path of __call__: positional calls need no inspect.bind (defaults appended)
@@ -250,6 +254,15 @@ class Kernel:
 
     def reset(self) -> None:
         self._bound.clear()
+
+
+# options read from ``Kernel.options`` by later stages without a named parameter of their own
+EXTRA_KERNEL_OPTIONS: frozenset[str] = frozenset()
+
+
+def _named_options() -> set[str]:
+    params = inspect.signature(Kernel.__init__).parameters.values()
+    return {p.name for p in params if p.kind is p.KEYWORD_ONLY}
 
 
 class _Respecialize(Exception):
