@@ -131,8 +131,9 @@ def test_bitwise_op_on_float_tile_is_an_error() -> None:
 @pytest.mark.crosscompile
 @pytest.mark.parametrize("target", ["cuda:90", "hip:gfx942"])
 def test_nan_reductions_cross_compile(target: str) -> None:
-    from tilecraft.runtime.kernel import BoundKernel
     from tilecraft.targets.crosscompile import cross_compile
+
+    from tilecraft.runtime.kernel import BoundKernel
     from tilecraft.targets.target import Target
 
     x = _with_nans()

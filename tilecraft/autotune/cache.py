@@ -21,6 +21,7 @@ from typing import Any
 
 from tilecraft import settings
 from tilecraft.config.config import Config
+from tilecraft.runtime.cache_dir import writable_subdir
 from tilecraft.runtime.kernel import BoundKernel
 
 KINDS = ("default", "best")
@@ -102,11 +103,13 @@ def load(bound: BoundKernel, kind: str) -> Config | None:
         return None
 
 
-def store(bound: BoundKernel, kind: str, config: Config, **info: Any) -> Path:
-    """Write atomically; returns the file's path."""
+def store(bound: BoundKernel, kind: str, config: Config, **info: Any) -> Path | None:
+    """Write atomically; returns the file's path, or None where the cache is not writable (one
+    warning; the call goes on uncached)."""
+    if writable_subdir("autotune") is None:
+        return None
     key = key_for(bound)
     path = path_for(key, kind)
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "kind": kind,
         "kernel": key.kernel,
@@ -115,11 +118,17 @@ def store(bound: BoundKernel, kind: str, config: Config, **info: Any) -> Path:
         "created": time.time(),
         **info,
     }
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    except OSError:  # became unwritable since the check: uncached, as above
+        return None
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1, default=str)
         os.replace(tmp, path)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+        return None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

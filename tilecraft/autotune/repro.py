@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,8 +18,8 @@ from typing import Any
 
 import torch
 
-from tilecraft import settings
 from tilecraft.autotune.classify import Attempt
+from tilecraft.runtime.cache_dir import writable_subdir
 from tilecraft.runtime.kernel import BoundKernel
 
 _TEMPLATE = '''"""tilecraft repro: {name} ({when}).
@@ -137,8 +138,24 @@ def write_repro(
     kwargs: Mapping[str, Any],
     attempts: Sequence[Attempt],
     summary: str = "",
-) -> Path:
-    """Write the script under ``settings.cache_dir()/repros/``; returns its path."""
+) -> Path | None:
+    """The repro script's path, or None: writing it never raises (it must not hide the failure
+    it reports)."""
+    try:
+        return _write_repro(bound, args, kwargs, attempts, summary)
+    except Exception:
+        return None
+
+
+def _write_repro(
+    bound: BoundKernel,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    attempts: Sequence[Attempt],
+    summary: str = "",
+) -> Path | None:
+    """Write the script under ``settings.cache_dir()/repros/`` (or the system temp folder);
+    returns its path, or None when it cannot be written anywhere."""
     kernel = bound.kernel
     fn = kernel.fn
     file = os.path.abspath(inspect.getsourcefile(fn) or kernel.source.filename)
@@ -146,8 +163,8 @@ def write_repro(
     local_note = ""
     if "<locals>" in fn.__qualname__:
         local_note = "  # defined inside a function: move it to module level (or paste it here)"
-    out_dir = settings.cache_dir() / "repros"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    # an unwritable cache: the system's temporary folder (a repro must outlive the process)
+    out_dir = writable_subdir("repros") or Path(tempfile.gettempdir())
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = out_dir / f"{kernel.__name__}-{stamp}-{os.getpid()}.py"
     table = "\n".join(
@@ -173,5 +190,8 @@ def write_repro(
         kwargs="".join(f"\n        {k!r}: {_value_expr(v)}," for k, v in kwargs.items())
         + ("\n    " if kwargs else ""),
     )
-    path.write_text(text)
+    try:
+        path.write_text(text)
+    except OSError:  # the repro is a help, never a new failure that hides the real one
+        return None
     return path

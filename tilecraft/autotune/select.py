@@ -24,6 +24,7 @@ from tilecraft.autotune.discover import (
     default_workers,
     kernel_tolerances,
 )
+from tilecraft.autotune.lock import tuning_lock
 from tilecraft.autotune.runners import open_runner
 from tilecraft.autotune.search import EFFORTS, tune
 from tilecraft.autotune.table import lookup
@@ -51,7 +52,8 @@ def select_config(
         if listed is not None:
             return listed
     effort = bound.kernel.autotune_effort
-    return tune(bound, args, kwargs, effort=effort, isolate=isolate, verbose=effort != "none")
+    with tuning_lock(bound):  # another process tuning this key: wait, then reuse its result
+        return tune(bound, args, kwargs, effort=effort, isolate=isolate, verbose=effort != "none")
 
 
 def tune_for_kernel(

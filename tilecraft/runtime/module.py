@@ -13,15 +13,14 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-from tilecraft import settings
+from tilecraft.runtime.cache_dir import writable_or_scratch
 
 _loaded: dict[str, ModuleType] = {}
 
 
 def code_dir() -> Path:
-    path = settings.cache_dir() / "code"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """``<cache>/code``, or a temporary folder of this process when the cache is not writable."""
+    return writable_or_scratch("code")
 
 
 def load_source(source: str) -> ModuleType:
