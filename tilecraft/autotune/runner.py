@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tilecraft.autotune.alarm import CandidateTimeout, time_limit
 from tilecraft.autotune.baseline import Baseline
 from tilecraft.autotune.classify import Attempt, Category
 from tilecraft.autotune.compare import Tolerances
@@ -88,8 +89,9 @@ class Runner:
 
 
 class InProcessRunner(Runner):
-    """The fallback: the same checks in this process, one after another. No timeout and no
-    protection from crashes: used only when the kernel cannot be re-imported by a worker."""
+    """The same checks in this process, one after another: the CPU interpreter's runner, and the
+    fallback when the kernel cannot be re-imported by a worker. Each check has a time limit where
+    ``alarm.time_limit`` can set one; there is no protection from crashes."""
 
     def __init__(
         self,
@@ -118,15 +120,7 @@ class InProcessRunner(Runner):
         for i, config in enumerate(configs):
             if deadline is not None and time.monotonic() > deadline:
                 break
-            result = check_config(
-                self.bound,
-                config,
-                self.args,
-                self.kwargs,
-                self.baseline,
-                tolerances=self.tolerances,
-            )
-            attempt = attempt_from(config, result)
+            attempt = self._check_one(config, timeout_s)
             if attempt.ok and bench_rep_ms is not None and (bench_if is None or bench_if(attempt)):
                 timed = self.bench(attempt.config, timeout_s=timeout_s, rep_ms=bench_rep_ms)
                 attempt = timed if not timed.ok else attempt
@@ -137,6 +131,24 @@ class InProcessRunner(Runner):
             if first_ok and attempt.ok:
                 break
         return results
+
+    def _check_one(self, config: Config, timeout_s: float) -> Attempt:
+        """One check under a time limit (where the platform allows one: see ``alarm.py``)."""
+        start = time.perf_counter()
+        try:
+            with time_limit(timeout_s) as fired:
+                result = check_config(
+                    self.bound, config, self.args, self.kwargs, self.baseline,
+                    tolerances=self.tolerances,
+                )  # fmt: skip
+        except CandidateTimeout:
+            fired = [True]
+        if fired:  # the interpreter may have wrapped the raise into another error
+            return Attempt(
+                config, Category.RUNTIME_TIMEOUT, f"ran past the {timeout_s:g}s time limit",
+                time.perf_counter() - start,
+            )  # fmt: skip
+        return attempt_from(config, result)
 
     def bench(self, config: Config, *, timeout_s: float, rep_ms: float = 100.0) -> Attempt:
         start = time.perf_counter()

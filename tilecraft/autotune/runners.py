@@ -55,7 +55,7 @@ class FallbackRunner(Runner):
 
 def _warn_in_process(name: str, why: str) -> None:
     warnings.warn(
-        f"tilecraft autotune: {name}: configs run in this process, without timeouts or crash "
+        f"tilecraft autotune: {name}: configs run in this process, without crash "
         f"isolation ({why}); define the kernel at module level to isolate them",
         RuntimeWarning,
         stacklevel=4,

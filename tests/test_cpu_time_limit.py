@@ -1,0 +1,58 @@
+"""CPU discovery runs candidates in this process (Triton's interpreter) under a per-candidate time
+limit: a candidate that runs too long is a "runtime timeout", not a hang of the caller."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.autotune.alarm import CandidateTimeout, time_limit
+from tilecraft.autotune.classify import Category, NoWorkingConfigError
+from tilecraft.autotune.discover import run_discovery
+
+
+@tc.kernel
+def row_sums(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = x.new_empty([m])
+    for tm in tc.tile(m):
+        out[tm] = torch.sum(x[tm, :], dim=-1)
+    return out
+
+
+def test_time_limit_interrupts_python_work() -> None:
+    start = time.monotonic()
+    with pytest.raises(CandidateTimeout), time_limit(0.05):
+        while True:
+            pass
+    assert time.monotonic() - start < 5
+
+
+def test_time_limit_restores_the_callers_alarm() -> None:
+    calls: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: calls.append(1))
+    try:
+        with time_limit(5.0):
+            pass
+        assert signal.getsignal(signal.SIGALRM) is not None
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        time.sleep(0.2)
+        assert calls == [1]
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_candidates_past_a_tiny_limit_are_timeouts() -> None:
+    x = torch.randn(64, 300)
+    bound = row_sums.bind((x,))
+    start = time.monotonic()
+    with pytest.raises(NoWorkingConfigError) as info:
+        run_discovery(bound, (x,), {}, timeout_s=1e-4, isolate=False, use_cache=False)
+    assert time.monotonic() - start < 120
+    categories = {a.category for a in info.value.attempts}
+    assert categories == {Category.RUNTIME_TIMEOUT}
+    assert "time limit" in str(info.value)
