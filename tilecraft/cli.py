@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import random
 import sys
 from typing import Any
@@ -33,7 +34,15 @@ def _load(ref: str) -> tuple[Any, Any]:
     module_name, _, attr = ref.partition(":")
     if not attr:
         raise SystemExit(f"tilecraft: expected MODULE:NAME, got {ref!r}")
-    module = importlib.import_module(module_name)
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: `examples.x` from the repo root
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise SystemExit(
+            f"tilecraft: cannot import {module_name!r} ({exc}); run from the folder that holds "
+            "it or add that folder to PYTHONPATH"
+        ) from None
     try:
         return module, getattr(module, attr)
     except AttributeError:
@@ -44,6 +53,15 @@ def _example_args(
     module: Any, kernel: Any, shape: tuple[int, ...] | None, dtype: torch.dtype
 ) -> tuple[Any, ...]:
     """The arguments ``kernel`` is called with when the example module runs its suite."""
+    missing = [n for n in ("make_inputs", "run") if not hasattr(module, n)]
+    if not shape and not hasattr(module, "TEST_SHAPES"):
+        missing.append("TEST_SHAPES")
+    if missing:
+        raise SystemExit(
+            f"tilecraft: {module.__name__} has no {', '.join(missing)}: pass --inputs MODULE:FN "
+            "(a function returning the kernel's arguments)"
+            + (" or --shape" if missing == ["TEST_SHAPES"] else "")
+        )
     shape = shape or tuple(module.TEST_SHAPES[0])
     inputs = module.make_inputs(shape, dtype, "cpu", 0)
     seen: list[tuple[Any, ...]] = []
@@ -57,6 +75,16 @@ def _example_args(
     if not seen:
         raise SystemExit(f"tilecraft: {kernel.__name__} is not called by {module.__name__}.run")
     return seen[0]
+
+
+def _json_config(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"tilecraft: --config {text!r} is not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise SystemExit(f"tilecraft: --config {text!r} must be a JSON object of Config fields")
+    return value
 
 
 def cmd_check(ns: argparse.Namespace) -> int:
@@ -73,7 +101,7 @@ def cmd_check(ns: argparse.Namespace) -> int:
 
     def configs_for(bound: Any) -> list[Config]:
         if ns.config:
-            return [Config(**json.loads(c)) for c in ns.config]
+            return [Config(**_json_config(c)) for c in ns.config]
         rng = random.Random(ns.seed)
         return [bound.config_spec.default()] + [
             bound.config_spec.random(rng) for _ in range(ns.samples)

@@ -64,6 +64,19 @@ def specialization_key(bound: BoundKernel) -> str:
     return _ADDRESS.sub("", "|".join(parts))
 
 
+def short_arguments(specialization: str) -> str:
+    """``x:tensor:torch.float32:(64, 128):...|eps:float:...`` -> ``(float32[64, 128], float)``."""
+    parts = []
+    for item in filter(None, specialization.split("|")):
+        fields = item.split(":")
+        if len(fields) >= 4 and fields[1] == "tensor":
+            shape = fields[3].strip("()").rstrip(",")
+            parts.append(f"{fields[2].removeprefix('torch.')}[{shape}]")
+        elif len(fields) >= 2:
+            parts.append(fields[1] if fields[1] not in ("int", "bool") else fields[-1])
+    return "(" + ", ".join(parts) + ")"
+
+
 @dataclasses.dataclass(frozen=True)
 class CacheKey:
     kernel: str
@@ -148,10 +161,12 @@ class CacheEntry:
     created: float
     heuristic_ok: bool | None = None  # discovery entries: whether the heuristic default worked
     rank: int | None = None  # discovery entries: the winner's place among the candidates run
+    arguments: str = ""  # the specialization in short: dtype[shape] per tensor argument
+    target: str = ""
 
     def describe(self) -> str:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.created))
-        text = f"{self.kernel:<24} {self.kind:<8} {when}  {self.config!r}"
+        text = f"{self.kernel:<24} {self.kind:<8} {when}  {self.arguments} {self.target}  {self.config!r}"
         if self.heuristic_ok is False:
             text += f"  [heuristic default failed; candidate {self.rank} works]"
         return text
@@ -171,10 +186,19 @@ def ls(kernel: str | None = None) -> list[CacheEntry]:
         if kernel is None or name == kernel:
             kind = str(data.get("kind", "?"))
             created = float(data.get("created", 0))
+            key = data.get("key") or {}
             out.append(
                 CacheEntry(
-                    path, name, kind, config, created, data.get("heuristic_ok"), data.get("rank")
-                )
+                    path,
+                    name,
+                    kind,
+                    config,
+                    created,
+                    data.get("heuristic_ok"),
+                    data.get("rank"),
+                    short_arguments(str(key.get("specialization", ""))),
+                    str(key.get("target", "")),
+                )  # fmt: skip
             )
     return sorted(out, key=lambda e: -e.created)
 

@@ -65,10 +65,10 @@ class CompileJob:
         )
 
 
-def _jit_function(job: CompileJob) -> Any:
+def _jit_function(job: CompileJob, folder: Path) -> Any:
     from triton.runtime.jit import JITFunction
 
-    tmp = Path(tempfile.mkdtemp(prefix="tc_xc_")) / f"{job.kernel_name}.py"
+    tmp = folder / f"{job.kernel_name}.py"
     tmp.write_text(job.source)
     spec = importlib.util.spec_from_file_location(f"tc_xc_{job.kernel_name}", tmp)
     assert spec is not None and spec.loader is not None
@@ -87,12 +87,14 @@ def compile_job(job: CompileJob) -> CompileReport:
     target = job.target
     report = CompileReport(target, ok=False)
     try:
-        src = ASTSource(_jit_function(job), job.signature, job.constexprs)
-        compiled = triton.compile(
-            src,
-            target=GPUTarget(target.backend, target.arch, target.warp_size),
-            options=dict(job.options),
-        )
+        # the source file lives only while Triton compiles it (no temp folders left behind)
+        with tempfile.TemporaryDirectory(prefix="tc_xc_") as folder:
+            src = ASTSource(_jit_function(job, Path(folder)), job.signature, job.constexprs)
+            compiled = triton.compile(
+                src,
+                target=GPUTarget(target.backend, target.arch, target.warp_size),
+                options=dict(job.options),
+            )
     except Exception as exc:  # classified, never raised: this is a validator
         report.error = f"{type(exc).__name__}: {exc}"
         report.error_class = classify_compile_error(report.error)

@@ -71,8 +71,12 @@ def _run_batch(jobs: list[CompileJob], timeout_s: float) -> list[CompileReport]:
     for job in jobs:
         data = _read_report(proc, timeout_s + (startup if not reports else 0.0))
         if data is None:
+            try:  # exited by itself (stdout closed at its exit): a crash, not a timeout
+                died = proc.wait(timeout=1.0) is not None
+            except subprocess.TimeoutExpired:
+                died = False
             tail = _kill(proc, stderr)
-            if proc.returncode not in (None, -signal.SIGKILL) and "Traceback" in tail:
+            if died or (proc.returncode not in (None, -signal.SIGKILL) and "Traceback" in tail):
                 msg = f"compile worker died (exit {proc.returncode}): {tail}"
                 reports.append(
                     CompileReport(job.target, ok=False, error=msg, error_class="compile_crash")

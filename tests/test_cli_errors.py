@@ -1,0 +1,120 @@
+"""``tilecraft`` CLI rough edges: modules found from the current folder, one-line errors for a
+missing module, bad JSON and a module without TEST_SHAPES, a dead compile worker reported as a
+crash (not a timeout), no temporary folders left, ``cache ls`` rows that tell shapes apart."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.autotune import cache
+from tilecraft.cli import main
+from tilecraft.targets.crosscompile import CompileJob
+from tilecraft.targets.target import Target
+from tilecraft.targets.worker import run_compile_jobs
+
+KERNEL_MODULE = """
+import torch
+import tilecraft as tc
+
+
+@tc.kernel
+def double(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = x[t] * 2
+    return out
+
+
+def make_inputs(shape, dtype, device, seed):
+    return (torch.randn(shape, dtype=dtype, device=device),)
+
+
+def run(inputs, call):
+    return call(double, *inputs)
+"""
+
+
+@pytest.fixture
+def kernel_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A package in the current folder only (not on sys.path), like `examples` at a repo root."""
+    package = tmp_path / "cli_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "with_shapes.py").write_text(KERNEL_MODULE + "\nTEST_SHAPES = [(100,)]\n")
+    (package / "no_shapes.py").write_text(KERNEL_MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    for name in [m for m in sys.modules if m.startswith("cli_pkg")]:
+        monkeypatch.delitem(sys.modules, name)
+    return tmp_path
+
+
+def _exit_text(argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    return str(info.value.code)
+
+
+@pytest.mark.crosscompile
+def test_check_finds_modules_in_the_current_folder_and_leaves_no_temp_folders(
+    kernel_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = set(Path(tempfile.gettempdir()).glob("tc_xc_*"))
+    config = json.dumps({"block_sizes": [32]})
+    assert main(["check", "cli_pkg.with_shapes:double", "--config", config, "--strict"]) == 0
+    assert "1 ok, 0 failed" in capsys.readouterr().out
+    assert set(Path(tempfile.gettempdir()).glob("tc_xc_*")) <= before
+
+
+def test_missing_module_is_one_line() -> None:
+    text = _exit_text(["check", "no_such_module_here:k"])
+    assert "cannot import 'no_such_module_here'" in text and "PYTHONPATH" in text
+
+
+def test_bad_json_config_is_one_line(kernel_folder: Path) -> None:
+    text = _exit_text(["check", "cli_pkg.with_shapes:double", "--config", "{block_sizes: [4]"])
+    assert "is not JSON" in text
+
+
+def test_module_without_test_shapes_says_what_to_pass(kernel_folder: Path) -> None:
+    text = _exit_text(["check", "cli_pkg.no_shapes:double"])
+    assert "no TEST_SHAPES" in text and "--shape" in text and "--inputs" in text
+
+
+def test_dead_compile_worker_is_a_crash_not_a_timeout() -> None:
+    job = CompileJob("import os\nos._exit(3)\n", "k", {}, {}, {}, Target.parse("cuda:90"))
+    (report,) = run_compile_jobs([job], timeout_s=300)
+    assert report.error_class == "compile_crash"
+    assert "died (exit 3)" in report.error and "timed out" not in report.error
+
+
+@tc.kernel(config=tc.Config(block_sizes=[16]))
+def triple(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = x[t] * 3
+    return out
+
+
+def test_cache_ls_tells_shapes_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+    for n in (100, 200):
+        cache.store(triple.bind((torch.randn(n),)), "default", tc.Config(block_sizes=[16]))
+    rows = [e.describe() for e in cache.ls("triple")]
+    assert len(rows) == 2 and rows[0] != rows[1]
+    assert any("float32[100]" in r for r in rows) and any("float32[200]" in r for r in rows)
+
+
+def test_compile_job_fields_match_the_dead_worker_test() -> None:
+    names = [f.name for f in dataclasses.fields(CompileJob)]
+    assert names[:6] == ["source", "kernel_name", "signature", "constexprs", "options", "target"]
