@@ -17,8 +17,12 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
 fi
 
 # triton 3.6.0 runs kernels on the CPU with TRITON_INTERPRET=1; its interpreter needs numpy<2.3
-# (newer numpy breaks its scalar handling).
-"$PY" -m pip install -q "triton==3.6.0" "numpy<2.3"
+# (newer numpy breaks its scalar handling). Only machines that run the interpreter get the pin: on a
+# GPU machine kernels run compiled and the installed numpy stays as it is.
+"$PY" -m pip install -q "triton==3.6.0"
+if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
+    "$PY" -m pip install -q "numpy<2.3"
+fi
 
 # the ray extra: `tilecraft tune --ray` is tested against a local Ray instance on CPU
 "$PY" -m pip install -q -e ".[dev,ray]"
