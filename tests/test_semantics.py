@@ -142,3 +142,33 @@ def test_nan_reductions_cross_compile(target: str) -> None:
         _, _, traced, generated = bound.generate(config)
         report = cross_compile(generated[0], traced.loops[0], bound.target)
         assert report.ok, report.error
+
+
+@tc.kernel(config=tc.Config(block_sizes=[16]))
+def add_big_literals(a: torch.Tensor) -> torch.Tensor:
+    (n,) = a.size()
+    out = torch.empty([2, n], dtype=a.dtype, device=a.device)
+    for t in tc.tile(n):
+        out[0, t] = a[t] + 2**40
+        out[1, t] = a[t] + 2**31 + 5
+    return out
+
+
+@tc.kernel(config=tc.Config(block_sizes=[16]))
+def add_huge_literal(a: torch.Tensor) -> torch.Tensor:
+    (n,) = a.size()
+    out = torch.empty_like(a)
+    for t in tc.tile(n):
+        out[t] = a[t] + 2**70
+    return out
+
+
+def test_integer_literals_wrap_like_torch() -> None:
+    a = torch.arange(-20, 20, dtype=torch.int32)
+    assert torch.equal(add_big_literals(a), torch.stack([a + 2**40, a + 2**31 + 5]))
+
+
+def test_literal_past_64_bits_is_a_located_error() -> None:
+    with pytest.raises(DeviceCodeError, match="does not fit in 64 bits") as info:
+        add_huge_literal(torch.arange(4, dtype=torch.int32))
+    assert "test_semantics.py:" in str(info.value)

@@ -76,7 +76,8 @@ class Tracer:
         if isinstance(x, TileProxy):
             return self.tile_leaf(x.sym, Op.TILE_INDEX).node
         if isinstance(x, (bool, int, float)):
-            return self.emit(Op.CONST, [], (), dtypes.scalar_dtype(x), value=x)
+            dtype = dtypes.scalar_dtype(x)
+            return self.emit(Op.CONST, [], (), dtype, value=dtypes.fit_literal(x, dtype, self.loc))
         if isinstance(x, HostTensor):
             raise DeviceCodeError(
                 f"host tensor '{x.name}' used as a value in device code",
@@ -95,6 +96,7 @@ class Tracer:
         if isinstance(x, DynamicInt):
             return 0
         if isinstance(x, (bool, int, float)):
+            dtypes.fit_literal(x, torch.int64, self.loc)  # past 64 bits: a located error
             return x
         raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")
 
@@ -208,7 +210,8 @@ class Tracer:
         if node.dtype == dtype:
             return node
         if node.op is Op.CONST:
-            return self.emit(Op.CONST, [], (), dtype, value=node.attrs["value"])
+            value = dtypes.fit_literal(node.attrs["value"], dtype, self.loc)
+            return self.emit(Op.CONST, [], (), dtype, value=value)
         return self.emit(Op.CAST, [node], node.shape, dtype)
 
     # -- compute --------------------------------------------------------------------------

@@ -64,6 +64,25 @@ def scalar_dtype(value: Any) -> torch.dtype:
     return torch.float32
 
 
+def fit_literal(value: Any, dtype: torch.dtype, loc: Any = None) -> Any:
+    """An int literal in an integer dtype wraps around as in torch (``int32 + 2**40``); one past
+    int64 cannot be represented at all (torch raises too): a located error."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return value
+    if not -(2**63) <= value < 2**64:
+        from tilecraft.errors import DeviceCodeError
+
+        raise DeviceCodeError(
+            f"integer literal {value} does not fit in 64 bits", loc, hint="use a smaller constant"
+        )
+    if dtype.is_floating_point or dtype == torch.bool:
+        return value
+    bits = torch.iinfo(dtype).bits
+    wrapped = value & ((1 << bits) - 1)
+    signed = torch.iinfo(dtype).min < 0
+    return wrapped - (1 << bits) if signed and wrapped >= 1 << (bits - 1) else wrapped
+
+
 def neutral(kind: str, dtype: torch.dtype) -> str:
     """The identity element of a reduction, as Triton source."""
     if kind == "sum":

@@ -62,7 +62,9 @@ def host_code_error(
     """An exception the user's host code raised while traced on these arguments (e.g. ``m, n =
     x.size()`` with a 3-D ``x``), as an error at the user's line that lists the arguments."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
-    where = SourceLoc(filename, frames[-1].lineno or 1) if frames else loc
+    # the outermost frame in the user's file is the host statement (device code is traced
+    # from there; its own frames may be numbered relative to the loop)
+    where = SourceLoc(filename, frames[0].lineno or 1) if frames else loc
     given = ", ".join(
         f"{n}: {_describe(v)}" if isinstance(v, torch.Tensor) else f"{n}: {type(v).__name__}"
         for n, v in arguments.items()
