@@ -46,6 +46,8 @@ class Emitter:
         self.scopes: list[dict[int, str]] = [{}]
         self.syms: dict[int, SymState] = {}
         self.constexprs: dict[str, int] = {}
+        # constexprs the launcher computes per call (interpreter only): name -> launcher expression
+        self.launch_constexprs: dict[str, str] = {}
         self.tensors: dict[str, Any] = {}  # param name -> HostTensor
         self.scalars: dict[str, Any] = {}  # param name -> where the launcher gets its value
         self.scalar_types: dict[str, torch.dtype] = {}

@@ -138,6 +138,9 @@ def emit_program_loop(em: Emitter, grid: GridLayout) -> None:
     em.scalars["num_programs"] = ("programs",)
     em.scalar_types["num_programs"] = torch.int32
     knobs = em.plan.range(em.loop.range_slot).kwargs()
+    if em.interpret:
+        _interpreted_program_loop(em, grid, total, knobs)
+        return
     if pid_type == "persistent_interleaved":
         em.w.line(f"for virtual_pid in tl.range(tl.program_id(0), {total}, num_programs{knobs}):")
     else:
@@ -151,3 +154,22 @@ def emit_program_loop(em: Emitter, grid: GridLayout) -> None:
     with em.w.indented():
         decompose(em, grid, "virtual_pid")
         em.emit_block(em.loop.body)
+
+
+def _interpreted_program_loop(em: Emitter, grid: GridLayout, total: str, knobs: str) -> None:
+    """The persistent loop for Triton's interpreter: its bound is a constexpr the launcher
+    computes (there a ``tl.range`` bound computed in the kernel is a one-element array, which
+    NumPy deprecates converting to an int), and tiles past the end are skipped by an ``if``."""
+    per = "_TILES_PER_PROGRAM"
+    em.launch_constexprs[per] = f"triton.cdiv({_product(grid.host_counts)}, num_programs)"
+    step = em.w.fresh("tile_step")
+    em.w.line(f"for {step} in tl.range(0, {per}{knobs}):")
+    with em.w.indented():
+        if em.plan.pid_type == "persistent_interleaved":
+            em.w.line(f"virtual_pid = tl.program_id(0) + {step} * num_programs")
+        else:
+            em.w.line(f"virtual_pid = tl.program_id(0) * {per} + {step}")
+        em.w.line(f"if virtual_pid < {total}:")
+        with em.w.indented():
+            decompose(em, grid, "virtual_pid")
+            em.emit_block(em.loop.body)

@@ -79,12 +79,14 @@ def generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
         {name: TYPE_NAMES[em.scalar_types[name]] for name in params if name not in em.tensors}
     )
     constexprs = dict(sorted(em.constexprs.items()))
-    signature = ", ".join(params + [f"{name}: tl.constexpr" for name in constexprs])
+    computed = em.launch_constexprs
+    signature = ", ".join(params + [f"{name}: tl.constexpr" for name in [*constexprs, *computed]])
     helpers = "".join(h + "\n\n" for h in em.helpers)
     device_source = f"{helpers}@triton.jit\ndef {kernel_name}({signature}):\n{em.w.text()}"
     launcher_name = f"launch_{loop.index}"
     call_args = [arg_expr(p, em.scalars.get(p)) for p in params]
     call_args += [f"{k}={v}" for k, v in constexprs.items()]
+    call_args += [f"{k}={v}" for k, v in computed.items()]
     call_args += [f"{k}={v!r}" for k, v in launch_options.items()]
     prologue = launch_guards(loop)
     if "num_programs" in em.scalars:
