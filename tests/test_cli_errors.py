@@ -66,13 +66,16 @@ def _exit_text(argv: list[str]) -> str:
 
 @pytest.mark.crosscompile
 def test_check_finds_modules_in_the_current_folder_and_leaves_no_temp_folders(
-    kernel_folder: Path, capsys: pytest.CaptureFixture[str]
+    kernel_folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = set(Path(tempfile.gettempdir()).glob("tc_xc_*"))
+    own_tmp = kernel_folder / "tmp"  # this test's temp folder (others share the system one)
+    own_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(own_tmp))  # the compile workers inherit it
+    monkeypatch.setattr(tempfile, "tempdir", None)
     config = json.dumps({"block_sizes": [32]})
     assert main(["check", "cli_pkg.with_shapes:double", "--config", config, "--strict"]) == 0
     assert "1 ok, 0 failed" in capsys.readouterr().out
-    assert set(Path(tempfile.gettempdir()).glob("tc_xc_*")) <= before
+    assert list(own_tmp.glob("tc_xc_*")) == []
 
 
 def test_missing_module_is_one_line() -> None:
