@@ -23,3 +23,15 @@ def test_persistent_loops_run_without_numpy_deprecations(pid_type: str, multipli
     assert "_TILES_PER_PROGRAM: tl.constexpr" in code
     assert "_TILES_PER_PROGRAM=triton.cdiv(" in code
     assert "if virtual_pid < total_tiles:" in code
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning")
+def test_computed_range_bounds_run_without_numpy_deprecations() -> None:
+    from tests.kernels import rms_norm, rms_norm_ref
+
+    config = tc.Config(block_sizes=[4], reduction_loops=[16])
+    kernel = tc.kernel(rms_norm.fn, config=config, static_shapes=False)
+    x, w = torch.randn(9, 100), torch.randn(100)
+    torch.testing.assert_close(kernel(x, w), rms_norm_ref(x, w))
+    code = kernel.bind((x, w)).to_triton_code(config)
+    assert "in tl.range(0, _tc_index(" in code  # the runtime extent of the rolled reduction

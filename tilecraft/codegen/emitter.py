@@ -222,6 +222,12 @@ class Emitter:
             return f"tl.minimum({st.offset} + {st.block}, {st.end})"
         return None
 
+    def range_bound(self, text: str) -> str:
+        """A ``tl.range`` bound; in the interpreter a computed one goes through ``_tc_index``."""
+        if not self.interpret or text.isdigit() or text in self.constexprs:
+            return text
+        return f"_tc_index({text})"
+
     def cast_expr(self, text: str, src: torch.dtype, dst: torch.dtype) -> str:
         if src == dst:
             return text
@@ -356,7 +362,8 @@ class Emitter:
         step = "" if sym.scalar else f", {st.block}"
         self.w.src_comment(node.loc)
         knobs = self.plan.range(node.attrs.get("range_slot", -1)).kwargs()
-        self.w.line(f"for {st.offset} in tl.range({st.begin}, {st.end}{step}{knobs}):")
+        begin, end = self.range_bound(st.begin), self.range_bound(st.end)
+        self.w.line(f"for {st.offset} in tl.range({begin}, {end}{step}{knobs}):")
         with self.w.indented():
             self.scopes.append({})
             st.tile_id = f"(({st.offset} - {st.begin}) // {st.block})"
@@ -414,7 +421,7 @@ class Emitter:
                 accs[n.id] = acc
         roffset = self.w.fresh(f"roffset_{sym.index}")
         st.offset = roffset
-        self.w.line(f"for {roffset} in tl.range(0, {st.end}, {st.block}):")
+        self.w.line(f"for {roffset} in tl.range(0, {self.range_bound(st.end)}, {st.block}):")
         with self.w.indented():
             self.scopes.append({})
             self.w.line(f"{st.index} = {self.index_cast(roffset)} + tl.arange(0, {st.block})")

@@ -25,6 +25,7 @@ HELPER_IMPORT = (
     "from tilecraft.runtime.triton_helpers import argmin_nan as _tc_argmin_nan\n"
     "from tilecraft.runtime.triton_helpers import max_nan as _tc_max_nan\n"
     "from tilecraft.runtime.triton_helpers import min_nan as _tc_min_nan\n"
+    "from tilecraft.runtime.triton_helpers import interpreter_index as _tc_index\n"
 )
 
 

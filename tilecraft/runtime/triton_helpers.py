@@ -38,3 +38,11 @@ def argmin_nan(a, ia, b, ib):  # type: ignore[no-untyped-def]
     tie = ((a == b) | (a_nan & b_nan)) & (ia < ib)
     pick = (a < b) | (a_nan & ~b_nan) | tie
     return tl.where(pick, a, b), tl.where(pick, ia, ib)
+
+
+def interpreter_index(x):  # type: ignore[no-untyped-def]
+    """A ``tl.range`` bound as a Python int, for code generated for Triton's interpreter only:
+    there a scalar computed in the kernel (or an int argument) is a one-element array, and
+    ``range()`` converting it is deprecated by NumPy (an error from NumPy 2.3)."""
+    data = getattr(getattr(x, "handle", None), "data", None)
+    return int(data.reshape(-1)[0]) if data is not None else x
