@@ -16,9 +16,9 @@ import torch
 import tilecraft as tc
 from tilecraft.autotune import cache
 from tilecraft.cli import main
-from tilecraft.targets.crosscompile import CompileJob
 from tilecraft.targets.target import Target
-from tilecraft.targets.worker import run_compile_jobs
+from tilecraft.tools.crosscompile import CompileJob
+from tilecraft.tools.worker import run_compile_jobs
 
 KERNEL_MODULE = """
 import torch

@@ -131,16 +131,17 @@ def test_bitwise_op_on_float_tile_is_an_error() -> None:
 @pytest.mark.crosscompile
 @pytest.mark.parametrize("target", ["cuda:90", "hip:gfx942"])
 def test_nan_reductions_cross_compile(target: str) -> None:
-    from tilecraft.targets.crosscompile import cross_compile
-
     from tilecraft.runtime.kernel import BoundKernel
     from tilecraft.targets.target import Target
+    from tilecraft.tools.crosscompile import CompileJob
+    from tilecraft.tools.worker import run_compile_job
 
     x = _with_nans()
     for kernel, config in ((row_stats, ROWS), (row_max_looped, LOOPED)):
         bound = BoundKernel(kernel, kernel.bind_arguments((x,), {}), target=Target.parse(target))
         _, _, traced, generated = bound.generate(config)
-        report = cross_compile(generated[0], traced.loops[0], bound.target)
+        job = CompileJob.of(generated[0], traced.loops[0], bound.target)
+        report = run_compile_job(job, timeout_s=300)
         assert report.ok, report.error
 
 
