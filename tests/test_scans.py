@@ -53,7 +53,10 @@ def test_scan_codegen() -> None:
     bound = scans.bind((x,))
     code = bound.to_triton_code(bound.config_spec.default())
     assert "tl.cumsum(" in code and "tl.cumprod(" in code, code
-    assert "def _combine_0_running_max(lhs, rhs):" in code and "tl.maximum(lhs, rhs)" in code
+    assert (
+        "def _combine_0_running_max(lhs, rhs):" in code
+        and "tl.maximum(lhs, rhs, propagate_nan=tl.PropagateNan.ALL)" in code
+    )
     assert "tl.associative_scan(" in code and ", 1, _combine_0_running_max)" in code, code
     # a custom reduction's padded elements hold the user's identity
     assert "tl.reduce(tl.where(rmask_1[None, :], v, float('-inf')), 1, _combine_1" in code, code
