@@ -1,0 +1,63 @@
+"""What the generalization benchmark knows about one user-style kernel: how to make its inputs,
+its eager PyTorch reference, how to run it through tilecraft, and its GPU and CPU shapes.
+
+Input: nothing (a plain record). Output: :class:`Case` objects the registry in
+``benchmarks.gen_kernels`` collects and ``benchmarks.generalize`` and the tests consume.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+import tilecraft as tc
+
+Inputs = tuple[torch.Tensor, ...]
+# run(kernels, inputs): kernels maps each of the case's kernel names to what to launch (the case's
+# own decorated kernel, a re-decorated variant with other options, e.g. quick tuning, or a wrapper)
+Runner = Callable[[Mapping[str, Callable[..., Any]], Inputs], Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One benchmark kernel. ``make_inputs(shape, device, seed)`` returns random (never zero)
+    inputs; ``reference(*inputs)`` is the eager PyTorch a user would write (fp32 math where the
+    kernel upcasts), also what eager and ``torch.compile`` are timed on; ``atol`` bounds the max
+    absolute error of tilecraft's outputs against it at the CPU shapes."""
+
+    name: str
+    kernels: tuple[tc.Kernel, ...]
+    make_inputs: Callable[[tuple[int, ...], str, int], Inputs]
+    reference: Callable[..., Any]
+    run: Runner
+    gpu_shapes: tuple[tuple[int, ...], ...]
+    cpu_shapes: tuple[tuple[int, ...], ...]
+    atol: float
+
+    def __post_init__(self) -> None:
+        if not self.kernels or not self.gpu_shapes or not self.cpu_shapes:
+            raise ValueError(f"case {self.name!r}: needs kernels, GPU shapes and CPU shapes")
+        if self.atol <= 0:
+            raise ValueError(f"case {self.name!r}: atol must be positive")
+
+    def variants(self, **options: Any) -> dict[str, tc.Kernel]:
+        """The case's kernels by name, re-decorated with ``options`` (none: the kernels as
+        written). A fresh Kernel object each call, so nothing compiled or tuned is shared."""
+        return {
+            k.__name__: tc.kernel(k.fn, static_shapes=k.static_shapes, **options)
+            for k in self.kernels
+        }
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def randn(
+    shape: tuple[int, ...], dtype: torch.dtype, device: str, g: torch.Generator
+) -> torch.Tensor:
+    """Normal data drawn on the CPU (same values on every device), moved to ``device``."""
+    return torch.randn(shape, generator=g, dtype=torch.float32).to(device=device, dtype=dtype)

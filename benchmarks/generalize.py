@@ -1,0 +1,179 @@
+"""The generalization benchmark: tilecraft on kernels written the way users write them.
+
+``python -m benchmarks.generalize [--kernels NAME ...] [--quick-budget S] [--skip-quick]
+[--all-shapes]``
+
+For every case of :mod:`benchmarks.gen_kernels` (first GPU shape only unless ``--all-shapes``), in
+one process: the discovered default config (on a fresh, empty tilecraft and Triton cache), then
+``autotune_effort="quick"`` on another fresh cache (``quick_wall_s`` is its first call's wall time,
+discovery and tuning included), eager PyTorch and ``torch.compile`` of the case's reference (with
+``compile_ms``, its first call), all timed as ``do_bench`` medians, and the max absolute error of
+tilecraft's outputs against the reference. A failing case becomes an error row. Writes
+``generalization.{md,json}`` under ``$OUT`` or ``benchmarks/results/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any
+
+import torch
+
+from benchmarks.common import add_row, bench_ms, write_results
+from benchmarks.gen_kernels import CASES, Case
+from benchmarks.run import max_error
+
+NAME = "generalization"
+COLUMNS = [
+    "kernel",
+    "shape",
+    "default_ms",
+    "quick_ms",
+    "eager_ms",
+    "torch_compile_ms",
+    "default_vs_compile",
+    "quick_vs_compile",
+    "quick_wall_s",
+    "default_first_s",
+    "compile_ms",
+    "max_err",
+    "default_config",
+    "quick_config",
+    "error",
+]
+
+
+@contextlib.contextmanager
+def fresh_caches() -> Iterator[None]:
+    """Empty tilecraft and Triton caches for the block, as on a user's first run."""
+    names = ("TILECRAFT_CACHE_DIR", "TRITON_CACHE_DIR")
+    saved = {n: os.environ.get(n) for n in names}
+    with tempfile.TemporaryDirectory(prefix="tc-generalize-") as root:
+        for n in names:
+            os.environ[n] = os.path.join(root, n.lower())
+        try:
+            yield
+        finally:
+            for n, value in saved.items():
+                if value is None:
+                    os.environ.pop(n, None)
+                else:
+                    os.environ[n] = value
+
+
+class Recorder:
+    """Launches a kernel and remembers the arguments of its last call, so that the config its
+    plain call settled on can be read back through the public API afterwards."""
+
+    def __init__(self, kernel: Any):
+        self.kernel = kernel
+        self.args: tuple[Any, ...] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        self.args = args
+        return self.kernel(*args)
+
+    def config(self) -> str:
+        if self.args is None:
+            return "not called"
+        return repr(self.kernel.bind(self.args).default_program().config)
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _first_call(fn: Callable[[], Any], device: str) -> tuple[Any, float]:
+    """``fn()``'s result and the seconds its (first) call took."""
+    start = time.perf_counter()
+    result = fn()
+    _sync(device)
+    return result, time.perf_counter() - start
+
+
+def _tilecraft(
+    case: Case, inputs: tuple[torch.Tensor, ...], want: Any, device: str, **options: Any
+) -> dict[str, Any]:
+    """First-call seconds, median ms, max error and configs of the case's kernels with
+    ``options``, compiled on fresh caches."""
+    with fresh_caches():
+        kernels = {name: Recorder(k) for name, k in case.variants(**options).items()}
+        got, first_s = _first_call(lambda: case.run(kernels, inputs), device)
+        ms = bench_ms(lambda: case.run(kernels, inputs))
+        configs = "; ".join(f"{name}: {r.config()}" for name, r in kernels.items())
+    return {"first_s": first_s, "ms": ms, "err": max_error(got, want), "configs": configs}
+
+
+def measure(
+    case: Case,
+    shape: tuple[int, ...],
+    skip_quick: bool = False,
+    quick_budget: float | None = None,
+    device: str = "cuda",
+) -> dict[str, Any]:
+    """One row: the case at ``shape`` through tilecraft (default, then quick), eager and
+    ``torch.compile``; times in ms except the first-call walls (s)."""
+    inputs = case.make_inputs(shape, device, 0)
+    want = case.reference(*inputs)
+    row: dict[str, Any] = {"kernel": case.name, "shape": "x".join(map(str, shape))}
+    default = _tilecraft(case, inputs, want, device)
+    row.update(default_ms=default["ms"], default_first_s=default["first_s"])
+    row.update(default_config=default["configs"], max_err=default["err"])
+    if not skip_quick:
+        budget = {} if quick_budget is None else {"autotune_budget_s": quick_budget}
+        quick = _tilecraft(case, inputs, want, device, autotune_effort="quick", **budget)
+        row.update(quick_ms=quick["ms"], quick_wall_s=quick["first_s"])
+        row.update(quick_config=quick["configs"], max_err=max(default["err"], quick["err"]))
+    row["eager_ms"] = bench_ms(lambda: case.reference(*inputs))
+    compiled = torch.compile(case.reference)
+    _, compile_s = _first_call(lambda: compiled(*inputs), device)
+    row["compile_ms"] = compile_s * 1e3
+    row["torch_compile_ms"] = bench_ms(lambda: compiled(*inputs))
+    row["default_vs_compile"] = row["torch_compile_ms"] / row["default_ms"]
+    if not skip_quick:
+        row["quick_vs_compile"] = row["torch_compile_ms"] / row["quick_ms"]
+    return row
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--kernels", nargs="*", default=list(CASES), choices=list(CASES))
+    parser.add_argument(
+        "--quick-budget", type=float, default=None, help="autotune_budget_s for quick (seconds)"
+    )
+    parser.add_argument("--skip-quick", action="store_true", help="the default config only")
+    parser.add_argument("--all-shapes", action="store_true", help="every GPU shape of each case")
+    parser.add_argument("--device", default="cuda", help="cpu: plumbing check (interpreter)")
+    ns = parser.parse_args(argv)
+    notes = (
+        "bf16 inputs; times are do_bench medians in ms; *_vs_compile = torch.compile time / "
+        "tilecraft time (> 1: tilecraft ahead); quick_wall_s / default_first_s: first call on "
+        "empty caches; compile_ms: torch.compile's first call"
+    )
+    rows: list[dict[str, Any]] = []
+    for name in ns.kernels:
+        case = CASES[name]
+        shapes = case.gpu_shapes if ns.all_shapes else case.gpu_shapes[:1]
+        if ns.device == "cpu":
+            shapes = case.cpu_shapes
+        for shape in shapes:
+            ident = {"kernel": name, "shape": "x".join(map(str, shape))}
+            add_row(
+                rows,
+                ident,
+                partial(measure, case, shape, ns.skip_quick, ns.quick_budget, ns.device),
+                (NAME, COLUMNS, notes),
+            )
+    write_results(NAME, rows, COLUMNS, notes)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The generalization benchmark: every user-style kernel against its eager reference at its tiny
+shape (interpreter on CPU, the GPU where there is one), and the runner's rows end to end."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import benchmarks.generalize as gen
+from benchmarks.gen_kernels import CASES
+from benchmarks.gen_kernels.norms import ln_bwd_reference
+from benchmarks.run import max_error
+
+
+def _as_tuple(value: Any) -> tuple[torch.Tensor, ...]:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _wall_ms(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
+
+
+def test_at_least_eight_cases_with_distinct_kernels() -> None:
+    assert len(CASES) >= 8
+    kernels = [k for case in CASES.values() for k in case.kernels]
+    assert len({id(k) for k in kernels}) == len(kernels)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_case_matches_its_reference(name: str, device: str) -> None:
+    case = CASES[name]
+    for shape in case.cpu_shapes:
+        inputs = case.make_inputs(shape, device, 1)
+        assert all(t.abs().amax() > 0 for t in inputs), "inputs must be random, never zeros"
+        want = _as_tuple(case.reference(*inputs))
+        got = _as_tuple(case.run({k.__name__: k for k in case.kernels}, inputs))
+        assert [g.shape for g in got] == [w.shape for w in want]
+        assert [g.dtype for g in got] == [w.dtype for w in want]
+        assert max(w.abs().amax().item() for w in want) > 0
+        err = max_error(got, want)
+        assert err <= case.atol, f"{name} at {shape}: max error {err} > {case.atol}"
+
+
+def test_layer_norm_bwd_reference_agrees_with_autograd() -> None:
+    grad_out, x, mean, rstd, weight = CASES["layer_norm_bwd_seed"].make_inputs((6, 50), "cpu", 2)
+    xf, wf = x.float().requires_grad_(True), weight.float().requires_grad_(True)
+    bias = torch.zeros(50, requires_grad=True)
+    out = torch.nn.functional.layer_norm(xf, (50,), wf, bias, 1e-5)
+    dx, dw, db = torch.autograd.grad(out, (xf, wf, bias), grad_out.float())
+    got = ln_bwd_reference(grad_out, x, mean, rstd, weight)
+    assert max_error(got, (dx.to(x.dtype), dw.to(x.dtype), db.to(x.dtype))) <= 0.1
+
+
+def _cpu_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Wall-clock timing instead of do_bench and no torch.compile (no GPU, no C++ toolchain)."""
+    monkeypatch.setenv("OUT", str(tmp_path / "out"))
+    monkeypatch.setattr(gen, "bench_ms", _wall_ms)
+    monkeypatch.setattr(torch, "compile", lambda fn: fn)
+
+
+def test_row_end_to_end_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _cpu_runner(monkeypatch, tmp_path)
+    case = CASES["column_sum_tall"]
+    row = gen.measure(case, case.cpu_shapes[0], skip_quick=True, device="cpu")
+    assert row["kernel"] == "column_sum_tall" and row["shape"] == "700x40"
+    assert row["max_err"] <= case.atol
+    for key in ("default_ms", "eager_ms", "torch_compile_ms", "compile_ms", "default_first_s"):
+        assert row[key] > 0, key
+    assert row["default_vs_compile"] == row["torch_compile_ms"] / row["default_ms"]
+    assert "column_sum: tc.Config(" in row["default_config"] and "quick_ms" not in row
+
+
+def test_quick_row_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _cpu_runner(monkeypatch, tmp_path)
+    case = CASES["rms_norm_full_row"]
+    row = gen.measure(case, case.cpu_shapes[0], quick_budget=2.0, device="cpu")
+    assert row["quick_ms"] > 0 and row["quick_wall_s"] > 0 and row["max_err"] <= case.atol
+    assert "rms_norm_llama: tc.Config(" in row["quick_config"]
+
+
+def test_main_writes_rows_and_turns_a_failure_into_an_error_row(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _cpu_runner(monkeypatch, tmp_path)
+
+    def broken(shape: tuple[int, ...], device: str, seed: int) -> tuple[torch.Tensor, ...]:
+        raise RuntimeError("input maker failed")
+
+    bad = dataclasses.replace(CASES["kl_div_rows"], name="broken", make_inputs=broken)
+    monkeypatch.setitem(gen.CASES, "broken", bad)
+    rows = gen.main(["--kernels", "broken", "kl_div_rows", "--skip-quick", "--device", "cpu"])
+    assert rows[0] == {
+        "kernel": "broken",
+        "shape": "9x500",
+        "error": "RuntimeError: input maker failed",
+    }
+    assert rows[1]["kernel"] == "kl_div_rows" and rows[1]["max_err"] <= CASES["kl_div_rows"].atol
+    data = json.loads((tmp_path / "out" / "generalization.json").read_text())
+    assert [r["kernel"] for r in data["rows"]] == ["broken", "kl_div_rows"]
+    assert "| kl_div_rows | 9x500 |" in (tmp_path / "out" / "generalization.md").read_text()
+
+
+def test_fresh_caches_restores_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", "/keep/me")
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    with gen.fresh_caches():
+        inner = os.environ["TILECRAFT_CACHE_DIR"]
+        assert inner != "/keep/me" and os.path.isdir(os.path.dirname(inner))
+        assert "TRITON_CACHE_DIR" in os.environ
+    assert os.environ["TILECRAFT_CACHE_DIR"] == "/keep/me" and "TRITON_CACHE_DIR" not in os.environ
+
+
+@pytest.mark.gpu
+def test_gpu_row_at_benchmark_shape() -> None:
+    """On the GPU: one full-size row (default config only) is correct and timed."""
+    case = CASES["column_sum_tall"]
+    row = gen.measure(case, case.gpu_shapes[0], skip_quick=True)
+    assert row["max_err"] <= 0.05 and row["default_ms"] > 0 and row["torch_compile_ms"] > 0
