@@ -1,7 +1,7 @@
 """The generalization benchmark: tilecraft on kernels written the way users write them.
 
 ``python -m benchmarks.generalize [--kernels NAME ...] [--quick-budget S] [--skip-quick]
-[--all-shapes]``
+[--all-shapes] [--name generalization]``
 
 For every case of :mod:`benchmarks.gen_kernels` (first GPU shape only unless ``--all-shapes``), in
 one process: the discovered default config (on a fresh, empty tilecraft and Triton cache), then
@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--skip-quick", action="store_true", help="the default config only")
     parser.add_argument("--all-shapes", action="store_true", help="every GPU shape of each case")
     parser.add_argument("--device", default="cuda", help="cpu: plumbing check (interpreter)")
+    parser.add_argument("--name", default=NAME, help="results file name (without suffix)")
     ns = parser.parse_args(argv)
     notes = (
         "bf16 inputs; times are do_bench medians in ms; *_vs_compile = torch.compile time / "
@@ -169,9 +170,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                 rows,
                 ident,
                 partial(measure, case, shape, ns.skip_quick, ns.quick_budget, ns.device),
-                (NAME, COLUMNS, notes),
+                (ns.name, COLUMNS, notes),
             )
-    write_results(NAME, rows, COLUMNS, notes)
+    write_results(ns.name, rows, COLUMNS, notes)
     return rows
 
 
