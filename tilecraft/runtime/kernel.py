@@ -8,6 +8,7 @@ trace (frontend) -> ConfigSpec.resolve -> Plan (config; launch options filtered 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import os
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from tilecraft.frontend.trace import TracedKernel, trace_kernel
 from tilecraft.ir.index_width import needs_int64
 from tilecraft.language import _context
 from tilecraft.language.tunables import BlockSize
-from tilecraft.runtime import hooks
+from tilecraft.runtime import hooks, torch_op
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.ref import build_ref
 from tilecraft.runtime.validate import check_has_data, check_tensor_args, host_code_error
@@ -146,8 +147,61 @@ class Kernel:
         # fast path of __call__: positional calls need no inspect.bind (defaults appended)
         self._n_params = len(params) if simple else -1
         self._defaults = tuple(p.default for p in params)
-        self.__name__ = fn.__name__
-        self.__doc__ = fn.__doc__
+        self._param_names = tuple(p.name for p in params)
+        self._ops = torch_op.KernelOps(self)
+        self._runner: torch_op.HostRunner | None = None
+        functools.update_wrapper(self, fn)  # name, doc, module, __wrapped__: a function-like op
+
+    @property
+    def __globals__(self) -> dict[str, Any]:
+        return self.fn.__globals__
+
+    @property
+    def __code__(self) -> Any:
+        return self.fn.__code__
+
+    @property
+    def __defaults__(self) -> tuple[Any, ...] | None:
+        return self.fn.__defaults__
+
+    @property
+    def __kwdefaults__(self) -> dict[str, Any] | None:
+        return self.fn.__kwdefaults__
+
+    def register_backward(
+        self,
+        backward: Callable[..., Any],
+        setup_context: Callable[..., Any] | None = None,
+    ) -> Kernel:
+        """Pair this kernel with a backward, as ``torch.library.register_autograd`` does:
+        ``setup_context(ctx, inputs, output)`` saves what ``backward(ctx, *grads)`` needs (default:
+        every tensor input, then every tensor output, in ``ctx.saved_tensors``); ``grads`` has one
+        entry per returned value; ``backward`` returns one gradient (or None) per parameter."""
+        self._ops.register_backward(backward, setup_context)
+        return self
+
+    def host_runner(self) -> torch_op.HostRunner:
+        """The host code with device loops skipped (for fake tensors and the op's layout)."""
+        if self._runner is None:
+            self._runner = torch_op.HostRunner(self)
+        return self._runner
+
+    def positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Every parameter's value in order (simple Python that ``torch.compile`` can trace)."""
+        values = self._positional_values(args, kwargs)
+        if values is not None:
+            return values
+        if self._n_params < 0:
+            return tuple(self.bind_arguments(args, kwargs).arguments.values())
+        out = list(args)
+        for name, default in zip(
+            self._param_names[len(args) :], self._defaults[len(args) :], strict=True
+        ):
+            value = kwargs.get(name, default)
+            if value is inspect.Parameter.empty:
+                self.bind_arguments(args, kwargs)  # raises the usual message
+            out.append(value)
+        return tuple(out)
 
     def bind_arguments(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -211,6 +265,19 @@ class Kernel:
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if torch.compiler.is_compiling():
+            values = self.positional(args, kwargs)
+            if torch_op.needs_grad(values) and self._ops.backward is None:
+                raise torch_op.no_backward_error(self)
+            return torch_op.compiled_call(self._ops, values)
+        if torch_op.needs_grad(args) or (kwargs and torch_op.needs_grad(tuple(kwargs.values()))):
+            if self._ops.backward is None:
+                raise torch_op.no_backward_error(self)
+            return self._ops.call(self.positional(args, kwargs))
+        return self.call_eager(args, kwargs)
+
+    def call_eager(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A plain call: specialize (trace and compile on first use) and launch."""
         if settings.ref_mode():
             return self.run_ref(*args, **kwargs)
         candidates = self._candidates(args, kwargs)

@@ -1,7 +1,8 @@
 """Load generated source as a Python module (stage: runtime).
 
 Triton needs a real file for ``@triton.jit`` functions (it reads their source), so generated code is
-written to ``<cache>/code/<hash>.py`` and imported from there; the same source is loaded only once.
+written to ``<cache>/code/<hash>.py`` and imported from there (registered in ``sys.modules``); the
+same source is loaded only once.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import sys
 import tempfile
 from pathlib import Path
 from types import ModuleType
@@ -38,6 +40,13 @@ def load_source(source: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # registered before running, as an import would: pickling, inspect and torch.compile look
+    # generated functions up by their module name
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
     _loaded[digest] = module
     return module

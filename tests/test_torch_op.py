@@ -1,0 +1,131 @@
+"""Kernels as PyTorch ops: torch.compile (fullgraph, dynamic shapes), custom ops by hand, mutation."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+import torch
+
+import tilecraft as tc
+from examples.rms_norm import EPS, rms_norm_fwd
+from examples.swiglu import swiglu
+from tilecraft.runtime import torch_op
+
+
+@tc.kernel
+def scale_(x: torch.Tensor, s: float) -> torch.Tensor:
+    """Scales ``x`` in place and returns it."""
+    (m,) = x.size()
+    for tm in tc.tile(m):
+        x[tm] = x[tm] * s
+    return x
+
+
+@tc.kernel(static_shapes=False)
+def row_scale(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = x[tm, tn] * w[tn][None, :]
+    return out
+
+
+def _rms(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
+
+
+def _counting_backend() -> tuple[list[torch.fx.GraphModule], Any]:
+    graphs: list[torch.fx.GraphModule] = []
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        graphs.append(gm)
+        return gm.forward
+
+    return graphs, backend
+
+
+def test_fullgraph_aot_eager_matches_eager() -> None:
+    def f(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out, rstd = rms_norm_fwd(x * 2, w, EPS)
+        return out.relu() + 1, rstd
+
+    x, w = torch.randn(8, 32), torch.randn(32)
+    got = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w)
+    want = f(x, w)
+    torch.testing.assert_close(got[0], want[0])
+    torch.testing.assert_close(got[1], want[1])
+    torch.testing.assert_close(got[0], (_rms(x * 2, w)).relu() + 1, rtol=1e-4, atol=1e-4)
+
+
+def test_model_with_two_kernels_is_one_graph_with_two_ops() -> None:
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm_w = torch.nn.Parameter(torch.ones(16))
+            self.up = torch.nn.Linear(16, 64)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h, _ = rms_norm_fwd(x, self.norm_w, EPS)
+            gate, up = self.up(h).chunk(2, dim=-1)
+            return swiglu(gate.contiguous(), up.contiguous()).sum(-1)
+
+    model = Block()
+    x = torch.randn(4, 16)
+    graphs, backend = _counting_backend()
+    with torch.no_grad():
+        got = torch.compile(model, fullgraph=True, backend=backend)(x)
+        want = model(x)
+    torch.testing.assert_close(got, want)
+    assert len(graphs) == 1
+    targets = [str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"]
+    assert sum(t.startswith("tilecraft.") for t in targets) == 2, targets
+
+
+def test_dynamic_batch_compiles_once() -> None:
+    graphs, backend = _counting_backend()
+    f = torch.compile(lambda x, w: row_scale(x, w) + 1, backend=backend, dynamic=True)
+    w = torch.randn(24)
+    for batch in (3, 5, 9, 17):
+        x = torch.randn(batch, 24)
+        torch.testing.assert_close(f(x, w), x * w + 1)
+    assert len(graphs) == 1
+
+
+def test_mutated_argument_is_declared_and_applied() -> None:
+    x = torch.randn(40)
+    expect = x * 3
+    got = torch.compile(lambda t: scale_(t, 3.0) + 0, fullgraph=True, backend="aot_eager")(x)
+    torch.testing.assert_close(x, expect)  # the input was written, as in eager
+    torch.testing.assert_close(got, expect)
+    info, _ = scale_._ops.ops[(torch_op.arg_kind(x), torch_op.arg_kind(3.0))]
+    assert info.mutated == ("x",)
+    assert info.layout == ("arg", 0)  # the argument itself, not a new op output
+
+
+def test_generated_modules_are_importable() -> None:
+    x, w = torch.randn(4, 8), torch.randn(8)
+    rms_norm_fwd(x, w, EPS)
+    program = rms_norm_fwd.bind((x, w, EPS)).default_program()
+    assert sys.modules[program.module.__name__] is program.module
+
+
+def test_custom_op_by_hand() -> None:
+    op = torch.library.custom_op("tctest::swiglu_by_hand", mutates_args=())(swiglu)
+    op.register_fake(lambda gate, up: torch.empty_like(gate))
+    gate, up = torch.randn(5, 12), torch.randn(5, 12)
+    want = torch.nn.functional.silu(gate) * up
+    torch.testing.assert_close(op(gate, up), want)
+    compiled = torch.compile(lambda a, b: op(a, b) * 2, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(gate, up), want * 2)
+    assert swiglu.__name__ == "swiglu" and swiglu.__wrapped__ is swiglu.fn
+    assert swiglu.__globals__ is swiglu.fn.__globals__
+
+
+def test_schema_names_parameters_and_kinds() -> None:
+    x = torch.randn(4, 8)
+    kinds = (torch_op.arg_kind(x), torch_op.arg_kind(x[0]), torch_op.arg_kind(EPS))
+    text = torch_op.schema(rms_norm_fwd, kinds, set(), 2)
+    assert text == "(Tensor x, Tensor w, float eps) -> (Tensor, Tensor)"
+    assert "Tensor(a!) x" in torch_op.schema(scale_, kinds[::2], {0}, 0)

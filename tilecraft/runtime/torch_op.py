@@ -1,0 +1,395 @@
+"""A kernel as a PyTorch op (stage: runtime; in: a :class:`Kernel` and the kinds of a call's
+arguments; out: a ``torch.library`` custom op in the ``tilecraft`` namespace).
+
+``torch.compile`` cannot trace a kernel's Python (the tracer, the specialization cache, Triton), so a
+call made while compiling goes through a custom op instead: one op per pattern of argument kinds
+(tensor dtype and rank, int, float, bool value...). Everything about the op is read from the kernel
+itself, so users write nothing extra:
+
+* the schema comes from the parameters and the kinds of this call's arguments;
+* ``mutates_args`` and the output layout come from running the host code once on ``meta`` tensors
+  (device loops are skipped; a store into a tensor that is an argument, or a view of one, is a
+  mutation; an output that *is* an argument is returned by the wrapper, not by the op);
+* the fake implementation runs the host code on the fake tensors ``torch.compile`` passes in;
+* the real implementation is the ordinary eager call of the kernel.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tilecraft.errors import ArgumentError
+from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
+from tilecraft.language import _context
+from tilecraft.language.tunables import BlockSize
+
+if TYPE_CHECKING:
+    from tilecraft.runtime.kernel import Kernel
+
+NAMESPACE = "tilecraft"
+EXAMPLE_EXTENT = 16  # every dim of the meta tensors the output layout is read from
+_FAKE_BLOCK = 32
+_taken: set[str] = set()
+
+ArgKind = tuple[Any, ...]
+# an output slot: ("out", i) the op's i-th output, ("arg", i) the i-th argument, ("none",) None
+Slot = tuple[Any, ...]
+
+
+def arg_kind(value: Any) -> ArgKind:
+    """What the op's schema depends on (constant under ``torch.compile``: no sizes)."""
+    if isinstance(value, torch.Tensor):
+        return ("Tensor", str(value.dtype), value.dim(), value.device.type)
+    if value is None:
+        return ("None",)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int):
+        return ("int",)
+    if isinstance(value, float):
+        return ("float",)
+    if isinstance(value, str):
+        return ("str", value)
+    return ("other", type(value).__name__)
+
+
+_SCHEMA_TYPE = {"Tensor": "Tensor", "None": "Tensor?", "bool": "bool", "int": "SymInt"}
+_SCHEMA_TYPE.update({"float": "float", "str": "str"})
+
+
+@dataclasses.dataclass(frozen=True)
+class OpInfo:
+    """One custom op of a kernel: its qualified name and how to rebuild the kernel's result."""
+
+    name: str
+    layout: Slot | tuple[Slot, ...]  # one slot (single return) or a tuple of slots
+    mutated: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.name):
+            raise ValueError(f"bad op name {self.name!r}")
+
+    @property
+    def qualname(self) -> str:
+        return f"{NAMESPACE}::{self.name}"
+
+    def slots(self) -> tuple[Slot, ...]:
+        return self.layout if _is_multi(self.layout) else (self.layout,)  # type: ignore[return-value]
+
+    def rebuild(self, outs: Any, args: tuple[Any, ...]) -> Any:
+        return rebuild(self.layout, outs, args)
+
+
+def rebuild(layout: Any, outs: Any, args: tuple[Any, ...]) -> Any:
+    """The kernel's result from the op's outputs (``outs``: a tensor or tuple of tensors)."""
+    flat = outs if isinstance(outs, (tuple, list)) else (outs,)
+    if not _is_multi(layout):
+        return _slot_value(layout, flat, args)
+    return tuple(_slot_value(s, flat, args) for s in layout)
+
+
+def _is_multi(layout: Any) -> bool:
+    return bool(layout) and isinstance(layout[0], tuple)
+
+
+def _slot_value(slot: Slot, flat: Any, args: tuple[Any, ...]) -> Any:
+    if slot[0] == "out":
+        return flat[slot[1]]
+    return args[slot[1]] if slot[0] == "arg" else None
+
+
+class _FakeHost:
+    """Host context for the fake implementation: only shapes matter, not the config."""
+
+    mode = "fake"
+
+    def __init__(self) -> None:
+        self.slots = 0
+
+    def block_size(self, lo: Any, hi: Any) -> int:
+        self.slots += 1
+        return BlockSize(_FAKE_BLOCK, self.slots - 1)
+
+    def tunable(self, name: str, choices: tuple[Any, ...]) -> Any:
+        return choices[0]
+
+    def specialized(self, value: int) -> None:
+        return None
+
+
+def stored_names(src: KernelSource) -> dict[int, set[str]]:
+    """Per device loop: the host names its body stores into (``t[...] = v``, ``tc.atomic_*(t, ...)``)."""
+    out: dict[int, set[str]] = {}
+    for loop in src.loops:
+        names: set[str] = set()
+        for node in ast.walk(loop.node):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+            elif isinstance(node, ast.AugAssign):
+                targets = [node.target]
+            elif isinstance(node, ast.Call) and _is_atomic(node.func) and node.args:
+                targets = [ast.Subscript(node.args[0], ast.Constant(0), ast.Store())]
+            for t in targets:
+                while isinstance(t, ast.Subscript):
+                    t = t.value
+                    if isinstance(t, ast.Name):
+                        names.add(t.id)
+        out[loop.index] = names
+    return out
+
+
+def _is_atomic(func: ast.expr) -> bool:
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name.startswith("atomic_")
+
+
+def _same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    base_a, base_b = a._base if a._base is not None else a, b._base if b._base is not None else b
+    return base_a is base_b
+
+
+class HostRunner:
+    """Runs a kernel's host code with device loops skipped, recording stores into arguments."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.stores = stored_names(kernel.source)
+        self._launched: list[tuple[int, dict[str, Any]]] = []
+        self.fn = build_function(
+            kernel.source, launch_tree(kernel.source), {LAUNCH: self._launch}
+        )
+
+    def _launch(self, index: int, spec: Any, env: dict[str, Any]) -> None:
+        self._launched.append((index, env))
+
+    def run(self, args: tuple[Any, ...]) -> tuple[Any, list[tuple[int, dict[str, Any]]]]:
+        self._launched = []
+        with _context.host_context(_FakeHost()):
+            result = self.fn(*args)
+        return result, self._launched
+
+    def mutated(self, args: tuple[Any, ...], launched: list[tuple[int, dict[str, Any]]]) -> set[int]:
+        """Indices of the arguments a device loop stores into (directly or through a view)."""
+        hit: set[int] = set()
+        for index, env in launched:
+            for name in self.stores.get(index, ()):
+                target = env.get(name)
+                if not isinstance(target, torch.Tensor):
+                    continue
+                for i, a in enumerate(args):
+                    if isinstance(a, torch.Tensor) and _same_memory(target, a):
+                        hit.add(i)
+        return hit
+
+
+def example_arg(kind: ArgKind) -> Any:
+    """A meta stand-in for an argument of this kind (the layout does not depend on sizes)."""
+    tag = kind[0]
+    if tag == "Tensor":
+        dtype = getattr(torch, kind[1].removeprefix("torch."))
+        return torch.zeros([EXAMPLE_EXTENT] * kind[2], dtype=dtype, device="meta")
+    if tag in ("bool", "str"):
+        return kind[1]
+    return {"None": None, "int": EXAMPLE_EXTENT, "float": 1.0}.get(tag)
+
+
+def output_layout(
+    kernel: Kernel, result: Any, args: tuple[Any, ...]
+) -> tuple[Slot | tuple[Slot, ...], int]:
+    """Where each returned value goes: a new op output, an argument returned as is, or None."""
+    multi = isinstance(result, (tuple, list))
+    items = tuple(result) if multi else (result,)
+    slots: list[Slot] = []
+    n_out = 0
+    for k, item in enumerate(items):
+        if item is None:
+            slots.append(("none",))
+            continue
+        if not isinstance(item, torch.Tensor):
+            raise ArgumentError(
+                f"{kernel.__name__}(): return value {k} is a {type(item).__name__}; a kernel "
+                "used as a PyTorch op (torch.compile, autograd) may return only tensors and None",
+                kernel.def_loc,
+            )
+        same = [i for i, a in enumerate(args) if a is item]
+        if same:
+            slots.append(("arg", same[0]))
+            continue
+        if any(isinstance(a, torch.Tensor) and _same_memory(item, a) for a in args):
+            raise ArgumentError(
+                f"{kernel.__name__}(): return value {k} is a view of an argument; a PyTorch op "
+                "cannot return one",
+                kernel.def_loc,
+                hint="return the argument itself, or a new tensor",
+            )
+        slots.append(("out", n_out))
+        n_out += 1
+    return (tuple(slots) if multi else slots[0]), n_out
+
+
+def schema(kernel: Kernel, kinds: tuple[ArgKind, ...], mutated: set[int], n_out: int) -> str:
+    params = list(kernel.signature.parameters)
+    parts = []
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    for i, (name, kind) in enumerate(zip(params, kinds, strict=True)):
+        typ = _SCHEMA_TYPE.get(kind[0])
+        if typ is None:
+            raise ArgumentError(
+                f"{kernel.__name__}(): argument '{name}' is a {kind[1]}; a kernel used as a "
+                "PyTorch op takes tensors, ints, floats, bools, strings and None",
+                kernel.def_loc,
+            )
+        if i in mutated:
+            typ = f"Tensor({next(letters)}!)"
+        parts.append(f"{typ} {name}")
+    returns = "Tensor" if n_out == 1 else "(" + ", ".join(["Tensor"] * n_out) + ")"
+    return f"({', '.join(parts)}) -> {returns}"
+
+
+def op_base_name(kernel: Kernel) -> str:
+    fn = kernel.fn
+    digest = hashlib.sha256(f"{fn.__module__}.{fn.__qualname__}".encode()).hexdigest()[:8]
+    return re.sub(r"\W", "_", fn.__name__) + "_" + digest
+
+
+def create_op(kernel: Kernel, kinds: tuple[ArgKind, ...]) -> tuple[OpInfo, Any]:
+    """Define the custom op for calls with arguments of ``kinds`` (real and fake impls)."""
+    runner = kernel.host_runner()
+    example = tuple(example_arg(k) for k in kinds)
+    result, launched = runner.run(example)
+    mutated = runner.mutated(example, launched)
+    layout, n_out = output_layout(kernel, result, example)
+    base, n = op_base_name(kernel), 0
+    while f"{base}_{n}" in _taken:
+        n += 1
+    params = list(kernel.signature.parameters)
+    info = OpInfo(f"{base}_{n}", layout, tuple(params[i] for i in sorted(mutated)))
+    _taken.add(info.name)
+
+    def real(*args: Any) -> Any:
+        return _op_outputs(info, kernel.call_eager(args, {}), n_out)
+
+    def fake(*args: Any) -> Any:
+        return _op_outputs(info, runner.run(args)[0], n_out)
+
+    op = torch.library.custom_op(
+        info.qualname,
+        real,
+        mutates_args=info.mutated,
+        schema=schema(kernel, kinds, mutated, n_out),
+    )
+    op.register_fake(fake)
+    return info, op
+
+
+def _op_outputs(info: OpInfo, result: Any, n_out: int) -> Any:
+    items = tuple(result) if _is_multi(info.layout) else (result,)
+    outs = [item for item, slot in zip(items, info.slots(), strict=True) if slot[0] == "out"]
+    if len(outs) != n_out:
+        raise ArgumentError(f"op {info.qualname}: expected {n_out} new tensors, got {len(outs)}")
+    if n_out == 0:
+        return None
+    return outs[0] if n_out == 1 else tuple(outs)
+
+
+def autograd_adapters(
+    info: OpInfo,
+    backward: Callable[..., Any],
+    setup_context: Callable[..., Any] | None,
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``torch.library`` autograd hooks that show the user the kernel's own result layout."""
+
+    def setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        result = info.rebuild(output, tuple(inputs))
+        if setup_context is not None:
+            setup_context(ctx, tuple(inputs), result)
+            return
+        values = [*inputs, *(result if _is_multi(info.layout) else (result,))]
+        ctx.save_for_backward(*[v for v in values if isinstance(v, torch.Tensor)])
+
+    def bwd(ctx: Any, *grads: Any) -> Any:
+        slots = info.slots()
+        per_output = tuple(grads[s[1]] if s[0] == "out" else None for s in slots)
+        got = backward(ctx, *per_output)
+        return tuple(got) if isinstance(got, (tuple, list)) else (got,)
+
+    return setup, bwd
+
+
+class KernelOps:
+    """The custom ops of one kernel (one per pattern of argument kinds) and its backward."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.ops: dict[tuple[ArgKind, ...], tuple[OpInfo, Any]] = {}
+        self.backward: Callable[..., Any] | None = None
+        self.setup_context: Callable[..., Any] | None = None
+        self.id = len(_registry)
+        _registry[self.id] = self
+
+    def get(self, kinds: tuple[ArgKind, ...]) -> tuple[OpInfo, Any]:
+        found = self.ops.get(kinds)
+        if found is None:
+            found = self.ops[kinds] = create_op(self.kernel, kinds)
+            if self.backward is not None:
+                self._register_autograd(*found)
+        return found
+
+    def register_backward(
+        self, backward: Callable[..., Any], setup_context: Callable[..., Any] | None
+    ) -> None:
+        self.backward, self.setup_context = backward, setup_context
+        for info, op in self.ops.values():
+            self._register_autograd(info, op)
+
+    def _register_autograd(self, info: OpInfo, op: Any) -> None:
+        assert self.backward is not None
+        setup, bwd = autograd_adapters(info, self.backward, self.setup_context)
+        op.register_autograd(bwd, setup_context=setup)
+
+    def call(self, values: tuple[Any, ...]) -> Any:
+        """Run the kernel through its op (eager calls that need autograd)."""
+        info, op = self.get(tuple(arg_kind(v) for v in values))
+        return info.rebuild(op(*values), values)
+
+
+_registry: dict[int, KernelOps] = {}
+
+
+@torch.compiler.assume_constant_result
+def op_for(ops_id: int, kinds: tuple[ArgKind, ...]) -> tuple[str, Any]:
+    """The op's name and output layout; ``torch.compile`` runs this while tracing and keeps the
+    result as a constant (defining an op cannot itself be traced)."""
+    info, _ = _registry[ops_id].get(kinds)
+    return info.name, info.layout
+
+
+def compiled_call(ops: KernelOps, values: tuple[Any, ...]) -> Any:
+    """The kernel call as ``torch.compile`` traces it: one custom op in the graph."""
+    kinds = tuple(arg_kind(v) for v in values)
+    name, layout = op_for(ops.id, kinds)
+    outs = getattr(getattr(torch.ops, NAMESPACE), name).default(*values)
+    return rebuild(layout, outs, values)
+
+
+def needs_grad(values: tuple[Any, ...]) -> bool:
+    return torch.is_grad_enabled() and any(
+        isinstance(v, torch.Tensor) and v.requires_grad for v in values
+    )
+
+
+def no_backward_error(kernel: Kernel) -> ArgumentError:
+    return ArgumentError(
+        f"{kernel.__name__}(): an input requires grad, but this kernel has no backward",
+        kernel.def_loc,
+        hint=f"pair it with a backward: {kernel.__name__}.register_backward(backward, "
+        "setup_context=...) (see docs/models.md), or call it under torch.no_grad()",
+    )
