@@ -8,6 +8,8 @@ writes ``dx``), then stores one row of partials; the host adds the partials up.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 import tilecraft as tc
@@ -75,6 +77,22 @@ def layer_norm_bwd(
         return grad_x, grad_w, db_partial.sum(0).to(weight.dtype)
     return grad_x, grad_w, None
 
+
+def _layer_norm_setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    x, weight, _, _ = inputs
+    _, mean, rstd = output
+    ctx.mark_non_differentiable(mean, rstd)
+    ctx.save_for_backward(x, weight, mean, rstd)
+
+
+def _layer_norm_backward(ctx: Any, grad_out: torch.Tensor, *_stats: Any) -> tuple[Any, ...]:
+    x, weight, mean, rstd = ctx.saved_tensors
+    grad_x, grad_w, grad_b = layer_norm_bwd(grad_out.contiguous(), x, mean, rstd, weight, True)
+    return grad_x, grad_w, grad_b, None
+
+
+# layer_norm_fwd is differentiable in x, weight and bias (eager and under torch.compile)
+layer_norm_fwd.register_backward(_layer_norm_backward, setup_context=_layer_norm_setup)
 
 KERNELS = {"layer_norm_fwd": layer_norm_fwd, "layer_norm_bwd": layer_norm_bwd}
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]

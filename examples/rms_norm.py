@@ -6,6 +6,8 @@ of per-block partial sums of ``dw``, which the host code adds up.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 import tilecraft as tc
@@ -49,6 +51,21 @@ def rms_norm_bwd(
         dw_partial[tm.id, :] = torch.sum(dy * x_hat, dim=0)
     return grad_x, dw_partial.sum(0).to(w.dtype)
 
+
+def _rms_norm_setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    x, w, _ = inputs
+    ctx.mark_non_differentiable(output[1])  # rstd is saved for the backward, not a result
+    ctx.save_for_backward(x, w, output[1])
+
+
+def _rms_norm_backward(ctx: Any, grad_out: torch.Tensor, _grad_rstd: Any) -> tuple[Any, ...]:
+    x, w, rstd = ctx.saved_tensors
+    grad_x, grad_w = rms_norm_bwd(grad_out.contiguous(), x, w, rstd)
+    return grad_x, grad_w, None
+
+
+# rms_norm_fwd is differentiable in x and w (eager and under torch.compile)
+rms_norm_fwd.register_backward(_rms_norm_backward, setup_context=_rms_norm_setup)
 
 KERNELS = {"rms_norm_fwd": rms_norm_fwd, "rms_norm_bwd": rms_norm_bwd}
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
