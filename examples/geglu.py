@@ -11,7 +11,6 @@ import tilecraft as tc
 from examples._common import Call, default_call
 from examples._gated import BENCH_SHAPES, DTYPES, TEST_SHAPES, make_inputs
 
-
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 

@@ -98,7 +98,11 @@ NORM_CASES = {
 def test_example_backward_matches_torch(name: str) -> None:
     ours, ref = NORM_CASES[name]
     gen = torch.Generator().manual_seed(1)
-    inputs = (torch.randn(9, 48, generator=gen), 1 + torch.randn(48, generator=gen), torch.randn(48))
+    inputs = (
+        torch.randn(9, 48, generator=gen),
+        1 + torch.randn(48, generator=gen),
+        torch.randn(48),
+    )
     got, want = _grads(ours, inputs), _grads(ref, inputs)
     for g, r in zip(got, want, strict=True):
         torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-4)

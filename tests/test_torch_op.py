@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 import pytest
+
 import torch
 
 import tilecraft as tc
@@ -129,3 +130,23 @@ def test_schema_names_parameters_and_kinds() -> None:
     text = torch_op.schema(rms_norm_fwd, kinds, set(), 2)
     assert text == "(Tensor x, Tensor w, float eps) -> (Tensor, Tensor)"
     assert "Tensor(a!) x" in torch_op.schema(scale_, kinds[::2], {0}, 0)
+
+
+@pytest.mark.gpu
+def test_inductor_fullgraph_forward_and_backward_on_gpu() -> None:
+    from examples.swiglu import swiglu as swiglu_kernel
+
+    def loss(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        h = rms_norm_fwd(x, w, EPS)[0]
+        return swiglu_kernel(h, h * 2).float().pow(2).mean()
+
+    compiled = torch.compile(loss, fullgraph=True)  # inductor
+    x = torch.randn(64, 256, device="cuda", requires_grad=True)
+    w = torch.randn(256, device="cuda", requires_grad=True)
+    got = compiled(x, w)
+    got_grads = torch.autograd.grad(got, (x, w))
+    want = loss(x, w)
+    want_grads = torch.autograd.grad(want, (x, w))
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    for g, r in zip(got_grads, want_grads, strict=True):
+        torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-4)

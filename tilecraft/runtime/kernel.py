@@ -150,7 +150,10 @@ class Kernel:
         self._param_names = tuple(p.name for p in params)
         self._ops = torch_op.KernelOps(self)
         self._runner: torch_op.HostRunner | None = None
-        functools.update_wrapper(self, fn)  # name, doc, module, __wrapped__: a function-like op
+        self.__name__: str = fn.__name__
+        self.__qualname__: str = fn.__qualname__
+        # also doc, module, annotations and __wrapped__: a function-like object (custom_op takes it)
+        functools.update_wrapper(self, fn)
 
     @property
     def __globals__(self) -> dict[str, Any]:

@@ -163,9 +163,7 @@ class HostRunner:
         self.kernel = kernel
         self.stores = stored_names(kernel.source)
         self._launched: list[tuple[int, dict[str, Any]]] = []
-        self.fn = build_function(
-            kernel.source, launch_tree(kernel.source), {LAUNCH: self._launch}
-        )
+        self.fn = build_function(kernel.source, launch_tree(kernel.source), {LAUNCH: self._launch})
 
     def _launch(self, index: int, spec: Any, env: dict[str, Any]) -> None:
         self._launched.append((index, env))
@@ -176,7 +174,9 @@ class HostRunner:
             result = self.fn(*args)
         return result, self._launched
 
-    def mutated(self, args: tuple[Any, ...], launched: list[tuple[int, dict[str, Any]]]) -> set[int]:
+    def mutated(
+        self, args: tuple[Any, ...], launched: list[tuple[int, dict[str, Any]]]
+    ) -> set[int]:
         """Indices of the arguments a device loop stores into (directly or through a view)."""
         hit: set[int] = set()
         for index, env in launched:
