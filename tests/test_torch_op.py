@@ -6,7 +6,6 @@ import sys
 from typing import Any
 
 import pytest
-
 import torch
 
 import tilecraft as tc
