@@ -149,3 +149,13 @@ def test_inductor_fullgraph_forward_and_backward_on_gpu() -> None:
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
     for g, r in zip(got_grads, want_grads, strict=True):
         torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-4)
+
+
+def test_import_does_not_load_dynamo_and_marks_like_the_public_decorator() -> None:
+    import subprocess
+
+    code = "import sys, tilecraft; assert 'torch._dynamo' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    marked = torch.compiler.assume_constant_result(lambda: 0)
+    assert marked._dynamo_marked_constant is True  # what mark_constant sets without dynamo
+    assert torch_op.op_for._dynamo_marked_constant is True  # type: ignore[attr-defined]

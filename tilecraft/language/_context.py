@@ -45,6 +45,15 @@ def device() -> DeviceTracer | None:
     return _device.get()
 
 
+def enter_host(ctx: HostContext) -> contextvars.Token[HostContext | None]:
+    """``host_context`` without the context manager (the runtime's per-call fast path)."""
+    return _host.set(ctx)
+
+
+def exit_host(token: contextvars.Token[HostContext | None]) -> None:
+    _host.reset(token)
+
+
 @contextlib.contextmanager
 def host_context(ctx: HostContext) -> Iterator[None]:
     token = _host.set(ctx)

@@ -35,7 +35,7 @@ from tilecraft.frontend.trace import TracedKernel, trace_kernel
 from tilecraft.ir.index_width import needs_int64
 from tilecraft.language import _context
 from tilecraft.language.tunables import BlockSize
-from tilecraft.runtime import hooks, torch_op
+from tilecraft.runtime import fastpath, hooks, torch_op
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.ref import build_ref
 from tilecraft.runtime.validate import check_has_data, check_tensor_args, host_code_error
@@ -150,6 +150,7 @@ class Kernel:
         self._param_names = tuple(p.name for p in params)
         self._ops = torch_op.KernelOps(self)
         self._runner: torch_op.HostRunner | None = None
+        self._fast: dict[Any, fastpath.Launcher] = {}  # guard key -> prebuilt launcher
         self.__name__: str = fn.__name__
         self.__qualname__: str = fn.__qualname__
         # also doc, module, annotations and __wrapped__: a function-like object (custom_op takes it)
@@ -273,6 +274,13 @@ class Kernel:
             if torch_op.needs_grad(values) and self._ops.backward is None:
                 raise torch_op.no_backward_error(self)
             return torch_op.compiled_call(self._ops, values)
+        if not kwargs and self._fast and not settings.ref_mode():
+            launcher = self._fast.get(fastpath.guard_key(args))
+            if launcher is not None:
+                try:
+                    return launcher(args)
+                except _Respecialize:
+                    pass  # another variant: the ordinary path finds (or traces) it
         if torch_op.needs_grad(args) or (kwargs and torch_op.needs_grad(tuple(kwargs.values()))):
             if self._ops.backward is None:
                 raise torch_op.no_backward_error(self)
@@ -287,9 +295,13 @@ class Kernel:
         for bound in candidates:
             try:
                 # the key matched: the arguments fit this specialization, no need to re-check
-                return bound.run(bound.default_program(args, kwargs), *args, **kwargs)
+                program = bound.default_program(args, kwargs)
+                result = bound.run(program, *args, **kwargs)
             except _Respecialize:
                 continue  # tc.specialize saw another value: try (or trace) another variant
+            if not kwargs and self.static_shapes:
+                self._remember(args, program)
+            return result
         fresh = BoundKernel(self, self.bind_arguments(args, kwargs))
         candidates.append(fresh)
         return fresh(*args, **kwargs)
@@ -322,8 +334,15 @@ class Kernel:
             self._ref = build_ref(self.source)
         return self._ref(*args, **kwargs)
 
+    def _remember(self, args: tuple[Any, ...], program: CompiledProgram) -> None:
+        key = fastpath.guard_key(args)
+        if key is not None and key not in self._fast:
+            make_host = functools.partial(_RunHost, program.config, program.traced)
+            self._fast[key] = fastpath.Launcher(program.host_fn, make_host)
+
     def reset(self) -> None:
         self._bound.clear()
+        self._fast.clear()
 
 
 # options read from ``Kernel.options`` by later stages without a named parameter of their own

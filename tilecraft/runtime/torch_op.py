@@ -20,6 +20,7 @@ import ast
 import dataclasses
 import hashlib
 import re
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -364,7 +365,17 @@ class KernelOps:
 _registry: dict[int, KernelOps] = {}
 
 
-@torch.compiler.assume_constant_result
+def mark_constant(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.compiler.assume_constant_result(fn)`` without importing ``torch._dynamo`` when it
+    is not loaded yet (5 s; every autotuner worker imports the kernels): the decorator only sets
+    this attribute, which ``tests/test_torch_op.py`` checks against the real decorator."""
+    if "torch._dynamo" in sys.modules:
+        return torch.compiler.assume_constant_result(fn)
+    fn._dynamo_marked_constant = True  # type: ignore[attr-defined]
+    return fn
+
+
+@mark_constant
 def op_for(ops_id: int, kinds: tuple[ArgKind, ...]) -> tuple[str, Any]:
     """The op's name and output layout; ``torch.compile`` runs this while tracing and keeps the
     result as a constant (defining an op cannot itself be traced)."""
