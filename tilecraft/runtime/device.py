@@ -39,3 +39,12 @@ def ensure_allocator() -> None:
 
     triton.set_allocator(alloc)
     _allocator_set = True
+
+
+def capturing(device_type: str) -> bool:
+    """Whether the current CUDA stream is capturing a graph (``torch.cuda.graph``)."""
+    return (
+        device_type == "cuda"
+        and torch.cuda.is_available()
+        and torch.cuda.is_current_stream_capturing()
+    )

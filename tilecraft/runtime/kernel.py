@@ -36,6 +36,8 @@ from tilecraft.ir.index_width import needs_int64
 from tilecraft.language import _context
 from tilecraft.language.tunables import BlockSize
 from tilecraft.runtime import fastpath, hooks, torch_op
+from tilecraft.runtime.device import capturing
+from tilecraft.runtime.export import standalone_source
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.ref import build_ref
 from tilecraft.runtime.validate import check_has_data, check_tensor_args, host_code_error
@@ -486,8 +488,11 @@ class BoundKernel:
     def config_spec(self) -> ConfigSpec:
         return self.spec
 
-    def to_triton_code(self, config: Config | None = None) -> str:
-        return self.generate(config or self.spec.default())[1]
+    def to_triton_code(self, config: Config | None = None, standalone: bool = False) -> str:
+        """The generated Triton source; ``standalone=True``: a module that also holds the host
+        code and runs without tilecraft installed (see ``runtime/export.py``)."""
+        config = config or self.spec.default()
+        return standalone_source(self, config) if standalone else self.generate(config)[1]
 
     # -- compile --------------------------------------------------------------------------
     def generate(self, config: Config) -> tuple[Plan, str, TracedKernel, list[GeneratedKernel]]:
@@ -533,6 +538,15 @@ class BoundKernel:
         discovers (and, with ``autotune_effort`` quick/full, tunes) on these arguments — cached on
         disk — else, with no arguments to try, the heuristic default."""
         if self._default is None:
+            if capturing(self.device_type):
+                raise ArgumentError(
+                    f"{self.kernel.__name__}(): first call for these arguments inside CUDA graph "
+                    "capture; choosing a config (cache lookup, discovery or tuning) and compiling "
+                    "cannot happen during a capture",
+                    self.kernel.def_loc,
+                    hint="warm up first: call the kernel once with the same arguments (shapes, "
+                    "dtypes) before torch.cuda.graph(...)",
+                )
             config = self.kernel.config
             if config is None and (args or kwargs):
                 # environment and input causes: one clear line before any candidate runs
