@@ -23,21 +23,10 @@ from typing import Any
 
 import torch
 
-import tilecraft as tc
 from benchmarks.common import environment
+from benchmarks.config_space import rms_norm  # the same kernel the config-space table uses
 
-EPS = 1e-6
-
-
-@tc.kernel
-def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = EPS) -> torch.Tensor:
-    m, n = x.size()
-    out = torch.empty_like(x)
-    for tm in tc.tile(m):
-        xt = x[tm, :].to(torch.float32)
-        r = torch.rsqrt(torch.mean(xt * xt, dim=-1) + eps)
-        out[tm, :] = (xt * r[:, None] * w[None, :].to(torch.float32)).to(out.dtype)
-    return out
+EPS = 1e-5
 
 
 def plain_triton(x: torch.Tensor, w: torch.Tensor) -> Callable[[], torch.Tensor]:

@@ -44,11 +44,15 @@ class Launcher:
 
     __slots__ = ("host_fn", "make_host")
 
-    def __init__(self, host_fn: Callable[..., Any], make_host: Callable[[], Any]):
+    def __init__(self, host_fn: Callable[..., Any], make_host: Callable[[], Any] | None):
+        """``make_host``: a fresh host context per call (it counts block-size calls); None when
+        the host code makes no DSL call that needs one (only ``tile``/``grid``)."""
         self.host_fn = host_fn
-        self.make_host = make_host  # a fresh host context per call (it counts block-size calls)
+        self.make_host = make_host
 
     def __call__(self, args: tuple[Any, ...]) -> Any:
+        if self.make_host is None:
+            return self.host_fn(*args)
         token = _context.enter_host(self.make_host())
         try:
             return self.host_fn(*args)

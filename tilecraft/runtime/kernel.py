@@ -339,7 +339,9 @@ class Kernel:
     def _remember(self, args: tuple[Any, ...], program: CompiledProgram) -> None:
         key = fastpath.guard_key(args)
         if key is not None and key not in self._fast:
-            make_host = functools.partial(_RunHost, program.config, program.traced)
+            traced = program.traced
+            needs_host = traced.host_slot_order or traced.specializations or traced.tunables
+            make_host = functools.partial(_RunHost, program.config, traced) if needs_host else None
             self._fast[key] = fastpath.Launcher(program.host_fn, make_host)
 
     def reset(self) -> None:
