@@ -132,9 +132,9 @@ def _normalize_bounds(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any
 def tile(*args: Any, block_size: Any = None) -> TileSpec:
     """Loop over ``[begin, end)`` in tiles; each iteration is one program (top level) or one
     iteration of an inner loop (nested)."""
-    if len(args) == 1 and type(args[0]) is not list and type(args[0]) is not tuple:
-        if type(block_size) is not list and type(block_size) is not tuple:
-            return TileSpec((0,), args, (block_size,), "tile", False)  # the common case, per call
+    single = len(args) == 1 and type(args[0]) not in (list, tuple)
+    if single and type(block_size) not in (list, tuple):
+        return TileSpec((0,), args, (block_size,), "tile", False)  # the common case, per call
     begins, ends, multi = _normalize_bounds(args)
     blocks: Sequence[Any]
     if isinstance(block_size, (list, tuple)):
