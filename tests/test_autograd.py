@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -10,6 +11,13 @@ import torch
 import tilecraft as tc
 from examples import cross_entropy, geglu, layer_norm, rms_norm, swiglu
 from tilecraft.errors import ArgumentError
+
+
+@pytest.fixture(autouse=True)
+def _on_test_device(device: str) -> Iterator[None]:
+    """Tensors made without a device land on the GPU when there is one, else the interpreter."""
+    with torch.device(device):
+        yield
 
 
 @tc.kernel
@@ -55,7 +63,8 @@ def no_backward(x: torch.Tensor) -> torch.Tensor:
 def _grads(fn: Any, inputs: tuple[torch.Tensor, ...], seed: int = 0) -> list[torch.Tensor]:
     leaves = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in inputs]
     out = fn(*leaves)
-    weight = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed))
+    gen = torch.Generator().manual_seed(seed)
+    weight = torch.randn(out.shape, generator=gen, device="cpu").to(out.device)
     (out * weight).sum().backward()
     return [t.grad for t in leaves if t.requires_grad]
 
@@ -95,12 +104,12 @@ NORM_CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(NORM_CASES))
-def test_example_backward_matches_torch(name: str) -> None:
+def test_example_backward_matches_torch(name: str, device: str) -> None:
     ours, ref = NORM_CASES[name]
     gen = torch.Generator().manual_seed(1)
     inputs = (
-        torch.randn(9, 48, generator=gen),
-        1 + torch.randn(48, generator=gen),
+        torch.randn(9, 48, generator=gen, device="cpu").to(device),
+        1 + torch.randn(48, generator=gen, device="cpu").to(device),
         torch.randn(48),
     )
     got, want = _grads(ours, inputs), _grads(ref, inputs)
@@ -108,9 +117,10 @@ def test_example_backward_matches_torch(name: str) -> None:
         torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-4)
 
 
-def test_cross_entropy_backward_matches_torch() -> None:
-    logits = torch.randn(7, 50, generator=torch.Generator().manual_seed(2), requires_grad=True)
-    labels = torch.randint(0, 50, (7,), generator=torch.Generator().manual_seed(3))
+def test_cross_entropy_backward_matches_torch(device: str) -> None:
+    gen = torch.Generator().manual_seed(2)
+    logits = torch.randn(7, 50, generator=gen, device="cpu").to(device).requires_grad_()
+    labels = torch.randint(0, 50, (7,), generator=gen, device="cpu").to(device)
     cross_entropy.cross_entropy(logits, labels).backward()
     ours, logits.grad = logits.grad, None
     torch.nn.functional.cross_entropy(logits, labels).backward()

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 
 import tilecraft as tc
 from tilecraft.runtime import fastpath
+
+
+@pytest.fixture(autouse=True)
+def _on_test_device(device: str) -> Iterator[None]:
+    """Tensors made without a device land on the GPU when there is one, else the interpreter."""
+    with torch.device(device):
+        yield
 
 
 @tc.kernel

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,6 +13,13 @@ import tilecraft as tc
 from examples.rms_norm import EPS, rms_norm_fwd
 from examples.swiglu import swiglu
 from tilecraft.runtime import torch_op
+
+
+@pytest.fixture(autouse=True)
+def _on_test_device(device: str) -> Iterator[None]:
+    """Tensors made without a device land on the GPU when there is one, else the interpreter."""
+    with torch.device(device):
+        yield
 
 
 @tc.kernel

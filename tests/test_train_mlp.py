@@ -8,8 +8,8 @@ from examples.train_mlp import train
 
 
 @pytest.mark.parametrize("backend", [None, "aot_eager"])
-def test_loss_curve_matches_pytorch(backend: str | None) -> None:
-    shape = {"steps": 6, "dim": 32, "hidden": 48, "batch": 8}
+def test_loss_curve_matches_pytorch(backend: str | None, device: str) -> None:
+    shape = {"steps": 6, "dim": 32, "hidden": 48, "batch": 8, "device": device}
     ours, _ = train(True, compile_backend=backend, **shape)  # type: ignore[arg-type]
     ref, _ = train(False, compile_backend=backend, **shape)  # type: ignore[arg-type]
     assert ours[-1] < ours[0]  # it learns

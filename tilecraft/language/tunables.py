@@ -44,6 +44,8 @@ def register_block_size(lo: int, hi: int | None = None) -> int:
     ctx = _context.host()
     if ctx is None:
         raise DeviceCodeError("tc.register_block_size() called outside a tilecraft kernel")
+    if ctx.mode == "fake":  # sizes may be symbolic under torch.compile: int() would specialize
+        return ctx.block_size(lo, hi)
     return ctx.block_size(int(lo), None if hi is None else int(hi))
 
 
