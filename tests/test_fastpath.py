@@ -76,3 +76,15 @@ def test_ref_mode_still_applies_after_the_fast_path_exists(monkeypatch: pytest.M
     monkeypatch.setenv("TILECRAFT_REF", "1")
     monkeypatch.setattr(add_scaled._fast[fastpath.guard_key((x, y))], "host_fn", None)
     torch.testing.assert_close(add_scaled(x, y), x + y * 2)  # ran eagerly, not the launcher
+
+
+def test_a_new_config_replaces_the_prebuilt_launcher() -> None:
+    add.reset()
+    x, y = torch.randn(50), torch.randn(50)
+    add(x, y)
+    assert add._fast
+    bound = add.bind((x, y))
+    bound.use_config(tc.Config(block_sizes=[16]))
+    assert not add._fast
+    torch.testing.assert_close(add(x, y), x + y)
+    assert list(bound.default_program().config.block_sizes) == [16]

@@ -565,6 +565,7 @@ class BoundKernel:
     def use_config(self, config: Config) -> None:
         """Run ``config`` from now on (``Kernel.autotune``'s result)."""
         self._default = self.compile_config(config)
+        self.kernel._fast.clear()  # prebuilt launchers hold the previous program
 
     # -- run ------------------------------------------------------------------------------
     def check_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
