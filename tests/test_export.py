@@ -79,3 +79,20 @@ def test_host_globals_that_cannot_be_exported_are_named() -> None:
     bound = reads_a_list.bind((torch.randn(8),))
     with pytest.raises(ArgumentError, match="'_helper'"):
         bound.to_triton_code(standalone=True)
+
+
+@tc.kernel
+def row_max(x: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm] = torch.amax(x[tm, :], dim=-1)
+    return out
+
+
+def test_exported_kernel_with_tilecraft_triton_helpers(tmp_path: Path, device: str) -> None:
+    x = torch.randn(6, 20, device=device)
+    x[2, 3] = float("nan")
+    source = row_max.bind((x,)).to_triton_code(standalone=True)
+    got = run_exported(tmp_path, source, "row_max", (x,))
+    torch.testing.assert_close(got, torch.amax(x, dim=-1), equal_nan=True)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
+import re
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +23,7 @@ from tilecraft.codegen.kernel import HEADER
 from tilecraft.config.config import Config
 from tilecraft.errors import ArgumentError
 from tilecraft.frontend.source import LAUNCH, launch_tree
+from tilecraft.runtime import triton_helpers
 
 if TYPE_CHECKING:
     from tilecraft.runtime.kernel import BoundKernel
@@ -112,6 +115,15 @@ def _is_dsl(value: Any) -> bool:
     return name.startswith("tilecraft.language") and getattr(value, "__name__", "") in _DSL_NAMES
 
 
+def _helpers() -> str:
+    """The Triton helpers generated code imports from tilecraft, copied in, under their names."""
+    text = inspect.getsource(triton_helpers).replace("from __future__ import annotations\n", "")
+    aliases = re.findall(
+        r"^from tilecraft\.runtime\.triton_helpers import (\w+) as (\w+)$", HEADER, re.M
+    )
+    return "\n" + text + "\n" + "".join(f"{alias} = {name}\n" for name, alias in aliases)
+
+
 def _global_line(kernel_name: str, name: str, value: Any) -> str:
     """The line that re-creates a global the host code reads."""
     if _is_dsl(value):
@@ -183,6 +195,7 @@ def standalone_source(bound: BoundKernel, config: Config) -> str:
     parts = [
         f'"""{name}: exported by tilecraft for {plan.config!r} (runs without tilecraft)."""\n',
         _PRELUDE,
+        _helpers(),
         source.removeprefix(HEADER),
         _SHIM,
         f"_tc = _DSL({blocks!r}, {tunables!r})\n",
