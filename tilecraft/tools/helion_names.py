@@ -182,8 +182,8 @@ LANGUAGE: tuple[HelionName, ...] = (
     _hl(
         "rand",
         "(shape: list[object], seed, device=None, offsets=None)",
-        "missing",
-        "no hl.rand in tilecraft.language",
+        "differs",
+        "tc.rand(shape, seed, offset: int = 0): Philox on each element's global index; no offsets tensor",
     ),
     _hl("rand4x", "(seed, offsets, device=None)", "missing", "no hl.rand4x in tilecraft.language"),
     _hl(
@@ -195,14 +195,14 @@ LANGUAGE: tuple[HelionName, ...] = (
     _hl(
         "reduce",
         "(combine_fn, input_tensor, dim=None, other=0, keep_dims=False)",
-        "missing",
-        "user combine functions are not traced; use torch reductions (sum, amax, ...)",
+        "differs",
+        "tc.reduce(fn, values, dim, other=): the combine function is traced; dim is required",
     ),
     _hl(
         "associative_scan",
         "(combine_fn, input_tensor, dim: int, reverse: bool = False)",
-        "missing",
-        "user combine functions are not traced",
+        "differs",
+        "tc.associative_scan(fn, values, dim): reverse=True is refused",
     ),
     _hl(
         "cumprod",
@@ -239,10 +239,15 @@ LANGUAGE: tuple[HelionName, ...] = (
     _hl(
         "join",
         "(tensor0, tensor1)",
-        "missing",
-        "no interleave-into-a-new-last-dim op; stack with torch ops on the host",
+        "differs",
+        "tc.join(a, b) (tl.join: a new last dim of two); not yet checked against Helion's tests",
     ),
-    _hl("split", "(tensor)", "missing", "no split-the-last-dim-of-two op"),
+    _hl(
+        "split",
+        "(tensor)",
+        "differs",
+        "tc.split(x) (tl.split of a last dim of two); not yet checked against Helion's tests",
+    ),
     _hl(
         "subscript",
         "(tensor, index: list[object])",
