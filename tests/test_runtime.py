@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import kernels
 import pytest
 import torch
 
@@ -17,19 +18,9 @@ def _rand(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
 
 
 def _make_rms_norm() -> tc.Kernel:
-    """A fresh kernel object (its own specialization cache) per test."""
-
-    @tc.kernel
-    def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-        m, n = x.size()
-        out = torch.empty_like(x)
-        for tm in tc.tile(m):
-            xt = x[tm, :].to(torch.float32)
-            inv = torch.rsqrt(torch.mean(xt * xt, dim=-1) + eps)
-            out[tm, :] = (xt * inv[:, None] * w[None, :].to(torch.float32)).to(out.dtype)
-        return out
-
-    return rms_norm
+    """A fresh kernel object (its own specialization cache) per test, over the shared
+    tests/kernels.py function."""
+    return tc.kernel(kernels.rms_norm.fn)
 
 
 def _rms_ref(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 import torch
+from kernels import rms_norm
 
 import tilecraft as tc
 from tilecraft.errors import ConfigError
@@ -259,17 +260,6 @@ def test_fake_xpu_backend_module(monkeypatch: pytest.MonkeyPatch) -> None:
 # ----------------------------------------------------------------------------------------------
 # generated launchers for named targets (no GPU needed: code generation only)
 # ----------------------------------------------------------------------------------------------
-
-
-@tc.kernel
-def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    m, n = x.size()
-    out = torch.empty_like(x)
-    for tm in tc.tile(m):
-        xt = x[tm, :].to(torch.float32)
-        inv = torch.rsqrt(torch.mean(xt * xt, dim=-1) + eps)
-        out[tm, :] = (xt * inv[:, None] * w[None, :].to(torch.float32)).to(out.dtype)
-    return out
 
 
 def _launcher_for(target: str, monkeypatch: pytest.MonkeyPatch, shape: tuple[int, int]) -> str:
