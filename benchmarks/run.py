@@ -61,7 +61,9 @@ class TunedCall:
 
 def max_error(got: Any, want: Any) -> float:
     pairs = zip(_tensors(got), _tensors(want), strict=True)
-    return max(((g.float() - w.float()).abs().max().item() for g, w in pairs), default=0.0)
+    return max(
+        ((g.float().cpu() - w.float().cpu()).abs().max().item() for g, w in pairs), default=0.0
+    )
 
 
 def bench_one(

@@ -167,3 +167,18 @@ def test_import_does_not_load_dynamo_and_marks_like_the_public_decorator() -> No
     marked = torch.compiler.assume_constant_result(lambda: 0)
     assert marked._dynamo_marked_constant is True  # what mark_constant sets without dynamo
     assert torch_op.op_for._dynamo_marked_constant is True  # type: ignore[attr-defined]
+
+
+def test_call_on_fake_tensors_outside_dynamo_records_the_op() -> None:
+    """AOT autograd traces a backward with functional/fake tensors after dynamo has finished
+    (``is_compiling()`` is False by then, as under inductor): the kernel must become its op in the
+    graph, never try to launch on tensors without memory."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from examples.swiglu import swiglu_bwd
+
+    g, a, b = (torch.randn(8, 32) for _ in range(3))
+    graph = make_fx(lambda *t: swiglu_bwd(*t), tracing_mode="fake")(g, a, b)
+    assert f"torch.ops.{torch_op.NAMESPACE}.swiglu_bwd" in graph.code
+    for got, want in zip(graph(g, a, b), swiglu_bwd(g, a, b), strict=True):
+        torch.testing.assert_close(got, want)

@@ -271,7 +271,7 @@ class Kernel:
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if torch.compiler.is_compiling():
+        if torch.compiler.is_compiling() or torch_op.traced(args, kwargs):
             values = self.positional(args, kwargs)
             if torch_op.needs_grad(values) and self._ops.backward is None:
                 raise torch_op.no_backward_error(self)

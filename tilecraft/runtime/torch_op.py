@@ -391,6 +391,17 @@ def compiled_call(ops: KernelOps, values: tuple[Any, ...]) -> Any:
     return rebuild(layout, outs, values)
 
 
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a tracer is running the call with tensors that have no memory: AOT autograd traces
+    a backward function with functional/fake tensor subclasses while ``is_compiling()`` is already
+    False again (inductor's joint graph). The kernel must then appear as its op, never launch."""
+    values = (*args, *kwargs.values()) if kwargs else args
+    return any(isinstance(v, torch.Tensor) and type(v) not in _PLAIN_TENSORS for v in values)
+
+
 def needs_grad(values: tuple[Any, ...]) -> bool:
     return torch.is_grad_enabled() and any(
         isinstance(v, torch.Tensor) and v.requires_grad for v in values
