@@ -291,3 +291,15 @@ def test_search_prunes_configs_the_model_predicts_to_spill() -> None:
     why = search._predicted_to_spill(spills.config)
     assert why is not None and "resource model predicts" in why.reason
     assert search.generation([spills.config]) == []
+
+
+def test_a_spent_budget_still_returns_a_timed_config() -> None:
+    """Discovery can spend a tiny budget on its own (a plan job with budget_s=15 on a slow
+    kernel): the result still carries the returned config's time, which a shipped table records."""
+    from tilecraft.autotune.search import run_tune
+
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    result = run_tune(bound, (x, w), effort="quick", budget_s=1e-3, use_cache=False, verbose=False)
+    assert result.ms is not None and result.ms > 0
+    assert runs_correctly(K.rms_norm, result.config, x, w)

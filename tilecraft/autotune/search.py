@@ -141,7 +141,8 @@ class _Search:
             f"thread (limit {resources.register_limit}), and a config without spills was timed",
         )
 
-    def generation(self, configs: Sequence[Config]) -> list[Attempt]:
+    def generation(self, configs: Sequence[Config], past_deadline: bool = False) -> list[Attempt]:
+        """Check and time ``configs``; with ``past_deadline`` even when the budget is spent."""
         fresh: list[Config] = []
         for config in configs:
             normalized, why = check(self.spec, config, self.warp_size, SEARCH_ELEMS_PER_THREAD)
@@ -155,15 +156,15 @@ class _Search:
                 self.reporter.attempt(why)
             else:
                 fresh.append(normalized)
-        if not fresh or self.left() <= 0:
+        if not fresh or (self.left() <= 0 and not past_deadline):
             return []
         results = self.runner.check(
             fresh,
-            timeout_s=min(self.timeout(), max(self.left(), 1.0)),
+            timeout_s=self.timeout() if past_deadline else min(self.timeout(), max(self.left(), 1)),
             bench_rep_ms=self.effort.rep_ms,
             bench_if=self._worth_timing,
             on_result=self._record,
-            deadline=self.deadline,
+            deadline=None if past_deadline else self.deadline,
         )
         done = [r for r in results if r is not None]
         self.reporter.end_generation(self.best(), len(done))
@@ -187,7 +188,9 @@ class _Search:
         return centre
 
     def run(self, default: Config) -> Attempt | None:
-        first = self.best(self.generation([default]))
+        # the default is timed even when discovery spent the budget: a result (a shipped table's
+        # entry) always carries the time of the config it returns
+        first = self.best(self.generation([default], past_deadline=True))
         if first is None:
             return None
         self.local_search(first)
