@@ -100,3 +100,14 @@ def test_faults() -> dict[str, str]:
             if key.strip():
                 out[key.strip()] = kind
     return out
+
+
+def direct_launch() -> bool:
+    """``TILECRAFT_DIRECT_LAUNCH=0`` launches every kernel through Triton's own ``kernel[grid]``
+    path (default: repeated launches skip its binder, see ``runtime/direct_launch.py``)."""
+    return os.environ.get("TILECRAFT_DIRECT_LAUNCH", "1").strip().lower() not in {
+        "0",
+        "false",
+        "no",
+        "off",
+    }

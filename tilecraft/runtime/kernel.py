@@ -35,7 +35,7 @@ from tilecraft.frontend.trace import TracedKernel, trace_kernel
 from tilecraft.ir.index_width import needs_int64
 from tilecraft.language import _context
 from tilecraft.language.tunables import BlockSize
-from tilecraft.runtime import fastpath, hooks, torch_op
+from tilecraft.runtime import direct_launch, fastpath, hooks, torch_op
 from tilecraft.runtime.device import capturing
 from tilecraft.runtime.export import standalone_source
 from tilecraft.runtime.module import load_source
@@ -518,6 +518,12 @@ class BoundKernel:
         if settings.debug():
             print(source)
         module = load_source(source)
+        if (
+            self.target.backend == "cuda"
+            and settings.direct_launch()
+            and not settings.triton_interpret()
+        ):
+            direct_launch.wrap_module_kernels(module, [k.kernel_name for k in kernels])
         launchers = [getattr(module, k.launcher_name) for k in kernels]
         by_index = {
             loop.index: launcher for loop, launcher in zip(traced.loops, launchers, strict=True)
