@@ -18,6 +18,7 @@ from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, laun
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, SymKind, walk
+from tilecraft.ir.promote import promote_small_grids
 from tilecraft.language import _context
 from tilecraft.language.loops import TileSpec
 from tilecraft.language.tunables import BlockSize, DynamicInt, Specialized
@@ -189,7 +190,11 @@ def trace_kernel(
     device_type: str,
     static_shapes: bool,
     block_values: dict[Any, Any] | None = None,
+    wave: int = 0,
 ) -> TracedKernel:
+    """Trace the host code on meta tensors; each device loop it reaches becomes a DeviceLoop.
+    ``wave``: programs one wave of the target runs; a device loop whose grid is smaller gets its
+    independent inner loop promoted into the grid (``ir/promote.py``)."""
     current: list[_TraceHost] = []
     fn = build_function(src, launch_tree(src), {LAUNCH: lambda *a: current[-1].launch(*a)})
     force_dynamic: set[str] = set()
@@ -202,7 +207,7 @@ def trace_kernel(
         if host.varying <= force_dynamic:
             break
         force_dynamic = force_dynamic | host.varying  # re-trace with those ints as arguments
-    loops = [host.loops[i] for i in sorted(host.loops)]
+    loops = promote_small_grids([host.loops[i] for i in sorted(host.loops)], wave)
     assign_config_slots(loops)
     values = tuple(host.block_values.get(s, 0) for s in host.host_slot_order)
     return TracedKernel(

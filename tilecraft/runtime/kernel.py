@@ -457,8 +457,9 @@ class BoundKernel:
         src = self.kernel.source
         try:
             return trace_kernel(
-                src, args, kwargs, self.device_type, self.kernel.static_shapes, block_values
-            )
+                src, args, kwargs, self.device_type, self.kernel.static_shapes, block_values,
+                wave=self.target.limits.num_sms,
+            )  # fmt: skip
         except TilecraftError:
             raise
         except Exception as exc:  # the user's host code raised on these arguments
