@@ -23,7 +23,7 @@ from benchmarks.common import bench_ms, write_results
 from benchmarks.gen_kernels import CASES
 
 ROWS = (1, 4, 16)
-CHUNKS = (512, 2048, 8192)
+CHUNKS = (1024, 4096)
 WARPS = (4, 16)
 STAGES = (1, 3)
 
