@@ -1,4 +1,6 @@
-"""Program ids -> tile offsets for a device loop's grid (stage: codegen).
+"""Program ids -> tile offsets for a device loop's grid (stage: codegen; in: an
+:class:`~tilecraft.codegen.context.EmitContext` over the loop and its plan; out: the kernel's
+program loop with each grid dim's offsets, indices and masks, and the launcher's grid).
 
 Strategies selected by the plan: ``pid_type`` (``flat``: one program per tile, ids decomposed in
 ``loop_orders`` order; ``xyz``: one grid axis per tile dim; ``persistent_blocked`` /
@@ -13,8 +15,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from tilecraft.codegen.context import SymState
+from tilecraft.codegen.schedule import emit_block
+from tilecraft.ir.nodes import Sym
+
 if TYPE_CHECKING:
-    from tilecraft.codegen.emitter import Emitter
+    from tilecraft.codegen.context import EmitContext
 
 
 @dataclasses.dataclass
@@ -24,9 +30,7 @@ class GridLayout:
     static: list[bool]  # whether each dim's extent is known and divisible
 
 
-def layout(em: Emitter) -> GridLayout:
-    from tilecraft.codegen.emitter import SymState
-
+def layout(em: EmitContext) -> GridLayout:
     counts, host, full = [], [], []
     for i, sym in enumerate(em.loop.grid_syms):
         st = SymState(block=em.block_expr(sym))
@@ -54,7 +58,7 @@ def total_tiles(grid: GridLayout) -> str:
     return _product(grid.counts)
 
 
-def host_grid(em: Emitter, grid: GridLayout) -> str:
+def host_grid(em: EmitContext, grid: GridLayout) -> str:
     """The launcher's grid tuple contents."""
     if em.plan.pid_type == "xyz":
         order = _order(em)
@@ -65,12 +69,12 @@ def host_grid(em: Emitter, grid: GridLayout) -> str:
     return total
 
 
-def _order(em: Emitter) -> list[int]:
+def _order(em: EmitContext) -> list[int]:
     orders = em.plan.loop_orders
     return list(orders[em.loop.grid_slot]) if orders else list(range(len(em.loop.grid_syms)))
 
 
-def decompose(em: Emitter, grid: GridLayout, pid: str) -> None:
+def decompose(em: EmitContext, grid: GridLayout, pid: str) -> None:
     """Emit ``pid_<d>`` for every grid dim, then each dim's offsets, indices and mask."""
     syms = em.loop.grid_syms
     order = _order(em)
@@ -86,11 +90,29 @@ def decompose(em: Emitter, grid: GridLayout, pid: str) -> None:
     else:
         _mixed_radix(em, grid, order, pids, pid)
     for d, sym in enumerate(syms):
-        em.tile_vars(sym, em.state(sym), pids[d], needs_mask=not grid.static[d])
+        tile_vars(em, sym, em.state(sym), pids[d], needs_mask=not grid.static[d])
+
+
+def tile_vars(em: EmitContext, sym: Sym, st: SymState, pid_var: str, needs_mask: bool) -> None:
+    """Offset, indices and mask of a grid dim whose tile number is ``pid_var``."""
+    st.tile_id = pid_var
+    st.offset = em.w.fresh(f"offset_{sym.index}")
+    begin, end = st.begin, st.end
+    plus_begin = f" + {begin}" if begin != "0" else ""
+    if sym.scalar:
+        em.w.line(f"{st.offset} = {em.index_cast(pid_var)}{plus_begin}")
+        st.index = st.offset
+        return
+    em.w.line(f"{st.offset} = {em.index_cast(pid_var)} * {st.block}{plus_begin}")
+    st.index = em.w.fresh(f"indices_{sym.index}")
+    em.w.line(f"{st.index} = {st.offset} + tl.arange(0, {st.block})")
+    if needs_mask:
+        st.mask = em.w.fresh(f"mask_{sym.index}")
+        em.w.line(f"{st.mask} = {st.index} < {end}")
 
 
 def _mixed_radix(
-    em: Emitter, grid: GridLayout, order: list[int], pids: dict[int, str], pid: str
+    em: EmitContext, grid: GridLayout, order: list[int], pids: dict[int, str], pid: str
 ) -> None:
     stride: list[str] = []
     for k, d in enumerate(order):
@@ -101,7 +123,7 @@ def _mixed_radix(
 
 
 def _grouped(
-    em: Emitter, grid: GridLayout, order: list[int], pids: dict[int, str], pid: str, group: int
+    em: EmitContext, grid: GridLayout, order: list[int], pids: dict[int, str], pid: str, group: int
 ) -> None:
     """Groups of ``group`` rows of the first dim walk the second dim together (L2 reuse)."""
     a, b = order[0], order[1]
@@ -126,12 +148,12 @@ def _grouped(
         stride.append(grid.counts[d])
 
 
-def emit_program_loop(em: Emitter, grid: GridLayout) -> None:
+def emit_program_loop(em: EmitContext, grid: GridLayout) -> None:
     """Non-persistent: one tile per program. Persistent: a loop over tiles in each program."""
     pid_type = em.plan.pid_type
     if not em.plan.persistent:
         decompose(em, grid, "tl.program_id(0)")
-        em.emit_block(em.loop.body)
+        emit_block(em, em.loop.body)
         return
     total = em.w.fresh("total_tiles")
     em.w.line(f"{total} = {total_tiles(grid)}")
@@ -153,10 +175,10 @@ def emit_program_loop(em: Emitter, grid: GridLayout) -> None:
         )
     with em.w.indented():
         decompose(em, grid, "virtual_pid")
-        em.emit_block(em.loop.body)
+        emit_block(em, em.loop.body)
 
 
-def _interpreted_program_loop(em: Emitter, grid: GridLayout, total: str, knobs: str) -> None:
+def _interpreted_program_loop(em: EmitContext, grid: GridLayout, total: str, knobs: str) -> None:
     """The persistent loop for Triton's interpreter: its bound is a constexpr the launcher
     computes (there a ``tl.range`` bound computed in the kernel is a one-element array, which
     NumPy deprecates converting to an int), and tiles past the end are skipped by an ``if``."""
@@ -172,4 +194,4 @@ def _interpreted_program_loop(em: Emitter, grid: GridLayout, total: str, knobs: 
         em.w.line(f"if virtual_pid < {total}:")
         with em.w.indented():
             decompose(em, grid, "virtual_pid")
-            em.emit_block(em.loop.body)
+            emit_block(em, em.loop.body)

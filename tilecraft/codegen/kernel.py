@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from tilecraft.codegen import grid
-from tilecraft.codegen.emitter import Emitter
+from tilecraft.codegen.emitter import emit_device_loop
 from tilecraft.codegen.guards import arg_expr, launch_guards
 from tilecraft.codegen.reduce import HELPER_IMPORT
 from tilecraft.config.plan import Plan
@@ -66,13 +66,8 @@ def generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
     Triton's CPU interpreter runs, e.g. bf16/fp16 dots upcast)."""
     interpret = plan.target.backend == "interpret"
     launch_options = plan.options
-    em = Emitter(loop, plan, _needs_int64(loop), interpret)
+    em, tiles = emit_device_loop(loop, plan, _needs_int64(loop), interpret)
     kernel_name = f"_tc_{fn_name}_{loop.index}"
-    em.w.src_comment(loop.loc)
-    em.setup_rdims()
-    em.descriptor_mark = len(em.w.lines)  # tensor descriptors are created here, before any loop
-    tiles = grid.layout(em)
-    grid.emit_program_loop(em, tiles)
     params = list(em.tensors) + [name for name in em.scalars if name not in em.tensors]
     param_types = {name: "*" + TYPE_NAMES[t.dtype] for name, t in em.tensors.items()}
     param_types.update(

@@ -1,5 +1,9 @@
-"""Reduction expressions with PyTorch's NaN semantics (stage: codegen; in: a reduce kind, the
-Triton text of its input, the reduced axis and the input's shape; out: a Triton expression).
+"""Reductions with PyTorch's NaN semantics (stage: codegen; in: a ``REDUCE`` node, or a reduce
+kind with the Triton text of its input, the reduced axis and the input's shape; out: a Triton
+expression / assignment).
+
+A reduction over a rolled dim is not emitted here but by the chunk loop of ``schedule.py``, which
+combines chunks with :func:`combine_expr` and finishes with :func:`reduce_expr`.
 
 Float max/min and argmax/argmin combine through ``runtime/triton_helpers.py`` (NaN wins, the
 first NaN's index for arg-reductions); sums and integer reductions keep Triton's own reductions.
@@ -8,8 +12,17 @@ first NaN's index for arg-reductions); sums and integer reductions keep Triton's
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
+
+from tilecraft.codegen import scans
+from tilecraft.codegen.registry import emits
+from tilecraft.ir import dtypes
+from tilecraft.ir.nodes import Node, Op
+
+if TYPE_CHECKING:
+    from tilecraft.codegen.context import EmitContext
 
 REDUCE_FN = {
     "sum": "tl.sum",
@@ -52,3 +65,26 @@ def combine_expr(kind: str, acc: str, value: str, dtype: torch.dtype) -> str:
     fn = "tl.maximum" if kind == "max" else "tl.minimum"
     nan = ", propagate_nan=tl.PropagateNan.ALL" if dtype.is_floating_point else ""
     return f"{fn}({acc}, {value}{nan})"
+
+
+def masked_for_reduce(ctx: EmitContext, node: Node, axis: int, kind: str) -> str:
+    """``node``'s value with padded lanes of the reduced dim set to ``kind``'s neutral element."""
+    text = ctx.expr(node)
+    mask = ctx.mask_at(node.shape[axis], axis, node.ndim)
+    if mask is None:
+        return text
+    return f"tl.where({mask}, {text}, {dtypes.neutral(kind, node.dtype)})"
+
+
+@emits(Op.REDUCE)
+def emit_reduce(ctx: EmitContext, node: Node) -> None:
+    kind, axis, keep = node.attrs["kind"], node.attrs["axis"], node.attrs["keepdim"]
+    if kind == "combine":
+        scans.emit_combine_reduce(ctx, node)
+        return
+    src = node.inputs[0]
+    if ctx.looped is not None and src.shape[axis] is ctx.looped:
+        raise AssertionError("rolled reductions are emitted by schedule.emit_chunk_loop")
+    text = masked_for_reduce(ctx, src, axis, kind)
+    dims = [ctx.dim_expr(d) for d in src.shape]
+    ctx.bind(node, reduce_expr(kind, text, axis, keep, src.dtype, dims))

@@ -9,36 +9,38 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tilecraft.codegen.registry import emits
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Node
+from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
-    from tilecraft.codegen.emitter import Emitter
+    from tilecraft.codegen.context import EmitContext
 
 
-def emit_view(em: Emitter, node: Node) -> None:
+@emits(Op.VIEW)
+def emit_view(ctx: EmitContext, node: Node) -> None:
     src = node.inputs[0]
-    text = em.expr(src)
-    dims = ", ".join(em.dim_expr(d) for d in node.shape)
+    text = ctx.expr(src)
+    dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
     perm = node.attrs.get("perm")
     if perm:
-        em.bind(node, f"tl.trans({text})" if len(perm) == 2 else f"tl.permute({text}, {perm})")
+        ctx.bind(node, f"tl.trans({text})" if len(perm) == 2 else f"tl.permute({text}, {perm})")
         return
     if node.attrs.get("expand"):
-        em.bind(node, f"tl.broadcast_to({text}, [{dims}])")
+        ctx.bind(node, f"tl.broadcast_to({text}, [{dims}])")
         return
     if node.attrs.get("join"):
-        em.bind(node, f"tl.join({text}, {em.expr(node.inputs[1])})")
+        ctx.bind(node, f"tl.join({text}, {ctx.expr(node.inputs[1])})")
         return
     if "split" in node.attrs:
-        em.bind(node, f"tl.split({text})[{node.attrs['split']}]")
+        ctx.bind(node, f"tl.split({text})[{node.attrs['split']}]")
         return
     spec = node.attrs["spec"]
     if src.ndim == 0:
-        em.bind(node, f"tl.full([{dims}], {text}, {dtypes.triton_dtype(node.dtype)})")
+        ctx.bind(node, f"tl.full([{dims}], {text}, {dtypes.triton_dtype(node.dtype)})")
     elif 0 in spec:
-        em.bind(node, f"tl.reshape({text}, [{dims}])")
+        ctx.bind(node, f"tl.reshape({text}, [{dims}])")
     elif all(s == ":" for s in spec):
-        em.scopes[-1][node.id] = text if text.isidentifier() else em.bind(node, text)
+        ctx.scopes[-1][node.id] = text if text.isidentifier() else ctx.bind(node, text)
     else:
-        em.bind(node, f"{text}[{', '.join(':' if s == ':' else 'None' for s in spec)}]")
+        ctx.bind(node, f"{text}[{', '.join(':' if s == ':' else 'None' for s in spec)}]")

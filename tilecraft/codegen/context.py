@@ -1,0 +1,227 @@
+"""What emission functions share while one device loop is emitted (stage: codegen; in: a
+:class:`DeviceLoop` and its :class:`Plan`; out: the Triton lines written so far plus what the
+launcher needs: tensors, scalar arguments, constexprs, combine helpers).
+
+:class:`EmitContext` holds the writer, the plan, the scopes binding IR nodes to Triton names and
+each dim's :class:`SymState` (block, indices, mask, offset), with the helpers every family of
+emissions uses (``expr`` / ``bind`` / masks / strides). It never writes an op itself: ``emit_node``
+looks the op up in :data:`~tilecraft.codegen.registry.EMISSIONS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from tilecraft.codegen.registry import emission
+from tilecraft.codegen.writer import CodeWriter
+from tilecraft.config.plan import Plan
+from tilecraft.ir import dtypes
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind
+
+_TILE_LEAVES = (Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID, Op.BLOCK_SIZE)
+
+
+@dataclasses.dataclass
+class SymState:
+    """How one dim appears in the kernel at the current point of emission."""
+
+    block: str  # constexpr name or literal
+    index: str = ""
+    mask: str | None = None
+    offset: str = ""
+    begin: str = "0"
+    end: str = ""
+    tile_id: str = ""
+
+
+class EmitContext:
+    def __init__(self, loop: DeviceLoop, plan: Plan, int64: bool, interpret: bool = False):
+        self.interpret = interpret
+        self.loop = loop
+        self.plan = plan
+        self.int64 = int64
+        self.w = CodeWriter(indent=1)
+        self.scopes: list[dict[int, str]] = [{}]
+        self.syms: dict[int, SymState] = {}
+        self.constexprs: dict[str, int] = {}
+        # constexprs the launcher computes per call (interpreter only): name -> launcher expression
+        self.launch_constexprs: dict[str, str] = {}
+        self.tensors: dict[str, Any] = {}  # param name -> HostTensor
+        self.scalars: dict[str, Any] = {}  # param name -> where the launcher gets its value
+        self.scalar_types: dict[str, torch.dtype] = {}
+        self.looped: Sym | None = None
+        self.descriptors: dict[tuple[str, tuple[str, ...]], str] = {}  # (tensor, block) -> name
+        self.descriptor_mark = 0
+        self.helpers: list[str] = []  # @triton.jit helpers the kernel calls (combine functions)
+        self.helper_names: dict[int, str] = {}
+        for name in (*loop.tensors, *loop.scalar_args):  # temporaries never shadow parameters
+            self.w.reserve(name)
+        for sym in loop.syms:
+            if plan.looped(sym):
+                self.looped = sym
+
+    def sub_context(self) -> EmitContext:
+        """A fresh context over the same loop and plan (the body of a combine helper)."""
+        return EmitContext(self.loop, self.plan, self.int64, self.interpret)
+
+    # -- sizes and syms -------------------------------------------------------------------
+    def block_value(self, sym: Sym) -> int:
+        return self.plan.block(sym)
+
+    def block_expr(self, sym: Sym) -> str:
+        if sym.kind is SymKind.BLOCK and sym.config_slot is None:
+            return str(self.block_value(sym))
+        prefix = (
+            "_BLOCK" if sym.kind is SymKind.BLOCK else "_RBLOCK" if sym is self.looped else "_RDIM"
+        )
+        name = f"{prefix}_{sym.index}"
+        self.constexprs[name] = self.block_value(sym)
+        return name
+
+    def dim_expr(self, d: Any) -> str:
+        return str(d) if isinstance(d, int) else self.block_expr(d)
+
+    def state(self, sym: Sym) -> SymState:
+        return self.syms[id(sym)]
+
+    def bound_expr(self, value: Any) -> str:
+        if isinstance(value, int):
+            return str(value)
+        return self.expr(value.node if hasattr(value, "node") else value)
+
+    def stride_expr(self, tensor: Any, dim: int) -> str:
+        """A tensor's stride: a literal, or with dynamic shapes a kernel argument (a stride of 1
+        stays literal: the specialization key records which strides are 1)."""
+        stride = tensor.stride[dim]
+        if not tensor.dynamic or stride == 1:
+            return str(stride)
+        name = f"{tensor.name}_stride_{dim}"
+        self.scalars[name] = ("stride", tensor.name, dim)
+        self.scalar_types[name] = torch.int32 if abs(stride) < 2**31 else torch.int64
+        return name
+
+    def size_expr(self, tensor: Any, dim: int) -> str:
+        """A tensor's size: a literal, or with dynamic shapes a kernel argument."""
+        if not tensor.dynamic:
+            return str(tensor.shape[dim])
+        name = f"{tensor.name}_size_{dim}"
+        self.scalars[name] = ("size", tensor.name, dim)
+        self.scalar_types[name] = torch.int32
+        return name
+
+    def index_cast(self, expr: str) -> str:
+        return f"({expr}).to(tl.int64)" if self.int64 else expr
+
+    def mask_at(self, sym: Any, pos: int, rank: int) -> str | None:
+        """The mask of dim ``sym`` placed at ``pos`` of a ``rank``-D value (None: no mask)."""
+        if not isinstance(sym, Sym):
+            return None
+        mask = self.state(sym).mask
+        if mask is None or rank <= 1:
+            return mask
+        return mask + "[" + ", ".join(":" if i == pos else "None" for i in range(rank)) + "]"
+
+    def value_mask(self, shape: tuple[Any, ...]) -> str | None:
+        parts = [m for i, d in enumerate(shape) if (m := self.mask_at(d, i, len(shape)))]
+        return " & ".join(parts) if parts else None
+
+    def descriptor(self, tensor: str, blocks: tuple[str, ...], make: str) -> str:
+        """The variable holding a tensor descriptor of ``tensor`` with block shape ``blocks``;
+        ``make`` (its constructor call) is written once, at the kernel's top, before any loop."""
+        key = (tensor, blocks)
+        name = self.descriptors.get(key)
+        if name is None:
+            name = self.w.fresh(f"{tensor}_desc")
+            line = "    " + f"{name} = {make}"
+            self.w.lines.insert(self.descriptor_mark + len(self.descriptors), line)
+            self.descriptors[key] = name
+        return name
+
+    # -- values ---------------------------------------------------------------------------
+    def lookup(self, node: Node) -> str | None:
+        for scope in reversed(self.scopes):
+            if node.id in scope:
+                return scope[node.id]
+        return None
+
+    def expr(self, node: Node) -> str:
+        """The Triton text of ``node``'s value, emitting it (and its inputs) first if needed."""
+        leaf = self.leaf_expr(node)
+        if leaf is not None:
+            return leaf
+        name = self.lookup(node)
+        if name is None:
+            self.ensure(node)
+            name = self.lookup(node)
+            assert name is not None, node
+        return name
+
+    def ensure(self, node: Node) -> None:
+        if self.leaf_expr(node) is not None or self.lookup(node) is not None:
+            return
+        for inp in node.inputs:
+            self.ensure(inp)
+        self.emit_node(node)
+
+    def emit_node(self, node: Node) -> None:
+        self.w.src_comment(node.loc)
+        emission(node.op, node.loc)(self, node)
+
+    def bind(self, node: Node, text: str) -> str:
+        """Assign ``text`` to a fresh variable named after the node; the node's value is it."""
+        name = self.w.fresh(node.hint)
+        self.w.line(f"{name} = {text}")
+        self.scopes[-1][node.id] = name
+        return name
+
+    def leaf_expr(self, node: Node) -> str | None:
+        """Constants, scalar arguments and tile attributes are expressions, never assignments."""
+        op = node.op
+        if op is Op.CONST:
+            value = node.attrs["value"]
+            if isinstance(value, bool):
+                return "True" if value else "False"
+            if node.dtype.is_floating_point:
+                return dtypes.float_literal(value)
+            return str(int(value))
+        if op is Op.ARG:
+            name = node.attrs["name"]
+            self.scalars[name] = node.attrs.get("source")
+            self.scalar_types[name] = node.dtype
+            return name
+        if op in _TILE_LEAVES:
+            return self._tile_leaf(node)
+        return None
+
+    def _tile_leaf(self, node: Node) -> str:
+        op, sym = node.op, node.attrs["sym"]
+        st = self.state(sym)
+        if op is Op.TILE_INDEX:
+            return st.index
+        if op is Op.TILE_BEGIN:
+            return st.offset
+        if op is Op.BLOCK_SIZE:
+            return st.block
+        if op is Op.TILE_ID:
+            return st.tile_id
+        if sym.scalar:
+            return f"({st.offset} + 1)"
+        return f"tl.minimum({st.offset} + {st.block}, {st.end})"
+
+    def range_bound(self, text: str) -> str:
+        """A ``tl.range`` bound; in the interpreter a computed one goes through ``_tc_index``."""
+        if not self.interpret or text.isdigit() or text in self.constexprs:
+            return text
+        return f"_tc_index({text})"
+
+    def cast_expr(self, text: str, src: torch.dtype, dst: torch.dtype) -> str:
+        if src == dst:
+            return text
+        if dst == torch.bool:
+            return f"({text} != 0)"
+        if text in self.scalars:  # a scalar argument: a Python number in the interpreter
+            return f"tl.cast({text}, {dtypes.triton_dtype(dst)})"
+        return f"{text}.to({dtypes.triton_dtype(dst)})"

@@ -1,0 +1,64 @@
+"""Device loops inside a kernel (stage: codegen; in: a ``LOOP`` node with its body and carried
+values; out: a ``for ... in tl.range(...)`` loop).
+
+Carried values are initialized before the loop and reassigned at the end of its body; the loop's
+dim gets its offset, indices and (when the extent is not a multiple of the block) mask inside it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tilecraft.codegen.context import SymState
+from tilecraft.codegen.registry import emits
+from tilecraft.codegen.schedule import emit_block
+from tilecraft.ir import dtypes
+from tilecraft.ir.nodes import Node, Op, Sym
+
+if TYPE_CHECKING:
+    from tilecraft.codegen.context import EmitContext
+
+
+def _init_carried(ctx: EmitContext, node: Node) -> None:
+    for carry in node.attrs.get("carried", []):
+        init = carry.inputs[0]
+        text = ctx.expr(init)
+        if init.op is Op.CONST or init.ndim == 0 and init.op in (Op.ARG,):
+            # a Python number would not be a tensor the loop can reassign
+            text = f"tl.full([], {text}, {dtypes.triton_dtype(carry.dtype)})"
+        name = ctx.w.fresh(carry.hint)
+        ctx.w.line(f"{name} = {text}")
+        ctx.scopes[-1][carry.id] = name
+
+
+@emits(Op.LOOP)
+def emit_loop(ctx: EmitContext, node: Node) -> None:
+    _init_carried(ctx, node)
+    sym: Sym = node.attrs["sym"]
+    st = SymState(block=ctx.block_expr(sym))
+    ctx.syms[id(sym)] = st
+    st.begin, st.end = ctx.bound_expr(sym.begin), ctx.bound_expr(sym.extent)
+    st.offset = ctx.w.fresh(f"offset_{sym.index}")
+    step = "" if sym.scalar else f", {st.block}"
+    ctx.w.src_comment(node.loc)
+    knobs = ctx.plan.range(node.attrs.get("range_slot", -1)).kwargs()
+    begin, end = ctx.range_bound(st.begin), ctx.range_bound(st.end)
+    ctx.w.line(f"for {st.offset} in tl.range({begin}, {end}{step}{knobs}):")
+    with ctx.w.indented():
+        ctx.scopes.append({})
+        st.tile_id = f"(({st.offset} - {st.begin}) // {st.block})"
+        if sym.scalar:
+            st.index = st.offset
+        else:
+            st.index = ctx.w.fresh(f"indices_{sym.index}")
+            ctx.w.line(f"{st.index} = {st.offset} + tl.arange(0, {st.block})")
+            static = isinstance(sym.begin, int) and isinstance(sym.extent, int)
+            if not static or (int(sym.extent) - int(sym.begin)) % ctx.block_value(sym):
+                st.mask = ctx.w.fresh(f"mask_{sym.index}")
+                ctx.w.line(f"{st.mask} = {st.index} < {st.end}")
+        emit_block(ctx, node.body or [])
+        for carry in node.attrs.get("carry_updates", []):
+            nxt = carry.attrs.get("next")
+            if nxt is not None and nxt is not carry:
+                ctx.w.line(f"{ctx.lookup(carry)} = {ctx.expr(nxt)}")
+        ctx.scopes.pop()

@@ -1,0 +1,69 @@
+"""Elementwise emissions (stage: codegen; in: ``FULL`` / ``CAST`` / ``UNARY`` / ``BINARY`` /
+``WHERE`` / ``PRINT`` nodes; out: one Triton assignment or statement each).
+
+Unary and binary ops render the template of :data:`tilecraft.ir.pointwise.POINTWISE` on operands
+cast to the op's compute dtype (fp32 for 16-bit floats), then cast back to the node's dtype.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from tilecraft.codegen.registry import emits
+from tilecraft.ir import dtypes
+from tilecraft.ir.nodes import Node, Op
+from tilecraft.ir.pointwise import POINTWISE
+
+if TYPE_CHECKING:
+    from tilecraft.codegen.context import EmitContext
+
+
+@emits(Op.PRINT)
+def emit_print(ctx: EmitContext, node: Node) -> None:
+    values = "".join(f", {ctx.expr(v)}" for v in node.inputs)
+    ctx.w.line(f"tl.device_print({node.attrs['prefix']!r}{values})")
+    ctx.scopes[-1][node.id] = "None"
+
+
+@emits(Op.FULL)
+def emit_full(ctx: EmitContext, node: Node) -> None:
+    dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+    value = node.attrs["value"]
+    lit = dtypes.float_literal(value) if isinstance(value, float) else str(value)
+    ctx.bind(node, f"tl.full([{dims}], {lit}, {dtypes.triton_dtype(node.dtype)})")
+
+
+@emits(Op.CAST)
+def emit_cast(ctx: EmitContext, node: Node) -> None:
+    src = node.inputs[0]
+    ctx.bind(node, ctx.cast_expr(ctx.expr(src), src.dtype, node.dtype))
+
+
+def _operands(ctx: EmitContext, node: Node) -> tuple[list[str], torch.dtype]:
+    operand_dtype = node.inputs[0].dtype
+    compute = dtypes.compute_dtype(operand_dtype)
+    texts = []
+    for inp in node.inputs:
+        text = ctx.expr(inp)
+        if inp.op is not Op.CONST and inp.dtype != compute:
+            text = ctx.cast_expr(text, inp.dtype, compute)
+        texts.append(text)
+    return texts, compute
+
+
+@emits(Op.UNARY, Op.BINARY)
+def emit_pointwise(ctx: EmitContext, node: Node) -> None:
+    op = POINTWISE[node.attrs["fn"]]
+    texts, compute = _operands(ctx, node)
+    text = op.template.format(*texts)
+    if node.dtype != compute and node.dtype != torch.bool:
+        text = ctx.cast_expr(text, compute, node.dtype)
+    ctx.bind(node, text)
+
+
+@emits(Op.WHERE)
+def emit_where(ctx: EmitContext, node: Node) -> None:
+    c, a, b = (ctx.expr(i) for i in node.inputs)
+    ctx.bind(node, f"tl.where({c}, {a}, {b})")
