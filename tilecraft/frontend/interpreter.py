@@ -11,18 +11,16 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import torch
-
 from tilecraft.errors import (
     DeviceCodeError,
-    ShapeError,
     SourceLoc,
     TilecraftError,
     UnsupportedOpError,
 )
-from tilecraft.frontend.tracer import Tracer, shape_str
+from tilecraft.frontend import loop_nest
+from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
-from tilecraft.ir.nodes import Node, Op, Sym
+from tilecraft.ir.nodes import Node, Sym
 from tilecraft.language import _context
 from tilecraft.language.loops import TileSpec
 
@@ -199,7 +197,7 @@ class Interpreter:
 
     def exec_tile_loop(self, stmt: ast.For, spec: TileSpec) -> None:
         syms = [
-            self.tracer.new_block_sym(end, begin, block, scalar=spec.kind == "grid")
+            loop_nest.block_sym(self.tracer, end, begin, block, scalar=spec.kind == "grid")
             for begin, end, block in zip(spec.begins, spec.ends, spec.block_sizes, strict=True)
         ]
         self._loop_nest(stmt, syms, spec.multi)
@@ -212,62 +210,23 @@ class Interpreter:
         ]
         body_locals = [n for n in assigned_names(stmt.body) if n not in self.env]
         tracer = self.tracer
-        loops: list[Node] = []
+        loops = loop_nest.open_nest(tracer, syms)
         carries: dict[str, Node] = {}
-        for sym in syms:
-            bounds = [
-                tracer.value_node(b)
-                for b in (sym.begin, sym.extent)
-                if isinstance(b, (TileValue, TileProxy))
-            ]
-            loop = tracer.emit(Op.LOOP, bounds, (), _NO_DTYPE, sym=sym)
-            loop.body = []
-            loop.attrs["carried"] = []
-            loops.append(loop)
-            tracer.blocks.append(loop.body)
-        # carried values are declared on the outermost loop of the nest
-        outer = loops[0]
-        for name in carried_names:
-            init = tracer.value_node(self.env[name])
-            carry = Node(
-                Op.CARRY, [init], init.shape, init.dtype, {"name": name}, tracer.loc, hint=name
-            )
-            outer.attrs["carried"].append(carry)
-            carries[name] = carry
-            self.env[name] = tracer.wrap(carry)
+        for name in carried_names:  # declared on the outermost loop of the nest
+            carries[name] = loop_nest.carry_in(tracer, loops[0], name, self.env[name])
+            self.env[name] = tracer.wrap(carries[name])
         proxies = [TileProxy(s, tracer) for s in syms]
         self.assign(stmt.target, tuple(proxies) if multi else proxies[0])
         self.run(stmt.body)
-        loops[-1].attrs["carry_updates"] = list(carries.values())
+        nexts = [self.env[name] for name in carries]
+        loop_nest.close_nest(tracer, loops, list(carries.values()), nexts)
         for name, carry in carries.items():
-            new = tracer.value_node(self.env[name])
-            if new.dtype != carry.dtype:
-                raise DeviceCodeError(
-                    f"loop-carried '{name}' changes dtype in the loop: {carry.dtype} before, {new.dtype} after",
-                    carry.loc,
-                    hint=f"cast the new value back, e.g. {name} = ({name} + ...).to({carry.dtype})",
-                )
-            if (
-                tracer.broadcast_shapes(new.shape, carry.shape) != carry.shape
-                or new.ndim > carry.ndim
-            ):
-                raise ShapeError(
-                    f"loop-carried '{name}' changes shape in the loop: {shape_str(carry.shape)} before, "
-                    f"{shape_str(new.shape)} after",
-                    carry.loc,
-                )
-            carry.attrs["next"] = tracer.expand_rank(new, carry.ndim)
             self.env[name] = tracer.wrap(carry)
-        for _ in syms:
-            tracer.blocks.pop()
         for name in body_locals:
             self.env.pop(name, None)
         for target in ast.walk(stmt.target):
             if isinstance(target, ast.Name):
                 self.env.pop(target.id, None)
-
-
-_NO_DTYPE = torch.int32  # loops have no value; the dtype field is unused
 
 
 def _as_load(target: ast.expr) -> ast.expr:

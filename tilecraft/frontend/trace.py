@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, TilecraftError
+from tilecraft.frontend import loop_nest
 from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tracer import Tracer
@@ -104,10 +105,12 @@ class _TraceHost:
                 if not isinstance(begin, int) or not isinstance(end, int):
                     raise DeviceCodeError("the bounds of a top-level device loop must be host ints")
                 lo, hi = (
-                    tracer.grid_bound(int(begin), "begin", i),
-                    tracer.grid_bound(int(end), "end", i),
+                    loop_nest.grid_bound(tracer, int(begin), "begin", i),
+                    loop_nest.grid_bound(tracer, int(end), "end", i),
                 )
-                grid_syms.append(tracer.new_block_sym(hi, lo, block, scalar=spec.kind == "grid"))
+                grid_syms.append(
+                    loop_nest.block_sym(tracer, hi, lo, block, scalar=spec.kind == "grid")
+                )
             scope = {**self.src.fn.__globals__, **self.src.closure_values()}
             interp = Interpreter(tracer, captures, scope, self.src.filename, self.src.line_offset)
             proxies = [TileProxy(s, tracer) for s in grid_syms]

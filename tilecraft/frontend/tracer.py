@@ -12,16 +12,11 @@ from typing import Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, UnsupportedOpError
-from tilecraft.frontend import advanced_index
-from tilecraft.frontend.coverage import check_tile_covers
+from tilecraft.frontend import dispatch, indexing
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind
+from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str
 from tilecraft.language.tunables import DynamicInt
-
-
-def shape_str(shape: Shape) -> str:
-    return "[" + ", ".join(d.name if isinstance(d, Sym) else str(d) for d in shape) + "]"
 
 
 class Tracer:
@@ -62,11 +57,6 @@ class Tracer:
             self._args[key] = node
         return self._args[key]
 
-    def grid_bound(self, value: int, which: str, dim: int) -> Any:
-        if not self.dynamic or (which == "begin" and value == 0):
-            return value
-        return self.arg_node(f"_{which}_{dim}", value, ("spec", which, dim))
-
     def value_node(self, x: Any) -> Node:
         """Any device operand as a node: tile values, tile loop variables, Python scalars."""
         if isinstance(x, TileValue):
@@ -101,35 +91,6 @@ class Tracer:
         raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")
 
     # -- syms -----------------------------------------------------------------------------
-    def new_block_sym(self, extent: Any, begin: Any, block: Any, scalar: bool = False) -> Sym:
-        extent, begin = (
-            self.value_node(v) if isinstance(v, (TileValue, TileProxy, DynamicInt)) else v
-            for v in (extent, begin)
-        )
-        sym = Sym(SymKind.BLOCK, len(self.syms), extent, begin, scalar=scalar)
-        from tilecraft.language.tunables import BlockSize
-
-        if not scalar and type(block) is int and block == 1:
-            sym.scalar = scalar = True  # a tile dim of block size 1 indexes like an int
-        if scalar:
-            sym.fixed_block = 1
-        elif isinstance(block, BlockSize):
-            existing = self.block_slot_syms.get(block.slot)
-            sym.config_slot = block.slot
-            if existing is None:
-                self.block_slot_syms[block.slot] = sym
-        elif block is None:
-            sym.config_slot = self.next_block_slot
-            self.next_block_slot += 1
-            self.block_slot_syms[sym.config_slot] = sym
-        else:
-            value = int(block)
-            if value < 1 or value & (value - 1):
-                raise DeviceCodeError(f"block_size={value} must be a power of two")
-            sym.fixed_block = value
-        self.syms.append(sym)
-        return sym
-
     def rdim_for(self, extent: int, occurrence: int = 0, source: Node | None = None) -> Sym:
         """The reduction dim of a whole extent; with dynamic shapes ``source`` is the ARG node
         holding the extent at run time (every source of one rdim is checked equal at launch)."""
@@ -431,187 +392,22 @@ class Tracer:
             src += 1
         return self.wrap(self.emit(Op.VIEW, [node], tuple(shape), node.dtype, spec=tuple(spec)))
 
-    # -- memory ---------------------------------------------------------------------------
-    def resolve_index(
-        self, t: HostTensor, index: Any
-    ) -> tuple[tuple[Any, ...], list[Node], Shape, dict[str, Any]]:
-        """Index items of a host tensor access -> (items, value inputs, result shape, extra node
-        attrs: where advanced indices land, see :mod:`tilecraft.frontend.advanced_index`)."""
-        items = index if isinstance(index, tuple) else (index,)
-        n_real = sum(1 for i in items if i is not None)
-        if n_real > t.ndim:
-            raise ShapeError(
-                f"too many indices for '{t.name}': it is {t.ndim}-D {list(t.shape)}, indexed with {n_real}",
-                self.loc,
-            )
-        items = items + (slice(None),) * (t.ndim - n_real)
-        resolved: list[Any] = []
-        inputs: list[Node] = []
-        shape: list[Dim] = []
-        used: list[Sym] = []
-        dim = 0
-        for item in items:
-            if item is None:
-                resolved.append(("none",))
-                shape.append(1)
-                continue
-            if isinstance(item, TileProxy):
-                check_tile_covers(t.name, t.shape, dim, item.sym, self.loc)
-                resolved.append(("tile", item.sym, dim))
-                if not item.sym.scalar:
-                    shape.append(item.sym)
-            elif isinstance(item, slice):
-                if any(b is not None for b in (item.start, item.stop, item.step)):
-                    from tilecraft.frontend.slices import slice_item
-
-                    sliced, out_dim = slice_item(self, t, dim, item, used)
-                    resolved.append(sliced)
-                    shape.append(out_dim)
-                    dim += 1
-                    continue
-                extent = t.shape[dim]
-                if extent == 1:
-                    resolved.append(("int", 0, dim))
-                    shape.append(1)
-                else:
-                    occurrence = sum(1 for s in used if s.extent == extent)
-                    source = None
-                    if t.dynamic:
-                        size = (f"{t.name}_size_{dim}", extent, ("size", t.name, dim))
-                        source = self.arg_node(*size)
-                    sym = self.rdim_for(extent, occurrence, source)
-                    used.append(sym)
-                    resolved.append(("rdim", sym, dim))
-                    shape.append(sym)
-            elif isinstance(item, bool):
-                raise UnsupportedOpError(f"bool index on '{t.name}'")
-            elif isinstance(item, DynamicInt):
-                resolved.append(("value", len(inputs), dim))
-                inputs.append(self.value_node(item))
-            elif isinstance(item, int):
-                if not -t.shape[dim] <= item < t.shape[dim]:
-                    raise ShapeError(
-                        f"index {item} is out of bounds for dim {dim} of '{t.name}' {list(t.shape)}"
-                    )
-                resolved.append(("int", item % t.shape[dim], dim))
-            elif isinstance(item, TileValue):
-                node = item.node
-                if node.dtype.is_floating_point:
-                    raise DeviceCodeError(f"index into '{t.name}' has float dtype {node.dtype}")
-                resolved.append(("value", len(inputs), dim))
-                inputs.append(node)
-                shape.extend(node.shape)
-            else:
-                raise UnsupportedOpError(f"index of type {type(item).__name__} on '{t.name}'")
-            dim += 1
-        placed = advanced_index.place(self, t.name, tuple(resolved), inputs)
-        if placed is not None:
-            inputs, placed_shape, positions = placed
-            return tuple(resolved), inputs, placed_shape, {"positions": positions}
-        return tuple(resolved), inputs, tuple(shape), {}
-
-    def load(
-        self, t: HostTensor, index: Any, extra_mask: Any = None, eviction_policy: str = ""
-    ) -> TileValue:
-        items, inputs, shape, placed = self.resolve_index(t, index)
-        if extra_mask is not None:
-            placed["extra_mask"] = len(inputs)
-            inputs = [*inputs, advanced_index.extra_mask(self, t.name, extra_mask, shape)]
-        if eviction_policy:
-            placed["eviction_policy"] = eviction_policy
-        node = self.emit(Op.LOAD, inputs, shape, t.dtype, tensor=t, index=items, **placed)
-        node.hint = "load"
-        return self.wrap(node)
-
-    def store(self, t: HostTensor, index: Any, value: Any, extra_mask: Any = None) -> None:
-        items, inputs, shape, placed = self.resolve_index(t, index)
-        if extra_mask is not None:
-            placed["extra_mask"] = len(inputs) + 1  # after the stored value
-            inputs = [*inputs, advanced_index.extra_mask(self, t.name, extra_mask, shape)]
-        v = self.value_node(value)
-        try:
-            out = self.broadcast_shapes(shape, v.shape)
-        except ShapeError:
-            out = None
-        if out != tuple(shape) or v.ndim > len(shape):
-            raise ShapeError(
-                f"store into '{t.name}': value of shape {shape_str(v.shape)} does not fit the "
-                f"indexed shape {shape_str(shape)}",
-                self.loc,
-            )
-        v = self.expand_rank(self.cast(v, t.dtype), len(shape))
-        self.emit(Op.STORE, [v, *inputs], tuple(shape), t.dtype, tensor=t, index=items, **placed)
-
-    def atomic(self, kind: str, t: Any, index: Any, value: Any, sem: str = "relaxed") -> TileValue:
-        if not isinstance(t, HostTensor):
-            raise DeviceCodeError("atomic ops need a host tensor as their target")
-        items, inputs, shape, placed = self.resolve_index(t, index)
-        v = self.value_node(value)
-        if self.broadcast_shapes(shape, v.shape) != tuple(shape):
-            raise ShapeError(
-                f"atomic_{kind} into '{t.name}': value {shape_str(v.shape)} does not fit {shape_str(shape)}"
-            )
-        v = self.expand_rank(self.cast(v, t.dtype), len(shape))
-        node = self.emit(
-            Op.ATOMIC,
-            [v, *inputs],
-            tuple(shape),
-            t.dtype,
-            tensor=t,
-            index=items,
-            kind=kind,
-            sem=sem,
-            **placed,
-        )
-        return self.wrap(node)
-
     def device_print(self, prefix: str, *values: Any) -> None:
         nodes = [self.value_node(v) for v in values]
         self.emit(Op.PRINT, nodes, (), torch.int32, prefix=str(prefix))
 
-    # -- dispatch -------------------------------------------------------------------------
-    def torch_call(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        from tilecraft.frontend.lowerings import lookup
+    # -- entry points of proxies (values.py), which reach the tracer, not these modules ----
+    def load(self, t: HostTensor, index: Any) -> TileValue:
+        return indexing.load(self, t, index)
 
-        handler = lookup(func)
-        if handler is None:
-            name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-            module = getattr(func, "__module__", None) or "torch"
-            raise UnsupportedOpError(
-                f"torch op '{module}.{name}' is not supported in device code",
-                self.loc,
-                hint="see tilecraft.frontend.lowerings for the supported ops, or compute it on the host",
-            )
-        return handler(self, *args, **kwargs)
+    def store(self, t: HostTensor, index: Any, value: Any) -> None:
+        indexing.store(self, t, index, value)
+
+    def torch_call(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return dispatch.torch_call(self, func, args, kwargs)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "full":
-            return self.full(*args, **kwargs)
-        if name == "arange":
-            return self.arange(*args, **kwargs)
-        if name == "dot":
-            return self.dot(*args, **kwargs)
-        if name == "atomic":
-            return self.atomic(*args, **kwargs)
-        if name == "device_print":
-            return self.device_print(*args)
-        if name in ("load", "store"):
-            if not isinstance(args[0], HostTensor):
-                raise DeviceCodeError(f"tc.{name} needs a host tensor as its first argument")
-            return getattr(self, name)(*args, **kwargs)
-        if name in ("join", "split"):
-            from tilecraft.frontend import views
-
-            return getattr(views, name)(self, *args, **kwargs)
-        if name == "rand":
-            from tilecraft.frontend import random
-
-            return random.rand(self, *args, **kwargs)
-        if name in ("associative_scan", "reduce"):
-            from tilecraft.frontend import scans
-
-            return getattr(scans, name)(self, *args, **kwargs)
-        raise UnsupportedOpError(f"tc.{name} is not supported in device code")
+        return dispatch.call(self, name, args, kwargs)
 
 
 _LEAF_OPS = {Op.CONST, Op.ARG, Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID, Op.BLOCK_SIZE}

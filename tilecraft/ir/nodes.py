@@ -48,6 +48,11 @@ Dim = Sym | int
 Shape = tuple[Dim, ...]
 
 
+def shape_str(shape: Shape) -> str:
+    """A shape as messages and the IR printer show it: ``[BLOCK_0, RDIM_1, 1]``."""
+    return "[" + ", ".join(d.name if isinstance(d, Sym) else str(d) for d in shape) + "]"
+
+
 class Op(enum.Enum):
     # leaves
     CONST = "const"  # attrs: value

@@ -1,12 +1,13 @@
-"""Readable text form of the tile IR (``kernel.bind(args).ir()``)."""
+"""Readable text form of the tile IR (stage: ir; in: a DeviceLoop; out: the text
+``kernel.bind(args).ir()`` returns)."""
 
 from __future__ import annotations
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, shape_str
 
 
 def _shape(node: Node) -> str:
-    return "[" + ", ".join(d.name if isinstance(d, Sym) else str(d) for d in node.shape) + "]"
+    return shape_str(node.shape)
 
 
 def _attrs(node: Node) -> str:

@@ -1,0 +1,58 @@
+"""Calls device code makes, routed to the code that traces them (stage: frontend; in: a torch
+callable or a ``tc.*`` name with its arguments; out: traced values / IR nodes).
+
+Torch functions, ``Tensor`` methods and operators reach :func:`torch_call` through
+``__torch_function__`` and are looked up in the one registry (:mod:`~tilecraft.frontend.lowerings`);
+``tc.*`` calls (``language/``) reach :func:`call` by name. Anything else is an
+``UnsupportedOpError`` naming the op.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tilecraft.errors import DeviceCodeError, UnsupportedOpError
+from tilecraft.frontend import indexing, random, scans, views
+from tilecraft.frontend.lowerings import lookup
+from tilecraft.frontend.values import HostTensor
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+
+
+def torch_call(tr: Tracer, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    handler = lookup(func)
+    if handler is None:
+        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+        module = getattr(func, "__module__", None) or "torch"
+        raise UnsupportedOpError(
+            f"torch op '{module}.{name}' is not supported in device code",
+            tr.loc,
+            hint="see tilecraft.frontend.lowerings for the supported ops, or compute it on the host",
+        )
+    return handler(tr, *args, **kwargs)
+
+
+def call(tr: Tracer, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``tc.<name>(*args, **kwargs)`` in device code."""
+    if name == "full":
+        return tr.full(*args, **kwargs)
+    if name == "arange":
+        return tr.arange(*args, **kwargs)
+    if name == "dot":
+        return tr.dot(*args, **kwargs)
+    if name == "atomic":
+        return indexing.atomic(tr, *args, **kwargs)
+    if name == "device_print":
+        return tr.device_print(*args)
+    if name in ("load", "store"):
+        if not isinstance(args[0], HostTensor):
+            raise DeviceCodeError(f"tc.{name} needs a host tensor as its first argument")
+        return getattr(indexing, name)(tr, *args, **kwargs)
+    if name in ("join", "split"):
+        return getattr(views, name)(tr, *args, **kwargs)
+    if name == "rand":
+        return random.rand(tr, *args, **kwargs)
+    if name in ("associative_scan", "reduce"):
+        return getattr(scans, name)(tr, *args, **kwargs)
+    raise UnsupportedOpError(f"tc.{name} is not supported in device code")

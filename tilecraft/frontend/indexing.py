@@ -1,0 +1,167 @@
+"""Host-tensor accesses in device code (stage: frontend; in: a :class:`HostTensor`, the user's
+index — tiles, ``:``, constant slices, ints, ``None``, index tiles — and for stores and atomics
+the value; out: ``LOAD`` / ``STORE`` / ``ATOMIC`` nodes with their index items).
+
+An index item is what codegen's ``memory.py`` turns into offsets and masks: ``("tile", sym, dim)``,
+``("rdim", sym, dim)`` (a whole ``:`` extent, a reduction dim), ``("rslice", ...)``
+(:mod:`~tilecraft.frontend.slices`), ``("int", k, dim)``, ``("none",)`` or ``("value",
+input_position, dim)``; where advanced indices land is :mod:`~tilecraft.frontend.advanced_index`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
+from tilecraft.frontend import advanced_index
+from tilecraft.frontend.coverage import check_tile_covers
+from tilecraft.frontend.slices import slice_item
+from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
+from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, shape_str
+from tilecraft.language.tunables import DynamicInt
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+
+
+@dataclasses.dataclass
+class _Items:
+    """What resolving an index builds, item by item."""
+
+    resolved: list[Any] = dataclasses.field(default_factory=list)
+    inputs: list[Node] = dataclasses.field(default_factory=list)
+    shape: list[Dim] = dataclasses.field(default_factory=list)
+    used: list[Sym] = dataclasses.field(default_factory=list)  # reduction dims taken so far
+
+
+def _whole_dim(tr: Tracer, t: HostTensor, dim: int, out: _Items) -> None:
+    """``:`` over a dim: a reduction dim of its extent (a size-1 dim is just index 0)."""
+    extent = t.shape[dim]
+    if extent == 1:
+        out.resolved.append(("int", 0, dim))
+        out.shape.append(1)
+        return
+    occurrence = sum(1 for s in out.used if s.extent == extent)
+    source = None
+    if t.dynamic:
+        source = tr.arg_node(f"{t.name}_size_{dim}", extent, ("size", t.name, dim))
+    sym = tr.rdim_for(extent, occurrence, source)
+    out.used.append(sym)
+    out.resolved.append(("rdim", sym, dim))
+    out.shape.append(sym)
+
+
+def _item(tr: Tracer, t: HostTensor, dim: int, item: Any, out: _Items) -> None:
+    """Resolve the index ``item`` at tensor dim ``dim`` (``None`` is handled by the caller)."""
+    if isinstance(item, TileProxy):
+        check_tile_covers(t.name, t.shape, dim, item.sym, tr.loc)
+        out.resolved.append(("tile", item.sym, dim))
+        if not item.sym.scalar:
+            out.shape.append(item.sym)
+    elif isinstance(item, slice):
+        if any(b is not None for b in (item.start, item.stop, item.step)):
+            sliced, out_dim = slice_item(tr, t, dim, item, out.used)
+            out.resolved.append(sliced)
+            out.shape.append(out_dim)
+        else:
+            _whole_dim(tr, t, dim, out)
+    elif isinstance(item, bool):
+        raise UnsupportedOpError(f"bool index on '{t.name}'")
+    elif isinstance(item, DynamicInt):
+        out.resolved.append(("value", len(out.inputs), dim))
+        out.inputs.append(tr.value_node(item))
+    elif isinstance(item, int):
+        if not -t.shape[dim] <= item < t.shape[dim]:
+            raise ShapeError(
+                f"index {item} is out of bounds for dim {dim} of '{t.name}' {list(t.shape)}"
+            )
+        out.resolved.append(("int", item % t.shape[dim], dim))
+    elif isinstance(item, TileValue):
+        node = item.node
+        if node.dtype.is_floating_point:
+            raise DeviceCodeError(f"index into '{t.name}' has float dtype {node.dtype}")
+        out.resolved.append(("value", len(out.inputs), dim))
+        out.inputs.append(node)
+        out.shape.extend(node.shape)
+    else:
+        raise UnsupportedOpError(f"index of type {type(item).__name__} on '{t.name}'")
+
+
+def resolve_index(
+    tr: Tracer, t: HostTensor, index: Any
+) -> tuple[tuple[Any, ...], list[Node], Shape, dict[str, Any]]:
+    """Index items of a host tensor access -> (items, value inputs, result shape, extra node
+    attrs: where advanced indices land, see :mod:`tilecraft.frontend.advanced_index`)."""
+    items = index if isinstance(index, tuple) else (index,)
+    n_real = sum(1 for i in items if i is not None)
+    if n_real > t.ndim:
+        raise ShapeError(
+            f"too many indices for '{t.name}': it is {t.ndim}-D {list(t.shape)}, indexed with {n_real}",
+            tr.loc,
+        )
+    items = items + (slice(None),) * (t.ndim - n_real)
+    out = _Items()
+    dim = 0
+    for item in items:
+        if item is None:
+            out.resolved.append(("none",))
+            out.shape.append(1)
+            continue
+        _item(tr, t, dim, item, out)
+        dim += 1
+    placed = advanced_index.place(tr, t.name, tuple(out.resolved), out.inputs)
+    if placed is not None:
+        inputs, placed_shape, positions = placed
+        return tuple(out.resolved), inputs, placed_shape, {"positions": positions}
+    return tuple(out.resolved), out.inputs, tuple(out.shape), {}
+
+
+def load(
+    tr: Tracer, t: HostTensor, index: Any, extra_mask: Any = None, eviction_policy: str = ""
+) -> TileValue:
+    items, inputs, shape, placed = resolve_index(tr, t, index)
+    if extra_mask is not None:
+        placed["extra_mask"] = len(inputs)
+        inputs = [*inputs, advanced_index.extra_mask(tr, t.name, extra_mask, shape)]
+    if eviction_policy:
+        placed["eviction_policy"] = eviction_policy
+    node = tr.emit(Op.LOAD, inputs, shape, t.dtype, tensor=t, index=items, **placed)
+    node.hint = "load"
+    return tr.wrap(node)
+
+
+def store(tr: Tracer, t: HostTensor, index: Any, value: Any, extra_mask: Any = None) -> None:
+    items, inputs, shape, placed = resolve_index(tr, t, index)
+    if extra_mask is not None:
+        placed["extra_mask"] = len(inputs) + 1  # after the stored value
+        inputs = [*inputs, advanced_index.extra_mask(tr, t.name, extra_mask, shape)]
+    v = tr.value_node(value)
+    try:
+        out = tr.broadcast_shapes(shape, v.shape)
+    except ShapeError:
+        out = None
+    if out != tuple(shape) or v.ndim > len(shape):
+        raise ShapeError(
+            f"store into '{t.name}': value of shape {shape_str(v.shape)} does not fit the "
+            f"indexed shape {shape_str(shape)}",
+            tr.loc,
+        )
+    v = tr.expand_rank(tr.cast(v, t.dtype), len(shape))
+    tr.emit(Op.STORE, [v, *inputs], tuple(shape), t.dtype, tensor=t, index=items, **placed)
+
+
+def atomic(
+    tr: Tracer, kind: str, t: Any, index: Any, value: Any, sem: str = "relaxed"
+) -> TileValue:
+    if not isinstance(t, HostTensor):
+        raise DeviceCodeError("atomic ops need a host tensor as their target")
+    items, inputs, shape, placed = resolve_index(tr, t, index)
+    v = tr.value_node(value)
+    if tr.broadcast_shapes(shape, v.shape) != tuple(shape):
+        raise ShapeError(
+            f"atomic_{kind} into '{t.name}': value {shape_str(v.shape)} does not fit {shape_str(shape)}"
+        )
+    v = tr.expand_rank(tr.cast(v, t.dtype), len(shape))
+    attrs = dict(tensor=t, index=items, kind=kind, sem=sem, **placed)
+    return tr.wrap(tr.emit(Op.ATOMIC, [v, *inputs], tuple(shape), t.dtype, **attrs))

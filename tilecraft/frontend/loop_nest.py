@@ -1,0 +1,115 @@
+"""Tile and grid loops in device code (stage: frontend; in: a loop's bounds and block sizes, the
+values its body reassigns; out: block syms, ``LOOP`` nodes with their bodies, ``CARRY`` nodes).
+
+A top-level device loop's dims become the kernel's grid (``trace.py`` asks for them here); a
+nested ``for tile in tc.tile(...)`` becomes one ``LOOP`` node per dim, whose body the tracer
+fills. Values the body reassigns are *carried*: a ``CARRY`` node stands for the value inside the
+loop, declared on the outermost loop of the nest, and names its next value after the body, which
+must keep the carried value's dtype and shape.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tilecraft.errors import DeviceCodeError, ShapeError
+from tilecraft.frontend.values import TileProxy, TileValue
+from tilecraft.ir.nodes import Node, Op, Sym, SymKind, shape_str
+from tilecraft.language.tunables import BlockSize, DynamicInt
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+
+_NO_DTYPE = torch.int32  # loops have no value; the dtype field is unused
+
+
+def block_sym(tr: Tracer, extent: Any, begin: Any, block: Any, scalar: bool = False) -> Sym:
+    """The dim of one tile/grid loop: ``block`` is a literal size, a ``register_block_size``
+    slot, or None (a new tunable block size)."""
+    extent, begin = (
+        tr.value_node(v) if isinstance(v, (TileValue, TileProxy, DynamicInt)) else v
+        for v in (extent, begin)
+    )
+    sym = Sym(SymKind.BLOCK, len(tr.syms), extent, begin, scalar=scalar)
+    if not scalar and type(block) is int and block == 1:
+        sym.scalar = scalar = True  # a tile dim of block size 1 indexes like an int
+    if scalar:
+        sym.fixed_block = 1
+    elif isinstance(block, BlockSize):
+        existing = tr.block_slot_syms.get(block.slot)
+        sym.config_slot = block.slot
+        if existing is None:
+            tr.block_slot_syms[block.slot] = sym
+    elif block is None:
+        sym.config_slot = tr.next_block_slot
+        tr.next_block_slot += 1
+        tr.block_slot_syms[sym.config_slot] = sym
+    else:
+        value = int(block)
+        if value < 1 or value & (value - 1):
+            raise DeviceCodeError(f"block_size={value} must be a power of two")
+        sym.fixed_block = value
+    tr.syms.append(sym)
+    return sym
+
+
+def grid_bound(tr: Tracer, value: int, which: str, dim: int) -> Any:
+    """A grid dim's begin/end: baked in, or with dynamic shapes a launcher-passed argument."""
+    if not tr.dynamic or (which == "begin" and value == 0):
+        return value
+    return tr.arg_node(f"_{which}_{dim}", value, ("spec", which, dim))
+
+
+def open_nest(tr: Tracer, syms: list[Sym]) -> list[Node]:
+    """One ``LOOP`` per dim, each nested in the previous; nodes traced next go in the innermost."""
+    loops: list[Node] = []
+    for sym in syms:
+        bounds = [
+            tr.value_node(b)
+            for b in (sym.begin, sym.extent)
+            if isinstance(b, (TileValue, TileProxy))
+        ]
+        loop = tr.emit(Op.LOOP, bounds, (), _NO_DTYPE, sym=sym)
+        loop.body = []
+        loop.attrs["carried"] = []
+        loops.append(loop)
+        tr.blocks.append(loop.body)
+    return loops
+
+
+def carry_in(tr: Tracer, outer: Node, name: str, value: Any) -> Node:
+    """The ``CARRY`` node that stands for ``name`` inside the nest whose outermost loop is ``outer``."""
+    init = tr.value_node(value)
+    carry = Node(Op.CARRY, [init], init.shape, init.dtype, {"name": name}, tr.loc, hint=name)
+    outer.attrs["carried"].append(carry)
+    return carry
+
+
+def carry_out(tr: Tracer, carry: Node, value: Any) -> None:
+    """Record ``value`` (after the body) as the carried value's next one."""
+    name = carry.attrs["name"]
+    new = tr.value_node(value)
+    if new.dtype != carry.dtype:
+        raise DeviceCodeError(
+            f"loop-carried '{name}' changes dtype in the loop: {carry.dtype} before, {new.dtype} after",
+            carry.loc,
+            hint=f"cast the new value back, e.g. {name} = ({name} + ...).to({carry.dtype})",
+        )
+    if tr.broadcast_shapes(new.shape, carry.shape) != carry.shape or new.ndim > carry.ndim:
+        raise ShapeError(
+            f"loop-carried '{name}' changes shape in the loop: {shape_str(carry.shape)} before, "
+            f"{shape_str(new.shape)} after",
+            carry.loc,
+        )
+    carry.attrs["next"] = tr.expand_rank(new, carry.ndim)
+
+
+def close_nest(tr: Tracer, loops: list[Node], carries: list[Node], values: list[Any]) -> None:
+    """End the nest: each carried value's next is ``values[i]``; later nodes go after the nest."""
+    loops[-1].attrs["carry_updates"] = list(carries)
+    for carry, value in zip(carries, values, strict=True):
+        carry_out(tr, carry, value)
+    for _ in loops:
+        tr.blocks.pop()
