@@ -19,6 +19,20 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tenso
     return out
 
 
+@tc.kernel
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A tiled matmul: an fp32 accumulator carried over the K loop, stored in a's dtype."""
+    m, k = a.size()
+    _, n = b.size()
+    out = torch.empty(m, n, dtype=a.dtype, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            acc = torch.addmm(acc, a[tm, tk], b[tk, tn])
+        out[tm, tn] = acc.to(out.dtype)
+    return out
+
+
 def rms_norm_ref(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     xf = x.float()
     return (xf * torch.rsqrt((xf * xf).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from kernels import rms_norm
+from kernels import matmul, rms_norm
 
 import tilecraft as tc
 
@@ -37,19 +37,6 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
         mx = torch.amax(xt, dim=-1, keepdim=True)
         e = torch.exp(xt - mx)
         out[tm, :] = (e / e.sum(-1, keepdim=True)).to(out.dtype)
-    return out
-
-
-@tc.kernel
-def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.size()
-    _, n = b.size()
-    out = torch.empty(m, n, dtype=a.dtype, device=a.device)
-    for tm, tn in tc.tile([m, n]):
-        acc = tc.zeros([tm, tn], dtype=torch.float32)
-        for tk in tc.tile(k):
-            acc = torch.addmm(acc, a[tm, tk], b[tk, tn])
-        out[tm, tn] = acc.to(out.dtype)
     return out
 
 
@@ -106,9 +93,9 @@ def test_src_comments_in_nested_loops() -> None:
     a, b = _rand(37, 50), _rand(50, 45)
     code = matmul.bind((a, b)).to_triton_code(tc.Config(block_sizes=[16, 16, 16]))
     line = _line_of(matmul, "acc = torch.addmm(")
-    assert f"# src[test_codegen.py:{line}]:" in code
+    assert f"# src[kernels.py:{line}]:" in code
     line = _line_of(matmul, "for tk in tc.tile(k):")
-    assert f"# src[test_codegen.py:{line}]: for tk in tc.tile(k):" in code
+    assert f"# src[kernels.py:{line}]: for tk in tc.tile(k):" in code
 
 
 # ----------------------------------------------------------------------------------------------

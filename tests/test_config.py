@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import torch
-from kernels import rms_norm
+from kernels import matmul, rms_norm
 
 import tilecraft
 import tilecraft as tc
@@ -18,19 +18,6 @@ from tilecraft.errors import ConfigError, TilecraftError
 # ----------------------------------------------------------------------------------------------
 # kernels
 # ----------------------------------------------------------------------------------------------
-
-
-@tc.kernel
-def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.size()
-    _, n = b.size()
-    out = torch.empty(m, n, dtype=a.dtype, device=a.device)
-    for tm, tn in tc.tile([m, n]):
-        acc = tc.zeros([tm, tn], dtype=torch.float32)
-        for tk in tc.tile(k):
-            acc = torch.addmm(acc, a[tm, tk], b[tk, tn])
-        out[tm, tn] = acc.to(out.dtype)
-    return out
 
 
 @tc.kernel

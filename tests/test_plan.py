@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import torch
-from kernels import rms_norm
+from kernels import matmul, rms_norm
 
 import tilecraft as tc
 from tilecraft.codegen.kernel import generate
@@ -119,19 +119,6 @@ def test_a_config_is_normalized_once_per_specialization(
     rms_norm.reset()
 
 
-@tc.kernel
-def fp32_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.size()
-    _, n = b.size()
-    out = torch.empty(m, n, dtype=a.dtype, device=a.device)
-    for tm, tn in tc.tile([m, n]):
-        acc = tc.zeros([tm, tn], dtype=torch.float32)
-        for tk in tc.tile(k):
-            acc = torch.addmm(acc, a[tm, tk], b[tk, tn])
-        out[tm, tn] = acc
-    return out
-
-
 @pytest.mark.parametrize(
     ("torch_precision", "option", "target", "expected"),
     [
@@ -149,7 +136,7 @@ def fp32_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def test_fp32_dots_follow_torch_matmul_precision(
     torch_precision: str, option: str | None, target: str, expected: str
 ) -> None:
-    kernel = tc.kernel(fp32_matmul.fn, dot_precision=option)
+    kernel = tc.kernel(matmul.fn, dot_precision=option)
     a, b = torch.randn(64, 32), torch.randn(32, 48)
     previous = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision(torch_precision)
@@ -164,7 +151,7 @@ def test_fp32_dots_follow_torch_matmul_precision(
 
 def test_dot_precision_option_is_checked() -> None:
     with pytest.raises(tc.TilecraftError, match="dot_precision='bf16'"):
-        tc.kernel(fp32_matmul.fn, dot_precision="bf16")
+        tc.kernel(matmul.fn, dot_precision="bf16")
 
 
 def test_the_model_predicts_the_seed_shaped_kernel_spills() -> None:

@@ -10,8 +10,6 @@ dims (tiles, ``:``, ``None``) follow in order. ``x[:, i, None, j]`` is such a no
 
 ``extra_mask`` (``hl.load``/``hl.store``) is placed here too: a bool value of the access's rank.
 
-``extra_mask`` (``hl.load``/``hl.store``) is placed here too: a bool value of the access's rank.
-
 Codegen reads the ``positions`` this module records: the result dim at which each item's index
 values are placed (each advanced value is expanded to rank ``len(B)`` so all of them line up).
 """

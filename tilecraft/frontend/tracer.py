@@ -1,8 +1,13 @@
 """The device-loop tracer: builds tile IR from the operations device code performs
 (stage: frontend; in: proxy operations; out: ir.Node lists).
 
-Shape and dtype rules live here (torch promotion, broadcasting, reduction dims); the mapping from
-torch functions to these builders is the registry in :mod:`tilecraft.frontend.lowerings`.
+Shape and dtype rules live here (torch promotion, broadcasting, reduction dims) with the builders
+of compute nodes (pointwise, where, reductions, dots, full/arange, views of tiles). The seams are
+their own modules, each taking the tracer: host-tensor accesses (:mod:`~.indexing`), torch and
+``tc.*`` calls (:mod:`~.dispatch`, which looks torch functions up in the registry of
+:mod:`~.lowerings`) and tile/grid loops with carried values (:mod:`~.loop_nest`). Proxies
+(``values.py``) hold only the tracer, so its ``load``/``store``/``torch_call``/``call`` are their
+entry points into those modules.
 """
 
 from __future__ import annotations
