@@ -1,6 +1,7 @@
 """The kernel-suite benchmark: tilecraft vs eager PyTorch vs torch.compile, in one run.
 
-``python -m benchmarks.run [--kernels rms_norm softmax ...] [--quick] [--effort quick|full]``
+``python -m benchmarks.run [--kernels rms_norm softmax ...] [--quick] [--effort quick|full]
+[--shape M,K,N ...]``
 
 For every example module and benchmark shape: check tilecraft's outputs against the module's
 reference, then time (``do_bench`` medians, random inputs) tilecraft with its discovered default
@@ -136,6 +137,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--shapes", nargs="*", type=int, help="indices into each module's BENCH_SHAPES"
     )
+    parser.add_argument(
+        "--shape",
+        action="append",
+        type=lambda text: tuple(int(v) for v in text.split(",")),
+        help="an explicit shape, e.g. --shape 16,4096,14336 for a decode matmul (repeatable; "
+        "replaces BENCH_SHAPES)",
+    )
     parser.add_argument("--effort", default="quick", choices=["none", "quick", "full"])
     parser.add_argument("--name", default="suite", help="results file name (without suffix)")
     ns = parser.parse_args(argv)
@@ -146,6 +154,7 @@ def main(argv: list[str] | None = None) -> None:
         module = EXAMPLES[name]
         picks = ns.shapes if ns.shapes is not None else ([0, 1] if ns.quick else None)
         shapes = module.BENCH_SHAPES if picks is None else [module.BENCH_SHAPES[i] for i in picks]
+        shapes = ns.shape or shapes
         for shape in shapes:
             ident = {"kernel": name, "shape": "x".join(map(str, shape))}
             add_row(

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from tilecraft.autotune.classify import Attempt, Category, classify
 from tilecraft.config.config import Config
 from tilecraft.config.spec import HARD_ELEMS_PER_THREAD, MAX_NUMEL, ConfigSpec, cdiv, next_pow2
+from tilecraft.config.split import split_moves
 from tilecraft.errors import ConfigError
 
 MAX_ELEMS_PER_THREAD = HARD_ELEMS_PER_THREAD  # the static check's limit (largest tile / threads)
@@ -168,8 +169,9 @@ def halve_largest(spec: ConfigSpec, config: Config) -> Config | None:
 def neighbors(spec: ConfigSpec, config: Config, strategies: bool = False) -> list[Config]:
     """Configs one step away from ``config`` (normalized): each block size x2 and /2, each
     loopable reduction looped / chunk x2 / chunk /2 / whole, num_warps x2 and /2, num_stages +-1,
-    and every other choice of each user tunable; with ``strategies``, instead the codegen
-    strategy moves of :meth:`StrategySpace.neighbor_fields`. Not normalized."""
+    every other choice of each user tunable, and each split inner loop's factor x2 and /2;
+    with ``strategies``, instead the codegen strategy moves of
+    :meth:`StrategySpace.neighbor_fields`. Not normalized."""
     if strategies:
         return [config.replace(**fields) for fields in spec.space.neighbor_fields(config)]
     out: list[Config] = []
@@ -204,6 +206,8 @@ def neighbors(spec: ConfigSpec, config: Config, strategies: bool = False) -> lis
     for name, choices in spec.tunables.items():
         current_value = config.user_values.get(name, choices[0])
         out += [config.replace(**{name: c}) for c in choices if c != current_value]
+    if config.pid_type == "flat":
+        out += split_moves(spec, config)  # split_reductions x2 and /2 where a loop can split
     return out
 
 

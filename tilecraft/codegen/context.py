@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from tilecraft.codegen.registry import emission
+from tilecraft.codegen.split import SplitPass
 from tilecraft.codegen.writer import CodeWriter
 from tilecraft.config.plan import Plan
 from tilecraft.ir import dtypes
@@ -57,6 +58,7 @@ class EmitContext:
         self.descriptor_mark = 0
         self.helpers: list[str] = []  # @triton.jit helpers the kernel calls (combine functions)
         self.helper_names: dict[int, str] = {}
+        self.split: SplitPass | None = None  # one pass of a split inner loop (codegen/split.py)
         for name in (*loop.tensors, *loop.scalar_args):  # temporaries never shadow parameters
             self.w.reserve(name)
         for sym in loop.syms:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from tilecraft.codegen import dots, grid, loops, memory, pointwise, reduce, scans, views
 from tilecraft.codegen.context import EmitContext, SymState
 from tilecraft.codegen.registry import EMISSIONS
+from tilecraft.codegen.split import SplitPass
 from tilecraft.config.plan import Plan
 from tilecraft.ir.nodes import DeviceLoop, SymKind
 
@@ -46,11 +47,13 @@ def setup_rdims(ctx: EmitContext) -> None:
 
 
 def emit_device_loop(
-    loop: DeviceLoop, plan: Plan, int64: bool, interpret: bool
+    loop: DeviceLoop, plan: Plan, int64: bool, interpret: bool, split: SplitPass | None = None
 ) -> tuple[EmitContext, grid.GridLayout]:
-    """The kernel body of ``loop`` under ``plan``, and its grid (for the launcher)."""
+    """The kernel body of ``loop`` under ``plan``, and its grid (for the launcher); ``split``:
+    one of the two kernels of a split inner loop or reduction dim (``codegen/split.py``)."""
     assert EMISSIONS, "the emission families were not imported"
     ctx = EmitContext(loop, plan, int64, interpret)
+    ctx.split = split
     ctx.w.src_comment(loop.loc)
     setup_rdims(ctx)
     ctx.descriptor_mark = len(ctx.w.lines)  # tensor descriptors are created here, before any loop

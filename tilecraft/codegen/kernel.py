@@ -14,15 +14,19 @@ from typing import Any
 import torch
 
 from tilecraft.codegen import grid
+from tilecraft.codegen.context import EmitContext
 from tilecraft.codegen.emitter import emit_device_loop
 from tilecraft.codegen.guards import arg_expr, launch_guards
 from tilecraft.codegen.reduce import HELPER_IMPORT
+from tilecraft.codegen.split import COMBINE, PARTIALS, SplitPass
 from tilecraft.config.plan import Plan
 from tilecraft.ir.index_width import needs_int64
 from tilecraft.ir.nodes import DeviceLoop
+from tilecraft.ir.split import SplitSite, split_site
 
 HEADER = (
-    "from __future__ import annotations\n\nimport triton\nimport triton.language as tl\n\n"
+    "from __future__ import annotations\n\n"
+    "import torch\nimport triton\nimport triton.language as tl\n\n"
     "from tilecraft.errors import ShapeError\n"
     "from tilecraft.runtime.device import ensure_allocator, sm_count\n" + HELPER_IMPORT
 )
@@ -51,6 +55,8 @@ class GeneratedKernel:
     constexprs: dict[str, int]
     grid: str
     launch_options: dict[str, Any]
+    # further kernels the launcher runs (a split loop's combine kernel), for cross-compiling
+    companions: list[GeneratedKernel] = dataclasses.field(default_factory=list)
 
     @property
     def module_source(self) -> str:
@@ -61,50 +67,129 @@ def _needs_int64(loop: DeviceLoop) -> bool:
     return any(needs_int64(t.shape, t.stride) for t in loop.tensors.values())
 
 
-def generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
-    """The kernel and launcher of ``loop`` under ``plan`` (for the interpreter target: code that
-    Triton's CPU interpreter runs, e.g. bf16/fp16 dots upcast)."""
+@dataclasses.dataclass
+class _Emitted:
+    kernel_name: str
+    device_source: str
+    params: list[str]
+    param_types: dict[str, str]
+    constexprs: dict[str, int]
+    call_args: list[str]
+    em: EmitContext
+    tiles: grid.GridLayout
+
+
+def _emit(
+    loop: DeviceLoop, plan: Plan, kernel_name: str, split: SplitPass | None = None
+) -> _Emitted:
+    """One ``@triton.jit`` function for ``loop`` (or one pass of its split inner loop)."""
     interpret = plan.target.backend == "interpret"
-    launch_options = plan.options
-    em, tiles = emit_device_loop(loop, plan, _needs_int64(loop), interpret)
-    kernel_name = f"_tc_{fn_name}_{loop.index}"
+    em, tiles = emit_device_loop(loop, plan, _needs_int64(loop), interpret, split)
+    scratch = list(split.scratch.values()) if split is not None else []
     params = list(em.tensors) + [name for name in em.scalars if name not in em.tensors]
+    params += [b.name for b in scratch]
     param_types = {name: "*" + TYPE_NAMES[t.dtype] for name, t in em.tensors.items()}
+    param_types.update({b.name: "*" + TYPE_NAMES[b.dtype] for b in scratch})
     param_types.update(
-        {name: TYPE_NAMES[em.scalar_types[name]] for name in params if name not in em.tensors}
+        {name: TYPE_NAMES[em.scalar_types[name]] for name in params if name not in param_types}
     )
     constexprs = dict(sorted(em.constexprs.items()))
     computed = em.launch_constexprs
     signature = ", ".join(params + [f"{name}: tl.constexpr" for name in [*constexprs, *computed]])
     helpers = "".join(h + "\n\n" for h in em.helpers)
     device_source = f"{helpers}@triton.jit\ndef {kernel_name}({signature}):\n{em.w.text()}"
-    launcher_name = f"launch_{loop.index}"
-    call_args = [arg_expr(p, em.scalars.get(p)) for p in params]
+    call_args = [
+        b if b in {s.name for s in scratch} else arg_expr(b, em.scalars.get(b)) for b in params
+    ]
     call_args += [f"{k}={v}" for k, v in constexprs.items()]
     call_args += [f"{k}={v}" for k, v in computed.items()]
-    call_args += [f"{k}={v!r}" for k, v in launch_options.items()]
+    call_args += [f"{k}={v!r}" for k, v in plan.options.items()]
+    return _Emitted(
+        kernel_name, device_source, params, param_types, constexprs, call_args, em, tiles
+    )
+
+
+def _prologue(loop: DeviceLoop, plan: Plan, emitted: list[_Emitted]) -> list[str]:
     prologue = launch_guards(loop)
-    if "num_programs" in em.scalars:
-        first = next(iter(em.tensors))
+    if any("num_programs" in e.em.scalars for e in emitted):
+        first = next(iter(emitted[0].em.tensors))
         prologue.append(f"    num_programs = sm_count(env[{first!r}]) * {plan.num_sm_multiplier}\n")
-    if em.descriptors:
+    if any(e.em.descriptors for e in emitted):
         prologue.append("    ensure_allocator()\n")
-    launch_grid = grid.host_grid(em, tiles)
-    launcher_source = (
-        f"def {launcher_name}(env, spec):\n"
-        + "".join(prologue)
-        + f"    {kernel_name}[({launch_grid},)](\n"
-        + "".join(f"        {a},\n" for a in call_args)
+    return prologue
+
+
+def _launch(e: _Emitted, grid_text: str) -> str:
+    return (
+        f"    {e.kernel_name}[({grid_text},)](\n"
+        + "".join(f"        {a},\n" for a in e.call_args)
         + "    )\n"
     )
-    return GeneratedKernel(
-        kernel_name,
-        launcher_name,
-        device_source,
-        launcher_source,
-        params,
-        param_types,
-        constexprs,
-        launch_grid,
-        dict(launch_options),
+
+
+def generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
+    """The kernel and launcher of ``loop`` under ``plan`` (for the interpreter target: code that
+    Triton's CPU interpreter runs, e.g. bf16/fp16 dots upcast)."""
+    if plan.split(loop.grid_slot) > 1:
+        return _generate_split(loop, plan, fn_name)
+    main = _emit(loop, plan, f"_tc_{fn_name}_{loop.index}")
+    launch_grid = grid.host_grid(main.em, main.tiles)
+    launcher_name = f"launch_{loop.index}"
+    launcher_source = (
+        f"def {launcher_name}(env, spec):\n"
+        + "".join(_prologue(loop, plan, [main]))
+        + _launch(main, launch_grid)
     )
+    return _generated(main, launcher_name, launcher_source, launch_grid, plan)
+
+
+def _generated(
+    e: _Emitted, launcher_name: str, launcher_source: str, launch_grid: str, plan: Plan
+) -> GeneratedKernel:
+    return GeneratedKernel(
+        e.kernel_name,
+        launcher_name,
+        e.device_source,
+        launcher_source,
+        e.params,
+        e.param_types,
+        e.constexprs,
+        launch_grid,
+        dict(plan.options),
+    )
+
+
+def _generate_split(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
+    """A split inner loop (or rolled reduction dim): the partials kernel on a ``(tiles, S)``
+    grid writes each share's partial results to scratch buffers; the combine kernel reduces them
+    in a fixed order and runs the code after them (see ``codegen/split.py``)."""
+    site, _ = split_site(loop)
+    assert site is not None, "the plan splits a loop that has no split site"
+    factor = plan.split(loop.grid_slot)
+    first = loop
+    if isinstance(site, SplitSite):  # the partials kernel ends with the inner loop
+        first = dataclasses.replace(loop, body=loop.body[: site.position + 1])
+    partial_pass = SplitPass(site, factor, PARTIALS, plan.split_atomics)
+    partials = _emit(first, plan, f"_tc_{fn_name}_{loop.index}_partials", partial_pass)
+    combine_pass = SplitPass(site, factor, COMBINE, plan.split_atomics)
+    combine = _emit(loop, plan, f"_tc_{fn_name}_{loop.index}", combine_pass)
+    tiles = grid.host_grid(combine.em, combine.tiles)
+    device = f"env[{next(iter(partials.em.tensors))!r}]"
+    lines = [f"    split_tiles = {tiles}\n"]
+    lines += [combine_pass.allocation(b, device) for b in combine_pass.scratch.values()]
+    launcher_name = f"launch_{loop.index}"
+    launcher_source = (
+        f"def {launcher_name}(env, spec):\n"
+        + "".join(_prologue(loop, plan, [partials, combine]))
+        + "".join(lines)
+        + _launch(partials, partial_pass.grid("split_tiles"))
+        + _launch(combine, combine_pass.grid("split_tiles"))
+    )
+    out = _generated(
+        partials, launcher_name, launcher_source, partial_pass.grid("split_tiles"), plan
+    )
+    out.device_source = partials.device_source + "\n\n" + combine.device_source
+    out.companions = [
+        _generated(combine, launcher_name, "", combine_pass.grid("split_tiles"), plan)
+    ]
+    return out

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from tilecraft.codegen.context import SymState
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.schedule import emit_block
+from tilecraft.codegen.split import COMBINE, SplitPass
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op, Sym
 
@@ -19,13 +20,18 @@ if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
 
 
-def _init_carried(ctx: EmitContext, node: Node) -> None:
+def _init_carried(ctx: EmitContext, node: Node, split: SplitPass | None) -> None:
     for carry in node.attrs.get("carried", []):
         init = carry.inputs[0]
         text = ctx.expr(init)
         if init.op is Op.CONST or init.ndim == 0 and init.op in (Op.ARG,):
             # a Python number would not be a tensor the loop can reassign
             text = f"tl.full([], {text}, {dtypes.triton_dtype(carry.dtype)})"
+        if split is not None and split.phase == COMBINE:
+            split.combine(ctx, text, carry)  # the loop ran in the partials kernel
+            continue
+        if split is not None:
+            text = split.carry_init(ctx, carry)
         name = ctx.w.fresh(carry.hint)
         ctx.w.line(f"{name} = {text}")
         ctx.scopes[-1][carry.id] = name
@@ -33,7 +39,10 @@ def _init_carried(ctx: EmitContext, node: Node) -> None:
 
 @emits(Op.LOOP)
 def emit_loop(ctx: EmitContext, node: Node) -> None:
-    _init_carried(ctx, node)
+    split = ctx.split if ctx.split is not None and ctx.split.is_site(node) else None
+    _init_carried(ctx, node, split)
+    if split is not None and split.phase == COMBINE:
+        return
     sym: Sym = node.attrs["sym"]
     st = SymState(block=ctx.block_expr(sym))
     ctx.syms[id(sym)] = st
@@ -42,7 +51,10 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
     step = "" if sym.scalar else f", {st.block}"
     ctx.w.src_comment(node.loc)
     knobs = ctx.plan.range(node.attrs.get("range_slot", -1)).kwargs()
-    begin, end = ctx.range_bound(st.begin), ctx.range_bound(st.end)
+    begin, end = st.begin, st.end
+    if split is not None:  # this program's share of the iterations
+        begin, end = split.bounds(ctx, sym, begin, end, "1" if sym.scalar else st.block)
+    begin, end = ctx.range_bound(begin), ctx.range_bound(end)
     ctx.w.line(f"for {st.offset} in tl.range({begin}, {end}{step}{knobs}):")
     with ctx.w.indented():
         ctx.scopes.append({})
@@ -62,3 +74,5 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
             if nxt is not None and nxt is not carry:
                 ctx.w.line(f"{ctx.lookup(carry)} = {ctx.expr(nxt)}")
         ctx.scopes.pop()
+    if split is not None:
+        split.store_partials(ctx)

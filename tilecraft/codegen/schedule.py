@@ -1,9 +1,9 @@
 """Phases and chunk loops for rolled reductions (stage: codegen; in: a block of IR nodes and the
 rolled reduction dim, if any; out: the block's Triton code, phase by phase).
 
-With a reduction dim R processed in chunks, a node's *phase* is how many reductions over R must
-finish before it can be computed. Values on R of phase p are recomputed inside chunk loop p; other
-values of phase p are emitted between chunk loops p-1 and p.
+With a reduction dim R processed in chunks, a node's *phase* (``ir/phases.py``) is how many
+reductions over R must finish before it can be computed. Values on R of phase p are recomputed
+inside chunk loop p; other values of phase p are emitted between chunk loops p-1 and p.
 """
 
 from __future__ import annotations
@@ -11,41 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tilecraft.codegen.reduce import combine_expr, masked_for_reduce, reduce_expr
+from tilecraft.codegen.split import COMBINE
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Node, Op, Sym, walk
+from tilecraft.ir.nodes import Node, Op, Sym
+from tilecraft.ir.phases import phases, rolled_reduce
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
-
-
-def free_inputs(loop: Node) -> list[Node]:
-    """Nodes used inside a LOOP's body (or as its bounds / carried inits) defined outside it."""
-    inside = {n.id for n in walk(loop.body or [])}
-    inside.update(c.id for c in loop.attrs.get("carried", []))
-    out: list[Node] = list(loop.inputs)
-    for carry in loop.attrs.get("carried", []):
-        out.append(carry.inputs[0])
-    for n in walk(loop.body or []):
-        for i in n.inputs:
-            if i.id not in inside:
-                out.append(i)
-    return out
-
-
-def phases(nodes: list[Node], sym: Sym) -> tuple[dict[int, int], int]:
-    in_block = {n.id for n in nodes}
-    phase: dict[int, int] = {}
-
-    def of(n: Node) -> int:
-        return phase.get(n.id, 0) if n.id in in_block else 0
-
-    for n in nodes:
-        deps = free_inputs(n) if n.op is Op.LOOP else n.inputs
-        p = max((of(i) for i in deps), default=0)
-        if n.op is Op.REDUCE and n.inputs[0].shape[n.attrs["axis"]] is sym:
-            p = of(n.inputs[0]) + 1
-        phase[n.id] = p
-    return phase, max(phase.values(), default=0)
 
 
 def emit_block(ctx: EmitContext, nodes: list[Node]) -> None:
@@ -56,18 +28,25 @@ def emit_block(ctx: EmitContext, nodes: list[Node]) -> None:
             ctx.ensure(n)
         return
     phase, maxp = phases(nodes, looped)
+    split = ctx.split if ctx.split is not None and ctx.split.rolled is looped else None
     for p in range(maxp + 1):
         for n in nodes:
-            if phase[n.id] == p and not _on(n, looped) and not _rolled_reduce(n, looped):
+            if phase[n.id] == p and not _on(n, looped) and not rolled_reduce(n, looped):
                 ctx.ensure(n)
         sinks = [
             n
             for n in nodes
             if (_on(n, looped) and n.op in (Op.STORE, Op.ATOMIC) and phase[n.id] == p)
-            or (_rolled_reduce(n, looped) and phase[n.inputs[0].id] == p)
+            or (rolled_reduce(n, looped) and phase[n.inputs[0].id] == p)
         ]
+        if split is not None and p == 0 and split.phase == COMBINE:
+            split.combine_reductions(ctx)  # the partials kernel ran this chunk loop
+            continue
         if sinks:
             emit_chunk_loop(ctx, sinks, looped)
+        if split is not None and p == 0:
+            split.store_partials(ctx)  # the combine kernel runs the rest
+            return
 
 
 def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
@@ -85,7 +64,11 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
             accs[n.id] = acc
     roffset = ctx.w.fresh(f"roffset_{sym.index}")
     st.offset = roffset
-    ctx.w.line(f"for {roffset} in tl.range(0, {ctx.range_bound(st.end)}, {st.block}):")
+    begin, end = "0", st.end
+    if ctx.split is not None and ctx.split.rolled is sym:  # this program's share of the chunks
+        begin, end = ctx.split.bounds(ctx, sym, begin, end, st.block)
+    begin, end = ctx.range_bound(begin), ctx.range_bound(end)
+    ctx.w.line(f"for {roffset} in tl.range({begin}, {end}, {st.block}):")
     with ctx.w.indented():
         ctx.scopes.append({})
         ctx.w.line(f"{st.index} = {ctx.index_cast(roffset)} + tl.arange(0, {st.block})")
@@ -110,7 +93,3 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
 
 def _on(node: Node, sym: Sym) -> bool:
     return any(d is sym for d in node.shape)
-
-
-def _rolled_reduce(node: Node, sym: Sym) -> bool:
-    return node.op is Op.REDUCE and node.inputs[0].shape[node.attrs["axis"]] is sym

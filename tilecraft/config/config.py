@@ -25,6 +25,7 @@ from tilecraft.errors import ConfigError
 
 PID_TYPES = ("flat", "xyz", "persistent_blocked", "persistent_interleaved")
 INDEXING = ("pointer", "block_ptr", "tensor_descriptor")
+MAX_SPLIT = 256  # split_reductions: more partials than this cost more to combine than they gain
 
 
 def _tuple(value: Any) -> tuple[Any, ...]:
@@ -54,6 +55,8 @@ class Config:
     range_warp_specializes: tuple[bool | None, ...] = ()
     maxnreg: int | None = None
     num_sm_multiplier: int | None = None
+    split_reductions: tuple[int, ...] = ()  # per device loop: programs its inner loop is split over
+    split_atomics: bool = False  # split partial sums added with fp32 atomics (not deterministic)
     user: tuple[tuple[str, Any], ...] = ()
 
     def __init__(self, **fields: Any):
@@ -70,7 +73,14 @@ class Config:
                 else:
                     user[name] = value  # a user tunable (checked against the kernel's in the spec)
                 continue
-            if name in ("num_warps", "num_stages", "maxnreg", "num_sm_multiplier", "pid_type"):
+            if name in (
+                "num_warps",
+                "num_stages",
+                "maxnreg",
+                "num_sm_multiplier",
+                "pid_type",
+                "split_atomics",
+            ):
                 pass
             elif name == "indexing":
                 value = value if isinstance(value, str) else _tuple(value)
@@ -89,6 +99,14 @@ class Config:
         for r in self.reduction_loops:
             if r is not None and (not isinstance(r, int) or r < 1 or r & (r - 1)):
                 raise ConfigError(f"reduction_loops: {r!r} is not None or a power of two")
+        for s in self.split_reductions:
+            if not isinstance(s, int) or isinstance(s, bool) or not 1 <= s <= MAX_SPLIT:
+                raise ConfigError(
+                    f"split_reductions: {s!r} is not an int in [1, {MAX_SPLIT}] "
+                    "(programs one inner loop is split over; 1 = not split)"
+                )
+        if not isinstance(self.split_atomics, bool):
+            raise ConfigError(f"split_atomics={self.split_atomics!r}: must be True or False")
         for name in ("num_warps",):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v < 1 or v & (v - 1) or v > 32):
@@ -219,6 +237,7 @@ _NEUTRAL_ITEMS: dict[str, tuple[Any, ...]] = {
     "range_flattens": (None,),
     "range_warp_specializes": (None,),
     "flatten_loops": (False,),
+    "split_reductions": (1,),
 }
 
 

@@ -16,12 +16,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from tilecraft.config.config import Config
-from tilecraft.ir.nodes import Sym, SymKind
+from tilecraft.ir.nodes import Node, Sym, SymKind
 from tilecraft.targets.target import Target
 
 
 def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+def extent_hint(sym: Sym) -> int:
+    """An upper bound of a loop's trip extent: its int extent, or for a loop over another tile's
+    ``[begin, end)`` that tile's extent."""
+    if isinstance(sym.extent, int):
+        return sym.extent - (sym.begin if isinstance(sym.begin, int) else 0)
+    bound = sym.extent
+    if isinstance(bound, Node) and "sym" in bound.attrs:
+        return extent_hint(bound.attrs["sym"])
+    return 1 << 16
 
 
 def sym_block(
@@ -116,6 +127,9 @@ class Plan:
     user: tuple[tuple[str, Any], ...] = ()  # user tunables
     dot_precision: str = "ieee"  # tl.dot input_precision for fp32 operands
     repairs: tuple[str, ...] = ()  # what resolving changed in the requested config, and why
+    # per device loop: programs its splittable inner loop runs over (1: not split; ir/split.py)
+    splits: tuple[int, ...] = ()
+    split_atomics: bool = False  # partials added by fp32 atomics into one buffer (opt-in)
 
     def __post_init__(self) -> None:
         for b in self.block_sizes:
@@ -149,6 +163,10 @@ class Plan:
             and self.reduction_loops[slot] is not None
         )
 
+    def split(self, loop_index: int) -> int:
+        """How many programs device loop ``loop_index``'s inner loop is split over (1: none)."""
+        return self.splits[loop_index] if 0 <= loop_index < len(self.splits) else 1
+
     def access(self, slot: int) -> AccessPlan:
         if 0 <= slot < len(self.accesses):
             return self.accesses[slot]
@@ -180,8 +198,26 @@ class Plan:
             for a in self.accesses
             if a.requested != "pointer" or a.indexing != "pointer"
         ]
+        lines += [
+            f"  split: device loop {i}'s inner loop over {s} programs per tile "
+            + (
+                "(partials added by atomics, then a second kernel)"
+                if self.split_atomics
+                else "(partials combined in order by a second kernel)"
+            )
+            for i, s in enumerate(self.splits)
+            if s > 1
+        ]
         lines += [f"  repaired: {r}" for r in self.repairs]
         return "\n".join(lines)
 
 
-__all__ = ["AccessPlan", "Plan", "RangePlan", "Resources", "next_pow2", "sym_block"]
+__all__ = [
+    "AccessPlan",
+    "Plan",
+    "RangePlan",
+    "Resources",
+    "extent_hint",
+    "next_pow2",
+    "sym_block",
+]

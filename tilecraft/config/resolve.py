@@ -8,7 +8,6 @@ the ``tl.range`` knobs of each loop, the launch options, and the predicted resou
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import torch
@@ -55,6 +54,8 @@ def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
         user=config.user,
         repairs=tuple(repairs),
         dot_precision=dot_precision(spec.target, spec.dot_precision),
+        splits=tuple(config.split_reductions) or (1,) * n_loops,
+        split_atomics=config.split_atomics,
     )
 
 
@@ -110,12 +111,10 @@ def _resources(spec: ConfigSpec, config: Config, warps: int) -> Resources:
     largest, value = spec.largest_value(config)
     threads = warps * spec.target.warp_size
     programs: list[int | None] = []
-    for k, (slots, fixed) in enumerate(zip(spec.grid_slots, spec.fixed_programs, strict=True)):
-        if spec.space.grids[k].counts is None:
-            programs.append(None)
-            continue
-        tiles = math.prod(-(-spec.blocks[s].extent // config.block_sizes[s]) for s in slots)
-        programs.append(fixed * tiles)
+    for k in range(len(spec.loops)):
+        count = spec.programs(k, config)
+        split = config.split_reductions[k] if k < len(config.split_reductions) else 1
+        programs.append(None if count is None else count * split)
     registers = predicted_registers(spec, config, warps)
     return Resources(
         registers=registers.per_thread,

@@ -15,9 +15,11 @@ import warnings
 from typing import Any
 
 from tilecraft import settings
+from tilecraft.config import split
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.plan import Plan, next_pow2
+from tilecraft.config.plan import extent_hint as _extent_hint
 from tilecraft.config.resolve import build_plan, predicted_registers
 from tilecraft.config.space import StrategySpace
 from tilecraft.errors import ConfigError, SourceLoc
@@ -102,6 +104,7 @@ class ConfigSpec:
             self.fixed_programs.append(
                 math.prod(cdiv(_extent_hint(s), s.fixed_block or 1) for s in fixed)
             )
+        self.split_sites = split.sites(loops)  # per device loop: (SplitSite | None, why not)
         self.reductions: list[ReductionSpec] = []
         self.values: list[ValueShape] = []
         self.tunables = tunables
@@ -178,6 +181,15 @@ class ConfigSpec:
                 best = (n, v)
         return best
 
+    def programs(self, index: int, config: Config) -> int | None:
+        """Programs of device loop ``index``'s grid for the traced shapes (None: dynamic),
+        before any split."""
+        if self.space.grids[index].counts is None:
+            return None
+        slots = self.grid_slots[index]
+        tiles = math.prod(cdiv(self.blocks[s].extent, config.block_sizes[s]) for s in slots)
+        return self.fixed_programs[index] * tiles
+
     # -- configs --------------------------------------------------------------------------
     def default(self) -> Config:
         reductions = [
@@ -187,6 +199,8 @@ class ConfigSpec:
         config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
         # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits
         config = self._shrink_to(config, REGISTER_BUDGET * (2 if self.has_dot else 1))
+        # a grid still under one wave after _fill_device: split its inner loop (config/split.py)
+        config = split.with_default_splits(self, config, REGISTER_BUDGET)
         largest, _ = self.largest_value(config)
         warps = 4 if largest <= 4096 else 8 if largest <= 16384 else 16
         stages = 3 if self.has_dot else 1
@@ -289,6 +303,15 @@ class ConfigSpec:
         # "hang"): a random config keeps every tile within RANDOM_ELEMS_PER_THREAD per thread.
         budget = min(1 << 16, (config.num_warps or 4) * 32 * RANDOM_ELEMS_PER_THREAD)
         config = self._fit_registers(self._fit_shared_memory(self._shrink_to(config, budget)))
+        if config.pid_type == "flat" and rng.random() < 0.5:
+            config = config.replace(
+                split_reductions=[
+                    1 << rng.randint(0, split.trips(self, i, config).bit_length() - 1)
+                    if site is not None
+                    else 1
+                    for i, (site, _) in enumerate(self.split_sites)
+                ]
+            )
         if (
             config.maxnreg is not None
             and self.accumulator_registers(config) * 3 // 2 > config.maxnreg
@@ -411,6 +434,12 @@ class ConfigSpec:
             blocks[i] = min(blocks[i], b.hi)
         fields["block_sizes"] = blocks
         fields["reduction_loops"] = self._normalize_reductions(config)
+        fields["split_reductions"] = split.normalize_splits(
+            self, Config(**fields), fields["pid_type"], fields["reduction_loops"], repairs
+        )
+        fields["split_atomics"] = split.normalize_atomics(
+            self, config, fields["split_reductions"], repairs
+        )
         for name in ("num_warps", "num_stages"):
             if fields.get(name) is None:
                 default = default or self.default()
@@ -483,17 +512,6 @@ class ConfigSpec:
 
     def __repr__(self) -> str:
         return f"ConfigSpec(blocks={self.blocks}, reductions={self.reductions}, tunables={self.tunables})"
-
-
-def _extent_hint(sym: Sym) -> int:
-    """An upper bound of a loop's trip extent: its int extent, or for a loop over another tile's
-    ``[begin, end)`` that tile's extent."""
-    if isinstance(sym.extent, int):
-        return sym.extent - (sym.begin if isinstance(sym.begin, int) else 0)
-    bound = sym.extent
-    if isinstance(bound, Node) and "sym" in bound.attrs:
-        return _extent_hint(bound.attrs["sym"])
-    return 1 << 16
 
 
 def _report(repairs: list[str], _warned: set[str] | None) -> None:

@@ -524,7 +524,8 @@ class BoundKernel:
             and settings.direct_launch()
             and not settings.triton_interpret()
         ):
-            direct_launch.wrap_module_kernels(module, [k.kernel_name for k in kernels])
+            names = [c.kernel_name for k in kernels for c in (k, *k.companions)]
+            direct_launch.wrap_module_kernels(module, names)
         launchers = [getattr(module, k.launcher_name) for k in kernels]
         by_index = {
             loop.index: launcher for loop, launcher in zip(traced.loops, launchers, strict=True)

@@ -69,7 +69,12 @@ def check_kernel(
             except ConfigError as exc:
                 rows.append(CheckRow(target, config, "-", None, exc.message))
                 continue
-            for loop, generated in zip(traced.loops, kernels, strict=True):
+            pairs = [
+                (loop, k)
+                for loop, main in zip(traced.loops, kernels, strict=True)
+                for k in (main, *main.companions)  # a split loop's combine kernel too
+            ]
+            for loop, generated in pairs:
                 row = CheckRow(
                     target,
                     plan.config,

@@ -1,0 +1,188 @@
+"""Split reductions in generated code (stage: codegen; in: a device loop whose plan splits its
+inner loop ``S`` ways, see ``ir/split.py``; out: two Triton kernels and their launcher).
+
+* The **partials** kernel runs on a ``(tiles, S)`` grid: program ``(t, s)`` runs the code before
+  the inner loop, the loop's ``s``-th share of iterations (whole blocks, so no block straddles two
+  shares) with every accumulator starting at its neutral value, and stores each accumulator's
+  whole block to ``scratch[s, t, :]`` (a padded block: no mask is needed).
+* With ``split_atomics=True`` (opt-in: the order of the additions then varies run to run) the
+  partials kernel adds its sums into one zeroed block per tile with ``tl.atomic_add`` and the
+  combine kernel reads that one block.
+* The **combine** kernel runs on the ordinary ``(tiles,)`` grid: the code before the loop again
+  (it is side-effect free: the legality rule), each accumulator as
+  ``init (+) p_0 (+) ... (+) p_{S-1}`` in that fixed order (deterministic), then the code after the
+  loop unchanged.
+
+A split **rolled** reduction dim (``RolledSite``) runs both kernels on the ``(tiles, S)`` grid:
+the partials kernel runs the code before the reductions and its share of their chunk loop, then
+stores each reduction's result; the combine kernel sets each reduction to
+``p_0 (+) ... (+) p_{S-1}`` (every share alike) and runs its share of the chunk loop after them.
+
+``codegen/loops.py`` (an inner loop) and ``codegen/schedule.py`` (chunk loops) call the hooks of
+:class:`SplitPass` where they render the split loop; ``EmitContext.split`` holds the pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING
+
+import torch
+
+from tilecraft.ir import dtypes
+from tilecraft.ir.nodes import Node, Sym
+from tilecraft.ir.pointwise import POINTWISE
+from tilecraft.ir.split import FN_OF, RolledSite, Site
+
+if TYPE_CHECKING:
+    from tilecraft.codegen.context import EmitContext
+
+
+PARTIALS, COMBINE = "partials", "combine"
+
+
+@dataclasses.dataclass
+class Scratch:
+    """One accumulator's partials buffer: ``factor * tiles * numel`` elements of ``dtype``."""
+
+    name: str  # the kernel parameter and launcher variable
+    numel: int  # elements of one (padded) block of the accumulator
+    dtype: torch.dtype
+
+
+@dataclasses.dataclass
+class SplitPass:
+    site: Site
+    factor: int
+    phase: str  # PARTIALS or COMBINE
+    atomic: bool = False  # partial sums atomically added into one block per tile (opt-in)
+    scratch: dict[int, Scratch] = dataclasses.field(default_factory=dict)  # value id -> buffer
+
+    def is_site(self, node: Node) -> bool:
+        return node is self.site.loop
+
+    @property
+    def rolled(self) -> Sym | None:
+        """The reduction dim whose chunk loops are split (None: an inner loop is)."""
+        return self.site.sym if isinstance(self.site, RolledSite) else None
+
+    @property
+    def values(self) -> list[Node]:
+        """The values whose partials are combined, in buffer order."""
+        if isinstance(self.site, RolledSite):
+            return list(self.site.reduces)
+        return [a.carry for a in self.site.accumulators]
+
+    def grid(self, tiles: str) -> str:
+        """The launch grid of this pass."""
+        return f"{tiles}, {self.factor}" if self.phase == PARTIALS or self.rolled else tiles
+
+    # -- partials kernel ------------------------------------------------------------------
+    def carry_init(self, ctx: EmitContext, carry: Node) -> str:
+        """Every share starts from the neutral element (the real init joins in the combine)."""
+        kind, _ = self._combine(carry)
+        dims = ", ".join(ctx.dim_expr(d) for d in carry.shape)
+        neutral = dtypes.neutral(kind, carry.dtype)
+        return f"tl.full([{dims}], {neutral}, {dtypes.triton_dtype(carry.dtype)})"
+
+    def bounds(
+        self, ctx: EmitContext, sym: Sym, begin: str, end: str, block: str
+    ) -> tuple[str, str]:
+        """This program's ``[start, stop)`` of the loop: ``per`` whole blocks per share."""
+        per = ctx.w.fresh(f"split_span_{sym.index}")
+        trips = f"tl.cdiv({end} - {begin}, {block})" if block != "1" else f"({end} - {begin})"
+        ctx.w.line(f"{per} = tl.cdiv({trips}, {self.factor}) * {block}")
+        start = ctx.w.fresh(f"split_start_{sym.index}")
+        ctx.w.line(f"{start} = {begin} + tl.program_id(1) * {per}")
+        stop = ctx.w.fresh(f"split_stop_{sym.index}")
+        ctx.w.line(f"{stop} = tl.minimum({start} + {per}, {end})")
+        return start, stop
+
+    def store_partials(self, ctx: EmitContext) -> None:
+        base = ctx.w.fresh("split_base")
+        share = "" if self.atomic else "tl.program_id(1).to(tl.int64) * tl.num_programs(0) + "
+        ctx.w.line(f"{base} = {share}tl.program_id(0).to(tl.int64)")
+        store = "tl.atomic_add" if self.atomic else "tl.store"
+        sem = ', sem="relaxed"' if self.atomic else ""
+        for value in self.values:
+            buffer = self._buffer(ctx, value)
+            offsets = _offsets(ctx, value)
+            ctx.w.line(
+                f"{store}({buffer.name} + {base} * {buffer.numel} + {offsets}, "
+                f"{ctx.expr(value)}{sem})"
+            )
+
+    # -- combine kernel -------------------------------------------------------------------
+    def combine(self, ctx: EmitContext, init_text: str | None, carry: Node) -> None:
+        """Bind ``carry`` (or a rolled reduction) to ``init (+) p_0 (+) ... (+) p_{S-1}`` (in
+        that order; a reduction has no init)."""
+        _, fn = self._combine(carry)
+        buffer = self._buffer(ctx, carry)
+        template = POINTWISE[fn].template
+        base = ctx.w.fresh(f"{carry.hint}_part")
+        ctx.w.line(f"{base} = {buffer.name} + tl.program_id(0).to(tl.int64) * {buffer.numel}")
+        step = ctx.w.fresh(f"{carry.hint}_stride")
+        ctx.w.line(f"{step} = tl.num_programs(0).to(tl.int64) * {buffer.numel}")
+        offsets = _offsets(ctx, carry)
+        name = ctx.w.fresh(carry.hint)
+        for s in range(1 if self.atomic else self.factor):  # atomics left one total per tile
+            part = f"tl.load({base} + {s} * {step} + {offsets})"
+            if s == 0 and init_text is None:
+                ctx.w.line(f"{name} = {part}")
+                continue
+            ctx.w.line(f"{name} = {template.format(init_text if s == 0 else name, part)}")
+        ctx.scopes[-1][carry.id] = name
+
+    def combine_reductions(self, ctx: EmitContext) -> None:
+        """The combine kernel's rolled reductions, from the partials kernel's results."""
+        for node in self.values:
+            self.combine(ctx, None, node)
+
+    # -- shared ---------------------------------------------------------------------------
+    def _combine(self, value: Node) -> tuple[str, str]:
+        """The reduction kind and the BINARY fn that combine ``value``'s partials."""
+        if isinstance(self.site, RolledSite):
+            return value.attrs["kind"], FN_OF[value.attrs["kind"]]
+        acc = next(a for a in self.site.accumulators if a.carry is value)
+        return acc.kind, acc.fn
+
+    def allocation(self, buffer: Scratch, device: str) -> str:
+        """The launcher line that allocates ``buffer`` (zeroed for atomic adds)."""
+        if self.atomic:
+            size, make = "split_tiles", "torch.zeros"
+        else:
+            size, make = f"{self.factor} * split_tiles", "torch.empty"
+        return (
+            f"    {buffer.name} = {make}({size} * {buffer.numel}, dtype={buffer.dtype}, "
+            f"device={device}.device)\n"
+        )
+
+    def _buffer(self, ctx: EmitContext, carry: Node) -> Scratch:
+        buffer = self.scratch.get(carry.id)
+        if buffer is None:
+            numel = math.prod(d if isinstance(d, int) else ctx.block_value(d) for d in carry.shape)
+            k = next(i for i, v in enumerate(self.values) if v is carry)
+            name = f"_tc_split_{carry.hint}_{k}"
+            ctx.w.reserve(name)
+            buffer = Scratch(name, numel, carry.dtype)
+            self.scratch[carry.id] = buffer
+        return buffer
+
+
+def _offsets(ctx: EmitContext, carry: Node) -> str:
+    """Row-major element offsets of the carry's whole (padded) block, in its own shape."""
+    rank = len(carry.shape)
+    if rank == 0:
+        return "0"
+    terms = []
+    for i, d in enumerate(carry.shape):
+        inner = [ctx.dim_expr(x) for x in carry.shape[i + 1 :]]
+        index = f"tl.arange(0, {ctx.dim_expr(d)})"
+        if rank > 1:
+            index += "[" + ", ".join(":" if j == i else "None" for j in range(rank)) + "]"
+        terms.append(index + "".join(f" * {x}" for x in inner))
+    return "(" + " + ".join(terms) + ")"
+
+
+__all__ = ["COMBINE", "PARTIALS", "Scratch", "SplitPass"]

@@ -1,0 +1,224 @@
+"""The ``split_reductions`` knob (stage: config; in: a ConfigSpec's device loops and a config;
+out: the per-device-loop split factors a Plan records, the heuristic's choice, search moves).
+
+``split_reductions[i] = S`` runs device loop ``i``'s splittable inner loop (``ir/split.py``
+says which loop qualifies and why another does not) in ``S`` programs per grid tile, then
+combines the partials in a second, deterministic kernel. It is offered only where the IR
+allows it, with ``pid_type='flat'`` (the split is the launch grid's second axis) and no rolled
+reduction in that device loop.
+
+The heuristic splits when a device loop's grid would not fill one wave of the target's SMs and
+its inner loop is long: ``S`` brings the programs to about one wave, keeping at least
+``MIN_SPLIT_TRIPS`` iterations per program (fewer would cost more in partials than they gain).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+
+from tilecraft.config.config import MAX_SPLIT, Config
+from tilecraft.config.plan import extent_hint, next_pow2, sym_block
+from tilecraft.errors import ConfigError
+from tilecraft.ir.nodes import DeviceLoop, Op, Sym, walk
+from tilecraft.ir.split import RolledSite, Site, SplitSite, split_site
+
+if TYPE_CHECKING:
+    from tilecraft.config.spec import ConfigSpec
+
+MIN_SPLIT_TRIPS = 4  # inner-loop iterations each split program keeps at least (heuristic)
+MIN_SPLIT_WORK = 1 << 16  # elements of a tile's inner loop below which splitting never pays
+
+
+def sites(loops: list[DeviceLoop]) -> list[tuple[Site | None, str]]:
+    return [split_site(loop) for loop in loops]
+
+
+def trips(spec: ConfigSpec, index: int, config: Config) -> int:
+    """Iterations of device loop ``index``'s split site under ``config`` (an upper bound)."""
+    site = spec.split_sites[index][0]
+    assert site is not None
+    sym = site.sym
+    block = 1 if sym.scalar else sym_block(sym, config.block_sizes, config.reduction_loops)
+    return max(1, -(-extent_hint(sym) // block))
+
+
+def normalize_splits(
+    spec: ConfigSpec, config: Config, pid_type: str, chunks: list[int | None], repairs: list[str]
+) -> list[int]:
+    """``config.split_reductions`` checked against the kernel: one factor per device loop
+    (a single value applies to every loop that has a split site)."""
+    n = len(spec.loops)
+    given = list(config.split_reductions)
+    if not given or all(s == 1 for s in given):
+        return [1] * n
+    if len(given) == 1 and n > 1:
+        given = [given[0] if site else 1 for site, _ in spec.split_sites]
+    if len(given) != n:
+        raise ConfigError(
+            f"split_reductions has {len(given)} entries; this kernel has {n} device loops"
+        )
+    out = []
+    for i, factor in enumerate(given):
+        site, why = spec.split_sites[i]
+        if factor > 1 and site is None:
+            raise ConfigError(
+                f"split_reductions[{i}]={factor}: device loop {i} has no inner loop that can be "
+                f"split: {why}",
+                spec.loops[i].loc,
+                hint="split_reductions needs an inner loop that only accumulates (+=, max, min, "
+                "tc.dot(acc=)); use 1",
+            )
+        if factor > 1 and pid_type != "flat":
+            repairs.append(
+                f"split_reductions[{i}]={factor} needs pid_type='flat' (got {pid_type!r}); using 1"
+            )
+            factor = 1
+        if factor > 1 and (why := _unsplittable(spec.loops[i], site, chunks)):
+            repairs.append(f"split_reductions[{i}]={factor} {why}; using 1")
+            factor = 1
+        if factor > 1:
+            factor = min(factor, trips(spec, i, config))
+        out.append(factor)
+    return out
+
+
+ATOMIC_DTYPES = (torch.float32, torch.int32)  # what tl.atomic_add adds on every target
+
+
+def normalize_atomics(
+    spec: ConfigSpec, config: Config, splits: list[int], repairs: list[str]
+) -> bool:
+    """``split_atomics`` kept only where every split device loop's partials are sums that
+    ``tl.atomic_add`` can add (fp32 or int32); it is an opt-in, never the default."""
+    if not config.split_atomics or all(s == 1 for s in splits):
+        return False
+    for i, factor in enumerate(splits):
+        site = spec.split_sites[i][0]
+        if factor == 1 or site is None:
+            continue
+        values = (
+            [(n.attrs["kind"], n.dtype) for n in site.reduces]
+            if isinstance(site, RolledSite)
+            else [(a.kind, a.carry.dtype) for a in site.accumulators]
+        )
+        if any(kind != "sum" or dtype not in ATOMIC_DTYPES for kind, dtype in values):
+            repairs.append(
+                f"split_atomics=True needs fp32/int32 sums in device loop {i}; using False"
+            )
+            return False
+    return True
+
+
+def _unsplittable(loop: DeviceLoop, site: Site | None, chunks: list[int | None]) -> str:
+    """Why the plan's reduction chunks keep ``site`` from splitting ("" if they do not): an
+    inner loop cannot split beside a rolled reduction, a reduction dim splits only rolled."""
+    if isinstance(site, RolledSite):
+        slot = site.sym.config_slot
+        if slot is None or slot >= len(chunks) or not chunks[slot]:
+            return f"splits {site.sym.name}'s chunk loops: it needs reduction_loops to roll it"
+        return ""
+    rolled = any(
+        s.config_slot is not None and s.config_slot < len(chunks) and chunks[s.config_slot]
+        for s in loop.syms
+        if s.kind.value == "rdim"
+    )
+    return "cannot combine with a looped reduction in the same device loop" if rolled else ""
+
+
+def with_default_splits(spec: ConfigSpec, config: Config, budget: int) -> Config:
+    """``config`` with the heuristic's split factors. A device loop whose grid fills less than
+    one wave of SMs (after ``_fill_device`` shrank its blocks as far as it would) and whose inner
+    loop is long enough to share is split over about one wave of programs; its inner loop's
+    block first grows (up to ``budget`` elements per iteration's widest tile, keeping
+    ``MIN_SPLIT_TRIPS`` iterations per share) so each iteration moves more than a few rows of a
+    narrow grid tile. Dot loops keep their k block (shared memory stages depend on it)."""
+    factors = []
+    for i, (site, _) in enumerate(spec.split_sites):
+        programs = spec.programs(i, config)
+        sms = spec.target.limits.num_sms
+        if (
+            site is None
+            or programs is None
+            or programs >= sms
+            or _unsplittable(spec.loops[i], site, list(config.reduction_loops))
+        ):
+            factors.append(1)
+            continue
+        wanted = min(next_pow2(-(-sms // programs)), MAX_SPLIT)
+        config = _grow_loop_block(spec, i, site, config, wanted, budget)
+        n_trips = trips(spec, i, config)
+        work = n_trips * _iteration_elems(spec.loops[i], site, config)
+        factor = min(wanted, max(1, n_trips // MIN_SPLIT_TRIPS))
+        factors.append(factor if factor > 1 and work >= MIN_SPLIT_WORK else 1)
+    return config.replace(split_reductions=factors)
+
+
+def _grow_loop_block(
+    spec: ConfigSpec, index: int, site: Site, config: Config, wanted: int, budget: int
+) -> Config:
+    if not isinstance(site, SplitSite):
+        return config  # a rolled dim keeps its chunk (the register budget chose it)
+    slot = site.sym.config_slot
+    if slot is None or site.sym.scalar or any(n.op is Op.DOT for n in walk(site.loop.body or [])):
+        return config
+    while True:
+        blocks = list(config.block_sizes)
+        blocks[slot] *= 2
+        grown = config.replace(block_sizes=blocks)
+        if (
+            blocks[slot] > spec.blocks[slot].hi
+            or _iteration_elems(spec.loops[index], site, grown) > budget
+            or trips(spec, index, grown) < wanted * MIN_SPLIT_TRIPS
+        ):
+            return config
+        config = grown
+
+
+def _iteration_elems(loop: DeviceLoop, site: Site, config: Config) -> int:
+    """Elements of the widest value one iteration of the split loop (or chunk) computes."""
+    if isinstance(site, SplitSite):
+        nodes = site.loop.body or []
+    else:
+        nodes = [n for n in loop.body if site.sym in n.shape]
+    return max(
+        (
+            math.prod(
+                sym_block(d, config.block_sizes, config.reduction_loops)
+                for d in node.shape
+                if isinstance(d, Sym)
+            )
+            for node in nodes
+        ),
+        default=1,
+    )
+
+
+def split_moves(spec: ConfigSpec, config: Config) -> list[Config]:
+    """Search moves: each splittable device loop's factor doubled and halved."""
+    current = list(config.split_reductions) or [1] * len(spec.loops)
+    moves = []
+    for i, (site, _) in enumerate(spec.split_sites):
+        if site is None or i >= len(current):
+            continue
+        for factor in (current[i] * 2, current[i] // 2):
+            if 1 <= factor <= min(MAX_SPLIT, trips(spec, i, config)) and factor != current[i]:
+                moves.append(config.replace(split_reductions=_set(current, i, factor)))
+    return moves
+
+
+def _set(values: list[int], i: int, v: int) -> list[int]:
+    out = list(values)
+    out[i] = v
+    return out
+
+
+__all__ = [
+    "normalize_splits",
+    "sites",
+    "split_moves",
+    "trips",
+    "with_default_splits",
+]

@@ -1,0 +1,51 @@
+"""Phases of a rolled reduction dim (stage: ir analysis; in: a block of nodes and a reduction
+dim R; out: each node's phase).
+
+With R processed in chunks, a node's *phase* is how many reductions over R must finish before it
+can be computed. Codegen (``codegen/schedule.py``) recomputes the values on R of phase p inside
+chunk loop p and emits the other values of phase p between chunk loops p-1 and p; split
+reductions (``ir/split.py``) split the chunk loops across programs.
+"""
+
+from __future__ import annotations
+
+from tilecraft.ir.nodes import Node, Op, Sym, walk
+
+
+def free_inputs(loop: Node) -> list[Node]:
+    """Nodes used inside a LOOP's body (or as its bounds / carried inits) defined outside it."""
+    inside = {n.id for n in walk(loop.body or [])}
+    inside.update(c.id for c in loop.attrs.get("carried", []))
+    out: list[Node] = list(loop.inputs)
+    for carry in loop.attrs.get("carried", []):
+        out.append(carry.inputs[0])
+    for n in walk(loop.body or []):
+        for i in n.inputs:
+            if i.id not in inside:
+                out.append(i)
+    return out
+
+
+def phases(nodes: list[Node], sym: Sym) -> tuple[dict[int, int], int]:
+    """Each node's phase (by id) and the largest phase."""
+    in_block = {n.id for n in nodes}
+    phase: dict[int, int] = {}
+
+    def of(n: Node) -> int:
+        return phase.get(n.id, 0) if n.id in in_block else 0
+
+    for n in nodes:
+        deps = free_inputs(n) if n.op is Op.LOOP else n.inputs
+        p = max((of(i) for i in deps), default=0)
+        if rolled_reduce(n, sym):
+            p = of(n.inputs[0]) + 1
+        phase[n.id] = p
+    return phase, max(phase.values(), default=0)
+
+
+def rolled_reduce(node: Node, sym: Sym) -> bool:
+    """Whether ``node`` reduces over ``sym``."""
+    return node.op is Op.REDUCE and node.inputs[0].shape[node.attrs["axis"]] is sym
+
+
+__all__ = ["free_inputs", "phases", "rolled_reduce"]

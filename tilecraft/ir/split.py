@@ -1,0 +1,234 @@
+"""Split reductions: where a device loop's inner loop may run across several programs
+(stage: ir analysis; in: a traced :class:`DeviceLoop`; out: the :class:`SplitSite` that the
+config space offers ``split_reductions`` for, or the reason there is none).
+
+Splitting runs the iterations of one inner loop in ``S`` programs per grid tile; each program
+starts the loop's accumulators at their neutral value and writes its partials to a scratch
+buffer, and a second kernel combines ``init (+) p_0 (+) ... (+) p_{S-1}`` in that fixed order and
+runs the code after the loop. That is only the same computation when the loop is a reduction,
+so the legal pattern is precise:
+
+* the inner loop is a direct child of the device loop's body and carries at least one value;
+* every carried value ``c`` is updated by exactly one associative op whose other operand does
+  not depend on any carried value of the loop: ``c + x`` / ``x + c`` (``acc += ...``,
+  ``acc = acc + x.sum(0)``), ``torch.maximum`` / ``torch.minimum`` (``amax``/``amin`` updates), or
+  ``tc.dot(a, b, acc=c)`` (``acc += a @ b``: the split-K case);
+* ``c`` is read by nothing else in the loop, and its update by nothing but the loop's yield;
+* sums accumulate in fp32/fp64/int32/int64 (a 16-bit float sum would round differently);
+* ``c``'s dims are the grid's tiles or whole reduction dims (what one program holds);
+* the loop stores nothing (iterations would no longer run in order), and nothing before it
+  stores or prints (the code before the loop runs again in the combining kernel).
+
+A **rolled** reduction dim (a ``:`` slice that ``reduction_loops`` processes in chunks, e.g. a
+few very long rows) splits its chunk loops instead (:class:`RolledSite`): the partials kernel
+runs the first chunk loop's share and stores each reduction's partial result, the combine kernel
+combines them (every share the same way, in the same order) and runs the second chunk loop's
+share. Legal when the device loop has no inner loop, the reductions over the dim finish in one
+pass (phase 1 in ``ir/phases.py``: no reduction depends on another one over the dim), each is a
+sum (fp32/fp64/int32/int64), max or min, nothing before them stores, and nothing after them uses
+atomics or prints (a store of a value off the dim is repeated, with the same value, by every
+share).
+
+Anything else is not offered: a split never changes what the kernel computes beyond the order
+in which partial sums are added.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
+from tilecraft.ir.phases import phases, rolled_reduce
+
+# the BINARY fn of an update -> the reduction it is (and its neutral element's kind)
+COMBINES = {"add": "sum", "maximum": "max", "minimum": "min"}
+FN_OF = {kind: fn for fn, kind in COMBINES.items()}  # a reduction -> the fn combining partials
+SUM_DTYPES = (torch.float32, torch.float64, torch.int32, torch.int64)
+_EFFECTS = (Op.STORE, Op.ATOMIC, Op.PRINT)
+
+
+@dataclasses.dataclass(frozen=True)
+class Accumulator:
+    carry: Node  # the CARRY node: its value after the loop is the combined one
+    kind: str  # "sum", "max" or "min"
+    fn: str  # the BINARY fn that combines two partials ("add", "maximum", "minimum")
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitSite:
+    loop: Node  # the LOOP node, a direct child of the device loop's body
+    position: int  # its index in the body
+    accumulators: tuple[Accumulator, ...]
+
+    @property
+    def sym(self) -> Sym:
+        sym: Sym = self.loop.attrs["sym"]
+        return sym
+
+
+@dataclasses.dataclass(frozen=True)
+class RolledSite:
+    sym: Sym  # the reduction dim whose chunk loops are split (when reduction_loops rolls it)
+    reduces: tuple[Node, ...]  # the reductions over it whose partial results are combined
+
+    @property
+    def loop(self) -> None:
+        return None
+
+
+Site = SplitSite | RolledSite
+
+
+def split_site(loop: DeviceLoop) -> tuple[Site | None, str]:
+    """The inner loop of ``loop`` that ``split_reductions`` may split (the one with the longest
+    trip extent when several qualify), or its rolled reduction dim, or None and why neither."""
+    loops = [(p, n) for p, n in enumerate(loop.body) if n.op is Op.LOOP]
+    if loops:
+        return _longest([_site(loop, p, n) for p, n in loops])
+    rdims = [s for s in loop.syms if s.kind is SymKind.RDIM and s.config_slot is not None]
+    if rdims:
+        return _longest([_rolled_site(loop, sym) for sym in rdims])
+    return None, "the device loop has no inner loop or reduction dim"
+
+
+def _longest(found: list[tuple[Any, str]]) -> tuple[Site | None, str]:
+    """The legal site with the longest trip extent, else the last reason none is legal."""
+    sites = [site for site, _ in found if site is not None]
+    if sites:
+        return max(sites, key=lambda s: _trip_hint(s.sym)), ""
+    return None, found[-1][1]
+
+
+def _rolled_site(loop: DeviceLoop, sym: Sym) -> tuple[RolledSite | None, str]:
+    phase, last = phases(loop.body, sym)
+    reduces = [n for n in loop.body if rolled_reduce(n, sym)]
+    if not reduces:
+        return None, f"nothing reduces over {sym.name}"
+    if last != 1:
+        return None, f"reductions over {sym.name} depend on each other ({last} passes over it)"
+    for n in reduces:
+        kind, dtype = n.attrs["kind"], n.inputs[0].dtype
+        if kind not in FN_OF or dtype == torch.bool:
+            return None, f"a {kind} over {sym.name} cannot be combined from partial results"
+        if kind == "sum" and (dtype not in SUM_DTYPES or n.dtype != dtype):
+            return None, f"a sum over {sym.name} in {dtype} (partial sums need fp32/fp64/int)"
+    for n in loop.body:
+        if n.op in _EFFECTS and (phase[n.id] == 0 or n.op is not Op.STORE):
+            return None, f"the {n.op.value} at {n.loc.short if n.loc else '?'} would run twice"
+    return RolledSite(sym, tuple(reduces)), ""
+
+
+def _site(loop: DeviceLoop, position: int, node: Node) -> tuple[SplitSite | None, str]:
+    where = f"the loop at {node.loc.short}" if node.loc else "the inner loop"
+    carried: list[Node] = list(node.attrs.get("carried", []))
+    if not carried:
+        return None, f"{where} carries no accumulator"
+    body = node.body or []
+    if any(n.op in _EFFECTS for n in walk(body)):
+        return None, f"{where} stores inside the loop"
+    if any(n.op in _EFFECTS for n in walk(loop.body[:position])):
+        return None, f"code before {where} stores (it would run twice)"
+    dependent = _carry_dependent(body, carried)
+    users = _users(body)
+    accumulators = []
+    for carry in carried:
+        acc, why = _accumulator(carry, dependent, users)
+        if acc is None:
+            return None, f"{where}: '{carry.hint}' {why}"
+        bad = [d for d in carry.shape if isinstance(d, Sym) and not _held(loop, d)]
+        if bad:
+            return None, f"{where}: '{carry.hint}' spans {bad[0].name}, not a grid or whole dim"
+        accumulators.append(acc)
+    return SplitSite(node, position, tuple(accumulators)), ""
+
+
+def _accumulator(
+    carry: Node, dependent: set[int], users: dict[int, list[Node]]
+) -> tuple[Accumulator | None, str]:
+    nxt = carry.attrs.get("next")
+    if nxt is None or nxt is carry:
+        return None, "is not updated in the loop"
+    if [u.id for u in users.get(carry.id, [])] != [nxt.id] or users.get(nxt.id):
+        return None, "is read by other code in the loop"
+    if nxt.dtype != carry.dtype or nxt.shape != carry.shape:
+        return None, "changes shape or dtype in its update"
+    if nxt.op is Op.DOT and len(nxt.inputs) == 3 and nxt.inputs[2] is carry:
+        others, kind, fn = nxt.inputs[:2], "sum", "add"
+    elif nxt.op is Op.BINARY and nxt.attrs.get("fn") in COMBINES and carry in nxt.inputs:
+        others = [i for i in nxt.inputs if i is not carry]
+        kind, fn = COMBINES[nxt.attrs["fn"]], nxt.attrs["fn"]
+        if len(others) != 1:
+            return None, "is combined with itself"
+    else:
+        return None, "is not updated by +, maximum, minimum or tc.dot(..., acc=)"
+    if any(o.id in dependent for o in others):
+        return None, "is updated with a value that depends on a loop-carried value"
+    if kind == "sum" and carry.dtype not in SUM_DTYPES:
+        return None, f"sums in {carry.dtype} (partial sums need fp32, fp64 or int32/int64)"
+    if carry.dtype == torch.bool:
+        return None, "is a bool"
+    return Accumulator(carry, kind, fn), ""
+
+
+def _carry_dependent(body: list[Node], carried: list[Node]) -> set[int]:
+    """Ids of the body's values that depend on a carried value (a nested loop that reads one
+    makes everything in it dependent)."""
+    dependent = {c.id for c in carried}
+    changed = True
+    while changed:
+        changed = False
+        for node in walk(body):
+            if node.id in dependent:
+                continue
+            deps = list(node.inputs)
+            if node.op is Op.LOOP:
+                deps += _free_inputs(node)
+            if any(d.id in dependent for d in deps):
+                inner = [node, *walk(node.body or [])]
+                inner += [c for n in inner for c in n.attrs.get("carried", [])]
+                dependent.update(n.id for n in inner)
+                changed = True
+    return dependent
+
+
+def _free_inputs(loop: Node) -> list[Node]:
+    inputs = [c.inputs[0] for c in loop.attrs.get("carried", [])]
+    return inputs + [i for n in walk(loop.body or []) for i in n.inputs]
+
+
+def _users(body: list[Node]) -> dict[int, list[Node]]:
+    """Who reads each value inside ``body`` (a nested loop's carried init and yielded next
+    value count as reads by that loop)."""
+    users: dict[int, list[Node]] = {}
+    for node in walk(body):
+        reads = list(node.inputs)
+        if node.op is Op.LOOP:
+            for carry in node.attrs.get("carried", []):
+                reads += [*carry.inputs, carry.attrs.get("next")]
+        for r in reads:
+            if r is not None:
+                users.setdefault(r.id, []).append(node)
+    return users
+
+
+def _held(loop: DeviceLoop, dim: Sym) -> bool:
+    return dim in loop.grid_syms or dim.kind is SymKind.RDIM
+
+
+def _trip_hint(sym: Sym) -> int:
+    extent = sym.extent if isinstance(sym.extent, int) else 1 << 16
+    return extent - (sym.begin if isinstance(sym.begin, int) else 0)
+
+
+__all__ = [
+    "COMBINES",
+    "FN_OF",
+    "Accumulator",
+    "RolledSite",
+    "Site",
+    "SplitSite",
+    "split_site",
+]
