@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from tilecraft.codegen.homes import Homes
 from tilecraft.codegen.registry import emission
 from tilecraft.codegen.split import SplitPass
 from tilecraft.codegen.writer import CodeWriter
@@ -64,6 +65,7 @@ class EmitContext:
         for sym in loop.syms:
             if plan.looped(sym):
                 self.looped = sym
+        self.homes = Homes(plan.carried_homes, loop.walk())  # carried values kept in memory
 
     def sub_context(self) -> EmitContext:
         """A fresh context over the same loop and plan (the body of a combine helper)."""
@@ -164,8 +166,9 @@ class EmitContext:
     def ensure(self, node: Node) -> None:
         if self.leaf_expr(node) is not None or self.lookup(node) is not None:
             return
-        for inp in node.inputs:
-            self.ensure(inp)
+        if node.op is not Op.CARRY:  # a carry's input is its initial value, used at loop entry
+            for inp in node.inputs:
+                self.ensure(inp)
         self.emit_node(node)
 
     def emit_node(self, node: Node) -> None:

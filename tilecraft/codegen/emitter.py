@@ -13,14 +13,14 @@ own loop and recomputes (re-loads) what it needs (``schedule.py``).
 from __future__ import annotations
 
 # every family of emissions registers itself on import: the table is full once these are loaded
-from tilecraft.codegen import dots, grid, loops, memory, pointwise, reduce, scans, views
+from tilecraft.codegen import dots, grid, homes, loops, memory, pointwise, reduce, scans, views
 from tilecraft.codegen.context import EmitContext, SymState
 from tilecraft.codegen.registry import EMISSIONS
 from tilecraft.codegen.split import SplitPass
 from tilecraft.config.plan import Plan
 from tilecraft.ir.nodes import DeviceLoop, SymKind
 
-FAMILIES = (dots, loops, memory, pointwise, reduce, scans, views)
+FAMILIES = (dots, homes, loops, memory, pointwise, reduce, scans, views)
 
 
 def setup_rdims(ctx: EmitContext) -> None:

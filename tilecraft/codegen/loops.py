@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tilecraft.codegen import homes
 from tilecraft.codegen.context import SymState
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.schedule import emit_block
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 def _init_carried(ctx: EmitContext, node: Node, split: SplitPass | None) -> None:
     for carry in node.attrs.get("carried", []):
+        if ctx.homes.homed(carry):
+            continue  # kept in its output row: homes.emit_init
         init = carry.inputs[0]
         text = ctx.expr(init)
         if init.op is Op.CONST or init.ndim == 0 and init.op in (Op.ARG,):
@@ -40,6 +43,7 @@ def _init_carried(ctx: EmitContext, node: Node, split: SplitPass | None) -> None
 @emits(Op.LOOP)
 def emit_loop(ctx: EmitContext, node: Node) -> None:
     split = ctx.split if ctx.split is not None and ctx.split.is_site(node) else None
+    homes.emit_init(ctx, node)
     _init_carried(ctx, node, split)
     if split is not None and split.phase == COMBINE:
         return
@@ -68,11 +72,12 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
             if not static or (int(sym.extent) - int(sym.begin)) % ctx.block_value(sym):
                 st.mask = ctx.w.fresh(f"mask_{sym.index}")
                 ctx.w.line(f"{st.mask} = {st.index} < {st.end}")
-        emit_block(ctx, node.body or [])
+        emit_block(ctx, homes.body_with_updates(ctx, node))
         for carry in node.attrs.get("carry_updates", []):
             nxt = carry.attrs.get("next")
-            if nxt is not None and nxt is not carry:
+            if nxt is not None and nxt is not carry and not ctx.homes.homed(carry):
                 ctx.w.line(f"{ctx.lookup(carry)} = {ctx.expr(nxt)}")
+        homes.end_of_iteration(ctx, node)
         ctx.scopes.pop()
     if split is not None:
         split.store_partials(ctx)

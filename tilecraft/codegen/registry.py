@@ -5,7 +5,8 @@ Families of ops register with ``@emits(Op.X)`` in their own modules (``pointwise
 ``reduce.py``, ``dots.py``, ``loops.py``, ``memory.py``, ``scans.py``, ``views.py``); the driver
 (``emitter.py``) imports every family, so the table is full before anything is emitted. Leaf ops
 (constants, arguments, tile attributes) have no emission: they are expressions
-(:meth:`EmitContext.leaf_expr`), and ``CARRY`` values are bound by their loop.
+(:meth:`EmitContext.leaf_expr`), and ``CARRY`` values are bound by their loop (except those kept
+in memory, ``homes.py``).
 """
 
 from __future__ import annotations

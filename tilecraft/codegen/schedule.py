@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 def emit_block(ctx: EmitContext, nodes: list[Node]) -> None:
     """Emit a block; with a rolled reduction dim, phase by phase (see the module docstring)."""
     looped = ctx.looped
+    nodes = ctx.homes.without_final_stores(nodes)
     if looped is None:
         for n in nodes:
             ctx.ensure(n)

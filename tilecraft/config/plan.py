@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tilecraft.config.config import Config
+from tilecraft.ir.carried_homes import CarriedHome
 from tilecraft.ir.nodes import Node, Sym, SymKind
 from tilecraft.targets.target import Target
 
@@ -130,6 +131,9 @@ class Plan:
     # per device loop: programs its splittable inner loop runs over (1: not split; ir/split.py)
     splits: tuple[int, ...] = ()
     split_atomics: bool = False  # partials added by fp32 atomics into one buffer (opt-in)
+    # loop-carried accumulators on a looped reduction dim, kept in their output rows in memory
+    # (the row-does-not-fit schedule: see ir/carried_homes.py)
+    carried_homes: tuple[CarriedHome, ...] = ()
 
     def __post_init__(self) -> None:
         for b in self.block_sizes:
@@ -208,6 +212,7 @@ class Plan:
             for i, s in enumerate(self.splits)
             if s > 1
         ]
+        lines += [f"  chunked width: {h.describe()}" for h in self.carried_homes]
         lines += [f"  repaired: {r}" for r in self.repairs]
         return "\n".join(lines)
 

@@ -16,7 +16,7 @@ from tilecraft.config.config import Config
 from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, sym_block
 from tilecraft.config.resources import RegisterEstimate, predict_registers
 from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX
-from tilecraft.ir.nodes import Node, Op
+from tilecraft.ir.nodes import Node, Op, Sym, SymKind
 from tilecraft.targets.target import Target, filter_launch_options
 
 if TYPE_CHECKING:
@@ -56,6 +56,12 @@ def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
         dot_precision=dot_precision(spec.target, spec.dot_precision),
         splits=tuple(config.split_reductions) or (1,) * n_loops,
         split_atomics=config.split_atomics,
+        carried_homes=tuple(
+            home
+            for r in spec.reductions
+            if r.slot < len(chunks) and chunks[r.slot] is not None
+            for home in r.homes
+        ),
     )
 
 
@@ -135,10 +141,23 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
     threads = warps * spec.target.warp_size
     file = spec.target.limits.registers_per_sm
     estimates = [
-        predict_registers(loop, lambda sym: sym_block(sym, blocks, chunks), threads, file)
+        predict_registers(
+            loop,
+            lambda sym: sym_block(sym, blocks, chunks),
+            threads,
+            file,
+            looped=lambda d: (
+                isinstance(d, Sym) and d.kind is SymKind.RDIM and _chunk(d, chunks) is not None
+            ),
+        )
         for loop in spec.loops
     ]
     return max(estimates, key=lambda e: e.spill_ratio, default=RegisterEstimate(0, 255, ""))
+
+
+def _chunk(sym: Sym, chunks: tuple[int | None, ...]) -> int | None:
+    slot = sym.config_slot
+    return chunks[slot] if slot is not None and slot < len(chunks) else None
 
 
 # torch.get_float32_matmul_precision() -> tl.dot input_precision ("high" and "medium" let PyTorch

@@ -63,15 +63,18 @@ def predict_registers(
     block_of: Callable[[Sym], int],
     threads: int,
     register_file: int,
+    looped: Callable[[Sym], bool] = lambda sym: False,
 ) -> RegisterEstimate:
-    """Peak live registers per thread of ``loop`` with blocks from ``block_of``."""
+    """Peak live registers per thread of ``loop`` with blocks from ``block_of``; ``looped``: the
+    reduction dims processed in chunks (a rolled reduction keeps a chunk-wide accumulator through
+    its chunk loop; a carried value on such a dim lives in memory, not in registers)."""
     order = _thread_order(loop, block_of)
     # a loop with tl.dot computes in MMA layouts: each warp owns 8-row groups of the output, so
     # rows spread over the warps first (a row vector such as softmax's running max is a few
     # registers, not a whole column of the tile)
     mma_rows = (threads // 32) * 8 if any(n.op is Op.DOT for n in loop.walk()) else 0
     parent = _threads_per_dim(order, block_of, threads, mma_rows)
-    positions, loop_spans = _number(loop.body)
+    positions, loop_spans, block_first = _number(loop.body)
     last_use = _last_uses(loop.body, positions, loop_spans)
     in_place = {id(c.attrs.get("next")) for n in loop.walk() for c in n.attrs.get("carried", [])}
     events: list[tuple[int, float, Node]] = []
@@ -79,6 +82,11 @@ def predict_registers(
         if id(node) in in_place:
             continue  # a carried value's next value reuses its registers (acc = acc + ...)
         dims = [d for d in node.shape if isinstance(d, Sym)]
+        if node.op is Op.CARRY and any(looped(d) for d in dims):
+            continue  # kept in its output row (ir/carried_homes.py)
+        if node.op is Op.REDUCE and looped(node.inputs[0].shape[node.attrs["axis"]]):
+            acc = _rolled_accumulator(node, block_of, parent, threads, mma_rows)
+            events += [(block_first[node.id], acc, node), (positions[node.id] + 1, -acc, node)]
         # a value on the parent's dims is a slice of its layout (a row reduction result is held
         # by every thread along the reduced dim); another gets a layout of its own
         spread = (
@@ -101,6 +109,21 @@ def predict_registers(
     return RegisterEstimate(
         BASE_REGISTERS + math.ceil(peak), register_limit(threads, register_file), loc
     )
+
+
+def _rolled_accumulator(
+    node: Node, block_of: Callable[[Sym], int], parent: dict[int, int], threads: int, mma: int
+) -> float:
+    """Registers of a rolled reduction's accumulator (its input's chunk shape), which lives from
+    the start of its chunk loop (approximated by its block's start) to the reduction."""
+    src = node.inputs[0]
+    dims = [d for d in src.shape if isinstance(d, Sym)]
+    spread = (
+        parent
+        if all(id(d) in parent for d in dims)
+        else _threads_per_dim(dims, block_of, threads, mma)
+    )
+    return _per_thread(src, block_of, spread) * _registers_per_element(src)
 
 
 def _values(body: list[Node], spans: dict[int, tuple[int, int]]) -> Iterable[tuple[Node, int]]:
@@ -158,13 +181,19 @@ def _registers_per_element(node: Node) -> float:
     return max(size, 2) / 4
 
 
-def _number(body: list[Node]) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
-    """Program-order positions of every node, and each loop's (first, last) position."""
+def _number(
+    body: list[Node],
+) -> tuple[dict[int, int], dict[int, tuple[int, int]], dict[int, int]]:
+    """Program-order positions of every node, each loop's (first, last) position, and each
+    node's block's first position."""
     positions: dict[int, int] = {}
     spans: dict[int, tuple[int, int]] = {}
+    block_first: dict[int, int] = {}
 
     def visit(nodes: list[Node]) -> None:
+        start = len(positions)
         for node in nodes:
+            block_first[node.id] = start
             positions[node.id] = len(positions)
             for carry in node.attrs.get("carried", []) if node.op is Op.LOOP else []:
                 positions[carry.id] = len(positions)  # defined (initialized) before the body
@@ -174,7 +203,7 @@ def _number(body: list[Node]) -> tuple[dict[int, int], dict[int, tuple[int, int]
                 spans[node.id] = (first, len(positions) - 1)
 
     visit(body)
-    return positions, spans
+    return positions, spans, block_first
 
 
 def _last_uses(

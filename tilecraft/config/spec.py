@@ -23,6 +23,7 @@ from tilecraft.config.plan import extent_hint as _extent_hint
 from tilecraft.config.resolve import build_plan, predicted_registers
 from tilecraft.config.space import StrategySpace
 from tilecraft.errors import ConfigError, SourceLoc
+from tilecraft.ir.carried_homes import CarriedHome, carried_homes
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 from tilecraft.targets.target import Target, filter_launch_options
 
@@ -63,6 +64,8 @@ class ReductionSpec:
     extent: int
     loopable: bool
     reason: str = ""
+    # loop-carried accumulators on the dim, kept in their output rows when it is looped
+    homes: tuple[CarriedHome, ...] = ()
 
     @property
     def full(self) -> int:
@@ -139,8 +142,13 @@ class ConfigSpec:
                     spec.extent = max(spec.extent, extent) if spec.role != "host" else spec.extent
             if sym.kind is SymKind.RDIM:
                 ok, why = rdim_loopable(loop, sym)
+                homes, no_home = carried_homes(loop, sym) if ok else ((), "")
                 self.reductions.append(
-                    ReductionSpec(sym.config_slot or 0, int(sym.extent), ok, why)
+                    ReductionSpec(
+                        sym.config_slot or 0, int(sym.extent), not no_home, no_home, homes
+                    )
+                    if ok
+                    else ReductionSpec(sym.config_slot or 0, int(sym.extent), False, why)
                 )
         for node in walk(loop.body):
             if node.op is Op.DOT:
@@ -192,9 +200,38 @@ class ConfigSpec:
 
     # -- configs --------------------------------------------------------------------------
     def default(self) -> Config:
-        reductions = [
-            None if (not r.loopable or r.full <= 16384) else 4096 for r in self.reductions
-        ]
+        config = self._default(chunk_rows=False)
+        if any(r.homes for r in self.reductions) and self._predicted(config).spills:
+            # the whole row and the carried [n] accumulators do not fit even at the most warps:
+            # chunk the row, keeping the accumulators in their output rows (ir/carried_homes.py)
+            config = self._one_wave(self._default(chunk_rows=True))
+        return config
+
+    def _one_wave(self, config: Config) -> Config:
+        """Halve the chunk of rows whose accumulators live in memory while the programs cannot
+        all be resident at once by the predicted registers (a memory-bound row loop that runs a
+        second wave for a few programs takes twice as long)."""
+        limits = self.target.limits
+        while True:
+            plan = self.resolve(config, warn=False)
+            threads = (config.num_warps or 4) * self.target.warp_size
+            per_sm = limits.registers_per_sm // max(plan.resources.registers * threads, 1)
+            if all(p is None or p <= per_sm * limits.num_sms for p in plan.resources.programs):
+                return plan.config
+            chunks = list(plan.reduction_loops)
+            slots = [r.slot for r in self.reductions if r.homes and (chunks[r.slot] or 0) > 1024]
+            if not slots:
+                return plan.config
+            chunks[slots[0]] = (chunks[slots[0]] or 2048) // 2
+            config = plan.config.replace(reduction_loops=chunks)
+
+    def _predicted(self, config: Config) -> Any:
+        return predicted_registers(self, config, config.num_warps or 4)
+
+    def _default(self, chunk_rows: bool) -> Config:
+        """The heuristic config; ``chunk_rows``: also loop the reduction dims whose loop-carried
+        accumulators need homes in memory (otherwise they stay whole, in registers)."""
+        reductions = [_default_chunk(r, chunk_rows) for r in self.reductions]
         blocks = self._fill_device([self._preferred_block(b) for b in self.blocks])
         config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
         # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits
@@ -514,6 +551,16 @@ class ConfigSpec:
         return f"ConfigSpec(blocks={self.blocks}, reductions={self.reductions}, tunables={self.tunables})"
 
 
+def _default_chunk(r: ReductionSpec, chunk_rows: bool) -> int | None:
+    """The default's chunk for a reduction dim (None: whole): a long row is chunked by 4096; a
+    row whose carried accumulators need homes only when ``chunk_rows``, whatever its length."""
+    if not r.loopable or (r.homes and not chunk_rows):
+        return None
+    if r.homes:
+        return min(4096, r.full // 2)
+    return None if r.full <= 16384 else 4096
+
+
 def _report(repairs: list[str], _warned: set[str] | None) -> None:
     """Repairs warn once each (per kernel specialization; ``None``: silently), or raise in
     strict mode."""
@@ -543,12 +590,9 @@ def _dim_ref(d: Any) -> tuple[Any, ...]:
 
 def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
     """A reduction dim can be processed in chunks if every value on it is consumed by stores,
-    pointwise ops or sum/max/min reductions, and no loop carries a value on it."""
+    pointwise ops or sum/max/min reductions (loop-carried values on it need homes in memory:
+    ``ir/carried_homes.py``)."""
     for node in walk(loop.body):
-        if node.op is Op.LOOP:
-            for carry in node.attrs.get("carried", []):
-                if sym in carry.shape:
-                    return False, f"the loop-carried value '{carry.hint}' spans it"
         if (
             node.op is Op.REDUCE
             and _reduces_over(node, sym)

@@ -1,0 +1,113 @@
+"""Loop-carried accumulators kept in their output rows (stage: codegen; in: the plan's
+``carried_homes`` and the emit context; out: the Triton code that fills, updates and reads them).
+
+When a reduction dim is looped (``reduction_loops``) and a nested loop carries ``[n]``
+accumulators on it (``ir/carried_homes.py`` proved where each may live), codegen renders:
+
+* before the nested loop, one chunk loop that stores each accumulator's initial value into its
+  home row, then a barrier;
+* in the loop body, the accumulator is a load of its home row's chunk wherever the body's chunk
+  loops need it, and its next value is one more store (a sink of the chunk loop of its phase), so
+  the row is read, updated and written chunk by chunk with the values that chunk loop loads anyway;
+* after each iteration a barrier (the next iteration may read a chunk through other threads than
+  the ones that wrote it), and after the loop nothing: the final store is the home itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tilecraft.codegen.memory import access
+from tilecraft.codegen.registry import emits
+from tilecraft.codegen.schedule import emit_chunk_loop
+from tilecraft.ir.carried_homes import CarriedHome
+from tilecraft.ir.nodes import Node, Op
+
+if TYPE_CHECKING:
+    from tilecraft.codegen.context import EmitContext
+
+BARRIER = "tl.debug_barrier()"
+
+
+class Homes:
+    """The plan's homes, found in the device loop being emitted (by slot: the loop codegen
+    renders is traced for the config, so its node ids differ from the spec's)."""
+
+    def __init__(self, homes: tuple[CarriedHome, ...], nodes: list[Node]):
+        stores = {n.attrs.get("mem_slot"): n for n in nodes if n.op is Op.STORE}
+        self.final: dict[int, Node] = {}  # CARRY id -> the store after its loop (its home)
+        self.loops: set[int] = set()
+        for loop in (n for n in nodes if n.op is Op.LOOP):
+            for carry in loop.attrs.get("carried", []):
+                home = next((h for h in homes if h.matches(loop, carry)), None)
+                if home is not None and home.store_slot in stores:
+                    self.final[carry.id] = stores[home.store_slot]
+                    self.loops.add(loop.id)
+        self.stores = {n.id for n in self.final.values()}
+
+    def homed(self, carry: Node) -> bool:
+        return carry.id in self.final
+
+    def store_of(self, carry: Node) -> Node:
+        return self.final[carry.id]
+
+    def without_final_stores(self, nodes: list[Node]) -> list[Node]:
+        """A block without the stores after the loops (the homes already hold those values)."""
+        return [n for n in nodes if n.id not in self.stores]
+
+    def home_store(self, carry: Node, value: Node) -> Node:
+        """A store of ``value`` (a ``[n]`` value: a chunk inside a chunk loop) into ``carry``'s
+        home, at the index of its final store (pointer indexing: not one of the plan's accesses)."""
+        final = self.store_of(carry)
+        attrs = {k: v for k, v in final.attrs.items() if k != "mem_slot"}
+        return Node(
+            Op.STORE,
+            [value, *final.inputs[1:]],
+            final.shape,
+            final.dtype,
+            attrs,
+            final.loc,
+            hint=f"{carry.hint}_home",
+        )
+
+
+def emit_init(ctx: EmitContext, loop: Node) -> None:
+    """Before a loop: each homed accumulator's initial value, chunk by chunk, into its row."""
+    homes = ctx.homes
+    carries = [c for c in loop.attrs.get("carried", []) if homes.homed(c)]
+    if not carries:
+        return
+    assert ctx.looped is not None, "homes exist only for a looped reduction dim"
+    ctx.w.line(f"# carried {', '.join(c.hint for c in carries)}: kept in their output rows")
+    emit_chunk_loop(ctx, [homes.home_store(c, c.inputs[0]) for c in carries], ctx.looped)
+    ctx.w.line(BARRIER)
+
+
+def body_with_updates(ctx: EmitContext, loop: Node) -> list[Node]:
+    """The loop body plus, per homed accumulator, the store of its next value into its row."""
+    homes = ctx.homes
+    updates = [
+        homes.home_store(c, c.attrs["next"])
+        for c in loop.attrs.get("carry_updates", [])
+        if homes.homed(c) and c.attrs.get("next") is not None and c.attrs["next"] is not c
+    ]
+    return [*(loop.body or []), *updates]
+
+
+def end_of_iteration(ctx: EmitContext, loop: Node) -> None:
+    """A barrier after each iteration of a loop with homes: the next iteration may read a chunk
+    through other threads than the ones that wrote it."""
+    if loop.id in ctx.homes.loops:
+        ctx.w.line(BARRIER)
+
+
+@emits(Op.CARRY)
+def emit_carry(ctx: EmitContext, carry: Node) -> None:
+    """A homed accumulator where a chunk loop needs it: the chunk of its row. (Other carried
+    values are bound by their loop and never reach an emission.)"""
+    if not ctx.homes.homed(carry):
+        raise AssertionError(f"loop-carried {carry.hint} has no value in this scope")
+    final = ctx.homes.store_of(carry)
+    ptr, mask = access(ctx, final, final.inputs[1:])
+    args = f"{ptr}, {mask}, other=0" if mask else ptr
+    ctx.bind(carry, f"tl.load({args})")
