@@ -167,6 +167,16 @@ def test_knob_validation_and_repairs() -> None:
     assert base.replace(split_reductions=[4]).key() != base.key()  # in the cache key
 
 
+def test_random_configs_keep_splits_legal() -> None:
+    import random
+
+    spec = _bind(col_sum, torch.empty(65536, 1024), target=H200).config_spec
+    rng = random.Random(0)
+    factors = [spec.normalize(spec.random(rng), warn=False).split_reductions for _ in range(40)]
+    assert any(f and f[0] > 1 for f in factors)  # the space offers splits...
+    assert all(1 <= f[0] <= 256 for f in factors if f)  # ...within MAX_SPLIT
+
+
 # -- heuristic -----------------------------------------------------------------------------
 def test_heuristic_splits_tall_skinny_column_sum_on_h200() -> None:
     tall = _bind(col_sum, torch.empty(65536, 1024, dtype=torch.bfloat16), target=H200)

@@ -341,14 +341,7 @@ class ConfigSpec:
         budget = min(1 << 16, (config.num_warps or 4) * 32 * RANDOM_ELEMS_PER_THREAD)
         config = self._fit_registers(self._fit_shared_memory(self._shrink_to(config, budget)))
         if config.pid_type == "flat" and rng.random() < 0.5:
-            config = config.replace(
-                split_reductions=[
-                    1 << rng.randint(0, split.trips(self, i, config).bit_length() - 1)
-                    if site is not None
-                    else 1
-                    for i, (site, _) in enumerate(self.split_sites)
-                ]
-            )
+            config = config.replace(split_reductions=split.random_splits(self, config, rng))
         if (
             config.maxnreg is not None
             and self.accumulator_registers(config) * 3 // 2 > config.maxnreg

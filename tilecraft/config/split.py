@@ -15,6 +15,7 @@ its inner loop is long: ``S`` brings the programs to about one wave, keeping at 
 from __future__ import annotations
 
 import math
+import random
 from typing import TYPE_CHECKING
 
 import torch
@@ -196,6 +197,15 @@ def _iteration_elems(loop: DeviceLoop, site: Site, config: Config) -> int:
     )
 
 
+def random_splits(spec: ConfigSpec, config: Config, rng: random.Random) -> list[int]:
+    """A random power-of-two factor per splittable device loop (up to its trips and MAX_SPLIT)."""
+    out = []
+    for i, (site, _) in enumerate(spec.split_sites):
+        most = min(MAX_SPLIT, trips(spec, i, config)) if site is not None else 1
+        out.append(1 << rng.randint(0, most.bit_length() - 1))
+    return out
+
+
 def split_moves(spec: ConfigSpec, config: Config) -> list[Config]:
     """Search moves: each splittable device loop's factor doubled and halved."""
     current = list(config.split_reductions) or [1] * len(spec.loops)
@@ -217,6 +227,7 @@ def _set(values: list[int], i: int, v: int) -> list[int]:
 
 __all__ = [
     "normalize_splits",
+    "random_splits",
     "sites",
     "split_moves",
     "trips",
