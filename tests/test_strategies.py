@@ -261,7 +261,12 @@ def test_strategy_neighbours_for_the_tuner(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("TILECRAFT_TARGET", "cuda:90")
     a, b = torch.randn(1024, 512, dtype=torch.bfloat16), torch.randn(512, 768, dtype=torch.bfloat16)
     spec = matmul.bind((a, b)).config_spec
-    centre = spec.normalize(spec.default())
+    pipeline = spec.default()  # sm_90: TMA, persistent, L2-grouped; every move from it normalizes
+    assert pipeline.l2_groupings == (8,)
+    assert any(
+        spec.normalize(c).pid_type == "xyz" for c in neighbors(spec, pipeline, strategies=True)
+    )
+    centre = spec.normalize(spec.plain_default())
     moves = [spec.normalize(c) for c in neighbors(spec, centre, strategies=True)]
     assert moves and all(m != centre for m in moves)
     assert any(m.pid_type == "persistent_interleaved" for m in moves)

@@ -88,7 +88,9 @@ def candidates(
     if check(spec, default, warp_size)[0] is None:  # a broken heuristic: start from small tiles
         raw = [*first, default, *_safer_variants(spec, smallest(spec), warp_size)]
     else:
-        raw = [*first, *_safer_variants(spec, default, warp_size)]
+        # a Hopper pipeline default (TMA, persistent, ...) is followed by the same tiles
+        # without it, then the safer variants of those
+        raw = [*first, default, *_safer_variants(spec, spec.plain_default(), warp_size)]
     for config in raw:
         if config.key() in seen_raw:
             continue

@@ -39,6 +39,7 @@ from tilecraft.autotune.progress import Reporter
 from tilecraft.autotune.runner import Runner
 from tilecraft.autotune.runners import open_runner
 from tilecraft.config.config import Config
+from tilecraft.config.pipelines import pipeline_configs
 from tilecraft.errors import ConfigError
 from tilecraft.runtime.kernel import BoundKernel
 
@@ -56,6 +57,7 @@ class Effort:
     finalists: int
     restarts: bool
     patience: int = 0  # restarts stop after this many in a row bring no gain (budget permitting)
+    pipelines: int = 4  # the resource model's top Hopper pipelines timed with the default
 
     @property
     def final_reserve_s(self) -> float:
@@ -189,8 +191,11 @@ class _Search:
 
     def run(self, default: Config) -> Attempt | None:
         # the default is timed even when discovery spent the budget: a result (a shipped table's
-        # entry) always carries the time of the config it returns
-        first = self.best(self.generation([default], past_deadline=True))
+        # entry) always carries the time of the config it returns; then the resource model's best
+        # pipelines (sm_90+ dot kernels): the local search starts from the fastest of them
+        timed = self.generation([default], past_deadline=True)
+        timed += self.generation(pipeline_configs(self.spec)[: self.effort.pipelines])
+        first = self.best(timed)
         if first is None:
             return None
         self.local_search(first)

@@ -8,11 +8,13 @@ the ``tl.range`` knobs of each loop, the launch options, and the predicted resou
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import torch
 
 from tilecraft.config.config import Config
+from tilecraft.config.pipelines import compute_threads, consumer_register_file
 from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, sym_block
 from tilecraft.config.resources import RegisterEstimate, predict_registers
 from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX
@@ -33,6 +35,14 @@ def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
     )
     assert not dropped, dropped  # _normalize dropped what the target lacks
     n_loops = len(spec.grid_slots)
+    accesses = tuple(
+        _access(node, config, blocks, chunks, spec.space.eviction_choices)
+        for node in spec.space.accesses
+    )
+    ranges = _ranges(spec, config, accesses, repairs)
+    specialized = [r.warp_specialize for r in ranges]
+    if list(config.range_warp_specializes) not in ([], specialized):
+        config = config.replace(range_warp_specializes=specialized)  # a loop lost it: say so
     return Plan(
         config=config,
         target=spec.target,
@@ -44,11 +54,8 @@ def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
         num_sm_multiplier=int(config.num_sm_multiplier or 1),
         l2_groupings=tuple(config.l2_groupings) or (1,) * n_loops,
         loop_orders=tuple(tuple(o) for o in config.loop_orders),
-        accesses=tuple(
-            _access(node, config, blocks, chunks, spec.space.eviction_choices)
-            for node in spec.space.accesses
-        ),
-        ranges=tuple(_range(config, slot) for slot in range(spec.space.n_ranges)),
+        accesses=accesses,
+        ranges=ranges,
         launch_options=tuple(options.items()),
         resources=_resources(spec, config, warps),
         user=config.user,
@@ -99,6 +106,28 @@ def _access(
     return AccessPlan(slot, op, indexing, requested, reason, eviction)
 
 
+def _ranges(
+    spec: ConfigSpec, config: Config, accesses: tuple[AccessPlan, ...], repairs: list[str]
+) -> tuple[RangePlan, ...]:
+    """Each loop's knobs; a warp-specialized loop whose loads did not all stay descriptor loads
+    (a block over TMA's limits falls back to pointers) is not specialized: Triton 3.6 fails to
+    compile it."""
+    out = []
+    for slot in range(spec.space.n_ranges):
+        knobs = _range(config, slot)
+        loads = spec.space.loop_loads[slot]
+        if knobs.warp_specialize and any(
+            accesses[m].indexing != "tensor_descriptor" for m in loads
+        ):
+            repairs.append(
+                f"range_warp_specializes[{slot}]=True: a load of that loop falls back to pointers "
+                f"({', '.join(sorted({accesses[m].fallback_reason for m in loads} - {''}))}); using None"
+            )
+            knobs = dataclasses.replace(knobs, warp_specialize=None)
+        out.append(knobs)
+    return tuple(out)
+
+
 def _range(config: Config, slot: int) -> RangePlan:
     def at(field: str) -> object:
         values = getattr(config, field)
@@ -136,10 +165,13 @@ def _resources(spec: ConfigSpec, config: Config, warps: int) -> Resources:
 
 
 def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> RegisterEstimate:
-    """The resource model's registers per thread for ``config``: the worst device loop."""
+    """The resource model's registers per thread for ``config``: the worst device loop. A
+    warp-specialized program's tiles live in its consumer warpgroups, which share the register
+    file less what the producer warpgroup keeps."""
     blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
-    threads = warps * spec.target.warp_size
-    file = spec.target.limits.registers_per_sm
+    specialized = any(config.range_warp_specializes)
+    threads = compute_threads(spec.target, warps, specialized)
+    file = consumer_register_file(spec.target, warps, specialized)
     estimates = [
         predict_registers(
             loop,

@@ -15,6 +15,7 @@ import random
 from typing import Any
 
 from tilecraft.config.config import Config
+from tilecraft.config.pipelines import warp_specialize_problem
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 
@@ -98,6 +99,8 @@ class StrategySpace:
             for n in slots
         ]
         self.n_ranges = len(slots)
+        # range slots of loops that hold a tl.dot (the loops a Hopper pipeline streams)
+        self.dot_slots = [i for i, n in enumerate(slots) if n is not None and _has_dot(n)]
         for field, (keyword, choices) in RANGE_FIELDS.items():
             per_slot: list[tuple[Any, ...]] = []
             for slot_node in slots:
@@ -159,7 +162,13 @@ class StrategySpace:
         grouping of a 2-D grid to another size."""
         moves: list[dict[str, Any]] = []
         pid = config.pid_type
-        moves += [{"pid_type": p} for p in self.pid_types() if p != pid]
+        # xyz has no L2 grouping: moving there resets it
+        ungrouped = {"l2_groupings": [1] * len(self.grids)}
+        moves += [
+            {"pid_type": p, **(ungrouped if p == "xyz" else {})}
+            for p in self.pid_types()
+            if p != pid
+        ]
         if pid.startswith("persistent"):
             mult = config.num_sm_multiplier or 1
             moves += [{"num_sm_multiplier": m} for m in (1, 2, 4) if m != mult]
@@ -182,17 +191,22 @@ class StrategySpace:
                 ]
         return moves
 
-    def _check_warp_specialize(self, fields: dict[str, Any], repairs: list[str]) -> None:
+    def _check_warp_specialize(
+        self, fields: dict[str, Any], repairs: list[str], num_warps: int | None = None
+    ) -> None:
         """Triton 3.6 fails to compile warp-specialized loops that load through pointers
-        (seen on sm_90: "PassManager::run failed"); they need tensor-descriptor loads."""
+        (seen on sm_90: "PassManager::run failed"); they need tensor-descriptor loads. On sm_9x
+        it specializes only 4-warp programs (:func:`warp_specialize_problem`)."""
         ws = fields["range_warp_specializes"]
         for slot, value in enumerate(ws):
-            if value and any(
-                fields["indexing"][m] != "tensor_descriptor" for m in self.loop_loads[slot]
-            ):
-                repairs.append(
-                    f"range_warp_specializes[{slot}]=True needs tensor_descriptor loads in that loop; using None"
-                )
+            if not value:
+                continue
+            if any(fields["indexing"][m] != "tensor_descriptor" for m in self.loop_loads[slot]):
+                why = "needs tensor_descriptor loads in that loop"
+            else:
+                why = warp_specialize_problem(self.target, num_warps) or ""
+            if why:
+                repairs.append(f"range_warp_specializes[{slot}]=True {why}; using None")
                 ws[slot] = None
 
     def _neutral_persistent_slots(self, fields: dict[str, Any]) -> dict[str, Any]:
@@ -228,7 +242,7 @@ class StrategySpace:
         out["loop_orders"] = self._loop_orders(config)
         for field, per in self.range_choices.items():
             out[field] = self._per_item(field, getattr(config, field), per, warn)
-        self._check_warp_specialize(out, warn)
+        self._check_warp_specialize(out, warn, config.num_warps)
         if config.flatten_loops and any(config.flatten_loops):
             raise ConfigError(
                 "flatten_loops=True is not supported by tilecraft's codegen; use range_flattens"

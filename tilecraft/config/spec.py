@@ -18,6 +18,7 @@ from tilecraft import settings
 from tilecraft.config import split
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
+from tilecraft.config.pipelines import hopper_default, store_staging_bytes
 from tilecraft.config.plan import Plan, next_pow2
 from tilecraft.config.plan import extent_hint as _extent_hint
 from tilecraft.config.resolve import build_plan, predicted_registers
@@ -95,6 +96,7 @@ class ConfigSpec:
         self._warned: set[str] = set()
         self._plans: dict[str, Plan] = {}  # config key (as given and as resolved) -> plan
         self.normalizations = 0  # how many configs were normalized (each once)
+        self._pipeline_default: tuple[str, Config] | None = None  # (plain default's key, it)
         self.blocks: list[BlockSpec] = []
         # per device loop: its tunable grid blocks, and the programs its fixed dims contribute
         self.grid_slots: list[list[int]] = []
@@ -200,6 +202,17 @@ class ConfigSpec:
 
     # -- configs --------------------------------------------------------------------------
     def default(self) -> Config:
+        """The heuristic default: :meth:`plain_default`, or on sm_90+ for a dot kernel the best
+        legal TMA pipeline of the same tiles (``config/pipelines.py``)."""
+        plain = self.plain_default()
+        cached = self._pipeline_default
+        if cached is None or cached[0] != plain.key():
+            cached = self._pipeline_default = (plain.key(), hopper_default(self, plain))
+        return cached[1]
+
+    def plain_default(self) -> Config:
+        """Tiles, warps, stages and splits from the IR and the resource model; neutral
+        strategies (pointer indexing, flat pids)."""
         config = self._default(chunk_rows=False)
         if any(r.homes for r in self.reductions) and self._predicted(config).spills:
             # the whole row and the carried [n] accumulators do not fit even at the most warps:
@@ -376,10 +389,11 @@ class ConfigSpec:
 
     def estimated_shared_bytes(self, config: Config) -> int:
         """A lower estimate of shared memory: every pipelined stage holds each tl.dot operand
-        tile (Triton stages dot operands through shared memory)."""
+        tile (Triton stages dot operands through shared memory), plus the staging of descriptor
+        stores that persistent and warp-specialized programs keep beside them."""
         stages = max([config.num_stages or 1, *[s for s in config.range_num_stages if s]])
         per_stage = sum(self.numel(v, config) * size for v, size in self.dot_operands)
-        return per_stage * max(stages, 1)
+        return per_stage * max(stages, 1) + store_staging_bytes(self, config)
 
     def _fit_shared_memory(self, config: Config) -> Config:
         """Fewer stages, then smaller blocks, until the dot operands' stages fit the target."""

@@ -32,6 +32,7 @@ class CompileReport:
     registers: int | None = None
     spills: int | None = None  # CUDA: bytes of stack + local memory per thread; HIP: VGPR spills
     max_shared: int | None = None
+    num_warps: int | None = None  # warps the program runs (a warp-specialized one adds a group)
 
     @property
     def fits(self) -> bool:
@@ -102,6 +103,7 @@ def compile_job(job: CompileJob) -> CompileReport:
     report.ok = True
     report.shared_bytes = int(getattr(compiled.metadata, "shared", 0) or 0)
     report.max_shared = target.limits.max_shared_bytes
+    report.num_warps = getattr(compiled.metadata, "num_warps", None)
     if target.backend == "cuda":
         report.registers, report.spills = _cuda_resources(compiled.asm.get("cubin"))
     elif target.backend == "hip":

@@ -1,0 +1,263 @@
+"""Hopper dot pipelines (tilecraft.config.pipelines): what the space offers on sm_90, the
+heuristic default per target, the warp-specialization gates, the shared-memory model, quick's
+first generation, generated code, numerics in the interpreter and cross-compiles for sm_90.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.config.pipelines import pipeline_configs, pipeline_cost, store_staging_bytes
+from tilecraft.errors import ConfigError
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from examples.matmul import matmul, matmul_bias_gelu  # noqa: E402
+
+SM90 = Target.parse("cuda:90")
+TMA = "tensor_descriptor"
+
+
+def _bound(target: str | Target, m: int = 4096, k: int = 4096, n: int = 4096) -> BoundKernel:
+    a = torch.empty(m, k, dtype=torch.bfloat16)
+    b = torch.empty(k, n, dtype=torch.bfloat16)
+    tgt = Target.parse(target) if isinstance(target, str) else target
+    return BoundKernel(matmul, matmul.bind_arguments((a, b), {}), target=tgt)
+
+
+def test_sm90_default_is_a_tma_pipeline() -> None:
+    spec = _bound(SM90).config_spec
+    config = spec.default()
+    assert config.indexing == (TMA, TMA, TMA)
+    assert config.pid_type == "persistent_interleaved" and config.l2_groupings == (8,)
+    assert list(config.block_sizes) == [128, 256, 64] and config.num_warps == 8
+    assert 3 <= (config.num_stages or 0) <= 5
+    plan = spec.resolve(config)
+    assert not plan.repairs and all(a.indexing == TMA for a in plan.accesses)
+    assert plan.resources.shared_bytes <= SM90.limits.max_shared_bytes
+    assert not plan.resources.spills
+    plain = spec.plain_default()  # the same tiles without the pipeline
+    assert set(plain.indexing) == {"pointer"} and plain.pid_type == "flat"
+
+
+@pytest.mark.parametrize("target", ["hip:gfx942", "cuda:80", "interpret"])
+def test_default_without_tma_is_unchanged(target: str) -> None:
+    spec = _bound(target).config_spec
+    assert pipeline_configs(spec) == []
+    config = spec.default()
+    assert config == spec.plain_default()
+    assert config.pid_type == "flat" and set(config.indexing) == {"pointer"}
+
+
+def test_unaligned_strides_keep_the_plain_default() -> None:
+    """TMA needs 16-byte aligned strides: k = 100 bf16 (200 B rows) has none for `a`."""
+    spec = _bound(SM90, m=256, k=100, n=256).config_spec
+    assert pipeline_configs(spec) == []
+    assert spec.default() == spec.plain_default()
+
+
+def test_decode_default_fills_the_device_with_narrow_tiles() -> None:
+    spec = _bound(SM90, m=1, k=4096, n=14336).config_spec
+    config = spec.default()
+    assert config.block_sizes[0] == 16 and config.indexing == (TMA, TMA, TMA)
+    plan = spec.resolve(config)
+    (programs,) = plan.resources.programs
+    assert programs is not None and programs >= 100  # not 56 programs of 16x256 on 132 SMs
+    # 16-row tiles compile to mma.sync, never specialized: no warp-specialized variant
+    assert not any(any(c.range_warp_specializes) for c in pipeline_configs(spec))
+
+
+def test_ranking_prefers_wide_tiles_for_large_squares() -> None:
+    spec = _bound(SM90).config_spec
+    ranked = pipeline_configs(spec)
+    costs = [pipeline_cost(spec, spec.resolve(c, warn=False)) for c in ranked]
+    assert costs == sorted(costs)
+    shapes = [tuple(c.block_sizes) for c in ranked]
+    assert shapes.index((128, 256, 64)) < shapes.index((128, 128, 64))
+    specialized = [c for c in ranked if any(c.range_warp_specializes)]
+    assert specialized and all(c.num_warps == 4 for c in specialized)
+    assert all(c.range_warp_specializes == (None, True) for c in specialized)
+
+
+def test_warp_specialize_needs_four_warps_on_sm90() -> None:
+    spec = _bound(SM90).config_spec
+    asked = tc.Config(
+        block_sizes=[128, 128, 64], num_warps=8, num_stages=3, indexing=TMA,
+        range_warp_specializes=[None, True],
+    )  # fmt: skip
+    plan = spec.resolve(asked, warn=False)
+    assert plan.ranges[1].warp_specialize is None
+    assert any("num_warps=4" in r for r in plan.repairs)
+    ok = spec.resolve(asked.replace(num_warps=4), warn=False)
+    assert ok.ranges[1].warp_specialize is True and not ok.repairs
+    assert "warp_specialize=True" in ok.ranges[1].kwargs()
+
+
+def test_warp_specialize_needs_four_warps_strict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILECRAFT_STRICT", "1")
+    spec = _bound(SM90).config_spec
+    with pytest.raises(ConfigError, match="num_warps=4"):
+        spec.resolve(
+            tc.Config(
+                block_sizes=[128, 128, 64],
+                num_warps=8,
+                indexing=TMA,
+                range_warp_specializes=[None, True],
+            )  # fmt: skip
+        )
+
+
+def test_warp_specialize_dropped_when_a_load_falls_back_to_pointers() -> None:
+    """A 512-wide block is over TMA's 256-element box: b's load falls back to pointers, and a
+    specialized loop with a pointer load does not compile in Triton 3.6."""
+    spec = _bound(SM90).config_spec
+    plan = spec.resolve(
+        tc.Config(
+            block_sizes=[64, 512, 64],
+            num_warps=4,
+            num_stages=2,
+            indexing=TMA,
+            range_warp_specializes=[None, True],
+        ),  # fmt: skip
+        warn=False,
+    )
+    assert plan.accesses[1].indexing == "pointer" and "256" in plan.accesses[1].fallback_reason
+    assert plan.ranges[1].warp_specialize is None
+    assert plan.config.range_warp_specializes in ((), (None, None))
+    assert any("falls back to pointers" in r for r in plan.repairs)
+
+
+def test_shared_memory_counts_store_staging_of_persistent_tma() -> None:
+    """Cross-compiled for sm_90 (128x256x64 bf16, 3 stages): flat 147480 B, persistent
+    213016 B: the persistent program keeps a 64 KiB store tile beside the operand stages."""
+    spec = _bound(SM90).config_spec
+    flat = tc.Config(block_sizes=[128, 256, 64], num_warps=8, num_stages=3, indexing=TMA)
+    persistent = flat.replace(pid_type="persistent_interleaved")
+    flat_c, persistent_c = (spec.normalize(c, warn=False) for c in (flat, persistent))
+    assert store_staging_bytes(spec, flat_c) == 0
+    assert store_staging_bytes(spec, persistent_c) == 128 * 256 * 2
+    assert spec.estimated_shared_bytes(flat_c) == 3 * (128 * 64 + 64 * 256) * 2
+    pointer_store = persistent_c.replace(indexing=[TMA, TMA, "pointer"])
+    assert store_staging_bytes(spec, pointer_store) == 0
+
+
+def test_candidates_follow_the_pipeline_with_the_plain_default() -> None:
+    from tilecraft.autotune.candidates import candidates
+
+    spec = _bound(SM90).config_spec
+    ranked, _ = candidates(spec)
+    assert ranked[0] == spec.default() and ranked[0].indexing == (TMA, TMA, TMA)
+    assert ranked[1] == spec.plain_default()
+
+
+def test_generated_code_of_the_pipelines() -> None:
+    bound = _bound(SM90)
+    code = bound.to_triton_code(bound.config_spec.default())
+    assert code.count("tl.make_tensor_descriptor(") == 3
+    assert "tl.dot(" in code and "for virtual_pid in tl.range(" in code
+    assert "group_rows" in code  # L2 grouping of the tile order
+    assert "num_stages=3" in code
+    specialized = next(
+        c for c in pipeline_configs(bound.config_spec) if any(c.range_warp_specializes)
+    )
+    code = bound.to_triton_code(specialized)
+    assert "warp_specialize=True" in code and "num_warps=4" in code
+
+
+def test_quick_times_the_pipelines_in_its_first_generation() -> None:
+    from tilecraft.autotune.classify import Attempt
+    from tilecraft.autotune.progress import Reporter
+    from tilecraft.autotune.search import EFFORTS, UnknownRepros, _Search
+
+    bound = _bound(SM90)
+    spec = bound.config_spec
+    batches: list[list[Any]] = []
+
+    class FakeRunner:  # times every config at its model cost: nothing is compiled
+        def check(self, configs: list[Any], **options: Any) -> list[Attempt]:
+            batches.append(list(configs))
+            out = []
+            for config in configs:
+                ms = pipeline_cost(spec, spec.resolve(config, warn=False)) / 1e5
+                attempt = Attempt(config, None, "", 0.1, ms=ms)
+                options["on_result"](attempt)
+                out.append(attempt)
+            return out
+
+        def bench(self, config: Any, **options: Any) -> Attempt:
+            return Attempt(config, None, "", 0.1, ms=1.0)
+
+    search = _Search(
+        bound, FakeRunner(), Reporter("matmul", stream=io.StringIO()),  # type: ignore[arg-type]
+        EFFORTS["quick"], deadline=time.monotonic() + 30, timeout_s=10, seed=0, batch=4,
+        on_unknown=UnknownRepros(bound, (), {}),
+    )  # fmt: skip
+    search.run(spec.plain_default())
+    assert [c.key() for c in batches[0]] == [spec.plain_default().key()]
+    seeds = [c.key() for c in batches[1]]  # before any local-search move
+    for config in pipeline_configs(spec)[: EFFORTS["quick"].pipelines]:
+        assert config.key() in seeds
+
+
+@pytest.mark.parametrize("which", ["default", "specialized"])
+def test_pipeline_configs_compute_matmul(which: str, device: str) -> None:
+    """The sm_90 pipeline configs compute a matmul whose tiles do not divide (TMA's zero fill
+    is the mask): on the GPU where there is one, else in Triton's interpreter (descriptors
+    emulated, no warp specialization there)."""
+    m, k, n = 80, 96, 144
+    spec = _bound(SM90, m, k, n).config_spec
+    ranked = pipeline_configs(spec, spec.plain_default().replace(block_sizes=[64, 64, 32]))
+    specialized = [c for c in ranked if any(c.range_warp_specializes)]
+    config = ranked[0] if which == "default" else specialized[0]
+    assert config.indexing == (TMA, TMA, TMA)
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(m, k, generator=gen).to(device=device, dtype=torch.bfloat16)
+    b = (torch.randn(k, n, generator=gen) / k**0.5).to(device=device, dtype=torch.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the interpreter drops warp_specialize (one warning)
+        bound = matmul.bind((a, b))
+        out = bound.run(bound.compile_config(config), a, b)
+    torch.testing.assert_close(out.float(), a.float() @ b.float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.crosscompile
+def test_pipelines_cross_compile_for_sm90() -> None:
+    """The default and the specialized pipeline compile for sm_90; the specialized one runs 12
+    warps (Triton added the producer warpgroup), and the shared memory fits."""
+    from tilecraft.tools.crosscompile import CompileJob
+    from tilecraft.tools.worker import run_compile_jobs
+
+    bound = _bound(SM90)
+    spec = bound.config_spec
+    specialized = next(c for c in pipeline_configs(spec) if any(c.range_warp_specializes))
+    jobs = []
+    for config in (spec.default(), specialized):
+        _, _, traced, generated = bound.generate(config)
+        jobs += [CompileJob.of(g, loop, SM90) for g, loop in zip(generated, traced.loops)]
+    default_report, ws_report = run_compile_jobs(jobs, 600.0)
+    for report in (default_report, ws_report):
+        assert report.ok, report.error
+        assert report.fits and report.spills == 0
+    assert default_report.num_warps == 8
+    assert ws_report.num_warps == 12
+
+
+def test_bias_gelu_default_keeps_pointer_bias() -> None:
+    """A broadcast load (``bias[None, tn]``) cannot be a descriptor; the dot operands can."""
+    a = torch.empty(1024, 1024, dtype=torch.bfloat16)
+    bias = torch.empty(1024, dtype=torch.bfloat16)
+    bound = BoundKernel(
+        matmul_bias_gelu, matmul_bias_gelu.bind_arguments((a, a, bias), {}), target=SM90
+    )
+    config = bound.config_spec.default()
+    assert config.indexing == (TMA, TMA, "pointer", TMA)

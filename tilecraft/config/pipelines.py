@@ -1,0 +1,240 @@
+"""Hopper dot pipelines (stage: config; in: a ConfigSpec whose kernel has ``tl.dot`` and an sm_90+
+CUDA target; out: pipeline configs ranked by the resource model, and the heuristic default).
+
+A dot loop runs near the tensor cores' peak on Hopper when its operands arrive by TMA (tensor
+descriptors: one thread issues a whole tile copy into shared memory, which wgmma reads directly),
+several k-steps are in flight (``num_stages`` buffers of both operand tiles), and programs walk the
+output tiles in L2-grouped order, optionally persistently (one program per SM looping over tiles,
+so one tile's epilogue overlaps the next tile's loads). Triton 3.6 can also warp-specialize such a
+loop on sm_90 (a producer warpgroup issuing TMA, two consumer warpgroups doing wgmma): only with
+``num_warps=4`` (it then runs 12 warps) and only when every load of the loop is a descriptor load.
+
+:func:`pipeline_configs` builds those configs from the spec's plain default (its tiles, and the
+innermost output dim doubled), keeps the legal ones (every load of a dot loop is a descriptor load
+in the resolved plan, nothing repaired, shared memory fits, no spill predicted) and ranks them by
+:func:`pipeline_cost`; :func:`hopper_default` picks the first, the spec's default on sm_90.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from tilecraft.config.config import Config
+from tilecraft.config.plan import Plan, sym_block
+from tilecraft.errors import ConfigError
+from tilecraft.ir.nodes import Op
+from tilecraft.targets.target import Target
+
+if TYPE_CHECKING:
+    from tilecraft.config.spec import ConfigSpec
+
+HOPPER_WS_WARPS = 4  # Triton 3.6 warp-specializes an sm_90 loop only at num_warps=4 (runs 12)
+WS_WARPGROUPS = 3  # one producer and two consumer warpgroups per warp-specialized program
+MAX_PIPELINE_STAGES = 5
+MIN_PIPELINE_STAGES = 2
+L2_GROUP = 8
+WGMMA_ROWS = 64
+PRODUCER_REGISTERS = 40  # a specialized producer warpgroup gives its registers up (setmaxnreg)
+# tile efficiency = intensity / (intensity + EFFICIENCY_KNEE), intensity = M*N / (M+N): output
+# elements per operand element loaded per k-step. Small tiles wait on memory (16x64: 0.29),
+# 128x256 tiles keep wgmma busy (0.73). A roofline-style shape, not a constant fitted to a suite.
+EFFICIENCY_KNEE = 32.0
+
+
+def warp_specialize_problem(target: Target, num_warps: int | None) -> str | None:
+    """Why a warp-specialized loop cannot be one with ``num_warps`` on ``target`` (None if it
+    can): cross-compiled for sm_90, Triton 3.6 partitions only 4-warp programs (an 8-warp
+    program with ``warp_specialize=True`` compiles without specializing)."""
+    if target.backend != "cuda" or int(target.arch) // 10 != 9 or num_warps is None:
+        return None
+    if num_warps != HOPPER_WS_WARPS:
+        return f"needs num_warps={HOPPER_WS_WARPS} on sm_9x (Triton 3.6 specializes only those)"
+    return None
+
+
+def compute_threads(target: Target, num_warps: int, specialized: bool) -> int:
+    """Threads that hold the tiles: a warp-specialized sm_9x program's two consumer warpgroups
+    of ``num_warps`` warps each (its producer warpgroup only issues copies)."""
+    if specialized and target.backend == "cuda":
+        return num_warps * (WS_WARPGROUPS - 1) * target.warp_size
+    return num_warps * target.warp_size
+
+
+def consumer_register_file(target: Target, num_warps: int, specialized: bool) -> int:
+    """Registers of an SM that a program's tile-holding threads share: all of them, less what
+    a warp-specialized producer warpgroup keeps after giving the rest to its consumers."""
+    file = target.limits.registers_per_sm
+    if specialized and target.backend == "cuda":
+        return file - num_warps * target.warp_size * PRODUCER_REGISTERS
+    return file
+
+
+def store_staging_bytes(spec: ConfigSpec, config: Config) -> int:
+    """Shared memory for descriptor stores that stays allocated beside the operand stages: a
+    persistent or warp-specialized program keeps its pipeline buffers live while it stores
+    (cross-compiled for sm_90, a 128x256 bf16 matmul tile at 3 stages: flat 147480 B,
+    persistent 213016 B, warp-specialized 213464 B)."""
+    if not (str(config.pid_type).startswith("persistent") or any(config.range_warp_specializes)):
+        return 0
+    modes = config.indexing
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    total = 0
+    for node in spec.space.accesses:
+        slot = node.attrs["mem_slot"]
+        mode = modes if isinstance(modes, str) else modes[slot] if slot < len(modes) else ""
+        if node.op is Op.STORE and mode == "tensor_descriptor":
+            box = [sym_block(item[1], blocks, chunks) for item in node.attrs["index"]]
+            total += math.prod(box) * node.attrs["tensor"].dtype.itemsize
+    return total
+
+
+def applies(spec: ConfigSpec) -> bool:
+    """Pipelines exist for kernels with a dot loop on CUDA targets with TMA (sm_90+)."""
+    target = spec.target
+    return bool(spec.space.dot_slots) and target.backend == "cuda" and target.tensor_descriptors
+
+
+def _dot_loads(spec: ConfigSpec) -> set[int]:
+    space = spec.space
+    return {m for slot in space.dot_slots for m in space.loop_loads[slot]}
+
+
+def _tma_indexing(spec: ConfigSpec) -> list[str]:
+    """Tensor descriptors for every access that may be one, pointers for the rest."""
+    return [
+        "tensor_descriptor" if "tensor_descriptor" in c else "pointer"
+        for c in spec.space.indexing_choices
+    ]
+
+
+def _widened(spec: ConfigSpec, base: Config) -> Config | None:
+    """``base`` with the innermost output dim of the dots doubled (128x128 -> 128x256 tiles)."""
+    blocks = list(base.block_sizes)
+    slots = [s for s in range(len(spec.blocks)) if spec.blocks[s].dot_role == "mn"]
+    slots = [s for s in slots if spec.blocks[s].role == "grid" and spec.blocks[s].innermost]
+    if not slots or blocks[slots[0]] * 2 > spec.blocks[slots[0]].hi:
+        return None
+    blocks[slots[0]] *= 2
+    return base.replace(block_sizes=blocks)
+
+
+def _variants(spec: ConfigSpec, base: Config) -> list[Config]:
+    """Every pipeline shape around ``base``: tiles x (8 warps | 4 warps specialized) x pid."""
+    tiles = [base, *filter(None, [_widened(spec, base)])]
+    indexing = _tma_indexing(spec)
+    l2 = [L2_GROUP if g.rank >= 2 else 1 for g in spec.space.grids]
+    ws_ok = spec.target.warp_specialize and all(
+        True in spec.space.range_choices["range_warp_specializes"][s] for s in spec.space.dot_slots
+    )
+    out = []
+    for tile in tiles:
+        # the specialized consumers issue wgmma, which takes >= 64 rows (16-row decode tiles
+        # compile to mma.sync, and Triton leaves such a loop unspecialized)
+        rows = _output_tile_of(spec, tile, 0)[0]
+        for specialized in (False, True) if ws_ok and rows >= WGMMA_ROWS else (False,):
+            ws = [True if s in spec.space.dot_slots else None for s in range(spec.space.n_ranges)]
+            for pid in ("persistent_interleaved", "flat"):
+                config = tile.replace(
+                    num_warps=HOPPER_WS_WARPS if specialized else 8,
+                    pid_type=pid,
+                    indexing=indexing,
+                    l2_groupings=l2,
+                    range_warp_specializes=ws if specialized else [],
+                    num_sm_multiplier=1 if pid != "flat" else None,
+                )
+                staged = _most_stages(spec, config)
+                if staged is not None:
+                    out.append(staged)
+    return out
+
+
+def _most_stages(spec: ConfigSpec, config: Config) -> Config | None:
+    """``config`` with the most stages (up to MAX_PIPELINE_STAGES) whose shared memory fits."""
+    limit = spec.target.limits.max_shared_bytes
+    for stages in range(MAX_PIPELINE_STAGES, MIN_PIPELINE_STAGES - 1, -1):
+        staged = config.replace(num_stages=stages)
+        if spec.estimated_shared_bytes(staged) <= limit:
+            return staged
+    return None
+
+
+def legal_plan(spec: ConfigSpec, config: Config) -> Plan | None:
+    """The plan of a pipeline config, or None where it would not be one: a repair, a dot-loop
+    load that falls back to pointers (TMA needs 16-byte aligned strides, boxes of <= 256), shared
+    memory over the target's, or predicted spills."""
+    try:
+        plan = spec.resolve(config, warn=False)
+    except ConfigError:
+        return None
+    dot_loads = _dot_loads(spec)
+    if plan.repairs or any(
+        a.indexing != "tensor_descriptor" for a in plan.accesses if a.slot in dot_loads
+    ):
+        return None
+    r = plan.resources
+    if r.shared_bytes > spec.target.limits.max_shared_bytes or r.spills:
+        return None
+    return plan
+
+
+def pipeline_cost(spec: ConfigSpec, plan: Plan) -> float:
+    """A relative time: the tiles each SM works through (programs over SMs, rounded up: the
+    last wave's idle SMs cost as much as busy ones) x output elements per tile / the tile's
+    efficiency. Persistent programs walk the same tiles, so they take the same time here."""
+    cost = 0.0
+    sms = spec.target.limits.num_sms
+    for k, programs in enumerate(plan.resources.programs):
+        m, n = _output_tile(spec, plan, k)
+        cost += math.ceil((programs or sms) / sms) * m * n / tile_efficiency(m, n)
+    return cost
+
+
+def tile_efficiency(m: int, n: int) -> float:
+    intensity = m * n / (m + n)
+    return intensity / (intensity + EFFICIENCY_KNEE)
+
+
+def _output_tile(spec: ConfigSpec, plan: Plan, loop: int) -> tuple[int, int]:
+    return _output_tile_of(spec, plan.config, loop)
+
+
+def _output_tile_of(spec: ConfigSpec, config: Config, loop: int) -> tuple[int, int]:
+    """The (rows, cols) of a device loop's output tile: its grid blocks, last dim as cols."""
+    sizes = [config.block_sizes[s] for s in spec.grid_slots[loop]] or [1]
+    return max(math.prod(sizes[:-1]), 1), sizes[-1]
+
+
+def pipeline_configs(spec: ConfigSpec, base: Config | None = None) -> list[Config]:
+    """Legal Hopper pipeline configs around ``base`` (default: the spec's plain default),
+    resolved, cheapest first; ties keep the order of :func:`_variants` (8 warps before
+    warp-specialized, persistent before flat)."""
+    if not applies(spec):
+        return []
+    base = base or spec.plain_default()
+    ranked: list[tuple[float, int, Config]] = []
+    seen: set[str] = set()
+    for i, config in enumerate(_variants(spec, base)):
+        plan = legal_plan(spec, config)
+        if plan is None or plan.config.key() in seen:
+            continue
+        seen.add(plan.config.key())
+        ranked.append((pipeline_cost(spec, plan), i, plan.config))
+    return [config for _, _, config in sorted(ranked, key=lambda t: (t[0], t[1]))]
+
+
+def hopper_default(spec: ConfigSpec, base: Config) -> Config:
+    """The best legal pipeline config, else ``base`` (no TMA for the dot operands, AMD, ...)."""
+    found = pipeline_configs(spec, base)
+    return found[0] if found else base
+
+
+__all__ = [
+    "compute_threads",
+    "consumer_register_file",
+    "hopper_default",
+    "pipeline_configs",
+    "pipeline_cost",
+    "store_staging_bytes",
+    "warp_specialize_problem",
+]
