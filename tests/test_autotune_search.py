@@ -19,6 +19,7 @@ import tilecraft as tc
 from tilecraft.autotune import cache
 from tilecraft.autotune.candidates import neighbors
 from tilecraft.autotune.classify import Attempt, Category
+from tilecraft.autotune.runner import Runner
 from tilecraft.autotune.search import tune
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -83,6 +84,7 @@ def test_tune_quick_within_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     assert runs_correctly(K.rms_norm, config, x, w)
     text = stream.getvalue()
     assert "generation 1" in text
+    assert "quick tuning took" in text and "(baseline " in text and "discovery " in text
     assert f"tilecraft: best config for rms_norm: {config!r}" in text.splitlines()[-1]
     rows = log.read_text().splitlines()
     assert rows[0].startswith("time,kernel,stage") and len(rows) > 3
@@ -189,7 +191,7 @@ def test_select_config_for_the_runtime_hook() -> None:
     assert [e.kind for e in cache.ls()] == ["default"]
 
 
-class _FlatRunner:
+class _FlatRunner(Runner):
     """Every config works and takes 1 ms: no restart can ever gain."""
 
     isolated = False

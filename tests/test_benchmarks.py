@@ -79,3 +79,31 @@ def test_add_row_reports_a_failing_case_and_keeps_partial_results(
     assert rows[1] == {"kernel": "b", "error": "RuntimeError: no such kernel"}
     data = json.loads((tmp_path / "partial_test.json").read_text())
     assert [r["kernel"] for r in data["rows"]] == ["a", "b"]
+
+
+def test_peak_dots_rows_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """benchmarks.peak_dots' rows (tune from an empty cache, check against fp32 math, time
+    default / tuned / peer), with wall-clock timing and tiny shapes in the interpreter."""
+    import time
+
+    import benchmarks.peak_dots as peak
+
+    def wall_ms(fn: object) -> float:
+        start = time.perf_counter()
+        fn()  # type: ignore[operator]
+        return (time.perf_counter() - start) * 1e3
+
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(peak, "bench_ms", wall_ms)
+    row = peak.bench_matmul((16, 32, 48), "none", None, device="cpu")
+    assert row["max_err"] < 0.05 and row["peer"] == "torch.mm" and row["tflops"] > 0
+    assert row["pct_peak"].endswith("%") and "tc.Config(" in row["config"]
+    row = peak.bench_attention((1, 2, 64, 64), True, "none", None, device="cpu")
+    assert row["max_err"] < 0.05 and row["peer"] == "sdpa" and row["causal"] is True
+    assert peak.attention_flops((1, 2, 64, 64), True) * 2 == peak.attention_flops(
+        (1, 2, 64, 64), False
+    )
+    idents = [ident for ident, _ in peak.cases("all")]
+    assert len(idents) == 8 + 12
+    assert {"kernel": "matmul", "shape": "1x4096x14336"} in idents
+    assert {"kernel": "attention", "shape": "1x16x16384x128", "causal": True} in idents

@@ -177,13 +177,14 @@ def test_generated_code_of_the_pipelines() -> None:
 def test_quick_times_the_pipelines_in_its_first_generation() -> None:
     from tilecraft.autotune.classify import Attempt
     from tilecraft.autotune.progress import Reporter
+    from tilecraft.autotune.runner import Runner
     from tilecraft.autotune.search import EFFORTS, UnknownRepros, _Search
 
     bound = _bound(SM90)
     spec = bound.config_spec
     batches: list[list[Any]] = []
 
-    class FakeRunner:  # times every config at its model cost: nothing is compiled
+    class FakeRunner(Runner):  # times every config at its model cost: nothing is compiled
         def check(self, configs: list[Any], **options: Any) -> list[Attempt]:
             batches.append(list(configs))
             out = []

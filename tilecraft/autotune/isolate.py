@@ -104,6 +104,13 @@ class Worker:
         self.ready = False
         threading.Thread(target=_reader, args=(self.proc, self.messages), daemon=True).start()
 
+    @property
+    def live(self) -> bool:
+        """Started, ready and not killed: a request needs no start-up."""
+        return (
+            self.ready and not self.cancelled and self.proc is not None and self.proc.poll() is None
+        )
+
     def _next(self, deadline: float) -> dict[str, Any] | None | str:
         try:
             return self.messages.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -361,8 +368,21 @@ class IsolatedRunner(Runner):
             if w.busy:
                 w.kill(cancelled=True)
 
+    def warm(self) -> bool:
+        return any(w.live for w in self.workers)
+
+    def _idle_worker(self) -> Worker:
+        """An idle worker, a running one where there is one (a killed one restarts first)."""
+        waiting = [self.idle.get()]
+        while not waiting[-1].live and not self.idle.empty():
+            waiting.append(self.idle.get_nowait())
+        chosen = waiting.pop() if waiting[-1].live else waiting.pop(0)
+        for w in waiting:
+            self.idle.put(w)
+        return chosen
+
     def bench(self, config: Config, *, timeout_s: float, rep_ms: float = 100.0) -> Attempt:
-        worker = self.idle.get()
+        worker = self._idle_worker()
         try:
             with self.bench_lock:
                 result = worker.request("bench", config, timeout_s, rep_ms=rep_ms)

@@ -78,6 +78,10 @@ class Runner:
     def bench(self, config: Config, *, timeout_s: float, rep_ms: float = 100.0) -> Attempt:
         raise NotImplementedError
 
+    def warm(self) -> bool:
+        """Whether a benchmark can start now, without starting a worker process first."""
+        return True
+
     def close(self) -> None:
         pass
 

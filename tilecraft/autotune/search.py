@@ -15,6 +15,7 @@ wall-clock time of a few calls, which says nothing about GPU speed: it only exer
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import time
@@ -23,6 +24,7 @@ from typing import IO, Any
 
 from tilecraft.autotune import cache
 from tilecraft.autotune.baseline import Baseline, clone_args
+from tilecraft.autotune.budget import Budget, Clock
 from tilecraft.autotune.candidates import check, neighbors
 from tilecraft.autotune.classify import Attempt, Category
 from tilecraft.autotune.compare import Tolerances
@@ -39,7 +41,8 @@ from tilecraft.autotune.progress import Reporter
 from tilecraft.autotune.runner import Runner
 from tilecraft.autotune.runners import open_runner
 from tilecraft.config.config import Config
-from tilecraft.config.pipelines import pipeline_configs
+from tilecraft.config.pipelines import applies as pipeline_applies
+from tilecraft.config.pipelines import pipeline_configs, pipeline_cost
 from tilecraft.errors import ConfigError
 from tilecraft.runtime.kernel import BoundKernel
 
@@ -47,6 +50,7 @@ SEARCH_ELEMS_PER_THREAD = 256  # the search prunes configs over this (the spec's
 MIN_GAIN = 0.01  # the centre moves only for a gain of at least 1%
 ADAPTIVE_FLOOR_S = 10.0  # after the first results, timeout = max(floor, factor * slowest ok)
 ADAPTIVE_FACTOR = 5.0
+SLOW_FACTOR = 1.25  # a config this much slower than the best is not re-timed as a finalist
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +62,7 @@ class Effort:
     restarts: bool
     patience: int = 0  # restarts stop after this many in a row bring no gain (budget permitting)
     pipelines: int = 4  # the resource model's top Hopper pipelines timed with the default
+    per_generation: int | None = None  # configs compiled per generation: the model's top ones
 
     @property
     def final_reserve_s(self) -> float:
@@ -66,9 +71,25 @@ class Effort:
 
 
 EFFORTS = {
-    "quick": Effort(budget_s=30.0, rep_ms=40.0, final_rep_ms=100.0, finalists=3, restarts=False),
+    # quick: a short first timing pass (20 ms of repetitions; the finalists are re-timed at
+    # 100 ms), at most 12 compiles per generation (the model's top ones: about one round of
+    # compiles on 8 workers), finalists only within SLOW_FACTOR of the best
+    "quick": Effort(
+        budget_s=30.0,
+        rep_ms=20.0,
+        final_rep_ms=100.0,
+        finalists=3,
+        restarts=False,
+        per_generation=12,
+    ),
     "full": Effort(
-        budget_s=180.0, rep_ms=100.0, final_rep_ms=250.0, finalists=5, restarts=True, patience=4
+        budget_s=180.0,
+        rep_ms=100.0,
+        final_rep_ms=250.0,
+        finalists=5,
+        restarts=True,
+        patience=4,
+        pipelines=8,
     ),
 }
 
@@ -86,11 +107,14 @@ class _Search:
         seed: int,
         batch: int,
         on_unknown: UnknownRepros,
+        budget: Budget | None = None,
     ):
         self.spec = bound.config_spec
         self.warp_size = bound.target.warp_size
         self.runner, self.reporter, self.effort = runner, reporter, effort
         self.deadline, self.timeout_s = deadline, timeout_s
+        self.budget = budget
+        self.clock: Clock = budget.clock if budget is not None else time.monotonic
         self.rng = random.Random(seed)
         self.batch = batch
         self.on_unknown = on_unknown
@@ -99,7 +123,7 @@ class _Search:
         self.ok_elapsed: list[float] = []
 
     def left(self) -> float:
-        return self.deadline - time.monotonic()
+        return self.deadline - self.clock()
 
     def timeout(self) -> float:
         if not self.ok_elapsed:
@@ -158,6 +182,7 @@ class _Search:
                 self.reporter.attempt(why)
             else:
                 fresh.append(normalized)
+        fresh = self._model_first(fresh)
         if not fresh or (self.left() <= 0 and not past_deadline):
             return []
         results = self.runner.check(
@@ -171,6 +196,23 @@ class _Search:
         done = [r for r in results if r is not None]
         self.reporter.end_generation(self.best(), len(done))
         return done
+
+    def _model_first(self, configs: list[Config]) -> list[Config]:
+        """``configs`` in the resource model's order (predicted to fit before predicted to
+        spill, then by the pipeline estimate for dot kernels on sm_90+), at most the effort's
+        ``per_generation`` of them: the budget goes to the model's top candidates."""
+        if not configs:
+            return configs
+
+        def rank(config: Config) -> tuple[float, float]:
+            plan = self.spec.resolve(config, warn=False)
+            spill = plan.resources.registers / max(plan.resources.register_limit, 1)
+            cost = pipeline_cost(self.spec, plan) if pipeline_applies(self.spec) else 0.0
+            return (max(spill, 1.0), cost)
+
+        ranked = sorted(configs, key=rank)
+        cap = self.effort.per_generation
+        return ranked[:cap] if cap else ranked
 
     def local_search(self, start: Attempt) -> Attempt:
         """Coordinate descent over tiles, warps and stages; once those stop gaining, one
@@ -190,6 +232,16 @@ class _Search:
         return centre
 
     def run(self, default: Config) -> Attempt | None:
+        with self._phase("search"):
+            found = self._search(default)
+        with self._phase("final"):
+            return self.final_pick() if found else None
+
+    def _phase(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return self.budget.phase(name) if self.budget is not None else contextlib.nullcontext()
+
+    def _search(self, default: Config) -> bool:
+        """The local search (and restarts); False when not even the default could be timed."""
         # the default is timed even when discovery spent the budget: a result (a shipped table's
         # entry) always carries the time of the config it returns; then the resource model's best
         # pipelines (sm_90+ dot kernels): the local search starts from the fastest of them
@@ -197,7 +249,7 @@ class _Search:
         timed += self.generation(pipeline_configs(self.spec)[: self.effort.pipelines])
         first = self.best(timed)
         if first is None:
-            return None
+            return False
         self.local_search(first)
         stale = 0  # restarts in a row that did not beat the best by MIN_GAIN
         while self.effort.restarts and self.left() > 0 and stale < self.effort.patience:
@@ -211,17 +263,27 @@ class _Search:
                 after is not None and (after.ms or 0.0) < (before.ms or 0.0) * (1 - MIN_GAIN)
             )
             stale = 0 if gained else stale + 1
-        return self.final_pick()
+        return True
 
     def final_pick(self) -> Attempt | None:
-        """Re-time the best few (one at a time) and pick the fastest."""
+        """Re-time the best few (one at a time, those within SLOW_FACTOR of the best) and pick
+        the fastest; without re-timing when the budget is spent or no worker is left running
+        (a worker killed at the deadline would take seconds to start again)."""
         ranked = sorted(self.timed, key=lambda a: a.ms or 0.0)[: self.effort.finalists]
+        ranked = [a for a in ranked if (a.ms or 0.0) <= (ranked[0].ms or 0.0) * SLOW_FACTOR]
         if len(ranked) <= 1:
             return ranked[0] if ranked else None
+        left = self.budget.left() if self.budget is not None else self.timeout_s
+        if left <= 0 or not self.runner.warm():
+            why = "the budget is spent" if left <= 0 else "no worker is running"
+            self.reporter.line(f"finalists not re-timed: {why}")
+            return ranked[0]
         retimed: list[Attempt] = []
         for attempt in ranked:
             again = self.runner.bench(
-                attempt.config, timeout_s=self.timeout(), rep_ms=self.effort.final_rep_ms
+                attempt.config,
+                timeout_s=min(self.timeout(), max(left, 1.0)),
+                rep_ms=self.effort.final_rep_ms,
             )
             if again.ok and again.ms is not None:
                 retimed.append(dataclasses.replace(attempt, ms=again.ms))
@@ -243,6 +305,7 @@ def run_tune(
     seed: int = 0,
     stream: IO[str] | None = None,
     verbose: bool = True,
+    clock: Clock = time.monotonic,
 ) -> TuneResult:
     """The fastest working config found within ``budget_s`` (``effort``: none | quick | full),
     with its time and the runner-up (``ms`` is None for discovery and cache hits).
@@ -268,47 +331,54 @@ def run_tune(
     plan = EFFORTS[effort]
     if budget_s is None:
         budget_s = bound.kernel.options.get("autotune_budget_s")
-    budget = plan.budget_s if budget_s is None else float(budget_s)
+    budget = Budget(plan.budget_s if budget_s is None else float(budget_s), clock)
     tolerances = tolerances if tolerances is not None else kernel_tolerances(bound, args)
-    reporter = Reporter(name, budget_s=budget, stream=stream, verbose=verbose)
+    reporter = Reporter(name, budget_s=budget.total_s, stream=stream, verbose=verbose)
     n_workers = workers or default_workers(1 << 10, cap=8, args=args)
-    baseline = baseline_or_none(bound, args, kwargs)
-    runner = open_runner(
-        bound, args, kwargs, baseline, isolate=isolate, workers=n_workers, tolerances=tolerances
-    )
-    try:
-        default = discover_default(
-            bound, args, kwargs, timeout_s=timeout_s, use_cache=use_cache, runner=runner,
-            reporter=reporter,
+    with budget.phase("baseline"):
+        baseline = baseline_or_none(bound, args, kwargs)
+    with budget.phase("discovery"):
+        runner = open_runner(
+            bound, args, kwargs, baseline, isolate=isolate, workers=n_workers,
+            tolerances=tolerances,
         )  # fmt: skip
+    try:
+        with budget.phase("discovery"):
+            default = discover_default(
+                bound, args, kwargs, timeout_s=timeout_s, use_cache=use_cache, runner=runner,
+                reporter=reporter,
+            )  # fmt: skip
         if baseline is None:  # check the search's configs against the working default's output
             runner.close()
-            baseline = _baseline_from(bound, default, args, kwargs)
-            runner = open_runner(
-                bound, args, kwargs, baseline, isolate=isolate, workers=n_workers,
-                tolerances=tolerances,
-            )  # fmt: skip
+            with budget.phase("baseline"):
+                baseline = _baseline_from(bound, default, args, kwargs)
+                runner = open_runner(
+                    bound, args, kwargs, baseline, isolate=isolate, workers=n_workers,
+                    tolerances=tolerances,
+                )  # fmt: skip
         reporter.stage = "search"
         search = _Search(
-            bound, runner, reporter, plan, deadline=reporter.start + budget - plan.final_reserve_s,
-            timeout_s=timeout_s,
+            bound, runner, reporter, plan,
+            deadline=budget.search_deadline(plan.final_reserve_s), timeout_s=timeout_s,
             seed=seed, batch=n_workers, on_unknown=UnknownRepros(bound, args, kwargs),
+            budget=budget,
         )  # fmt: skip
         best = search.run(default)
     finally:
         runner.close()
         reporter.close()
+    reporter.line(f"{name}: {effort} tuning took {budget.summary()}")
     config = best.config if best is not None else default
     if use_cache:
         cache.store(
             bound, "best", config, effort=effort, ms=best.ms if best else None,
-            tried=reporter.tried, seconds=round(time.monotonic() - reporter.start, 2),
+            tried=reporter.tried, seconds=round(budget.spent(), 2),
         )  # fmt: skip
     reporter.final(config)
     second = _runner_up(search.timed, config)
     return TuneResult(
         config, best.ms if best else None, second.config if second else None,
-        second.ms if second else None, reporter.tried, round(time.monotonic() - reporter.start, 2),
+        second.ms if second else None, reporter.tried, round(budget.spent(), 2),
     )  # fmt: skip
 
 
