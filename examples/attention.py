@@ -1,6 +1,7 @@
 """Attention forward, causal and non-causal, with an online softmax (loop-carried running max,
-running sum and fp32 accumulator); the causal variant stops each query block's key loop at the
-block's end. Shape: ``(batch, heads, seq, head_dim)``; the kernel works on
+running sum and fp32 accumulator) in exp2 with the softmax scale folded into the score multiply;
+the causal variant walks the keys before each query block without a mask, then the diagonal
+block with one, and never visits the blocks after it. Shape: ``(batch, heads, seq, head_dim)``; the kernel works on
 ``[batch * heads, seq, head_dim]`` views."""
 
 from __future__ import annotations
@@ -13,29 +14,48 @@ import tilecraft as tc
 from examples._common import Call, default_call, randn
 
 
+LOG2E = 1.4426950408889634  # exp(x) == exp2(x * log2(e)): the scale folds into one multiply
+
+
+def _attend(
+    qk: torch.Tensor, m_i: torch.Tensor, l_i: torch.Tensor, acc: torch.Tensor, vt: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One online-softmax step over a block of keys; scores are in log2 units (exp2)."""
+    m_new = torch.maximum(m_i, torch.amax(qk, dim=-1))
+    p = torch.exp2(qk - m_new[:, None])
+    alpha = torch.exp2(m_i - m_new)
+    l_i = l_i * alpha + torch.sum(p, dim=-1)
+    acc = tc.dot(p.to(vt.dtype), vt, acc=acc * alpha[:, None])
+    return m_new, l_i, acc
+
+
 @tc.kernel(static_shapes=True)
 def attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: tc.constexpr = False
 ) -> torch.Tensor:
     bh, s, d = q.size()
     d = tc.specialize(d)
-    scale = 1.0 / math.sqrt(d)
+    qk_scale = LOG2E / math.sqrt(d)
     out = torch.empty_like(q)
     for tb, tm in tc.tile([bh, s], block_size=[1, None]):
         qt = q[tb, tm, :]
         m_i = tc.full([tm], float("-inf"), dtype=torch.float32)
         l_i = tc.zeros([tm], dtype=torch.float32)
         acc = tc.zeros([tm, d], dtype=torch.float32)
-        for tn in tc.tile(tm.end if causal else s):
-            qk = tc.dot(qt, k[tb, tn, :].t(), out_dtype=torch.float32) * scale
-            keep = tm.index[:, None] >= tn.index[None, :] if causal else tn.index[None, :] < s
-            qk = torch.where(keep, qk, float("-inf"))
-            m_new = torch.maximum(m_i, torch.amax(qk, dim=-1))
-            p = torch.exp(qk - m_new[:, None])
-            alpha = torch.exp(m_i - m_new)
-            l_i = l_i * alpha + torch.sum(p, dim=-1)
-            acc = tc.dot(p.to(v.dtype), v[tb, tn, :], acc=acc * alpha[:, None])
-            m_i = m_new
+        if causal:
+            # keys before the query block: every score is kept, no mask
+            for tn in tc.tile(tm.begin):
+                qk = tc.dot(qt, k[tb, tn, :].t(), out_dtype=torch.float32) * qk_scale
+                m_i, l_i, acc = _attend(qk, m_i, l_i, acc, v[tb, tn, :])
+            # the diagonal block: keys up to each query; blocks past it are never visited
+            for tn in tc.tile(tm.begin, tm.end):
+                qk = tc.dot(qt, k[tb, tn, :].t(), out_dtype=torch.float32) * qk_scale
+                qk = torch.where(tm.index[:, None] >= tn.index[None, :], qk, float("-inf"))
+                m_i, l_i, acc = _attend(qk, m_i, l_i, acc, v[tb, tn, :])
+        else:
+            for tn in tc.tile(s):
+                qk = tc.dot(qt, k[tb, tn, :].t(), out_dtype=torch.float32) * qk_scale
+                m_i, l_i, acc = _attend(qk, m_i, l_i, acc, v[tb, tn, :])
         out[tb, tm, :] = (acc / l_i[:, None]).to(out.dtype)
     return out
 

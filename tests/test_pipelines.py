@@ -262,3 +262,62 @@ def test_bias_gelu_default_keeps_pointer_bias() -> None:
     )
     config = bound.config_spec.default()
     assert config.indexing == (TMA, TMA, "pointer", TMA)
+
+
+def _step(qk: Any, m_i: Any, l_i: Any, acc: Any, vt: Any) -> tuple[Any, Any, Any]:
+    m_new = torch.maximum(m_i, torch.amax(qk, dim=-1))
+    p = torch.exp(qk - m_new[:, None])
+    alpha = torch.exp(m_i - m_new)
+    l_i = l_i * alpha + torch.sum(p, dim=-1)
+    return m_new, l_i, tc.dot(p.to(vt.dtype), vt, acc=acc * alpha[:, None])
+
+
+@tc.kernel(static_shapes=True)
+def causal_2d(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Causal attention on one head (no batch dim), split like examples/attention.py: keys
+    before the query tile (``tc.tile(tm.begin)``), then the diagonal (``tm.begin..tm.end``)."""
+    s, d = q.size()
+    d = tc.specialize(d)
+    out = torch.empty_like(q)
+    for tm in tc.tile(s):
+        qt = q[tm, :]
+        m_i = tc.full([tm], float("-inf"), dtype=torch.float32)
+        l_i = tc.zeros([tm], dtype=torch.float32)
+        acc = tc.zeros([tm, d], dtype=torch.float32)
+        for tn in tc.tile(tm.begin):
+            qk = tc.dot(qt, k[tn, :].t(), out_dtype=torch.float32)
+            m_i, l_i, acc = _step(qk, m_i, l_i, acc, v[tn, :])
+        for tn in tc.tile(tm.begin, tm.end):
+            qk = tc.dot(qt, k[tn, :].t(), out_dtype=torch.float32)
+            qk = torch.where(tm.index[:, None] >= tn.index[None, :], qk, float("-inf"))
+            m_i, l_i, acc = _step(qk, m_i, l_i, acc, v[tn, :])
+        out[tm, :] = (acc / l_i[:, None]).to(out.dtype)
+    return out
+
+
+def test_nested_tile_over_a_tiles_bounds_may_use_descriptors() -> None:
+    """``k[tn, :]`` for ``tn in tc.tile(tm.begin, tm.end)``: a descriptor when tn's block divides
+    tm's (each block lies inside the loop's range), else pointers with the reason."""
+    q = torch.empty(200, 64, dtype=torch.bfloat16)
+    bound = BoundKernel(causal_2d, causal_2d.bind_arguments((q, q, q), {}), target=SM90)
+    spec = bound.config_spec
+    assert all(TMA in choices for choices in spec.space.indexing_choices)
+    aligned = spec.resolve(tc.Config(block_sizes=[64, 32, 16], indexing=TMA), warn=False)
+    assert [a.indexing for a in aligned.accesses] == [TMA] * 6
+    ragged = spec.resolve(tc.Config(block_sizes=[32, 32, 64], indexing=TMA), warn=False)
+    # the loop up to tm.begin divides; the diagonal loop's 64-blocks do not divide 32
+    assert [a.indexing for a in ragged.accesses] == [TMA] * 3 + ["pointer"] * 2 + [TMA]
+    assert "does not divide" in ragged.accesses[3].fallback_reason
+
+
+def test_nested_tile_descriptors_compute_causal_attention(device: str) -> None:
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(200, 64, generator=gen).to(device, torch.bfloat16) for _ in range(3))
+    bound = causal_2d.bind((q, k, v))
+    config = tc.Config(block_sizes=[64, 32, 16], indexing=TMA, num_warps=4)
+    assert all(a.indexing == TMA for a in bound.config_spec.resolve(config).accesses)
+    out = bound.run(bound.compile_config(config), q, k, v)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q.float()[None], k.float()[None], v.float()[None], is_causal=True, scale=1.0
+    )[0]
+    torch.testing.assert_close(out.float(), want, rtol=2e-2, atol=2e-2)

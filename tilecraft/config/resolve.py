@@ -17,7 +17,7 @@ from tilecraft.config.config import Config
 from tilecraft.config.pipelines import compute_threads, consumer_register_file
 from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, sym_block
 from tilecraft.config.resources import RegisterEstimate, predict_registers
-from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX
+from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX, outer_tile
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind
 from tilecraft.targets.target import Target, filter_launch_options
 
@@ -93,6 +93,12 @@ def _access(
             )
         elif box[-1] * tensor.dtype.itemsize < 16:
             indexing, reason = "pointer", "a tensor-descriptor block's inner dim is under 16 bytes"
+        elif not _aligned_to_outer(node, blocks, chunks):
+            indexing, reason = (
+                "pointer",
+                "the block of a loop over another tile's bounds does not divide that tile's "
+                "block (a descriptor block would read past the loop's bound)",
+            )
     eviction = ""
     if node.op is Op.LOAD:
         policies = config.load_eviction_policies
@@ -104,6 +110,24 @@ def _access(
             eviction = fixed
     op = "load" if node.op is Op.LOAD else "store"
     return AccessPlan(slot, op, indexing, requested, reason, eviction)
+
+
+def _aligned_to_outer(
+    node: Node, blocks: tuple[int, ...], chunks: tuple[int | None, ...]
+) -> bool:
+    """Every nested tile over another tile's ``begin``/``end`` steps in blocks that divide that
+    tile's block: then each of its blocks lies inside the loop's range (or past the tensor's
+    end, where a descriptor load reads zeros)."""
+    for item in node.attrs["index"]:
+        if item[0] != "tile":
+            continue
+        for bound in (item[1].begin, item[1].extent):
+            outer = outer_tile(bound)
+            if outer is not None and sym_block(outer, blocks, chunks) % sym_block(
+                item[1], blocks, chunks
+            ):
+                return False
+    return True
 
 
 def _ranges(

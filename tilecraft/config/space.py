@@ -40,7 +40,9 @@ class GridInfo:
 
 def _access_ok(node: Node) -> bool:
     """block_ptr / tensor_descriptor need every index to be a tile or ':' that spans the tensor
-    dim from 0 (their bounds checks are the tensor's bounds, not a tile loop's)."""
+    dim from 0 (their bounds checks are the tensor's bounds, not a tile loop's), or a nested
+    tile over bounds of such a tile (``tc.tile(tm.begin, tm.end)``: the plan then requires its
+    block to divide that tile's, so no block reaches past the loop's bound)."""
     tensor = node.attrs["tensor"]
     if node.attrs.get("extra_mask") is not None:
         return False  # a block access has no element mask to and it with
@@ -50,9 +52,26 @@ def _access_ok(node: Node) -> bool:
         if item[0] != "tile" or item[1].scalar:
             return False
         sym: Sym = item[1]
-        if sym.begin != 0 or sym.extent != tensor.shape[item[2]] or not isinstance(sym.extent, int):
+        size = tensor.shape[item[2]]
+        if not (_spans(sym.begin, 0, size) and _spans(sym.extent, size, size)):
             return False
     return len(node.attrs["index"]) == tensor.ndim
+
+
+def _spans(bound: Any, want: int, size: Any) -> bool:
+    """Whether a tile bound is ``want``, or the begin/end of a tile spanning ``[0, size)``."""
+    if isinstance(bound, int):
+        return bound == want and isinstance(size, int)
+    outer = outer_tile(bound)
+    return outer is not None and outer.begin == 0 and outer.extent == size and isinstance(size, int)
+
+
+def outer_tile(bound: Any) -> Sym | None:
+    """The tile whose ``.begin`` / ``.end`` a nested tile's bound is (None for other bounds)."""
+    if isinstance(bound, Node) and bound.op in (Op.TILE_BEGIN, Op.TILE_END):
+        sym = bound.attrs.get("sym")
+        return sym if isinstance(sym, Sym) and not sym.scalar else None
+    return None
 
 
 def _descriptor_ok(node: Node) -> bool:
