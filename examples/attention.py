@@ -13,7 +13,6 @@ import torch
 import tilecraft as tc
 from examples._common import Call, default_call, randn
 
-
 LOG2E = 1.4426950408889634  # exp(x) == exp2(x * log2(e)): the scale folds into one multiply
 
 
