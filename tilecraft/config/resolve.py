@@ -112,9 +112,7 @@ def _access(
     return AccessPlan(slot, op, indexing, requested, reason, eviction)
 
 
-def _aligned_to_outer(
-    node: Node, blocks: tuple[int, ...], chunks: tuple[int | None, ...]
-) -> bool:
+def _aligned_to_outer(node: Node, blocks: tuple[int, ...], chunks: tuple[int | None, ...]) -> bool:
     """Every nested tile over another tile's ``begin``/``end`` steps in blocks that divide that
     tile's block: then each of its blocks lies inside the loop's range (or past the tensor's
     end, where a descriptor load reads zeros)."""
