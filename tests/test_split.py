@@ -189,6 +189,20 @@ def test_heuristic_splits_tall_skinny_column_sum_on_h200() -> None:
     assert square.config_spec.resolve(square.config_spec.default()).resources.programs[0] >= 132
 
 
+def test_heuristic_keeps_partials_traffic_small() -> None:
+    from tilecraft.config.split import with_default_splits
+
+    a, b = (
+        torch.empty(128, 4096, dtype=torch.bfloat16),
+        torch.empty(4096, 128, dtype=torch.bfloat16),
+    )
+    spec = _bind(mm_bias, a, b, torch.empty(128, dtype=torch.bfloat16), target=H200).config_spec
+    # one 128x128 tile, 256 k-steps of 16: 64 shares would write and read 8 MB of fp32
+    # partials for 2 MB of operands; a quarter of the operands' bytes allows 4 shares
+    config = tc.Config(block_sizes=[128, 128, 16], num_warps=8)
+    assert with_default_splits(spec, config, 8192).split_reductions == (4,)
+
+
 # -- generated code ------------------------------------------------------------------------
 def test_generated_code_has_partials_and_ordered_combine() -> None:
     bound = _bind(col_max_and_sum, torch.randn(1000, 48))

@@ -23,7 +23,7 @@ import torch
 from tilecraft.config.config import MAX_SPLIT, Config
 from tilecraft.config.plan import extent_hint, next_pow2, sym_block
 from tilecraft.errors import ConfigError
-from tilecraft.ir.nodes import DeviceLoop, Op, Sym, walk
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
 from tilecraft.ir.split import RolledSite, Site, SplitSite, split_site
 
 if TYPE_CHECKING:
@@ -153,8 +153,35 @@ def with_default_splits(spec: ConfigSpec, config: Config, budget: int) -> Config
         n_trips = trips(spec, i, config)
         work = n_trips * _iteration_elems(spec.loops[i], site, config)
         factor = min(wanted, max(1, n_trips // MIN_SPLIT_TRIPS))
+        # the partials' round trip (written, then read) stays under a quarter of what the loop
+        # reads (e.g. split-K of a square-ish GEMM: S fp32 [BM, BN] blocks per tile)
+        loop_bytes = n_trips * _iteration_load_bytes(spec.loops[i], site, config)
+        while factor > 1 and 4 * 2 * factor * _partial_bytes(site, config) > loop_bytes:
+            factor //= 2
         factors.append(factor if factor > 1 and work >= MIN_SPLIT_WORK else 1)
     return config.replace(split_reductions=factors)
+
+
+def _numel(node: Node, config: Config) -> int:
+    return math.prod(
+        sym_block(d, config.block_sizes, config.reduction_loops) if isinstance(d, Sym) else d
+        for d in node.shape
+    )
+
+
+def _partial_bytes(site: Site, config: Config) -> int:
+    """Bytes of one share's partial results for one tile."""
+    values = site.reduces if isinstance(site, RolledSite) else [a.carry for a in site.accumulators]
+    return sum(_numel(v, config) * v.dtype.itemsize for v in values)
+
+
+def _iteration_load_bytes(loop: DeviceLoop, site: Site, config: Config) -> int:
+    """Bytes one iteration of the split loop (or chunk) loads for one tile."""
+    if isinstance(site, SplitSite):
+        nodes = list(walk(site.loop.body or []))
+    else:
+        nodes = [n for n in loop.body if site.sym in n.shape]
+    return sum(_numel(n, config) * n.dtype.itemsize for n in nodes if n.op is Op.LOAD)
 
 
 def _grow_loop_block(
