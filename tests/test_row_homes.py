@@ -79,7 +79,7 @@ def colsum_rows(x: torch.Tensor) -> torch.Tensor:
     return part
 
 
-# -- kernels whose accumulator cannot live in its row (each refused with a reason) -------------
+# -- kernels whose accumulator lives in a scratch row (its row store is not a plain store) ------
 
 
 @tc.kernel
@@ -96,16 +96,37 @@ def scaled_store(x: torch.Tensor) -> torch.Tensor:
 
 
 @tc.kernel
-def shared_row(x: torch.Tensor) -> torch.Tensor:
+def cast_and_total(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The accumulator leaves the loop cast to bf16 and reduced over the width (a rolled
+    reduction that reads the scratch row chunk by chunk)."""
     m, n = x.size()
     rows = tc.register_block_size(m)
-    part = torch.empty(1, n, dtype=torch.float32, device=x.device)
+    blocks = (m + rows - 1) // rows
+    part = torch.empty(blocks, n, dtype=torch.bfloat16, device=x.device)
+    total = torch.empty(blocks, dtype=torch.float32, device=x.device)
     for cta in tc.tile(m, block_size=rows):
         acc = x.new_zeros(n, dtype=torch.float32)
         for r in tc.tile(cta.begin, cta.end):
-            acc += x[r, :].to(torch.float32).sum(0)
-        part[0, :] = acc
+            acc = acc + x[r, :].to(torch.float32).pow(2).sum(0)
+        part[cta.id, :] = acc.to(torch.bfloat16)
+        total[cta.id] = torch.sum(acc)
+    return part, total
+
+
+@tc.kernel
+def row_read_back(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    rows = tc.register_block_size(m)
+    part = torch.ones((m + rows - 1) // rows, n, dtype=torch.float32, device=x.device)
+    for cta in tc.tile(m, block_size=rows):
+        acc = part[cta.id, :] * 3.0
+        for r in tc.tile(cta.begin, cta.end):
+            acc = acc + x[r, :].to(torch.float32).sum(0)
+        part[cta.id, :] = acc
     return part
+
+
+# -- kernels whose accumulator has no home (each refused with a reason) ------------------------
 
 
 @tc.kernel
@@ -121,16 +142,30 @@ def reduced_in_loop(x: torch.Tensor) -> torch.Tensor:
     return part
 
 
-@tc.kernel
-def row_read_back(x: torch.Tensor) -> torch.Tensor:
+@tc.kernel(static_shapes=False)
+def scaled_dynamic(x: torch.Tensor) -> torch.Tensor:
     m, n = x.size()
     rows = tc.register_block_size(m)
-    part = torch.zeros((m + rows - 1) // rows, n, dtype=torch.float32, device=x.device)
+    part = torch.empty((m + rows - 1) // rows, n, dtype=torch.float32, device=x.device)
     for cta in tc.tile(m, block_size=rows):
-        acc = part[cta.id, :]
+        acc = x.new_zeros(n, dtype=torch.float32)
         for r in tc.tile(cta.begin, cta.end):
-            acc = acc + x[r, :].to(torch.float32).sum(0)
-        part[cta.id, :] = acc
+            acc += x[r, :].to(torch.float32).sum(0)
+        part[cta.id, :] = acc * 2.0
+    return part
+
+
+@tc.kernel
+def scaled_after_reduction(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    rows = tc.register_block_size(m)
+    part = torch.empty((m + rows - 1) // rows, n, dtype=torch.float32, device=x.device)
+    for cta in tc.tile(m, block_size=rows):
+        g = torch.sum(w[:].to(torch.float32))
+        acc = x.new_zeros(n, dtype=torch.float32)
+        for r in tc.tile(cta.begin, cta.end):
+            acc += x[r, :].to(torch.float32).sum(0) * g
+        part[cta.id, :] = acc * 2.0
     return part
 
 
@@ -169,14 +204,14 @@ def test_homes_of_layer_norm_backward() -> None:
 @pytest.mark.parametrize(
     ("kernel", "reason"),
     [
-        (scaled_store, "not just stored once"),
-        (shared_row, "shared by several programs"),
         (reduced_in_loop, "it feeds a reduce in its loop"),
-        (row_read_back, "also accessed elsewhere"),
+        (scaled_dynamic, "a scratch row needs a static width and grid"),
+        (scaled_after_reduction, "its loop follows a reduction over the dim"),
     ],
 )
 def test_accumulator_without_a_home_keeps_the_whole_row(kernel: tc.Kernel, reason: str) -> None:
-    spec = kernel.bind((torch.randn(20, 48),)).config_spec
+    args = (torch.randn(20, 48),) if kernel is not scaled_after_reduction else _x_w()
+    spec = kernel.bind(args).config_spec
     (red,) = spec.reductions
     assert not red.loopable and not red.homes
     assert "loop-carried value 'acc' spans it" in red.reason and reason in red.reason, red.reason
@@ -184,6 +219,34 @@ def test_accumulator_without_a_home_keeps_the_whole_row(kernel: tc.Kernel, reaso
         spec.resolve(tc.Config(block_sizes=[8, 4], reduction_loops=[16]))
     assert reason in str(info.value)
     assert spec.default().reduction_loops == (None,)
+
+
+def _x_w() -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(20, 48), torch.randn(48)
+
+
+@pytest.mark.parametrize("kernel", [scaled_store, cast_and_total, row_read_back])
+def test_other_uses_after_the_loop_keep_the_accumulator_in_a_scratch_row(
+    kernel: tc.Kernel,
+) -> None:
+    x = torch.randn(45, 90)
+    bound = kernel.bind((x,))
+    (red,) = bound.config_spec.reductions
+    assert red.loopable and [h.scratch for h in red.homes] == [True], red.reason
+    chunked = tc.Config(block_sizes=[8, 2], reduction_loops=[32])
+    plan = bound.config_spec.resolve(chunked)
+    assert "'acc' is kept in a scratch row per program" in plan.describe()
+    code = bound.to_triton_code(chunked)
+    assert "_tc_home_0 = torch.empty(6 * 90" not in code  # allocated as one flat buffer
+    assert "_tc_home_0 = torch.empty(540, dtype=torch.float32" in code
+    got = bound.run(bound.compile_config(chunked), x)
+    whole = bound.run(bound.compile_config(chunked.replace(reduction_loops=[None])), x)
+    for a, b in zip(_tuple(got), _tuple(whole), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-5)
+
+
+def _tuple(value: object) -> tuple[torch.Tensor, ...]:
+    return value if isinstance(value, tuple) else (value,)  # type: ignore[return-value]
 
 
 def test_plan_records_homes_only_when_the_width_is_chunked() -> None:
@@ -318,6 +381,11 @@ def test_chunked_default_cross_compiles_without_spills() -> None:
         assert row.report is not None and row.report.ok, row.status
         assert row.config.reduction_loops[0] is not None
         assert row.report.spills == 0, (row.target.key, row.config, row.report.spills)
+    # a scratch row is one more pointer parameter, allocated by the launcher
+    chunked = [tc.Config(block_sizes=[32, 2], reduction_loops=[2048], num_warps=8)]
+    x = torch.empty(4096, 8192, device="meta")
+    scratch = check_kernel(cast_and_total, (x,), targets, lambda b: chunked, timeout_s=600)
+    assert [r.report is not None and r.report.ok for r in scratch] == [True, True]
 
 
 @pytest.mark.gpu

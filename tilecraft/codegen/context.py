@@ -65,7 +65,9 @@ class EmitContext:
         for sym in loop.syms:
             if plan.looped(sym):
                 self.looped = sym
-        self.homes = Homes(plan.carried_homes, loop.walk())  # carried values kept in memory
+        self.homes = Homes(plan, loop)  # carried values kept in memory
+        for rows in self.homes.scratch:
+            self.w.reserve(rows.name)
 
     def sub_context(self) -> EmitContext:
         """A fresh context over the same loop and plan (the body of a combine helper)."""

@@ -15,13 +15,17 @@ accumulators on it (``ir/carried_homes.py`` proved where each may live), codegen
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import TYPE_CHECKING
+
+import torch
 
 from tilecraft.codegen.memory import access
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.schedule import emit_chunk_loop
-from tilecraft.ir.carried_homes import CarriedHome
-from tilecraft.ir.nodes import Node, Op
+from tilecraft.config.plan import Plan
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
@@ -29,21 +33,61 @@ if TYPE_CHECKING:
 BARRIER = "tl.debug_barrier()"
 
 
+@dataclasses.dataclass(frozen=True)
+class ScratchRows:
+    """A scratch buffer of homes, ``[tiles of each grid dim..., n]``: what a load or store reads
+    of a host tensor (its kernel parameter name, dtype, sizes and strides)."""
+
+    name: str
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dynamic: bool = False
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
 class Homes:
     """The plan's homes, found in the device loop being emitted (by slot: the loop codegen
     renders is traced for the config, so its node ids differ from the spec's)."""
 
-    def __init__(self, homes: tuple[CarriedHome, ...], nodes: list[Node]):
+    def __init__(self, plan: Plan, loop: DeviceLoop):
+        nodes = loop.walk()
         stores = {n.attrs.get("mem_slot"): n for n in nodes if n.op is Op.STORE}
         self.final: dict[int, Node] = {}  # CARRY id -> the store after its loop (its home)
         self.loops: set[int] = set()
-        for loop in (n for n in nodes if n.op is Op.LOOP):
-            for carry in loop.attrs.get("carried", []):
-                home = next((h for h in homes if h.matches(loop, carry)), None)
-                if home is not None and home.store_slot in stores:
+        self.scratch: list[ScratchRows] = []  # buffers the launcher allocates
+        dropped: list[Node] = []
+        for owner in (n for n in nodes if n.op is Op.LOOP):
+            for carry in owner.attrs.get("carried", []):
+                home = next((h for h in plan.carried_homes if h.matches(owner, carry)), None)
+                if home is None or not (home.scratch or home.store_slot in stores):
+                    continue
+                if home.scratch:
+                    self.final[carry.id] = self._scratch_store(plan, loop, carry)
+                else:
                     self.final[carry.id] = stores[home.store_slot]
-                    self.loops.add(loop.id)
-        self.stores = {n.id for n in self.final.values()}
+                    dropped.append(stores[home.store_slot])
+                self.loops.add(owner.id)
+        self.stores = {n.id for n in dropped}
+
+    def _scratch_store(self, plan: Plan, loop: DeviceLoop, carry: Node) -> Node:
+        """A store of ``carry`` into its program's row of a new scratch buffer (indexed by the
+        tile id of every grid dim, then the carry's dim)."""
+        (sym,) = carry.shape
+        assert isinstance(sym, Sym) and isinstance(sym.extent, int)
+        grid = loop.grid_syms
+        tiles = [-(-(int(g.extent) - int(g.begin)) // plan.block(g)) for g in grid]
+        shape = (*tiles, int(sym.extent))
+        stride = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
+        rows = ScratchRows(f"_tc_home_{len(self.scratch)}", carry.dtype, shape, stride)
+        self.scratch.append(rows)
+        ids = [Node(Op.TILE_ID, [], (), torch.int32, {"sym": g}, hint="tile_id") for g in grid]
+        index = [("value", i, i) for i in range(len(grid))] + [("rdim", sym, len(grid))]
+        attrs = {"tensor": rows, "index": index}
+        return Node(Op.STORE, [carry, *ids], carry.shape, carry.dtype, attrs, carry.loc)
 
     def homed(self, carry: Node) -> bool:
         return carry.id in self.final

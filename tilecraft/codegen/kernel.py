@@ -98,9 +98,8 @@ def _emit(
     signature = ", ".join(params + [f"{name}: tl.constexpr" for name in [*constexprs, *computed]])
     helpers = "".join(h + "\n\n" for h in em.helpers)
     device_source = f"{helpers}@triton.jit\ndef {kernel_name}({signature}):\n{em.w.text()}"
-    call_args = [
-        b if b in {s.name for s in scratch} else arg_expr(b, em.scalars.get(b)) for b in params
-    ]
+    local = {s.name for s in scratch} | {rows.name for rows in em.homes.scratch}
+    call_args = [b if b in local else arg_expr(b, em.scalars.get(b)) for b in params]
     call_args += [f"{k}={v}" for k, v in constexprs.items()]
     call_args += [f"{k}={v}" for k, v in computed.items()]
     call_args += [f"{k}={v!r}" for k, v in plan.options.items()]
@@ -138,9 +137,21 @@ def generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
     launcher_source = (
         f"def {launcher_name}(env, spec):\n"
         + "".join(_prologue(loop, plan, [main]))
+        + "".join(_home_rows(main))
         + _launch(main, launch_grid)
     )
     return _generated(main, launcher_name, launcher_source, launch_grid, plan)
+
+
+def _home_rows(e: _Emitted) -> list[str]:
+    """Launcher lines allocating the scratch rows of carried accumulators (``homes.py``)."""
+    if not e.em.homes.scratch:
+        return []
+    device = f"env[{next(n for n in e.em.tensors if n in e.em.loop.tensors)!r}].device"
+    return [
+        f"    {rows.name} = torch.empty({rows.numel}, dtype={rows.dtype}, device={device})\n"
+        for rows in e.em.homes.scratch
+    ]
 
 
 def _generated(

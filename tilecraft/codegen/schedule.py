@@ -38,7 +38,8 @@ def emit_block(ctx: EmitContext, nodes: list[Node]) -> None:
             n
             for n in nodes
             if (_on(n, looped) and n.op in (Op.STORE, Op.ATOMIC) and phase[n.id] == p)
-            or (rolled_reduce(n, looped) and phase[n.inputs[0].id] == p)
+            # (an input from outside the block, e.g. a carried value kept in memory: phase 0)
+            or (rolled_reduce(n, looped) and phase.get(n.inputs[0].id, 0) == p)
         ]
         if split is not None and p == 0 and split.phase == COMBINE:
             split.combine_reductions(ctx)  # the partials kernel ran this chunk loop

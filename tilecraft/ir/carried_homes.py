@@ -21,6 +21,13 @@ That is legal when, for every carried value ``acc`` on the dim (checked here, el
 * after the loop, ``acc``'s one use is a plain store of it into a tensor of its dtype, at an index
   that is ``:`` on the dim and otherwise names every grid dim by its tile id / begin (one row per
   program), and nothing else in the device loop reads or writes that tensor.
+
+When the last condition fails (the accumulator is cast, scaled, reduced or stored twice after the
+loop), it lives in a **scratch row** instead: a ``[tiles..., n]`` buffer the launcher allocates,
+one row per program, and the code after the loop reads it back chunk by chunk wherever it uses
+the accumulator. That needs a static width and grid, every such use at the device loop's top
+level (not in another loop) and the loop not behind a reduction over the dim (its readers would
+be emitted before it).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
+from tilecraft.ir.phases import phases
 
 _ELEMENTWISE = (Op.BINARY, Op.UNARY, Op.CAST, Op.WHERE)
 _PER_PROGRAM = (Op.TILE_ID, Op.TILE_BEGIN)  # scalars that differ between the grid's programs
@@ -40,9 +48,14 @@ class CarriedHome:
 
     loop_slot: int  # the carrying LOOP's range_slot
     name: str  # the carried variable's name (its CARRY node's ``name``)
-    store_slot: int  # the mem_slot of the STORE after the loop that writes it: its home
-    tensor: str  # the home tensor's parameter name
+    store_slot: int  # the mem_slot of the STORE after the loop that writes it (-1: scratch)
+    tensor: str  # the home tensor's parameter name ("" for a scratch row)
     where: str = ""  # the user's file:line of the loop
+
+    @property
+    def scratch(self) -> bool:
+        """Kept in a row of a scratch buffer the launcher allocates (one row per grid tile)."""
+        return self.store_slot < 0
 
     def matches(self, loop: Node, carry: Node) -> bool:
         return (
@@ -51,6 +64,8 @@ class CarriedHome:
 
     def describe(self) -> str:
         at = f" (loop at {self.where})" if self.where else ""
+        if self.scratch:
+            return f"'{self.name}' is kept in a scratch row per program{at}"
         return f"'{self.name}' is kept in its output row of {self.tensor}{at}"
 
 
@@ -72,9 +87,9 @@ def carried_homes(loop: DeviceLoop, sym: Sym) -> tuple[tuple[CarriedHome, ...], 
         home, why = _home(loop, sym, owner, carry)
         if home is None:
             return (), f"the loop-carried value '{carry.hint}' spans it and {why}"
-        if home.loop_slot < 0 or home.store_slot < 0:
+        if home.loop_slot < 0:
             return (), f"the loop-carried value '{carry.hint}' spans it (its loop has no slot)"
-        if any(h.tensor == home.tensor for h in homes):
+        if not home.scratch and any(h.tensor == home.tensor for h in homes):
             return (), f"'{carry.hint}' and another accumulator are stored into {home.tensor}"
         homes.append(home)
     return tuple(homes), ""
@@ -93,18 +108,39 @@ def _home(loop: DeviceLoop, sym: Sym, owner: Node, carry: Node) -> tuple[Carried
     why = _check_updates(owner, carry, sym)
     if why:
         return None, why
-    store, why = _home_store(loop, sym, owner, carry)
-    if store is None:
-        return None, why
     where = owner.loc.short if owner.loc else ""
-    home = CarriedHome(
-        owner.attrs.get("range_slot", -1),
-        carry.attrs.get("name", carry.hint),
-        store.attrs.get("mem_slot", -1),
-        store.attrs["tensor"].name,
-        where,
-    )
-    return home, ""
+    slot, name = owner.attrs.get("range_slot", -1), carry.attrs.get("name", carry.hint)
+    store, why = _home_store(loop, sym, owner, carry)
+    if store is not None:
+        return CarriedHome(
+            slot, name, store.attrs["mem_slot"], store.attrs["tensor"].name, where
+        ), ""
+    no_scratch = _scratch_refusal(loop, sym, owner, carry)
+    if no_scratch:
+        return None, f"{why}, and {no_scratch}"
+    return CarriedHome(slot, name, -1, "", where), ""
+
+
+def _scratch_refusal(loop: DeviceLoop, sym: Sym, owner: Node, carry: Node) -> str:
+    """'' when ``carry`` can live in a scratch row (its final value then read back chunk by
+    chunk wherever the code after the loop uses it): a static extent and grid, and every use
+    after the loop at the device loop's top level (inside a chunk loop of that level)."""
+    static = [sym, *loop.grid_syms]
+    if not all(isinstance(s.extent, int) and isinstance(s.begin, int) for s in static):
+        return "a scratch row needs a static width and grid"
+    if phases(loop.body, sym)[0][owner.id]:  # its readers would be emitted before the loop
+        return "its loop follows a reduction over the dim"
+    inside = {n.id for n in walk(owner.body or [])}
+    top = {n.id for n in loop.body}
+    for node in walk(loop.body):
+        if node.id in inside:
+            continue
+        uses = any(i is carry for i in node.inputs) or (
+            node.op is Op.LOOP and _carries_from(node, carry)
+        )
+        if uses and (node.id not in top or node.op is Op.LOOP):
+            return "a scratch row cannot be read inside another loop"
+    return ""
 
 
 def _elementwise_init(init: Node, sym: Sym) -> bool:
