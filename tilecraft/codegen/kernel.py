@@ -17,6 +17,7 @@ from tilecraft.codegen import grid
 from tilecraft.codegen.context import EmitContext
 from tilecraft.codegen.emitter import emit_device_loop
 from tilecraft.codegen.guards import arg_expr, launch_guards
+from tilecraft.codegen.homes import Homes
 from tilecraft.codegen.reduce import HELPER_IMPORT
 from tilecraft.codegen.split import COMBINE, PARTIALS, SplitPass
 from tilecraft.config.plan import Plan
@@ -63,8 +64,9 @@ class GeneratedKernel:
         return HEADER + "\n\n" + self.device_source + "\n\n" + self.launcher_source
 
 
-def _needs_int64(loop: DeviceLoop) -> bool:
-    return any(needs_int64(t.shape, t.stride) for t in loop.tensors.values())
+def _needs_int64(loop: DeviceLoop, plan: Plan) -> bool:
+    tensors = [*loop.tensors.values(), *Homes(plan, loop).scratch]  # scratch rows too
+    return any(needs_int64(t.shape, t.stride) for t in tensors)
 
 
 @dataclasses.dataclass
@@ -84,7 +86,7 @@ def _emit(
 ) -> _Emitted:
     """One ``@triton.jit`` function for ``loop`` (or one pass of its split inner loop)."""
     interpret = plan.target.backend == "interpret"
-    em, tiles = emit_device_loop(loop, plan, _needs_int64(loop), interpret, split)
+    em, tiles = emit_device_loop(loop, plan, _needs_int64(loop, plan), interpret, split)
     scratch = list(split.scratch.values()) if split is not None else []
     params = list(em.tensors) + [name for name in em.scalars if name not in em.tensors]
     params += [b.name for b in scratch]
