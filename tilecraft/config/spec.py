@@ -30,6 +30,11 @@ from tilecraft.targets.target import Target, filter_launch_options
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
+# A row loop (a grid over rows, an inner loop walking each row's contiguous dim) is bound by
+# memory latency per iteration, not bandwidth: the default takes wide chunks and few rows, a
+# tile of ROW_LOOP_TILE elements. H200, benchmarks/results/row_loops.md: two-pass softmax 8192^2
+# 0.155 ms at 32 rows x 256 -> 0.083 at 1 x 4096; Welford 4096x16384 0.180 -> 0.098.
+ROW_LOOP_TILE = 4096
 RANDOM_ELEMS_PER_THREAD = 256
 # elements per thread of the largest tile: explicit configs above this are shrunk, and the tuner
 # skips candidates above it (Triton's compiler runs for many minutes on such tiles)
@@ -49,6 +54,7 @@ class BlockSpec:
     dot_role: str | None = None  # "mn" or "k" when the dim feeds tl.dot
     grid_rank: int = 1
     innermost: bool = False  # the last dim of a 2-D+ grid (usually the contiguous one)
+    contiguous: bool = False  # indexes the last dim of a load or store (walks memory in order)
 
     @property
     def lo(self) -> int:
@@ -100,6 +106,7 @@ class ConfigSpec:
         self.blocks: list[BlockSpec] = []
         # per device loop: its tunable grid blocks, and the programs its fixed dims contribute
         self.grid_slots: list[list[int]] = []
+        self.loop_slots: list[list[int]] = []  # per device loop: block slots of its inner loops
         self.fixed_programs: list[int] = []
         for loop in loops:
             fixed = [s for s in loop.grid_syms if s.config_slot is None]
@@ -127,6 +134,13 @@ class ConfigSpec:
         self.blocks = [slots[s] for s in sorted(slots)]
 
     def _collect(self, loop: DeviceLoop, slots: dict[int, BlockSpec]) -> None:
+        self.loop_slots.append(
+            [
+                s.config_slot
+                for s in loop.syms
+                if s.kind is SymKind.BLOCK and s.config_slot is not None and s not in loop.grid_syms
+            ]
+        )
         for sym in loop.syms:
             if sym.kind is SymKind.BLOCK and sym.config_slot is not None:
                 extent = _extent_hint(sym)
@@ -165,6 +179,10 @@ class ConfigSpec:
                 for d, role in ((a.shape[0], "mn"), (b.shape[1], "mn"), (a.shape[1], "k")):
                     if isinstance(d, Sym) and d.kind is SymKind.BLOCK and d.config_slot is not None:
                         slots[d.config_slot].dot_role = role
+            if node.op in (Op.LOAD, Op.STORE):
+                last = _last_index_sym(node)
+                if last is not None and last.config_slot in slots:
+                    slots[last.config_slot].contiguous = True
             if node.shape and node.op not in (Op.LOOP,):
                 self.values.append(ValueShape(tuple(_dim_ref(d) for d in node.shape), node.loc))
         self.reductions.sort(key=lambda r: r.slot)
@@ -245,7 +263,8 @@ class ConfigSpec:
         """The heuristic config; ``chunk_rows``: also loop the reduction dims whose loop-carried
         accumulators need homes in memory (otherwise they stay whole, in registers)."""
         reductions = [_default_chunk(r, chunk_rows) for r in self.reductions]
-        blocks = self._fill_device([self._preferred_block(b) for b in self.blocks])
+        blocks = [self._preferred_block(b) for b in self.blocks]
+        blocks = self._fill_device(self._rows_for_row_loops(blocks))
         config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
         # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits
         config = self._shrink_to(config, REGISTER_BUDGET * (2 if self.has_dot else 1))
@@ -286,6 +305,22 @@ class ConfigSpec:
                 blocks[widest] //= 2
         return blocks
 
+    def _rows_for_row_loops(self, blocks: list[int]) -> list[int]:
+        """In a device loop whose inner loop walks a contiguous dim in chunks, the grid's row
+        blocks shrink so that a program's tile is about ROW_LOOP_TILE elements (one row per
+        program for chunks of 4096): many short programs hide the latency of each dependent
+        iteration; few tall ones serialize it."""
+        blocks = list(blocks)
+        for grid, inner in zip(self.grid_slots, self.loop_slots, strict=True):
+            chunks = [blocks[s] for s in inner if self.blocks[s].contiguous]
+            if not chunks:
+                continue
+            for s in grid:
+                b = self.blocks[s]
+                if not b.dot_role and not b.contiguous:
+                    blocks[s] = max(b.lo, min(b.hi, ROW_LOOP_TILE // max(chunks)))
+        return blocks
+
     def _preferred_block(self, b: BlockSpec) -> int:
         """Starting block sizes, measured on an H200 (benchmarks/results/suite_*.md): 128x128
         output tiles with k=64 for tl.dot (64 for a dot dim a loop walks, e.g. attention's keys),
@@ -300,7 +335,7 @@ class ConfigSpec:
         elif b.role == "grid" and b.innermost and not self.reductions:
             want = 128
         elif b.role == "loop":
-            want = 256
+            want = ROW_LOOP_TILE if b.contiguous else 256
         else:
             want = 32
         return max(b.lo, min(want, b.hi))
@@ -566,6 +601,15 @@ def _default_chunk(r: ReductionSpec, chunk_rows: bool) -> int | None:
     if r.homes:
         return min(4096, r.full // 2)
     return None if r.full <= 16384 else 4096
+
+
+def _last_index_sym(node: Node) -> Sym | None:
+    """The tile sym indexing the last dim of a 2-D+ load/store (None: an int, slice or value,
+    or a 1-D access, which walks no row)."""
+    items = [item for item in node.attrs.get("index", ()) if item[0] != "none"]
+    if len(items) >= 2 and items[-1][0] == "tile" and isinstance(items[-1][1], Sym):
+        return items[-1][1]
+    return None
 
 
 def _report(repairs: list[str], _warned: set[str] | None) -> None:
