@@ -296,6 +296,11 @@ def test_generated_code_keeps_accumulators_in_their_rows() -> None:
     assert "tl.full([_RBLOCK_1], 0.0, tl.float32)" in kernel  # the initial value, per chunk
     whole = bound.to_triton_code(tc.Config(block_sizes=[8, 2], reduction_loops=[None]))
     assert "tl.debug_barrier()" not in whole and "tl.load(dw_rows" not in whole
+    # on CUDA the rows, read again every row step, ask L2 to keep them
+    cuda = _on(ln_bwd_rows, _meta_ln(37, 100), "cuda:90")
+    code = cuda.to_triton_code(tc.Config(block_sizes=[8, 2], reduction_loops=[32]))
+    (load,) = [line for line in code.splitlines() if "tl.load(dw_rows" in line]
+    assert "eviction_policy='evict_last'" in load
 
 
 LN_CASES = [

@@ -122,7 +122,7 @@ def emit_init(ctx: EmitContext, loop: Node) -> None:
     if not carries:
         return
     assert ctx.looped is not None, "homes exist only for a looped reduction dim"
-    ctx.w.line(f"# carried {', '.join(c.hint for c in carries)}: kept in their output rows")
+    ctx.w.line(f"# carried {', '.join(c.hint for c in carries)}: kept in rows in memory")
     emit_chunk_loop(ctx, [homes.home_store(c, c.inputs[0]) for c in carries], ctx.looped)
     ctx.w.line(BARRIER)
 
@@ -154,4 +154,7 @@ def emit_carry(ctx: EmitContext, carry: Node) -> None:
     final = ctx.homes.store_of(carry)
     ptr, mask = access(ctx, final, final.inputs[1:])
     args = f"{ptr}, {mask}, other=0" if mask else ptr
-    ctx.bind(carry, f"tl.load({args})")
+    # the row is read again every row step: ask L2 to keep it over the streamed row tiles
+    keep = ctx.plan.target.capabilities.eviction_policies
+    policy = ", eviction_policy='evict_last'" if keep else ""
+    ctx.bind(carry, f"tl.load({args}{policy})")
