@@ -12,7 +12,8 @@ from tilecraft.codegen.context import EmitContext
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.ir.nodes import Op
 
-# leaves are expressions (EmitContext.leaf_expr); CARRY values are bound by their LOOP
+# leaves are expressions (EmitContext.leaf_expr); CARRY has an emission of its own (an
+# accumulator that lives in a row in memory, codegen/homes.py), otherwise its LOOP binds it
 _NOT_EMITTED = {
     Op.CONST,
     Op.ARG,
@@ -21,7 +22,6 @@ _NOT_EMITTED = {
     Op.TILE_END,
     Op.TILE_ID,
     Op.BLOCK_SIZE,
-    Op.CARRY,
 }
 
 
