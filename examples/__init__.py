@@ -43,6 +43,7 @@ from examples import (
     cross_entropy,
     cumsum,
     dropout_layer_norm,
+    fp8_quant,
     geglu,
     layer_norm,
     matmul,
@@ -67,6 +68,7 @@ EXAMPLES: dict[str, ModuleType] = {
     "rope": rope,
     "cumsum": cumsum,
     "dropout_layer_norm": dropout_layer_norm,
+    "fp8_quant": fp8_quant,
     "sum": sum_,
 }
 

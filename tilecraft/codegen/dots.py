@@ -1,5 +1,5 @@
-"""Matrix products (stage: codegen; in: a ``DOT`` node, ``a @ b`` with an optional fp32
-accumulator; out: a ``tl.dot`` assignment).
+"""Matrix products (stage: codegen; in: a 2-D or 3-D (batched) ``DOT`` node, ``a @ b`` with an
+optional fp32 accumulator; out: a ``tl.dot`` assignment).
 
 Operands that are not loads are zeroed past the K dim's mask (a load already reads 0 there), and
 fp32 dots take the plan's ``input_precision``.
@@ -23,10 +23,10 @@ if TYPE_CHECKING:
 def emit_dot(ctx: EmitContext, node: Node) -> None:
     a, b = node.inputs[0], node.inputs[1]
     at, bt = ctx.expr(a), ctx.expr(b)
-    k = a.shape[1]
-    if a.op is not Op.LOAD and (m := ctx.mask_at(k, 1, 2)):
+    k, rank = a.shape[-1], a.ndim  # 2-D, or 3-D with a leading batch dim
+    if a.op is not Op.LOAD and (m := ctx.mask_at(k, rank - 1, rank)):
         at = f"tl.where({m}, {at}, 0)"
-    if b.op is not Op.LOAD and (m := ctx.mask_at(k, 0, 2)):
+    if b.op is not Op.LOAD and (m := ctx.mask_at(k, rank - 2, rank)):
         bt = f"tl.where({m}, {bt}, 0)"
     extra = f", input_precision='{ctx.plan.dot_precision}'" if a.dtype == torch.float32 else ""
     if ctx.interpret and a.dtype in dtypes.LOW_PRECISION:

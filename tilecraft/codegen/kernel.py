@@ -42,6 +42,8 @@ TYPE_NAMES = {
     torch.int64: "i64",
     torch.uint8: "u8",
     torch.bool: "i1",
+    torch.float8_e4m3fn: "fp8e4nv",
+    torch.float8_e5m2: "fp8e5",
 }
 
 

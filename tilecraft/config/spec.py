@@ -23,9 +23,10 @@ from tilecraft.config.plan import Plan, next_pow2
 from tilecraft.config.plan import extent_hint as _extent_hint
 from tilecraft.config.resolve import build_plan, predicted_registers
 from tilecraft.config.space import StrategySpace
-from tilecraft.errors import ConfigError, SourceLoc
+from tilecraft.errors import ConfigError, SourceLoc, UnsupportedOpError
 from tilecraft.ir.carried_homes import CarriedHome, carried_homes
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
+from tilecraft.ir.dtypes import FP8
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, dot_roles, walk
 from tilecraft.targets.target import Target, filter_launch_options
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
@@ -55,10 +56,11 @@ class BlockSpec:
     grid_rank: int = 1
     innermost: bool = False  # the last dim of a 2-D+ grid (usually the contiguous one)
     contiguous: bool = False  # indexes the last dim of a load or store (walks memory in order)
+    dot_min: int = 16  # tl.dot's smallest size for the dim (K of 8-bit operands: 32)
 
     @property
     def lo(self) -> int:
-        return 16 if self.dot_role else 1
+        return self.dot_min if self.dot_role else 1
 
     @property
     def hi(self) -> int:
@@ -169,6 +171,7 @@ class ConfigSpec:
         for node in walk(loop.body):
             if node.op is Op.DOT:
                 self.has_dot = True
+                _check_fp8_dot(node, self.target)
                 a, b = node.inputs[0], node.inputs[1]
                 for operand in (a, b):
                     dims = tuple(_dim_ref(d) for d in operand.shape)
@@ -176,9 +179,11 @@ class ConfigSpec:
                 self.dot_outputs.append(
                     ValueShape(tuple(_dim_ref(d) for d in node.shape), node.loc)
                 )
-                for d, role in ((a.shape[0], "mn"), (b.shape[1], "mn"), (a.shape[1], "k")):
+                for d, role in dot_roles(node):
                     if isinstance(d, Sym) and d.kind is SymKind.BLOCK and d.config_slot is not None:
                         slots[d.config_slot].dot_role = role
+                        if role == "k" and a.dtype.itemsize == 1:
+                            slots[d.config_slot].dot_min = 32
             if node.op in (Op.LOAD, Op.STORE):
                 last = _last_index_sym(node)
                 if last is not None and last.config_slot in slots:
@@ -508,7 +513,8 @@ class ConfigSpec:
         for i, b in enumerate(self.blocks):
             if blocks[i] < b.lo:
                 raise ConfigError(
-                    f"block_sizes[{i}]={blocks[i]} is below {b.lo} (tl.dot needs every dim >= 16)"
+                    f"block_sizes[{i}]={blocks[i]} is below {b.lo} (tl.dot needs every dim >= 16, "
+                    "and K >= 32 for 8-bit operands)"
                 )
             blocks[i] = min(blocks[i], b.hi)
         fields["block_sizes"] = blocks
@@ -654,9 +660,24 @@ def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
             return False, "a scan along it needs the whole dim"
         if node.op is Op.DOT and any(sym in i.shape for i in node.inputs):
             return False, "tl.dot uses it"
+        if node.op is Op.EXTERN and any(sym in i.shape for i in [node, *node.inputs]):
+            return False, "tc.triton_call uses it"
         if node.op is Op.VIEW and node.attrs.get("perm") and sym in node.shape:
             return False, "a transpose uses it"
     return True, ""
+
+
+def _check_fp8_dot(node: Node, target: Target) -> None:
+    """fp8 dots only where the target has them (a clear error, not a failed compile)."""
+    fp8 = [str(i.dtype) for i in node.inputs[:2] if i.dtype in FP8]
+    if fp8 and not target.fp8_dots:
+        raise UnsupportedOpError(
+            f"a dot of {' and '.join(fp8)} operands on {target.key}: this target has no fp8 "
+            "tensor-core dot (NVIDIA needs sm_89 or newer)",
+            node.loc,
+            hint="cast the operands to torch.bfloat16 first (fp8 values convert exactly), or run "
+            "on an sm_89+/sm_90 GPU",
+        )
 
 
 def _reduces_over(node: Node, sym: Sym) -> bool:

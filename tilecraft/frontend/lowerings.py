@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import UnsupportedOpError
-from tilecraft.frontend import scans, views
+from tilecraft.frontend import dots, scans, views
 from tilecraft.ir.pointwise import POINTWISE
 
 Handler = Callable[..., Any]
@@ -308,16 +308,37 @@ def _type_as(t: Any, x: Any, other: Any) -> Any:
     return t.to_dtype(x, other.dtype)
 
 
-@lowering(torch.matmul, T.matmul, T.__matmul__, T.mm, torch.mm)
+@lowering(torch.matmul, T.matmul, T.__matmul__)
 def _matmul(t: Any, a: Any, b: Any) -> Any:
-    """2-D tiles, every dim at least 16 (``tl.dot``); accumulates in fp32."""
-    return t.dot(a, b)
+    """2-D or 3-D (batched) tiles, a 2-D operand broadcast over the batch; inner dim K >= 16
+    (32 for 8-bit operands) unless it is a tunable tile; fp32 accumulation (``tl.dot``)."""
+    return dots.matmul(t, a, b)
 
 
-@lowering(torch.addmm)
-def _addmm(t: Any, acc: Any, a: Any, b: Any) -> Any:
-    """``acc + a @ b`` accumulated inside ``tl.dot`` (fp32 accumulator)."""
-    return t.dot(a, b, acc=acc)
+@lowering(T.mm, torch.mm)
+def _mm(t: Any, a: Any, b: Any) -> Any:
+    """2-D tiles, K >= 16 (32 for 8-bit operands); fp32 accumulation (``tl.dot``)."""
+    return dots.dot(t, a, b, op="torch.mm")
+
+
+@lowering(torch.bmm, T.bmm)
+def _bmm(t: Any, a: Any, b: Any) -> Any:
+    """3-D tiles ``[batch, m, k] @ [batch, k, n]``, K >= 16 (32 for 8-bit); ``tl.dot`` on 3-D blocks."""
+    return dots.bmm(t, a, b)
+
+
+@lowering(torch.addmm, T.addmm)
+def _addmm(t: Any, acc: Any, a: Any, b: Any, *, beta: float = 1, alpha: float = 1) -> Any:
+    """``beta * input + alpha * (a @ b)`` on 2-D tiles; an fp32 ``input`` with beta = alpha = 1
+    is the accumulator of ``tl.dot``."""
+    return dots.baddbmm(t, acc, a, b, beta=beta, alpha=alpha, op="torch.addmm")
+
+
+@lowering(torch.baddbmm, T.baddbmm)
+def _baddbmm(t: Any, acc: Any, a: Any, b: Any, *, beta: float = 1, alpha: float = 1) -> Any:
+    """``beta * input + alpha * (a @ b)`` on 3-D tiles; an fp32 ``input`` with beta = alpha = 1
+    is the accumulator of ``tl.dot``."""
+    return dots.baddbmm(t, acc, a, b, beta=beta, alpha=alpha)
 
 
 lowering(T.unsqueeze, torch.unsqueeze)(views.unsqueeze)

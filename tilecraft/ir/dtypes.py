@@ -18,7 +18,11 @@ TRITON_DTYPES: dict[torch.dtype, str] = {
     torch.int64: "tl.int64",
     torch.uint8: "tl.uint8",
     torch.bool: "tl.int1",
+    torch.float8_e4m3fn: "tl.float8e4nv",
+    torch.float8_e5m2: "tl.float8e5",
 }
+# OCP fp8 formats (Triton's fp8e4nv / fp8e5): loads, stores, casts (see codegen/fp8.py), dots
+FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -33,7 +37,7 @@ def triton_dtype(dtype: torch.dtype) -> str:
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """Half-precision math is done in fp32 (as torch does inside its kernels); the interpreter has
     no bf16 arithmetic either."""
-    return torch.float32 if dtype in LOW_PRECISION else dtype
+    return torch.float32 if dtype in LOW_PRECISION or dtype in FP8 else dtype
 
 
 def _example(value: Any) -> Any:

@@ -77,6 +77,7 @@ class Op(enum.Enum):
     DOT = "dot"  # inputs: a, b, [acc]
     PRINT = "print"  # inputs: values; attrs: prefix (tl.device_print; kept like a store)
     SCAN = "scan"  # attrs: kind ('sum', 'prod', 'combine'), axis, combine (frontend.scans.Combine)
+    EXTERN = "extern"  # a user's @triton.jit function on the inputs; attrs: fn (frontend.extern)
     # control
     LOOP = "loop"  # attrs: sym; body: list[Node]; carried: list[Node] (CARRY nodes)
     CARRY = "carry"  # inputs: [init]; attrs: next (Node, set when the body is traced)
@@ -131,3 +132,10 @@ def walk(nodes: list[Node]):
         yield n
         if n.body is not None:
             yield from walk(n.body)
+
+
+def dot_roles(node: Node) -> list[tuple[Dim, str]]:
+    """Each operand dim of a 2-D or 3-D ``DOT`` node with its role: ``mn`` (an output dim) or
+    ``k`` (the inner dim); a batch dim has none."""
+    a, b = node.inputs[0], node.inputs[1]
+    return [(a.shape[-2], "mn"), (b.shape[-1], "mn"), (a.shape[-1], "k")]

@@ -4,6 +4,7 @@ Each name also has an eager meaning, used by ref mode.
 """
 
 from tilecraft.language.creation import arange, dot, full, zeros
+from tilecraft.language.extern import triton_call
 from tilecraft.language.fragments import (
     BooleanFragment,
     EnumFragment,
@@ -91,5 +92,6 @@ __all__ = [
     "tile_end",
     "tile_id",
     "tile_index",
+    "triton_call",
     "zeros",
 ]

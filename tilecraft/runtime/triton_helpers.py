@@ -46,3 +46,50 @@ def interpreter_index(x):  # type: ignore[no-untyped-def]
     ``range()`` converting it is deprecated by NumPy (an error from NumPy 2.3)."""
     data = getattr(getattr(x, "handle", None), "data", None)
     return int(data.reshape(-1)[0]) if data is not None else x
+
+
+# fp8 casts with PyTorch's rounding and overflow rules, the same on every target and in the
+# interpreter: round to nearest even (subnormals included); float8_e4m3fn has no infinity and
+# saturates (|x| past 448, inf included, becomes +-448); float8_e5m2 overflows to +-inf; NaN stays
+# NaN. (Hardware conversions differ: NVIDIA's satfinite saturates e5m2 too, and Triton's
+# interpreter rounds ties away and has no e4m3fn subnormals.)
+@triton.jit
+def _fp8_bits(x, MANT: tl.constexpr, BIAS: tl.constexpr, TOP: tl.constexpr):  # type: ignore[no-untyped-def]
+    """The fp8 bit pattern (uint8) of fp32 ``x``; ``TOP``: the pattern overflow becomes."""
+    u = x.to(tl.uint32, bitcast=True)
+    a = u & 0x7FFFFFFF
+    shift: tl.constexpr = 23 - MANT
+    # normal results: round fp32's mantissa to MANT bits (half to even), then re-bias the exponent
+    rounded = a + ((1 << (shift - 1)) - 1) + ((a >> shift) & 1)
+    normal = (rounded >> shift) - ((127 - BIAS) << MANT)
+    # below the smallest normal 2**(1 - BIAS): a multiple of the subnormal step, rounded to even
+    # by fp32's adder (the scaling by a power of two is exact)
+    small = a < ((128 - BIAS) << 23)
+    capped = tl.minimum(a, (128 - BIAS) << 23).to(tl.float32, bitcast=True)
+    scaled = capped * (2.0 ** (BIAS - 1 + MANT))
+    sub = ((scaled + 12582912.0) - 12582912.0).to(tl.uint32)
+    mag = tl.where(small, sub, normal)
+    mag = tl.where(mag > TOP, TOP, mag)
+    mag = tl.where(a > 0x7F800000, 0x7F, mag)
+    return (((u >> 31) << 7) | mag).to(tl.uint8)
+
+
+@triton.jit
+def to_fp8e4nv(x):  # type: ignore[no-untyped-def]
+    return _fp8_bits(x.to(tl.float32), 3, 7, 0x7E).to(tl.float8e4nv, bitcast=True)
+
+
+@triton.jit
+def to_fp8e5(x):  # type: ignore[no-untyped-def]
+    return _fp8_bits(x.to(tl.float32), 2, 15, 0x7C).to(tl.float8e5, bitcast=True)
+
+
+@triton.jit
+def from_fp8_interpreted(x, INF: tl.constexpr):  # type: ignore[no-untyped-def]
+    """fp8 -> fp32 in Triton's interpreter, which decodes NaN (and e5m2's inf) as numbers.
+    ``INF``: the format's infinity pattern (0x7C for e5m2), or 0 for a format without one."""
+    bits = x.to(tl.uint8, bitcast=True) & 0x7F
+    value = x.to(tl.float32)
+    special = bits >= (INF if INF else 0x7F)
+    inf = tl.where(value < 0, -float("inf"), float("inf"))
+    return tl.where(special, tl.where(bits == INF, inf, float("nan")), value)

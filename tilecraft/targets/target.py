@@ -81,6 +81,17 @@ class Target:
         return ("ieee",)
 
     @property
+    def fp8_dots(self) -> bool:
+        """``tl.dot`` on OCP fp8 operands (float8_e4m3fn / e5m2): fp8 tensor-core MMA exists from
+        sm_89 on NVIDIA; AMD's backend declares both formats in ``supported_fp8_dtypes``; the
+        interpreter computes them exactly. (Loads, stores and casts of fp8 work everywhere.)"""
+        if self.backend == "cuda":
+            return int(self.arch) >= 89
+        if self.backend == "hip":
+            return {"fp8e4nv", "fp8e5"} <= self.capabilities.fp8_formats
+        return self.backend == "interpret"
+
+    @property
     def warp_specialize(self) -> bool:
         return self.capabilities.warp_specialize and self.backend == "cuda" and int(self.arch) >= 90
 
@@ -95,6 +106,7 @@ class Capabilities:
     block_pointers: bool = True
     eviction_policies: bool = False
     warp_specialize: bool = False
+    fp8_formats: frozenset[str] = frozenset()  # the options' supported_fp8_dtypes default
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,9 +166,11 @@ def capabilities_for(backend: str) -> Capabilities:
         fields = {f.name for f in dataclasses.fields(options_cls)}
     except (ImportError, AttributeError, TypeError, ValueError):
         return Capabilities(frozenset(fields), ranges)  # unknown backend: the common options only
+    fp8 = getattr(options_cls, "supported_fp8_dtypes", ())
     return Capabilities(
         frozenset(fields),
         ranges,
+        fp8_formats=frozenset(fp8 if isinstance(fp8, tuple) else ()),
         tensor_descriptors=backend == "cuda",
         eviction_policies=backend == "cuda",
         warp_specialize=backend == "cuda" and "warp_specialize" in ranges,

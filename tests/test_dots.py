@@ -1,0 +1,179 @@
+"""The matmul family on tiles: torch.bmm / torch.baddbmm / matmul on 3-D (batched) tiles,
+torch.addmm with beta/alpha, tc.dot(out_dtype=); numerics in the interpreter and ref mode against
+eager PyTorch, cross-compiles for cuda:90 and hip:gfx942, and the located errors for shapes a dot
+cannot take."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import ConfigError, ShapeError
+from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
+
+HAS_CUDA = torch.cuda.is_available()
+
+
+def _rand(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    g = torch.Generator().manual_seed(sum(shape) * 11 + len(shape))
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+@tc.kernel(static_shapes=True)
+def batched(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """acc + torch.bmm(...) over a K loop (3-D tiles): the sum happens inside tl.dot."""
+    nb, m, k = a.size()
+    n = b.size(2)
+    out = torch.empty([nb, m, n], dtype=a.dtype, device=a.device)
+    for tb, tm, tn in tc.tile([nb, m, n]):
+        acc = tc.zeros([tb, tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            acc = acc + torch.bmm(a[tb, tm, tk], b[tb, tk, tn])
+        out[tb, tm, tn] = acc.to(out.dtype)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def batched_whole_k(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """torch.bmm and `@` over the whole K, tc.dot(out_dtype=), baddbmm with beta and alpha."""
+    nb, m, k = a.size()
+    n = b.size(2)
+    out = torch.empty([nb, m, n], dtype=torch.float32, device=a.device)
+    for tb, tm, tn in tc.tile([nb, m, n]):
+        x, y = a[tb, tm, :], b[tb, :, tn]
+        p = torch.bmm(x, y).to(torch.float32) + (x @ y).float()
+        q = tc.dot(x, y, out_dtype=torch.float32)
+        r = torch.baddbmm(c[tb, tm, tn], x, y, beta=0.5, alpha=2.0)
+        s = torch.baddbmm(c[tb, tm, tn].float(), x.float(), y.float())
+        out[tb, tm, tn] = p + q + r.float() + s
+    return out
+
+
+def _batched_whole_k_ref(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    prod = torch.bmm(a.float(), b.float())
+    return 4 * prod + (0.5 * c.float() + 2.0 * prod).to(c.dtype).float() + c.float()
+
+
+@tc.kernel(static_shapes=True)
+def addmm_scaled(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    n = b.size(1)
+    out = torch.empty([m, n], dtype=c.dtype, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = torch.addmm(c[tm, tn], a[tm, :], b[:, tn], beta=0.0, alpha=0.5)
+    return out
+
+
+@pytest.mark.parametrize("blocks", [[1, 16, 16, 16], [2, 32, 16, 32]])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_baddbmm_loop_numerics(blocks: list[int], dtype: torch.dtype) -> None:
+    a, b = _rand(3, 37, 40, dtype=dtype), _rand(3, 40, 20, dtype=dtype)
+    bound = batched.bind((a, b))
+    assert "acc=" in bound.to_triton_code(tc.Config(block_sizes=blocks))
+    got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), a, b)
+    expected = torch.bmm(a.float(), b.float()).to(dtype)
+    tol = 1e-4 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(got, expected, rtol=tol, atol=tol)
+    torch.testing.assert_close(batched.run_ref(a, b), expected, rtol=tol, atol=tol)
+
+
+def test_whole_k_forms_numerics_and_code() -> None:
+    a, b, c = _rand(2, 20, 24), _rand(2, 24, 33), _rand(2, 20, 33)
+    bound = batched_whole_k.bind((a, b, c))
+    config = tc.Config(block_sizes=[2, 16, 32])
+    code = bound.to_triton_code(config)
+    assert code.count("tl.dot(") == 5, code  # bmm, @, tc.dot and two baddbmm
+    assert "acc=" in code, code  # fp32 sums (baddbmm with beta = alpha = 1) go into tl.dot
+    got = bound.run(bound.compile_config(config), a, b, c)
+    torch.testing.assert_close(got, _batched_whole_k_ref(a, b, c), rtol=1e-4, atol=1e-4)
+    ref = batched_whole_k.run_ref(a, b, c)
+    torch.testing.assert_close(ref, _batched_whole_k_ref(a, b, c), rtol=1e-4, atol=1e-4)
+
+
+def test_addmm_beta_zero_ignores_input() -> None:
+    a, b = _rand(20, 16), _rand(16, 24)
+    c = torch.full((20, 24), float("nan"))
+    got = addmm_scaled(a, b, c)
+    torch.testing.assert_close(got, torch.addmm(c, a, b, beta=0.0, alpha=0.5))
+    torch.testing.assert_close(addmm_scaled.run_ref(a, b, c), got, rtol=1e-5, atol=1e-5)
+
+
+@tc.kernel(static_shapes=True)
+def small_k(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    n = b.size(1)
+    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = a[tm, :] @ b[:, tn]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def small_k_block(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    n = b.size(1)
+    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn])
+        for tk in tc.tile(k, block_size=8):
+            acc = tc.dot(a[tm, tk], b[tk, tn], acc=acc)
+        out[tm, tn] = acc
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def mismatched(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    nb, m, k = a.size()
+    out = torch.empty([nb, m, m], dtype=a.dtype, device=a.device)
+    for tb, tm in tc.tile([nb, m]):
+        out[tb, tm, :] = torch.bmm(a[tb, tm, :], b[tb, tm, :])
+    return out
+
+
+def test_dot_shape_errors_name_the_op_and_the_fix() -> None:
+    with pytest.raises(ShapeError, match=r"torch.matmul: the inner \(K\) dim .* is 8") as info:
+        small_k(_rand(32, 8), _rand(8, 32))
+    message = str(info.value)
+    assert "K >= 16" in message and "test_dots.py" in message and ".sum(1)" in message
+    with pytest.raises(ShapeError, match=r"tc.dot: the inner \(K\) dim .* is 8"):
+        small_k_block(_rand(32, 64), _rand(64, 32))
+    with pytest.raises(ShapeError, match=r"torch.bmm: inner dims differ") as info:
+        mismatched(_rand(2, 32, 32), _rand(2, 32, 32))
+    assert "same k tile" in str(info.value)
+
+
+def test_dot_block_sizes_must_fit_tl_dot() -> None:
+    a, b = _rand(3, 37, 40), _rand(3, 40, 20)
+    bound = batched.bind((a, b))
+    with pytest.raises(ConfigError, match=r"block_sizes\[1\]=8 is below 16 \(tl.dot"):
+        bound.compile_config(tc.Config(block_sizes=[1, 8, 16, 16]))
+    with pytest.raises(ConfigError, match=r"power of two"):
+        bound.compile_config(tc.Config(block_sizes=[1, 24, 16, 16]))
+
+
+@pytest.mark.crosscompile
+def test_batched_dots_crosscompile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    a, b = _rand(4, 256, 128, dtype=torch.bfloat16), _rand(4, 128, 192, dtype=torch.bfloat16)
+    rows = check_kernel(batched, (a, b), targets, lambda bound: [bound.config_spec.default()])
+    c = _rand(4, 256, 192, dtype=torch.bfloat16)
+    rows += check_kernel(
+        batched_whole_k, (a, b, c), targets, lambda bound: [tc.Config(block_sizes=[2, 32, 32])]
+    )
+    assert len(rows) == 4
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_batched_dots_on_gpu() -> None:
+    a = _rand(8, 300, 256, dtype=torch.bfloat16).cuda()
+    b = _rand(8, 256, 200, dtype=torch.bfloat16).cuda()
+    expected = torch.bmm(a.float(), b.float())
+    torch.testing.assert_close(batched(a, b).float(), expected, rtol=2e-2, atol=2e-2)
+    c = _rand(8, 300, 200, dtype=torch.bfloat16).cuda()
+    got = batched_whole_k(a, b, c)
+    torch.testing.assert_close(got, _batched_whole_k_ref(a, b, c), rtol=2e-2, atol=0.5)

@@ -1,0 +1,181 @@
+"""fp8 tiles: loads, stores and casts of float8_e4m3fn / float8_e5m2 bit-identical to PyTorch's
+``.to()`` (round to nearest even, subnormals, e4m3fn saturating to +-448 with inf included, e5m2
+overflowing to inf, NaN kept), dots with fp8 operands, and the gate that refuses fp8 dots on
+targets without them. Interpreter and ref mode against eager, cross-compiles for cuda:90 and
+hip:gfx942, and a GPU test against torch on the device (and torch._scaled_mm)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import UnsupportedOpError
+from tilecraft.targets.target import Target
+from tilecraft.tools.check import _bind_for, check_kernel
+
+HAS_CUDA = torch.cuda.is_available()
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+
+
+def _edge_values() -> torch.Tensor:
+    """Every finite fp8 value of both formats, the midpoints between neighbours (ties) and one
+    fp32 step either side of them, overflow, inf, NaN, signed zeros, tiny and random values."""
+    parts = []
+    for dt in (E4M3, E5M2):
+        vals = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(dt).float()
+        vals = vals[torch.isfinite(vals)].unique()
+        mids = (vals[1:] + vals[:-1]) / 2
+        up, down = torch.tensor(float("inf")), torch.tensor(float("-inf"))
+        parts += [vals, mids, mids.nextafter(up), mids.nextafter(down)]
+    g = torch.Generator().manual_seed(0)
+    parts += [torch.randn(512, generator=g) * s for s in (1e-3, 1.0, 300.0, 1e5)]
+    special = [float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1e-30, -1e-30, 3e38, 465.0]
+    parts.append(torch.tensor(special))
+    return torch.cat(parts)
+
+
+@tc.kernel(static_shapes=True)
+def to_fp8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    (n,) = x.size()
+    e4 = torch.empty([n], dtype=torch.float8_e4m3fn, device=x.device)
+    e5 = torch.empty([n], dtype=torch.float8_e5m2, device=x.device)
+    back = torch.empty([n], dtype=torch.float32, device=x.device)
+    for tn in tc.tile(n):
+        v = x[tn]
+        e4[tn] = v.to(torch.float8_e4m3fn)
+        e5[tn] = v  # a store casts to the tensor's dtype
+        back[tn] = v.to(torch.float8_e4m3fn).to(torch.float8_e5m2).float()
+    return e4, e5, back
+
+
+def _expected(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return x.to(E4M3), x.to(E5M2), x.to(E4M3).to(E5M2).float()
+
+
+def _same_bits(got: torch.Tensor, expected: torch.Tensor) -> None:
+    """Equal fp8 bit patterns, except that any NaN pattern matches any other."""
+    if got.dtype in (E4M3, E5M2):
+        nan = torch.isnan(expected.float())
+        assert torch.isnan(got.float()[nan]).all()
+        g, e = got.view(torch.uint8)[~nan], expected.view(torch.uint8)[~nan]
+        bad = (g != e).nonzero().flatten()[:5].tolist()
+        assert not bad, f"{got.dtype}: got bits {g[bad].tolist()}, torch gives {e[bad].tolist()}"
+    else:
+        torch.testing.assert_close(got, expected, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("source", [torch.float32, torch.bfloat16])
+def test_casts_match_torch_bit_for_bit(source: torch.dtype) -> None:
+    x = _edge_values().to(source)
+    bound = to_fp8.bind((x,))
+    code = bound.to_triton_code(tc.Config(block_sizes=[1024]))
+    assert "_tc_to_fp8e4nv(" in code and "_tc_to_fp8e5(" in code, code
+    got = bound.run(bound.compile_config(tc.Config(block_sizes=[1024])), x)
+    for g, e in zip(got, _expected(x), strict=True):
+        _same_bits(g, e)
+    for g, e in zip(to_fp8.run_ref(x), _expected(x), strict=True):
+        _same_bits(g, e)
+
+
+@tc.kernel(static_shapes=True)
+def fp8_rows(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """fp8 loads (masked: the row length is not a power of two), widened, summed per row."""
+    m, n = a.size()
+    out = torch.empty([m], dtype=torch.float32, device=a.device)
+    for tm in tc.tile(m):
+        out[tm] = (a[tm, :].to(torch.float32) * w[None, :].float()).sum(-1)
+    return out
+
+
+def test_fp8_loads() -> None:
+    g = torch.Generator().manual_seed(1)
+    a = (torch.randn(37, 100, generator=g) * 20).to(E4M3)
+    w = torch.randn(100, generator=g).to(E5M2)
+    expected = (a.float() * w.float()[None, :]).sum(-1)
+    torch.testing.assert_close(fp8_rows(a, w), expected, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(fp8_rows.run_ref(a, w), expected, rtol=1e-5, atol=1e-4)
+    special = torch.tensor([[float("nan"), float("inf")] * 8], dtype=E5M2)
+    got = fp8_rows(special, torch.ones(16, dtype=E5M2))
+    assert torch.isnan(got).all()  # NaN (and inf - inf) decode as such in the interpreter too
+
+
+@tc.kernel(static_shapes=True)
+def fp8_mm(a: torch.Tensor, b: torch.Tensor, sa: torch.Tensor, sb: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    n = b.size(1)
+    out = torch.empty([m, n], dtype=torch.bfloat16, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            acc = tc.dot(a[tm, tk], b[tk, tn], acc=acc)
+        out[tm, tn] = (acc * sa[tm][:, None] * sb[tn][None, :]).to(torch.bfloat16)
+    return out
+
+
+def _fp8_mm_inputs(m: int, k: int, n: int) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(m + k + n)
+    a = torch.randn(m, k, generator=g).to(E4M3)
+    b = torch.randn(k, n, generator=g).to(E5M2)
+    return a, b, torch.rand(m, generator=g) + 0.5, torch.rand(n, generator=g) + 0.5
+
+
+def _fp8_mm_ref(a: torch.Tensor, b: torch.Tensor, sa: torch.Tensor, sb: torch.Tensor) -> Any:
+    return ((a.float() @ b.float()) * sa[:, None] * sb[None, :]).to(torch.bfloat16)
+
+
+def test_fp8_dot_numerics() -> None:
+    args = _fp8_mm_inputs(40, 96, 24)
+    bound = fp8_mm.bind(args)
+    config = tc.Config(block_sizes=[16, 16, 32])
+    code = bound.to_triton_code(config)
+    assert "tl.dot(load" in code and ".to(tl.float32)" not in code.split("tl.dot(")[1][:40]
+    got = bound.run(bound.compile_config(config), *args)
+    torch.testing.assert_close(got.float(), _fp8_mm_ref(*args).float(), rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(fp8_mm.run_ref(*args).float(), got.float(), rtol=1e-2, atol=1e-2)
+
+
+def test_fp8_dot_refused_where_the_target_has_none() -> None:
+    args = _fp8_mm_inputs(64, 64, 64)
+    for name in ("cuda:80", "xpu"):
+        with pytest.raises(UnsupportedOpError, match=r"fp8 tensor-core dot") as info:
+            _bind_for(fp8_mm, args, Target.parse(name)).config_spec  # noqa: B018
+        assert "test_fp8.py" in str(info.value) and "bfloat16" in str(info.value)
+    assert _bind_for(fp8_mm, args, Target.parse("cuda:90")).config_spec is not None
+
+
+@pytest.mark.crosscompile
+def test_fp8_crosscompile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    rows = check_kernel(to_fp8, (torch.randn(4096),), targets, _default)
+    rows += check_kernel(fp8_mm, _fp8_mm_inputs(256, 256, 256), targets, _default)
+    assert len(rows) == 4
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+def _default(bound: tc.BoundKernel) -> list[tc.Config]:
+    return [bound.config_spec.default()]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_fp8_on_gpu_matches_torch_on_the_device() -> None:
+    x = _edge_values().cuda()
+    for g, e in zip(to_fp8(x), _expected(x), strict=True):
+        _same_bits(g.cpu(), e.cpu())
+    a, b, sa, sb = (t.cuda() for t in _fp8_mm_inputs(512, 256, 384))
+    got = fp8_mm(a, b, sa, sb).float()
+    torch.testing.assert_close(got, _fp8_mm_ref(a, b, sa, sb).float(), rtol=1e-2, atol=1e-2)
+    if hasattr(torch, "_scaled_mm"):
+        peer = torch._scaled_mm(
+            a,
+            b.to(E4M3).t().contiguous().t(),
+            scale_a=torch.ones((), device="cuda"),
+            scale_b=torch.ones((), device="cuda"),
+            out_dtype=torch.float32,
+        )
+        mine = fp8_mm(a, b.to(E4M3), torch.ones_like(sa), torch.ones_like(sb)).float()
+        torch.testing.assert_close(mine, peer, rtol=1e-2, atol=1e-1)

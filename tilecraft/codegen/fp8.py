@@ -1,0 +1,36 @@
+"""Casts to and from fp8 tiles (stage: codegen; in: a cast's source text and dtypes; out: the
+Triton expression).
+
+Casts to ``float8_e4m3fn`` / ``float8_e5m2`` go through helpers in
+:mod:`tilecraft.runtime.triton_helpers` that compute the fp8 bits as PyTorch does (round to
+nearest even; e4m3fn saturates to +-448, e5m2 overflows to inf; NaN stays NaN), so results are
+bit-identical to ``tensor.to(float8)`` on every target and in the interpreter. Casts from fp8 are
+exact in hardware; Triton's interpreter decodes NaN and inf patterns as numbers, so there a
+helper fixes those up.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tilecraft.ir import dtypes
+from tilecraft.ir.dtypes import FP8
+
+_TO = {torch.float8_e4m3fn: "_tc_to_fp8e4nv", torch.float8_e5m2: "_tc_to_fp8e5"}
+_INF_BITS = {torch.float8_e4m3fn: 0, torch.float8_e5m2: 0x7C}  # e4m3fn has no inf
+
+
+def cast_expr(text: str, src: torch.dtype, dst: torch.dtype, interpret: bool) -> str | None:
+    """The cast of ``text`` from ``src`` to ``dst`` when either is fp8 (None otherwise)."""
+    if dst in FP8:
+        if src in FP8:  # between the two formats: through fp32, which holds both exactly
+            text = cast_expr(text, src, torch.float32, interpret) or text
+        return f"{_TO[dst]}({text})"
+    if src not in FP8:
+        return None
+    if interpret:
+        text = f"_tc_from_fp8({text}, {_INF_BITS[src]})"
+        src = torch.float32
+    if dst == torch.bool:
+        return f"({text} != 0)"
+    return text if dst == src else f"{text}.to({dtypes.triton_dtype(dst)})"

@@ -1,0 +1,173 @@
+"""Matrix products of tiles (stage: frontend; in: ``tc.dot``, ``@`` / ``torch.matmul`` /
+``torch.mm`` / ``torch.addmm`` / ``torch.bmm`` / ``torch.baddbmm`` on traced tiles; out: ``DOT``
+nodes).
+
+A ``DOT`` node multiplies two 2-D tiles, or two 3-D tiles with the same leading (batch) dim
+(``tl.dot`` takes both), in fp32. Operands keep a common dtype (fp8 operands stay fp8: ``tl.dot``
+takes any pair of fp8 formats; whether the target can is checked with the config space). The
+shapes a dot cannot take are refused here, at the user's line: ``tl.dot`` needs the inner (K)
+dim to be at least 16 elements (32 for 8-bit operands) on NVIDIA GPUs, so a K fixed below that
+(a whole small extent, a literal block size) is an error that says what to write instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tilecraft.errors import ShapeError
+from tilecraft.ir.dtypes import FP8
+from tilecraft.ir.nodes import Dim, Node, Op, SymKind
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+    from tilecraft.frontend.values import TileValue
+
+
+def min_k(dtype: torch.dtype) -> int:
+    """The smallest inner dim ``tl.dot`` takes on every target for operands of ``dtype``."""
+    return 32 if dtype.itemsize == 1 else 16
+
+
+def _static_size(d: Dim) -> int | None:
+    """The block a dim always has (a literal 1, a whole extent, a fixed block), else None."""
+    if isinstance(d, int):
+        return d
+    if d.kind is SymKind.RDIM and not d.extent_args:
+        return 1 << max(int(d.extent) - 1, 0).bit_length()  # padded to a power of two
+    if d.kind is SymKind.BLOCK and d.fixed_block is not None:
+        return d.fixed_block
+    return None
+
+
+def _dims_str(t: Tracer, a: Node, b: Node) -> str:
+    from tilecraft.frontend.tracer import shape_str
+
+    return f"{shape_str(a.shape)} @ {shape_str(b.shape)}"
+
+
+def operand_dtype(a: torch.dtype, b: torch.dtype) -> torch.dtype:
+    """Both fp8 (any pair of formats): each stays as it is; otherwise torch's promotion."""
+    if a in FP8 and b in FP8:
+        return a
+    if a in FP8 or b in FP8:  # fp8 with a wider type: the fp8 side is widened exactly
+        return b if a in FP8 else a
+    return torch.promote_types(a, b)
+
+
+def _check_shapes(t: Tracer, op: str, a: Node, b: Node) -> None:
+    if a.ndim not in (2, 3) or a.ndim != b.ndim:
+        raise ShapeError(
+            f"{op} needs two 2-D tiles or two 3-D (batched) tiles, got {_dims_str(t, a, b)}",
+            t.loc,
+            hint="index the operands to 2-D tiles, or use torch.bmm on [batch, m, k] @ [batch, k, n]",
+        )
+    if a.ndim == 3 and a.shape[0] is not b.shape[0] and a.shape[0] != b.shape[0]:
+        raise ShapeError(
+            f"{op}: batch dims differ: {_dims_str(t, a, b)}",
+            t.loc,
+            hint="index both operands with the same batch tile",
+        )
+    if a.shape[-1] is not b.shape[-2] and a.shape[-1] != b.shape[-2]:
+        raise ShapeError(
+            f"{op}: inner dims differ: {_dims_str(t, a, b)}",
+            t.loc,
+            hint="index both operands with the same k tile",
+        )
+    k = _static_size(a.shape[-1])
+    need = min_k(a.dtype)
+    if k is not None and k < need:
+        raise ShapeError(
+            f"{op}: the inner (K) dim of {_dims_str(t, a, b)} is {k} elements; tl.dot needs "
+            f"K >= {need} for {a.dtype} operands",
+            t.loc,
+            hint=f"load a K of at least {need} (pad the tensors with zeros), or for a tiny K write "
+            "the product out: (a[:, :, None] * b[None, :, :]).sum(1)",
+        )
+
+
+def dot(
+    t: Tracer,
+    a: Any,
+    b: Any,
+    acc: Any = None,
+    out_dtype: torch.dtype | None = None,
+    op: str = "tc.dot",
+) -> TileValue:
+    """``a @ b`` (+ ``acc``), accumulated in fp32; the result has ``acc``'s dtype, else
+    ``out_dtype``, else the operands' common dtype."""
+    an, bn = t.value_node(a), t.value_node(b)
+    common = operand_dtype(an.dtype, bn.dtype)
+    if an.dtype not in FP8 or bn.dtype not in FP8:
+        an, bn = t.cast(an, common), t.cast(bn, common)
+    _check_shapes(t, op, an, bn)
+    shape = (*an.shape[:-1], bn.shape[-1])
+    result = out_dtype or (torch.float32 if common in FP8 else common)
+    if acc is None:
+        return t.wrap(t.cast(t.emit(Op.DOT, [an, bn], shape, torch.float32), result))
+    accn = t.value_node(acc)
+    if accn.ndim != len(shape) or t.broadcast_shapes(accn.shape, shape) != shape:
+        from tilecraft.frontend.tracer import shape_str
+
+        raise ShapeError(
+            f"{op}: acc {shape_str(accn.shape)} does not match the product {shape_str(shape)}",
+            t.loc,
+        )
+    accf = t.cast(accn, torch.float32)
+    if accf.shape != shape:
+        accf = t.emit(Op.VIEW, [accf], shape, torch.float32, expand=True)
+    out = t.emit(Op.DOT, [an, bn, accf], shape, torch.float32)
+    return t.wrap(t.cast(out, out_dtype or accn.dtype))
+
+
+def matmul(t: Tracer, a: Any, b: Any, op: str = "torch.matmul") -> TileValue:
+    """2-D or 3-D (batched) tiles; a 2-D operand of a 3-D product is broadcast over the batch."""
+    an, bn = t.value_node(a), t.value_node(b)
+    if {an.ndim, bn.ndim} == {2, 3}:
+        batch = (an if an.ndim == 3 else bn).shape[0]
+        if an.ndim == 2:
+            a = _batched(t, an, batch)
+        else:
+            b = _batched(t, bn, batch)
+    return dot(t, a, b, op=op)
+
+
+def _batched(t: Tracer, node: Node, batch: Dim) -> TileValue:
+    view = t.emit(Op.VIEW, [node], (1, *node.shape), node.dtype, spec=(None, ":", ":"))
+    return t.wrap(t.emit(Op.VIEW, [view], (batch, *node.shape), node.dtype, expand=True))
+
+
+def bmm(t: Tracer, a: Any, b: Any) -> TileValue:
+    """3-D tiles ``[batch, m, k] @ [batch, k, n]`` (``tl.dot`` on 3-D blocks); fp32 accumulation."""
+    an, bn = t.value_node(a), t.value_node(b)
+    if an.ndim != 3 or bn.ndim != 3:
+        _check_shapes(t, "torch.bmm", an, bn)  # names the shapes
+        raise ShapeError("torch.bmm needs 3-D tiles", t.loc, hint="use torch.mm for 2-D tiles")
+    return dot(t, a, b, op="torch.bmm")
+
+
+def baddbmm(
+    t: Tracer, inp: Any, a: Any, b: Any, *, beta: float = 1, alpha: float = 1, op: str = ""
+) -> TileValue:
+    """``beta * input + alpha * (a @ b)`` on 3-D tiles (``addmm`` on 2-D); with beta = alpha = 1
+    and an fp32 ``input`` the sum happens inside ``tl.dot``."""
+    op = op or "torch.baddbmm"
+    an, bn, base = t.value_node(a), t.value_node(b), t.value_node(inp)
+    rank = 3 if op == "torch.baddbmm" else 2
+    if an.ndim != rank or bn.ndim != rank:
+        raise ShapeError(
+            f"{op} needs {rank}-D operands, got {_dims_str(t, an, bn)}",
+            t.loc,
+            hint="torch.baddbmm takes [batch, m, k] @ [batch, k, n], torch.addmm 2-D tiles",
+        )
+    result = torch.promote_types(base.dtype, operand_dtype(an.dtype, bn.dtype))
+    if beta == 1 and alpha == 1 and base.dtype == torch.float32:
+        return dot(t, a, b, acc=inp, op=op)
+    product = dot(t, a, b, out_dtype=torch.float32, op=op)
+    if alpha != 1:
+        product = t.pointwise("mul", product, alpha)
+    if beta == 0:  # as in torch: input is ignored (NaN in it does not propagate)
+        return t.to_dtype(product, result)
+    scaled = t.pointwise("mul", inp, beta) if beta != 1 else inp
+    return t.to_dtype(t.pointwise("add", t.to_dtype(scaled, torch.float32), product), result)
