@@ -664,6 +664,12 @@ def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
             return False, "tc.triton_call uses it"
         if node.op is Op.VIEW and node.attrs.get("perm") and sym in node.shape:
             return False, "a transpose uses it"
+        if (
+            node.op is Op.VIEW
+            and node.attrs.get("reshape")
+            and sym in [*node.shape, *node.inputs[0].shape]
+        ):
+            return False, "a reshape or torch.cat regroups it"
     return True, ""
 
 

@@ -21,6 +21,11 @@ Indexing a host tensor in device code loads (assigning to it stores) with, per d
 (the whole dim), an int, `None` (a new dim), a tensor of indices, or a slice with compile-time
 bounds and a positive step (`x[t, :half]`, `x[t, half:]`, `x[t, a:b]`, `x[t, 1::2]`). Tiles
 themselves take `[:, None]`-style views and the view functions below.
+
+For a Triton feature that is not listed, call your own `@triton.jit` function on tiles with
+`tc.triton_call` (see `docs/escape_hatch.md`). fp8 tensors (`torch.float8_e4m3fn`,
+`torch.float8_e5m2`) load, store and cast as PyTorch does (bit for bit), and feed `tl.dot` on
+targets with fp8 dots (sm_89+ on NVIDIA).
 """
 
 

@@ -4,9 +4,8 @@
 A ``VIEW`` node carries one of: ``spec`` (insert / drop size-1 dims: ``unsqueeze``, ``squeeze``,
 ``[:, None]``), ``perm`` (``permute``, ``transpose``, ``.T``), ``expand`` (broadcast size-1 dims to
 tile dims), ``join`` (two tiles become one with a new last dim of 2, ``tl.join``) or ``split``
-(element 0 or 1 of the last dim of 2, ``tl.split``). These are the shape changes a tile can make
-without knowing how its dims are padded to power-of-two blocks; reshapes that merge or split tile
-dims (and ``torch.cat``, which would merge two padded dims) are errors that say what to write.
+(element 0 or 1 of the last dim of 2, ``tl.split``), or ``reshape`` (merged or split whole dims,
+and ``torch.cat``: :mod:`tilecraft.frontend.regroup`, which says when padding allows it).
 The registry in :mod:`tilecraft.frontend.lowerings` maps torch functions to these builders.
 """
 
@@ -122,13 +121,14 @@ def reshape(t: Tracer, x: Any, *shape: Any) -> TileValue:
     same = len(new_kept) == len(kept) and all(
         a is b or _whole_extent(a, b) for a, b in zip(kept, new_kept, strict=True)
     )
-    if not same:
-        raise UnsupportedOpError(
-            f"reshape of a tile {list(node.shape)} to {list(wanted)}",
-            hint="tiles can only gain or lose size-1 dims (unsqueeze/squeeze); to interleave two "
-            "tiles use tc.join, to split a last dim of 2 use tc.split",
-        )
     squeezed = squeeze(t, t.wrap(node)).node  # drop the source's 1s, then insert the target's
+    if not same:  # dims merge or split: whole dims of static size only
+        from tilecraft.frontend import regroup
+
+        new_kept = regroup.resolve_minus_one(squeezed, new_kept)
+        what = f"reshape of a tile {list(node.shape)} to {list(wanted)}"
+        squeezed = regroup.regroup(t, squeezed, new_kept, what).node
+        kept = list(squeezed.shape)
     ones = [isinstance(d, int) and d == 1 for d in target]
     if not any(ones):
         return t.wrap(squeezed)
@@ -189,9 +189,8 @@ def stack(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
 
 
 def cat(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
-    """Not supported on tiles: store the parts with sliced indices, or stack / join them."""
-    raise UnsupportedOpError(
-        "torch.cat of tiles",
-        hint="store the parts with sliced indices (out[t, :half] = a; out[t, half:] = b), or use "
-        "torch.stack / tc.join for a new dim",
-    )
+    """Two tiles of one shape along a whole dim whose size is a power of two (``tl.join``, a
+    permute and ``tl.reshape``); otherwise store the parts with sliced indices."""
+    from tilecraft.frontend import regroup
+
+    return regroup.cat(t, tensors, dim)

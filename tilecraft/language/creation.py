@@ -54,11 +54,24 @@ def arange(*args: Any, dtype: torch.dtype | None = None, device: Any = None) -> 
 
 
 def dot(a: Any, b: Any, acc: Any = None, out_dtype: torch.dtype | None = None) -> Any:
-    """Matrix product of two 2-D tiles, accumulated in fp32 (into ``acc`` when given)."""
+    """Matrix product of two 2-D (or 3-D, batched) tiles in fp32, into ``acc`` when given; the
+    result has ``acc``'s dtype, else ``out_dtype``, else the operands' (fp32 for fp8 operands).
+    The inner dim is at least 16 (32 for 8-bit operands)."""
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("dot", a, b, acc=acc, out_dtype=out_dtype)
     result = torch.matmul(a.to(torch.float32), b.to(torch.float32))
     if acc is not None:
-        return (acc.to(torch.float32) + result).to(acc.dtype)
-    return result.to(out_dtype or torch.promote_types(a.dtype, b.dtype))
+        return (acc.to(torch.float32) + result).to(out_dtype or acc.dtype)
+    if out_dtype is None:
+        fp8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+        both_fp8 = a.dtype in fp8 and b.dtype in fp8
+        out_dtype = torch.float32 if both_fp8 else _promote_dot(a.dtype, b.dtype, fp8)
+    return result.to(out_dtype)
+
+
+def _promote_dot(a: torch.dtype, b: torch.dtype, fp8: tuple[torch.dtype, ...]) -> torch.dtype:
+    """torch's promotion, except that an fp8 operand takes the other's dtype (as device code)."""
+    if a in fp8 or b in fp8:
+        return b if a in fp8 else a
+    return torch.promote_types(a, b)

@@ -114,8 +114,10 @@ LANGUAGE: tuple[HelionName, ...] = (
     _hl(
         "triton_kernel",
         "(triton_source_or_fn, args, output_like)",
-        "missing",
-        "device code is traced torch ops; Triton functions are not called from it",
+        "differs",
+        "tc.triton_call(fn, *tiles, out_shape=, out_dtype=, ref=) takes a @triton.jit function "
+        "(not source text) and declares the result's shape and dtype; docs/escape_hatch.md",
+        "tests/test_triton_call.py::test_triton_call_numerics_and_code",
     ),
     _hl(
         "grid",
