@@ -117,11 +117,11 @@ class Interpreter:
                 self.eval(stmt.value)
         elif isinstance(stmt, ast.If):
             test = self.eval(stmt.test)
-            if isinstance(test, (TileValue, TileProxy)):
-                raise DeviceCodeError(
-                    "`if` on a tile value: device code cannot branch on data",
-                    hint="use torch.where(cond, a, b), or make the condition a tc.constexpr argument",
-                )
+            if isinstance(test, (TileValue, TileProxy)):  # a branch on data: an IF node
+                from tilecraft.frontend.branches import exec_if
+
+                exec_if(self, stmt, test)
+                return
             self.run(stmt.body if test else stmt.orelse)
         elif isinstance(stmt, ast.For):
             self.exec_for(stmt)

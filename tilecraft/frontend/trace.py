@@ -249,8 +249,8 @@ def eliminate_dead_code(body: list[Node]) -> list[Node]:
     """Keep nodes that reach a store/atomic (and the loops that hold them)."""
     parent: dict[int, Node] = {}
     for n in walk(body):
-        if n.op is Op.LOOP:
-            for child in n.body or []:
+        if n.op in (Op.LOOP, Op.IF):
+            for child in [*(n.body or []), *n.attrs.get("orelse", [])]:
                 parent[child.id] = n
             for carry in n.attrs.get("carried", []):
                 parent[carry.id] = n
@@ -262,8 +262,8 @@ def eliminate_dead_code(body: list[Node]) -> list[Node]:
             continue
         live.add(n.id)
         stack.extend(n.inputs)
-        if n.op is Op.CARRY and n.attrs.get("next") is not None:
-            stack.append(n.attrs["next"])
+        if n.op is Op.CARRY:  # a loop's next value, or an if's value from each branch
+            stack += [v for k in ("next", "then", "else") if (v := n.attrs.get(k)) is not None]
         if n.id in parent:
             stack.append(parent[n.id])
     return _filter(body, live)
@@ -274,6 +274,10 @@ def _filter(nodes: list[Node], live: set[int]) -> list[Node]:
     for n in nodes:
         if n.id not in live:
             continue
+        if n.op is Op.IF:
+            n.body = _filter(n.body or [], live)
+            n.attrs["orelse"] = _filter(n.attrs["orelse"], live)
+            n.attrs["carried"] = [c for c in n.attrs["carried"] if c.id in live]
         if n.op is Op.LOOP:
             n.body = _filter(n.body or [], live)
             n.attrs["carried"] = [c for c in n.attrs.get("carried", []) if c.id in live]

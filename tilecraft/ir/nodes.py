@@ -80,6 +80,8 @@ class Op(enum.Enum):
     EXTERN = "extern"  # a user's @triton.jit function on the inputs; attrs: fn (frontend.extern)
     # control
     LOOP = "loop"  # attrs: sym; body: list[Node]; carried: list[Node] (CARRY nodes)
+    IF = "if"  # inputs: [scalar bool]; body: then-nodes; attrs: orelse (nodes), carried (CARRY
+    # nodes: a value assigned in a branch, with attrs then / else: its value at each branch's end)
     CARRY = "carry"  # inputs: [init]; attrs: next (Node, set when the body is traced)
 
 
@@ -132,6 +134,8 @@ def walk(nodes: list[Node]):
         yield n
         if n.body is not None:
             yield from walk(n.body)
+        if n.op is Op.IF:
+            yield from walk(n.attrs["orelse"])
 
 
 def dot_roles(node: Node) -> list[tuple[Dim, str]]:

@@ -13,17 +13,24 @@ from tilecraft.ir.nodes import Node, Op, Sym, walk
 
 
 def free_inputs(loop: Node) -> list[Node]:
-    """Nodes used inside a LOOP's body (or as its bounds / carried inits) defined outside it."""
-    inside = {n.id for n in walk(loop.body or [])}
+    """Nodes used inside a LOOP's, IF's or WHILE's body (or as its bounds, condition, carried
+    inits and carried results) defined outside it."""
+    body = list(walk(loop.body or []))
+    if loop.op is Op.IF:
+        body += walk(loop.attrs["orelse"])
+    if loop.op is Op.WHILE:
+        body += walk(loop.attrs["cond_body"])
+    inside = {n.id for n in body}
     inside.update(c.id for c in loop.attrs.get("carried", []))
     out: list[Node] = list(loop.inputs)
     for carry in loop.attrs.get("carried", []):
         out.append(carry.inputs[0])
-    for n in walk(loop.body or []):
+        out += [v for k in ("then", "else", "next") if (v := carry.attrs.get(k)) is not None]
+    for n in body:
         for i in n.inputs:
             if i.id not in inside:
                 out.append(i)
-    return out
+    return [n for n in out if n.id not in inside]
 
 
 def phases(nodes: list[Node], sym: Sym) -> tuple[dict[int, int], int]:
@@ -35,7 +42,7 @@ def phases(nodes: list[Node], sym: Sym) -> tuple[dict[int, int], int]:
         return phase.get(n.id, 0) if n.id in in_block else 0
 
     for n in nodes:
-        deps = free_inputs(n) if n.op is Op.LOOP else n.inputs
+        deps = free_inputs(n) if n.op in (Op.LOOP, Op.IF, Op.WHILE) else n.inputs
         p = max((of(i) for i in deps), default=0)
         if rolled_reduce(n, sym):
             p = of(n.inputs[0]) + 1
