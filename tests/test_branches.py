@@ -164,3 +164,99 @@ def test_branches_on_gpu() -> None:
         torch.testing.assert_close(g, e)
     y = torch.randn(2000, 2000, device="cuda")
     torch.testing.assert_close(causal_row_sums(y), _causal_ref(y), rtol=1e-4, atol=1e-3)
+
+
+@tc.kernel(static_shapes=True)
+def jagged_sums(x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row: the sum of its first lengths[row] values (a loop bound loaded from memory), and
+    the index of its first value <= -1 (a condition on loaded data each iteration)."""
+    m, n = x.size()
+    sums = torch.empty([m], dtype=torch.float32, device=x.device)
+    firsts = torch.empty([m], dtype=torch.int32, device=x.device)
+    for tb in tc.grid(m):
+        limit = lengths[tb]
+        i = 0
+        acc = 0.0
+        while i < limit:
+            acc = acc + x[tb, i]
+            i = i + 1
+        sums[tb] = acc
+        j = 0
+        while x[tb, j] > -1.0:
+            j += 1
+        firsts[tb] = j
+    return sums, firsts
+
+
+def _jagged_inputs(m: int, n: int, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(m + n)
+    x = torch.rand(m, n, generator=g) * 1.8 - 0.9  # in (-0.9, 0.9): no value <= -1 ...
+    stop = torch.randint(0, n, (m,), generator=g)
+    x[torch.arange(m), stop] = -2.0  # ... but one per row
+    lengths = torch.randint(0, n + 1, (m,), generator=g, dtype=torch.int32)
+    return x.to(device), lengths.to(device)
+
+
+def _jagged_ref(x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    cols = torch.arange(x.size(1), device=x.device)[None, :]
+    sums = torch.where(cols < lengths[:, None].long(), x, 0.0).sum(1)
+    firsts = (x <= -1.0).int().argmax(1).int()
+    return sums, firsts
+
+
+def test_while_with_data_dependent_bounds() -> None:
+    x, lengths = _jagged_inputs(11, 40)
+    bound = jagged_sums.bind((x, lengths))
+    code = bound.to_triton_code(bound.config_spec.default())
+    assert sum(line.strip().startswith("while go") for line in code.splitlines()) == 2, code
+    got = bound.run(bound.compile_config(bound.config_spec.default()), x, lengths)
+    for g, e in zip(got, _jagged_ref(x, lengths), strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+    for g, e in zip(jagged_sums.run_ref(x, lengths), _jagged_ref(x, lengths), strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+
+
+@tc.kernel(static_shapes=True)
+def counted_while(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        k = 0  # a Python int the body changes: carried, so the loop runs on the device
+        while k < 3:
+            k += 1
+        out[tm] = x[tm] * k
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def static_while(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        k = 3
+        while k > 5:  # nothing in the loop changes k: never or forever
+            out[tm] = x[tm]
+    return out
+
+
+def test_while_on_a_compile_time_condition_is_refused() -> None:
+    x = torch.randn(8)
+    torch.testing.assert_close(counted_while(x), x * 3)
+    with pytest.raises(DeviceCodeError, match=r"`while` on a compile-time condition") as info:
+        static_while(x)
+    assert "tc.static_range" in str(info.value) and "test_branches.py" in str(info.value)
+
+
+@pytest.mark.crosscompile
+def test_while_crosscompile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    rows = check_kernel(jagged_sums, _jagged_inputs(100, 300), targets, _default)
+    assert len(rows) == 2
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_while_on_gpu() -> None:
+    x, lengths = _jagged_inputs(1000, 500, "cuda")
+    for g, e in zip(jagged_sums(x, lengths), _jagged_ref(x, lengths), strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)

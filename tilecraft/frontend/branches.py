@@ -1,5 +1,6 @@
-"""``if`` on data in device code (stage: frontend; in: an ``if`` statement whose condition is a
-traced scalar, e.g. a loaded flag or ``tile.begin < other.end``; out: an ``IF`` node).
+"""``if`` and ``while`` on data in device code (stage: frontend; in: an ``if`` statement whose
+condition is a traced scalar, e.g. a loaded flag or ``tile.begin < other.end``, or a ``while``
+loop whose condition reads what the loop changes; out: an ``IF`` or ``WHILE`` node).
 
 Both branches are traced (the else branch from the same environment as the then branch). A name
 that exists before the ``if`` and is assigned in a branch, or that both branches assign, becomes
@@ -77,14 +78,14 @@ def _initial(tracer: Any, name: str, before: dict[str, Any], ends: list[dict[str
     return tracer.emit(Op.FULL, [], shape, a.dtype, value=0)
 
 
-def _fit(tracer: Any, name: str, carry: Node, value: Node) -> Node:
-    """A branch's value of ``name`` in the carried dtype and shape."""
+def _fit(tracer: Any, name: str, carry: Node, value: Node, where: str = "an `if` branch") -> Node:
+    """A branch's (or loop body's) value of ``name`` in the carried dtype and shape."""
     from tilecraft.frontend.tracer import shape_str
     from tilecraft.frontend.views import _broadcast
 
     if value.dtype != carry.dtype:
         raise DeviceCodeError(
-            f"'{name}' changes dtype in an `if` branch: {carry.dtype} before, {value.dtype} after",
+            f"'{name}' changes dtype in {where}: {carry.dtype} before, {value.dtype} after",
             carry.loc,
             hint=f"cast it back, e.g. {name} = (...).to({carry.dtype})",
         )
@@ -94,8 +95,63 @@ def _fit(tracer: Any, name: str, carry: Node, value: Node) -> Node:
         shape = None
     if shape != carry.shape:
         raise ShapeError(
-            f"'{name}' changes shape in an `if` branch: {shape_str(carry.shape)} before, "
+            f"'{name}' changes shape in {where}: {shape_str(carry.shape)} before, "
             f"{shape_str(value.shape)} after",
             carry.loc,
         )
     return value if value.shape == carry.shape else _broadcast(tracer, value, carry.shape)
+
+
+def exec_while(interp: Interpreter, stmt: ast.While) -> None:
+    """``while cond:`` where ``cond`` is traced (it reads values the body changes, or loaded
+    data): a ``WHILE`` node whose carried values are the names the body assigns that exist
+    before the loop; the condition is traced once on them (``cond_body``) and re-evaluated by
+    codegen before each iteration."""
+    from tilecraft.frontend.interpreter import assigned_names
+
+    if stmt.orelse:
+        raise DeviceCodeError("while/else in device code", hint="move the else part after the loop")
+    tracer = interp.tracer
+    node = tracer.emit(Op.WHILE, [], (), torch.int32)
+    node.body, node.attrs["cond_body"], node.attrs["carried"] = [], [], []
+    names = [
+        n
+        for n in assigned_names(stmt.body)
+        if isinstance(interp.env.get(n), (TileValue, int, float))
+    ]
+    created = [n for n in assigned_names(stmt.body) if n not in interp.env]
+    carries: dict[str, Node] = {}
+    for name in names:
+        init = tracer.value_node(interp.env[name])
+        carry = Node(Op.CARRY, [init], init.shape, init.dtype, {"name": name}, tracer.loc)
+        carry.hint = name
+        node.attrs["carried"].append(carry)
+        carries[name] = carry
+        interp.env[name] = tracer.wrap(carry)
+    tracer.blocks.append(node.attrs["cond_body"])
+    try:
+        test = interp.eval(stmt.test)
+        if not isinstance(test, TileValue):
+            raise DeviceCodeError(
+                "`while` on a compile-time condition in device code",
+                hint="loop with tc.static_range(n) (unrolled) or a tile loop; a `while` condition "
+                "must read values the loop changes or loaded data",
+            )
+        cond = tracer.value_node(test)
+        if cond.ndim != 0:
+            raise DeviceCodeError("`while` needs one scalar condition, got a tile")
+        node.attrs["cond"] = tracer.cast(cond, torch.bool)
+    finally:
+        tracer.blocks.pop()
+    tracer.blocks.append(node.body)
+    try:
+        interp.run(stmt.body)
+    finally:
+        tracer.blocks.pop()
+    for name, carry in carries.items():
+        carry.attrs["next"] = _fit(
+            tracer, name, carry, tracer.value_node(interp.env[name]), "a `while` loop"
+        )
+        interp.env[name] = tracer.wrap(carry)
+    for name in created:
+        interp.env.pop(name, None)

@@ -125,6 +125,10 @@ class Interpreter:
             self.run(stmt.body if test else stmt.orelse)
         elif isinstance(stmt, ast.For):
             self.exec_for(stmt)
+        elif isinstance(stmt, ast.While):
+            from tilecraft.frontend.branches import exec_while
+
+            exec_while(self, stmt)
         elif isinstance(stmt, ast.Pass):
             pass
         elif isinstance(stmt, ast.Assert):

@@ -249,8 +249,12 @@ def eliminate_dead_code(body: list[Node]) -> list[Node]:
     """Keep nodes that reach a store/atomic (and the loops that hold them)."""
     parent: dict[int, Node] = {}
     for n in walk(body):
-        if n.op in (Op.LOOP, Op.IF):
-            for child in [*(n.body or []), *n.attrs.get("orelse", [])]:
+        if n.op in (Op.LOOP, Op.IF, Op.WHILE):
+            for child in [
+                *(n.body or []),
+                *n.attrs.get("orelse", []),
+                *n.attrs.get("cond_body", []),
+            ]:
                 parent[child.id] = n
             for carry in n.attrs.get("carried", []):
                 parent[carry.id] = n
@@ -262,6 +266,8 @@ def eliminate_dead_code(body: list[Node]) -> list[Node]:
             continue
         live.add(n.id)
         stack.extend(n.inputs)
+        if n.op is Op.WHILE:
+            stack.append(n.attrs["cond"])
         if n.op is Op.CARRY:  # a loop's next value, or an if's value from each branch
             stack += [v for k in ("next", "then", "else") if (v := n.attrs.get(k)) is not None]
         if n.id in parent:
@@ -277,6 +283,10 @@ def _filter(nodes: list[Node], live: set[int]) -> list[Node]:
         if n.op is Op.IF:
             n.body = _filter(n.body or [], live)
             n.attrs["orelse"] = _filter(n.attrs["orelse"], live)
+            n.attrs["carried"] = [c for c in n.attrs["carried"] if c.id in live]
+        if n.op is Op.WHILE:
+            n.body = _filter(n.body or [], live)
+            n.attrs["cond_body"] = _filter(n.attrs["cond_body"], live)
             n.attrs["carried"] = [c for c in n.attrs["carried"] if c.id in live]
         if n.op is Op.LOOP:
             n.body = _filter(n.body or [], live)

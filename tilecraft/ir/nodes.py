@@ -82,6 +82,8 @@ class Op(enum.Enum):
     LOOP = "loop"  # attrs: sym; body: list[Node]; carried: list[Node] (CARRY nodes)
     IF = "if"  # inputs: [scalar bool]; body: then-nodes; attrs: orelse (nodes), carried (CARRY
     # nodes: a value assigned in a branch, with attrs then / else: its value at each branch's end)
+    WHILE = "while"  # body; attrs: cond_body (nodes computing cond), cond (scalar bool), carried
+    # (CARRY nodes with attrs next: the value at the body's end)
     CARRY = "carry"  # inputs: [init]; attrs: next (Node, set when the body is traced)
 
 
@@ -136,6 +138,8 @@ def walk(nodes: list[Node]):
             yield from walk(n.body)
         if n.op is Op.IF:
             yield from walk(n.attrs["orelse"])
+        if n.op is Op.WHILE:
+            yield from walk(n.attrs["cond_body"])
 
 
 def dot_roles(node: Node) -> list[tuple[Dim, str]]:

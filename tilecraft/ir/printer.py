@@ -13,7 +13,7 @@ def _shape(node: Node) -> str:
 def _attrs(node: Node) -> str:
     parts = []
     for k, v in node.attrs.items():
-        if k in ("carried", "carry_updates", "next", "orelse", "then", "else"):
+        if k in ("carried", "carry_updates", "next", "orelse", "then", "else", "cond_body", "cond"):
             continue
         if k == "tensor":
             v = v.name
