@@ -40,6 +40,7 @@ from types import ModuleType
 from examples import (
     add,
     attention,
+    block_sparse_attention,
     cross_entropy,
     cumsum,
     dropout_layer_norm,
@@ -63,6 +64,7 @@ EXAMPLES: dict[str, ModuleType] = {
     "matmul": matmul,
     "cross_entropy": cross_entropy,
     "attention": attention,
+    "block_sparse_attention": block_sparse_attention,
     "swiglu": swiglu,
     "geglu": geglu,
     "rope": rope,

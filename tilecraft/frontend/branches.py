@@ -18,17 +18,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError
+from tilecraft.frontend.assigned import assigned_names
 from tilecraft.frontend.values import TileValue
-from tilecraft.ir.nodes import Node, Op
+from tilecraft.ir.nodes import Node, Op, Sym, SymKind, shape_str
 
 if TYPE_CHECKING:
     from tilecraft.frontend.interpreter import Interpreter
 
 
 def exec_if(interp: Interpreter, stmt: ast.If, test: Any) -> None:
-    from tilecraft.frontend.interpreter import assigned_names
-    from tilecraft.frontend.tracer import shape_str
-
     tracer = interp.tracer
     cond = tracer.value_node(test)
     if cond.ndim != 0:
@@ -37,6 +35,7 @@ def exec_if(interp: Interpreter, stmt: ast.If, test: Any) -> None:
             hint="use torch.where(cond, a, b) for elementwise choices, or reduce the condition to "
             "a scalar first (e.g. `if mask.sum() > 0:`)",
         )
+    _check_condition(cond, "if")
     node = tracer.emit(Op.IF, [tracer.cast(cond, torch.bool)], (), torch.int32)
     node.body, node.attrs["orelse"], node.attrs["carried"] = [], [], []
     names = assigned_names(stmt.body + stmt.orelse)
@@ -65,6 +64,29 @@ def exec_if(interp: Interpreter, stmt: ast.If, test: Any) -> None:
         interp.env[name] = tracer.wrap(carry)
 
 
+def _check_condition(cond: Node, stmt: str) -> None:
+    """A condition may not reduce over a tile dim: its value would depend on the block size
+    (the config), so the kernel's meaning would too."""
+    seen: set[int] = set()
+    stack = [cond]
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.op in (Op.REDUCE, Op.SCAN):
+            dim = n.inputs[0].shape[n.attrs["axis"]]
+            if isinstance(dim, Sym) and dim.kind is SymKind.BLOCK:
+                raise DeviceCodeError(
+                    f"`{stmt}` on a value reduced over the tile dim {dim.name}: its meaning would "
+                    "change with the block size",
+                    hint="use torch.where(cond, a, b) for elementwise choices; a branch may test "
+                    "scalars: a loaded element, tile.begin / tile.end / tile.id, or a reduction "
+                    "over a whole `:` dim",
+                )
+        stack.extend(n.inputs)
+
+
 def _initial(tracer: Any, name: str, before: dict[str, Any], ends: list[dict[str, Any]]) -> Any:
     """The value ``name`` has before the ``if``; for a name both branches assign first, a zero
     tile of their common shape (never read: it gives Triton the variable before the branch)."""
@@ -80,7 +102,6 @@ def _initial(tracer: Any, name: str, before: dict[str, Any], ends: list[dict[str
 
 def _fit(tracer: Any, name: str, carry: Node, value: Node, where: str = "an `if` branch") -> Node:
     """A branch's (or loop body's) value of ``name`` in the carried dtype and shape."""
-    from tilecraft.frontend.tracer import shape_str
     from tilecraft.frontend.views import _broadcast
 
     if value.dtype != carry.dtype:
@@ -107,7 +128,6 @@ def exec_while(interp: Interpreter, stmt: ast.While) -> None:
     data): a ``WHILE`` node whose carried values are the names the body assigns that exist
     before the loop; the condition is traced once on them (``cond_body``) and re-evaluated by
     codegen before each iteration."""
-    from tilecraft.frontend.interpreter import assigned_names
 
     if stmt.orelse:
         raise DeviceCodeError("while/else in device code", hint="move the else part after the loop")
@@ -140,6 +160,7 @@ def exec_while(interp: Interpreter, stmt: ast.While) -> None:
         cond = tracer.value_node(test)
         if cond.ndim != 0:
             raise DeviceCodeError("`while` needs one scalar condition, got a tile")
+        _check_condition(cond, "while")
         node.attrs["cond"] = tracer.cast(cond, torch.bool)
     finally:
         tracer.blocks.pop()

@@ -26,6 +26,11 @@ For a Triton feature that is not listed, call your own `@triton.jit` function on
 `tc.triton_call` (see `docs/escape_hatch.md`). fp8 tensors (`torch.float8_e4m3fn`,
 `torch.float8_e5m2`) load, store and cast as PyTorch does (bit for bit), and feed `tl.dot` on
 targets with fp8 dots (sm_89+ on NVIDIA).
+
+Control flow: `if` and `while` on a scalar device value (a loaded element, `tile.begin < t.end`,
+`tile.id`, a counter the loop changes) compile to Triton's `if` / `while`; names assigned in them
+keep their dtype and shape. An `if` on a whole tile is an error (use `torch.where`), and so is a
+`while` whose condition nothing in the loop can change.
 """
 
 

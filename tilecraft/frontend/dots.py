@@ -18,7 +18,7 @@ import torch
 
 from tilecraft.errors import ShapeError
 from tilecraft.ir.dtypes import FP8
-from tilecraft.ir.nodes import Dim, Node, Op, SymKind
+from tilecraft.ir.nodes import Dim, Node, Op, SymKind, shape_str
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -42,8 +42,6 @@ def _static_size(d: Dim) -> int | None:
 
 
 def _dims_str(t: Tracer, a: Node, b: Node) -> str:
-    from tilecraft.frontend.tracer import shape_str
-
     return f"{shape_str(a.shape)} @ {shape_str(b.shape)}"
 
 
@@ -108,8 +106,6 @@ def dot(
         return t.wrap(t.cast(t.emit(Op.DOT, [an, bn], shape, torch.float32), result))
     accn = t.value_node(acc)
     if accn.ndim != len(shape) or t.broadcast_shapes(accn.shape, shape) != shape:
-        from tilecraft.frontend.tracer import shape_str
-
         raise ShapeError(
             f"{op}: acc {shape_str(accn.shape)} does not match the product {shape_str(shape)}",
             t.loc,

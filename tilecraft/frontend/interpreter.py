@@ -18,28 +18,12 @@ from tilecraft.errors import (
     UnsupportedOpError,
 )
 from tilecraft.frontend import loop_nest
+from tilecraft.frontend.assigned import assigned_names
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir.nodes import Node, Sym
 from tilecraft.language import _context
 from tilecraft.language.loops import TileSpec
-
-
-def assigned_names(stmts: list[ast.stmt]) -> list[str]:
-    """Names bound by plain assignment in ``stmts`` (not inside nested defs), in order."""
-    names: list[str] = []
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
-                targets = [node.target]
-            for target in targets:
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name) and n.id not in names:
-                        names.append(n.id)
-    return names
 
 
 class Interpreter:

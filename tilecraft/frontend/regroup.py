@@ -29,7 +29,7 @@ _HINT = (
 )
 
 
-def _static(d: Dim) -> int | None:
+def static_size(d: Dim) -> int | None:
     """The extent of a dim that may regroup (a whole static extent), else None."""
     if isinstance(d, int):
         return d
@@ -40,29 +40,29 @@ def _static(d: Dim) -> int | None:
 
 def _same(have: Dim, want: Any) -> bool:
     """A whole static dim asked for by its size keeps its sym."""
-    return isinstance(want, int) and not isinstance(have, int) and _static(have) == want
+    return isinstance(want, int) and not isinstance(have, int) and static_size(have) == want
 
 
-def _pow2(n: int) -> bool:
+def pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
 def _take_group(src: list[Dim], target: list[Any], i: int, j: int) -> tuple[int, int] | None:
     """Ends of the smallest groups ``src[i:a]`` / ``target[j:b]`` of equal static size."""
     a, b = i + 1, j + 1
-    sizes_s, sizes_t = _static(src[i]), target[j]
+    sizes_s, sizes_t = static_size(src[i]), target[j]
     if sizes_s is None or not isinstance(sizes_t, int):
         return None
     ps, pt = sizes_s, sizes_t
     while ps != pt:
-        if ps < pt and a < len(src) and (s := _static(src[a])) is not None:
+        if ps < pt and a < len(src) and (s := static_size(src[a])) is not None:
             ps, a = ps * s, a + 1
         elif pt < ps and b < len(target) and isinstance(target[b], int):
             pt, b = pt * target[b], b + 1
         else:
             return None
-    ok_src = all(_pow2(_static(d) or 0) for d in src[i + 1 : a])
-    ok_dst = all(_pow2(int(d)) for d in target[j + 1 : b])
+    ok_src = all(pow2(static_size(d) or 0) for d in src[i + 1 : a])
+    ok_dst = all(pow2(int(d)) for d in target[j + 1 : b])
     return (a, b) if ok_src and ok_dst else None
 
 
@@ -95,38 +95,7 @@ def resolve_minus_one(node: Node, target: list[Any]) -> list[Any]:
     """``-1`` in a reshape's target: what the static dims leave (tile dims match tile dims)."""
     if sum(1 for d in target if isinstance(d, int) and d == -1) != 1:
         return target
-    have = math.prod(s for d in node.shape if (s := _static(d)) is not None)
+    have = math.prod(s for d in node.shape if (s := static_size(d)) is not None)
     known = math.prod(d for d in target if isinstance(d, int) and d != -1)
     rest = have // known if known and have % known == 0 else -1
     return [rest if isinstance(d, int) and d == -1 else d for d in target]
-
-
-def cat(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
-    """Two tiles of one shape along a whole dim whose size is a power of two (or 1)."""
-    from tilecraft.frontend import views
-
-    if not isinstance(tensors, (list, tuple)) or len(tensors) != 2:
-        raise UnsupportedOpError(
-            "torch.cat of other than two tiles", t.loc, hint="concatenate pairwise, or " + _HINT
-        )
-    a, b = (t.value_node(x) for x in tensors)
-    axis = t._axis(a, dim)
-    size = _static(a.shape[axis])
-    if a.shape != b.shape or size is None or not _pow2(size):
-        raise UnsupportedOpError(
-            f"torch.cat of tiles {list(a.shape)} and {list(b.shape)} along dim {axis}",
-            t.loc,
-            hint="both tiles need one shape, and the dim must be a whole dim whose size is a "
-            "power of two; otherwise store the parts with sliced indices "
-            "(out[t, :half] = a; out[t, half:] = b)",
-        )
-    joined = views.join(t, t.wrap(a), t.wrap(b)).node  # [..., 2]: a at 0, b at 1
-    rank = joined.ndim
-    perm = [*range(axis), rank - 1, *range(axis, rank - 1)]  # [..., 2, n, ...]
-    moved = views.permute(t, t.wrap(joined), perm).node
-    wanted = [*a.shape[:axis], 2 * size, *a.shape[axis + 1 :]]
-    shape: list[Dim] = []
-    used = [d for d in wanted if isinstance(d, Sym)]
-    for d in wanted:
-        shape.append(d if not isinstance(d, int) else t.size_dim(d, used))
-    return t.wrap(t.emit(Op.VIEW, [moved], tuple(shape), moved.dtype, reshape=True))

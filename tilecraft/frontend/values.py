@@ -64,7 +64,8 @@ class TileValue:
     def __bool__(self) -> bool:
         raise DeviceCodeError(
             "a tile value was used as a Python bool (in `if`, `and`, `or` or `not`)",
-            hint="device code cannot branch on data; use torch.where(cond, a, b)",
+            hint="use torch.where(cond, a, b); an `if` or `while` may test one scalar condition "
+            "(combine them with & and |)",
         )
 
     def __iter__(self) -> Any:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tilecraft.errors import ShapeError, UnsupportedOpError
 from tilecraft.frontend.values import TileProxy
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Dim, Node, Op, SymKind
+from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -189,8 +189,33 @@ def stack(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
 
 
 def cat(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
-    """Two tiles of one shape along a whole dim whose size is a power of two (``tl.join``, a
-    permute and ``tl.reshape``); otherwise store the parts with sliced indices."""
-    from tilecraft.frontend import regroup
+    """Two tiles of one shape along a whole dim whose size is a power of two (or 1)."""
+    from tilecraft.frontend.regroup import pow2, static_size
 
-    return regroup.cat(t, tensors, dim)
+    if not isinstance(tensors, (list, tuple)) or len(tensors) != 2:
+        raise UnsupportedOpError(
+            "torch.cat of other than two tiles",
+            t.loc,
+            hint="concatenate pairwise, or store each part with sliced indices",
+        )
+    a, b = (t.value_node(x) for x in tensors)
+    axis = t._axis(a, dim)
+    size = static_size(a.shape[axis])
+    if a.shape != b.shape or size is None or not pow2(size):
+        raise UnsupportedOpError(
+            f"torch.cat of tiles {list(a.shape)} and {list(b.shape)} along dim {axis}",
+            t.loc,
+            hint="both tiles need one shape, and the dim must be a whole dim whose size is a "
+            "power of two; otherwise store the parts with sliced indices "
+            "(out[t, :half] = a; out[t, half:] = b)",
+        )
+    joined = join(t, t.wrap(a), t.wrap(b)).node  # [..., 2]: a at 0, b at 1
+    rank = joined.ndim
+    perm = [*range(axis), rank - 1, *range(axis, rank - 1)]  # [..., 2, n, ...]
+    moved = permute(t, t.wrap(joined), perm).node
+    wanted = [*a.shape[:axis], 2 * size, *a.shape[axis + 1 :]]
+    shape: list[Dim] = []
+    used = [d for d in wanted if isinstance(d, Sym)]
+    for d in wanted:
+        shape.append(d if not isinstance(d, int) else t.size_dim(d, used))
+    return t.wrap(t.emit(Op.VIEW, [moved], tuple(shape), moved.dtype, reshape=True))
