@@ -141,3 +141,33 @@ def test_eager_meanings() -> None:
     torch.testing.assert_close(
         tc.reduce(running_max, x, 0, keep_dims=True), x.float().amax(0, keepdim=True).to(x.dtype)
     )
+
+
+@tc.kernel(static_shapes=True)
+def reverse_scan(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = tc.associative_scan(lambda a, b: a + b, x[tm, :], 1, reverse=True)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def reverse_scan_by_index(x: torch.Tensor) -> torch.Tensor:
+    """The refusal's hint: a forward scan over the data loaded in reverse order."""
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        backwards = (n - 1) - tc.arange(n)
+        out[tm, backwards] = torch.cumsum(x[tm, backwards], dim=1)
+    return out
+
+
+def test_reverse_scan_is_refused_with_a_working_hint() -> None:
+    x = torch.randn(5, 37)
+    with pytest.raises(DeviceCodeError, match=r"reverse=True\) is not supported") as info:
+        reverse_scan(x)
+    assert "reversed index" in str(info.value) and "test_scans.py" in str(info.value)
+    expected = x.flip(1).cumsum(1).flip(1)
+    torch.testing.assert_close(reverse_scan_by_index(x), expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(reverse_scan_by_index.run_ref(x), expected, rtol=1e-5, atol=1e-5)

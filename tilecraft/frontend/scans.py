@@ -81,8 +81,13 @@ def associative_scan(
     t: Tracer, fn: Callable[..., Any], x: Any, dim: Any, reverse: bool = False
 ) -> TileValue:
     node, axis = _scan_node(t, x, dim, "associative_scan")
-    if reverse:
-        raise DeviceCodeError("tc.associative_scan(reverse=True) is not supported")
+    if reverse:  # a reversed scan would meet a tile's padding first (it sits at the end)
+        raise DeviceCodeError(
+            "tc.associative_scan(reverse=True) is not supported",
+            t.loc,
+            hint="scan the data in reverse order instead: load it with a reversed index, e.g. "
+            "x[t, (n - 1) - tc.arange(n)], scan forward, and store with the same index",
+        )
     compute = dtypes.compute_dtype(node.dtype)
     combine = trace_combine(t, fn, compute)
     inp = t.cast(node, compute)
