@@ -11,19 +11,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tilecraft.ir import dtypes
+from tilecraft.codegen.loops import init_carried
+from tilecraft.codegen.registry import emits
+from tilecraft.codegen.schedule import emit_block
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
-    from tilecraft.codegen.emitter import Emitter
+    from tilecraft.codegen.context import EmitContext
 
 
-def emit_if(em: Emitter, node: Node) -> None:
+@emits(Op.IF)
+def emit_if(em: EmitContext, node: Node) -> None:
     carried: list[Node] = node.attrs["carried"]
     cond = em.expr(node.inputs[0])
-    names = _carry_vars(em, carried)
-    for carry in carried:  # inside the branches a carried name still means its value before
-        del em.scopes[-1][carry.id]
+    init_carried(em, node)
+    names = [em.scopes[-1].pop(c.id) for c in carried]  # in the branches: the value before
     em.w.src_comment(node.loc)
     for header, body, key in (
         (f"if {cond}:", node.body or [], "then"),
@@ -32,7 +34,7 @@ def emit_if(em: Emitter, node: Node) -> None:
         em.w.line(header)
         with em.w.indented():
             em.scopes.append({})
-            em.emit_block(body)
+            emit_block(em, body)
             for carry, name in zip(carried, names, strict=True):
                 value = carry.attrs[key]
                 if value is not carry.inputs[0]:
@@ -44,42 +46,29 @@ def emit_if(em: Emitter, node: Node) -> None:
     em.scopes[-1][node.id] = "None"  # emitted (an IF has no value of its own)
 
 
-def _carry_vars(em: Emitter, carried: list[Node]) -> list[str]:
-    """One variable per carried value, assigned its value from before the statement."""
-    names = []
-    for carry in carried:
-        init = carry.inputs[0]
-        text = em.expr(init)
-        if init.ndim == 0 and init.op in (Op.CONST, Op.ARG):  # a typed scalar, not a literal
-            text = f"tl.full([], {text}, {dtypes.triton_dtype(carry.dtype)})"
-        name = em.w.fresh(carry.hint)
-        em.w.line(f"{name} = {text}")
-        em.scopes[-1][carry.id] = name
-        names.append(name)
-    return names
-
-
-def _condition(em: Emitter, node: Node, flag: str) -> None:
+def _condition(em: EmitContext, node: Node, flag: str) -> None:
     """``flag = <the loop's condition on the current carried values>`` (its temporaries in a
     scope of their own: they are recomputed for every test)."""
     em.scopes.append({})
-    em.emit_block(node.attrs["cond_body"])
+    emit_block(em, node.attrs["cond_body"])
     em.w.line(f"{flag} = {em.expr(node.attrs['cond'])}")
     em.scopes.pop()
 
 
-def emit_while(em: Emitter, node: Node) -> None:
+@emits(Op.WHILE)
+def emit_while(em: EmitContext, node: Node) -> None:
     """``while`` on a flag recomputed at the end of each iteration: Triton's ``scf.while``
     carries the flag and every variable the body reassigns."""
     carried: list[Node] = node.attrs["carried"]
-    names = _carry_vars(em, carried)
+    init_carried(em, node)
+    names = [em.scopes[-1][c.id] for c in carried]
     em.w.src_comment(node.loc)
     flag = em.w.fresh("go")
     _condition(em, node, flag)
     em.w.line(f"while {flag}:")
     with em.w.indented():
         em.scopes.append({})
-        em.emit_block(node.body or [])
+        emit_block(em, node.body or [])
         updates = [(n, em.expr(c.attrs["next"])) for c, n in zip(carried, names, strict=True)]
         for name, text in updates:
             if text != name:

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from tilecraft.codegen import fp8
 from tilecraft.codegen.homes import Homes
 from tilecraft.codegen.registry import emission
 from tilecraft.codegen.split import SplitPass
@@ -227,6 +228,8 @@ class EmitContext:
     def cast_expr(self, text: str, src: torch.dtype, dst: torch.dtype) -> str:
         if src == dst:
             return text
+        if src in dtypes.FP8 or dst in dtypes.FP8:  # PyTorch's rounding and overflow rules
+            return fp8.cast_expr(text, src, dst, self.interpret)
         if dst == torch.bool:
             return f"({text} != 0)"
         if text in self.scalars:  # a scalar argument: a Python number in the interpreter

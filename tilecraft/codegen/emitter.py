@@ -13,14 +13,26 @@ own loop and recomputes (re-loads) what it needs (``schedule.py``).
 from __future__ import annotations
 
 # every family of emissions registers itself on import: the table is full once these are loaded
-from tilecraft.codegen import dots, grid, homes, loops, memory, pointwise, reduce, scans, views
+from tilecraft.codegen import (
+    branches,
+    dots,
+    extern,
+    grid,
+    homes,
+    loops,
+    memory,
+    pointwise,
+    reduce,
+    scans,
+    views,
+)
 from tilecraft.codegen.context import EmitContext, SymState
 from tilecraft.codegen.registry import EMISSIONS
 from tilecraft.codegen.split import SplitPass
 from tilecraft.config.plan import Plan
 from tilecraft.ir.nodes import DeviceLoop, SymKind
 
-FAMILIES = (dots, homes, loops, memory, pointwise, reduce, scans, views)
+FAMILIES = (branches, dots, extern, homes, loops, memory, pointwise, reduce, scans, views)
 
 
 def setup_rdims(ctx: EmitContext) -> None:
@@ -54,6 +66,7 @@ def emit_device_loop(
     assert EMISSIONS, "the emission families were not imported"
     ctx = EmitContext(loop, plan, int64, interpret)
     ctx.split = split
+    extern.add_functions(ctx)  # users' Triton functions, their names kept free of temporaries
     ctx.w.src_comment(loop.loc)
     setup_rdims(ctx)
     ctx.descriptor_mark = len(ctx.w.lines)  # tensor descriptors are created here, before any loop

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 import triton
 import triton.language as tl
 
+from tilecraft.codegen.registry import emits
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend.extern import is_jit
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
-    from tilecraft.codegen.emitter import Emitter
+    from tilecraft.codegen.context import EmitContext
 
 _OURS = ("_tc_", "launch_")  # prefixes of the generated module's own names
 
@@ -108,7 +109,7 @@ def function_sources(fn: Any, seen: dict[str, Any] | None = None) -> list[str]:
     return blocks
 
 
-def add_functions(em: Emitter) -> None:
+def add_functions(em: EmitContext) -> None:
     """Copy every function the loop's ``EXTERN`` nodes call into the kernel's helpers, and keep
     the names they define (functions, constants) free of generated temporaries."""
     seen: dict[str, Any] = {}
@@ -119,7 +120,8 @@ def add_functions(em: Emitter) -> None:
         em.w.reserve(name)
 
 
-def emit_extern(em: Emitter, node: Node) -> None:
+@emits(Op.EXTERN)
+def emit_extern(em: EmitContext, node: Node) -> None:
     fn = node.attrs["fn"]
     args = ", ".join(em.expr(i) for i in node.inputs)
     text = f"{fn.__name__}({args})"

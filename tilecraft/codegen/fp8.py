@@ -20,14 +20,12 @@ _TO = {torch.float8_e4m3fn: "_tc_to_fp8e4nv", torch.float8_e5m2: "_tc_to_fp8e5"}
 _INF_BITS = {torch.float8_e4m3fn: 0, torch.float8_e5m2: 0x7C}  # e4m3fn has no inf
 
 
-def cast_expr(text: str, src: torch.dtype, dst: torch.dtype, interpret: bool) -> str | None:
-    """The cast of ``text`` from ``src`` to ``dst`` when either is fp8 (None otherwise)."""
+def cast_expr(text: str, src: torch.dtype, dst: torch.dtype, interpret: bool) -> str:
+    """The cast of ``text`` from ``src`` to ``dst``, one of them fp8."""
     if dst in FP8:
         if src in FP8:  # between the two formats: through fp32, which holds both exactly
-            text = cast_expr(text, src, torch.float32, interpret) or text
+            text = cast_expr(text, src, torch.float32, interpret)
         return f"{_TO[dst]}({text})"
-    if src not in FP8:
-        return None
     if interpret:
         text = f"_tc_from_fp8({text}, {_INF_BITS[src]})"
         src = torch.float32

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
 
 
-def _init_carried(ctx: EmitContext, node: Node, split: SplitPass | None) -> None:
+def init_carried(ctx: EmitContext, node: Node, split: SplitPass | None = None) -> None:
+    """A variable per carried value, assigned its value from before the loop (or branch)."""
     for carry in node.attrs.get("carried", []):
         if ctx.homes.homed(carry):
             continue  # kept in its output row: homes.emit_init
@@ -44,7 +45,7 @@ def _init_carried(ctx: EmitContext, node: Node, split: SplitPass | None) -> None
 def emit_loop(ctx: EmitContext, node: Node) -> None:
     split = ctx.split if ctx.split is not None and ctx.split.is_site(node) else None
     homes.emit_init(ctx, node)
-    _init_carried(ctx, node, split)
+    init_carried(ctx, node, split)
     if split is not None and split.phase == COMBINE:
         return
     sym: Sym = node.attrs["sym"]

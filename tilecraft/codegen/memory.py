@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.codegen.registry import emits
+from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
@@ -148,7 +149,9 @@ def emit_load(ctx: EmitContext, node: Node) -> None:
         ctx.bind(node, f"tl.load({ptr}{check}{pad}{_eviction(ctx, node)})")
         return
     ptr, mask = access(ctx, node, node.inputs)
-    args = f"{ptr}, {mask}, other=0" if mask else ptr
+    # a float zero for fp8: Triton's interpreter cannot cast an int other= to fp8
+    other = "0.0" if node.dtype in dtypes.FP8 else "0"
+    args = f"{ptr}, {mask}, other={other}" if mask else ptr
     ctx.bind(node, f"tl.load({args}{_eviction(ctx, node)})")
 
 

@@ -33,7 +33,7 @@ def emit_view(ctx: EmitContext, node: Node) -> None:
         ctx.bind(node, f"tl.join({text}, {ctx.expr(node.inputs[1])})")
         return
     if node.attrs.get("reshape"):  # merged / split whole dims (frontend/regroup.py)
-        em.bind(node, f"tl.reshape({text}, [{dims}])")
+        ctx.bind(node, f"tl.reshape({text}, [{dims}])")
         return
     if "split" in node.attrs:
         ctx.bind(node, f"tl.split({text})[{node.attrs['split']}]")

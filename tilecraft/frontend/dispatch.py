@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import DeviceCodeError, UnsupportedOpError
-from tilecraft.frontend import indexing, random, scans, views
+from tilecraft.frontend import dots, extern, indexing, random, scans, views
 from tilecraft.frontend.lowerings import lookup
 from tilecraft.frontend.values import HostTensor
 
@@ -40,7 +40,9 @@ def call(tr: Tracer, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     if name == "arange":
         return tr.arange(*args, **kwargs)
     if name == "dot":
-        return tr.dot(*args, **kwargs)
+        return dots.dot(tr, *args, **kwargs)
+    if name == "triton_call":
+        return extern.triton_call(tr, *args, **kwargs)
     if name == "atomic":
         return indexing.atomic(tr, *args, **kwargs)
     if name == "device_print":

@@ -306,34 +306,6 @@ class Tracer:
             count = count * n
         return self.pointwise("truediv", total, count)
 
-    def dot(
-        self, a: Any, b: Any, acc: Any = None, out_dtype: torch.dtype | None = None
-    ) -> TileValue:
-        an, bn = self.value_node(a), self.value_node(b)
-        if an.ndim != 2 or bn.ndim != 2:
-            raise ShapeError(
-                f"dot needs 2-D tiles, got {shape_str(an.shape)} @ {shape_str(bn.shape)}"
-            )
-        if an.shape[1] is not bn.shape[0] and an.shape[1] != bn.shape[0]:
-            raise ShapeError(
-                f"dot: inner dims differ: {shape_str(an.shape)} @ {shape_str(bn.shape)}",
-                hint="index both operands with the same k tile",
-            )
-        common = torch.promote_types(an.dtype, bn.dtype)
-        an, bn = self.cast(an, common), self.cast(bn, common)
-        shape = (an.shape[0], bn.shape[1])
-        if acc is not None:
-            accn = self.value_node(acc)
-            if self.broadcast_shapes(accn.shape, shape) != shape or accn.ndim != 2:
-                raise ShapeError(
-                    f"dot: acc {shape_str(accn.shape)} does not match {shape_str(shape)}"
-                )
-            accf = self.cast(accn, torch.float32)
-            out = self.emit(Op.DOT, [an, bn, accf], shape, torch.float32)
-            return self.wrap(self.cast(out, accn.dtype))
-        out = self.emit(Op.DOT, [an, bn], shape, torch.float32)
-        return self.wrap(self.cast(out, out_dtype or common))
-
     def full(self, shape: Any, value: Any, dtype: torch.dtype) -> TileValue:
         dims = shape if isinstance(shape, (list, tuple)) else [shape]
         used: list[Sym] = []
