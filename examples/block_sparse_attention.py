@@ -46,7 +46,7 @@ def block_sparse_attention(
 KERNELS = {"block_sparse_attention": block_sparse_attention}
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 BENCH_SHAPES = [(4, 32, 4096, 128, 25), (2, 16, 8192, 128, 10), (8, 16, 2048, 64, 50)]
-TEST_SHAPES = [(1, 2, 128, 64, 50), (1, 1, 100, 32, 60)]
+TEST_SHAPES = [(1, 1, 128, 32, 50), (1, 1, 100, 32, 60)]
 # fp32 inputs go through tl.dot, which may use TF32 on GPUs
 TOLERANCES = {torch.float32: (2e-3, 2e-3)}
 
