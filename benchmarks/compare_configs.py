@@ -1,0 +1,66 @@
+"""Explicit configs of one kernel side by side on one GPU (a heuristic change's before/after).
+
+``python -m benchmarks.compare_configs KERNEL SHAPE CONFIG [CONFIG ...]``
+
+KERNEL is ``module:name`` (a tilecraft kernel; inputs: random bf16 tensors of SHAPE, one per tensor
+argument of rank len(SHAPE), e.g. ``examples.sum:sum_first 4096,4096``), each CONFIG a
+``tc.Config(...)`` expression. Prints and writes ``compare_configs.{md,json}`` (to $OUT or
+benchmarks/results/): each config's do_bench median and its max error against the first one's
+output, plus the discovered default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+import torch
+
+import tilecraft as tc
+from benchmarks.common import bench_ms, write_results
+from benchmarks.run import max_error
+
+
+def _load(ref: str) -> Any:
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def compare(
+    kernel: Any, shape: tuple[int, ...], configs: list[tc.Config], device: str
+) -> list[dict[str, Any]]:
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.randn(shape, generator=gen).to(device=device, dtype=torch.bfloat16)
+    bound = kernel.bind((x,))
+    rows: list[dict[str, Any]] = []
+    first = None
+    for label, config in [
+        ("default", bound.config_spec.default()),
+        *(("given", c) for c in configs),
+    ]:
+        program = bound.compile_config(config)
+        out = bound.run(program, x)
+        first = out if first is None else first
+        ms = bench_ms(lambda p=program: bound.run(p, x))
+        rows.append({"kernel": kernel.__name__, "shape": "x".join(map(str, shape)), "kind": label,
+                     "config": repr(program.config), "ms": round(ms, 4), "max_err": max_error(out, first)})  # fmt: skip
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("kernel")
+    parser.add_argument("shape")
+    parser.add_argument("configs", nargs="*")
+    parser.add_argument("--name", default="compare_configs")
+    ns = parser.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    shape = tuple(int(s) for s in ns.shape.split(","))
+    configs = [eval(c, {"tc": tc}) for c in ns.configs]  # noqa: S307 - the user's own command line
+    rows = compare(_load(ns.kernel), shape, configs, device)
+    write_results(ns.name, rows, ["kernel", "shape", "kind", "config", "ms", "max_err"])
+
+
+if __name__ == "__main__":
+    main()
