@@ -203,3 +203,10 @@ def test_regroups_crosscompile() -> None:
     assert len(rows) == 2
     for row in rows:
         assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+def test_regroup_with_dynamic_sizes_says_what_to_do() -> None:
+    dynamic = tc.kernel(static_shapes=False)(regroups.fn)
+    with pytest.raises(UnsupportedOpError, match=r"cannot become") as info:
+        dynamic(_rand(13, 4, 32), _rand(13, 64))
+    assert "static_shapes=True" in str(info.value) and "test_views.py" in str(info.value)

@@ -79,8 +79,14 @@ def regroup(t: Tracer, node: Node, target: list[Any], what: str) -> TileValue:
             continue
         ends = _take_group(src, target, i, j) if i < len(src) and j < len(target) else None
         if ends is None:
+            dynamic = any(isinstance(d, Sym) and d.extent_args for d in src)
             raise UnsupportedOpError(
-                f"{what}: a tile {list(node.shape)} cannot become {target}", t.loc, hint=_HINT
+                f"{what}: a tile {list(node.shape)} cannot become {target}",
+                t.loc,
+                hint="with static_shapes=False whole dims have run-time sizes, which cannot "
+                "regroup: compile this kernel with static_shapes=True. " + _HINT
+                if dynamic
+                else _HINT,
             )
         for d in target[j : ends[1]]:
             dim = t.size_dim(d, used)
