@@ -134,7 +134,7 @@ def test_warp_specialize_dropped_when_a_load_falls_back_to_pointers() -> None:
     assert plan.accesses[1].indexing == "pointer" and "256" in plan.accesses[1].fallback_reason
     assert plan.ranges[1].warp_specialize is None
     assert plan.config.range_warp_specializes in ((), (None, None))
-    assert any("falls back to pointers" in r for r in plan.repairs)
+    assert any("not a 2-D descriptor" in r for r in plan.repairs)
 
 
 def test_shared_memory_counts_store_staging_of_persistent_tma() -> None:
@@ -321,3 +321,91 @@ def test_nested_tile_descriptors_compute_causal_attention(device: str) -> None:
         q.float()[None], k.float()[None], v.float()[None], is_causal=True, scale=1.0
     )[0]
     torch.testing.assert_close(out.float(), want, rtol=2e-2, atol=2e-2)
+
+
+def _attention(s: int, causal: bool, d: int = 64, bh: int = 4) -> BoundKernel:
+    from examples.attention import attention
+
+    q = torch.empty(bh, s, d, dtype=torch.bfloat16)
+    args = (q, q, q, causal)
+    return BoundKernel(attention, attention.bind_arguments(args, {}), target=SM90)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_default_on_sm90_streams_k_and_v_by_tma(causal: bool) -> None:
+    """``q[tb, tm, :]`` with a scalar batch index: a 2-D descriptor over ``[bh * s, d]`` (the
+    batch dim merged into the rows) when s divides by the blocks."""
+    bound = _attention(4096, causal)
+    config = bound.config_spec.default()
+    plan = bound.config_spec.resolve(config)
+    assert all(a.indexing == TMA and a.merged_dims == 1 for a in plan.accesses)
+    assert (config.num_stages or 0) >= 3 and not plan.repairs
+    code = bound.to_triton_code(config)
+    assert "tl.make_tensor_descriptor(k, [16384, 64], [64, 1]" in code
+    assert "k_desc.load([offset_0 * 4096 + offset_" in code and ".reshape(" not in code
+    assert "tl.exp2(" in code and "tl.exp(" not in code
+    if causal:  # the diagonal loop masks, the loop before it does not
+        lines = [line for line in code.splitlines() if "# src" not in line]
+        assert sum(">=" in line for line in lines) == 1
+
+
+def test_attention_ragged_seq_reshapes_3d_blocks_and_is_not_specialized() -> None:
+    """s = 1000: a merged row block could cross into the next batch row; the descriptor keeps
+    the batch dim (blocks of 1, reshaped), and such a loop is not warp-specialized."""
+    bound = _attention(1000, False)
+    spec = bound.config_spec
+    config = tc.Config(
+        block_sizes=[128, 64], num_warps=4, num_stages=2, indexing=TMA,
+        range_warp_specializes=[None, True],
+    )  # fmt: skip
+    plan = spec.resolve(config, warn=False)
+    assert all(a.indexing == TMA and a.merged_dims == 0 for a in plan.accesses)
+    assert plan.ranges[1].warp_specialize is None
+    assert any("scalar-indexed dims cannot merge" in r for r in plan.repairs)
+    code = bound.to_triton_code(config)
+    assert "[1, _BLOCK_1, _RDIM_2])" in code and ".reshape([_BLOCK_3, _RDIM_2])" in code
+    assert ".reshape([1, _BLOCK_1, _RDIM_2])" in code  # the store
+
+
+@pytest.mark.parametrize("s,causal", [(200, False), (200, True), (256, False), (256, True)])
+def test_attention_with_descriptors_computes_sdpa(s: int, causal: bool, device: str) -> None:
+    """Merged (s = 256) and reshaped (s = 200) descriptors, causal and not."""
+    from examples.attention import attention
+
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, s, 64, generator=gen).to(device, torch.bfloat16) for _ in range(3))
+    args = tuple(t.reshape(2, s, 64) for t in (q, k, v))
+    bound = attention.bind((*args, causal))
+    config = tc.Config(block_sizes=[64, 32, 32][: 3 if causal else 2], indexing=TMA, num_warps=4)
+    plan = bound.config_spec.resolve(config)
+    assert all(a.indexing == TMA and a.merged_dims == (s % 64 == 0) for a in plan.accesses)
+    out = bound.run(bound.compile_config(config), *args, causal)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), is_causal=causal
+    ).reshape(2, s, 64)
+    torch.testing.assert_close(out.float(), want, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.crosscompile
+def test_attention_pipelines_cross_compile_for_sm90() -> None:
+    """The attention defaults (d 128, causal and not) and the non-causal warp-specialized
+    pipeline compile for sm_90 within shared memory; the specialized one runs 12 warps, and
+    causal attention (two dot loops) is never offered one."""
+    from tilecraft.tools.crosscompile import CompileJob
+    from tilecraft.tools.worker import run_compile_jobs
+
+    jobs, names = [], []
+    for causal in (False, True):
+        bound = _attention(4096, causal, d=128)
+        ranked = pipeline_configs(bound.config_spec)
+        assert ranked[0] == bound.config_spec.default()
+        specialized = [c for c in ranked if any(c.range_warp_specializes)]
+        for config in [ranked[0], *specialized[:1]]:
+            _, _, traced, generated = bound.generate(config)
+            jobs += [CompileJob.of(g, loop, SM90) for g, loop in zip(generated, traced.loops)]
+            names.append((causal, any(config.range_warp_specializes)))
+    reports = run_compile_jobs(jobs, 900.0)
+    assert (False, True) in names and (True, True) not in names
+    for (causal, specialized), report in zip(names, reports):
+        assert report.ok and report.fits and report.spills == 0, (causal, report.error)
+        assert report.num_warps == (12 if specialized else 8)

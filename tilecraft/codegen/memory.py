@@ -9,6 +9,7 @@ tensor-valued indices broadcast together), and its dims' masks to the access mas
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.codegen.registry import emits
@@ -114,13 +115,34 @@ def _block_ptr(ctx: EmitContext, node: Node) -> tuple[str, str]:
     return ptr, f", boundary_check=({', '.join(map(str, checks))},)" if checks else ""
 
 
-def _descriptor(ctx: EmitContext, node: Node) -> tuple[str, str]:
-    """(descriptor variable, offsets) — descriptors are created once, at the kernel's top."""
+def _descriptor(ctx: EmitContext, node: Node) -> tuple[str, str, list[str], list[str]]:
+    """(descriptor variable, offsets, its block shape, the value's block shape: without the
+    size-1 dims of scalar indices) — descriptors are created once, at the kernel's top. The plan's ``merged_dims`` leading scalar dims fold into the next dim instead (a 2-D
+    descriptor over ``[batch * seq, d]``: row ``b * seq + offset``)."""
     tensor = node.attrs["tensor"]
     ctx.tensors[tensor.name] = tensor
     sizes, strides, offsets, blocks, _ = _block_geometry(ctx, node)
-    make = f"tl.make_tensor_descriptor({tensor.name}, [{', '.join(sizes)}], [{', '.join(strides)}], [{', '.join(blocks)}])"
-    return ctx.descriptor(tensor.name, tuple(blocks), make), f"[{', '.join(offsets)}]"
+    index = node.attrs["index"]
+    merged = ctx.plan.access(node.attrs.get("mem_slot", -1)).merged_dims
+    if merged:
+        rows = " + ".join(
+            f"{offsets[i]} * {tensor.stride[i] // tensor.stride[merged]}" for i in range(merged)
+        )
+        sizes = [str(math.prod(tensor.shape[: merged + 1])), *sizes[merged + 1 :]]
+        strides, blocks = strides[merged:], blocks[merged:]
+        offsets = [f"{rows} + {offsets[merged]}", *offsets[merged + 1 :]]
+        index = index[merged:]
+    make = (
+        f"tl.make_tensor_descriptor({tensor.name}, [{', '.join(sizes)}], "
+        f"[{', '.join(strides)}], [{', '.join(blocks)}])"
+    )
+    key = (*blocks, f"merged{merged}") if merged else tuple(blocks)
+    kept = [b for b, item in zip(blocks, index, strict=True) if not _scalar(item)]
+    return ctx.descriptor(tensor.name, key, make), f"[{', '.join(offsets)}]", blocks, kept
+
+
+def _scalar(item: tuple[Any, ...]) -> bool:
+    return item[0] == "tile" and item[1].scalar
 
 
 def _eviction(ctx: EmitContext, node: Node) -> str:
@@ -140,8 +162,9 @@ def _indexing(ctx: EmitContext, node: Node) -> str:
 def emit_load(ctx: EmitContext, node: Node) -> None:
     mode = _indexing(ctx, node)
     if mode == "tensor_descriptor":
-        desc, offsets = _descriptor(ctx, node)
-        ctx.bind(node, f"{desc}.load({offsets})")
+        desc, offsets, blocks, kept = _descriptor(ctx, node)
+        squeeze = f".reshape([{', '.join(kept)}])" if len(kept) < len(blocks) else ""
+        ctx.bind(node, f"{desc}.load({offsets}){squeeze}")
         return
     if mode == "block_ptr":
         ptr, check = _block_ptr(ctx, node)
@@ -160,8 +183,11 @@ def emit_store(ctx: EmitContext, node: Node) -> None:
     value, *index_values = node.inputs
     mode = _indexing(ctx, node)
     if mode == "tensor_descriptor":
-        desc, offsets = _descriptor(ctx, node)
-        ctx.w.line(f"{desc}.store({offsets}, {ctx.expr(value)})")
+        desc, offsets, blocks, kept = _descriptor(ctx, node)
+        stored = ctx.expr(value)
+        if len(kept) < len(blocks):  # back to the descriptor's blocks (size 1 at scalar indices)
+            stored = f"({stored}).reshape([{', '.join(blocks)}])"
+        ctx.w.line(f"{desc}.store({offsets}, {stored})")
     elif mode == "block_ptr":
         ptr, check = _block_ptr(ctx, node)
         ctx.w.line(f"tl.store({ptr}, {ctx.expr(value)}{check})")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from tilecraft.config.config import Config
 from tilecraft.config.plan import Plan, sym_block
 from tilecraft.errors import ConfigError
-from tilecraft.ir.nodes import Op
+from tilecraft.ir.nodes import Node, Op, Sym, walk
 from tilecraft.targets.target import Target
 
 if TYPE_CHECKING:
@@ -89,6 +89,46 @@ def store_staging_bytes(spec: ConfigSpec, config: Config) -> int:
     return total
 
 
+def operand_stage_bytes(spec: ConfigSpec, config: Config) -> int:
+    """Shared memory of tl.dot operands, in the loop that needs the most: an operand loaded in
+    the loop takes one buffer per stage, one loaded before it (attention's query tile) one
+    buffer, a computed left operand none (wgmma reads it from registers), a computed right
+    operand one. Loops run one after another, so their buffers do not add up. (Cross-compiled
+    for sm_90, attention at 128x64 blocks, d 128, 2 stages: 96 KiB = q + 2 x (k + v).)"""
+    stages = max(config.num_stages or 1, *[s for s in config.range_num_stages if s], 1)
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+
+    def size(node: Node) -> int:
+        dims = (sym_block(d, blocks, chunks) if isinstance(d, Sym) else int(d) for d in node.shape)
+        return math.prod(dims) * node.dtype.itemsize
+
+    worst = 0
+    for loop in spec.loops:
+        scopes: list[list[Node]] = [
+            loop.body,
+            *(n.body or [] for n in loop.walk() if n.op is Op.LOOP),
+        ]
+        for body in scopes:
+            inside = {id(n) for n in walk(body)}
+            total = 0
+            for dot in (n for n in body if n.op is Op.DOT):
+                for k, operand in enumerate(dot.inputs[:2]):
+                    source = _through_views(operand)
+                    if source.op is Op.LOAD:
+                        total += size(operand) * (stages if id(source) in inside else 1)
+                    elif k == 1:
+                        total += size(operand)
+            worst = max(worst, total)
+    return worst
+
+
+def _through_views(node: Node) -> Node:
+    """The node a dot operand comes from through transposes, views and casts."""
+    while node.op in (Op.VIEW, Op.CAST) and node.inputs:
+        node = node.inputs[0]
+    return node
+
+
 def applies(spec: ConfigSpec) -> bool:
     """Pipelines exist for kernels with a dot loop on CUDA targets with TMA (sm_90+)."""
     target = spec.target
@@ -124,9 +164,15 @@ def _variants(spec: ConfigSpec, base: Config) -> list[Config]:
     tiles = [base, *filter(None, [_widened(spec, base)])]
     indexing = _tma_indexing(spec)
     l2 = [L2_GROUP if g.rank >= 2 else 1 for g in spec.space.grids]
-    ws_ok = spec.target.warp_specialize and all(
-        True in spec.space.range_choices["range_warp_specializes"][s] for s in spec.space.dot_slots
+    # cross-compiled for sm_90 with Triton 3.6: one specialized loop per kernel compiles (two,
+    # as in causal attention's split loops, fail in its pass), and a persistent program around
+    # a loop with two dots (attention) needs more shared memory than the SM has
+    ws_ok = (
+        spec.target.warp_specialize
+        and len(spec.space.dot_slots) == 1
+        and True in spec.space.range_choices["range_warp_specializes"][spec.space.dot_slots[0]]
     )
+    single_dot = _dots_in_dot_loops(spec) == 1
     out = []
     for tile in tiles:
         # the specialized consumers issue wgmma, which takes >= 64 rows (16-row decode tiles
@@ -135,6 +181,8 @@ def _variants(spec: ConfigSpec, base: Config) -> list[Config]:
         for specialized in (False, True) if ws_ok and rows >= WGMMA_ROWS else (False,):
             ws = [True if s in spec.space.dot_slots else None for s in range(spec.space.n_ranges)]
             for pid in ("persistent_interleaved", "flat"):
+                if specialized and pid != "flat" and not single_dot:
+                    continue
                 config = tile.replace(
                     num_warps=HOPPER_WS_WARPS if specialized else 8,
                     pid_type=pid,
@@ -147,6 +195,17 @@ def _variants(spec: ConfigSpec, base: Config) -> list[Config]:
                 if staged is not None:
                     out.append(staged)
     return out
+
+
+def _dots_in_dot_loops(spec: ConfigSpec) -> int:
+    """The most tl.dot nodes directly in one dot loop's body."""
+    counts = [
+        sum(1 for n in node.body or [] if n.op is Op.DOT)
+        for loop in spec.loops
+        for node in loop.walk()
+        if node.op is Op.LOOP
+    ]
+    return max(counts, default=0)
 
 
 def _most_stages(spec: ConfigSpec, config: Config) -> Config | None:
@@ -200,9 +259,18 @@ def _output_tile(spec: ConfigSpec, plan: Plan, loop: int) -> tuple[int, int]:
 
 
 def _output_tile_of(spec: ConfigSpec, config: Config, loop: int) -> tuple[int, int]:
-    """The (rows, cols) of a device loop's output tile: its grid blocks, last dim as cols."""
-    sizes = [config.block_sizes[s] for s in spec.grid_slots[loop]] or [1]
-    return max(math.prod(sizes[:-1]), 1), sizes[-1]
+    """The (rows, cols) of a device loop's largest dot output with ``config``'s blocks (the
+    accumulator a program computes: matmul's [tm, tn], attention's [tm, d])."""
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    best = (1, 1)
+    for node in spec.loops[loop].walk():
+        if node.op is Op.DOT:
+            sizes = [
+                sym_block(d, blocks, chunks) if isinstance(d, Sym) else int(d) for d in node.shape
+            ]
+            shape = (max(math.prod(sizes[:-1]), 1), sizes[-1])
+            best = max(best, shape, key=lambda rc: rc[0] * rc[1])
+    return best
 
 
 def pipeline_configs(spec: ConfigSpec, base: Config | None = None) -> list[Config]:
@@ -233,6 +301,7 @@ __all__ = [
     "compute_threads",
     "consumer_register_file",
     "hopper_default",
+    "operand_stage_bytes",
     "pipeline_configs",
     "pipeline_cost",
     "store_staging_bytes",

@@ -61,6 +61,9 @@ class AccessPlan:
     requested: str  # what the config asked for
     fallback_reason: str = ""  # why ``indexing`` differs from ``requested`` ("" if it does not)
     eviction: str = ""  # loads: "", "first" or "last"
+    # descriptors: how many leading scalar-indexed dims merge into the next one (a 2-D
+    # descriptor over [batch * seq, d] instead of [1, block, d] blocks reshaped in the kernel)
+    merged_dims: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

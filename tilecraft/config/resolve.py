@@ -109,7 +109,26 @@ def _access(
         if fixed and fixed in spec_choices:
             eviction = fixed
     op = "load" if node.op is Op.LOAD else "store"
-    return AccessPlan(slot, op, indexing, requested, reason, eviction)
+    merged = _mergeable_dims(node, blocks, chunks) if indexing == "tensor_descriptor" else 0
+    return AccessPlan(slot, op, indexing, requested, reason, eviction, merged)
+
+
+def _mergeable_dims(node: Node, blocks: tuple[int, ...], chunks: tuple[int | None, ...]) -> int:
+    """Leading scalar-indexed dims of a descriptor access that merge into the next dim: the
+    tensor is contiguous across them and the next dim's blocks divide its size, so no block of
+    the merged dim crosses into the next batch row. (Triton 3.6 does not warp-specialize loops
+    that load 3-D blocks reshaped to 2-D; merged, the descriptor is 2-D.)"""
+    tensor = node.attrs["tensor"]
+    index = node.attrs["index"]
+    k = 0
+    while k < len(index) and index[k][0] == "tile" and index[k][1].scalar:
+        k += 1
+    if k == 0 or k >= len(index) or tensor.dynamic:
+        return 0
+    shape, stride = tensor.shape, tensor.stride
+    if any(stride[i] != shape[i + 1] * stride[i + 1] for i in range(k)):
+        return 0
+    return k if shape[k] % sym_block(index[k][1], blocks, chunks) == 0 else 0
 
 
 def _aligned_to_outer(node: Node, blocks: tuple[int, ...], chunks: tuple[int | None, ...]) -> bool:
@@ -138,16 +157,25 @@ def _ranges(
     for slot in range(spec.space.n_ranges):
         knobs = _range(config, slot)
         loads = spec.space.loop_loads[slot]
-        if knobs.warp_specialize and any(
-            accesses[m].indexing != "tensor_descriptor" for m in loads
-        ):
+        if knobs.warp_specialize and any(_not_2d_descriptor(accesses[m], spec) for m in loads):
+            reasons = sorted({accesses[m].fallback_reason for m in loads} - {""})
             repairs.append(
-                f"range_warp_specializes[{slot}]=True: a load of that loop falls back to pointers "
-                f"({', '.join(sorted({accesses[m].fallback_reason for m in loads} - {''}))}); using None"
+                f"range_warp_specializes[{slot}]=True: a load of that loop is not a 2-D descriptor "
+                f"({', '.join(reasons) or 'its scalar-indexed dims cannot merge'}); using None"
             )
             knobs = dataclasses.replace(knobs, warp_specialize=None)
         out.append(knobs)
     return tuple(out)
+
+
+def _not_2d_descriptor(access: AccessPlan, spec: ConfigSpec) -> bool:
+    """Whether a load keeps a loop from being warp-specialized: not a descriptor, or one whose
+    scalar-indexed dims could not merge (its 3-D blocks are reshaped in the kernel)."""
+    if access.indexing != "tensor_descriptor":
+        return True
+    index = spec.space.accesses[access.slot].attrs["index"]
+    scalar = sum(1 for item in index if item[0] == "tile" and item[1].scalar)
+    return scalar > access.merged_dims
 
 
 def _range(config: Config, slot: int) -> RangePlan:

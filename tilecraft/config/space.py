@@ -38,18 +38,19 @@ class GridInfo:
     counts: list[int] | None  # tiles per grid dim for the traced shapes (None: dynamic)
 
 
-def _access_ok(node: Node) -> bool:
+def _access_ok(node: Node, scalar_ok: bool = False) -> bool:
     """block_ptr / tensor_descriptor need every index to be a tile or ':' that spans the tensor
     dim from 0 (their bounds checks are the tensor's bounds, not a tile loop's), or a nested
     tile over bounds of such a tile (``tc.tile(tm.begin, tm.end)``: the plan then requires its
-    block to divide that tile's, so no block reaches past the loop's bound)."""
+    block to divide that tile's, so no block reaches past the loop's bound). With
+    ``scalar_ok`` (descriptors) a scalar tile index is a block dim of 1 that codegen drops."""
     tensor = node.attrs["tensor"]
     if node.attrs.get("extra_mask") is not None:
         return False  # a block access has no element mask to and it with
     for item in node.attrs["index"]:
         if item[0] == "rdim":
             continue
-        if item[0] != "tile" or item[1].scalar:
+        if item[0] != "tile" or (item[1].scalar and not scalar_ok):
             return False
         sym: Sym = item[1]
         size = tensor.shape[item[2]]
@@ -102,8 +103,9 @@ class StrategySpace:
             kinds = ["pointer"]
             if _access_ok(access) and caps.block_pointers:
                 kinds.append("block_ptr")
-                if target.tensor_descriptors and _descriptor_ok(access):
-                    kinds.append("tensor_descriptor")
+            descriptor = target.tensor_descriptors and caps.block_pointers
+            if descriptor and _access_ok(access, scalar_ok=True) and _descriptor_ok(access):
+                kinds.append("tensor_descriptor")
             self.indexing_choices.append(tuple(kinds))
         self.eviction_choices = ("", "first", "last") if caps.eviction_policies else ("",)
         self.range_choices: dict[str, list[tuple[Any, ...]]] = {}

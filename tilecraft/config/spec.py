@@ -18,7 +18,7 @@ from tilecraft import settings
 from tilecraft.config import split
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
-from tilecraft.config.pipelines import hopper_default, store_staging_bytes
+from tilecraft.config.pipelines import hopper_default, operand_stage_bytes, store_staging_bytes
 from tilecraft.config.plan import Plan, next_pow2
 from tilecraft.config.plan import extent_hint as _extent_hint
 from tilecraft.config.resolve import build_plan, predicted_registers
@@ -428,12 +428,10 @@ class ConfigSpec:
         return max((self.numel(v, config) // threads for v in self.dot_outputs), default=0)
 
     def estimated_shared_bytes(self, config: Config) -> int:
-        """A lower estimate of shared memory: every pipelined stage holds each tl.dot operand
-        tile (Triton stages dot operands through shared memory), plus the staging of descriptor
-        stores that persistent and warp-specialized programs keep beside them."""
-        stages = max([config.num_stages or 1, *[s for s in config.range_num_stages if s]])
-        per_stage = sum(self.numel(v, config) * size for v, size in self.dot_operands)
-        return per_stage * max(stages, 1) + store_staging_bytes(self, config)
+        """Shared memory: the tl.dot operand buffers of the loop that needs the most (one per
+        stage for operands loaded in the loop), plus the staging of descriptor stores that
+        persistent and warp-specialized programs keep beside them (``config/pipelines.py``)."""
+        return operand_stage_bytes(self, config) + store_staging_bytes(self, config)
 
     def _fit_shared_memory(self, config: Config) -> Config:
         """Fewer stages, then smaller blocks, until the dot operands' stages fit the target."""
