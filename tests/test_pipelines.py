@@ -409,3 +409,17 @@ def test_attention_pipelines_cross_compile_for_sm90() -> None:
     for (causal, specialized), report in zip(names, reports):
         assert report.ok and report.fits and report.spills == 0, (causal, report.error)
         assert report.num_warps == (12 if specialized else 8)
+
+
+def test_causal_loops_over_query_bounds_need_no_masks_when_blocks_divide() -> None:
+    """``tc.tile(tm.begin)`` and ``tc.tile(tm.begin, tm.end)`` with key blocks dividing the
+    query block: every key block is whole (the diagonal one cut only at s), so no mask is
+    computed or applied; with key blocks larger than query blocks the loop end masks."""
+    bound = _attention(4096, True)
+    aligned = bound.to_triton_code(tc.Config(block_sizes=[128, 64, 64]))
+    assert "mask_" not in aligned and "tl.where(" in aligned  # the causal where stays
+    ragged = _attention(1000, True).to_triton_code(tc.Config(block_sizes=[128, 64, 32]))
+    assert "mask_3" not in ragged and "mask_4 = indices_4 < 1000" in ragged
+    larger = bound.to_triton_code(tc.Config(block_sizes=[32, 64, 64]))
+    assert "mask_3 = indices_3 < offset_1" in larger
+    assert "mask_4 = indices_4 < tl.minimum(offset_1 + _BLOCK_1, 4096)" in larger

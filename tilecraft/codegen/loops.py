@@ -14,6 +14,7 @@ from tilecraft.codegen.context import SymState
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.schedule import emit_block
 from tilecraft.codegen.split import COMBINE, SplitPass
+from tilecraft.config.space import outer_tile
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op, Sym
 
@@ -69,10 +70,10 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
         else:
             st.index = ctx.w.fresh(f"indices_{sym.index}")
             ctx.w.line(f"{st.index} = {st.offset} + tl.arange(0, {st.block})")
-            static = isinstance(sym.begin, int) and isinstance(sym.extent, int)
-            if not static or (int(sym.extent) - int(sym.begin)) % ctx.block_value(sym):
+            bound = _mask_bound(ctx, sym, st.end) if split is None else st.end
+            if bound is not None:
                 st.mask = ctx.w.fresh(f"mask_{sym.index}")
-                ctx.w.line(f"{st.mask} = {st.index} < {st.end}")
+                ctx.w.line(f"{st.mask} = {st.index} < {bound}")
         emit_block(ctx, homes.body_with_updates(ctx, node))
         for carry in node.attrs.get("carry_updates", []):
             nxt = carry.attrs.get("next")
@@ -82,3 +83,26 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
         ctx.scopes.pop()
     if split is not None:
         split.store_partials(ctx)
+
+
+def _mask_bound(ctx: EmitContext, sym: Sym, end: str) -> str | None:
+    """What a nested tile's indices are masked against: nothing when every block is full (a
+    static range its block divides; or a loop over an outer tile's ``begin``/``end`` whose block
+    divides the outer block, as in causal attention's ``tc.tile(tm.begin)`` and
+    ``tc.tile(tm.begin, tm.end)``: then only the outer dim's own end can cut a block), else the
+    loop's end."""
+    block = ctx.block_value(sym)
+    if isinstance(sym.begin, int) and isinstance(sym.extent, int):
+        return end if (sym.extent - sym.begin) % block else None
+    outers = {id(o): o for o in (outer_tile(sym.begin), outer_tile(sym.extent)) if o is not None}
+    begin_ok = sym.begin == 0 or (
+        isinstance(sym.begin, Node) and sym.begin.op is Op.TILE_BEGIN and outer_tile(sym.begin)
+    )
+    if len(outers) != 1 or not begin_ok or not isinstance(sym.extent, Node):
+        return end
+    (outer,) = outers.values()
+    if outer.begin != 0 or not isinstance(outer.extent, int) or ctx.block_value(outer) % block:
+        return end
+    if sym.extent.op is Op.TILE_BEGIN:
+        return None  # [.., outer.begin): whole blocks
+    return str(outer.extent) if outer.extent % block else None  # only the last tile is cut
