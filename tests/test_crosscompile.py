@@ -45,6 +45,8 @@ SHAPES: dict[str, list[tuple[int, ...]]] = {  # medium shapes, one or more per e
     "rope": [(512, 32, 128), (300, 8, 80)],
     "cumsum": [(512, 10000)],
     "dropout_layer_norm": [(512, 1000)],
+    "fp8_quant": [(512, 1024, 768)],
+    "block_sparse_attention": [(1, 2, 512, 64, 50)],
 }
 DOT_KERNELS = {"matmul", "matmul_bias_gelu", "attention"}
 TIMEOUT_S = 900.0
