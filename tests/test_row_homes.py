@@ -429,13 +429,14 @@ def test_random_configs_with_chunked_rows_gpu() -> None:
     ran = 0
     for seed in range(8):
         config = _random_chunked(bound.config_spec, seed, (256, 1024, 2048))
-        try:
+        try:  # Triton compiles at the first launch: a config too big for the GPU fails there
             program = bound.compile_config(config)
+            outs = bound.run(program, *args)
         except (PTXASError, OutOfResources) as exc:  # a random config may exceed the GPU
             print(f"skipped {config}: {str(exc).splitlines()[0][:100]}")
             continue
         assert program.plan.carried_homes
-        for out, ref in zip(bound.run(program, *args), refs, strict=True):
+        for out, ref in zip(outs, refs, strict=True):
             err = (out.float() - ref.float()).abs().max() / ref.float().abs().max()
             assert err.item() < 2e-2, (config, err.item())
         ran += 1
