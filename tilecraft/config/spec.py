@@ -15,7 +15,7 @@ import warnings
 from typing import Any
 
 from tilecraft import settings
-from tilecraft.config import split
+from tilecraft.config import occupancy, split
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.pipelines import hopper_default, operand_stage_bytes, store_staging_bytes
@@ -275,13 +275,17 @@ class ConfigSpec:
         config = self._shrink_to(config, REGISTER_BUDGET * (2 if self.has_dot else 1))
         # a grid still under one wave after _fill_device: split its inner loop (config/split.py)
         config = split.with_default_splits(self, config, REGISTER_BUDGET)
-        largest, _ = self.largest_value(config)
-        warps = 4 if largest <= 4096 else 8 if largest <= 16384 else 16
         stages = 3 if self.has_dot else 1
         tunables = {name: choices[0] for name, choices in self.tunables.items()}
-        config = config.replace(num_warps=warps, num_stages=stages, **tunables)
+        config = config.replace(num_stages=stages, **tunables)
+        config = occupancy.fit_occupancy(self, config, self._warps_for)
         config = self._spread_live_values(config)
         return self.normalize(self._fit_shared_memory(config), warn=False)
+
+    def _warps_for(self, config: Config) -> int:
+        """The default's warps for ``config``'s tiles: by the largest tile's elements."""
+        largest, _ = self.largest_value(config)
+        return 4 if largest <= 4096 else 8 if largest <= 16384 else 16
 
     def _spread_live_values(self, config: Config) -> Config:
         """More warps while the resource model predicts that the values live at once exceed a
