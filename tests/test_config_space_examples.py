@@ -7,6 +7,7 @@ Default runs are bounded for CI (a few configs per kernel); ``--run-slow`` runs 
 from __future__ import annotations
 
 import random
+import zlib
 from typing import Any
 
 import pytest
@@ -54,14 +55,23 @@ def test_random_configs_match_reference_in_interpreter(
     args = calls[0][1]
     want = kernel.run_ref(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
     bound = kernel.bind(args)
-    rng = random.Random(hash(kernel_name) % 1000)
+    rng = random.Random(zlib.crc32(kernel_name.encode()))  # the same configs in every process
     for _ in range(n):
         config = bound.config_spec.random(rng)
         got = bound.run(bound.compile_config(config), *args)
         for g, w in zip(_flat(got), _flat(want), strict=True):
+            rtol, atol = _tolerance(w.dtype)
             torch.testing.assert_close(
-                g, w, rtol=2e-3, atol=2e-3, msg=lambda m, c=config: f"{c}: {m}"
+                g.float(), w.float(), rtol=rtol, atol=atol, msg=lambda m, c=config: f"{c}: {m}"
             )
+
+
+def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """Another config may sum in another order: a few units in the last place of the output's
+    dtype (fp32 results: 2e-3; bf16/fp16: one bf16 ulp; fp8: one e4m3 ulp, 12.5%)."""
+    if not dtype.is_floating_point or dtype.itemsize >= 4:
+        return 2e-3, 2e-3
+    return (0.125, 0.125) if dtype.itemsize == 1 else (1.6e-2, 1.6e-2)
 
 
 def _flat(value: Any) -> list[torch.Tensor]:
