@@ -18,9 +18,10 @@ import torch
 if torch.cuda.is_available():
     DEVICE = "cuda"
 else:  # the interpreter must be chosen before triton is imported
-    if "triton" in sys.modules:
-        print("warning: triton was imported before the demo could set TRITON_INTERPRET=1")
-    os.environ["TRITON_INTERPRET"] = "1"
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        os.environ["TRITON_INTERPRET"] = "1"
+        if "triton" in sys.modules:  # `python -m examples.demo` imports the examples package first
+            os.execv(sys.executable, [sys.executable, "-m", "examples.demo", *sys.argv[1:]])
     DEVICE = "cpu"
 
 import tilecraft as tc  # noqa: E402
