@@ -10,9 +10,12 @@ from typing import Any
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import tilecraft as tc
 from tilecraft.errors import UnsupportedOpError
+from tilecraft.runtime.triton_helpers import to_fp8e4nv_gpu
 from tilecraft.targets.target import Target
 from tilecraft.tools.check import _bind_for, check_kernel
 
@@ -179,3 +182,45 @@ def test_fp8_on_gpu_matches_torch_on_the_device() -> None:
         )
         mine = fp8_mm(a, b.to(E4M3), torch.ones_like(sa), torch.ones_like(sb)).float()
         torch.testing.assert_close(mine, peer, rtol=1e-2, atol=1e-1)
+
+
+def _torch_cuda_e4m3fn_bits(x: torch.Tensor) -> torch.Tensor:
+    """What torch on CUDA/ROCm makes of ``x.to(float8_e4m3fn)`` (c10's fp8e4m3fn_from_fp32_value),
+    computed on the CPU: the CPU's rounding, but NaN where the rounded magnitude passes 448
+    (|x| > 464; 464 itself rounds to even, 448) instead of saturation."""
+    bits = x.to(E4M3).view(torch.uint8).clone()
+    overflow = (x.abs() > 464) | x.isnan()
+    bits[overflow] = torch.where(x[overflow] < 0, 0xFF, 0x7F).to(torch.uint8)
+    return bits
+
+
+@triton.jit
+def _cast_e4m3fn_gpu(x_ptr, out_ptr, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = to_fp8e4nv_gpu(tl.load(x_ptr + o, o < n))
+    tl.store(out_ptr + o, v.to(tl.uint8, bitcast=True), o < n)
+
+
+def test_gpu_cast_follows_torch_cuda_overflow_to_nan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU, torch makes e4m3fn overflow NaN where its CPU copy saturates (an H200 run found
+    808 of 4051 edge values apart); the GPU helper follows torch.cuda, checked here in the
+    interpreter, and GPU targets emit it."""
+    import triton
+
+    x = _edge_values()
+    out = torch.empty(x.numel(), dtype=torch.uint8)
+    _cast_e4m3fn_gpu[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+    want = _torch_cuda_e4m3fn_bits(x)
+    nan = torch.isnan(want.view(E4M3).float())
+    assert torch.isnan(out.view(E4M3).float()[nan]).all()
+    assert torch.equal(out[~nan], want[~nan])
+    assert int(nan.sum()) == 809  # 808 overflows (the H200 run's mismatches) and the NaN input
+    code = to_fp8.bind((x,)).to_triton_code()  # the interpreter: torch's CPU semantics
+    assert "_tc_to_fp8e4nv(" in code and "_tc_to_fp8e4nv_gpu(" not in code
+    monkeypatch.setenv("TILECRAFT_TARGET", "cuda:90")
+    to_fp8.reset()
+    try:
+        assert "_tc_to_fp8e4nv_gpu(" in to_fp8.bind((x,)).to_triton_code()
+    finally:
+        monkeypatch.delenv("TILECRAFT_TARGET")
+        to_fp8.reset()  # later tests bind for the interpreter again

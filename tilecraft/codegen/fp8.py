@@ -2,9 +2,10 @@
 Triton expression).
 
 Casts to ``float8_e4m3fn`` / ``float8_e5m2`` go through helpers in
-:mod:`tilecraft.runtime.triton_helpers` that compute the fp8 bits as PyTorch does (round to
-nearest even; e4m3fn saturates to +-448, e5m2 overflows to inf; NaN stays NaN), so results are
-bit-identical to ``tensor.to(float8)`` on every target and in the interpreter. Casts from fp8 are
+:mod:`tilecraft.runtime.triton_helpers` that compute the fp8 bits as PyTorch does on the same
+device (round to nearest even; e5m2 overflows to inf; NaN stays NaN; e4m3fn overflow saturates to
++-448 on the CPU, i.e. in the interpreter, and becomes NaN from 480 up on a GPU, as torch.cuda's
+conversion does), so results are bit-identical to ``tensor.to(float8)`` there. Casts from fp8 are
 exact in hardware; Triton's interpreter decodes NaN and inf patterns as numbers, so there a
 helper fixes those up.
 """
@@ -25,7 +26,8 @@ def cast_expr(text: str, src: torch.dtype, dst: torch.dtype, interpret: bool) ->
     if dst in FP8:
         if src in FP8:  # between the two formats: through fp32, which holds both exactly
             text = cast_expr(text, src, torch.float32, interpret)
-        return f"{_TO[dst]}({text})"
+        helper = "_tc_to_fp8e4nv_gpu" if dst == torch.float8_e4m3fn and not interpret else _TO[dst]
+        return f"{helper}({text})"
     if interpret:
         text = f"_tc_from_fp8({text}, {_INF_BITS[src]})"
         src = torch.float32

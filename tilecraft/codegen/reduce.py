@@ -40,6 +40,7 @@ HELPER_IMPORT = (
     "from tilecraft.runtime.triton_helpers import min_nan as _tc_min_nan\n"
     "from tilecraft.runtime.triton_helpers import interpreter_index as _tc_index\n"
     "from tilecraft.runtime.triton_helpers import to_fp8e4nv as _tc_to_fp8e4nv\n"
+    "from tilecraft.runtime.triton_helpers import to_fp8e4nv_gpu as _tc_to_fp8e4nv_gpu\n"
     "from tilecraft.runtime.triton_helpers import to_fp8e5 as _tc_to_fp8e5\n"
     "from tilecraft.runtime.triton_helpers import from_fp8_interpreted as _tc_from_fp8\n"
 )

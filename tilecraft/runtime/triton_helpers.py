@@ -48,14 +48,18 @@ def interpreter_index(x):  # type: ignore[no-untyped-def]
     return int(data.reshape(-1)[0]) if data is not None else x
 
 
-# fp8 casts with PyTorch's rounding and overflow rules, the same on every target and in the
-# interpreter: round to nearest even (subnormals included); float8_e4m3fn has no infinity and
-# saturates (|x| past 448, inf included, becomes +-448); float8_e5m2 overflows to +-inf; NaN stays
-# NaN. (Hardware conversions differ: NVIDIA's satfinite saturates e5m2 too, and Triton's
-# interpreter rounds ties away and has no e4m3fn subnormals.)
+# fp8 casts with PyTorch's rounding and overflow rules: round to nearest even (subnormals
+# included); float8_e5m2 overflows to +-inf; NaN stays NaN. float8_e4m3fn has no infinity, and
+# PyTorch itself differs by device there: its CPU copy saturates (|x| past 448, inf included,
+# becomes +-448) while its CUDA/ROCm conversion (c10's fp8e4m3fn_from_fp32_value) makes what
+# rounds past 448 (|x| > 464) and inf NaN. Kernels follow torch on their device (the interpreter: CPU), so a kernel and its
+# ref mode agree (measured on an H200: the saturating cast differed from torch.cuda's in 808 of
+# 4051 edge values). (Hardware conversions differ again: NVIDIA's satfinite saturates e5m2 too,
+# and Triton's interpreter rounds ties away and has no e4m3fn subnormals.)
 @triton.jit
-def _fp8_bits(x, MANT: tl.constexpr, BIAS: tl.constexpr, TOP: tl.constexpr):  # type: ignore[no-untyped-def]
-    """The fp8 bit pattern (uint8) of fp32 ``x``; ``TOP``: the pattern overflow becomes."""
+def _fp8_bits(x, MANT: tl.constexpr, BIAS: tl.constexpr, TOP: tl.constexpr, OVER: tl.constexpr):  # type: ignore[no-untyped-def]
+    """The fp8 bit pattern (uint8) of fp32 ``x``; a rounded magnitude past ``TOP`` (the largest
+    finite pattern) becomes ``OVER`` (TOP: saturate, inf's or NaN's pattern)."""
     u = x.to(tl.uint32, bitcast=True)
     a = u & 0x7FFFFFFF
     shift: tl.constexpr = 23 - MANT
@@ -69,19 +73,26 @@ def _fp8_bits(x, MANT: tl.constexpr, BIAS: tl.constexpr, TOP: tl.constexpr):  # 
     scaled = capped * (2.0 ** (BIAS - 1 + MANT))
     sub = ((scaled + 12582912.0) - 12582912.0).to(tl.uint32)
     mag = tl.where(small, sub, normal)
-    mag = tl.where(mag > TOP, TOP, mag)
+    mag = tl.where(mag > TOP, OVER, mag)
     mag = tl.where(a > 0x7F800000, 0x7F, mag)
     return (((u >> 31) << 7) | mag).to(tl.uint8)
 
 
 @triton.jit
 def to_fp8e4nv(x):  # type: ignore[no-untyped-def]
-    return _fp8_bits(x.to(tl.float32), 3, 7, 0x7E).to(tl.float8e4nv, bitcast=True)
+    """float8_e4m3fn as torch's CPU copy makes it (saturating)."""
+    return _fp8_bits(x.to(tl.float32), 3, 7, 0x7E, 0x7E).to(tl.float8e4nv, bitcast=True)
+
+
+@triton.jit
+def to_fp8e4nv_gpu(x):  # type: ignore[no-untyped-def]
+    """float8_e4m3fn as torch on CUDA/ROCm makes it: what rounds past 448, and inf, is NaN."""
+    return _fp8_bits(x.to(tl.float32), 3, 7, 0x7E, 0x7F).to(tl.float8e4nv, bitcast=True)
 
 
 @triton.jit
 def to_fp8e5(x):  # type: ignore[no-untyped-def]
-    return _fp8_bits(x.to(tl.float32), 2, 15, 0x7C).to(tl.float8e5, bitcast=True)
+    return _fp8_bits(x.to(tl.float32), 2, 15, 0x7C, 0x7C).to(tl.float8e5, bitcast=True)
 
 
 @triton.jit
