@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 import tilecraft as tc
+from examples.fp8_quant import fp8_gemm as fp8_mm  # the example's scaled fp8 GEMM
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.runtime.triton_helpers import to_fp8e4nv_gpu
 from tilecraft.targets.target import Target
@@ -105,19 +106,6 @@ def test_fp8_loads() -> None:
     assert torch.isnan(got).all()  # NaN (and inf - inf) decode as such in the interpreter too
 
 
-@tc.kernel(static_shapes=True)
-def fp8_mm(a: torch.Tensor, b: torch.Tensor, sa: torch.Tensor, sb: torch.Tensor) -> torch.Tensor:
-    m, k = a.size()
-    n = b.size(1)
-    out = torch.empty([m, n], dtype=torch.bfloat16, device=a.device)
-    for tm, tn in tc.tile([m, n]):
-        acc = tc.zeros([tm, tn], dtype=torch.float32)
-        for tk in tc.tile(k):
-            acc = tc.dot(a[tm, tk], b[tk, tn], acc=acc)
-        out[tm, tn] = (acc * sa[tm][:, None] * sb[tn][None, :]).to(torch.bfloat16)
-    return out
-
-
 def _fp8_mm_inputs(m: int, k: int, n: int) -> tuple[torch.Tensor, ...]:
     g = torch.Generator().manual_seed(m + k + n)
     a = torch.randn(m, k, generator=g).to(E4M3)
@@ -145,7 +133,7 @@ def test_fp8_dot_refused_where_the_target_has_none() -> None:
     for name in ("cuda:80", "xpu"):
         with pytest.raises(UnsupportedOpError, match=r"fp8 tensor-core dot") as info:
             _bind_for(fp8_mm, args, Target.parse(name)).config_spec  # noqa: B018
-        assert "test_fp8.py" in str(info.value) and "bfloat16" in str(info.value)
+        assert "fp8_quant.py:" in str(info.value) and "bfloat16" in str(info.value)
     assert _bind_for(fp8_mm, args, Target.parse("cuda:90")).config_spec is not None
 
 
