@@ -19,6 +19,7 @@ from tilecraft import settings
 from tilecraft.language import _context
 
 _Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
 
 
 def guard_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -26,7 +27,7 @@ def guard_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     key: list[Any] = [settings.target_override()]
     for v in args:
         t = type(v)
-        if t is _Tensor or isinstance(v, _Tensor):
+        if t is _Tensor or t is _Parameter:
             if v.requires_grad:
                 return None  # autograd decides (an op with a backward, or an error)
             key.append((v.dtype, v.shape, v.stride(), v.device))
@@ -34,7 +35,7 @@ def guard_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
             key.append((t, v))
         elif t is float:
             key.append(float)
-        else:
+        else:  # incl. tensor subclasses (a tracer's fake tensors): the ordinary path decides
             return None
     return tuple(key)
 

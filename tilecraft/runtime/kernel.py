@@ -271,18 +271,20 @@ class Kernel:
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if torch.compiler.is_compiling() or torch_op.traced(args, kwargs):
-            values = self.positional(args, kwargs)
-            if torch_op.needs_grad(values) and self._ops.backward is None:
-                raise torch_op.no_backward_error(self)
-            return torch_op.compiled_call(self._ops, values)
-        if not kwargs and self._fast and not settings.ref_mode():
+        compiling = torch.compiler.is_compiling()
+        if not compiling and not kwargs and self._fast and not settings.ref_mode():
+            # (no key for tensor subclasses: fake/functional tensors of a tracer go on below)
             launcher = self._fast.get(fastpath.guard_key(args))
             if launcher is not None:
                 try:
                     return launcher(args)
                 except _Respecialize:
                     pass  # another variant: the ordinary path finds (or traces) it
+        if compiling or torch_op.traced(args, kwargs):
+            values = self.positional(args, kwargs)
+            if torch_op.needs_grad(values) and self._ops.backward is None:
+                raise torch_op.no_backward_error(self)
+            return torch_op.compiled_call(self._ops, values)
         if torch_op.needs_grad(args) or (kwargs and torch_op.needs_grad(tuple(kwargs.values()))):
             if self._ops.backward is None:
                 raise torch_op.no_backward_error(self)
