@@ -2,8 +2,9 @@
 
 ``python -m benchmarks.compare_configs KERNEL SHAPE CONFIG [CONFIG ...]``
 
-KERNEL is ``module:name`` (a tilecraft kernel; inputs: random bf16 tensors of SHAPE, one per tensor
-argument of rank len(SHAPE), e.g. ``examples.sum:sum_first 4096,4096``), each CONFIG a
+KERNEL is ``module:name`` (a tilecraft kernel; inputs: the module's ``make_inputs(shape, dtype,
+device, seed)`` when it has one, as example modules do, e.g. ``examples.rope:rope_interleaved
+8192,32,128``; else one random bf16 tensor of SHAPE, e.g. ``examples.sum:sum_first 4096,4096``), each CONFIG a
 ``tc.Config(...)`` expression. Prints and writes ``compare_configs.{md,json}`` (to $OUT or
 benchmarks/results/): each config's do_bench median and its max error against the first one's
 output, plus the discovered default.
@@ -27,12 +28,20 @@ def _load(ref: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def _inputs(kernel: Any, shape: tuple[int, ...], device: str) -> tuple[Any, ...]:
+    """The kernel's arguments: its module's ``make_inputs`` (bf16), else one random tensor."""
+    make_inputs = getattr(importlib.import_module(kernel.__module__), "make_inputs", None)
+    if make_inputs is not None:
+        return tuple(make_inputs(shape, torch.bfloat16, device, 0))
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    return (torch.randn(shape, generator=gen).to(device=device, dtype=torch.bfloat16),)
+
+
 def compare(
     kernel: Any, shape: tuple[int, ...], configs: list[tc.Config], device: str
 ) -> list[dict[str, Any]]:
-    gen = torch.Generator(device="cpu").manual_seed(0)
-    x = torch.randn(shape, generator=gen).to(device=device, dtype=torch.bfloat16)
-    bound = kernel.bind((x,))
+    inputs = _inputs(kernel, shape, device)
+    bound = kernel.bind(inputs)
     rows: list[dict[str, Any]] = []
     first = None
     for label, config in [
@@ -40,9 +49,9 @@ def compare(
         *(("given", c) for c in configs),
     ]:
         program = bound.compile_config(config)
-        out = bound.run(program, x)
+        out = bound.run(program, *inputs)
         first = out if first is None else first
-        ms = bench_ms(lambda p=program: bound.run(p, x))
+        ms = bench_ms(lambda p=program: bound.run(p, *inputs))
         rows.append({"kernel": kernel.__name__, "shape": "x".join(map(str, shape)), "kind": label,
                      "config": repr(program.config), "ms": round(ms, 4), "max_err": max_error(out, first)})  # fmt: skip
     return rows
