@@ -1,8 +1,13 @@
 """Matrix products (stage: codegen; in: a 2-D or 3-D (batched) ``DOT`` node, ``a @ b`` with an
-optional fp32 accumulator; out: a ``tl.dot`` assignment).
+optional fp32 accumulator; out: ``tl.dot`` assignments).
 
 Operands that are not loads are zeroed past the K dim's mask (a load already reads 0 there), and
-fp32 dots take the plan's ``input_precision``.
+fp32 dots take the plan's ``input_precision``. A node with ``split_fp32`` multiplies an fp32
+operand by a bf16 one (an exact upcast, ``frontend/dots.py``): under "ieee" precision the fp32
+operand is split into three bf16 parts ``hi + mid + lo`` (8 significant bits each, together all
+24 of fp32) and the three products, each exact, accumulate in fp32 on the tensor cores - the
+precision of an fp32 dot at bf16 tensor-core speed (three MMAs instead of FMA loops). Under
+"tf32"/"tf32x3" the bf16 operand is widened and Triton's precision applies.
 """
 
 from __future__ import annotations
@@ -28,16 +33,47 @@ def emit_dot(ctx: EmitContext, node: Node) -> None:
         at = f"tl.where({m}, {at}, 0)"
     if b.op is not Op.LOAD and (m := ctx.mask_at(k, rank - 2, rank)):
         bt = f"tl.where({m}, {bt}, 0)"
-    extra = f", input_precision='{ctx.plan.dot_precision}'" if a.dtype == torch.float32 else ""
-    if ctx.interpret and a.dtype in dtypes.LOW_PRECISION:
+    acc = ctx.expr(node.inputs[2]) if len(node.inputs) == 3 else None
+    split = node.attrs.get("split_fp32")
+    if split is None:
+        ctx.bind(node, _dot_call(ctx, at, bt, a.dtype, acc))
+    elif ctx.plan.dot_precision != "ieee":
+        widened = [f"{t}.to(tl.float32)" if i != split else t for i, t in enumerate((at, bt))]
+        ctx.bind(node, _dot_call(ctx, widened[0], widened[1], torch.float32, acc))
+    else:
+        ctx.bind(node, _split_dot(ctx, node, (at, bt), split, acc))
+
+
+def _dot_call(ctx: EmitContext, at: str, bt: str, dtype: torch.dtype, acc: str | None) -> str:
+    """One ``tl.dot`` of operands of ``dtype`` (fp32: the plan's input precision)."""
+    extra = f", input_precision='{ctx.plan.dot_precision}'" if dtype == torch.float32 else ""
+    if ctx.interpret and dtype in dtypes.LOW_PRECISION:
         # the interpreter computes half-precision dots wrongly (numpy has no bf16); products
         # of bf16/fp16 values are exact in fp32, so upcasting changes nothing numerically
-        at, bt, extra = (
-            f"{at}.to(tl.float32)",
-            f"{bt}.to(tl.float32)",
-            ", input_precision='ieee'",
-        )
-    if len(node.inputs) == 3:
-        ctx.bind(node, f"tl.dot({at}, {bt}, acc={ctx.expr(node.inputs[2])}{extra})")
-    else:
-        ctx.bind(node, f"tl.dot({at}, {bt}, out_dtype=tl.float32{extra})")
+        at, bt, extra = f"{at}.to(tl.float32)", f"{bt}.to(tl.float32)", ", input_precision='ieee'"
+    if acc is None:
+        return f"tl.dot({at}, {bt}, out_dtype=tl.float32{extra})"
+    return f"tl.dot({at}, {bt}, acc={acc}{extra})"
+
+
+def _split_dot(
+    ctx: EmitContext, node: Node, operands: tuple[str, str], split: int, acc: str | None
+) -> str:
+    """Three bf16 products of the fp32 operand's parts, smallest first, accumulated in fp32."""
+    w = ctx.w
+    full = operands[split]
+    hi, mid, lo = w.fresh("hi"), w.fresh("mid"), w.fresh("lo")
+    rest = w.fresh("rest")
+    w.line(f"{hi} = {full}.to(tl.bfloat16)")
+    # an infinite value is all in its high part (inf - inf would make the rest NaN)
+    w.line(f"{rest} = tl.where({hi}.to(tl.float32) == {full}, 0.0, {full} - {hi}.to(tl.float32))")
+    w.line(f"{mid} = {rest}.to(tl.bfloat16)")
+    w.line(f"{lo} = ({rest} - {mid}.to(tl.float32)).to(tl.bfloat16)")
+    total = acc
+    for part in (lo, mid, hi):
+        pair = (part, operands[1]) if split == 0 else (operands[0], part)
+        text = _dot_call(ctx, pair[0], pair[1], torch.bfloat16, total)
+        total = w.fresh("partial")
+        w.line(f"{total} = {text}")
+    assert total is not None
+    return total

@@ -217,9 +217,8 @@ class Tracer:
                 and acc.dtype == torch.float32
                 and acc.shape == dot.shape
             ):
-                return self.emit(
-                    Op.DOT, [dot.inputs[0], dot.inputs[1], acc], acc.shape, torch.float32
-                )
+                inputs = [dot.inputs[0], dot.inputs[1], acc]
+                return self.emit(Op.DOT, inputs, acc.shape, torch.float32, **dot.attrs)
         return None
 
     def where(self, cond: Any, a: Any, b: Any) -> TileValue:

@@ -1,0 +1,150 @@
+"""fp32 dots whose operands are exact upcasts of 16-bit tiles (frontend/dots.py, codegen/dots.py):
+both operands upcast -> one 16-bit tl.dot; one bf16 upcast and one true fp32 operand -> three
+bf16 dots of the fp32 operand's parts under "ieee" precision, a widened tf32 dot under "tf32".
+Numerics in the interpreter against fp64, generated code, cross-compiles, and the GPU run."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
+
+HAS_CUDA = torch.cuda.is_available()
+
+
+def _rand(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+@tc.kernel(static_shapes=True)
+def upcast_both(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b.T with both operands upcast to fp32 first, as users write for 'precision'."""
+    m, k = a.size()
+    n = b.size(0)
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            af = a[tm, tk].to(torch.float32)
+            bf = b[tn, tk].to(torch.float32)
+            acc = acc + torch.matmul(af, bf.t())
+        out[tm, tn] = acc
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def upcast_one(p: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """An fp32 operand (full 24-bit mantissa) times a bf16 tile upcast to fp32."""
+    m, k = p.size()
+    n = v.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=p.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            acc = acc + p[tm, tk] @ v[tk, tn].to(torch.float32)
+        out[tm, tn] = acc
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def upcast_mixed(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A bf16 and an fp16 source: no common 16-bit dtype, the dot stays fp32."""
+    m, k = a.size()
+    n = b.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = a[tm, :].to(torch.float32) @ b[:, tn].to(torch.float32)
+    return out
+
+
+CONFIG = tc.Config(block_sizes=[16, 16, 16])
+
+
+def _gpu_code(kernel: tc.Kernel, args: tuple[torch.Tensor, ...], config: tc.Config) -> str:
+    """The source generated for an H100/H200 (the interpreter's own code upcasts 16-bit dots)."""
+    bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=Target.parse("cuda:90"))
+    return bound.to_triton_code(config)
+
+
+def _dot_lines(code: str) -> list[str]:
+    return [line.strip() for line in code.splitlines() if "tl.dot(" in line]
+
+
+def test_both_upcast_operands_feed_a_16bit_dot() -> None:
+    a, b = _rand(40, 48, dtype=torch.bfloat16), _rand(24, 48, dtype=torch.bfloat16, seed=1)
+    code = _gpu_code(upcast_both, (a, b), CONFIG)
+    (line,) = _dot_lines(code)
+    assert "input_precision" not in line and ".to(tl.float32)" not in line, line
+    assert "tl.trans(" in code  # the transpose moved onto the 16-bit tile
+    got = upcast_both(a, b)
+    expected = (a.double() @ b.double().t()).float()
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_one_upcast_operand_splits_the_fp32_one_under_ieee() -> None:
+    p, v = _rand(40, 64), _rand(64, 24, dtype=torch.bfloat16, seed=1)
+    bound = upcast_one.bind((p, v))
+    code = _gpu_code(upcast_one, (p, v), CONFIG)
+    assert len(_dot_lines(code)) == 3, code
+    assert len(re.findall(r"\.to\(tl\.bfloat16\)", code)) >= 3, code
+    got = bound.run(bound.compile_config(CONFIG), p, v)
+    expected = p.double() @ v.double()
+    # three parts carry all 24 bits of p: fp32-level error (bf16 p alone: ~1e-2 relative)
+    torch.testing.assert_close(got.double(), expected, rtol=2e-6, atol=2e-5)
+    torch.testing.assert_close(upcast_one.run_ref(p, v), got, rtol=1e-5, atol=1e-4)
+
+
+def test_split_keeps_infinities_of_the_fp32_operand() -> None:
+    p, v = _rand(16, 32), _rand(32, 16, dtype=torch.bfloat16, seed=1).abs() + 0.5
+    p[3, 5], p[7, 0] = float("inf"), float("-inf")
+    got = upcast_one(p, v)
+    assert torch.isposinf(got[3]).all() and torch.isneginf(got[7]).all(), got[[3, 7]]
+    assert torch.isfinite(got[0]).all()
+
+
+def test_tf32_precision_widens_instead_of_splitting() -> None:
+    p, v = _rand(32, 32), _rand(32, 16, dtype=torch.bfloat16, seed=1)
+    kernel = tc.kernel(upcast_one.fn, static_shapes=True, dot_precision="tf32")
+    code = _gpu_code(kernel, (p, v), CONFIG)
+    (line,) = _dot_lines(code)
+    assert "input_precision='tf32'" in line and ".to(tl.float32)" in line, line
+
+
+def test_different_16bit_sources_stay_an_fp32_dot() -> None:
+    a, b = _rand(32, 32, dtype=torch.bfloat16), _rand(32, 16, dtype=torch.float16, seed=1)
+    code = _gpu_code(upcast_mixed, (a, b), tc.Config(block_sizes=[16, 16]))
+    (line,) = _dot_lines(code)
+    assert "input_precision='ieee'" in line, line
+    expected = (a.double() @ b.double()).float()
+    torch.testing.assert_close(upcast_mixed(a, b), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.crosscompile
+def test_exact_dots_crosscompile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    p, v = _rand(256, 128), _rand(128, 128, dtype=torch.bfloat16, seed=1)
+    a, b = _rand(256, 128, dtype=torch.bfloat16), _rand(128, 128, dtype=torch.bfloat16)
+    configs = lambda bound: [bound.config_spec.default()]  # noqa: E731
+    rows = check_kernel(upcast_one, (p, v), targets, configs)
+    rows += check_kernel(upcast_both, (a, b), targets, configs)
+    assert len(rows) == 4
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_exact_dots_on_gpu() -> None:
+    p, v = _rand(512, 384).cuda(), _rand(384, 256, dtype=torch.bfloat16, seed=1).cuda()
+    expected = p.double() @ v.double()
+    torch.testing.assert_close(upcast_one(p, v).double(), expected, rtol=1e-5, atol=1e-4)
+    a, b = _rand(512, 384, dtype=torch.bfloat16).cuda(), v.t().contiguous()
+    expected = a.double() @ b.double().t()
+    torch.testing.assert_close(upcast_both(a, b).double(), expected, rtol=1e-5, atol=1e-4)
