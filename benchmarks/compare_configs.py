@@ -28,8 +28,13 @@ def _load(ref: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def _inputs(kernel: Any, shape: tuple[int, ...], device: str) -> tuple[Any, ...]:
-    """The kernel's arguments: its module's ``make_inputs`` (bf16), else one random tensor."""
+def _inputs(
+    kernel: Any, shape: tuple[int, ...], device: str, inputs: str | None = None
+) -> tuple[Any, ...]:
+    """The kernel's arguments: ``inputs`` (``MODULE:FN``, called with shape and device), else
+    its module's ``make_inputs`` (bf16), else one random tensor."""
+    if inputs:
+        return tuple(_load(inputs)(shape, device))
     make_inputs = getattr(importlib.import_module(kernel.__module__), "make_inputs", None)
     if make_inputs is not None:
         return tuple(make_inputs(shape, torch.bfloat16, device, 0))
@@ -38,9 +43,13 @@ def _inputs(kernel: Any, shape: tuple[int, ...], device: str) -> tuple[Any, ...]
 
 
 def compare(
-    kernel: Any, shape: tuple[int, ...], configs: list[tc.Config], device: str
+    kernel: Any,
+    shape: tuple[int, ...],
+    configs: list[tc.Config],
+    device: str,
+    inputs_fn: str | None = None,
 ) -> list[dict[str, Any]]:
-    inputs = _inputs(kernel, shape, device)
+    inputs = _inputs(kernel, shape, device, inputs_fn)
     bound = kernel.bind(inputs)
     rows: list[dict[str, Any]] = []
     first = None
@@ -63,11 +72,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("shape")
     parser.add_argument("configs", nargs="*")
     parser.add_argument("--name", default="compare_configs")
+    parser.add_argument("--inputs", help="MODULE:FN(shape, device) returning the arguments")
     ns = parser.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     shape = tuple(int(s) for s in ns.shape.split(","))
     configs = [eval(c, {"tc": tc}) for c in ns.configs]  # noqa: S307 - the user's own command line
-    rows = compare(_load(ns.kernel), shape, configs, device)
+    rows = compare(_load(ns.kernel), shape, configs, device, ns.inputs)
     write_results(ns.name, rows, ["kernel", "shape", "kind", "config", "ms", "max_err"])
 
 

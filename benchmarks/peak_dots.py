@@ -135,6 +135,20 @@ def bench_matmul(
     )
 
 
+def _qkv(shape: tuple[int, ...], device: str) -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(0)
+    return tuple(
+        torch.randn(shape, generator=gen).to(device=device, dtype=torch.bfloat16) for _ in range(3)
+    )
+
+
+def attention_inputs(shape: tuple[int, ...], device: str) -> tuple[Any, ...]:
+    """``examples.attention.attention``'s arguments for ``(batch, heads, seq, head_dim)``,
+    non-causal (``benchmarks.compare_configs --inputs benchmarks.peak_dots:attention_inputs``)."""
+    b, h, s, d = shape
+    return (*(t.reshape(b * h, s, d) for t in _qkv(shape, device)), False)
+
+
 def bench_attention(
     shape: tuple[int, int, int, int],
     causal: bool,
@@ -145,12 +159,8 @@ def bench_attention(
     from examples.attention import attention
 
     b, h, s, d = shape
-    gen = torch.Generator().manual_seed(0)
-    q, k, v = (
-        torch.randn(shape, generator=gen).to(device=device, dtype=torch.bfloat16) for _ in range(3)
-    )
-    q3, k3, v3 = (t.reshape(b * h, s, d) for t in (q, k, v))
-    args = (q3, k3, v3, causal)
+    q, k, v = _qkv(shape, device)
+    args = (*(t.reshape(b * h, s, d) for t in (q, k, v)), causal)
     bound, default, tuned, first_s = tuned_and_default(attention, args, effort, budget_s)
     sdpa = torch.nn.functional.scaled_dot_product_attention
     want = sdpa(q.float(), k.float(), v.float(), is_causal=causal).reshape(b * h, s, d)
