@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from tilecraft.codegen import paired
 from tilecraft.codegen.registry import emits
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
@@ -36,8 +37,11 @@ def _sliced(index: str, item: tuple[Any, ...]) -> str:
     return f"({start} + {scaled})" if start else f"({scaled})"
 
 
-def access(ctx: EmitContext, node: Node, value_inputs: list[Node]) -> tuple[str, str | None]:
-    """(pointer expression, mask expression or None) for a LOAD/STORE/ATOMIC node."""
+def access(
+    ctx: EmitContext, node: Node, value_inputs: list[Node], span: paired.Span | None = None
+) -> tuple[str, str | None]:
+    """(pointer expression, mask expression or None) for a LOAD/STORE/ATOMIC node; ``span``
+    replaces one sliced item's index and mask (a paired slice's contiguous span)."""
     tensor = node.attrs["tensor"]
     rank = node.ndim
     param = tensor.name
@@ -68,6 +72,11 @@ def access(ctx: EmitContext, node: Node, value_inputs: list[Node]) -> tuple[str,
                 _sliced(st.index, item) if kind == "rslice" else st.index, pos, width, rank
             )
             mask = st.mask if width == 0 else ctx.mask_at(sym, pos, rank)
+            if span is not None and span[0] == k:
+                idx, mask = (
+                    _expand(span[1], pos, 1, rank),
+                    span[2] and _expand(span[2], pos, 1, rank),
+                )
         else:
             vnode = value_inputs[item[1]]
             width = vnode.ndim
@@ -171,11 +180,16 @@ def emit_load(ctx: EmitContext, node: Node) -> None:
         pad = ", padding_option='zero'" if check else ""
         ctx.bind(node, f"tl.load({ptr}{check}{pad}{_eviction(ctx, node)})")
         return
-    ptr, mask = access(ctx, node, node.inputs)
+    pair = ctx.plan.slice_pair(node.attrs.get("mem_slot", -1))
+    ptr, mask = access(ctx, node, node.inputs, paired.span(ctx, pair) if pair else None)
     # a float zero for fp8: Triton's interpreter cannot cast an int other= to fp8
     other = "0.0" if node.dtype in dtypes.FP8 else "0"
     args = f"{ptr}, {mask}, other={other}" if mask else ptr
-    ctx.bind(node, f"tl.load({args}{_eviction(ctx, node)})")
+    load = f"tl.load({args}{_eviction(ctx, node)})"
+    if pair is not None:  # one load of both slices' span binds both nodes
+        paired.bind_halves(ctx, node, pair, load)
+    else:
+        ctx.bind(node, load)
 
 
 @emits(Op.STORE)
@@ -191,6 +205,11 @@ def emit_store(ctx: EmitContext, node: Node) -> None:
     elif mode == "block_ptr":
         ptr, check = _block_ptr(ctx, node)
         ctx.w.line(f"tl.store({ptr}, {ctx.expr(value)}{check})")
+    elif (pair := ctx.plan.slice_pair(node.attrs.get("mem_slot", -1))) is not None:
+        if not paired.is_first_store(pair, node):  # the later store writes both values
+            ptr, mask = access(ctx, node, index_values, paired.span(ctx, pair))
+            mask_arg = f", {mask}" if mask else ""
+            ctx.w.line(f"tl.store({ptr}, {paired.joined(ctx, node, pair)}{mask_arg})")
     else:
         ptr, mask = access(ctx, node, index_values)
         mask_arg = f", {mask}" if mask else ""

@@ -18,6 +18,7 @@ from typing import Any
 from tilecraft.config.config import Config
 from tilecraft.ir.carried_homes import CarriedHome
 from tilecraft.ir.nodes import Node, Sym, SymKind
+from tilecraft.ir.paired_slices import SlicePair
 from tilecraft.targets.target import Target
 
 
@@ -137,6 +138,8 @@ class Plan:
     # loop-carried accumulators on a looped reduction dim, kept in their output rows in memory
     # (the row-does-not-fit schedule: see ir/carried_homes.py)
     carried_homes: tuple[CarriedHome, ...] = ()
+    # stride-2 slice accesses emitted as one contiguous access per pair (ir/paired_slices.py)
+    slice_pairs: tuple[SlicePair, ...] = ()
 
     def __post_init__(self) -> None:
         for b in self.block_sizes:
@@ -179,6 +182,10 @@ class Plan:
             return self.accesses[slot]
         return AccessPlan(slot, "load", "pointer", "pointer")
 
+    def slice_pair(self, slot: int) -> SlicePair | None:
+        """The pair that access ``slot`` belongs to (None: emitted on its own)."""
+        return next((p for p in self.slice_pairs if slot in (p.even, p.odd)), None)
+
     def range(self, slot: int) -> RangePlan:
         return self.ranges[slot] if 0 <= slot < len(self.ranges) else RangePlan()
 
@@ -216,6 +223,7 @@ class Plan:
             if s > 1
         ]
         lines += [f"  chunked width: {h.describe()}" for h in self.carried_homes]
+        lines += [f"  paired slices: {p.describe()}" for p in self.slice_pairs]
         lines += [f"  repaired: {r}" for r in self.repairs]
         return "\n".join(lines)
 

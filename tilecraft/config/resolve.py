@@ -19,6 +19,7 @@ from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, sym_bl
 from tilecraft.config.resources import RegisterEstimate, predict_registers
 from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX, outer_tile
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind
+from tilecraft.ir.paired_slices import slice_pairs
 from tilecraft.targets.target import Target, filter_launch_options
 
 if TYPE_CHECKING:
@@ -40,6 +41,17 @@ def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
         for node in spec.space.accesses
     )
     ranges = _ranges(spec, config, accesses, repairs)
+    homes = tuple(
+        home
+        for r in spec.reductions
+        if r.slot < len(chunks) and chunks[r.slot] is not None
+        for home in r.homes
+    )
+    pairs = slice_pairs(
+        spec.loops,
+        lambda sym: sym.kind is SymKind.RDIM and _chunk(sym, chunks) is not None,
+        [a.slot for a in accesses if a.indexing != "pointer"] + [h.store_slot for h in homes],
+    )
     specialized = [r.warp_specialize for r in ranges]
     if list(config.range_warp_specializes) not in ([], specialized):
         config = config.replace(range_warp_specializes=specialized)  # a loop lost it: say so
@@ -63,12 +75,8 @@ def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
         dot_precision=dot_precision(spec.target, spec.dot_precision),
         splits=tuple(config.split_reductions) or (1,) * n_loops,
         split_atomics=config.split_atomics,
-        carried_homes=tuple(
-            home
-            for r in spec.reductions
-            if r.slot < len(chunks) and chunks[r.slot] is not None
-            for home in r.homes
-        ),
+        carried_homes=homes,
+        slice_pairs=pairs,
     )
 
 

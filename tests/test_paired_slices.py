@@ -1,0 +1,232 @@
+"""Paired stride-2 slices (``x[t, 0::2]`` with ``x[t, 1::2]``) become one contiguous access: the
+pairs the analysis finds (and those it refuses), the generated code (one unit-stride load split in
+two, one joined store), numerics in the interpreter against eager PyTorch (whole and rolled slice
+dims, masked blocks), cross-compiles for cuda:90 and hip:gfx942, and the same kernels on a GPU."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.ir.paired_slices import SlicePair
+from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `examples` lives at the repo root
+from examples import rope  # noqa: E402
+
+HAS_CUDA = torch.cuda.is_available()
+
+
+def _rand(*shape: int, device: str = "cpu") -> torch.Tensor:
+    g = torch.Generator().manual_seed(sum(shape))
+    return torch.randn(*shape, generator=g).to(device)
+
+
+@tc.kernel(static_shapes=True)
+def mix_pairs(x: torch.Tensor) -> torch.Tensor:
+    """Loads and stores pair: (x[2i], x[2i+1]) -> (2 x[2i+1], x[2i] + x[2i+1])."""
+    m, _ = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        even = x[tm, 0::2]
+        odd = x[tm, 1::2]
+        out[tm, 0::2] = odd * 2.0
+        out[tm, 1::2] = even + odd
+    return out
+
+
+def _mix_ref(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    out[:, 0::2] = x[:, 1::2] * 2.0
+    out[:, 1::2] = x[:, 0::2] + x[:, 1::2]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def pair_difference(x: torch.Tensor) -> torch.Tensor:
+    """Only loads pair (starts 2 and 3); the one store is a whole row."""
+    m, n = x.size()
+    out = x.new_empty([m, (n - 2) // 2])
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, 3::2] - x[tm, 2::2] * 0.5
+    return out
+
+
+def _difference_ref(x: torch.Tensor) -> torch.Tensor:
+    return x[:, 3::2] - x[:, 2::2] * 0.5
+
+
+@tc.kernel(static_shapes=True)
+def other_rows(x: torch.Tensor) -> torch.Tensor:
+    """The two loads index different rows: they do not pair."""
+    m, n = x.size()
+    out = x.new_empty([m, n // 2])
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, 0::2] + x[0, 1::2][None, :]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def store_between(x: torch.Tensor) -> torch.Tensor:
+    """A store to ``x`` sits between the loads, a load of it between the stores: nothing pairs."""
+    m, n = x.size()
+    out = x.new_empty([m, n // 2])
+    for tm in tc.tile(m):
+        even = x[tm, 0::2]
+        x[tm, 1::2] = even * 3.0
+        odd = x[tm, 1::2]
+        out[tm, :] = even + odd
+        x[tm, 0::2] = odd + 1.0
+        again = x[tm, 0::2]
+        x[tm, 1::2] = again * 0.5
+    return out
+
+
+def _store_between_ref(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    x = x.clone()
+    even = x[:, 0::2].clone()
+    x[:, 1::2] = even * 3.0
+    out = even + x[:, 1::2]
+    x[:, 0::2] = x[:, 1::2] + 1.0
+    x[:, 1::2] = x[:, 0::2] * 0.5
+    return out, x
+
+
+@tc.kernel(static_shapes=True)
+def centered_pairs(x: torch.Tensor) -> torch.Tensor:
+    """The even store needs a sum over the slice dim, the odd one does not: with the dim rolled
+    they fall in different chunk loops and stay apart; whole, they pair."""
+    m, _ = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        even = x[tm, 0::2]
+        odd = x[tm, 1::2]
+        out[tm, 1::2] = odd * 2.0
+        out[tm, 0::2] = even - even.sum(-1, keepdim=True)
+    return out
+
+
+def _centered_ref(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    out[:, 1::2] = x[:, 1::2] * 2.0
+    out[:, 0::2] = x[:, 0::2] - x[:, 0::2].sum(-1, keepdim=True)
+    return out
+
+
+def _pairs(kernel: tc.Kernel, args: tuple[torch.Tensor, ...], config: tc.Config) -> list[str]:
+    plan = kernel.bind(args).config_spec.resolve(config)
+    return [p.op for p in plan.slice_pairs]
+
+
+def test_analysis_pairs_loads_and_stores() -> None:
+    x = _rand(9, 20)
+    plan = mix_pairs.bind((x,)).config_spec.resolve(tc.Config(block_sizes=[4]))
+    assert plan.slice_pairs == (SlicePair("load", 0, 1, 1), SlicePair("store", 2, 3, 1))
+    assert "paired slices: stores 2 (even) + 3 (odd)" in plan.describe()
+    assert _pairs(pair_difference, (_rand(7, 22),), tc.Config(block_sizes=[4])) == ["load"]
+    assert _pairs(other_rows, (x,), tc.Config(block_sizes=[4])) == []
+    assert _pairs(store_between, (x,), tc.Config(block_sizes=[4])) == []
+
+
+def test_rolled_dim_keeps_stores_of_different_phases_apart() -> None:
+    x = _rand(9, 40)
+    whole, rolled = tc.Config(block_sizes=[4]), tc.Config(block_sizes=[4], reduction_loops=[8])
+    assert _pairs(centered_pairs, (x,), whole) == ["load", "store"]
+    assert _pairs(centered_pairs, (x,), rolled) == ["load"]
+    bound = centered_pairs.bind((x,))
+    for config in (whole, rolled):
+        got = bound.run(bound.compile_config(config), x)
+        torch.testing.assert_close(got, _centered_ref(x), rtol=1e-5, atol=1e-5)
+
+
+def test_paired_code_is_one_contiguous_access() -> None:
+    bound = mix_pairs.bind((_rand(9, 20),))
+    code = bound.to_triton_code(tc.Config(block_sizes=[4]))
+    assert code.count("tl.load(") == 1 and code.count("tl.store(") == 1, code
+    assert "span_1 = tl.arange(0, 32)" in code and "span_mask_1 = span_1 < 20" in code, code
+    assert "tl.split(tl.reshape(" in code and "tl.reshape(tl.join(" in code, code
+    assert "* 2)" not in code, code
+    code = pair_difference.bind((_rand(7, 22),)).to_triton_code(tc.Config(block_sizes=[4]))
+    assert "(2 + span_1)" in code and code.count("tl.load(") == 1, code
+
+
+def test_rope_interleaved_code() -> None:
+    x, c, s = rope.make_inputs((37, 3, 64), torch.bfloat16, "cpu", 0)
+    bound = rope.rope_interleaved.bind((x, c, s))
+    for config in (bound.config_spec.default(), tc.Config(block_sizes=[2, 2], reduction_loops=[8])):
+        code = bound.to_triton_code(config)
+        assert "tl.split(" in code and "tl.join(" in code, code
+        memory = [line for line in code.splitlines() if "tl.load(x" in line or "tl.store(" in line]
+        assert len(memory) == 2 and not any("* 2)" in line for line in memory), code
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rope_interleaved_numerics(dtype: torch.dtype) -> None:
+    tol = 1e-5 if dtype == torch.float32 else 1e-2
+    for shape in (*rope.TEST_SHAPES, (6, 2, 80)):
+        x, c, s = rope.make_inputs(shape, dtype, "cpu", 0)
+        expected = rope.reference(x, c, s)[1]
+        bound = rope.rope_interleaved.bind((x, c, s))
+        for config in (
+            bound.config_spec.default(),
+            tc.Config(block_sizes=[2, 2], reduction_loops=[8]),
+            tc.Config(block_sizes=[4, 1]),
+        ):
+            got = bound.run(bound.compile_config(config), x, c, s)
+            torch.testing.assert_close(got, expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("config", [tc.Config(block_sizes=[4]), tc.Config(block_sizes=[1])])
+def test_paired_numerics(config: tc.Config) -> None:
+    for n in (20, 32, 6):
+        x = _rand(9, n)
+        bound = mix_pairs.bind((x,))
+        torch.testing.assert_close(bound.run(bound.compile_config(config), x), _mix_ref(x))
+        x = _rand(7, n + 2)
+        bound = pair_difference.bind((x,))
+        torch.testing.assert_close(bound.run(bound.compile_config(config), x), _difference_ref(x))
+        x = _rand(9, n)
+        bound = other_rows.bind((x,))
+        expected = x[:, 0::2] + x[0, 1::2][None, :]
+        torch.testing.assert_close(bound.run(bound.compile_config(config), x), expected)
+
+
+def test_store_between_loads_keeps_program_order() -> None:
+    x = _rand(9, 20)
+    bound = store_between.bind((x,))
+    got_x = x.clone()
+    got = bound.run(bound.compile_config(tc.Config(block_sizes=[4])), got_x)
+    expected, expected_x = _store_between_ref(x)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(got_x, expected_x)
+
+
+@pytest.mark.crosscompile
+def test_paired_slices_crosscompile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    x = torch.randn(512, 160, dtype=torch.bfloat16)
+    configs = [tc.Config(block_sizes=[8]), tc.Config(block_sizes=[8], reduction_loops=[32])]
+    rows = check_kernel(centered_pairs, (x,), targets, lambda b: configs)
+    rows += check_kernel(mix_pairs, (x,), targets, lambda b: configs[:1])
+    assert len(rows) == 6
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_paired_slices_on_gpu() -> None:
+    for dtype in (torch.float32, torch.bfloat16):
+        x = _rand(1000, 160).to("cuda", dtype)
+        torch.testing.assert_close(mix_pairs(x), _mix_ref(x))
+        torch.testing.assert_close(pair_difference(x), _difference_ref(x))
+        tol = 1e-5 if dtype == torch.float32 else 2e-2
+        for shape in ((8192, 32, 128), (1000, 40, 80)):
+            x3, c, s = rope.make_inputs(shape, dtype, "cuda", 0)
+            got = rope.rope_interleaved(x3, c, s)
+            torch.testing.assert_close(got, rope.reference(x3, c, s)[1], rtol=tol, atol=tol)

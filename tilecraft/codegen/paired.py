@@ -1,0 +1,85 @@
+"""Paired stride-2 slices as one contiguous access (stage: codegen; in: a LOAD/STORE node the plan
+pairs, ``Plan.slice_pairs`` from ``ir/paired_slices.py``; out: the span's index and mask, the two
+halves of a loaded span, the joined value of a stored one).
+
+``x[t, a::2]`` and ``x[t, a+1::2]`` of length ``L`` (block ``B``) together cover ``x[t, a:a+2L]``:
+the span's index is ``a + 2 * offset + tl.arange(0, 2B)`` (unit stride, so Triton vectorizes it),
+masked at ``2L`` where ``L`` does not fill the block. Element ``2i`` of the span is the even
+slice's element ``i`` and ``2i + 1`` the odd one's, so ``tl.reshape(span, [..., B, 2])`` +
+``tl.split`` gives both halves and ``tl.join`` + ``tl.reshape`` interleaves them back. The pointer
+text and the load/store lines themselves stay in ``memory.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tilecraft.ir.nodes import Node, Sym
+from tilecraft.ir.paired_slices import SlicePair
+
+if TYPE_CHECKING:
+    from tilecraft.codegen.context import EmitContext
+
+# (position of the sliced index item, its index text, its mask text or None)
+Span = tuple[int, str, str | None]
+
+
+def _node(ctx: EmitContext, slot: int) -> Node:
+    return next(n for n in ctx.loop.walk() if n.attrs.get("mem_slot") == slot)
+
+
+def span(ctx: EmitContext, pair: SlicePair) -> Span:
+    """The contiguous index (and mask) replacing the sliced item of both accesses."""
+    even = _node(ctx, pair.even)
+    _, sym, _, start, _ = even.attrs["index"][pair.item]
+    st = ctx.state(sym)
+    width = _span_width(ctx, even)
+    base = "" if st.offset == "0" else f"2 * {ctx.index_cast(st.offset)} + "
+    index = ctx.w.fresh(f"span_{sym.index}")
+    ctx.w.line(f"{index} = {base}tl.arange(0, {width})")
+    mask = None
+    if st.mask:  # the slice does not fill its block: the span ends at 2L
+        mask = ctx.w.fresh(f"span_mask_{sym.index}")
+        end = str(2 * int(st.end)) if st.end.isdigit() else f"2 * {st.end}"
+        ctx.w.line(f"{mask} = {index} < {end}")
+    return pair.item, f"({start} + {index})" if start else index, mask
+
+
+def _span_width(ctx: EmitContext, node: Node) -> int:
+    sym = node.shape[-1]
+    assert isinstance(sym, Sym), node  # ir/paired_slices.py pairs only a slice in the last dim
+    return 2 * ctx.block_value(sym)
+
+
+def bind_halves(ctx: EmitContext, node: Node, pair: SlicePair, load: str) -> None:
+    """Bind both paired loads to the halves of ``load`` (the span), in the current scope."""
+    even, odd = _node(ctx, pair.even), _node(ctx, pair.odd)
+    value = ctx.w.fresh("span")
+    ctx.w.line(f"{value} = {load}")
+    e, o = ctx.w.fresh(even.hint), ctx.w.fresh(odd.hint)
+    dims = ", ".join([*(ctx.dim_expr(d) for d in node.shape), "2"])
+    ctx.w.line(f"{e}, {o} = tl.split(tl.reshape({value}, [{dims}]))")
+    ctx.scopes[-1][even.id] = e
+    ctx.scopes[-1][odd.id] = o
+
+
+def joined(ctx: EmitContext, node: Node, pair: SlicePair) -> str:
+    """The span to store: both stores' values interleaved (each broadcast to the store's shape)."""
+    dims = [ctx.dim_expr(d) for d in node.shape]
+    values = []
+    for slot in (pair.even, pair.odd):
+        value = _node(ctx, slot).inputs[0]
+        text = ctx.expr(value)
+        if tuple(value.shape) != tuple(node.shape):
+            text = f"tl.broadcast_to({text}, [{', '.join(dims)}])"
+        values.append(text)
+    shape = ", ".join([*dims[:-1], str(_span_width(ctx, node))])
+    return f"tl.reshape(tl.join({values[0]}, {values[1]}), [{shape}])"
+
+
+def is_first_store(pair: SlicePair, node: Node) -> bool:
+    """Whether ``node`` is the earlier store of its pair (the later one writes both values)."""
+    return bool(node.attrs["mem_slot"] != pair.later)
+
+
+__all__ = ["Span", "bind_halves", "is_first_store", "joined", "span"]

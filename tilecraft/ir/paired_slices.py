@@ -1,0 +1,145 @@
+"""Paired stride-2 slices of one tensor (stage: ir analysis; in: a device loop's nodes and which
+reduction dim a config rolls; out: the pairs of loads / stores that codegen emits as one access).
+
+``even = x[t, 0::2]`` and ``odd = x[t, 1::2]`` each read every other element: Triton cannot
+vectorize a stride-2 access, so every element is its own memory instruction and two stores each
+write half of every sector. Together they read (or write) one contiguous span ``x[t, 0:2L]``:
+codegen (``codegen/paired.py``) then loads the span once and splits it (``tl.reshape`` to
+``[..., L, 2]`` + ``tl.split``), or joins the two values (``tl.join`` + ``tl.reshape``) and stores
+the span once, at the later store.
+
+Two accesses pair when they are both loads or both stores of the same tensor in the same block,
+their index items are equal except for one ``("rslice", sym, dim, a, 2)`` / ``(..., a + 1, 2)``
+item on the same slice dim ``sym`` (equal lengths), that item is the last index item and the last
+dim of the value, the tensor's ``dim`` is contiguous (stride 1), and nothing between them could
+change the result: no store or atomic on that tensor between two loads, no access to it at all
+between two stores (the first store moves down to the second). With a rolled reduction dim, both
+must fall in the same chunk loop (equal phases). An access the config does not emit as a pointer
+access, or a store that the row-does-not-fit schedule drops, never pairs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
+from tilecraft.ir.phases import phases
+
+
+@dataclasses.dataclass(frozen=True)
+class SlicePair:
+    """Two accesses (``mem_slot`` numbers) emitted as one contiguous access of ``2 * L`` elements
+    starting at the even access's slice start."""
+
+    op: str  # "load" or "store"
+    even: int  # mem_slot of the access whose slice starts at a
+    odd: int  # mem_slot of the access whose slice starts at a + 1
+    item: int  # position of the sliced item in the accesses' index
+
+    def __post_init__(self) -> None:
+        if self.op not in ("load", "store"):
+            raise ValueError(f"SlicePair.op: {self.op!r} is neither 'load' nor 'store'")
+        if self.even == self.odd:
+            raise ValueError("SlicePair: an access cannot pair with itself")
+
+    @property
+    def later(self) -> int:
+        """The slot emitted last in program order (mem_slots follow program order)."""
+        return max(self.even, self.odd)
+
+    def describe(self) -> str:
+        return f"{self.op}s {self.even} (even) + {self.odd} (odd): one contiguous {self.op}"
+
+
+def _sliced(node: Node) -> tuple[Any, ...] | None:
+    """(tensor name, other items, sym, dim, start) of a pairable stride-2 access, else None."""
+    if node.op not in (Op.LOAD, Op.STORE) or "mem_slot" not in node.attrs:
+        return None
+    attrs = node.attrs
+    if attrs.get("positions") is not None or attrs.get("extra_mask") is not None:
+        return None
+    index = attrs["index"]
+    if not index or index[-1][0] != "rslice" or index[-1][4] != 2:
+        return None
+    _, sym, dim, start, _ = index[-1]
+    others = index[:-1]
+    if any(item[0] not in ("tile", "rdim", "rslice", "int", "none") for item in others):
+        return None  # tensor-valued indices have inputs of their own
+    tensor = attrs["tensor"]
+    if tensor.stride[dim] != 1 or not node.shape or node.shape[-1] is not sym:
+        return None
+    return (tensor.name, others, sym, dim, start, attrs.get("eviction_policy", ""))
+
+
+def _touches(nodes: Iterable[Node], tensor: str, ops: tuple[Op, ...]) -> bool:
+    return any(n.op in ops and n.attrs["tensor"].name == tensor for n in walk(list(nodes)))
+
+
+def _blocks(nodes: list[Node]) -> Iterator[list[Node]]:
+    """Every block (list of nodes in program order) of a device loop's body."""
+    yield nodes
+    for n in nodes:
+        for sub in (n.body, n.attrs.get("orelse"), n.attrs.get("cond_body")):
+            if sub:
+                yield from _blocks(sub)
+
+
+def _pairs_in(block: list[Node], phase: dict[int, int], skip: set[int]) -> list[SlicePair]:
+    pairs: list[SlicePair] = []
+    taken: set[int] = set()
+    keys = {i: k for i, n in enumerate(block) if (k := _sliced(n)) is not None}
+    for i, key in keys.items():
+        if i in taken or block[i].attrs["mem_slot"] in skip:
+            continue
+        first = block[i]
+        load = first.op is Op.LOAD
+        # what may not happen between them: a write between two loads, anything between stores
+        hazards = (Op.STORE, Op.ATOMIC) if load else (Op.LOAD, Op.STORE, Op.ATOMIC)
+        for j in range(i + 1, len(block)):
+            if _touches(block[i + 1 : j], key[0], hazards):
+                break
+            other = keys.get(j)
+            second = block[j]
+            if (
+                other is None
+                or j in taken
+                or second.op is not first.op
+                or second.attrs["mem_slot"] in skip
+                or other[:4] != key[:4]
+                or other[5] != key[5]
+                or abs(other[4] - key[4]) != 1
+                or phase.get(first.id, 0) != phase.get(second.id, 0)
+            ):
+                continue
+            even, odd = (first, second) if key[4] < other[4] else (second, first)
+            pairs.append(
+                SlicePair(
+                    "load" if load else "store",
+                    even.attrs["mem_slot"],
+                    odd.attrs["mem_slot"],
+                    len(first.attrs["index"]) - 1,
+                )
+            )
+            taken.update((i, j))
+            break
+    return pairs
+
+
+def slice_pairs(
+    loops: list[DeviceLoop], looped: Callable[[Sym], bool], skip: Iterable[int] = ()
+) -> tuple[SlicePair, ...]:
+    """The pairs of every device loop; ``looped(sym)``: whether the config rolls ``sym``;
+    ``skip``: mem_slots that may not pair (not pointer accesses, stores a schedule drops)."""
+    skipped = set(skip)
+    out: list[SlicePair] = []
+    for loop in loops:
+        rolled = next((s for s in loop.syms if looped(s)), None)
+        for block in _blocks(loop.body):
+            phase = phases(block, rolled)[0] if rolled is not None else {}
+            out += _pairs_in(block, phase, skipped)
+    return tuple(out)
+
+
+__all__ = ["SlicePair", "slice_pairs"]
