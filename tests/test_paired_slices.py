@@ -5,6 +5,7 @@ dims, masked blocks), cross-compiles for cuda:90 and hip:gfx942, and the same ke
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -206,6 +207,58 @@ def test_store_between_loads_keeps_program_order() -> None:
     torch.testing.assert_close(got_x, expected_x)
 
 
+@tc.kernel(static_shapes=True)
+def grid_swap(x: torch.Tensor) -> torch.Tensor:
+    """Scalar rows (tc.grid): the values are 1-D."""
+    out = torch.empty_like(x)
+    for i in tc.grid(x.size(0)):
+        a = x[i, 0::2]
+        b = x[i, 1::2]
+        out[i, 0::2] = b
+        out[i, 1::2] = a * 2.0
+    return out
+
+
+@tc.kernel(static_shapes=False)
+def dynamic_swap(x: torch.Tensor) -> torch.Tensor:
+    """Dynamic shapes: the slices have constant bounds, the row stride is an argument."""
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        a = x[tm, 0:20:2]
+        b = x[tm, 1:20:2]
+        out[tm, 0:20:2] = b
+        out[tm, 1:20:2] = a * 2.0
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def broadcast_store(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The even store's value is a column broadcast along the slice."""
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, 0::2] = y[tm, None]
+        out[tm, 1::2] = x[tm, 1::2] + 1.0
+    return out
+
+
+def test_scalar_rows_dynamic_shapes_and_broadcast_values() -> None:
+    x, y = _rand(7, 20), _rand(7)
+    swapped = torch.empty_like(x)
+    swapped[:, 0::2], swapped[:, 1::2] = x[:, 1::2], x[:, 0::2] * 2.0
+    filled = torch.empty_like(x)
+    filled[:, 0::2], filled[:, 1::2] = y[:, None], x[:, 1::2] + 1.0
+    for kernel, args, expected in (
+        (grid_swap, (x,), swapped),
+        (dynamic_swap, (x,), swapped),
+        (broadcast_store, (x, y), filled),
+    ):
+        bound = kernel.bind(args)
+        config = bound.config_spec.default()
+        code = bound.to_triton_code(config)
+        assert "tl.reshape(tl.join(" in code and code.count("tl.store(") == 1, code
+        torch.testing.assert_close(bound.run(bound.compile_config(config), *args), expected)
+
+
 @pytest.mark.crosscompile
 def test_paired_slices_crosscompile() -> None:
     targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
@@ -230,3 +283,52 @@ def test_paired_slices_on_gpu() -> None:
             x3, c, s = rope.make_inputs(shape, dtype, "cuda", 0)
             got = rope.rope_interleaved(x3, c, s)
             torch.testing.assert_close(got, rope.reference(x3, c, s)[1], rtol=tol, atol=tol)
+
+
+def _ptx_memory_ops(kernel: tc.Kernel, args: tuple[torch.Tensor, ...], tmp_path: Path) -> set[str]:
+    """The global load/store instructions of the kernel's default config compiled for sm_90, with
+    16-byte aligned pointers as Triton assumes for torch's allocations."""
+    import importlib.util
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction
+
+    from tilecraft.runtime.kernel import BoundKernel
+    from tilecraft.tools.crosscompile import CompileJob
+
+    target = Target.parse("cuda:90")
+    bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
+    _, _, traced, kernels = bound.generate(bound.config_spec.default())
+    job = CompileJob.of(kernels[0], traced.loops[0], target)
+    path = tmp_path / f"{job.kernel_name}.py"
+    path.write_text(job.source)
+    spec = importlib.util.spec_from_file_location(job.kernel_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = getattr(module, job.kernel_name)
+    fn = fn if isinstance(fn, JITFunction) else JITFunction(fn.fn)  # (interpreter mode)
+    aligned = {
+        (i,): [["tt.divisibility", 16]]
+        for i, kind in enumerate(job.signature.values())
+        if kind.startswith("*")
+    }
+    compiled = triton.compile(
+        ASTSource(fn, job.signature, job.constexprs, attrs=aligned),
+        target=GPUTarget("cuda", 90, 32),
+        options=dict(job.options),
+    )
+    return set(re.findall(r"(?:ld|st)\.global[\w.]*", compiled.asm["ptx"]))
+
+
+@pytest.mark.crosscompile
+def test_rope_interleaved_vectorizes_like_rotate_half(tmp_path: Path) -> None:
+    """Stride-2 accesses were one 2-byte instruction per element; the paired span is 16-byte
+    vectors, the same instructions as the rotate-half kernel."""
+    args = rope.make_inputs((8192, 32, 128), torch.bfloat16, "meta", 0)
+    interleaved = _ptx_memory_ops(rope.rope_interleaved, args, tmp_path)
+    assert "ld.global.v4.b32" in interleaved and "st.global.v4.b32" in interleaved, interleaved
+    assert not any(op.endswith(".b16") for op in interleaved), interleaved
+    assert interleaved == _ptx_memory_ops(rope.rope_rotate_half, args, tmp_path)
