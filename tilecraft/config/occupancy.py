@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from tilecraft.config.config import Config
 from tilecraft.config.resolve import predicted_registers
+from tilecraft.config.resources import register_limit
 from tilecraft.ir.nodes import Op, walk
 
 if TYPE_CHECKING:
@@ -26,6 +27,33 @@ if TYPE_CHECKING:
 _NOT_POINTWISE = (Op.DOT, Op.REDUCE, Op.SCAN, Op.LOOP)
 OCCUPANCY_REGISTERS = 128  # per thread: above it an SM holds fewer than 16 warps
 MIN_CONTIGUOUS = 64  # a block over a contiguous dim keeps 128-byte rows of bf16
+REGISTER_GRANULE = 8  # ptxas allocates a thread's registers in steps of 8
+MAX_PROGRAMS_PER_SM = 32  # resident thread blocks per SM on sm_80+/sm_90 (and CDNA workgroups)
+
+
+def resident_programs(spec: ConfigSpec, config: Config) -> int:
+    """Programs of ``config`` that one SM holds at once: bounded by its threads, by the
+    registers the resource model predicts (a spilling config holds its register limit) and by
+    the shared memory of its pipelined dot operands. A grid of ``num_sms * resident_programs``
+    programs is the first one that keeps every SM as busy as the kernel allows (one wave of
+    resident programs); a smaller one leaves latency that more programs would have hidden."""
+    limits = spec.target.limits
+    warps = config.num_warps or 4
+    threads = warps * spec.target.warp_size
+    estimate = predicted_registers(spec, config, warps)
+    registers = min(estimate.per_thread, register_limit(threads, limits.registers_per_sm))
+    registers = -(-registers // REGISTER_GRANULE) * REGISTER_GRANULE
+    shared = spec.estimated_shared_bytes(config)
+    by_shared = limits.max_shared_bytes // shared if shared else MAX_PROGRAMS_PER_SM
+    return max(
+        1,
+        min(
+            limits.max_threads_per_sm // threads,
+            limits.registers_per_sm // (registers * threads),
+            by_shared,
+            MAX_PROGRAMS_PER_SM,
+        ),
+    )
 
 
 def fit_occupancy(spec: ConfigSpec, config: Config, warps_for: Callable[[Config], int]) -> Config:

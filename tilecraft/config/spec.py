@@ -273,14 +273,19 @@ class ConfigSpec:
         config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
         # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits
         config = self._shrink_to(config, REGISTER_BUDGET * (2 if self.has_dot else 1))
-        # a grid still under one wave after _fill_device: split its inner loop (config/split.py)
-        config = split.with_default_splits(self, config, REGISTER_BUDGET)
         stages = 3 if self.has_dot else 1
         tunables = {name: choices[0] for name, choices in self.tunables.items()}
         config = config.replace(num_stages=stages, **tunables)
         config = occupancy.fit_occupancy(self, config, self._warps_for)
         config = self._spread_live_values(config)
+        # a grid under one wave of resident programs (by these warps and the registers they
+        # need): split its inner loop (config/split.py)
+        config = split.with_default_splits(self, config, REGISTER_BUDGET, self._settle_warps)
         return self.normalize(self._fit_shared_memory(config), warn=False)
+
+    def _settle_warps(self, config: Config) -> Config:
+        """``config`` with the default's warps for its (changed) tiles."""
+        return self._spread_live_values(config.replace(num_warps=self._warps_for(config)))
 
     def _warps_for(self, config: Config) -> int:
         """The default's warps for ``config``'s tiles: by the largest tile's elements."""

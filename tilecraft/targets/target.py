@@ -117,12 +117,15 @@ class Limits:
     registers_per_sm: int
     max_threads_per_block: int
     num_sms: int
+    # threads one SM (CU) holds at once: 64 warps on sm_80/sm_90+, 48 on sm_86/89, 32 wave64s
+    # (8 per SIMD) on CDNA
+    max_threads_per_sm: int = 2048
 
 
 _LIMITS: dict[tuple[str, Any], Limits] = {
     ("cuda", 80): Limits(166912, 65536, 1024, 108),
-    ("cuda", 86): Limits(101376, 65536, 1024, 84),
-    ("cuda", 89): Limits(101376, 65536, 1024, 128),
+    ("cuda", 86): Limits(101376, 65536, 1024, 84, 1536),
+    ("cuda", 89): Limits(101376, 65536, 1024, 128, 1536),
     ("cuda", 90): Limits(232448, 65536, 1024, 132),
     ("cuda", 100): Limits(232448, 65536, 1024, 148),
     ("hip", "gfx90a"): Limits(65536, 131072, 1024, 104),
