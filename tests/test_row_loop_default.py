@@ -1,5 +1,5 @@
 """The default for row loops (a grid over rows, an inner loop walking each row in chunks): wide
-chunks and one row per program on a GPU target (config/spec.py, ROW_LOOP_TILE), and nothing else
+chunks and one row per program on a GPU target (config/row_loops.py), and nothing else
 changes: 1-D accesses walk no row, 2-D grids without an inner loop keep their tiles."""
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ def _default(kernel: tc.Kernel, *args: torch.Tensor) -> tc.Config:
 
 def test_row_loop_takes_one_row_and_wide_chunks() -> None:
     x = torch.empty(8192, 8192, dtype=torch.bfloat16, device="meta")
-    assert list(_default(online_softmax, x).block_sizes) == [1, 4096, 4096]
+    config = _default(online_softmax, x)  # the whole row, 16 elements per thread
+    assert list(config.block_sizes) == [1, 8192, 8192] and config.num_warps == 16
 
 
 def test_short_rows_take_several_rows_per_program() -> None:

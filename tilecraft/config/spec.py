@@ -15,13 +15,14 @@ import warnings
 from typing import Any
 
 from tilecraft import settings
-from tilecraft.config import occupancy, split
+from tilecraft.config import occupancy, row_loops, split
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.pipelines import hopper_default, operand_stage_bytes, store_staging_bytes
 from tilecraft.config.plan import Plan, next_pow2
 from tilecraft.config.plan import extent_hint as _extent_hint
 from tilecraft.config.resolve import build_plan, predicted_registers
+from tilecraft.config.row_loops import ROW_LOOP_TILE
 from tilecraft.config.space import StrategySpace
 from tilecraft.errors import ConfigError, SourceLoc, UnsupportedOpError
 from tilecraft.ir.carried_homes import CarriedHome, carried_homes
@@ -31,11 +32,6 @@ from tilecraft.targets.target import Target, filter_launch_options
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
-# A row loop (a grid over rows, an inner loop walking each row's contiguous dim) is bound by
-# memory latency per iteration, not bandwidth: the default takes wide chunks and few rows, a
-# tile of ROW_LOOP_TILE elements. H200, benchmarks/results/row_loops.md: two-pass softmax 8192^2
-# 0.155 ms at 32 rows x 256 -> 0.083 at 1 x 4096; Welford 4096x16384 0.180 -> 0.098.
-ROW_LOOP_TILE = 4096
 RANDOM_ELEMS_PER_THREAD = 256
 # elements per thread of the largest tile: explicit configs above this are shrunk, and the tuner
 # skips candidates above it (Triton's compiler runs for many minutes on such tiles)
@@ -267,17 +263,20 @@ class ConfigSpec:
     def _default(self, chunk_rows: bool) -> Config:
         """The heuristic config; ``chunk_rows``: also loop the reduction dims whose loop-carried
         accumulators need homes in memory (otherwise they stay whole, in registers)."""
-        reductions = [_default_chunk(r, chunk_rows) for r in self.reductions]
+        reductions = [row_loops.default_chunk(r, chunk_rows, self.target) for r in self.reductions]
         blocks = [self._preferred_block(b) for b in self.blocks]
-        blocks = self._fill_device(self._rows_for_row_loops(blocks))
+        blocks = self._fill_device(row_loops.row_blocks(self, blocks, reductions))
         config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
-        # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits
-        config = self._shrink_to(config, REGISTER_BUDGET * (2 if self.has_dot else 1))
+        # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits; a row
+        # loop's tile is sized by its own rule (config/row_loops.py)
+        budget = REGISTER_BUDGET * (2 if self.has_dot else 1)
+        config = self._shrink_to(config, max([budget, *row_loops.row_tiles(self, config)]))
         stages = 3 if self.has_dot else 1
         tunables = {name: choices[0] for name, choices in self.tunables.items()}
         config = config.replace(num_stages=stages, **tunables)
         config = occupancy.fit_occupancy(self, config, self._warps_for)
         config = self._spread_live_values(config)
+        config = row_loops.fit_registers(self, config, self._settle_warps)
         # a grid under one wave of resident programs (by these warps and the registers they
         # need): split its inner loop (config/split.py)
         config = split.with_default_splits(self, config, REGISTER_BUDGET, self._settle_warps)
@@ -288,9 +287,11 @@ class ConfigSpec:
         return self._spread_live_values(config.replace(num_warps=self._warps_for(config)))
 
     def _warps_for(self, config: Config) -> int:
-        """The default's warps for ``config``'s tiles: by the largest tile's elements."""
+        """The default's warps for ``config``'s tiles: by the largest tile's elements, or for a
+        row loop's tile enough that each thread holds a few elements (config/row_loops.py)."""
         largest, _ = self.largest_value(config)
-        return 4 if largest <= 4096 else 8 if largest <= 16384 else 16
+        by_tile = 4 if largest <= 4096 else 8 if largest <= 16384 else 16
+        return max(by_tile, row_loops.row_warps(self, config) or 1)
 
     def _spread_live_values(self, config: Config) -> Config:
         """More warps while the resource model predicts that the values live at once exceed a
@@ -317,22 +318,6 @@ class ConfigSpec:
                     break
                 widest = max(shrinkable, key=lambda s: blocks[s])
                 blocks[widest] //= 2
-        return blocks
-
-    def _rows_for_row_loops(self, blocks: list[int]) -> list[int]:
-        """In a device loop whose inner loop walks a contiguous dim in chunks, the grid's row
-        blocks shrink so that a program's tile is about ROW_LOOP_TILE elements (one row per
-        program for chunks of 4096): many short programs hide the latency of each dependent
-        iteration; few tall ones serialize it."""
-        blocks = list(blocks)
-        for grid, inner in zip(self.grid_slots, self.loop_slots, strict=True):
-            chunks = [blocks[s] for s in inner if self.blocks[s].contiguous]
-            if not chunks:
-                continue
-            for s in grid:
-                b = self.blocks[s]
-                if not b.dot_role and not b.contiguous:
-                    blocks[s] = max(b.lo, min(b.hi, ROW_LOOP_TILE // max(chunks)))
         return blocks
 
     def _preferred_block(self, b: BlockSpec) -> int:
@@ -604,16 +589,6 @@ class ConfigSpec:
 
     def __repr__(self) -> str:
         return f"ConfigSpec(blocks={self.blocks}, reductions={self.reductions}, tunables={self.tunables})"
-
-
-def _default_chunk(r: ReductionSpec, chunk_rows: bool) -> int | None:
-    """The default's chunk for a reduction dim (None: whole): a long row is chunked by 4096; a
-    row whose carried accumulators need homes only when ``chunk_rows``, whatever its length."""
-    if not r.loopable or (r.homes and not chunk_rows):
-        return None
-    if r.homes:
-        return min(4096, r.full // 2)
-    return None if r.full <= 16384 else 4096
 
 
 def _last_index_sym(node: Node) -> Sym | None:

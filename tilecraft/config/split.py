@@ -24,7 +24,7 @@ import torch
 
 from tilecraft.config import occupancy
 from tilecraft.config.config import MAX_SPLIT, Config
-from tilecraft.config.plan import extent_hint, next_pow2, sym_block
+from tilecraft.config.plan import extent_hint, sym_block
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
 from tilecraft.ir.split import RolledSite, Site, SplitSite, split_site
@@ -154,14 +154,14 @@ def with_default_splits(
             site is None
             or programs is None
             or _unsplittable(spec.loops[i], site, list(config.reduction_loops))
-            or (wanted := _wanted_split(spec, config, programs)) == 1
+            or (wanted := _wanted_split(spec, i, config, programs)) == 1
         ):
             factors.append(1)
             continue
         grown = _grow_loop_block(spec, i, site, config, wanted, budget)
         if grown != config:
             config = settle(grown)
-            wanted = _wanted_split(spec, config, programs)
+            wanted = _wanted_split(spec, i, config, programs)
         n_trips = trips(spec, i, config)
         work = n_trips * _iteration_elems(spec.loops[i], site, config)
         factor = min(wanted, max(1, n_trips // MIN_SPLIT_TRIPS))
@@ -174,14 +174,21 @@ def with_default_splits(
     return config.replace(split_reductions=factors)
 
 
-def _wanted_split(spec: ConfigSpec, config: Config, programs: int) -> int:
+def _wanted_split(spec: ConfigSpec, index: int, config: Config, programs: int) -> int:
     """The power of two nearest (in ratio) to the split that brings ``programs`` to one wave of
-    resident programs (1: the grid already fills the SMs as far as the kernel allows)."""
-    target = spec.target.limits.num_sms * occupancy.resident_programs(spec, config)
+    resident programs, and at least one program per SM (1: the grid already fills the SMs as
+    far as the kernel allows). A dot loop aims at one program per SM: its stages and
+    persistent schedule are chosen after this (``config/pipelines.py``), and a split-K grid
+    gives the persistent schedule up."""
+    sms = spec.target.limits.num_sms
+    dots = any(n.op is Op.DOT for n in spec.loops[index].walk())
+    target = sms * (1 if dots else occupancy.resident_programs(spec, config))
     if programs >= target:
         return 1
-    ratio = target / programs
-    return min(1 << max(0, round(math.log2(ratio))), MAX_SPLIT)
+    factor = 1 << max(0, round(math.log2(target / programs)))
+    while programs * factor < sms:
+        factor *= 2
+    return min(factor, MAX_SPLIT)
 
 
 def _numel(node: Node, config: Config) -> int:

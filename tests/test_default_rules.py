@@ -1,0 +1,110 @@
+"""The default's rules for split reductions (config/split.py: one wave of resident programs from
+the resource model) and row loops (config/row_loops.py: whole-row chunks up to a register limit,
+one row per program, warps from the chunk) on cuda:90 (132 SMs, 32 warps) and gfx942 (304 CUs,
+16 wave64s): a tall column sum, a 40920-wide row, a 16384-wide row walked twice, short rows."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from benchmarks.gen_kernels.norms import rms_norm_llama, welford_layer_norm
+from benchmarks.gen_kernels.reductions import column_sum, online_softmax
+from examples.rms_norm import rms_norm_fwd
+from tilecraft.config import occupancy
+from tilecraft.config.resolve import predicted_registers
+from tilecraft.config.row_loops import chunk_limit, row_chunk
+from tilecraft.config.spec import ConfigSpec
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
+
+H200 = Target.parse("cuda:90")
+MI300 = Target.parse("hip:gfx942")
+
+
+def _spec(kernel: tc.Kernel, *args: torch.Tensor, target: Target = H200) -> ConfigSpec:
+    return BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target).config_spec
+
+
+def _meta(*shape: int) -> torch.Tensor:
+    return torch.empty(*shape, dtype=torch.bfloat16, device="meta")
+
+
+# -- split reductions ------------------------------------------------------------------------
+@pytest.mark.parametrize(("target", "split"), [(H200, 8), (MI300, 16)])
+def test_tall_column_sum_splits_to_a_wave_of_resident_programs(target: Target, split: int) -> None:
+    spec = _spec(column_sum, _meta(65536, 1024), target=target)
+    config = spec.default()
+    assert config.split_reductions == (split,)
+    programs = spec.resolve(config, warn=False).resources.programs[0]
+    assert programs is not None
+    wave = target.limits.num_sms * occupancy.resident_programs(spec, config)
+    assert wave / 2 < programs < wave * 2  # about one wave of resident programs, not of SMs
+    rows_block = config.block_sizes[0]
+    assert 65536 // (rows_block * split) >= 4  # each share keeps several iterations
+
+
+def test_resident_programs_follow_threads_and_registers() -> None:
+    spec = _spec(column_sum, _meta(65536, 1024))
+    light = tc.Config(block_sizes=[16, 16], num_warps=4)
+    assert predicted_registers(spec, light, 4).per_thread <= 32
+    assert occupancy.resident_programs(spec, light) == 16  # by threads: 2048 / 128
+    heavy = tc.Config(block_sizes=[512, 16], num_warps=8)
+    registers = predicted_registers(spec, heavy, 8).per_thread
+    by_registers = 65536 // (-(-registers // 8) * 8 * 256)
+    assert occupancy.resident_programs(spec, heavy) == by_registers < 8  # 8: by threads
+
+
+def test_a_grid_that_fills_the_resident_wave_is_not_split() -> None:
+    spec = _spec(column_sum, _meta(1024, 262144))
+    assert spec.default().split_reductions in ((), (1,))
+
+
+# -- row loops -------------------------------------------------------------------------------
+def test_row_chunks_take_the_row_up_to_the_register_limit_with_little_padding() -> None:
+    assert chunk_limit(H200) == chunk_limit(MI300) == 16384
+    assert row_chunk(16384, H200) == 16384  # a whole row
+    assert row_chunk(131072, H200) == 16384  # the limit
+    assert row_chunk(32000, H200) == 16384  # 2 chunks, 768 masked columns
+    assert row_chunk(40920, H200) == 8192  # not 3 x 16384 with 8152 valid in the last
+    assert row_chunk(50257, H200) == 4096  # 8192 would pad by 14%
+
+
+@pytest.mark.parametrize(("target", "warps"), [(H200, 16), (MI300, 8)])
+def test_a_40920_wide_row_is_one_row_per_program_in_8192_chunks(target: Target, warps: int) -> None:
+    spec = _spec(rms_norm_llama, _meta(4096, 40920), _meta(40920), target=target)
+    config = spec.default()
+    assert list(config.block_sizes) == [1] and list(config.reduction_loops) == [8192]
+    assert config.num_warps == warps  # 16 elements per thread
+    assert not predicted_registers(spec, config, warps).spills
+
+
+def test_a_16384_wide_row_walked_twice_fits_the_registers() -> None:
+    args = (_meta(4096, 16384), _meta(16384), _meta(16384))
+    # cuda: 16384 at 32 warps needs more than 64 registers a thread: half the row at 16 warps
+    h200 = _spec(welford_layer_norm, *args).default()
+    assert list(h200.block_sizes) == [1, 8192, 8192] and h200.num_warps == 16
+    # gfx942: wave64 threads hold 16384 at 16 warps: the whole row
+    mi300 = _spec(welford_layer_norm, *args, target=MI300).default()
+    assert list(mi300.block_sizes) == [1, 16384, 16384] and mi300.num_warps == 16
+
+
+@pytest.mark.parametrize("target", [H200, MI300])
+def test_short_rows_stay_whole(target: Target) -> None:
+    x, w = _meta(4096, 4096), _meta(4096)
+    config = _spec(rms_norm_fwd, x, w, target=target).default()
+    assert list(config.reduction_loops) == [None]  # a full-row tile of 4096 is not looped
+    softmax = _spec(online_softmax, _meta(65536, 512), target=target).default()
+    assert list(softmax.block_sizes) == [8, 512, 512]  # several short rows per program
+
+
+def test_the_wide_row_default_computes_rms_norm_in_the_interpreter() -> None:
+    from benchmarks.gen_kernels.norms import rms_norm_reference
+
+    config = _spec(rms_norm_llama, _meta(3, 40920), _meta(40920)).default()
+    assert list(config.reduction_loops) == [8192]
+    x, w = torch.randn(3, 40920), torch.rand(40920) + 0.5
+    bound = BoundKernel(rms_norm_llama, rms_norm_llama.bind_arguments((x, w), {}))
+    out = bound.run(bound.compile_config(config), x, w)
+    torch.testing.assert_close(out, rms_norm_reference(x, w), rtol=1e-4, atol=1e-4)

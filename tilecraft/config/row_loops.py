@@ -1,0 +1,197 @@
+"""Defaults for row loops (stage: config heuristic; in: a ConfigSpec and the default's starting
+blocks; out: row blocks, chunks and warps of the device loops that walk rows).
+
+A *row loop* is a device loop over rows whose program walks each row's contiguous dim: an inner
+``tc.tile`` loop over it (a two-pass softmax, Welford) or a reduction dim too long to stay whole
+(a full-row tile ``x[tm, :]`` of 40920 columns, looped in chunks). Such a loop is bound by memory
+latency per iteration, so its default is:
+
+* **The chunk as large as the row, up to a register limit.** A chunk holds about
+  ``ROW_ELEMS_PER_THREAD`` elements per thread at the target's most warps (32 warps x 32 lanes on
+  NVIDIA, 16 wave64s on AMD: 16384 elements either way). A row up to that is one chunk (a second
+  loop over the same row then re-reads it from L1/L2); a longer row takes the largest power-of-two
+  chunk that pads its last chunk by at most ``MAX_PAD`` of the row (40920 columns: 5 chunks of
+  8192, not 3 of 16384 with 8152 valid columns in the last).
+* **One row per program** once a chunk reaches ``ROW_LOOP_TILE`` elements; shorter rows share a
+  program up to that tile (512-column rows: 8 per program).
+* **Warps from the tile**: enough threads that each holds ``ROW_ELEMS_PER_THREAD`` elements
+  (8192 -> 16 warps, 16384 -> 32 on NVIDIA and 16 wave64s on AMD), at least 4; more if the
+  resource model still predicts spills (``ConfigSpec._spread_live_values``).
+
+Measured on the H200 (bf16, ms; benchmarks/results/row_loops.md and issue 11's quick runs): two-pass
+softmax 8192^2 0.155 at 32 rows x 256, 0.083 at 1 x 4096 / 4 warps, 0.072 at 1 x 8192 / 16 warps;
+Welford 4096x16384 0.180 -> 0.098 (1 x 4096 / 4 warps) -> 0.073 (whole row, 8 warps, 2 stages);
+RMSNorm over full rows of 40920 0.283 at 2 rows x 4096 / 8 warps, 0.189 at 1 x 4096 / 32 warps.
+
+Loops that scan along the row (cumsum) keep ``ROW_LOOP_TILE`` chunks and the tile-size warps: a
+scan's cross-warp steps grow with the warps, and no measurement supports wider ones. Loops with
+``tl.dot`` keep their dot tiles (their k loop is not a row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tilecraft.config.occupancy import OCCUPANCY_REGISTERS
+from tilecraft.config.plan import next_pow2
+from tilecraft.config.resolve import predicted_registers
+from tilecraft.ir.nodes import DeviceLoop, Op, SymKind
+from tilecraft.targets.target import Target
+
+if TYPE_CHECKING:
+    from tilecraft.config.config import Config
+    from tilecraft.config.spec import ConfigSpec, ReductionSpec
+
+ROW_LOOP_TILE = 4096  # elements of a row program's tile below which it takes several rows
+ROW_ELEMS_PER_THREAD = 16  # elements of a row loop's chunk per thread the default aims for
+MAX_PAD = 1 / 8  # of a chunked row: masked columns its last chunk may add
+WHOLE_ROW = 16384  # a reduction dim up to this many (padded) elements stays one tile
+MIN_WARPS = 4
+
+
+def chunk_limit(target: Target) -> int:
+    """The widest chunk: ``ROW_ELEMS_PER_THREAD`` per thread at the target's most warps."""
+    return target.max_warps * target.warp_size * ROW_ELEMS_PER_THREAD
+
+
+def row_chunk(extent: int, target: Target) -> int:
+    """The chunk of a row of ``extent`` elements: the whole row (padded to a power of two) up to
+    :func:`chunk_limit`; for a longer row the largest power of two that pads the last chunk by
+    at most ``MAX_PAD`` of the row (at least ``ROW_LOOP_TILE``)."""
+    chunk = min(next_pow2(max(extent, 1)), chunk_limit(target))
+    while chunk > ROW_LOOP_TILE and -(-extent // chunk) * chunk - extent > extent * MAX_PAD:
+        chunk //= 2
+    return chunk
+
+
+def default_chunk(r: ReductionSpec, chunk_rows: bool, target: Target) -> int | None:
+    """The default's chunk for a reduction dim (None: whole): a row up to ``WHOLE_ROW`` stays
+    whole, a longer one is looped in :func:`row_chunk` chunks; a row whose carried accumulators
+    need homes is chunked only when ``chunk_rows`` (by 4096, or half the row), whatever its
+    length."""
+    if not r.loopable or (r.homes and not chunk_rows):
+        return None
+    if r.homes:
+        return min(ROW_LOOP_TILE, r.full // 2)
+    return None if r.full <= WHOLE_ROW else row_chunk(r.extent, target)
+
+
+def _left_alone(loop: DeviceLoop) -> bool:
+    """Whether the row rule leaves ``loop`` alone: a scan along the row, or a ``tl.dot`` (its
+    k loop walks a contiguous dim too, but its blocks are set by the dot tiles)."""
+    return any(n.op in (Op.SCAN, Op.DOT) for n in loop.walk())
+
+
+def _chunked_rdims(spec: ConfigSpec, loop: DeviceLoop, chunks: list[int | None]) -> list[int]:
+    """The chunks of ``loop``'s looped reduction dims (a full-row tile walked in chunks)."""
+    slots = {s.config_slot for s in loop.syms if s.kind is SymKind.RDIM}
+    return [
+        c
+        for r, c in zip(spec.reductions, chunks, strict=True)
+        if r.slot in slots and c is not None and not r.homes
+    ]
+
+
+def row_blocks(spec: ConfigSpec, blocks: list[int], chunks: list[int | None]) -> list[int]:
+    """Each row loop's chunks (inner loops over a contiguous dim: :func:`row_chunk`) and rows
+    per program (a tile of ``ROW_LOOP_TILE`` elements: one row once a chunk is that wide). Many
+    short programs hide the latency of each dependent iteration; few tall ones serialize it."""
+    blocks = list(blocks)
+    for loop, grid, inner in zip(spec.loops, spec.grid_slots, spec.loop_slots, strict=True):
+        contiguous = [s for s in inner if spec.blocks[s].contiguous]
+        if contiguous and not _left_alone(loop):
+            for s in contiguous:
+                b = spec.blocks[s]
+                blocks[s] = max(b.lo, min(b.hi, row_chunk(b.extent, spec.target)))
+        widths = [blocks[s] for s in contiguous] + _chunked_rdims(spec, loop, chunks)
+        if not widths:
+            continue
+        for s in grid:
+            b = spec.blocks[s]
+            if not b.dot_role and not b.contiguous:
+                blocks[s] = max(b.lo, min(b.hi, ROW_LOOP_TILE // max(widths)))
+    return blocks
+
+
+def row_tiles(spec: ConfigSpec, config: Config) -> list[int]:
+    """Elements of each row loop's tile under ``config`` (rows x chunk), scanning loops left out."""
+    tiles = []
+    blocks, chunks = list(config.block_sizes), list(config.reduction_loops)
+    for loop, grid, inner in zip(spec.loops, spec.grid_slots, spec.loop_slots, strict=True):
+        if _left_alone(loop):
+            continue
+        widths = [blocks[s] for s in inner if spec.blocks[s].contiguous]
+        widths += _chunked_rdims(spec, loop, chunks)
+        if widths:
+            rows = 1
+            for s in grid:
+                if not spec.blocks[s].dot_role and not spec.blocks[s].contiguous:
+                    rows *= blocks[s]
+            tiles.append(rows * max(widths))
+    return tiles
+
+
+def fit_registers(spec: ConfigSpec, config: Config, settle: Callable[[Config], Config]) -> Config:
+    """The row loops' chunks and warps fitted to the registers the resource model predicts: the
+    fewest warps from ``config``'s up at which the values live at once neither spill nor exceed
+    ``OCCUPANCY_REGISTERS`` per thread; if none, the chunks halve (not below ``ROW_LOOP_TILE``;
+    ``settle`` re-derives their warps) and the search repeats. At 32 warps a thread has 64
+    registers: a chunk whose values need more is slower than half of it at 16 warps."""
+    if not row_tiles(spec, config):
+        return config
+    while True:
+        warps = config.num_warps or 4
+        while warps <= spec.target.max_warps:
+            estimate = predicted_registers(spec, config, warps)
+            if not estimate.spills and estimate.per_thread <= OCCUPANCY_REGISTERS:
+                return config.replace(num_warps=warps)
+            warps *= 2
+        halved = _halved_chunks(spec, config)
+        if halved is None:
+            return config
+        config = settle(halved)
+
+
+def _halved_chunks(spec: ConfigSpec, config: Config) -> Config | None:
+    """``config`` with every row loop's chunk over ``ROW_LOOP_TILE`` halved (None: none is)."""
+    blocks, chunks = list(config.block_sizes), list(config.reduction_loops)
+    halved = False
+    for loop, inner in zip(spec.loops, spec.loop_slots, strict=True):
+        if _left_alone(loop):
+            continue
+        for s in inner:
+            if spec.blocks[s].contiguous and blocks[s] > max(ROW_LOOP_TILE, spec.blocks[s].lo):
+                blocks[s] //= 2
+                halved = True
+        slots = {s.config_slot for s in loop.syms if s.kind is SymKind.RDIM}
+        for i, r in enumerate(spec.reductions):
+            chunk = chunks[i]
+            if r.slot in slots and not r.homes and chunk is not None and chunk > ROW_LOOP_TILE:
+                chunks[i] = chunk // 2
+                halved = True
+    return config.replace(block_sizes=blocks, reduction_loops=chunks) if halved else None
+
+
+def row_warps(spec: ConfigSpec, config: Config) -> int | None:
+    """Warps for the widest row loop tile: ``ROW_ELEMS_PER_THREAD`` elements per thread, from
+    ``MIN_WARPS`` up to the target's most (None: the kernel has no row loop)."""
+    tiles = row_tiles(spec, config)
+    if not tiles:
+        return None
+    threads = max(tiles) // ROW_ELEMS_PER_THREAD
+    warps = next_pow2(max(1, threads // spec.target.warp_size))
+    return max(MIN_WARPS, min(warps, spec.target.max_warps))
+
+
+__all__ = [
+    "ROW_LOOP_TILE",
+    "WHOLE_ROW",
+    "chunk_limit",
+    "default_chunk",
+    "fit_registers",
+    "row_blocks",
+    "row_chunk",
+    "row_tiles",
+    "row_warps",
+]
