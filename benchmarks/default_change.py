@@ -1,0 +1,94 @@
+"""Example rows whose discovered default a heuristic change moved, before and after, side by side
+in one run on one GPU (the rule: no example row may get more than 3% slower).
+
+``python -m benchmarks.default_change TABLE.json [--examples NAME ...]``
+
+TABLE is a list of ``{"example", "shape", "call", "before"}``: an example module (``examples/``),
+one of its shapes, which of the kernel calls its ``run`` makes (0: the first) and the config the
+old heuristic chose there (``tc.Config(...)``). Each row times the old config and today's default
+on the same inputs, alternating twice (the faster of each kept), and checks that their outputs
+agree. Writes ``default_change.{md,json}`` (to $OUT or benchmarks/results/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import tilecraft as tc
+from benchmarks.common import bench_ms, write_results
+from benchmarks.run import max_error
+from examples import EXAMPLES
+
+COLUMNS = ["example", "kernel", "shape", "before", "after", "before_ms", "after_ms", "ratio",
+           "max_err"]  # fmt: skip
+
+
+def _call(
+    module: Any, shape: tuple[int, ...], index: int, device: str
+) -> tuple[Any, tuple[Any, ...]]:
+    """The ``index``-th kernel call that ``module.run`` makes on its inputs for ``shape``."""
+    dtype = torch.bfloat16 if torch.bfloat16 in module.DTYPES else module.DTYPES[0]
+    calls: list[tuple[Any, tuple[Any, ...]]] = []
+
+    def record(kernel: Any, *args: Any) -> Any:
+        calls.append((kernel, args))
+        return kernel(*args)
+
+    module.run(module.make_inputs(shape, dtype, device, 0), record)
+    return calls[index]
+
+
+def measure(entry: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
+    module = EXAMPLES[entry["example"]]
+    shape = tuple(entry["shape"])
+    kernel, args = _call(module, shape, int(entry.get("call", 0)), device)
+    bound = kernel.bind(args)
+    before = eval(entry["before"], {"tc": tc})  # noqa: S307 - the repository's own table
+    programs = [bound.compile_config(c) for c in (before, bound.config_spec.default())]
+    outputs = [bound.run(p, *args) for p in programs]
+    times = [float("inf"), float("inf")]
+    for _ in range(2):  # alternate, so that clocks and caches treat both alike
+        for i, program in enumerate(programs):
+            times[i] = min(times[i], bench_ms(lambda p=program: bound.run(p, *args)))
+    return {
+        "example": entry["example"],
+        "kernel": kernel.__name__,
+        "shape": "x".join(map(str, shape)),
+        "before": repr(programs[0].config),
+        "after": repr(programs[1].config),
+        "before_ms": round(times[0], 4),
+        "after_ms": round(times[1], 4),
+        "ratio": round(times[1] / times[0], 3),
+        "max_err": max_error(outputs[1], outputs[0]),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("table", type=Path)
+    parser.add_argument("--examples", nargs="*", help="only these example modules")
+    parser.add_argument("--name", default="default_change")
+    parser.add_argument("--device", default="cuda", help="cpu: plumbing check (interpreter)")
+    ns = parser.parse_args(argv)
+    entries = json.loads(ns.table.read_text())
+    rows = []
+    for entry in entries:
+        if ns.examples and entry["example"] not in ns.examples:
+            continue
+        try:
+            rows.append(measure(entry, ns.device))
+        except Exception as exc:  # a failing row is reported, the others still run
+            rows.append({"example": entry["example"], "shape": str(entry["shape"]),
+                         "before": entry["before"], "max_err": f"{type(exc).__name__}: {exc}"})  # fmt: skip
+        if ns.device == "cuda":
+            torch.cuda.empty_cache()
+    write_results(ns.name, rows, COLUMNS, notes=f"table: {ns.table}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""benchmarks/default_change.py: the before/after table of example defaults a heuristic change
+moved, checked on the CPU (the interpreter, wall-clock timing)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import benchmarks.default_change as dc
+import tilecraft as tc
+from examples import EXAMPLES
+
+TABLE = Path(dc.__file__).parent / "default_change_h11d.json"
+
+
+def _wall_ms(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
+
+
+def test_the_recorded_table_names_real_examples_and_configs() -> None:
+    entries = json.loads(TABLE.read_text())
+    assert entries
+    for entry in entries:
+        module = EXAMPLES[entry["example"]]
+        assert tuple(entry["shape"]) in [tuple(s) for s in module.BENCH_SHAPES]
+        assert isinstance(eval(entry["before"], {"tc": tc}), tc.Config)  # noqa: S307
+
+
+def test_a_row_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("OUT", str(tmp_path))
+    monkeypatch.setattr(dc, "bench_ms", _wall_ms)
+    entry = {
+        "example": "sum",
+        "shape": [37, 100],
+        "call": 1,
+        "before": "tc.Config(block_sizes=[16, 32])",
+    }
+    row = dc.measure(entry, "cpu")
+    assert row["kernel"] == "sum_first" and row["shape"] == "37x100"
+    assert "block_sizes=[16, 32]" in row["before"] and row["after"].startswith("tc.Config(")
+    assert row["before_ms"] > 0 and row["after_ms"] > 0 and row["max_err"] < 1e-2
