@@ -120,3 +120,26 @@ def test_rows_with_accumulators_in_memory_fill_a_wave(target: Target, rows: int)
     assert config.reduction_loops[0] is not None  # the row is chunked, its sums in memory
     programs = spec.resolve(config, warn=False).resources.programs[0]
     assert programs is not None and programs >= target.limits.num_sms * 3 // 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "name",
+    [
+        "column_sum_tall",
+        "rms_norm_full_row",
+        "welford_layer_norm",
+        "online_softmax_two_pass",
+        "layer_norm_bwd_seed",
+        "kl_div_rows",
+    ],  # fmt: skip
+)
+def test_new_defaults_match_eager_on_gpu(name: str) -> None:
+    from benchmarks.gen_kernels import CASES
+
+    case = CASES[name]
+    inputs = case.make_inputs(case.gpu_shapes[0], "cuda", 0)
+    got = case.run({k.__name__: k for k in case.kernels}, inputs)
+    want = case.reference(*inputs)
+    for g, w in zip(*(x if isinstance(x, tuple) else (x,) for x in (got, want)), strict=True):
+        torch.testing.assert_close(g.float(), w.float(), rtol=0, atol=case.atol)
