@@ -110,18 +110,6 @@ def test_the_wide_row_default_computes_rms_norm_in_the_interpreter() -> None:
     torch.testing.assert_close(out, rms_norm_reference(x, w), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize(("target", "rows"), [(H200, 16), (MI300, 8)])
-def test_rows_with_accumulators_in_memory_fill_a_wave(target: Target, rows: int) -> None:
-    from benchmarks.gen_kernels.norms import _ln_bwd_inputs, ln_bwd_cta_partials
-
-    spec = _spec(ln_bwd_cta_partials, *_ln_bwd_inputs((4608, 40920), "meta", 0), target=target)
-    config = spec.default()
-    assert config.block_sizes[0] == rows  # was 32: 144 programs, under a wave on either target
-    assert config.reduction_loops[0] is not None  # the row is chunked, its sums in memory
-    programs = spec.resolve(config, warn=False).resources.programs[0]
-    assert programs is not None and programs >= target.limits.num_sms * 3 // 2
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize(
     "name",

@@ -240,52 +240,22 @@ class ConfigSpec:
         return config
 
     def _one_wave(self, config: Config) -> Config:
-        """About one wave of resident programs (by the predicted registers) for rows whose
-        accumulators live in memory: halve the chunk while the programs cannot all be resident
-        at once (a memory-bound row loop that runs a second wave for a few programs takes twice
-        as long); then halve the rows per program while the programs fill under 1/sqrt(2) of a
-        wave (the seed-000 LayerNorm backward at 4608x40920: 144 programs of 32 rows, two
-        resident per SM, on 132 SMs; quick tuning found 8 rows per program 21% faster)."""
+        """Halve the chunk of rows whose accumulators live in memory while the programs cannot
+        all be resident at once by the predicted registers (a memory-bound row loop that runs a
+        second wave for a few programs takes twice as long)."""
         limits = self.target.limits
-        filling = False
         while True:
             plan = self.resolve(config, warn=False)
             threads = (config.num_warps or 4) * self.target.warp_size
             per_sm = limits.registers_per_sm // max(plan.resources.registers * threads, 1)
-            wave = per_sm * limits.num_sms
-            programs = [p for p in plan.resources.programs if p is not None]
-            if filling or all(p <= wave for p in programs):
-                filling = True
-                rows = self._halved_home_rows(plan.config)
-                if rows is None or not programs or max(programs) * math.sqrt(2) >= wave:
-                    return plan.config
-                config = rows
-                continue
+            if all(p is None or p <= per_sm * limits.num_sms for p in plan.resources.programs):
+                return plan.config
             chunks = list(plan.reduction_loops)
             slots = [r.slot for r in self.reductions if r.homes and (chunks[r.slot] or 0) > 1024]
             if not slots:
                 return plan.config
             chunks[slots[0]] = (chunks[slots[0]] or 2048) // 2
             config = plan.config.replace(reduction_loops=chunks)
-
-    def _halved_home_rows(self, config: Config) -> Config | None:
-        """``config`` with the widest row block (not a dot's, not a contiguous dim's) of the grids
-        of loops whose reductions keep accumulators in memory halved (None: all are 1)."""
-        home_slots = {r.slot for r in self.reductions if r.homes}
-        rows = [
-            s
-            for loop, grid in zip(self.loops, self.grid_slots, strict=True)
-            if any(d.kind is SymKind.RDIM and d.config_slot in home_slots for d in loop.syms)
-            for s in grid
-            if not self.blocks[s].dot_role and not self.blocks[s].contiguous
-        ]
-        blocks = list(config.block_sizes)
-        rows = [s for s in rows if blocks[s] > 1]
-        if not rows:
-            return None
-        widest = max(rows, key=lambda s: blocks[s])
-        blocks[widest] //= 2
-        return config.replace(block_sizes=blocks)
 
     def _predicted(self, config: Config) -> Any:
         return predicted_registers(self, config, config.num_warps or 4)
