@@ -76,11 +76,15 @@ def outer_tile(bound: Any) -> Sym | None:
 
 
 def _descriptor_ok(node: Node) -> bool:
+    """TMA's layout rules: unit inner stride, 16-byte aligned outer strides, and none of them
+    0 (a dim expanded over a batch: a tensor map is documented for strides that step through
+    memory, so such a load stays a pointer load)."""
     tensor = node.attrs["tensor"]
     size = tensor.dtype.itemsize
     if tensor.dynamic or tensor.stride[-1] != 1:
         return False
-    return all((s * size) % 16 == 0 for s in tensor.stride[:-1])
+    outer = zip(tensor.shape[:-1], tensor.stride[:-1], strict=True)
+    return all((s * size) % 16 == 0 and (s > 0 or d == 1) for d, s in outer)
 
 
 def _has_dot(node: Node) -> bool:
