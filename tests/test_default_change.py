@@ -46,3 +46,16 @@ def test_a_row_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert row["kernel"] == "sum_first" and row["shape"] == "37x100"
     assert "block_sizes=[16, 32]" in row["before"] and row["after"].startswith("tc.Config(")
     assert row["before_ms"] > 0 and row["after_ms"] > 0 and row["max_err"] < 1e-2
+
+
+def test_recording_the_calls_discovers_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example's run() is replayed only to find the measured call: its kernel calls go to
+    ref mode (a real call discovers configs for every kernel of the module: on the H200 that
+    took the whole run's time limit before the first row)."""
+
+    def no_discovery(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a kernel was compiled/discovered while recording calls")
+
+    monkeypatch.setattr(tc.Kernel, "__call__", no_discovery)
+    kernel, args = dc._call(EXAMPLES["sum"], (37, 100), 1, "cpu")
+    assert kernel.__name__ == "sum_first" and args[0].shape == (37, 100)
