@@ -22,6 +22,7 @@ from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.gen_kernels import CASES  # noqa: E402
 from benchmarks.gen_kernels.dots import bmm_3d  # noqa: E402
 from examples.matmul import matmul  # noqa: E402
 
@@ -47,9 +48,8 @@ def baddbmm_3d(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tenso
 def _inputs(
     batch: int, m: int, k: int, n: int, device: str = "cpu"
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator().manual_seed(batch * m + k * n)
-    a = torch.randn(batch, m, k, generator=gen).to(device, torch.bfloat16)
-    b = (torch.randn(batch, k, n, generator=gen) / k**0.5).to(device, torch.bfloat16)
+    """The generalization benchmark's bmm inputs (bf16, ``b`` scaled by 1/sqrt(k))."""
+    a, b = CASES["bmm_3d"].make_inputs((batch, m, k, n), device, batch * m + k * n)
     return a, b
 
 
