@@ -41,7 +41,7 @@ def emit_dot(ctx: EmitContext, node: Node) -> None:
         widened = [f"{t}.to(tl.float32)" if i != split else t for i, t in enumerate((at, bt))]
         ctx.bind(node, _dot_call(ctx, widened[0], widened[1], torch.float32, acc))
     else:
-        ctx.bind(node, _split_dot(ctx, node, (at, bt), split, acc))
+        ctx.bind(node, _split_dot(ctx, (at, bt), split, acc))
 
 
 def _dot_call(ctx: EmitContext, at: str, bt: str, dtype: torch.dtype, acc: str | None) -> str:
@@ -56,10 +56,9 @@ def _dot_call(ctx: EmitContext, at: str, bt: str, dtype: torch.dtype, acc: str |
     return f"tl.dot({at}, {bt}, acc={acc}{extra})"
 
 
-def _split_dot(
-    ctx: EmitContext, node: Node, operands: tuple[str, str], split: int, acc: str | None
-) -> str:
-    """Three bf16 products of the fp32 operand's parts, smallest first, accumulated in fp32."""
+def _split_dot(ctx: EmitContext, operands: tuple[str, str], split: int, acc: str | None) -> str:
+    """Three bf16 products of the fp32 operand's parts, smallest first, accumulated in fp32:
+    the first two into fresh variables, the last returned for the node's own binding."""
     w = ctx.w
     full = operands[split]
     hi, mid, lo = w.fresh("hi"), w.fresh("mid"), w.fresh("lo")
@@ -69,11 +68,13 @@ def _split_dot(
     w.line(f"{rest} = tl.where({hi}.to(tl.float32) == {full}, 0.0, {full} - {hi}.to(tl.float32))")
     w.line(f"{mid} = {rest}.to(tl.bfloat16)")
     w.line(f"{lo} = ({rest} - {mid}.to(tl.float32)).to(tl.bfloat16)")
-    total = acc
-    for part in (lo, mid, hi):
+
+    def product(part: str, into: str | None) -> str:
         pair = (part, operands[1]) if split == 0 else (operands[0], part)
-        text = _dot_call(ctx, pair[0], pair[1], torch.bfloat16, total)
-        total = w.fresh("partial")
-        w.line(f"{total} = {text}")
-    assert total is not None
-    return total
+        return _dot_call(ctx, pair[0], pair[1], torch.bfloat16, into)
+
+    low = w.fresh("partial")
+    w.line(f"{low} = {product(lo, acc)}")
+    middle = w.fresh("partial")
+    w.line(f"{middle} = {product(mid, low)}")
+    return product(hi, middle)

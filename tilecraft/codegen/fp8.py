@@ -4,8 +4,8 @@ Triton expression).
 Casts to ``float8_e4m3fn`` / ``float8_e5m2`` go through helpers in
 :mod:`tilecraft.runtime.triton_helpers` that compute the fp8 bits as PyTorch does on the same
 device (round to nearest even; e5m2 overflows to inf; NaN stays NaN; e4m3fn overflow saturates to
-+-448 on the CPU, i.e. in the interpreter, and becomes NaN from 480 up on a GPU, as torch.cuda's
-conversion does), so results are bit-identical to ``tensor.to(float8)`` there. Casts from fp8 are
++-448 on the CPU, i.e. in the interpreter, and on a GPU becomes NaN past 464 - what rounds to
+480 or more - as torch.cuda's conversion does), so results are bit-identical to ``tensor.to(float8)`` there. Casts from fp8 are
 exact in hardware; Triton's interpreter decodes NaN and inf patterns as numbers, so there a
 helper fixes those up.
 """
