@@ -21,9 +21,9 @@ import math
 from typing import TYPE_CHECKING
 
 from tilecraft.config.config import Config
-from tilecraft.config.plan import Plan, sym_block
+from tilecraft.config.plan import Plan, block_dims, sym_block
 from tilecraft.errors import ConfigError
-from tilecraft.ir.nodes import Node, Op, Sym, walk
+from tilecraft.ir.nodes import Node, Op, walk
 from tilecraft.targets.target import Target
 
 if TYPE_CHECKING:
@@ -99,8 +99,7 @@ def operand_stage_bytes(spec: ConfigSpec, config: Config) -> int:
     blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
 
     def size(node: Node) -> int:
-        dims = (sym_block(d, blocks, chunks) if isinstance(d, Sym) else int(d) for d in node.shape)
-        return math.prod(dims) * node.dtype.itemsize
+        return math.prod(block_dims(node.shape, blocks, chunks)) * node.dtype.itemsize
 
     worst = 0
     for loop in spec.loops:
@@ -294,9 +293,7 @@ def _output_tile_of(spec: ConfigSpec, config: Config, loop: int) -> tuple[int, i
     best = (1, 1)
     for node in spec.loops[loop].walk():
         if node.op is Op.DOT:
-            sizes = [
-                sym_block(d, blocks, chunks) if isinstance(d, Sym) else int(d) for d in node.shape
-            ]
+            sizes = block_dims(node.shape, blocks, chunks)
             shape = (max(math.prod(sizes[:-1]), 1), sizes[-1])
             best = max(best, shape, key=lambda rc: rc[0] * rc[1])
     return best

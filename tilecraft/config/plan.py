@@ -52,6 +52,15 @@ def sym_block(
     return int(block_sizes[sym.config_slot])
 
 
+def block_dims(
+    shape: tuple[Any, ...], block_sizes: tuple[int, ...], reduction_loops: tuple[int | None, ...]
+) -> list[int]:
+    """A tile value's dims under a config: each sym's :func:`sym_block`, a literal dim as is."""
+    return [
+        sym_block(d, block_sizes, reduction_loops) if isinstance(d, Sym) else int(d) for d in shape
+    ]
+
+
 @dataclasses.dataclass(frozen=True)
 class AccessPlan:
     """How one load or store (``mem_slot`` order) is emitted."""
@@ -230,6 +239,7 @@ class Plan:
 
 __all__ = [
     "AccessPlan",
+    "block_dims",
     "Plan",
     "RangePlan",
     "Resources",

@@ -24,7 +24,7 @@ import torch
 
 from tilecraft.config import occupancy
 from tilecraft.config.config import MAX_SPLIT, Config
-from tilecraft.config.plan import extent_hint, sym_block
+from tilecraft.config.plan import block_dims, extent_hint, sym_block
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
 from tilecraft.ir.split import RolledSite, Site, SplitSite, split_site
@@ -192,10 +192,7 @@ def _wanted_split(spec: ConfigSpec, index: int, config: Config, programs: int) -
 
 
 def _numel(node: Node, config: Config) -> int:
-    return math.prod(
-        sym_block(d, config.block_sizes, config.reduction_loops) if isinstance(d, Sym) else d
-        for d in node.shape
-    )
+    return math.prod(block_dims(node.shape, config.block_sizes, config.reduction_loops))
 
 
 def _partial_bytes(site: Site, config: Config) -> int:
