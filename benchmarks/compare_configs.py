@@ -7,7 +7,9 @@ device, seed)`` when it has one, as example modules do, e.g. ``examples.rope:rop
 8192,32,128``; else one random bf16 tensor of SHAPE, e.g. ``examples.sum:sum_first 4096,4096``), each CONFIG a
 ``tc.Config(...)`` expression. Prints and writes ``compare_configs.{md,json}`` (to $OUT or
 benchmarks/results/): each config's do_bench median and its max error against the first one's
-output, plus the discovered default.
+output, plus the discovered default. A config that fails to compile or launch (e.g. out of shared
+memory) is a row with its error, and the others still run. ``--inputs gen:CASE`` takes the
+inputs of a generalization case (``benchmarks.gen_kernels``), e.g. ``gen:layer_norm_bwd_seed``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ def _inputs(
 ) -> tuple[Any, ...]:
     """The kernel's arguments: ``inputs`` (``MODULE:FN``, called with shape and device), else
     its module's ``make_inputs`` (bf16), else one random tensor."""
+    if inputs and inputs.startswith("gen:"):
+        from benchmarks.gen_kernels import CASES
+
+        return tuple(CASES[inputs.removeprefix("gen:")].make_inputs(shape, device, 0))
     if inputs:
         return tuple(_load(inputs)(shape, device))
     make_inputs = getattr(importlib.import_module(kernel.__module__), "make_inputs", None)
@@ -57,12 +63,20 @@ def compare(
         ("default", bound.config_spec.default()),
         *(("given", c) for c in configs),
     ]:
-        program = bound.compile_config(config)
-        out = bound.run(program, *inputs)
-        first = out if first is None else first
-        ms = bench_ms(lambda p=program: bound.run(p, *inputs))
-        rows.append({"kernel": kernel.__name__, "shape": "x".join(map(str, shape)), "kind": label,
-                     "config": repr(program.config), "ms": round(ms, 4), "max_err": max_error(out, first)})  # fmt: skip
+        row = {"kernel": kernel.__name__, "shape": "x".join(map(str, shape)), "kind": label,
+               "config": repr(config)}  # fmt: skip
+        try:
+            program = bound.compile_config(config)
+            out = bound.run(program, *inputs)
+            first = out if first is None else first
+            ms = bench_ms(lambda p=program: bound.run(p, *inputs))
+        except Exception as err:  # noqa: BLE001 - one bad config is a result, not the end
+            rows.append({**row, "error": f"{type(err).__name__}: {str(err)[:160]}"})
+            print(rows[-1], flush=True)
+            continue
+        rows.append({**row, "config": repr(program.config), "ms": round(ms, 4),
+                     "max_err": max_error(out, first)})  # fmt: skip
+        print(rows[-1], flush=True)
     return rows
 
 
@@ -72,13 +86,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("shape")
     parser.add_argument("configs", nargs="*")
     parser.add_argument("--name", default="compare_configs")
-    parser.add_argument("--inputs", help="MODULE:FN(shape, device) returning the arguments")
-    ns = parser.parse_args(argv)
+    parser.add_argument(
+        "--inputs", help="MODULE:FN(shape, device) returning the arguments, or gen:CASE"
+    )
+    ns = parser.parse_intermixed_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     shape = tuple(int(s) for s in ns.shape.split(","))
     configs = [eval(c, {"tc": tc}) for c in ns.configs]  # noqa: S307 - the user's own command line
     rows = compare(_load(ns.kernel), shape, configs, device, ns.inputs)
-    write_results(ns.name, rows, ["kernel", "shape", "kind", "config", "ms", "max_err"])
+    write_results(ns.name, rows, ["kernel", "shape", "kind", "config", "ms", "max_err", "error"])
 
 
 if __name__ == "__main__":

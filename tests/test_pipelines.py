@@ -323,12 +323,14 @@ def test_nested_tile_descriptors_compute_causal_attention(device: str) -> None:
     torch.testing.assert_close(out.float(), want, rtol=2e-2, atol=2e-2)
 
 
-def _attention(s: int, causal: bool, d: int = 64, bh: int = 4) -> BoundKernel:
+def _attention(
+    s: int, causal: bool, d: int = 64, bh: int = 4, target: Target = SM90
+) -> BoundKernel:
     from examples.attention import attention
 
     q = torch.empty(bh, s, d, dtype=torch.bfloat16)
     args = (q, q, q, causal)
-    return BoundKernel(attention, attention.bind_arguments(args, {}), target=SM90)
+    return BoundKernel(attention, attention.bind_arguments(args, {}), target=target)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -351,8 +353,9 @@ def test_attention_default_on_sm90_streams_k_and_v_by_tma(causal: bool) -> None:
 
 def test_attention_ragged_seq_reshapes_3d_blocks_and_is_not_specialized() -> None:
     """s = 1000: a merged row block could cross into the next batch row; the descriptor keeps
-    the batch dim (blocks of 1, reshaped), and such a loop is not warp-specialized."""
-    bound = _attention(1000, False)
+    the batch dim (blocks of 1, reshaped), and such a loop is not warp-specialized (sm_100,
+    where an online-softmax loop may be specialized otherwise)."""
+    bound = _attention(1000, False, target=Target.parse("cuda:100"))
     spec = bound.config_spec
     config = tc.Config(
         block_sizes=[128, 64], num_warps=4, num_stages=2, indexing=TMA,
@@ -365,6 +368,29 @@ def test_attention_ragged_seq_reshapes_3d_blocks_and_is_not_specialized() -> Non
     code = bound.to_triton_code(config)
     assert "[1, _BLOCK_1, _RDIM_2])" in code and ".reshape([_BLOCK_3, _RDIM_2])" in code
     assert ".reshape([1, _BLOCK_1, _RDIM_2])" in code  # the store
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_online_softmax_loops_are_not_specialized_on_sm90(causal: bool) -> None:
+    """Attention's key loops carry the running max and sum besides the dot accumulator: on
+    sm_90 warp specialization is neither offered nor kept when asked for (Triton 3.6 gave NaN on
+    the H200), while a GEMM's k loop (only a dot accumulator) keeps it."""
+    spec = _attention(4096, causal).config_spec
+    key_loops = spec.space.dot_slots
+    assert key_loops and all("m_i" in spec.space.ws_carry_problems[i] for i in key_loops)
+    assert all(True not in spec.space.range_choices["range_warp_specializes"][i] for i in key_loops)
+    ws = [True if i in key_loops else None for i in range(spec.space.n_ranges)]
+    blocks = [128, 64, 64] if causal else [128, 64]  # the causal loops tile keys twice
+    asked = tc.Config(
+        block_sizes=blocks, num_warps=4, num_stages=3, indexing=TMA, range_warp_specializes=ws
+    )
+    plan = spec.resolve(asked, warn=False)
+    assert all(not r.warp_specialize for r in plan.ranges)
+    assert any("not only tl.dot accumulators" in r for r in plan.repairs)
+    assert "warp_specialize" not in _attention(4096, causal).to_triton_code(asked)
+    gemm = _bound(SM90).config_spec
+    assert not any(gemm.space.ws_carry_problems)
+    assert True in gemm.space.range_choices["range_warp_specializes"][gemm.space.dot_slots[0]]
 
 
 @pytest.mark.parametrize("s,causal", [(200, False), (200, True), (256, False), (256, True)])

@@ -53,6 +53,31 @@ def warp_specialize_problem(target: Target, num_warps: int | None) -> str | None
     return None
 
 
+def warp_specialize_carry_problem(target: Target, loop: Node) -> str | None:
+    """Why ``loop`` must not be warp-specialized on ``target`` for what it carries (None if it
+    may): on sm_9x a loop carrying values other than ``tl.dot`` accumulators (an online
+    softmax's running max and sum) gave NaN on the H200 under Triton 3.6 (attention,
+    2x32x4096x128, benchmarks/results/cc_attn_s5.md); Triton's own attention tutorial turns warp
+    specialization off on Hopper. A loop whose carries are all accumulators of its dots (a GEMM's
+    k loop) specializes correctly."""
+    if target.backend != "cuda" or int(target.arch) // 10 != 9:
+        return None
+    others = [
+        c.attrs.get("name", c.hint) for c in loop.attrs.get("carried", ()) if not _dot_carry(c)
+    ]
+    if not others:
+        return None
+    names = ", ".join(sorted(map(str, others)))
+    return f"carries {names}, not only tl.dot accumulators (Triton 3.6 on sm_9x: wrong results)"
+
+
+def _dot_carry(carry: Node) -> bool:
+    """Whether a loop-carried value is a dot accumulator: its next value is a ``tl.dot`` whose
+    accumulator derives from the carry itself (``acc = dot(a, b, acc=acc * alpha)`` included)."""
+    nxt = carry.attrs.get("next")
+    return nxt is not None and nxt.op is Op.DOT and len(nxt.inputs) == 3
+
+
 def compute_threads(target: Target, num_warps: int, specialized: bool) -> int:
     """Threads that hold the tiles: a warp-specialized sm_9x program's two consumer warpgroups
     of ``num_warps`` warps each (its producer warpgroup only issues copies)."""
@@ -332,5 +357,6 @@ __all__ = [
     "pipeline_configs",
     "pipeline_cost",
     "store_staging_bytes",
+    "warp_specialize_carry_problem",
     "warp_specialize_problem",
 ]

@@ -15,7 +15,7 @@ import random
 from typing import Any
 
 from tilecraft.config.config import Config
-from tilecraft.config.pipelines import warp_specialize_problem
+from tilecraft.config.pipelines import warp_specialize_carry_problem, warp_specialize_problem
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 
@@ -126,6 +126,10 @@ class StrategySpace:
         self.n_ranges = len(slots)
         # range slots of loops that hold a tl.dot (the loops a Hopper pipeline streams)
         self.dot_slots = [i for i, n in enumerate(slots) if n is not None and _has_dot(n)]
+        # why a dot loop may not be warp-specialized for what it carries ("" where it may)
+        self.ws_carry_problems = [
+            "" if n is None else warp_specialize_carry_problem(target, n) or "" for n in slots
+        ]
         for field, (keyword, choices) in RANGE_FIELDS.items():
             per_slot: list[tuple[Any, ...]] = []
             for slot_node in slots:
@@ -136,6 +140,7 @@ class StrategySpace:
                         and target.warp_specialize
                         and slot_node is not None
                         and _has_dot(slot_node)
+                        and not self.ws_carry_problems[len(per_slot)]
                     )
                 per_slot.append(choices if ok else choices[:1])
             self.range_choices[field] = per_slot
@@ -296,9 +301,10 @@ class StrategySpace:
                     f"{field}[{i}]={value!r}: expected one of {list(RANGE_FIELDS[field][1])}"
                 )
             if not broadcast:
-                warn.append(
-                    f"{field}[{i}]={value!r} is not available here ({self.target.key}); using {allowed[0]!r}"
-                )
+                why = f"not available here ({self.target.key})"
+                if field == "range_warp_specializes" and self.ws_carry_problems[i]:
+                    why = f"not available: that loop {self.ws_carry_problems[i]}"
+                warn.append(f"{field}[{i}]={value!r} is {why}; using {allowed[0]!r}")
             out.append(allowed[0])
         return out
 
