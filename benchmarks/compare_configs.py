@@ -9,7 +9,9 @@ device, seed)`` when it has one, as example modules do, e.g. ``examples.rope:rop
 benchmarks/results/): each config's do_bench median and its max error against the first one's
 output, plus the discovered default. A config that fails to compile or launch (e.g. out of shared
 memory) is a row with its error, and the others still run. ``--inputs gen:CASE`` takes the
-inputs of a generalization case (``benchmarks.gen_kernels``), e.g. ``gen:layer_norm_bwd_seed``.
+inputs of a generalization case (``benchmarks.gen_kernels``), e.g. ``gen:layer_norm_bwd_seed``;
+``--inputs example:NAME:CALL`` the arguments of the CALL-th kernel call an example's ``run`` makes
+(``example:rms_norm:1``: the backward's).
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ def _inputs(
 ) -> tuple[Any, ...]:
     """The kernel's arguments: ``inputs`` (``MODULE:FN``, called with shape and device), else
     its module's ``make_inputs`` (bf16), else one random tensor."""
+    if inputs and inputs.startswith("example:"):  # example:MODULE:CALL, e.g. example:rms_norm:1
+        from benchmarks.default_change import example_call
+        from examples import EXAMPLES
+
+        _, name, index = inputs.split(":")
+        return example_call(EXAMPLES[name], shape, int(index), device)[1]
     if inputs and inputs.startswith("gen:"):
         from benchmarks.gen_kernels import CASES
 
@@ -87,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("configs", nargs="*")
     parser.add_argument("--name", default="compare_configs")
     parser.add_argument(
-        "--inputs", help="MODULE:FN(shape, device) returning the arguments, or gen:CASE"
+        "--inputs", help="MODULE:FN(shape, device) returning the arguments, gen:CASE or example:NAME:CALL"
     )
     ns = parser.parse_intermixed_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -28,7 +28,7 @@ COLUMNS = ["example", "kernel", "shape", "before", "after", "before_ms", "after_
            "max_err"]  # fmt: skip
 
 
-def _call(
+def example_call(
     module: Any, shape: tuple[int, ...], index: int, device: str
 ) -> tuple[Any, tuple[Any, ...]]:
     """The ``index``-th kernel call that ``module.run`` makes on its inputs for ``shape``."""
@@ -46,7 +46,7 @@ def _call(
 def measure(entry: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
     module = EXAMPLES[entry["example"]]
     shape = tuple(entry["shape"])
-    kernel, args = _call(module, shape, int(entry.get("call", 0)), device)
+    kernel, args = example_call(module, shape, int(entry.get("call", 0)), device)
     bound = kernel.bind(args)
     before = eval(entry["before"], {"tc": tc})  # noqa: S307 - the repository's own table
     programs = [bound.compile_config(c) for c in (before, bound.config_spec.default())]

@@ -11,10 +11,10 @@ import torch
 import tilecraft as tc
 from benchmarks.gen_kernels.norms import rms_norm_llama, welford_layer_norm
 from benchmarks.gen_kernels.reductions import column_sum, online_softmax
-from examples.rms_norm import rms_norm_fwd
+from examples.rms_norm import rms_norm_bwd, rms_norm_fwd
 from tilecraft.config import occupancy
 from tilecraft.config.resolve import predicted_registers
-from tilecraft.config.row_loops import chunk_limit, row_chunk
+from tilecraft.config.row_loops import amortizing_rows, chunk_limit, row_chunk
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
@@ -108,6 +108,58 @@ def test_the_wide_row_default_computes_rms_norm_in_the_interpreter() -> None:
     bound = BoundKernel(rms_norm_llama, rms_norm_llama.bind_arguments((x, w), {}))
     out = bound.run(bound.compile_config(config), x, w)
     torch.testing.assert_close(out, rms_norm_reference(x, w), rtol=1e-4, atol=1e-4)
+
+
+@tc.kernel(static_shapes=True)
+def row_max_per_program(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows scaled by their max, plus one scalar per program (its largest max): a per-program
+    store a thousand times smaller than a row."""
+    m_block = tc.register_block_size(x.size(0))
+    out = torch.empty_like(x)
+    peaks = x.new_empty([(x.size(0) + m_block - 1) // m_block], dtype=torch.float32)
+    for tm in tc.tile(x.size(0), block_size=m_block):
+        row = x[tm, :].to(torch.float32)
+        top = torch.amax(row, dim=-1)
+        out[tm, :] = (row / top[:, None]).to(x.dtype)
+        peaks[tm.id] = torch.amax(top, dim=0)
+    return out, peaks
+
+
+@pytest.mark.parametrize("n", [40920, 128256])
+def test_per_program_partials_take_several_rows_per_program(n: int) -> None:
+    """RMSNorm backward writes an [n] fp32 partial per program (8n bytes written and read back)
+    against 6n bytes per bf16 row: 4 rows per program, its chunk narrowed to keep the tile."""
+    rows = 4608 if n == 40920 else 2048
+    x, w = _meta(rows, n), _meta(n)
+    spec = _spec(rms_norm_bwd, x, x, w, torch.empty(rows, device="meta"))
+    loop = spec.loops[0]
+    assert amortizing_rows(loop, loop.grid_syms[0]) == 4
+    config = spec.default()
+    assert list(config.block_sizes) == [4] and list(config.reduction_loops) == [2048]
+    assert not predicted_registers(spec, config, config.num_warps or 4).spills
+
+
+def test_a_small_per_program_store_keeps_one_row_per_program() -> None:
+    spec = _spec(row_max_per_program, _meta(4096, 40920))
+    loop = spec.loops[0]
+    assert amortizing_rows(loop, loop.grid_syms[0]) == 1
+    assert list(spec.default().block_sizes) == [1]
+    plain = _spec(rms_norm_llama, _meta(4096, 40920), _meta(40920)).loops[0]
+    assert amortizing_rows(plain, plain.grid_syms[0]) == 1  # no per-program store at all
+
+
+def test_amortized_rms_norm_backward_default_matches_eager_in_the_interpreter() -> None:
+    g = torch.Generator().manual_seed(0)
+    x, dy = torch.randn(9, 4000, generator=g), torch.randn(9, 4000, generator=g)
+    w = torch.rand(4000, generator=g) + 0.5
+    rstd = torch.rsqrt(x.pow(2).mean(-1) + 1e-6)
+    config = tc.Config(block_sizes=[4], reduction_loops=[512], num_warps=4)
+    bound = BoundKernel(rms_norm_bwd, rms_norm_bwd.bind_arguments((dy, x, w, rstd), {}))
+    grad_x, grad_w = bound.run(bound.compile_config(config), dy, x, w, rstd)
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    (xr * torch.rsqrt(xr.pow(2).mean(-1, keepdim=True) + 1e-6) * wr).backward(dy)
+    torch.testing.assert_close(grad_x, xr.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(grad_w, wr.grad, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.gpu

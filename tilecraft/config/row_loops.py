@@ -23,6 +23,14 @@ softmax 8192^2 0.155 at 32 rows x 256, 0.083 at 1 x 4096 / 4 warps, 0.072 at 1 x
 Welford 4096x16384 0.180 -> 0.098 (1 x 4096 / 4 warps) -> 0.073 (whole row, 8 warps, 2 stages);
 RMSNorm over full rows of 40920 0.283 at 2 rows x 4096 / 8 warps, 0.189 at 1 x 4096 / 32 warps.
 
+* **Enough rows to amortize what a program writes once.** A store at the program's own row
+  (``partial[tm.id, :] = ...``: a per-program partial that a later reduction reads back) costs
+  the same bytes whatever the rows per program; a program takes enough rows that those bytes,
+  written and read once, are at most ``PROGRAM_BYTES_SHARE`` of the bytes its rows move, and its
+  chunk shrinks to keep the tile (RMSNorm backward 4608x40920: 4 rows x 2048, 0.586 ms, vs 0.858
+  at 1 x 8192 and 0.674 at 2 x 4096; 2048x128256: 0.774 vs 1.19 and 0.984;
+  benchmarks/results/cc_rmsbwd_*.md).
+
 Loops that scan along the row (cumsum) keep ``ROW_LOOP_TILE`` chunks and the tile-size warps: a
 scan's cross-warp steps grow with the warps, and no measurement supports wider ones. Loops with
 ``tl.dot`` keep their dot tiles (their k loop is not a row).
@@ -36,7 +44,7 @@ from typing import TYPE_CHECKING
 from tilecraft.config.occupancy import OCCUPANCY_REGISTERS
 from tilecraft.config.plan import next_pow2
 from tilecraft.config.resolve import predicted_registers
-from tilecraft.ir.nodes import DeviceLoop, Op, SymKind
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Shape, Sym, SymKind
 from tilecraft.targets.target import Target
 
 if TYPE_CHECKING:
@@ -48,6 +56,13 @@ ROW_ELEMS_PER_THREAD = 16  # elements of a row loop's chunk per thread the defau
 MAX_PAD = 1 / 8  # of a chunked row: masked columns its last chunk may add
 WHOLE_ROW = 16384  # a reduction dim up to this many (padded) elements stays one tile
 MIN_WARPS = 4
+# a program's own writes (written once, read back once) at most this share of its rows' bytes;
+# RMSNorm backward's [n] fp32 partial per program against 6n bytes per bf16 row: 4 rows
+PROGRAM_BYTES_SHARE = 1 / 3
+# the tile of a program raised to several rows (4 x 2048 beat 4 x 4096 and 4 x 8192 for RMSNorm
+# backward at 40920 and 128256 columns; benchmarks/results/cc_rmsbwd_*.md)
+MULTI_ROW_TILE = 2 * ROW_LOOP_TILE
+MIN_CHUNK = 512  # a chunk shrunk for more rows keeps at least this many elements (1 KB of bf16)
 
 
 def chunk_limit(target: Target) -> int:
@@ -93,11 +108,14 @@ def _chunked_rdims(spec: ConfigSpec, loop: DeviceLoop, chunks: list[int | None])
     ]
 
 
-def row_blocks(spec: ConfigSpec, blocks: list[int], chunks: list[int | None]) -> list[int]:
+def row_blocks(
+    spec: ConfigSpec, blocks: list[int], chunks: list[int | None]
+) -> tuple[list[int], list[int | None]]:
     """Each row loop's chunks (inner loops over a contiguous dim: :func:`row_chunk`) and rows
-    per program (a tile of ``ROW_LOOP_TILE`` elements: one row once a chunk is that wide). Many
-    short programs hide the latency of each dependent iteration; few tall ones serialize it."""
-    blocks = list(blocks)
+    per program (a tile of ``ROW_LOOP_TILE`` elements: one row once a chunk is that wide; more
+    where :func:`amortizing_rows` asks, with chunks shrunk to keep the tile). Many short
+    programs hide the latency of each dependent iteration; few tall ones serialize it."""
+    blocks, chunks = list(blocks), list(chunks)
     for loop, grid, inner in zip(spec.loops, spec.grid_slots, spec.loop_slots, strict=True):
         contiguous = [s for s in inner if spec.blocks[s].contiguous]
         if contiguous and not _left_alone(loop):
@@ -109,9 +127,70 @@ def row_blocks(spec: ConfigSpec, blocks: list[int], chunks: list[int | None]) ->
             continue
         for s in grid:
             b = spec.blocks[s]
-            if not b.dot_role and not b.contiguous:
-                blocks[s] = max(b.lo, min(b.hi, ROW_LOOP_TILE // max(widths)))
-    return blocks
+            if b.dot_role or b.contiguous:
+                continue
+            sym = next(y for y in loop.grid_syms if y.config_slot == s)
+            by_tile, by_bytes = ROW_LOOP_TILE // max(widths), amortizing_rows(loop, sym)
+            blocks[s] = max(b.lo, min(b.hi, max(by_tile, by_bytes)))
+            if by_bytes > max(by_tile, 1):  # more rows than the tile gives: narrower chunks
+                width = min(max(ROW_LOOP_TILE, max(widths)), MULTI_ROW_TILE) // blocks[s]
+                blocks, chunks = _narrowed(spec, loop, inner, blocks, chunks, max(width, MIN_CHUNK))
+    return blocks, chunks
+
+
+def _narrowed(
+    spec: ConfigSpec,
+    loop: DeviceLoop,
+    inner: list[int],
+    blocks: list[int],
+    chunks: list[int | None],
+    width: int,
+) -> tuple[list[int], list[int | None]]:
+    """``loop``'s contiguous inner blocks and chunked rows at most ``width`` wide."""
+    for s in inner:
+        if spec.blocks[s].contiguous and not _left_alone(loop):
+            blocks[s] = max(spec.blocks[s].lo, min(blocks[s], width))
+    slots = {y.config_slot for y in loop.syms if y.kind is SymKind.RDIM}
+    for i, r in enumerate(spec.reductions):
+        chunk = chunks[i]
+        if r.slot in slots and not r.homes and chunk is not None and chunk > width:
+            chunks[i] = width
+    return blocks, chunks
+
+
+def amortizing_rows(loop: DeviceLoop, sym: Sym) -> int:
+    """Rows per program of ``loop``'s grid dim ``sym`` that keep the bytes a program stores at
+    its own row (a store indexed by ``sym``'s tile id: a partial a later reduction reads back, so
+    counted twice) within ``PROGRAM_BYTES_SHARE`` of the bytes its rows load and store (accesses
+    indexed by ``sym``'s tile, per row). 1 where the loop has no such store."""
+    per_row = per_program = 0
+    for n in loop.walk():
+        if n.op not in (Op.LOAD, Op.STORE):
+            continue
+        shape = n.shape if n.op is Op.LOAD else n.inputs[0].shape
+        size = n.attrs["tensor"].dtype.itemsize
+        if any(item[0] == "tile" and item[1] is sym for item in n.attrs["index"]):
+            per_row += _elements(shape, sym) * size
+        elif n.op is Op.STORE and any(_is_tile_id(i, sym) for i in n.inputs[1:]):
+            per_program += 2 * _elements(shape, sym) * size
+    if not per_row or not per_program:
+        return 1
+    return next_pow2(-(-per_program // int(PROGRAM_BYTES_SHARE * per_row)))
+
+
+def _is_tile_id(node: Node, sym: Sym) -> bool:
+    return node.op is Op.TILE_ID and node.attrs.get("sym") is sym
+
+
+def _elements(shape: Shape, skip: Sym) -> int:
+    """Elements of a tile of ``shape`` per index of ``skip`` (dims of unknown extent: 1)."""
+    n = 1
+    for d in shape:
+        if isinstance(d, Sym):
+            n *= d.extent if d is not skip and isinstance(d.extent, int) else 1
+        else:
+            n *= d
+    return n
 
 
 def row_tiles(spec: ConfigSpec, config: Config) -> list[int]:
@@ -187,6 +266,7 @@ def row_warps(spec: ConfigSpec, config: Config) -> int | None:
 __all__ = [
     "ROW_LOOP_TILE",
     "WHOLE_ROW",
+    "amortizing_rows",
     "chunk_limit",
     "default_chunk",
     "fit_registers",

@@ -265,7 +265,8 @@ class ConfigSpec:
         accumulators need homes in memory (otherwise they stay whole, in registers)."""
         reductions = [row_loops.default_chunk(r, chunk_rows, self.target) for r in self.reductions]
         blocks = [self._preferred_block(b) for b in self.blocks]
-        blocks = self._fill_device(row_loops.row_blocks(self, blocks, reductions))
+        blocks, reductions = row_loops.row_blocks(self, blocks, reductions)
+        blocks = self._fill_device(blocks)
         config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
         # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits; a row
         # loop's tile is sized by its own rule (config/row_loops.py)
