@@ -5,7 +5,7 @@
 KERNEL is ``module:name`` (a tilecraft kernel; inputs: the module's ``make_inputs(shape, dtype,
 device, seed)`` when it has one, as example modules do, e.g. ``examples.rope:rope_interleaved
 8192,32,128``; else one random bf16 tensor of SHAPE, e.g. ``examples.sum:sum_first 4096,4096``), each CONFIG a
-``tc.Config(...)`` expression. Prints and writes ``compare_configs.{md,json}`` (to $OUT or
+``tc.Config(...)`` expression or ``default.replace(...)`` (a change to the discovered default). Prints and writes ``compare_configs.{md,json}`` (to $OUT or
 benchmarks/results/): each config's do_bench median and its max error against the first one's
 output, plus the discovered default. A config that fails to compile or launch (e.g. out of shared
 memory) is a row with its error, and the others still run. ``--inputs gen:CASE`` takes the
@@ -59,21 +59,24 @@ def _inputs(
 def compare(
     kernel: Any,
     shape: tuple[int, ...],
-    configs: list[tc.Config],
+    configs: list[str],
     device: str,
     inputs_fn: str | None = None,
 ) -> list[dict[str, Any]]:
+    """Each config expression (``tc.Config(...)``, or ``default.replace(...)``: a change to the
+    discovered default) timed after the default, on the same inputs."""
     inputs = _inputs(kernel, shape, device, inputs_fn)
     bound = kernel.bind(inputs)
+    default = bound.config_spec.default()
+    names = {"tc": tc, "default": default}
     rows: list[dict[str, Any]] = []
     first = None
-    for label, config in [
-        ("default", bound.config_spec.default()),
-        *(("given", c) for c in configs),
-    ]:
+    for label, expr in [("default", "default"), *(("given", c) for c in configs)]:
         row = {"kernel": kernel.__name__, "shape": "x".join(map(str, shape)), "kind": label,
-               "config": repr(config)}  # fmt: skip
+               "config": expr}  # fmt: skip
         try:
+            config = eval(expr, names)  # noqa: S307 - the user's own command line
+            row["config"] = repr(config)
             program = bound.compile_config(config)
             out = bound.run(program, *inputs)
             first = out if first is None else first
@@ -95,13 +98,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("configs", nargs="*")
     parser.add_argument("--name", default="compare_configs")
     parser.add_argument(
-        "--inputs", help="MODULE:FN(shape, device) returning the arguments, gen:CASE or example:NAME:CALL"
+        "--inputs",
+        help="MODULE:FN(shape, device) returning the arguments, gen:CASE or example:NAME:CALL",
     )
     ns = parser.parse_intermixed_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     shape = tuple(int(s) for s in ns.shape.split(","))
-    configs = [eval(c, {"tc": tc}) for c in ns.configs]  # noqa: S307 - the user's own command line
-    rows = compare(_load(ns.kernel), shape, configs, device, ns.inputs)
+    rows = compare(_load(ns.kernel), shape, ns.configs, device, ns.inputs)
     write_results(ns.name, rows, ["kernel", "shape", "kind", "config", "ms", "max_err", "error"])
 
 
