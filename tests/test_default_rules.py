@@ -32,13 +32,10 @@ def _meta(*shape: int) -> torch.Tensor:
 
 
 # -- split reductions ------------------------------------------------------------------------
-@pytest.mark.parametrize(("target", "split"), [(H200, 32), (MI300, 64)])
+@pytest.mark.parametrize(("target", "split"), [(H200, 8), (MI300, 16)])
 def test_tall_column_sum_splits_to_a_wave_of_resident_programs(target: Target, split: int) -> None:
-    """The column block keeps a 128-byte line of each bf16 row (64 columns; 16 columns ran
-    0.0665 ms vs 0.049 on the H200) and the split, not narrower columns, fills the device."""
     spec = _spec(column_sum, _meta(65536, 1024), target=target)
     config = spec.default()
-    assert config.block_sizes[1] == 64
     assert config.split_reductions == (split,)
     programs = spec.resolve(config, warn=False).resources.programs[0]
     assert programs is not None
@@ -46,22 +43,6 @@ def test_tall_column_sum_splits_to_a_wave_of_resident_programs(target: Target, s
     assert wave / 2 < programs < wave * 2  # about one wave of resident programs, not of SMs
     rows_block = config.block_sizes[0]
     assert 65536 // (rows_block * split) >= 4  # each share keeps several iterations
-
-
-def test_columns_narrow_below_a_line_without_a_split_site() -> None:
-    """A loop that cannot split (no inner loop) still narrows its columns to fill the SMs."""
-
-    @tc.kernel(static_shapes=True)
-    def scale_rows(x: torch.Tensor) -> torch.Tensor:
-        m, n = x.size()
-        out = torch.empty_like(x)
-        for tm, tn in tc.tile([m, n]):
-            out[tm, tn] = x[tm, tn] * 2
-        return out
-
-    spec = _spec(scale_rows, _meta(16, 2048))
-    blocks = spec.default().block_sizes
-    assert blocks[1] == 16 < 64  # narrower than a line: 128 programs, not 32
 
 
 def test_resident_programs_follow_threads_and_registers() -> None:

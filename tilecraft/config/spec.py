@@ -32,7 +32,6 @@ from tilecraft.targets.target import Target, filter_launch_options
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
-LINE_BYTES = 128  # a cache line: the contiguous bytes per row a split column loop keeps
 RANDOM_ELEMS_PER_THREAD = 256
 # elements per thread of the largest tile: explicit configs above this are shrunk, and the tuner
 # skips candidates above it (Triton's compiler runs for many minutes on such tiles)
@@ -312,29 +311,15 @@ class ConfigSpec:
         target has SMs (an underfilled GPU is the default's worst case: e.g. a column sum of
         8192 columns in 128-wide blocks runs 64 programs on 132 SMs)."""
         blocks = list(blocks)
-        for i, (slots, fixed) in enumerate(zip(self.grid_slots, self.fixed_programs, strict=True)):
-            floors = {s: self._narrowest_grid_block(i, s) for s in slots}
+        for slots, fixed in zip(self.grid_slots, self.fixed_programs, strict=True):
             while True:
                 programs = fixed * math.prod(cdiv(self.blocks[s].extent, blocks[s]) for s in slots)
-                shrinkable = [s for s in slots if blocks[s] > floors[s]]
+                shrinkable = [s for s in slots if blocks[s] > max(self.blocks[s].lo, 16)]
                 if programs >= self.target.limits.num_sms or not shrinkable:
                     break
                 widest = max(shrinkable, key=lambda s: blocks[s])
                 blocks[widest] //= 2
         return blocks
-
-    def _narrowest_grid_block(self, index: int, slot: int) -> int:
-        """How far :meth:`_fill_device` may narrow a grid block: 16, or, for the contiguous
-        grid dim of a device loop whose inner loop can be split (config/split.py fills the
-        device instead), a whole ``LINE_BYTES`` line of its narrowest loaded dtype. A tall column
-        sum in 16 bf16 columns (32 bytes a row) ran at 0.0665 ms on the H200, in 32-64 columns
-        at 0.049-0.050 with as many programs (benchmarks/results/cc_colsum_s5.md)."""
-        b = self.blocks[slot]
-        floor = max(b.lo, 16)
-        if not b.contiguous or b.dot_role or self.split_sites[index][0] is None:
-            return floor
-        sizes = [n.dtype.itemsize for n in self.loops[index].walk() if n.op is Op.LOAD]
-        return max(floor, min(b.hi, LINE_BYTES // min(sizes, default=LINE_BYTES)))
 
     def _preferred_block(self, b: BlockSpec) -> int:
         """Starting block sizes, measured on an H200 (benchmarks/results/suite_*.md): 128x128
