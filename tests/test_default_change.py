@@ -57,5 +57,5 @@ def test_recording_the_calls_discovers_nothing(monkeypatch: pytest.MonkeyPatch) 
         raise AssertionError("a kernel was compiled/discovered while recording calls")
 
     monkeypatch.setattr(tc.Kernel, "__call__", no_discovery)
-    kernel, args = dc._call(EXAMPLES["sum"], (37, 100), 1, "cpu")
+    kernel, args = dc.example_call(EXAMPLES["sum"], (37, 100), 1, "cpu")
     assert kernel.__name__ == "sum_first" and args[0].shape == (37, 100)
