@@ -7,15 +7,15 @@ A *row loop* is a device loop over rows whose program walks each row's contiguou
 latency per iteration, so its default is:
 
 * **The chunk as large as the row, up to a register limit.** A chunk holds about
-  ``ROW_ELEMS_PER_THREAD`` elements per thread at the target's most warps (32 warps x 32 lanes on
-  NVIDIA, 16 wave64s on AMD: 16384 elements either way). A row up to that is one chunk (a second
+  ``ROW_ELEMS_PER_THREAD`` elements per thread at half the target's most warps (16 warps x 32
+  lanes on NVIDIA, 8 wave64s on AMD: 8192 elements either way). A row up to that is one chunk (a second
   loop over the same row then re-reads it from L1/L2); a longer row takes the largest power-of-two
   chunk that pads its last chunk by at most ``MAX_PAD`` of the row (40920 columns: 5 chunks of
   8192, not 3 of 16384 with 8152 valid columns in the last).
 * **One row per program** once a chunk reaches ``ROW_LOOP_TILE`` elements; shorter rows share a
   program up to that tile (512-column rows: 8 per program).
 * **Warps from the tile**: enough threads that each holds ``ROW_ELEMS_PER_THREAD`` elements
-  (8192 -> 16 warps, 16384 -> 32 on NVIDIA and 16 wave64s on AMD), at least 4; more if the
+  (8192 -> 16 warps on NVIDIA, 8 wave64s on AMD), at least 4; more if the
   resource model still predicts spills (``ConfigSpec._spread_live_values``).
 
 Measured on the H200 (bf16, ms; benchmarks/results/row_loops.md and issue 11's quick runs): two-pass
@@ -62,12 +62,19 @@ PROGRAM_BYTES_SHARE = 1 / 3
 # the tile of a program raised to several rows (4 x 2048 beat 4 x 4096 and 4 x 8192 for RMSNorm
 # backward at 40920 and 128256 columns; benchmarks/results/cc_rmsbwd_*.md)
 MULTI_ROW_TILE = 2 * ROW_LOOP_TILE
-MIN_CHUNK = 512  # a chunk shrunk for more rows keeps at least this many elements (1 KB of bf16)
+MIN_CHUNK = 512
+# bytes of a row one thread loads at once: 128-bit loads. RMSNorm backward 4 rows x 2048 bf16 at
+# 16 warps (4 elements of each row a thread) ran 0.786 ms, at 8 warps (8: 16 bytes) 0.586
+VECTOR_BYTES = 16  # a chunk shrunk for more rows keeps at least this many elements (1 KB of bf16)
 
 
 def chunk_limit(target: Target) -> int:
-    """The widest chunk: ``ROW_ELEMS_PER_THREAD`` per thread at the target's most warps."""
-    return target.max_warps * target.warp_size * ROW_ELEMS_PER_THREAD
+    """The widest chunk: ``ROW_ELEMS_PER_THREAD`` per thread at half the target's most warps. A
+    program of the most warps holds an SM alone (two per SM) and stalls at each cross-warp
+    reduction of the row: on the H200, 1 x 16384 at 32 warps against 1 x 8192 at 16 (registers
+    equal, 64): softmax 8192x32000 0.383 vs 0.320 ms, cross-entropy 4096x32000 0.106 vs 0.096,
+    Welford 4096x16384 0.121 vs 0.082 (benchmarks/results/default_change_model.md)."""
+    return target.max_warps // 2 * target.warp_size * ROW_ELEMS_PER_THREAD
 
 
 def row_chunk(extent: int, target: Target) -> int:
@@ -195,7 +202,12 @@ def _elements(shape: Shape, skip: Sym) -> int:
 
 def row_tiles(spec: ConfigSpec, config: Config) -> list[int]:
     """Elements of each row loop's tile under ``config`` (rows x chunk), scanning loops left out."""
-    tiles = []
+    return [rows * width for rows, width, _ in _row_loop_tiles(spec, config)]
+
+
+def _row_loop_tiles(spec: ConfigSpec, config: Config) -> list[tuple[int, int, DeviceLoop]]:
+    """Each row loop's (rows per program, widest chunk, loop) under ``config``."""
+    out = []
     blocks, chunks = list(config.block_sizes), list(config.reduction_loops)
     for loop, grid, inner in zip(spec.loops, spec.grid_slots, spec.loop_slots, strict=True):
         if _left_alone(loop):
@@ -207,8 +219,8 @@ def row_tiles(spec: ConfigSpec, config: Config) -> list[int]:
             for s in grid:
                 if not spec.blocks[s].dot_role and not spec.blocks[s].contiguous:
                     rows *= blocks[s]
-            tiles.append(rows * max(widths))
-    return tiles
+            out.append((rows, max(widths), loop))
+    return out
 
 
 def fit_registers(spec: ConfigSpec, config: Config, settle: Callable[[Config], Config]) -> Config:
@@ -254,13 +266,22 @@ def _halved_chunks(spec: ConfigSpec, config: Config) -> Config | None:
 
 def row_warps(spec: ConfigSpec, config: Config) -> int | None:
     """Warps for the widest row loop tile: ``ROW_ELEMS_PER_THREAD`` elements per thread, from
-    ``MIN_WARPS`` up to the target's most (None: the kernel has no row loop)."""
-    tiles = row_tiles(spec, config)
+    ``MIN_WARPS`` up to the target's most, but no more threads along a row than give each
+    ``VECTOR_BYTES`` of it (None: the kernel has no row loop)."""
+    tiles = _row_loop_tiles(spec, config)
     if not tiles:
         return None
-    threads = max(tiles) // ROW_ELEMS_PER_THREAD
+    rows, width, loop = max(tiles, key=lambda t: t[0] * t[1])
+    threads = min(rows * width // ROW_ELEMS_PER_THREAD, vector_threads(loop, width))
     warps = next_pow2(max(1, threads // spec.target.warp_size))
     return max(MIN_WARPS, min(warps, spec.target.max_warps))
+
+
+def vector_threads(loop: DeviceLoop, width: int) -> int:
+    """Threads along a row chunk of ``width`` elements at which each still loads
+    ``VECTOR_BYTES`` contiguous bytes of the loop's narrowest loaded dtype (one 128-bit load)."""
+    sizes = [n.dtype.itemsize for n in loop.walk() if n.op is Op.LOAD and n.ndim]
+    return max(1, width * min(sizes, default=4) // VECTOR_BYTES)
 
 
 __all__ = [
