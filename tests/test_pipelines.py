@@ -449,3 +449,21 @@ def test_causal_loops_over_query_bounds_need_no_masks_when_blocks_divide() -> No
     larger = bound.to_triton_code(tc.Config(block_sizes=[32, 64, 64]))
     assert "mask_3 = indices_3 < offset_1" in larger
     assert "mask_4 = indices_4 < tl.minimum(offset_1 + _BLOCK_1, 4096)" in larger
+
+
+def test_short_k_loops_default_to_warp_specialized_pipelines() -> None:
+    """A tile's fill and drain weigh on few k-steps: 16 steps (k = 1024) over 4 tiles an SM take
+    the specialized pipeline (4 warps, a producer loading the next tile meanwhile); 64 steps, or
+    one tile an SM (no next tile to overlap), keep 8 warps."""
+    from tilecraft.config.pipelines import tile_steps
+
+    assert tile_steps(4, 16, True) < tile_steps(4, 16, False)
+    assert tile_steps(4, 64, True) > tile_steps(4, 64, False)
+    assert tile_steps(1, 16, True) > tile_steps(1, 16, False)
+    assert tile_steps(3, None, False) == 3.0
+    short = _bound(SM90, m=4096, k=1024, n=4096).config_spec.default()
+    assert short.num_warps == 4 and any(short.range_warp_specializes)
+    square = _bound(SM90).config_spec.default()
+    assert square.num_warps == 8 and not any(square.range_warp_specializes)
+    one_wave = _bound(SM90, m=1000, k=1000, n=1000).config_spec.default()
+    assert not any(one_wave.range_warp_specializes)

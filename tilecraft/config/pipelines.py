@@ -21,7 +21,7 @@ import math
 from typing import TYPE_CHECKING
 
 from tilecraft.config.config import Config
-from tilecraft.config.plan import Plan, block_dims, sym_block
+from tilecraft.config.plan import Plan, block_dims, extent_hint, sym_block
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import Node, Op, walk
 from tilecraft.targets.target import Target
@@ -35,6 +35,8 @@ MAX_PIPELINE_STAGES = 5
 MIN_PIPELINE_STAGES = 2
 L2_GROUP = 8
 WGMMA_ROWS = 64
+FILL_STEPS = 1.75  # k-steps a plain pipelined tile spends filling its stages and draining
+WS_STEADY_COST = 1.048  # a warp-specialized k-step's time against a plain steady one
 PRODUCER_REGISTERS = 40  # a specialized producer warpgroup gives its registers up (setmaxnreg)
 # tile efficiency = intensity / (intensity + EFFICIENCY_KNEE), intensity = M*N / (M+N): output
 # elements per operand element loaded per k-step. Small tiles wait on memory (16x64: 0.29),
@@ -293,13 +295,43 @@ def legal_plan(spec: ConfigSpec, config: Config) -> Plan | None:
 def pipeline_cost(spec: ConfigSpec, plan: Plan) -> float:
     """A relative time: the tiles each SM works through (programs over SMs, rounded up: the
     last wave's idle SMs cost as much as busy ones) x output elements per tile / the tile's
-    efficiency. Persistent programs walk the same tiles, so they take the same time here."""
+    efficiency, in k-steps with their fill and drain (:func:`tile_steps`). Persistent programs
+    walk the same tiles, so they take the same time here."""
     cost = 0.0
     sms = spec.target.limits.num_sms
+    specialized = any(plan.config.range_warp_specializes)
     for k, programs in enumerate(plan.resources.programs):
         m, n = _output_tile(spec, plan, k)
-        cost += math.ceil((programs or sms) / sms) * m * n / tile_efficiency(m, n)
+        waves = math.ceil((programs or sms) / sms)
+        steps = tile_steps(waves, _k_steps(spec, plan.config, k), specialized)
+        cost += steps * m * n / tile_efficiency(m, n)
     return cost
+
+
+def tile_steps(tiles: int, k_steps: int | None, specialized: bool) -> float:
+    """Time of ``tiles`` output tiles in a row on one SM, in tiles of steady k-steps. Without warp
+    specialization each tile also fills its stages and drains into the epilogue, ``FILL_STEPS``
+    k-steps' worth; a specialized producer loads the next tile meanwhile (only the first fill
+    shows) at ``WS_STEADY_COST`` per step. Fitted on the H200 to WS/plain time ratios at the same
+    tiles: 0.86 at 8 k-steps x 4 tiles an SM (bmm 64x512^3), 0.90 / 0.95 at 16 x 4 (bmm
+    16x1024^3, matmul 4096x1024x4096), 0.98 / 1.01 at 32, 1.02 at 64; 1.06-1.09 at 16 x 1 (matmul
+    + bias + GELU 1000^3: no next tile to overlap); benchmarks/results/cc_bmm_*.md, cc_mm_*.md,
+    default_change_ws*.md."""
+    if k_steps is None:
+        return tiles * (WS_STEADY_COST if specialized else 1.0)
+    if specialized:
+        return (tiles * k_steps * WS_STEADY_COST + FILL_STEPS) / k_steps
+    return tiles * (k_steps + FILL_STEPS) / k_steps
+
+
+def _k_steps(spec: ConfigSpec, config: Config, loop: int) -> int | None:
+    """k-steps of device loop ``loop``'s (first) dot loop under ``config`` (None: none)."""
+    for node in spec.loops[loop].walk():
+        if node.op is Op.LOOP and any(n.op is Op.DOT for n in node.body or []):
+            sym = node.attrs["sym"]
+            block = sym_block(sym, config.block_sizes, config.reduction_loops)
+            return max(1, -(-extent_hint(sym) // max(block, 1)))
+    return None
 
 
 def tile_efficiency(m: int, n: int) -> float:
@@ -355,6 +387,7 @@ __all__ = [
     "hopper_default",
     "operand_stage_bytes",
     "pipeline_configs",
+    "tile_steps",
     "pipeline_cost",
     "store_staging_bytes",
     "warp_specialize_carry_problem",
