@@ -171,7 +171,8 @@ def halve_largest(spec: ConfigSpec, config: Config) -> Config | None:
 def neighbors(spec: ConfigSpec, config: Config, strategies: bool = False) -> list[Config]:
     """Configs one step away from ``config`` (normalized): each block size x2 and /2, each
     loopable reduction looped / chunk x2 / chunk /2 / whole, num_warps x2 and /2, num_stages +-1,
-    every other choice of each user tunable, and each split inner loop's factor x2 and /2;
+    every other choice of each user tunable, each split inner loop's factor x2 and /2, and
+    ``deferred_sums`` flipped where a loop can defer a sum;
     with ``strategies``, instead the codegen strategy moves of
     :meth:`StrategySpace.neighbor_fields`. Not normalized."""
     if strategies:
@@ -210,6 +211,8 @@ def neighbors(spec: ConfigSpec, config: Config, strategies: bool = False) -> lis
         out += [config.replace(**{name: c}) for c in choices if c != current_value]
     if config.pid_type == "flat":
         out += split_moves(spec, config)  # split_reductions x2 and /2 where a loop can split
+    if spec.deferrable_sums:  # acc + x.sum(0): reduce per step, or once after the loop
+        out.append(config.replace(deferred_sums=not config.deferred_sums))
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tilecraft.codegen import homes
+from tilecraft.codegen import deferred_sums, homes
 from tilecraft.codegen.context import SymState
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.schedule import emit_block
@@ -61,6 +61,8 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
     if split is not None:  # this program's share of the iterations
         begin, end = split.bounds(ctx, sym, begin, end, "1" if sym.scalar else st.block)
     begin, end = ctx.range_bound(begin), ctx.range_bound(end)
+    deferred = deferred_sums.open_rows(ctx, deferred_sums.deferred_sums(ctx, node))
+    skipped = {id(d.carry) for d in deferred}
     ctx.w.line(f"for {st.offset} in tl.range({begin}, {end}{step}{knobs}):")
     with ctx.w.indented():
         ctx.scopes.append({})
@@ -74,13 +76,19 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
             if bound is not None:
                 st.mask = ctx.w.fresh(f"mask_{sym.index}")
                 ctx.w.line(f"{st.mask} = {st.index} < {bound}")
-        emit_block(ctx, homes.body_with_updates(ctx, node))
+        deferred_nodes = {id(n) for d in deferred for n in (d.reduce, d.update)}
+        emit_block(
+            ctx, [n for n in homes.body_with_updates(ctx, node) if id(n) not in deferred_nodes]
+        )
+        deferred_sums.add_rows(ctx, deferred)
         for carry in node.attrs.get("carry_updates", []):
             nxt = carry.attrs.get("next")
-            if nxt is not None and nxt is not carry and not ctx.homes.homed(carry):
+            kept = nxt is None or nxt is carry or ctx.homes.homed(carry) or id(carry) in skipped
+            if not kept:
                 ctx.w.line(f"{ctx.lookup(carry)} = {ctx.expr(nxt)}")
         homes.end_of_iteration(ctx, node)
         ctx.scopes.pop()
+    deferred_sums.close_rows(ctx, deferred)
     if split is not None:
         split.store_partials(ctx)
 

@@ -57,6 +57,7 @@ class Config:
     num_sm_multiplier: int | None = None
     split_reductions: tuple[int, ...] = ()  # per device loop: programs its inner loop is split over
     split_atomics: bool = False  # split partial sums added with fp32 atomics (not deterministic)
+    deferred_sums: bool = False  # acc + x.sum(0) in a row loop: one reduction after the loop
     user: tuple[tuple[str, Any], ...] = ()
 
     def __init__(self, **fields: Any):
@@ -80,6 +81,7 @@ class Config:
                 "num_sm_multiplier",
                 "pid_type",
                 "split_atomics",
+                "deferred_sums",
             ):
                 pass
             elif name == "indexing":
@@ -105,8 +107,9 @@ class Config:
                     f"split_reductions: {s!r} is not an int in [1, {MAX_SPLIT}] "
                     "(programs one inner loop is split over; 1 = not split)"
                 )
-        if not isinstance(self.split_atomics, bool):
-            raise ConfigError(f"split_atomics={self.split_atomics!r}: must be True or False")
+        for flag in ("split_atomics", "deferred_sums"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"{flag}={getattr(self, flag)!r}: must be True or False")
         for name in ("num_warps",):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v < 1 or v & (v - 1) or v > 32):

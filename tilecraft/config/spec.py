@@ -26,6 +26,7 @@ from tilecraft.config.row_loops import ROW_LOOP_TILE
 from tilecraft.config.space import StrategySpace
 from tilecraft.errors import ConfigError, SourceLoc, UnsupportedOpError
 from tilecraft.ir.carried_homes import CarriedHome, carried_homes
+from tilecraft.ir.deferred_sums import has_deferrable_sums
 from tilecraft.ir.dtypes import FP8
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, dot_roles, walk
 from tilecraft.targets.target import Target, filter_launch_options
@@ -115,6 +116,8 @@ class ConfigSpec:
                 math.prod(cdiv(_extent_hint(s), s.fixed_block or 1) for s in fixed)
             )
         self.split_sites = split.sites(loops)  # per device loop: (SplitSite | None, why not)
+        # some inner loop adds a sum over its own tile to a carried value (the deferred_sums knob)
+        self.deferrable_sums = any(has_deferrable_sums(loop.body) for loop in loops)
         self.reductions: list[ReductionSpec] = []
         self.values: list[ValueShape] = []
         self.tunables = tunables
@@ -390,6 +393,8 @@ class ConfigSpec:
         config = self._fit_registers(self._fit_shared_memory(self._shrink_to(config, budget)))
         if config.pid_type == "flat" and rng.random() < 0.5:
             config = config.replace(split_reductions=split.random_splits(self, config, rng))
+        if self.deferrable_sums:
+            config = config.replace(deferred_sums=rng.random() < 0.5)
         if (
             config.maxnreg is not None
             and self.accumulator_registers(config) * 3 // 2 > config.maxnreg
@@ -518,6 +523,12 @@ class ConfigSpec:
         fields["split_atomics"] = split.normalize_atomics(
             self, config, fields["split_reductions"], repairs
         )
+        if config.deferred_sums and not self.deferrable_sums:
+            repairs.append(
+                "deferred_sums=True: no inner loop adds a sum over its own tile to a carried "
+                "value (acc = acc + x.sum(0)); using False"
+            )
+        fields["deferred_sums"] = config.deferred_sums and self.deferrable_sums
         for name in ("num_warps", "num_stages"):
             if fields.get(name) is None:
                 default = default or self.default()
