@@ -132,7 +132,7 @@ def _site(loop: DeviceLoop, position: int, node: Node) -> tuple[SplitSite | None
     if any(n.op in _EFFECTS for n in walk(loop.body[:position])):
         return None, f"code before {where} stores (it would run twice)"
     dependent = _carry_dependent(body, carried)
-    users = _users(body)
+    users = readers(body)
     accumulators = []
     for carry in carried:
         acc, why = _accumulator(carry, dependent, users)
@@ -143,6 +143,16 @@ def _site(loop: DeviceLoop, position: int, node: Node) -> tuple[SplitSite | None
             return None, f"{where}: '{carry.hint}' spans {bad[0].name}, not a grid or whole dim"
         accumulators.append(acc)
     return SplitSite(node, position, tuple(accumulators)), ""
+
+
+def accumulators(loop: Node) -> dict[int, Accumulator]:
+    """The carried values of ``loop`` that are accumulators (the update rules above: one
+    associative update by a value independent of the carries, read by nothing else), by id."""
+    carried: list[Node] = list(loop.attrs.get("carried", []))
+    dependent = _carry_dependent(loop.body or [], carried)
+    users = readers(loop.body or [])
+    found = (_accumulator(c, dependent, users)[0] for c in carried)
+    return {acc.carry.id: acc for acc in found if acc is not None}
 
 
 def _accumulator(
@@ -199,7 +209,7 @@ def _free_inputs(loop: Node) -> list[Node]:
     return inputs + [i for n in walk(loop.body or []) for i in n.inputs]
 
 
-def _users(body: list[Node]) -> dict[int, list[Node]]:
+def readers(body: list[Node]) -> dict[int, list[Node]]:
     """Who reads each value inside ``body`` (a nested loop's carried init and yielded next
     value count as reads by that loop)."""
     users: dict[int, list[Node]] = {}
