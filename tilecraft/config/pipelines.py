@@ -387,9 +387,9 @@ __all__ = [
     "hopper_default",
     "operand_stage_bytes",
     "pipeline_configs",
-    "tile_steps",
     "pipeline_cost",
     "store_staging_bytes",
+    "tile_steps",
     "warp_specialize_carry_problem",
     "warp_specialize_problem",
 ]

@@ -8,28 +8,27 @@ latency per iteration, so its default is:
 
 * **The chunk as large as the row, up to a register limit.** A chunk holds about
   ``ROW_ELEMS_PER_THREAD`` elements per thread at half the target's most warps (16 warps x 32
-  lanes on NVIDIA, 8 wave64s on AMD: 8192 elements either way). A row up to that is one chunk (a second
-  loop over the same row then re-reads it from L1/L2); a longer row takes the largest power-of-two
-  chunk that pads its last chunk by at most ``MAX_PAD`` of the row (40920 columns: 5 chunks of
-  8192, not 3 of 16384 with 8152 valid columns in the last).
+  lanes on NVIDIA, 8 wave64s on AMD: 8192 elements either way). A row up to that is one chunk
+  (a second loop over the same row then re-reads it from L1/L2); a longer row takes the largest
+  power-of-two chunk that pads its last chunk by at most ``MAX_PAD`` of the row.
 * **One row per program** once a chunk reaches ``ROW_LOOP_TILE`` elements; shorter rows share a
   program up to that tile (512-column rows: 8 per program).
+* **Enough rows to amortize what a program writes once.** A store at the program's own row
+  (``partial[tm.id, :] = ...``: a per-program partial that a later reduction reads back) costs
+  the same bytes whatever the rows per program; a program takes enough rows that those bytes,
+  written and read once, are at most ``PROGRAM_BYTES_SHARE`` of the bytes its rows move, and its
+  chunk shrinks so that the tile stays at most ``MULTI_ROW_TILE`` elements (RMSNorm backward
+  4608x40920: 4 rows x 2048, 0.586 ms, vs 0.858 at 1 x 8192 and 0.674 at 2 x 4096; 2048x128256:
+  0.774 vs 1.19 and 0.984; benchmarks/results/cc_rmsbwd_*.md).
 * **Warps from the tile**: enough threads that each holds ``ROW_ELEMS_PER_THREAD`` elements
-  (8192 -> 16 warps on NVIDIA, 8 wave64s on AMD), at least 4; more if the
-  resource model still predicts spills (``ConfigSpec._spread_live_values``).
+  (8192 -> 16 warps on NVIDIA, 8 wave64s on AMD), at least 4, but no more threads along a row
+  than give each ``VECTOR_BYTES`` of it; more if the resource model still predicts spills
+  (``ConfigSpec._spread_live_values``).
 
 Measured on the H200 (bf16, ms; benchmarks/results/row_loops.md and issue 11's quick runs): two-pass
 softmax 8192^2 0.155 at 32 rows x 256, 0.083 at 1 x 4096 / 4 warps, 0.072 at 1 x 8192 / 16 warps;
 Welford 4096x16384 0.180 -> 0.098 (1 x 4096 / 4 warps) -> 0.073 (whole row, 8 warps, 2 stages);
 RMSNorm over full rows of 40920 0.283 at 2 rows x 4096 / 8 warps, 0.189 at 1 x 4096 / 32 warps.
-
-* **Enough rows to amortize what a program writes once.** A store at the program's own row
-  (``partial[tm.id, :] = ...``: a per-program partial that a later reduction reads back) costs
-  the same bytes whatever the rows per program; a program takes enough rows that those bytes,
-  written and read once, are at most ``PROGRAM_BYTES_SHARE`` of the bytes its rows move, and its
-  chunk shrinks to keep the tile (RMSNorm backward 4608x40920: 4 rows x 2048, 0.586 ms, vs 0.858
-  at 1 x 8192 and 0.674 at 2 x 4096; 2048x128256: 0.774 vs 1.19 and 0.984;
-  benchmarks/results/cc_rmsbwd_*.md).
 
 Loops that scan along the row (cumsum) keep ``ROW_LOOP_TILE`` chunks and the tile-size warps: a
 scan's cross-warp steps grow with the warps, and no measurement supports wider ones. Loops with
@@ -39,6 +38,7 @@ scan's cross-warp steps grow with the warps, and no measurement supports wider o
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from tilecraft.config.occupancy import OCCUPANCY_REGISTERS
@@ -62,10 +62,10 @@ PROGRAM_BYTES_SHARE = 1 / 3
 # the tile of a program raised to several rows (4 x 2048 beat 4 x 4096 and 4 x 8192 for RMSNorm
 # backward at 40920 and 128256 columns; benchmarks/results/cc_rmsbwd_*.md)
 MULTI_ROW_TILE = 2 * ROW_LOOP_TILE
-MIN_CHUNK = 512
+MIN_CHUNK = 512  # a chunk shrunk for more rows keeps at least this many elements (1 KB of bf16)
 # bytes of a row one thread loads at once: 128-bit loads. RMSNorm backward 4 rows x 2048 bf16 at
 # 16 warps (4 elements of each row a thread) ran 0.786 ms, at 8 warps (8: 16 bytes) 0.586
-VECTOR_BYTES = 16  # a chunk shrunk for more rows keeps at least this many elements (1 KB of bf16)
+VECTOR_BYTES = 16
 
 
 def chunk_limit(target: Target) -> int:
@@ -107,12 +107,36 @@ def _left_alone(loop: DeviceLoop) -> bool:
 
 def _chunked_rdims(spec: ConfigSpec, loop: DeviceLoop, chunks: list[int | None]) -> list[int]:
     """The chunks of ``loop``'s looped reduction dims (a full-row tile walked in chunks)."""
+    return [c for i in _row_chunk_indices(spec, loop) if (c := chunks[i]) is not None]
+
+
+def _row_chunk_indices(spec: ConfigSpec, loop: DeviceLoop) -> list[int]:
+    """Indices into ``reduction_loops`` of ``loop``'s reduction dims whose chunks are row
+    widths (not those whose carried accumulators live in memory: their chunk has rules of its own)."""
     slots = {s.config_slot for s in loop.syms if s.kind is SymKind.RDIM}
-    return [
-        c
-        for r, c in zip(spec.reductions, chunks, strict=True)
-        if r.slot in slots and c is not None and not r.homes
-    ]
+    return [i for i, r in enumerate(spec.reductions) if r.slot in slots and not r.homes]
+
+
+def _resize_widths(
+    spec: ConfigSpec,
+    loop: DeviceLoop,
+    inner: list[int],
+    blocks: list[int],
+    chunks: list[int | None],
+    resize: Callable[[int], int],
+) -> bool:
+    """``resize`` applied in place to the contiguous blocks among ``inner`` (never below their
+    least) and to ``loop``'s looped row chunks; whether any changed."""
+    changed = False
+    for s in inner:
+        if spec.blocks[s].contiguous:
+            new = max(spec.blocks[s].lo, resize(blocks[s]))
+            changed, blocks[s] = changed or new != blocks[s], new
+    for i in _row_chunk_indices(spec, loop):
+        chunk = chunks[i]
+        if chunk is not None and resize(chunk) != chunk:
+            changed, chunks[i] = True, resize(chunk)
+    return changed
 
 
 def row_blocks(
@@ -140,28 +164,10 @@ def row_blocks(
             by_tile, by_bytes = ROW_LOOP_TILE // max(widths), amortizing_rows(loop, sym)
             blocks[s] = max(b.lo, min(b.hi, max(by_tile, by_bytes)))
             if by_bytes > max(by_tile, 1):  # more rows than the tile gives: narrower chunks
-                width = min(max(ROW_LOOP_TILE, max(widths)), MULTI_ROW_TILE) // blocks[s]
-                blocks, chunks = _narrowed(spec, loop, inner, blocks, chunks, max(width, MIN_CHUNK))
-    return blocks, chunks
-
-
-def _narrowed(
-    spec: ConfigSpec,
-    loop: DeviceLoop,
-    inner: list[int],
-    blocks: list[int],
-    chunks: list[int | None],
-    width: int,
-) -> tuple[list[int], list[int | None]]:
-    """``loop``'s contiguous inner blocks and chunked rows at most ``width`` wide."""
-    for s in inner:
-        if spec.blocks[s].contiguous and not _left_alone(loop):
-            blocks[s] = max(spec.blocks[s].lo, min(blocks[s], width))
-    slots = {y.config_slot for y in loop.syms if y.kind is SymKind.RDIM}
-    for i, r in enumerate(spec.reductions):
-        chunk = chunks[i]
-        if r.slot in slots and not r.homes and chunk is not None and chunk > width:
-            chunks[i] = width
+                tile = min(max(ROW_LOOP_TILE, max(widths)), MULTI_ROW_TILE)
+                width = max(tile // blocks[s], MIN_CHUNK)
+                narrowed = [] if _left_alone(loop) else inner
+                _resize_widths(spec, loop, narrowed, blocks, chunks, partial(min, width))
     return blocks, chunks
 
 
@@ -249,18 +255,11 @@ def _halved_chunks(spec: ConfigSpec, config: Config) -> Config | None:
     blocks, chunks = list(config.block_sizes), list(config.reduction_loops)
     halved = False
     for loop, inner in zip(spec.loops, spec.loop_slots, strict=True):
-        if _left_alone(loop):
-            continue
-        for s in inner:
-            if spec.blocks[s].contiguous and blocks[s] > max(ROW_LOOP_TILE, spec.blocks[s].lo):
-                blocks[s] //= 2
-                halved = True
-        slots = {s.config_slot for s in loop.syms if s.kind is SymKind.RDIM}
-        for i, r in enumerate(spec.reductions):
-            chunk = chunks[i]
-            if r.slot in slots and not r.homes and chunk is not None and chunk > ROW_LOOP_TILE:
-                chunks[i] = chunk // 2
-                halved = True
+        if not _left_alone(loop):
+            halve = _resize_widths(
+                spec, loop, inner, blocks, chunks, lambda w: w // 2 if w > ROW_LOOP_TILE else w
+            )
+            halved = halved or halve
     return config.replace(block_sizes=blocks, reduction_loops=chunks) if halved else None
 
 
