@@ -108,14 +108,17 @@ def test_a_wide_tile_keeps_the_per_step_sum() -> None:
     )
 
 
-def test_the_sum_example_defers_its_column_sum() -> None:
+def test_the_sum_example_defers_its_column_sum_by_default() -> None:
+    """On by default where a loop can defer (H200: sum_first 8192x32000 0.349 -> 0.133 ms);
+    False keeps the per-step reduction, and a config that leaves it out gets it."""
     x = torch.randn(333, 70, dtype=torch.bfloat16)
     bound = sum_first.bind((x,))
     default = bound.config_spec.default()
-    assert not default.deferred_sums and "_rows" not in bound.to_triton_code(default)
-    config = default.replace(deferred_sums=True)
-    assert "_rows" in bound.to_triton_code(config)
-    got = bound.run(bound.compile_config(config), x)
+    assert default.deferred_sums is True and "_rows" in bound.to_triton_code(default)
+    assert "_rows" not in bound.to_triton_code(default.replace(deferred_sums=False))
+    plain = tc.Config(block_sizes=list(default.block_sizes), num_warps=4)
+    assert plain.deferred_sums is None and "_rows" in bound.to_triton_code(plain)
+    got = bound.run(bound.compile_config(default), x)
     torch.testing.assert_close(got.float(), x.float().sum(0), rtol=2e-2, atol=2e-2)
 
 
@@ -123,14 +126,15 @@ def test_the_knob_is_offered_only_where_a_sum_can_defer() -> None:
     from examples.matmul import matmul
 
     spec = column_sum.bind((torch.randn(256, 64),)).config_spec
-    assert spec.deferrable_sums and not spec.default().deferred_sums
-    flips = [c for c in neighbors(spec, spec.default()) if c.deferred_sums]
+    assert spec.deferrable_sums and spec.default().deferred_sums
+    flips = [c for c in neighbors(spec, spec.default()) if c.deferred_sums is False]
     assert len(flips) == 1
     a = torch.randn(64, 64)
     mm = matmul.bind((a, a)).config_spec
     assert not mm.deferrable_sums
     plan = mm.resolve(mm.default().replace(deferred_sums=True), warn=False)
-    assert not plan.config.deferred_sums and any("deferred_sums" in r for r in plan.repairs)
+    assert plan.config.deferred_sums is None and any("deferred_sums" in r for r in plan.repairs)
+    assert mm.default().deferred_sums is None  # not spelled out where nothing can defer
     assert not any(c.deferred_sums for c in neighbors(mm, mm.default()))
     with pytest.raises(ConfigError, match="deferred_sums"):
         tc.Config(deferred_sums=1)

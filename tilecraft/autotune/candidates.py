@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from tilecraft.autotune.classify import Attempt, Category, classify
+from tilecraft.config import flags
 from tilecraft.config.config import Config
 from tilecraft.config.spec import HARD_ELEMS_PER_THREAD, MAX_NUMEL, ConfigSpec, cdiv, next_pow2
 from tilecraft.config.split import split_moves
@@ -172,7 +173,7 @@ def neighbors(spec: ConfigSpec, config: Config, strategies: bool = False) -> lis
     """Configs one step away from ``config`` (normalized): each block size x2 and /2, each
     loopable reduction looped / chunk x2 / chunk /2 / whole, num_warps x2 and /2, num_stages +-1,
     every other choice of each user tunable, each split inner loop's factor x2 and /2, and
-    ``deferred_sums`` flipped where a loop can defer a sum;
+    ``deferred_sums`` and ``chunk_outer`` flipped where the kernel has such a loop;
     with ``strategies``, instead the codegen strategy moves of
     :meth:`StrategySpace.neighbor_fields`. Not normalized."""
     if strategies:
@@ -211,8 +212,7 @@ def neighbors(spec: ConfigSpec, config: Config, strategies: bool = False) -> lis
         out += [config.replace(**{name: c}) for c in choices if c != current_value]
     if config.pid_type == "flat":
         out += split_moves(spec, config)  # split_reductions x2 and /2 where a loop can split
-    if spec.deferrable_sums:  # acc + x.sum(0): reduce per step, or once after the loop
-        out.append(config.replace(deferred_sums=not config.deferred_sums))
+    out += flags.flipped(spec, config)  # deferred_sums, chunk_outer: where the kernel has them
     return out
 
 

@@ -25,6 +25,7 @@ from tilecraft.codegen.memory import access
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.schedule import emit_chunk_loop
 from tilecraft.config.plan import Plan
+from tilecraft.ir.chunk_outer import chunk_outer_refusal, static_span, statistics
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym
 
 if TYPE_CHECKING:
@@ -72,6 +73,28 @@ class Homes:
                     dropped.append(stores[home.store_slot])
                 self.loops.add(owner.id)
         self.stores = {n.id for n in dropped}
+        # row loops run as a statistics pass and a chunks-outer pass (codegen/chunk_outer.py):
+        # LOOP id -> (each reduction over the width, the scratch row its per-row values go to)
+        self.chunk_outer: dict[int, list[tuple[Node, ScratchRows]]] = {}
+        if plan.config.chunk_outer and plan.split(loop.grid_slot) <= 1:
+            self._plan_chunk_outer(plan, loop, [n for n in nodes if n.id in self.loops])
+
+    def _plan_chunk_outer(self, plan: Plan, loop: DeviceLoop, owners: list[Node]) -> None:
+        width = next((s for s in loop.syms if plan.looped(s)), None)
+        tiles = [-(-(int(g.extent) - int(g.begin)) // plan.block(g)) for g in loop.grid_syms]
+        for owner in owners:
+            if width is None or chunk_outer_refusal(loop, owner, width):
+                continue
+            span = static_span(owner.attrs["sym"])
+            rows = span if isinstance(span, int) else plan.block(span) if span else 1
+            shape = (*tiles, rows)
+            stride = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
+            stats = []
+            for stat in statistics(owner, width):
+                buffer = ScratchRows(f"_tc_stats_{len(self.scratch)}", stat.dtype, shape, stride)
+                self.scratch.append(buffer)
+                stats.append((stat, buffer))
+            self.chunk_outer[owner.id] = stats
 
     def _scratch_store(self, plan: Plan, loop: DeviceLoop, carry: Node) -> Node:
         """A store of ``carry`` into its program's row of a new scratch buffer (indexed by the

@@ -8,6 +8,8 @@ inside chunk loop p; other values of phase p are emitted between chunk loops p-1
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from tilecraft.codegen.reduce import combine_expr, masked_for_reduce, reduce_expr
@@ -32,12 +34,12 @@ def emit_block(ctx: EmitContext, nodes: list[Node]) -> None:
     split = ctx.split if ctx.split is not None and ctx.split.rolled is looped else None
     for p in range(maxp + 1):
         for n in nodes:
-            if phase[n.id] == p and not _on(n, looped) and not rolled_reduce(n, looped):
+            if phase[n.id] == p and not on_dim(n, looped) and not rolled_reduce(n, looped):
                 ctx.ensure(n)
         sinks = [
             n
             for n in nodes
-            if (_on(n, looped) and n.op in (Op.STORE, Op.ATOMIC) and phase[n.id] == p)
+            if (on_dim(n, looped) and n.op in (Op.STORE, Op.ATOMIC) and phase[n.id] == p)
             # (an input from outside the block, e.g. a carried value kept in memory: phase 0)
             or (rolled_reduce(n, looped) and phase.get(n.inputs[0].id, 0) == p)
         ]
@@ -54,7 +56,6 @@ def emit_block(ctx: EmitContext, nodes: list[Node]) -> None:
 def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
     """One ``for roffset`` loop over the rolled dim that computes ``sinks`` (stores, atomics and
     reductions over the dim, which accumulate chunk by chunk and finish after the loop)."""
-    st = ctx.state(sym)
     accs: dict[int, str] = {}
     for n in sinks:
         if n.op is Op.REDUCE:
@@ -64,6 +65,28 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
             neutral = dtypes.neutral(n.attrs["kind"], src.dtype)
             ctx.w.line(f"{acc} = tl.full([{dims}], {neutral}, {dtypes.triton_dtype(src.dtype)})")
             accs[n.id] = acc
+    with chunk_loop(ctx, sym):
+        for n in sinks:
+            if n.op is Op.REDUCE:
+                kind, axis = n.attrs["kind"], n.attrs["axis"]
+                value = masked_for_reduce(ctx, n.inputs[0], axis, kind)
+                acc = accs[n.id]
+                ctx.w.line(f"{acc} = {combine_expr(kind, acc, value, n.inputs[0].dtype)}")
+            else:
+                ctx.ensure(n)
+    for n in sinks:
+        if n.op is Op.REDUCE:
+            src = n.inputs[0]
+            src_dims = [ctx.dim_expr(d) for d in src.shape]
+            kind, axis, keep = n.attrs["kind"], n.attrs["axis"], n.attrs["keepdim"]
+            ctx.bind(n, reduce_expr(kind, accs[n.id], axis, keep, src.dtype, src_dims))
+
+
+@contextlib.contextmanager
+def chunk_loop(ctx: EmitContext, sym: Sym) -> Iterator[None]:
+    """A ``for roffset`` loop over the rolled dim (this program's share of its chunks when the
+    loop is split); inside it (a new scope) the chunk's indices and mask."""
+    st = ctx.state(sym)
     roffset = ctx.w.fresh(f"roffset_{sym.index}")
     st.offset = roffset
     begin, end = "0", st.end
@@ -76,22 +99,10 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
         ctx.w.line(f"{st.index} = {ctx.index_cast(roffset)} + tl.arange(0, {st.block})")
         if st.mask:
             ctx.w.line(f"{st.mask} = {st.index} < {st.end}")
-        for n in sinks:
-            if n.op is Op.REDUCE:
-                kind, axis = n.attrs["kind"], n.attrs["axis"]
-                value = masked_for_reduce(ctx, n.inputs[0], axis, kind)
-                acc = accs[n.id]
-                ctx.w.line(f"{acc} = {combine_expr(kind, acc, value, n.inputs[0].dtype)}")
-            else:
-                ctx.ensure(n)
+        yield
         ctx.scopes.pop()
-    for n in sinks:
-        if n.op is Op.REDUCE:
-            src = n.inputs[0]
-            src_dims = [ctx.dim_expr(d) for d in src.shape]
-            kind, axis, keep = n.attrs["kind"], n.attrs["axis"], n.attrs["keepdim"]
-            ctx.bind(n, reduce_expr(kind, accs[n.id], axis, keep, src.dtype, src_dims))
 
 
-def _on(node: Node, sym: Sym) -> bool:
+def on_dim(node: Node, sym: Sym) -> bool:
+    """Whether ``node``'s value spans ``sym``."""
     return any(d is sym for d in node.shape)

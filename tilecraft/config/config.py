@@ -57,7 +57,10 @@ class Config:
     num_sm_multiplier: int | None = None
     split_reductions: tuple[int, ...] = ()  # per device loop: programs its inner loop is split over
     split_atomics: bool = False  # split partial sums added with fp32 atomics (not deterministic)
-    deferred_sums: bool = False  # acc + x.sum(0) in a row loop: one reduction after the loop
+    # acc + x.sum(0) in a row loop: one reduction after the loop (None: wherever the kernel has one)
+    deferred_sums: bool | None = None
+    # a row loop with [n] accumulators in memory: statistics pass, then column chunks outer
+    chunk_outer: bool | None = None
     user: tuple[tuple[str, Any], ...] = ()
 
     def __init__(self, **fields: Any):
@@ -82,6 +85,7 @@ class Config:
                 "pid_type",
                 "split_atomics",
                 "deferred_sums",
+                "chunk_outer",
             ):
                 pass
             elif name == "indexing":
@@ -107,8 +111,9 @@ class Config:
                     f"split_reductions: {s!r} is not an int in [1, {MAX_SPLIT}] "
                     "(programs one inner loop is split over; 1 = not split)"
                 )
-        for flag in ("split_atomics", "deferred_sums"):
-            if not isinstance(getattr(self, flag), bool):
+        for flag in ("split_atomics", "deferred_sums", "chunk_outer"):
+            value = getattr(self, flag)
+            if not isinstance(value, bool) and not (flag != "split_atomics" and value is None):
                 raise ConfigError(f"{flag}={getattr(self, flag)!r}: must be True or False")
         for name in ("num_warps",):
             v = getattr(self, name)

@@ -37,6 +37,7 @@ scan's cross-warp steps grow with the warps, and no measurement supports wider o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -169,6 +170,38 @@ def row_blocks(
                 narrowed = [] if _left_alone(loop) else inner
                 _resize_widths(spec, loop, narrowed, blocks, chunks, partial(min, width))
     return blocks, chunks
+
+
+STREAMS_PER_SM = 2  # programs per SM a grid of long row-streaming programs wants at least
+
+
+def streams_per_sm(spec: ConfigSpec, config: Config) -> Config:
+    """Halve the grid block of each device loop whose row loop keeps ``[n]`` accumulators in
+    memory while its grid has fewer than ``STREAMS_PER_SM`` programs per SM (and the halved block
+    still amortizes the per-program partial rows, :func:`amortizing_rows`). Each such program is
+    one long serial stream over its rows with barriers (per row step, or between the statistics
+    pass and the chunks-outer pass): alone on an SM, nothing hides those stalls. H200, seed-000
+    LayerNorm backward 4608x40920: 32 rows a program (144 programs) 0.842 ms, 16 rows (288)
+    0.618 ms (benchmarks/results/co_seed.md)."""
+    blocks = list(config.block_sizes)
+    homed = {h.loop_slot for r in spec.reductions for h in r.homes}
+    want = STREAMS_PER_SM * spec.target.limits.num_sms
+    for loop, slots in zip(spec.loops, spec.grid_slots, strict=True):
+        if not any(n.op is Op.LOOP and n.attrs.get("range_slot") in homed for n in loop.body):
+            continue
+        grid = {s.config_slot: s for s in loop.grid_syms if s.config_slot is not None}
+        while True:
+            programs = math.prod(-(-spec.blocks[s].extent // blocks[s]) for s in slots)
+            fits = [
+                s
+                for s in slots
+                if blocks[s] // 2 >= max(spec.blocks[s].lo, amortizing_rows(loop, grid[s]), 1)
+            ]
+            if programs >= want or not fits:
+                break
+            widest = max(fits, key=lambda s: blocks[s])
+            blocks[widest] //= 2
+    return config.replace(block_sizes=blocks)
 
 
 def amortizing_rows(loop: DeviceLoop, sym: Sym) -> int:

@@ -15,7 +15,7 @@ import warnings
 from typing import Any
 
 from tilecraft import settings
-from tilecraft.config import occupancy, row_loops, split
+from tilecraft.config import flags, occupancy, row_loops, split
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.pipelines import hopper_default, operand_stage_bytes, store_staging_bytes
@@ -26,6 +26,7 @@ from tilecraft.config.row_loops import ROW_LOOP_TILE
 from tilecraft.config.space import StrategySpace
 from tilecraft.errors import ConfigError, SourceLoc, UnsupportedOpError
 from tilecraft.ir.carried_homes import CarriedHome, carried_homes
+from tilecraft.ir.chunk_outer import can_chunk_outer
 from tilecraft.ir.deferred_sums import has_deferrable_sums
 from tilecraft.ir.dtypes import FP8
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, dot_roles, walk
@@ -72,6 +73,7 @@ class ReductionSpec:
     reason: str = ""
     # loop-carried accumulators on the dim, kept in their output rows when it is looped
     homes: tuple[CarriedHome, ...] = ()
+    chunk_outer: bool = False  # its homed row loops can run column chunks outer (chunk_outer)
 
     @property
     def full(self) -> int:
@@ -160,9 +162,10 @@ class ConfigSpec:
             if sym.kind is SymKind.RDIM:
                 ok, why = rdim_loopable(loop, sym)
                 homes, no_home = carried_homes(loop, sym) if ok else ((), "")
+                outer = can_chunk_outer(loop, sym, {h.loop_slot for h in homes})
                 self.reductions.append(
                     ReductionSpec(
-                        sym.config_slot or 0, int(sym.extent), not no_home, no_home, homes
+                        sym.config_slot or 0, int(sym.extent), not no_home, no_home, homes, outer
                     )
                     if ok
                     else ReductionSpec(sym.config_slot or 0, int(sym.extent), False, why)
@@ -239,13 +242,16 @@ class ConfigSpec:
         if any(r.homes for r in self.reductions) and self._predicted(config).spills:
             # the whole row and the carried [n] accumulators do not fit even at the most warps:
             # chunk the row, keeping the accumulators in their output rows (ir/carried_homes.py)
-            config = self._one_wave(self._default(chunk_rows=True))
+            config = self._one_wave(row_loops.streams_per_sm(self, self._default(chunk_rows=True)))
         return config
 
     def _one_wave(self, config: Config) -> Config:
         """Halve the chunk of rows whose accumulators live in memory while the programs cannot
         all be resident at once by the predicted registers (a memory-bound row loop that runs a
-        second wave for a few programs takes twice as long)."""
+        second wave for a few programs takes twice as long). Never below a chunk that gives every
+        thread a 128-bit vector of the row: narrower, the warps spread over the rows and the
+        per-step sum over them crosses warps (H200 seed 000, 16 x 2 rows / 8 warps: chunk 2048
+        0.621 ms, 1024 2.99 ms: benchmarks/results/co_seed2.md)."""
         limits = self.target.limits
         while True:
             plan = self.resolve(config, warn=False)
@@ -254,7 +260,16 @@ class ConfigSpec:
             if all(p is None or p <= per_sm * limits.num_sms for p in plan.resources.programs):
                 return plan.config
             chunks = list(plan.reduction_loops)
-            slots = [r.slot for r in self.reductions if r.homes and (chunks[r.slot] or 0) > 1024]
+            slots = [
+                r.slot
+                for r in self.reductions
+                if r.homes
+                and (chunks[r.slot] or 0) > 1024
+                and all(
+                    row_loops.vector_threads(loop, (chunks[r.slot] or 0) // 2) >= threads
+                    for loop in self.loops
+                )
+            ]
             if not slots:
                 return plan.config
             chunks[slots[0]] = (chunks[slots[0]] or 2048) // 2
@@ -393,8 +408,7 @@ class ConfigSpec:
         config = self._fit_registers(self._fit_shared_memory(self._shrink_to(config, budget)))
         if config.pid_type == "flat" and rng.random() < 0.5:
             config = config.replace(split_reductions=split.random_splits(self, config, rng))
-        if self.deferrable_sums:
-            config = config.replace(deferred_sums=rng.random() < 0.5)
+        config = config.replace(**flags.random_flags(self, rng))
         if (
             config.maxnreg is not None
             and self.accumulator_registers(config) * 3 // 2 > config.maxnreg
@@ -523,12 +537,8 @@ class ConfigSpec:
         fields["split_atomics"] = split.normalize_atomics(
             self, config, fields["split_reductions"], repairs
         )
-        if config.deferred_sums and not self.deferrable_sums:
-            repairs.append(
-                "deferred_sums=True: no inner loop adds a sum over its own tile to a carried "
-                "value (acc = acc + x.sum(0)); using False"
-            )
-        fields["deferred_sums"] = config.deferred_sums and self.deferrable_sums
+        chunked = config.replace(reduction_loops=fields["reduction_loops"])
+        fields.update(flags.normalize_flags(self, chunked, repairs))
         for name in ("num_warps", "num_stages"):
             if fields.get(name) is None:
                 default = default or self.default()

@@ -1,0 +1,70 @@
+"""On/off strategy knobs a kernel offers only where its IR allows them (stage: config; in: the
+kernel's spec and a user's or the search's config; out: each knob's resolved value, repairs).
+
+* ``deferred_sums``: ``acc + x.sum(0)`` in a row loop keeps a tile accumulator and reduces once
+  after the loop (``ir/deferred_sums.py``);
+* ``chunk_outer``: a row loop whose ``[n]`` accumulators live in memory runs its row statistics
+  first, then column chunks outer with its rows inner and the accumulators in registers
+  (``ir/chunk_outer.py``).
+
+Both default to ``None``: on wherever the kernel has such a loop (each moves fewer bytes than the
+plain schedule: H200 numbers in ``docs/architecture.md``); ``False`` turns one off, ``True`` where
+the kernel has no such loop is repaired with a message. A kernel without such a loop resolves the
+knob to ``None``, so its configs do not spell it out.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tilecraft.config.config import Config
+    from tilecraft.config.spec import ConfigSpec
+
+WHY_NOT = {
+    "deferred_sums": "no inner loop adds a sum over its own tile to a carried value "
+    "(acc = acc + x.sum(0))",
+    "chunk_outer": "no row loop keeps [n] accumulators in memory that could run column chunks "
+    "outer (see ir/chunk_outer.py)",
+}
+
+
+def offered(spec: ConfigSpec, chunks: Sequence[int | None] | None = None) -> dict[str, bool]:
+    """Which knobs the kernel has a loop for (``chunk_outer``: where ``chunks``, the config's
+    reduction loops, chunk a width whose accumulators live in memory; None: any config)."""
+    chunked = [
+        r.chunk_outer and (chunks is None or (r.slot < len(chunks) and chunks[r.slot] is not None))
+        for r in spec.reductions
+    ]
+    return {"deferred_sums": spec.deferrable_sums, "chunk_outer": any(chunked)}
+
+
+def normalize_flags(spec: ConfigSpec, config: Config, repairs: list[str]) -> dict[str, Any]:
+    """Each knob's resolved value (True / False where offered, else None); ``config``'s
+    reduction loops are already normalized."""
+    out: dict[str, Any] = {}
+    for name, ok in offered(spec, config.reduction_loops).items():
+        value = getattr(config, name)
+        if value and not ok:
+            repairs.append(f"{name}=True: {WHY_NOT[name]}; using False")
+        out[name] = (value is not False) if ok else None
+    return out
+
+
+def random_flags(spec: ConfigSpec, rng: random.Random) -> dict[str, Any]:
+    """A random value for each knob the kernel offers."""
+    return {name: rng.random() < 0.5 for name, ok in offered(spec).items() if ok}
+
+
+def flipped(spec: ConfigSpec, config: Config) -> list[Config]:
+    """``config`` with each offered knob turned the other way (None counts as on)."""
+    return [
+        config.replace(**{name: getattr(config, name) is False})
+        for name, ok in offered(spec, config.reduction_loops).items()
+        if ok
+    ]
+
+
+__all__ = ["WHY_NOT", "flipped", "normalize_flags", "offered", "random_flags"]
