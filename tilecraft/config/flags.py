@@ -16,7 +16,6 @@ knob to ``None``, so its configs do not spell it out.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,21 +30,24 @@ WHY_NOT = {
 }
 
 
-def offered(spec: ConfigSpec, chunks: Sequence[int | None] | None = None) -> dict[str, bool]:
-    """Which knobs the kernel has a loop for (``chunk_outer``: where ``chunks``, the config's
-    reduction loops, chunk a width whose accumulators live in memory; None: any config)."""
+def offered(spec: ConfigSpec, config: Config | None = None) -> dict[str, bool]:
+    """Which knobs the kernel has a loop for (``chunk_outer``: where ``config``'s reduction loops
+    chunk a width whose accumulators live in memory and no inner loop is split across programs;
+    None: any config)."""
+    chunks = None if config is None else config.reduction_loops
     chunked = [
         r.chunk_outer and (chunks is None or (r.slot < len(chunks) and chunks[r.slot] is not None))
         for r in spec.reductions
     ]
-    return {"deferred_sums": spec.deferrable_sums, "chunk_outer": any(chunked)}
+    split = config is not None and any(s > 1 for s in config.split_reductions)
+    return {"deferred_sums": spec.deferrable_sums, "chunk_outer": any(chunked) and not split}
 
 
 def normalize_flags(spec: ConfigSpec, config: Config, repairs: list[str]) -> dict[str, Any]:
     """Each knob's resolved value (True / False where offered, else None); ``config``'s
-    reduction loops are already normalized."""
+    reduction loops and splits are already normalized."""
     out: dict[str, Any] = {}
-    for name, ok in offered(spec, config.reduction_loops).items():
+    for name, ok in offered(spec, config).items():
         value = getattr(config, name)
         if value and not ok:
             repairs.append(f"{name}=True: {WHY_NOT[name]}; using False")
@@ -62,7 +64,7 @@ def flipped(spec: ConfigSpec, config: Config) -> list[Config]:
     """``config`` with each offered knob turned the other way (None counts as on)."""
     return [
         config.replace(**{name: getattr(config, name) is False})
-        for name, ok in offered(spec, config.reduction_loops).items()
+        for name, ok in offered(spec, config).items()
         if ok
     ]
 

@@ -537,7 +537,9 @@ class ConfigSpec:
         fields["split_atomics"] = split.normalize_atomics(
             self, config, fields["split_reductions"], repairs
         )
-        chunked = config.replace(reduction_loops=fields["reduction_loops"])
+        chunked = config.replace(
+            reduction_loops=fields["reduction_loops"], split_reductions=fields["split_reductions"]
+        )
         fields.update(flags.normalize_flags(self, chunked, repairs))
         for name in ("num_warps", "num_stages"):
             if fields.get(name) is None:
