@@ -185,4 +185,7 @@ def test_new_defaults_match_eager_on_gpu(name: str) -> None:
     got = case.run({k.__name__: k for k in case.kernels}, inputs)
     want = case.reference(*inputs)
     for g, w in zip(*(x if isinstance(x, tuple) else (x,) for x in (got, want)), strict=True):
-        torch.testing.assert_close(g.float(), w.float(), rtol=0, atol=case.atol)
+        # a bf16 output rounded from an fp32 value summed in another order may land one bf16
+        # ulp away (2**-7 of the value at worst): dW of seed 000 sums 4608 rows to ~300
+        rtol = 2.0**-7 if g.dtype == torch.bfloat16 else 0.0
+        torch.testing.assert_close(g.float(), w.float(), rtol=rtol, atol=case.atol)

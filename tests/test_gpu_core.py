@@ -96,6 +96,7 @@ def _run_all(
 
 
 def test_rms_norm_gpu() -> None:
+    torch.manual_seed(0)
     x = torch.randn(4097, 8192, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(8192, device="cuda", dtype=torch.bfloat16)
     ref = (
@@ -103,9 +104,10 @@ def test_rms_norm_gpu() -> None:
     ).bfloat16()
     bound = rms_norm.bind((x, w))
     configs = _configs(bound, 5) + [tc.Config(block_sizes=[2], reduction_loops=[1024], num_warps=8)]
-    errors = [_err(out, ref) for out in _run_all(bound, configs, x, w)]
-    print("rms_norm max errors", errors)
-    assert max(errors) < 0.07
+    outs = _run_all(bound, configs, x, w)
+    print("rms_norm max errors", [_err(out, ref) for out in outs])
+    for out in outs:  # |out| reaches ~20, where one bf16 ulp of rounding is 0.125
+        torch.testing.assert_close(out.float(), ref.float(), rtol=2.0**-7, atol=0.07)
 
 
 def test_softmax_dynamic_gpu() -> None:
