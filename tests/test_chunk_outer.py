@@ -110,6 +110,7 @@ def test_on_by_default_where_the_width_is_chunked() -> None:
     spec = softmax_column_mass.bind((x,)).config_spec
     chunked = spec.resolve(tc.Config(block_sizes=[8, 2], reduction_loops=[16]), warn=False)
     assert chunked.config.chunk_outer is True and chunked.carried_homes
+    assert "chunks outer" in chunked.describe()
     whole = spec.resolve(tc.Config(block_sizes=[8, 2], reduction_loops=[None]), warn=False)
     assert whole.config.chunk_outer is None  # nothing lives in memory: not spelled out
     moves = neighbors(spec, chunked.config)

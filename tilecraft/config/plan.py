@@ -232,6 +232,11 @@ class Plan:
             if s > 1
         ]
         lines += [f"  chunked width: {h.describe()}" for h in self.carried_homes]
+        if self.carried_homes and self.config.chunk_outer:
+            lines.append(
+                "  chunks outer: row statistics first, then column chunks outer with the rows "
+                "inner and those accumulators in registers (written to memory once per chunk)"
+            )
         lines += [f"  paired slices: {p.describe()}" for p in self.slice_pairs]
         lines += [f"  repaired: {r}" for r in self.repairs]
         return "\n".join(lines)

@@ -204,6 +204,36 @@ def streams_per_sm(spec: ConfigSpec, config: Config) -> Config:
     return config.replace(block_sizes=blocks)
 
 
+def resident_chunks(spec: ConfigSpec, config: Config) -> Config:
+    """Halve the chunk of rows whose accumulators live in memory while the programs cannot
+    all be resident at once by the predicted registers (a memory-bound row loop that runs a
+    second wave for a few programs takes twice as long). Never below a chunk that gives every
+    thread a 128-bit vector of the row: narrower, the warps spread over the rows and the
+    per-step sum over them crosses warps (H200 seed 000, 16 x 2 rows / 8 warps: chunk 2048
+    0.621 ms, 1024 2.99 ms: benchmarks/results/co_seed2.md)."""
+    limits = spec.target.limits
+    while True:
+        plan = spec.resolve(config, warn=False)
+        threads = (config.num_warps or 4) * spec.target.warp_size
+        per_sm = limits.registers_per_sm // max(plan.resources.registers * threads, 1)
+        if all(p is None or p <= per_sm * limits.num_sms for p in plan.resources.programs):
+            return plan.config
+        chunks = list(plan.reduction_loops)
+        slots = [
+            r.slot
+            for r in spec.reductions
+            if r.homes
+            and (chunks[r.slot] or 0) > 1024
+            and all(
+                vector_threads(loop, (chunks[r.slot] or 0) // 2) >= threads for loop in spec.loops
+            )
+        ]
+        if not slots:
+            return plan.config
+        chunks[slots[0]] = (chunks[slots[0]] or 2048) // 2
+        config = plan.config.replace(reduction_loops=chunks)
+
+
 def amortizing_rows(loop: DeviceLoop, sym: Sym) -> int:
     """Rows per program of ``loop``'s grid dim ``sym`` that keep the bytes a program stores at
     its own row (a store indexed by ``sym``'s tile id: a partial a later reduction reads back, so
@@ -326,5 +356,7 @@ __all__ = [
     "row_blocks",
     "row_chunk",
     "row_tiles",
+    "resident_chunks",
     "row_warps",
+    "streams_per_sm",
 ]

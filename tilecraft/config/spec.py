@@ -30,6 +30,7 @@ from tilecraft.ir.chunk_outer import can_chunk_outer
 from tilecraft.ir.deferred_sums import has_deferrable_sums
 from tilecraft.ir.dtypes import FP8
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, dot_roles, walk
+from tilecraft.ir.phases import rdim_loopable
 from tilecraft.targets.target import Target, filter_launch_options
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
@@ -242,38 +243,10 @@ class ConfigSpec:
         if any(r.homes for r in self.reductions) and self._predicted(config).spills:
             # the whole row and the carried [n] accumulators do not fit even at the most warps:
             # chunk the row, keeping the accumulators in their output rows (ir/carried_homes.py)
-            config = self._one_wave(row_loops.streams_per_sm(self, self._default(chunk_rows=True)))
+            config = row_loops.resident_chunks(
+                self, row_loops.streams_per_sm(self, self._default(chunk_rows=True))
+            )
         return config
-
-    def _one_wave(self, config: Config) -> Config:
-        """Halve the chunk of rows whose accumulators live in memory while the programs cannot
-        all be resident at once by the predicted registers (a memory-bound row loop that runs a
-        second wave for a few programs takes twice as long). Never below a chunk that gives every
-        thread a 128-bit vector of the row: narrower, the warps spread over the rows and the
-        per-step sum over them crosses warps (H200 seed 000, 16 x 2 rows / 8 warps: chunk 2048
-        0.621 ms, 1024 2.99 ms: benchmarks/results/co_seed2.md)."""
-        limits = self.target.limits
-        while True:
-            plan = self.resolve(config, warn=False)
-            threads = (config.num_warps or 4) * self.target.warp_size
-            per_sm = limits.registers_per_sm // max(plan.resources.registers * threads, 1)
-            if all(p is None or p <= per_sm * limits.num_sms for p in plan.resources.programs):
-                return plan.config
-            chunks = list(plan.reduction_loops)
-            slots = [
-                r.slot
-                for r in self.reductions
-                if r.homes
-                and (chunks[r.slot] or 0) > 1024
-                and all(
-                    row_loops.vector_threads(loop, (chunks[r.slot] or 0) // 2) >= threads
-                    for loop in self.loops
-                )
-            ]
-            if not slots:
-                return plan.config
-            chunks[slots[0]] = (chunks[slots[0]] or 2048) // 2
-            config = plan.config.replace(reduction_loops=chunks)
 
     def _predicted(self, config: Config) -> Any:
         return predicted_registers(self, config, config.num_warps or 4)
@@ -651,36 +624,6 @@ def _dim_ref(d: Any) -> tuple[Any, ...]:
     return ("b", d.config_slot)
 
 
-def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
-    """A reduction dim can be processed in chunks if every value on it is consumed by stores,
-    pointwise ops or sum/max/min reductions (loop-carried values on it need homes in memory:
-    ``ir/carried_homes.py``)."""
-    for node in walk(loop.body):
-        if (
-            node.op is Op.REDUCE
-            and _reduces_over(node, sym)
-            and node.attrs["kind"] not in ("sum", "max", "min")
-        ):
-            return False, f"{node.attrs['kind']} over it needs the whole dim"
-        if node.op is Op.SCAN and node.inputs[0].shape[node.attrs["axis"]] is sym:
-            return False, "a scan along it needs the whole dim"
-        if node.op is Op.DOT and any(sym in i.shape for i in node.inputs):
-            return False, "tl.dot uses it"
-        if node.op in (Op.IF, Op.WHILE) and any(sym in n.shape for n in walk([node])):
-            return False, f"an `{node.op.value}` on data uses it"
-        if node.op is Op.EXTERN and any(sym in i.shape for i in [node, *node.inputs]):
-            return False, "tc.triton_call uses it"
-        if node.op is Op.VIEW and node.attrs.get("perm") and sym in node.shape:
-            return False, "a transpose uses it"
-        if (
-            node.op is Op.VIEW
-            and node.attrs.get("reshape")
-            and sym in [*node.shape, *node.inputs[0].shape]
-        ):
-            return False, "a reshape or torch.cat regroups it"
-    return True, ""
-
-
 def _check_fp8_dot(node: Node, target: Target) -> None:
     """fp8 dots only where the target has them (a clear error, not a failed compile)."""
     fp8 = [str(i.dtype) for i in node.inputs[:2] if i.dtype in FP8]
@@ -692,7 +635,3 @@ def _check_fp8_dot(node: Node, target: Target) -> None:
             hint="cast the operands to torch.bfloat16 first (fp8 values convert exactly), or run "
             "on an sm_89+/sm_90 GPU",
         )
-
-
-def _reduces_over(node: Node, sym: Sym) -> bool:
-    return node.inputs[0].shape[node.attrs["axis"]] is sym

@@ -1,5 +1,5 @@
 """Phases of a rolled reduction dim (stage: ir analysis; in: a block of nodes and a reduction
-dim R; out: each node's phase).
+dim R; out: each node's phase, and whether R can be rolled at all: ``rdim_loopable``).
 
 With R processed in chunks, a node's *phase* is how many reductions over R must finish before it
 can be computed. Codegen (``codegen/schedule.py``) recomputes the values on R of phase p inside
@@ -9,7 +9,7 @@ reductions (``ir/split.py``) split the chunk loops across programs.
 
 from __future__ import annotations
 
-from tilecraft.ir.nodes import Node, Op, Sym, walk
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
 
 
 def free_inputs(loop: Node) -> list[Node]:
@@ -55,4 +55,34 @@ def rolled_reduce(node: Node, sym: Sym) -> bool:
     return node.op is Op.REDUCE and node.inputs[0].shape[node.attrs["axis"]] is sym
 
 
-__all__ = ["free_inputs", "phases", "rolled_reduce"]
+def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
+    """A reduction dim can be processed in chunks if every value on it is consumed by stores,
+    pointwise ops or sum/max/min reductions (loop-carried values on it need homes in memory:
+    ``ir/carried_homes.py``)."""
+    for node in walk(loop.body):
+        if (
+            node.op is Op.REDUCE
+            and rolled_reduce(node, sym)
+            and node.attrs["kind"] not in ("sum", "max", "min")
+        ):
+            return False, f"{node.attrs['kind']} over it needs the whole dim"
+        if node.op is Op.SCAN and node.inputs[0].shape[node.attrs["axis"]] is sym:
+            return False, "a scan along it needs the whole dim"
+        if node.op is Op.DOT and any(sym in i.shape for i in node.inputs):
+            return False, "tl.dot uses it"
+        if node.op in (Op.IF, Op.WHILE) and any(sym in n.shape for n in walk([node])):
+            return False, f"an `{node.op.value}` on data uses it"
+        if node.op is Op.EXTERN and any(sym in i.shape for i in [node, *node.inputs]):
+            return False, "tc.triton_call uses it"
+        if node.op is Op.VIEW and node.attrs.get("perm") and sym in node.shape:
+            return False, "a transpose uses it"
+        if (
+            node.op is Op.VIEW
+            and node.attrs.get("reshape")
+            and sym in [*node.shape, *node.inputs[0].shape]
+        ):
+            return False, "a reshape or torch.cat regroups it"
+    return True, ""
+
+
+__all__ = ["free_inputs", "phases", "rdim_loopable", "rolled_reduce"]
