@@ -85,6 +85,28 @@ def counted_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return part, seen
 
 
+@tc.kernel(static_shapes=True)
+def centered_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One row at a time (tc.grid: scalar statistics), a per-row store beside the width (pass A
+    stores it once), and an accumulator whose update needs the statistic."""
+    m, n = x.size()
+    rows = tc.register_block_size(m)
+    centered = torch.empty_like(x)
+    means = torch.empty([m], dtype=torch.float32, device=x.device)
+    part = torch.empty((m + rows - 1) // rows, n, dtype=torch.float32, device=x.device)
+    for cta in tc.tile(m, block_size=rows):
+        acc = x.new_zeros(n, dtype=torch.float32)
+        for r in tc.grid(cta.begin, cta.end):
+            v = x[r, :].to(torch.float32)
+            mu = torch.sum(v, dim=-1) / n
+            means[r] = mu
+            c = v - mu
+            centered[r, :] = c.to(x.dtype)
+            acc += c * c
+        part[cta.id, :] = acc
+    return centered, means, part
+
+
 def _row_loop(bound: tc.BoundKernel):  # type: ignore[no-untyped-def]
     (loop,) = bound.config_spec.loops
     owner = next(n for n in loop.body if n.op is Op.LOOP)
@@ -151,6 +173,21 @@ def test_two_phase_statistics_match_eager(m: int, n: int, config: tc.Config) -> 
     ref_p, ref_mass = _mass_reference(x, config.block_sizes[0])
     torch.testing.assert_close(probs, ref_p, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(mass, ref_mass, rtol=1e-5, atol=1e-4)
+
+
+def test_scalar_rows_and_per_row_stores_match_eager() -> None:
+    x = torch.randn(37, 100)
+    bound = centered_rows.bind((x,))
+    config = tc.Config(block_sizes=[8], reduction_loops=[32])
+    code = bound.to_triton_code(config)
+    assert code.count("tl.store(means") == 1 and "_tc_stats_0" in code
+    centered, means, part = bound.run(bound.compile_config(config), x)
+    ref_mu = x.mean(-1)
+    ref_c = x - ref_mu[:, None]
+    ref_part = torch.stack([(ref_c[i : i + 8] ** 2).sum(0) for i in range(0, 37, 8)])
+    torch.testing.assert_close(means, ref_mu, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(centered, ref_c, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(part, ref_part, rtol=1e-5, atol=1e-4)
 
 
 def test_loops_without_statistics_keep_accumulators_in_registers() -> None:

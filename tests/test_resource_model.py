@@ -80,3 +80,23 @@ def test_pure_elementwise_loops_keep_whole_tiles() -> None:
     spec = _spec(rope_rotate_half, *args)
     config = tc.Config(block_sizes=[8, 16], num_warps=8)
     assert predicted_registers(spec, config, 8).per_thread > 128
+
+
+def test_strategies_that_hold_accumulators_in_registers_cost_them() -> None:
+    """A deferred sum keeps its tile accumulator through the loop (16 x 256 fp32 over 128
+    threads: 32 registers, less the 2 of the [256] carry it replaces); a row loop run chunks
+    outer keeps each accumulator's chunk (2 x 2048 fp32 over 256 threads: 16 registers)."""
+    from benchmarks.gen_kernels import CASES
+    from examples.sum import sum_first
+
+    spec = _spec(sum_first, _bf16(4096, 4096))
+    tiles = tc.Config(block_sizes=[16, 256], num_warps=4, num_stages=1)
+    per_step = predicted_registers(spec, tiles.replace(deferred_sums=False), 4).per_thread
+    deferred = predicted_registers(spec, tiles.replace(deferred_sums=True), 4).per_thread
+    assert 28 <= deferred - per_step <= 32  # (the peak may move within the loop)
+    case = CASES["layer_norm_bwd_seed"]
+    seed = _spec(case.kernels[0], *case.make_inputs((4608, 40920), "meta", 0))
+    rows = tc.Config(block_sizes=[16, 2], reduction_loops=[2048], num_warps=8, num_stages=1)
+    in_memory = predicted_registers(seed, rows.replace(chunk_outer=False), 8).per_thread
+    outer = predicted_registers(seed, rows.replace(chunk_outer=True), 8).per_thread
+    assert 14 <= outer - in_memory <= 16

@@ -22,13 +22,11 @@ from typing import TYPE_CHECKING
 
 from tilecraft.codegen.reduce import masked_for_reduce
 from tilecraft.ir import dtypes
-from tilecraft.ir.deferred_sums import deferrable_sums, summed
+from tilecraft.ir.deferred_sums import MAX_ELEMS_PER_THREAD, deferrable_sums, summed
 from tilecraft.ir.nodes import Node
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
-
-MAX_ELEMS_PER_THREAD = 32  # a deferred accumulator's fp32 values per thread (registers it keeps)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,6 +9,7 @@ the ``tl.range`` knobs of each loop, the launch options, and the predicted resou
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TYPE_CHECKING
 
 import torch
@@ -18,6 +19,7 @@ from tilecraft.config.pipelines import compute_threads, consumer_register_file
 from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, sym_block
 from tilecraft.config.resources import RegisterEstimate, predict_registers
 from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX, outer_tile
+from tilecraft.ir.deferred_sums import MAX_ELEMS_PER_THREAD, deferrable_sums, summed
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind
 from tilecraft.ir.paired_slices import slice_pairs
 from tilecraft.targets.target import Target, filter_launch_options
@@ -239,10 +241,39 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
             looped=lambda d: (
                 isinstance(d, Sym) and d.kind is SymKind.RDIM and _chunk(d, chunks) is not None
             ),
+            held=lambda node: _held_registers(node, config, threads),
         )
         for loop in spec.loops
     ]
     return max(estimates, key=lambda e: e.spill_ratio, default=RegisterEstimate(0, 255, ""))
+
+
+def _held_registers(loop: Node, config: Config, threads: int) -> float:
+    """fp32 registers per thread that ``config``'s strategies keep through ``loop`` beyond its IR
+    values: each deferred sum's tile accumulator (``codegen/deferred_sums.py``: only without a
+    chunked width, and at most ``MAX_ELEMS_PER_THREAD`` a thread) and, for a row loop run chunks
+    outer, its accumulators' chunks (``codegen/chunk_outer.py``)."""
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    rolled = any(c is not None for c in chunks)
+
+    def numel(node: Node) -> int:
+        return math.prod(
+            d if isinstance(d, int) else sym_block(d, blocks, chunks) for d in node.shape
+        )
+
+    total = 0.0
+    if config.deferred_sums and not rolled:
+        for carry in deferrable_sums(loop):
+            tile = numel(summed(carry).inputs[0])
+            if tile <= MAX_ELEMS_PER_THREAD * threads:  # (the carried value itself is not
+                total += (tile - numel(carry)) / threads  # updated in the loop: its registers)
+    carried = loop.attrs.get("carried", [])
+    if config.chunk_outer and rolled and carried:
+        on_chunk = [
+            c for c in carried if any(isinstance(d, Sym) and _chunk(d, chunks) for d in c.shape)
+        ]
+        total += sum(numel(c) / threads for c in on_chunk)
+    return total
 
 
 def _chunk(sym: Sym, chunks: tuple[int | None, ...]) -> int | None:

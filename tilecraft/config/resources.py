@@ -80,10 +80,13 @@ def predict_registers(
     threads: int,
     register_file: int,
     looped: Callable[[Sym], bool] = lambda sym: False,
+    held: Callable[[Node], float] = lambda loop: 0.0,
 ) -> RegisterEstimate:
     """Peak live registers per thread of ``loop`` with blocks from ``block_of``; ``looped``: the
     reduction dims processed in chunks (a rolled reduction keeps a chunk-wide accumulator through
-    its chunk loop; a carried value on such a dim lives in memory, not in registers)."""
+    its chunk loop; a carried value on such a dim lives in memory, not in registers); ``held``:
+    registers per thread a codegen strategy keeps through a LOOP node beyond its IR values (a
+    deferred sum's tile accumulator, chunks-outer accumulators)."""
     order = _thread_order(loop, block_of)
     # a loop with tl.dot computes in MMA layouts: each warp owns 8-row groups of the output, so
     # rows spread over the warps first (a row vector such as softmax's running max is a few
@@ -125,6 +128,11 @@ def predict_registers(
         start = positions[node.id]
         end = max(last_use.get(node.id, start), loop_end)
         events += [(start, cost, node), (end + 1, -cost, node)]
+    for node in loop.walk():
+        extra = held(node) if node.op is Op.LOOP else 0.0
+        if extra:
+            first, last = loop_spans[node.id]
+            events += [(positions[node.id], extra, node), (last + 1, -extra, node)]
     events.sort(key=lambda e: (e[0], e[1]))
     live = peak = 0.0
     peak_node: Node | None = None

@@ -17,6 +17,9 @@ from tilecraft.ir.nodes import Node, Op, walk
 from tilecraft.ir.split import accumulators, readers
 
 _FLOATS = (torch.float32, torch.float64)
+# a deferred accumulator's fp32 values per thread (registers it keeps through the loop); larger
+# tiles keep the per-step sum (codegen) and cost nothing extra (the resource model)
+MAX_ELEMS_PER_THREAD = 32
 
 
 def deferrable_sums(loop: Node) -> list[Node]:
