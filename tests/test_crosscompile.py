@@ -175,3 +175,24 @@ def test_crosscompile_bmm_3d_defaults() -> None:
     assert len(reports) == 4
     for report in reports:
         assert report.ok and report.fits and report.spills == 0, (report.target, report.error)
+
+
+def test_pointers_compile_as_aligned_like_a_launch() -> None:
+    """A launch specializes every 16-byte-aligned tensor pointer; the validator must too, or it
+    measures unvectorized loads: seed 000's LayerNorm backward at 16 x 2 rows x 2048 / 8 warps
+    compiles to 188 registers unaligned, 80 aligned (sm_90)."""
+    from benchmarks.gen_kernels import CASES
+    from tilecraft.tools.crosscompile import compile_job
+
+    case = CASES["layer_norm_bwd_seed"]
+    args = case.make_inputs((4608, 40920), "meta", 0)
+    target = Target.parse("cuda:90")
+    kernel = case.kernels[0]
+    bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
+    config = tc.Config(block_sizes=[16, 2], reduction_loops=[2048], num_warps=8, num_stages=1)
+    _, _, traced, kernels = bound.generate(config)
+    job = CompileJob.of(kernels[0], traced.loops[0], target)
+    pointers = [i for i, kind in enumerate(job.signature.values()) if kind.startswith("*")]
+    assert job.aligned == tuple(pointers) and len(pointers) == 10  # 8 tensors, 2 statistics
+    report = compile_job(job)
+    assert report.ok and report.registers is not None and report.registers < 128, report

@@ -279,11 +279,15 @@ def test_default_chunks_the_row_only_when_the_whole_row_spills() -> None:
 
 def test_model_does_not_keep_homed_accumulators_in_registers() -> None:
     spec = _on(ln_bwd_rows, _meta_ln(4608, 40920), "cuda:90").config_spec
-    small = spec.resolve(tc.Config(block_sizes=[32, 1], reduction_loops=[1024], num_warps=4))
-    big = spec.resolve(tc.Config(block_sizes=[32, 1], reduction_loops=[4096], num_warps=4))
+    rows = tc.Config(block_sizes=[32, 1], reduction_loops=[1024], num_warps=4, chunk_outer=False)
+    small = spec.resolve(rows)
+    big = spec.resolve(rows.replace(reduction_loops=[4096]))
     # per thread: [1, 1024] chunks are 8 elements, [1, 4096] chunks 32; two [n] accumulators
     # would add 2 x 40920 / 128 = 640 registers if they stayed in registers
     assert 40 < small.resources.registers < big.resources.registers < 255
+    # run chunks outer, only each accumulator's chunk is held: 2 x 1024 / 128 = 16 more
+    outer = spec.resolve(rows.replace(chunk_outer=True))
+    assert 0 < outer.resources.registers - small.resources.registers <= 16
 
 
 # -- generated code and numerics ---------------------------------------------------------------

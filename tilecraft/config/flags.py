@@ -55,9 +55,9 @@ def normalize_flags(spec: ConfigSpec, config: Config, repairs: list[str]) -> dic
     return out
 
 
-def random_flags(spec: ConfigSpec, rng: random.Random) -> dict[str, Any]:
-    """A random value for each knob the kernel offers."""
-    return {name: rng.random() < 0.5 for name, ok in offered(spec).items() if ok}
+def random_flags(spec: ConfigSpec, config: Config, rng: random.Random) -> dict[str, Any]:
+    """A random value for each knob the kernel offers at ``config``'s chunks and splits."""
+    return {name: rng.random() < 0.5 for name, ok in offered(spec, config).items() if ok}
 
 
 def flipped(spec: ConfigSpec, config: Config) -> list[Config]:

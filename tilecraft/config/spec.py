@@ -381,7 +381,7 @@ class ConfigSpec:
         config = self._fit_registers(self._fit_shared_memory(self._shrink_to(config, budget)))
         if config.pid_type == "flat" and rng.random() < 0.5:
             config = config.replace(split_reductions=split.random_splits(self, config, rng))
-        config = config.replace(**flags.random_flags(self, rng))
+        config = config.replace(**flags.random_flags(self, config, rng))
         if (
             config.maxnreg is not None
             and self.accumulator_registers(config) * 3 // 2 > config.maxnreg

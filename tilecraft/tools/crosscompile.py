@@ -3,7 +3,11 @@
 ``triton.compile(ASTSource(...), target=GPUTarget(...))`` runs the whole Triton pipeline on the CPU
 and gives cubin / hsaco plus metadata. Register and spill counts come from ``cuobjdump
 --dump-resource-usage`` (shipped in the triton wheel) for CUDA and from the AMDGPU metadata for HIP.
-This is the static validator: it tells whether a config compiles and fits a target.
+This is the static validator: it tells whether a config compiles and fits a target. Pointer
+parameters are compiled as 16-byte aligned, as a launch specializes them for tensors whose
+``data_ptr()`` is: without that Triton cannot vectorize a load and the registers differ from the
+kernel that runs (seed 000's LayerNorm backward at 16 x 2 rows x 2048, 8 warps: 188 registers
+unaligned, 80 aligned).
 """
 
 from __future__ import annotations
@@ -56,13 +60,23 @@ class CompileJob:
     constexprs: dict[str, Any]
     options: dict[str, Any]
     target: Target
+    # parameters compiled as 16-byte aligned: every pointer, as a launch specializes a tensor
+    # whose data_ptr() is (torch's allocations are); without it loads are not vectorized
+    aligned: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, kernel: GeneratedKernel, loop: DeviceLoop, target: Target) -> CompileJob:
         signature, constexprs = signature_for(kernel)
         source = HEADER + "\n\n" + kernel.device_source
+        aligned = tuple(i for i, kind in enumerate(signature.values()) if kind.startswith("*"))
         return cls(
-            source, kernel.kernel_name, signature, constexprs, dict(kernel.launch_options), target
+            source,
+            kernel.kernel_name,
+            signature,
+            constexprs,
+            dict(kernel.launch_options),
+            target,
+            aligned,
         )
 
 
@@ -90,7 +104,8 @@ def compile_job(job: CompileJob) -> CompileReport:
     try:
         # the source file lives only while Triton compiles it (no temp folders left behind)
         with tempfile.TemporaryDirectory(prefix="tc_xc_") as folder:
-            src = ASTSource(_jit_function(job, Path(folder)), job.signature, job.constexprs)
+            attrs = {(i,): [["tt.divisibility", 16]] for i in job.aligned}
+            src = ASTSource(_jit_function(job, Path(folder)), job.signature, job.constexprs, attrs)
             compiled = triton.compile(
                 src,
                 target=GPUTarget(target.backend, target.arch, target.warp_size),
