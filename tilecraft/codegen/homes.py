@@ -81,20 +81,27 @@ class Homes:
 
     def _plan_chunk_outer(self, plan: Plan, loop: DeviceLoop, owners: list[Node]) -> None:
         width = next((s for s in loop.syms if plan.looped(s)), None)
-        tiles = [-(-(int(g.extent) - int(g.begin)) // plan.block(g)) for g in loop.grid_syms]
         for owner in owners:
             if width is None or chunk_outer_refusal(loop, owner, width):
                 continue
             span = static_span(owner.attrs["sym"])
-            rows = span if isinstance(span, int) else plan.block(span) if span else 1
-            shape = (*tiles, rows)
-            stride = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
-            stats = []
-            for stat in statistics(owner, width):
-                buffer = ScratchRows(f"_tc_stats_{len(self.scratch)}", stat.dtype, shape, stride)
-                self.scratch.append(buffer)
-                stats.append((stat, buffer))
-            self.chunk_outer[owner.id] = stats
+            assert span is not None  # (chunk_outer_refusal checked it)
+            rows = span if isinstance(span, int) else plan.block(span)
+            self.chunk_outer[owner.id] = [
+                (stat, self._new_rows("_tc_stats_", stat.dtype, plan, loop, rows))
+                for stat in statistics(owner, width)
+            ]
+
+    def _new_rows(
+        self, prefix: str, dtype: torch.dtype, plan: Plan, loop: DeviceLoop, width: int
+    ) -> ScratchRows:
+        """A new scratch buffer the launcher allocates: a row of ``width`` per grid tile."""
+        tiles = [-(-(int(g.extent) - int(g.begin)) // plan.block(g)) for g in loop.grid_syms]
+        shape = (*tiles, width)
+        stride = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
+        rows = ScratchRows(f"{prefix}{len(self.scratch)}", dtype, shape, stride)
+        self.scratch.append(rows)
+        return rows
 
     def _scratch_store(self, plan: Plan, loop: DeviceLoop, carry: Node) -> Node:
         """A store of ``carry`` into its program's row of a new scratch buffer (indexed by the
@@ -102,11 +109,7 @@ class Homes:
         (sym,) = carry.shape
         assert isinstance(sym, Sym) and isinstance(sym.extent, int)
         grid = loop.grid_syms
-        tiles = [-(-(int(g.extent) - int(g.begin)) // plan.block(g)) for g in grid]
-        shape = (*tiles, int(sym.extent))
-        stride = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
-        rows = ScratchRows(f"_tc_home_{len(self.scratch)}", carry.dtype, shape, stride)
-        self.scratch.append(rows)
+        rows = self._new_rows("_tc_home_", carry.dtype, plan, loop, int(sym.extent))
         ids = [Node(Op.TILE_ID, [], (), torch.int32, {"sym": g}, hint="tile_id") for g in grid]
         index = [("value", i, i) for i in range(len(grid))] + [("rdim", sym, len(grid))]
         attrs = {"tensor": rows, "index": index}

@@ -131,7 +131,7 @@ def predict_registers(
     for node in loop.walk():
         extra = held(node) if node.op is Op.LOOP else 0.0
         if extra:
-            first, last = loop_spans[node.id]
+            _, last = loop_spans[node.id]
             events += [(positions[node.id], extra, node), (last + 1, -extra, node)]
     events.sort(key=lambda e: (e[0], e[1]))
     live = peak = 0.0

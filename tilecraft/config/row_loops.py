@@ -37,7 +37,6 @@ scan's cross-warp steps grow with the warps, and no measurement supports wider o
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -186,18 +185,18 @@ def streams_per_sm(spec: ConfigSpec, config: Config) -> Config:
     blocks = list(config.block_sizes)
     homed = {h.loop_slot for r in spec.reductions for h in r.homes}
     want = STREAMS_PER_SM * spec.target.limits.num_sms
-    for loop, slots in zip(spec.loops, spec.grid_slots, strict=True):
+    for index, (loop, slots) in enumerate(zip(spec.loops, spec.grid_slots, strict=True)):
         if not any(n.op is Op.LOOP and n.attrs.get("range_slot") in homed for n in loop.body):
             continue
         grid = {s.config_slot: s for s in loop.grid_syms if s.config_slot is not None}
         while True:
-            programs = math.prod(-(-spec.blocks[s].extent // blocks[s]) for s in slots)
+            programs = spec.programs(index, config.replace(block_sizes=blocks))
             fits = [
                 s
                 for s in slots
                 if blocks[s] // 2 >= max(spec.blocks[s].lo, amortizing_rows(loop, grid[s]), 1)
             ]
-            if programs >= want or not fits:
+            if programs is None or programs >= want or not fits:
                 break
             widest = max(fits, key=lambda s: blocks[s])
             blocks[widest] //= 2
