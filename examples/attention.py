@@ -1,5 +1,6 @@
 """Attention forward, causal and non-causal, with an online softmax (loop-carried running max,
-running sum and fp32 accumulator) in exp2 with the softmax scale folded into the score multiply;
+running sum and fp32 accumulator) in exp2; the softmax scale multiplies the row max (a [rows]
+vector) and folds into the exponent's subtract (one FMA per score, not a multiply and a subtract);
 the causal variant walks the keys before each query block without a mask, then the diagonal
 block with one, and never visits the blocks after it. Shape: ``(batch, heads, seq, head_dim)``; the kernel works on
 ``[batch * heads, seq, head_dim]`` views."""
@@ -17,11 +18,17 @@ LOG2E = 1.4426950408889634  # exp(x) == exp2(x * log2(e)): the scale folds into 
 
 
 def _attend(
-    qk: torch.Tensor, m_i: torch.Tensor, l_i: torch.Tensor, acc: torch.Tensor, vt: torch.Tensor
+    qk: torch.Tensor,
+    scale: float,
+    m_i: torch.Tensor,
+    l_i: torch.Tensor,
+    acc: torch.Tensor,
+    vt: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One online-softmax step over a block of keys; scores are in log2 units (exp2)."""
-    m_new = torch.maximum(m_i, torch.amax(qk, dim=-1))
-    p = torch.exp2(qk - m_new[:, None])
+    """One online-softmax step over a block of raw scores ``qk``; ``scale`` (> 0) takes them to
+    log2 units (exp2), so it commutes with the max."""
+    m_new = torch.maximum(m_i, torch.amax(qk, dim=-1) * scale)
+    p = torch.exp2(qk * scale - m_new[:, None])
     alpha = torch.exp2(m_i - m_new)
     l_i = l_i * alpha + torch.sum(p, dim=-1)
     acc = tc.dot(p.to(vt.dtype), vt, acc=acc * alpha[:, None])
@@ -44,17 +51,17 @@ def attention(
         if causal:
             # keys before the query block: every score is kept, no mask
             for tn in tc.tile(tm.begin):
-                qk = tc.dot(qt, k[tb, tn, :].t(), out_dtype=torch.float32) * qk_scale
-                m_i, l_i, acc = _attend(qk, m_i, l_i, acc, v[tb, tn, :])
+                qk = tc.dot(qt, k[tb, tn, :].t(), out_dtype=torch.float32)
+                m_i, l_i, acc = _attend(qk, qk_scale, m_i, l_i, acc, v[tb, tn, :])
             # the diagonal block: keys up to each query; blocks past it are never visited
             for tn in tc.tile(tm.begin, tm.end):
-                qk = tc.dot(qt, k[tb, tn, :].t(), out_dtype=torch.float32) * qk_scale
+                qk = tc.dot(qt, k[tb, tn, :].t(), out_dtype=torch.float32)
                 qk = torch.where(tm.index[:, None] >= tn.index[None, :], qk, float("-inf"))
-                m_i, l_i, acc = _attend(qk, m_i, l_i, acc, v[tb, tn, :])
+                m_i, l_i, acc = _attend(qk, qk_scale, m_i, l_i, acc, v[tb, tn, :])
         else:
             for tn in tc.tile(s):
-                qk = tc.dot(qt, k[tb, tn, :].t(), out_dtype=torch.float32) * qk_scale
-                m_i, l_i, acc = _attend(qk, m_i, l_i, acc, v[tb, tn, :])
+                qk = tc.dot(qt, k[tb, tn, :].t(), out_dtype=torch.float32)
+                m_i, l_i, acc = _attend(qk, qk_scale, m_i, l_i, acc, v[tb, tn, :])
         out[tb, tm, :] = (acc / l_i[:, None]).to(out.dtype)
     return out
 

@@ -37,6 +37,7 @@ class CompileReport:
     spills: int | None = None  # CUDA: bytes of stack + local memory per thread; HIP: VGPR spills
     max_shared: int | None = None
     num_warps: int | None = None  # warps the program runs (a warp-specialized one adds a group)
+    ptx: str = ""  # CUDA: the PTX ptxas compiled (tests check which instructions it chose)
 
     @property
     def fits(self) -> bool:
@@ -121,6 +122,7 @@ def compile_job(job: CompileJob) -> CompileReport:
     report.num_warps = getattr(compiled.metadata, "num_warps", None)
     if target.backend == "cuda":
         report.registers, report.spills = _cuda_resources(compiled.asm.get("cubin"))
+        report.ptx = compiled.asm.get("ptx", "")
     elif target.backend == "hip":
         report.registers, report.spills = _hip_resources(compiled.asm.get("amdgcn", ""))
     return report
