@@ -85,6 +85,23 @@ def test_hip_plan_never_carries_maxnreg() -> None:
     assert any("maxnreg" in r for r in plan.repairs)
 
 
+def test_maxnreg_over_the_blocks_register_file_is_dropped() -> None:
+    """255 registers x 512 threads exceed an SM's 65536: the launch would fail with "out of
+    resource: threads" (seen on the H200 from a random config), so the cap is dropped; one the
+    block fits keeps; random configs never draw one that does not fit."""
+    import random
+
+    spec = _bound("cuda:90").config_spec
+    with pytest.warns(UserWarning, match="maxnreg=255 with 16 warps"):
+        plan = spec.resolve(tc.Config(block_sizes=[8], num_warps=16, maxnreg=255))
+    assert plan.config.maxnreg is None and "maxnreg" not in plan.options
+    assert spec.resolve(tc.Config(block_sizes=[8], num_warps=16, maxnreg=128)).config.maxnreg == 128
+    rng = random.Random(0)
+    for _ in range(200):
+        config = spec.random(rng)
+        assert (config.maxnreg or 0) * (config.num_warps or 4) * 32 <= 65536, config
+
+
 def test_codegen_renders_the_plan_as_given() -> None:
     """Codegen takes no decision of its own: an edited plan shows up verbatim in the code."""
     bound = _bound("cuda:90")

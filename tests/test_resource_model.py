@@ -65,11 +65,26 @@ def test_rms_norm_backward_chunks_are_predicted_near_ptxas() -> None:
     assert 80 <= predicted_registers(spec, config, 8).per_thread <= 128
 
 
-def test_softmax_chunk_matches_ptxas() -> None:
+def test_softmax_chunk_is_predicted_near_ptxas() -> None:
+    """Rolled softmax: three chunk loops (max, sum, output), each holding one accumulator and
+    its load's chunk; ptxas (aligned pointers) 32 and 40 registers. The model stays on the safe
+    side and within 60%: counting every phase's accumulators and values at once, it said 64."""
     spec = _spec(softmax, _bf16(8192, 32000))
-    for chunk, warps in ((16384, 32), (8192, 16)):
+    for chunk, warps, ptxas in ((16384, 32, 32), (8192, 16, 40)):
         config = tc.Config(block_sizes=[1], reduction_loops=[chunk], num_warps=warps)
-        assert predicted_registers(spec, config, warps).per_thread == 64  # ptxas: 64, 64
+        assert ptxas <= predicted_registers(spec, config, warps).per_thread <= ptxas * 1.6
+
+
+def test_rolled_phases_hold_their_own_accumulators() -> None:
+    """KL divergence of two logit rows in 4096-wide chunks at 8 warps: five rolled reductions
+    in three chunk loops, at most two accumulators and two loads' chunks live at once (ptxas:
+    59 registers); counting all five accumulators and the whole-row values predicted 144."""
+    from benchmarks.gen_kernels import CASES
+
+    case = CASES["kl_div_rows"]
+    spec = _spec(case.kernels[0], *case.make_inputs((4096, 32000), "meta", 0))
+    config = tc.Config(block_sizes=[1], reduction_loops=[4096], num_warps=8)
+    assert 59 <= predicted_registers(spec, config, 8).per_thread <= 90
 
 
 def test_pure_elementwise_loops_keep_whole_tiles() -> None:

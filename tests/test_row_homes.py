@@ -18,6 +18,7 @@ import torch
 
 import tilecraft as tc
 from benchmarks.gen_kernels import CASES
+from tilecraft.config.resources import BASE_REGISTERS
 from tilecraft.errors import ConfigError
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
@@ -284,7 +285,7 @@ def test_model_does_not_keep_homed_accumulators_in_registers() -> None:
     big = spec.resolve(rows.replace(reduction_loops=[4096]))
     # per thread: [1, 1024] chunks are 8 elements, [1, 4096] chunks 32; two [n] accumulators
     # would add 2 x 40920 / 128 = 640 registers if they stayed in registers
-    assert 40 < small.resources.registers < big.resources.registers < 255
+    assert BASE_REGISTERS < small.resources.registers < big.resources.registers < 255
     # run chunks outer, only each accumulator's chunk is held: 2 x 1024 / 128 = 16 more
     outer = spec.resolve(rows.replace(chunk_outer=True))
     assert 0 < outer.resources.registers - small.resources.registers <= 16

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.codegen import fp8
+from tilecraft.codegen import fp8, known
 from tilecraft.codegen.homes import Homes
 from tilecraft.codegen.registry import emission
 from tilecraft.codegen.split import SplitPass
@@ -168,6 +168,8 @@ class EmitContext:
 
     def ensure(self, node: Node) -> None:
         if self.leaf_expr(node) is not None or self.lookup(node) is not None:
+            return
+        if known.fold_known(self, node):  # a mask the plan makes all true, a count, ...
             return
         if node.op is not Op.CARRY:  # a carry's input is its initial value, used at loop entry
             for inp in node.inputs:

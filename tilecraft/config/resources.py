@@ -37,7 +37,8 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
+from tilecraft.ir.phases import chunk_loop_loads, phases
 
 BASE_REGISTERS = (
     24  # pointers, program ids, loop counters, offsets: measured floor of small kernels
@@ -103,20 +104,25 @@ def predict_registers(
         and not (n.op is Op.REDUCE and looped(n.inputs[0].shape[n.attrs["axis"]]))
     )
     streams = any(n.op in _STREAMED_INTO for n in loop.walk())
+    from_indices = _index_values(loop)
     events: list[tuple[int, float, Node]] = []
     for node, loop_end in _values(loop.body, loop_spans):
-        if id(node) in in_place:
-            continue  # a carried value's next value reuses its registers (acc = acc + ...)
+        if id(node) in in_place or node.id in from_indices:
+            # a carried value's next value reuses its registers (acc = acc + ...); a mask such
+            # as ``tn.index[None, :] < n`` is recomputed from the thread's indices where used
+            continue
+        rolled = any(looped(d) for d in node.shape if isinstance(d, Sym))
+        if rolled and node.op is Op.LOAD and loop_end == 0:
+            continue  # counted with the chunk loops that read it (_rolled_accumulators)
         if streams and node.op in _ELEMENTWISE and loop_end == 0:
+            if rolled:
+                continue  # recomputed chunk by chunk in each chunk loop that needs it
             start, end = positions[node.id], last_use.get(node.id, positions[node.id])
             if bisect.bisect_right(barriers, start) == bisect.bisect_left(barriers, end):
                 continue  # computed element by element into its users (no barrier between)
         dims = [d for d in node.shape if isinstance(d, Sym)]
         if node.op is Op.CARRY and any(looped(d) for d in dims):
             continue  # kept in its output row (ir/carried_homes.py)
-        if node.op is Op.REDUCE and looped(node.inputs[0].shape[node.attrs["axis"]]):
-            acc = _rolled_accumulator(node, block_of, parent, threads, mma_rows)
-            events += [(block_first[node.id], acc, node), (positions[node.id] + 1, -acc, node)]
         # a value on the parent's dims is a slice of its layout (a row reduction result is held
         # by every thread along the reduced dim); another gets a layout of its own
         spread = (
@@ -128,6 +134,12 @@ def predict_registers(
         start = positions[node.id]
         end = max(last_use.get(node.id, start), loop_end)
         events += [(start, cost, node), (end + 1, -cost, node)]
+    for nodes in _blocks(loop.body):
+        accumulators = _rolled_accumulators(nodes, looped, block_of, parent, threads, mma_rows)
+        if accumulators is not None:
+            cost, final = accumulators
+            start, end = positions[nodes[0].id], positions[final.id] + 1
+            events += [(start, cost, final), (end, -cost, final)]
     for node in loop.walk():
         extra = held(node) if node.op is Op.LOOP else 0.0
         if extra:
@@ -146,12 +158,83 @@ def predict_registers(
     )
 
 
+_INDEX_LEAVES = (
+    Op.TILE_INDEX,
+    Op.TILE_BEGIN,
+    Op.TILE_END,
+    Op.TILE_ID,
+    Op.BLOCK_SIZE,
+    Op.CONST,
+    Op.ARG,
+)
+
+
+def _index_values(loop: DeviceLoop) -> set[int]:
+    """Ids of the elementwise values computed from tile indices and scalars alone (masks,
+    offsets): cheap to recompute, ptxas keeps no tile of them."""
+    found: set[int] = set()
+    for node in loop.walk():
+        if (node.op in _ELEMENTWISE or node.op is Op.VIEW) and all(
+            i.op in _INDEX_LEAVES or i.id in found for i in node.inputs
+        ):
+            found.add(node.id)
+    return found
+
+
+def _blocks(body: list[Node]) -> Iterable[list[Node]]:
+    """``body`` and every nested body (a loop's, a branch's)."""
+    yield body
+    for node in walk(body):
+        for nested in (node.body, node.attrs.get("orelse"), node.attrs.get("cond_body")):
+            if nested:
+                yield nested
+
+
+def _rolled_accumulators(
+    nodes: list[Node],
+    looped: Callable[[Sym], bool],
+    block_of: Callable[[Sym], int],
+    parent: dict[int, int],
+    threads: int,
+    mma: int,
+) -> tuple[float, Node] | None:
+    """Registers of ``nodes``' chunk loops (a rolled reduction's dim) at their largest and the
+    last rolled reduction (None: no rolled reduction). Codegen runs one chunk loop per phase
+    (``ir/phases.py``); each holds its reductions' chunk-wide accumulators and the chunks of
+    every load it reads (a step's loads are issued together), while the elementwise values
+    between them stream. Held from the block's start to its last rolled reduction. (KL
+    divergence over two logit rows, 4096-wide chunks at 8 warps: five accumulators in three
+    chunk loops; counting all five at once predicted 144 registers, ptxas allocated 59.)"""
+    per_phase: dict[tuple[int, int], float] = {}
+    order = {n.id: i for i, n in enumerate(nodes)}
+    last: Node | None = None
+    dims = {id(n.inputs[0].shape[n.attrs["axis"]]): n.inputs[0].shape[n.attrs["axis"]]
+            for n in nodes if n.op is Op.REDUCE}  # fmt: skip
+    for sym in (d for d in dims.values() if isinstance(d, Sym) and looped(d)):
+        phase, _ = phases(nodes, sym)
+        for node in nodes:
+            if node.op is Op.REDUCE and node.inputs[0].shape[node.attrs["axis"]] is sym:
+                key = (id(sym), phase.get(node.inputs[0].id, 0))
+                acc = _rolled_accumulator(node, block_of, parent, threads, mma)
+                per_phase[key] = per_phase.get(key, 0.0) + acc
+                last = node if last is None or order[node.id] > order[last.id] else last
+        for p, loads in chunk_loop_loads(nodes, sym).items():
+            tiles = sum(_chunk_tile(n, block_of, parent, threads, mma) for n in loads)
+            per_phase[(id(sym), p)] = per_phase.get((id(sym), p), 0.0) + tiles
+    return None if last is None else (max(per_phase.values()), last)
+
+
 def _rolled_accumulator(
     node: Node, block_of: Callable[[Sym], int], parent: dict[int, int], threads: int, mma: int
 ) -> float:
-    """Registers of a rolled reduction's accumulator (its input's chunk shape), which lives from
-    the start of its chunk loop (approximated by its block's start) to the reduction."""
-    src = node.inputs[0]
+    """Registers of a rolled reduction's accumulator (its input's chunk shape)."""
+    return _chunk_tile(node.inputs[0], block_of, parent, threads, mma)
+
+
+def _chunk_tile(
+    src: Node, block_of: Callable[[Sym], int], parent: dict[int, int], threads: int, mma: int
+) -> float:
+    """Registers per thread of one chunk of ``src``."""
     dims = [d for d in src.shape if isinstance(d, Sym)]
     spread = (
         parent

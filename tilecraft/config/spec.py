@@ -366,12 +366,16 @@ class ConfigSpec:
                 reductions.append(1 << rng.randint(4, r.full.bit_length() - 2))
             else:
                 reductions.append(None)
+        warps = rng.choice([1 << k for k in range(self.target.max_warps.bit_length())])
+        file = self.target.limits.registers_per_sm // (warps * self.target.warp_size)
         config = Config(
             block_sizes=blocks,
             reduction_loops=reductions,
-            num_warps=rng.choice([1 << k for k in range(self.target.max_warps.bit_length())]),
+            num_warps=warps,
             num_stages=rng.choice([1, 2, 3, 4]),
-            maxnreg=rng.choice([None, 128, 255]) if self.maxnreg_ok else None,
+            maxnreg=rng.choice([None, *(r for r in (128, 255) if r <= file)])
+            if self.maxnreg_ok
+            else None,
             **self.space.random_fields(rng),
             **{name: rng.choice(choices) for name, choices in self.tunables.items()},
         )
@@ -518,6 +522,7 @@ class ConfigSpec:
             if fields.get(name) is None:
                 default = default or self.default()
                 fields[name] = getattr(default, name)
+        fields["maxnreg"] = self._fit_maxnreg(fields.get("maxnreg"), fields["num_warps"], repairs)
         for name, choices in self.tunables.items():
             value = config.user_values.get(name, choices[0])
             if value not in choices:
@@ -528,6 +533,19 @@ class ConfigSpec:
                 known = [f.name for f in dataclasses.fields(Config) if f.name != "user"]
                 raise unknown_name_error("Config field or tunable", name, [*known, *self.tunables])
         return self._fit_tiles(Config(**fields), repairs), repairs
+
+    def _fit_maxnreg(self, maxnreg: int | None, warps: int, repairs: list[str]) -> int | None:
+        """A register cap over what one block's threads can share of the SM's file compiles,
+        then fails at launch (Triton: "out of resource: threads"; 255 registers x 512 threads
+        on sm_90); without the cap ptxas keeps to the block's launch bound by itself."""
+        threads = warps * self.target.warp_size
+        if maxnreg is None or maxnreg * threads <= self.target.limits.registers_per_sm:
+            return maxnreg
+        repairs.append(
+            f"maxnreg={maxnreg} with {warps} warps needs {maxnreg * threads} registers, more than "
+            f"the {self.target.limits.registers_per_sm} of an SM (the launch would fail): dropped"
+        )
+        return None
 
     def _fit_tiles(self, config: Config, repairs: list[str]) -> Config:
         """Tiles over Triton's 2^20-element limit fail to compile, and tiles of many thousand

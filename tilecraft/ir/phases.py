@@ -50,6 +50,25 @@ def phases(nodes: list[Node], sym: Sym) -> tuple[dict[int, int], int]:
     return phase, max(phase.values(), default=0)
 
 
+def chunk_loop_loads(nodes: list[Node], sym: Sym) -> dict[int, list[Node]]:
+    """For each phase, the loads on ``sym`` its chunk loop reads: those a value on ``sym`` of
+    that phase is computed from (a load used in several phases is read by each chunk loop)."""
+    phase, _ = phases(nodes, sym)
+    sources: dict[int, set[int]] = {}  # node id -> ids of the loads on sym it is computed from
+    by_id: dict[int, Node] = {}
+    found: dict[int, dict[int, Node]] = {}
+    for node in nodes:
+        if not any(d is sym for d in node.shape):
+            continue
+        sources[node.id] = set().union(*(sources.get(i.id, set()) for i in node.inputs))
+        if node.op is Op.LOAD:
+            sources[node.id].add(node.id)
+            by_id[node.id] = node
+        for load_id in sources[node.id]:
+            found.setdefault(phase.get(node.id, 0), {})[load_id] = by_id[load_id]
+    return {p: list(loads.values()) for p, loads in found.items()}
+
+
 def rolled_reduce(node: Node, sym: Sym) -> bool:
     """Whether ``node`` reduces over ``sym``."""
     return node.op is Op.REDUCE and node.inputs[0].shape[node.attrs["axis"]] is sym

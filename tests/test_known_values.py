@@ -1,0 +1,96 @@
+"""Masks the plan makes constant (codegen/known.py): a user's explicit ``tn.index < n`` is all
+true when the block divides the static range, so the select is its operand and a count of valid
+lanes is the block; with a partial last block nothing is folded. Numerics in the interpreter
+against eager PyTorch, generated code checked for what was (not) folded."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+
+
+@tc.kernel(static_shapes=True)
+def chunked_mean_var(x: torch.Tensor) -> torch.Tensor:
+    """Welford-style: each chunk's count, mean and M2, merged (Chan et al.)."""
+    m, n = x.size()
+    out = torch.empty([m, 2], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        count = tc.zeros([tm], dtype=torch.float32)
+        mean = tc.zeros([tm], dtype=torch.float32)
+        m2 = tc.zeros([tm], dtype=torch.float32)
+        for tn in tc.tile(n):
+            valid = tn.index[None, :] < n
+            chunk = x[tm, tn].to(torch.float32)
+            k = torch.sum(torch.where(valid, 1.0, 0.0), dim=-1)
+            c_mean = torch.sum(torch.where(valid, chunk, 0.0), dim=-1) / k
+            dev = torch.where(valid, chunk - c_mean[:, None], 0.0)
+            total = count + k
+            delta = c_mean - mean
+            mean = mean + delta * (k / total)
+            m2 = m2 + torch.sum(dev * dev, dim=-1) + delta * delta * (count * k / total)
+            count = total
+        out[tm, 0] = mean
+        out[tm, 1] = m2 / n
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def flipped_masks(x: torch.Tensor) -> torch.Tensor:
+    """The index on either side, a mask that is all false, and one over the grid dim."""
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([m, n]):
+        xt = x[tm, tn]
+        kept = torch.where(n > tn.index[None, :], xt, 0.0)  # all true
+        past = torch.where(tn.index[None, :] >= n, -1.0, kept)  # all false
+        out[tm, tn] = torch.where(tm.index[:, None] <= m - 1, past, 7.0)  # all true
+    return out
+
+
+def _run(kernel: tc.Kernel, config: tc.Config, x: torch.Tensor) -> torch.Tensor:
+    bound = kernel.bind((x,))
+    return bound.run(bound.compile_config(config), x)
+
+
+def _kernel_code(kernel: tc.Kernel, config: tc.Config, x: torch.Tensor) -> str:
+    """The generated device function without its source comments."""
+    code = kernel.bind((x,)).to_triton_code(config)
+    body = code[code.index("@triton.jit") : code.index("def launch_0")]
+    return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
+
+
+def _eager_mean_var(x: torch.Tensor) -> torch.Tensor:
+    return torch.stack([x.mean(-1), x.var(-1, unbiased=False)], dim=1)
+
+
+def test_masks_fold_when_every_block_is_full() -> None:
+    x = torch.randn(8, 256) * 2 + 3
+    config = tc.Config(block_sizes=[2, 64])
+    got = _run(chunked_mean_var, config, x)
+    torch.testing.assert_close(got, _eager_mean_var(x), rtol=1e-5, atol=1e-5)
+    kernel = _kernel_code(chunked_mean_var, config, x)
+    assert "tl.where(valid" not in kernel  # both selects are their operands
+    assert "k = tl.full([1], 64.0, tl.float32)" in kernel  # the count is the block
+    assert kernel.count("tl.sum(") == 2  # the chunk's sum and M2; no count reduction
+
+
+def test_masks_stay_where_the_last_block_is_partial() -> None:
+    x = torch.randn(8, 300) * 2 + 3
+    config = tc.Config(block_sizes=[2, 64])
+    got = _run(chunked_mean_var, config, x)
+    torch.testing.assert_close(got, _eager_mean_var(x), rtol=1e-5, atol=1e-5)
+    kernel = _kernel_code(chunked_mean_var, config, x)
+    assert kernel.count("tl.where(valid") == 3 and kernel.count("tl.sum(") == 3
+
+
+@pytest.mark.parametrize("shape", [(8, 64), (6, 50)])
+def test_flipped_false_and_grid_masks(shape: tuple[int, int]) -> None:
+    x = torch.randn(shape)
+    config = tc.Config(block_sizes=[2, 16])
+    torch.testing.assert_close(_run(flipped_masks, config, x), x)
+    kernel = _kernel_code(flipped_masks, config, x)
+    folded = shape[1] % 16 == 0  # the grid dim (8 or 6 rows in blocks of 2) is always full
+    assert ("-1.0" in kernel) is not folded  # the all-false select keeps its other operand
+    assert "7.0" not in kernel  # the row mask holds: its select is its operand
