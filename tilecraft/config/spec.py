@@ -46,6 +46,11 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+# bytes of each row a contiguous grid block keeps when the default shrinks it to fill the device:
+# two 32-byte sectors (a 16-column bf16 tile reads one per row and per request)
+MIN_SEGMENT_BYTES = 64
+
+
 @dataclasses.dataclass
 class BlockSpec:
     slot: int
@@ -56,6 +61,16 @@ class BlockSpec:
     innermost: bool = False  # the last dim of a 2-D+ grid (usually the contiguous one)
     contiguous: bool = False  # indexes the last dim of a load or store (walks memory in order)
     dot_min: int = 16  # tl.dot's smallest size for the dim (K of 8-bit operands: 32)
+    load_itemsize: int = 0  # bytes of the narrowest element loaded along it contiguously
+
+    @property
+    def segment_floor(self) -> int:
+        """The least block the default halves this dim to while filling the device: a
+        contiguous one keeps ``MIN_SEGMENT_BYTES`` of each row it loads (dot tiles have rules
+        of their own)."""
+        if self.contiguous and self.load_itemsize and not self.dot_role:
+            return max(16, MIN_SEGMENT_BYTES // self.load_itemsize)
+        return 16
 
     @property
     def lo(self) -> int:
@@ -190,7 +205,11 @@ class ConfigSpec:
             if node.op in (Op.LOAD, Op.STORE):
                 last = _last_index_sym(node)
                 if last is not None and last.config_slot in slots:
-                    slots[last.config_slot].contiguous = True
+                    block = slots[last.config_slot]
+                    block.contiguous = True
+                    if node.op is Op.LOAD:
+                        size = node.dtype.itemsize
+                        block.load_itemsize = min(block.load_itemsize or size, size)
             if node.shape and node.op not in (Op.LOOP,):
                 self.values.append(ValueShape(tuple(_dim_ref(d) for d in node.shape), node.loc))
         self.reductions.sort(key=lambda r: r.slot)
@@ -300,12 +319,19 @@ class ConfigSpec:
     def _fill_device(self, blocks: list[int]) -> list[int]:
         """Halve a device loop's largest grid block while its grid has fewer programs than the
         target has SMs (an underfilled GPU is the default's worst case: e.g. a column sum of
-        8192 columns in 128-wide blocks runs 64 programs on 132 SMs)."""
+        8192 columns in 128-wide blocks runs 64 programs on 132 SMs), a contiguous one not
+        below ``MIN_SEGMENT_BYTES`` of a row (split reductions fill the rest: a bf16 column sum
+        of 65536 x 1024 on the H200 ran 0.0552 ms in 16-column tiles, 0.0477 in 32-column
+        ones with the same 512 programs, benchmarks/results/colsum_s7.md)."""
         blocks = list(blocks)
         for slots, fixed in zip(self.grid_slots, self.fixed_programs, strict=True):
             while True:
                 programs = fixed * math.prod(cdiv(self.blocks[s].extent, blocks[s]) for s in slots)
-                shrinkable = [s for s in slots if blocks[s] > max(self.blocks[s].lo, 16)]
+                shrinkable = [
+                    s
+                    for s in slots
+                    if blocks[s] > max(self.blocks[s].lo, self.blocks[s].segment_floor)
+                ]
                 if programs >= self.target.limits.num_sms or not shrinkable:
                     break
                 widest = max(shrinkable, key=lambda s: blocks[s])
