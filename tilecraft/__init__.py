@@ -7,8 +7,8 @@ here from :mod:`tilecraft.language`.
 from tilecraft import language
 from tilecraft.autotune import select_config, tune_for_kernel
 from tilecraft.config import Config, ConfigSpec
+from tilecraft.config.dims import cdiv
 from tilecraft.config.plan import next_pow2 as next_power_of_2
-from tilecraft.config.spec import cdiv
 from tilecraft.errors import TilecraftError
 from tilecraft.language import *  # noqa: F403
 from tilecraft.language import __all__ as _language_names

@@ -16,7 +16,9 @@ from collections.abc import Iterator, Sequence
 from tilecraft.autotune.classify import Attempt, Category, classify
 from tilecraft.config import flags
 from tilecraft.config.config import Config
-from tilecraft.config.spec import HARD_ELEMS_PER_THREAD, MAX_NUMEL, ConfigSpec, cdiv, next_pow2
+from tilecraft.config.dims import cdiv
+from tilecraft.config.plan import next_pow2
+from tilecraft.config.spec import HARD_ELEMS_PER_THREAD, MAX_NUMEL, ConfigSpec
 from tilecraft.config.split import split_moves
 from tilecraft.errors import ConfigError
 

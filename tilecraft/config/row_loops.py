@@ -49,7 +49,8 @@ from tilecraft.targets.target import Target
 
 if TYPE_CHECKING:
     from tilecraft.config.config import Config
-    from tilecraft.config.spec import ConfigSpec, ReductionSpec
+    from tilecraft.config.dims import ReductionSpec
+    from tilecraft.config.spec import ConfigSpec
 
 ROW_LOOP_TILE = 4096  # elements of a row program's tile below which it takes several rows
 ROW_ELEMS_PER_THREAD = 16  # elements of a row loop's chunk per thread the default aims for

@@ -18,14 +18,15 @@ from tilecraft import settings
 from tilecraft.config import flags, occupancy, row_loops, split
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
+from tilecraft.config.dims import BlockSpec, ReductionSpec, ValueShape, cdiv
 from tilecraft.config.pipelines import hopper_default, operand_stage_bytes, store_staging_bytes
-from tilecraft.config.plan import Plan, next_pow2
+from tilecraft.config.plan import Plan
 from tilecraft.config.plan import extent_hint as _extent_hint
 from tilecraft.config.resolve import build_plan, predicted_registers
 from tilecraft.config.row_loops import ROW_LOOP_TILE
 from tilecraft.config.space import StrategySpace
-from tilecraft.errors import ConfigError, SourceLoc, UnsupportedOpError
-from tilecraft.ir.carried_homes import CarriedHome, carried_homes
+from tilecraft.errors import ConfigError, UnsupportedOpError
+from tilecraft.ir.carried_homes import carried_homes
 from tilecraft.ir.chunk_outer import can_chunk_outer
 from tilecraft.ir.deferred_sums import has_deferrable_sums
 from tilecraft.ir.dtypes import FP8
@@ -39,67 +40,6 @@ RANDOM_ELEMS_PER_THREAD = 256
 # elements per thread of the largest tile: explicit configs above this are shrunk, and the tuner
 # skips candidates above it (Triton's compiler runs for many minutes on such tiles)
 HARD_ELEMS_PER_THREAD = 512
-
-
-def cdiv(a: int, b: int) -> int:
-    """``ceil(a / b)`` for positive ints (blocks of size ``b`` covering ``a``)."""
-    return -(-a // b)
-
-
-# bytes of each row a contiguous grid block keeps when the default shrinks it to fill the device:
-# two 32-byte sectors (a 16-column bf16 tile reads one per row and per request)
-MIN_SEGMENT_BYTES = 64
-
-
-@dataclasses.dataclass
-class BlockSpec:
-    slot: int
-    extent: int  # a typical extent of the loops using it (for clamping and heuristics)
-    role: str  # "grid", "loop" or "host"
-    dot_role: str | None = None  # "mn" or "k" when the dim feeds tl.dot
-    grid_rank: int = 1
-    innermost: bool = False  # the last dim of a 2-D+ grid (usually the contiguous one)
-    contiguous: bool = False  # indexes the last dim of a load or store (walks memory in order)
-    dot_min: int = 16  # tl.dot's smallest size for the dim (K of 8-bit operands: 32)
-    load_itemsize: int = 0  # bytes of the narrowest element loaded along it contiguously
-
-    @property
-    def segment_floor(self) -> int:
-        """The least block the default halves this dim to while filling the device: a
-        contiguous one keeps ``MIN_SEGMENT_BYTES`` of each row it loads (dot tiles have rules
-        of their own)."""
-        if self.contiguous and self.load_itemsize and not self.dot_role:
-            return max(16, MIN_SEGMENT_BYTES // self.load_itemsize)
-        return 16
-
-    @property
-    def lo(self) -> int:
-        return self.dot_min if self.dot_role else 1
-
-    @property
-    def hi(self) -> int:
-        return max(next_pow2(self.extent), self.lo)
-
-
-@dataclasses.dataclass
-class ReductionSpec:
-    slot: int
-    extent: int
-    loopable: bool
-    reason: str = ""
-    # loop-carried accumulators on the dim, kept in their output rows when it is looped
-    homes: tuple[CarriedHome, ...] = ()
-    chunk_outer: bool = False  # its homed row loops can run column chunks outer (chunk_outer)
-
-    @property
-    def full(self) -> int:
-        return next_pow2(self.extent)
-
-
-@dataclasses.dataclass
-class ValueShape:
-    dims: tuple[Any, ...]  # ("b", slot) | ("fixed", n) | ("r", slot)
-    loc: SourceLoc | None
 
 
 class ConfigSpec:

@@ -71,7 +71,7 @@ class _TraceHost:
         self.next_slot += 1
         self.host_slots[slot] = hi if hi is not None else lo
         self.host_slot_order.append(slot)
-        from tilecraft.config.spec import next_pow2
+        from tilecraft.config.plan import next_pow2
 
         value = self.block_values.get(
             slot, min(PROVISIONAL_BLOCK, next_pow2(self.host_slots[slot]))

@@ -1,0 +1,80 @@
+"""The dims a config sizes (stage: config; in: what ConfigSpec collects from the IR; out: each
+block's and reduction dim's legal range and the floors the default keeps).
+
+``BlockSpec`` describes one entry of ``Config.block_sizes`` (its role, typical extent, whether it
+feeds a dot or walks memory contiguously), ``ReductionSpec`` one of ``reduction_loops``,
+``ValueShape`` one traced value's dims by config slot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tilecraft.config.plan import next_pow2
+from tilecraft.errors import SourceLoc
+from tilecraft.ir.carried_homes import CarriedHome
+
+
+def cdiv(a: int, b: int) -> int:
+    """``ceil(a / b)`` for positive ints (blocks of size ``b`` covering ``a``)."""
+    return -(-a // b)
+
+
+# bytes of each row a contiguous grid block keeps when the default shrinks it to fill the device:
+# two 32-byte sectors (a 16-column bf16 tile reads one per row and per request)
+MIN_SEGMENT_BYTES = 64
+
+
+@dataclasses.dataclass
+class BlockSpec:
+    slot: int
+    extent: int  # a typical extent of the loops using it (for clamping and heuristics)
+    role: str  # "grid", "loop" or "host"
+    dot_role: str | None = None  # "mn" or "k" when the dim feeds tl.dot
+    grid_rank: int = 1
+    innermost: bool = False  # the last dim of a 2-D+ grid (usually the contiguous one)
+    contiguous: bool = False  # indexes the last dim of a load or store (walks memory in order)
+    dot_min: int = 16  # tl.dot's smallest size for the dim (K of 8-bit operands: 32)
+    load_itemsize: int = 0  # bytes of the narrowest element loaded along it contiguously
+
+    @property
+    def segment_floor(self) -> int:
+        """The least block the default halves this dim to while filling the device: a
+        contiguous one keeps ``MIN_SEGMENT_BYTES`` of each row it loads (dot tiles have rules
+        of their own)."""
+        if self.contiguous and self.load_itemsize and not self.dot_role:
+            return max(16, MIN_SEGMENT_BYTES // self.load_itemsize)
+        return 16
+
+    @property
+    def lo(self) -> int:
+        return self.dot_min if self.dot_role else 1
+
+    @property
+    def hi(self) -> int:
+        return max(next_pow2(self.extent), self.lo)
+
+
+@dataclasses.dataclass
+class ReductionSpec:
+    slot: int
+    extent: int
+    loopable: bool
+    reason: str = ""
+    # loop-carried accumulators on the dim, kept in their output rows when it is looped
+    homes: tuple[CarriedHome, ...] = ()
+    chunk_outer: bool = False  # its homed row loops can run column chunks outer (chunk_outer)
+
+    @property
+    def full(self) -> int:
+        return next_pow2(self.extent)
+
+
+@dataclasses.dataclass
+class ValueShape:
+    dims: tuple[Any, ...]  # ("b", slot) | ("fixed", n) | ("r", slot)
+    loc: SourceLoc | None
+
+
+__all__ = ["MIN_SEGMENT_BYTES", "BlockSpec", "ReductionSpec", "ValueShape", "cdiv"]
