@@ -23,6 +23,10 @@ The model:
   recomputes its inputs chunk by chunk (``ir/phases.py``). (RMSNorm backward at 4 rows x 2048,
   8 warps: 192 predicted without this, 128 with it, 80 compiled; softmax 1 x 16384 at 32 warps:
   64 with it, 64 compiled.) Pure elementwise loops keep whole tiles (see ``_STREAMED_INTO``).
+* **Rolled reductions.** A reduction dim processed in chunks runs one chunk loop per phase
+  (``ir/phases.py``); each loop holds its reductions' chunk-wide accumulators and the chunks of
+  the loads it reads, and only the largest loop counts. Values on the dim never exist whole,
+  and masks computed from tile indices alone are recomputed where used.
 * **Registers.** 32-bit registers per element by dtype (16-bit values pack two to a register);
   the peak over program points plus a fixed overhead for pointers, offsets and loop counters.
 
@@ -94,7 +98,7 @@ def predict_registers(
     # registers, not a whole column of the tile)
     mma_rows = (threads // 32) * 8 if any(n.op is Op.DOT for n in loop.walk()) else 0
     parent = _threads_per_dim(order, block_of, threads, mma_rows)
-    positions, loop_spans, block_first = _number(loop.body)
+    positions, loop_spans = _number(loop.body)
     last_use = _last_uses(loop.body, positions, loop_spans)
     in_place = {id(c.attrs.get("next")) for n in loop.walk() for c in n.attrs.get("carried", [])}
     barriers = sorted(
@@ -299,19 +303,13 @@ def _registers_per_element(node: Node) -> float:
     return max(size, 2) / 4
 
 
-def _number(
-    body: list[Node],
-) -> tuple[dict[int, int], dict[int, tuple[int, int]], dict[int, int]]:
-    """Program-order positions of every node, each loop's (first, last) position, and each
-    node's block's first position."""
+def _number(body: list[Node]) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
+    """Program-order positions of every node and each loop's (first, last) position."""
     positions: dict[int, int] = {}
     spans: dict[int, tuple[int, int]] = {}
-    block_first: dict[int, int] = {}
 
     def visit(nodes: list[Node]) -> None:
-        start = len(positions)
         for node in nodes:
-            block_first[node.id] = start
             positions[node.id] = len(positions)
             for carry in node.attrs.get("carried", []) if node.op is Op.LOOP else []:
                 positions[carry.id] = len(positions)  # defined (initialized) before the body
@@ -321,7 +319,7 @@ def _number(
                 spans[node.id] = (first, len(positions) - 1)
 
     visit(body)
-    return positions, spans, block_first
+    return positions, spans
 
 
 def _last_uses(
