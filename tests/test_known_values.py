@@ -94,3 +94,19 @@ def test_flipped_false_and_grid_masks(shape: tuple[int, int]) -> None:
     folded = shape[1] % 16 == 0  # the grid dim (8 or 6 rows in blocks of 2) is always full
     assert ("-1.0" in kernel) is not folded  # the all-false select keeps its other operand
     assert "7.0" not in kernel  # the row mask holds: its select is its operand
+
+
+@pytest.mark.parametrize("shape", [(8, 256), (6, 300)])
+def test_random_configs_agree_with_eager(shape: tuple[int, int]) -> None:
+    """Whatever blocks a config picks (folded where they divide, masked where not), the
+    explicit-mask kernels compute what eager PyTorch does."""
+    import random
+
+    x = torch.randn(shape) * 2 + 3
+    for kernel, want in ((chunked_mean_var, _eager_mean_var(x)), (flipped_masks, x)):
+        bound = kernel.bind((x,))
+        rng = random.Random(7)
+        for _ in range(3):
+            config = bound.config_spec.random(rng)
+            got = bound.run(bound.compile_config(config), x)
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, msg=repr(config))
