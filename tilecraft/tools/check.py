@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from tilecraft.config.config import Config
+from tilecraft.config.occupancy import MAX_PROGRAMS_PER_SM, REGISTER_GRANULE
 from tilecraft.errors import ConfigError
 from tilecraft.targets.target import Target
 from tilecraft.tools.crosscompile import CompileJob, CompileReport
@@ -48,6 +49,28 @@ class CheckRow:
         if r.registers is not None and r.registers * threads > limits.registers_per_sm:
             return f"{r.registers} registers x {threads} threads > {limits.registers_per_sm}"
         return ""
+
+    @property
+    def programs_per_sm(self) -> int | None:
+        """Programs one SM holds at once by the compiled kernel's registers and shared memory
+        and its threads (None: not compiled). Memory-bound row loops keep about one chunk step
+        per resident program in flight, so this is what their warps trade against."""
+        r = self.report
+        if r is None or not r.ok or r.registers is None:
+            return None
+        limits = self.target.limits
+        threads = (r.num_warps or self.config.num_warps or 4) * self.target.warp_size
+        registers = -(-max(r.registers, 1) // REGISTER_GRANULE) * REGISTER_GRANULE
+        by_shared = limits.max_shared_bytes // r.shared_bytes if r.shared_bytes else 32
+        return max(
+            0,
+            min(
+                limits.max_threads_per_sm // threads,
+                limits.registers_per_sm // (registers * threads),
+                by_shared,
+                MAX_PROGRAMS_PER_SM,
+            ),
+        )
 
 
 def check_kernel(
@@ -116,7 +139,7 @@ def _compile_parallel(jobs: list[CompileJob], timeout_s: float) -> list[CompileR
 def format_rows(rows: list[CheckRow]) -> str:
     header = (
         f"{'target':<14} {'kernel':<28} {'status':<34} {'smem':>7} {'model':>5} {'regs':>5} "
-        f"{'spill':>5}  config"
+        f"{'spill':>5} {'p/SM':>4}  config"
     )
     lines = [header, "-" * len(header)]
     for row in rows:
@@ -125,9 +148,10 @@ def format_rows(rows: list[CheckRow]) -> str:
         regs = "" if r is None or r.registers is None else str(r.registers)
         spill = "" if r is None or r.spills is None else str(r.spills)
         model = "" if row.predicted_registers is None else str(row.predicted_registers)
+        per_sm = "" if row.programs_per_sm is None else str(row.programs_per_sm)
         lines.append(
             f"{row.target.key:<14} {row.kernel_name:<28} {row.status[:34]:<34} {smem:>7} "
-            f"{model:>5} {regs:>5} {spill:>5}  {row.config!r}"
+            f"{model:>5} {regs:>5} {spill:>5} {per_sm:>4}  {row.config!r}"
         )
         if len(row.status) > 34 or (r is not None and not r.ok):
             reason = (
