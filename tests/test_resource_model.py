@@ -115,3 +115,19 @@ def test_strategies_that_hold_accumulators_in_registers_cost_them() -> None:
     in_memory = predicted_registers(seed, rows.replace(chunk_outer=False), 8).per_thread
     outer = predicted_registers(seed, rows.replace(chunk_outer=True), 8).per_thread
     assert 14 <= outer - in_memory <= 16
+
+
+def test_each_chunk_loop_reads_the_loads_its_values_need() -> None:
+    """A full-row RMSNorm rolled over its row: the sum's chunk loop reads x alone; the output's
+    reads x again and the weight (loaded in no earlier phase: a load counts where it is used)."""
+    from benchmarks.gen_kernels import CASES
+    from tilecraft.ir.nodes import SymKind
+    from tilecraft.ir.phases import chunk_loop_loads
+
+    case = CASES["rms_norm_full_row"]
+    spec = _spec(case.kernels[0], *case.make_inputs((64, 4000), "meta", 0))
+    body = spec.loops[0].body
+    (row,) = {id(d): d for n in body for d in n.syms() if d.kind is SymKind.RDIM}.values()
+    reads = chunk_loop_loads(body, row)
+    names = {p: sorted(n.attrs["tensor"].name for n in loads) for p, loads in reads.items()}
+    assert names == {0: ["x"], 1: ["weight", "x"]}

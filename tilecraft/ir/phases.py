@@ -64,6 +64,7 @@ def chunk_loop_loads(nodes: list[Node], sym: Sym) -> dict[int, list[Node]]:
         if node.op is Op.LOAD:
             sources[node.id].add(node.id)
             by_id[node.id] = node
+            continue  # read by the chunk loops of its users, not of its own (earliest) phase
         for load_id in sources[node.id]:
             found.setdefault(phase.get(node.id, 0), {})[load_id] = by_id[load_id]
     return {p: list(loads.values()) for p, loads in found.items()}
