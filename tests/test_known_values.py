@@ -9,31 +9,10 @@ import pytest
 import torch
 
 import tilecraft as tc
+from benchmarks.gen_kernels.norms import layer_norm_reference, welford_layer_norm
 
-
-@tc.kernel(static_shapes=True)
-def chunked_mean_var(x: torch.Tensor) -> torch.Tensor:
-    """Welford-style: each chunk's count, mean and M2, merged (Chan et al.)."""
-    m, n = x.size()
-    out = torch.empty([m, 2], dtype=torch.float32, device=x.device)
-    for tm in tc.tile(m):
-        count = tc.zeros([tm], dtype=torch.float32)
-        mean = tc.zeros([tm], dtype=torch.float32)
-        m2 = tc.zeros([tm], dtype=torch.float32)
-        for tn in tc.tile(n):
-            valid = tn.index[None, :] < n
-            chunk = x[tm, tn].to(torch.float32)
-            k = torch.sum(torch.where(valid, 1.0, 0.0), dim=-1)
-            c_mean = torch.sum(torch.where(valid, chunk, 0.0), dim=-1) / k
-            dev = torch.where(valid, chunk - c_mean[:, None], 0.0)
-            total = count + k
-            delta = c_mean - mean
-            mean = mean + delta * (k / total)
-            m2 = m2 + torch.sum(dev * dev, dim=-1) + delta * delta * (count * k / total)
-            count = total
-        out[tm, 0] = mean
-        out[tm, 1] = m2 / n
-    return out
+# welford_layer_norm (the generalization benchmark's user kernel) merges each chunk's count
+# ``sum(where(tn.index < n, 1.0, 0.0))``, mean and M2 (Chan et al.) over explicit masks
 
 
 @tc.kernel(static_shapes=True)
@@ -49,39 +28,39 @@ def flipped_masks(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _run(kernel: tc.Kernel, config: tc.Config, x: torch.Tensor) -> torch.Tensor:
-    bound = kernel.bind((x,))
-    return bound.run(bound.compile_config(config), x)
+def _run(kernel: tc.Kernel, config: tc.Config, *args: torch.Tensor) -> torch.Tensor:
+    bound = kernel.bind(args)
+    return bound.run(bound.compile_config(config), *args)
 
 
-def _kernel_code(kernel: tc.Kernel, config: tc.Config, x: torch.Tensor) -> str:
+def _kernel_code(kernel: tc.Kernel, config: tc.Config, *args: torch.Tensor) -> str:
     """The generated device function without its source comments."""
-    code = kernel.bind((x,)).to_triton_code(config)
+    code = kernel.bind(args).to_triton_code(config)
     body = code[code.index("@triton.jit") : code.index("def launch_0")]
     return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
 
 
-def _eager_mean_var(x: torch.Tensor) -> torch.Tensor:
-    return torch.stack([x.mean(-1), x.var(-1, unbiased=False)], dim=1)
+def _norm_inputs(m: int, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return torch.randn(m, n) * 2 + 3, torch.randn(n), torch.randn(n)
 
 
 def test_masks_fold_when_every_block_is_full() -> None:
-    x = torch.randn(8, 256) * 2 + 3
-    config = tc.Config(block_sizes=[2, 64])
-    got = _run(chunked_mean_var, config, x)
-    torch.testing.assert_close(got, _eager_mean_var(x), rtol=1e-5, atol=1e-5)
-    kernel = _kernel_code(chunked_mean_var, config, x)
+    args = _norm_inputs(8, 256)
+    config = tc.Config(block_sizes=[2, 64, 64])
+    got = _run(welford_layer_norm, config, *args)
+    torch.testing.assert_close(got, layer_norm_reference(*args), rtol=1e-5, atol=1e-5)
+    kernel = _kernel_code(welford_layer_norm, config, *args)
     assert "tl.where(valid" not in kernel  # both selects are their operands
     assert "k = tl.full([1], 64.0, tl.float32)" in kernel  # the count is the block
     assert kernel.count("tl.sum(") == 2  # the chunk's sum and M2; no count reduction
 
 
 def test_masks_stay_where_the_last_block_is_partial() -> None:
-    x = torch.randn(8, 300) * 2 + 3
-    config = tc.Config(block_sizes=[2, 64])
-    got = _run(chunked_mean_var, config, x)
-    torch.testing.assert_close(got, _eager_mean_var(x), rtol=1e-5, atol=1e-5)
-    kernel = _kernel_code(chunked_mean_var, config, x)
+    args = _norm_inputs(8, 300)
+    config = tc.Config(block_sizes=[2, 64, 64])
+    got = _run(welford_layer_norm, config, *args)
+    torch.testing.assert_close(got, layer_norm_reference(*args), rtol=1e-5, atol=1e-5)
+    kernel = _kernel_code(welford_layer_norm, config, *args)
     assert kernel.count("tl.where(valid") == 3 and kernel.count("tl.sum(") == 3
 
 
@@ -102,11 +81,15 @@ def test_random_configs_agree_with_eager(shape: tuple[int, int]) -> None:
     explicit-mask kernels compute what eager PyTorch does."""
     import random
 
-    x = torch.randn(shape) * 2 + 3
-    for kernel, want in ((chunked_mean_var, _eager_mean_var(x)), (flipped_masks, x)):
-        bound = kernel.bind((x,))
+    args = _norm_inputs(*shape)
+    cases = (
+        (welford_layer_norm, args, layer_norm_reference(*args)),
+        (flipped_masks, args[:1], args[0]),
+    )
+    for kernel, inputs, want in cases:
+        bound = kernel.bind(inputs)
         rng = random.Random(7)
         for _ in range(3):
             config = bound.config_spec.random(rng)
-            got = bound.run(bound.compile_config(config), x)
+            got = bound.run(bound.compile_config(config), *inputs)
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, msg=repr(config))

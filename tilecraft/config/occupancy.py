@@ -20,6 +20,7 @@ from tilecraft.config.config import Config
 from tilecraft.config.resolve import predicted_registers
 from tilecraft.config.resources import register_limit
 from tilecraft.ir.nodes import Op, walk
+from tilecraft.targets.target import Limits
 
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
@@ -42,17 +43,20 @@ def resident_programs(spec: ConfigSpec, config: Config) -> int:
     threads = warps * spec.target.warp_size
     estimate = predicted_registers(spec, config, warps)
     registers = min(estimate.per_thread, register_limit(threads, limits.registers_per_sm))
-    registers = -(-registers // REGISTER_GRANULE) * REGISTER_GRANULE
     shared = spec.estimated_shared_bytes(config)
-    by_shared = limits.max_shared_bytes // shared if shared else MAX_PROGRAMS_PER_SM
-    return max(
-        1,
-        min(
-            limits.max_threads_per_sm // threads,
-            limits.registers_per_sm // (registers * threads),
-            by_shared,
-            MAX_PROGRAMS_PER_SM,
-        ),
+    return max(1, programs_per_sm(limits, threads, registers, shared))
+
+
+def programs_per_sm(limits: Limits, threads: int, registers: int, shared_bytes: int) -> int:
+    """Programs of ``threads`` threads, ``registers`` each (allocated in steps of
+    ``REGISTER_GRANULE``) and ``shared_bytes`` that one SM holds at once (0: none fits)."""
+    registers = -(-max(registers, 1) // REGISTER_GRANULE) * REGISTER_GRANULE
+    by_shared = limits.max_shared_bytes // shared_bytes if shared_bytes else MAX_PROGRAMS_PER_SM
+    return min(
+        limits.max_threads_per_sm // threads,
+        limits.registers_per_sm // (registers * threads),
+        by_shared,
+        MAX_PROGRAMS_PER_SM,
     )
 
 

@@ -219,7 +219,7 @@ def _rolled_accumulators(
         for node in nodes:
             if node.op is Op.REDUCE and node.inputs[0].shape[node.attrs["axis"]] is sym:
                 key = (id(sym), phase.get(node.inputs[0].id, 0))
-                acc = _rolled_accumulator(node, block_of, parent, threads, mma)
+                acc = _chunk_tile(node.inputs[0], block_of, parent, threads, mma)
                 per_phase[key] = per_phase.get(key, 0.0) + acc
                 last = node if last is None or order[node.id] > order[last.id] else last
         for p, loads in chunk_loop_loads(nodes, sym).items():
@@ -228,17 +228,11 @@ def _rolled_accumulators(
     return None if last is None else (max(per_phase.values()), last)
 
 
-def _rolled_accumulator(
-    node: Node, block_of: Callable[[Sym], int], parent: dict[int, int], threads: int, mma: int
-) -> float:
-    """Registers of a rolled reduction's accumulator (its input's chunk shape)."""
-    return _chunk_tile(node.inputs[0], block_of, parent, threads, mma)
-
-
 def _chunk_tile(
     src: Node, block_of: Callable[[Sym], int], parent: dict[int, int], threads: int, mma: int
 ) -> float:
-    """Registers per thread of one chunk of ``src``."""
+    """Registers per thread of one chunk of ``src`` (a rolled reduction's accumulator has its
+    input's chunk shape; a load's chunk is what one step of the chunk loop holds)."""
     dims = [d for d in src.shape if isinstance(d, Sym)]
     spread = (
         parent

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from tilecraft.config.config import Config
-from tilecraft.config.occupancy import MAX_PROGRAMS_PER_SM, REGISTER_GRANULE
+from tilecraft.config.occupancy import programs_per_sm
 from tilecraft.errors import ConfigError
 from tilecraft.targets.target import Target
 from tilecraft.tools.crosscompile import CompileJob, CompileReport
@@ -58,19 +58,8 @@ class CheckRow:
         r = self.report
         if r is None or not r.ok or r.registers is None:
             return None
-        limits = self.target.limits
         threads = (r.num_warps or self.config.num_warps or 4) * self.target.warp_size
-        registers = -(-max(r.registers, 1) // REGISTER_GRANULE) * REGISTER_GRANULE
-        by_shared = limits.max_shared_bytes // r.shared_bytes if r.shared_bytes else 32
-        return max(
-            0,
-            min(
-                limits.max_threads_per_sm // threads,
-                limits.registers_per_sm // (registers * threads),
-                by_shared,
-                MAX_PROGRAMS_PER_SM,
-            ),
-        )
+        return programs_per_sm(self.target.limits, threads, r.registers, r.shared_bytes or 0)
 
 
 def check_kernel(
