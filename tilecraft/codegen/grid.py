@@ -6,6 +6,8 @@ Strategies selected by the plan: ``pid_type`` (``flat``: one program per tile, i
 ``loop_orders`` order; ``xyz``: one grid axis per tile dim; ``persistent_blocked`` /
 ``persistent_interleaved``: ``num_sm_multiplier x #SMs`` programs, each looping over tiles) and
 ``l2_groupings`` (grouped ordering of the first two dims so neighbouring programs share L2 lines).
+A dim whose later tiles run longer inner loops (causal attention's query blocks) is walked from
+its last tile down, so the longest programs start first and short ones fill the tail.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 from tilecraft.codegen.context import SymState
 from tilecraft.codegen.schedule import emit_block
 from tilecraft.ir.nodes import Sym
+from tilecraft.ir.tile_work import growing_dims
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
@@ -89,6 +92,8 @@ def decompose(em: EmitContext, grid: GridLayout, pid: str) -> None:
         _grouped(em, grid, order, pids, pid, group)
     else:
         _mixed_radix(em, grid, order, pids, pid)
+    for d in growing_dims(em.loop):  # longest tiles launch first (ir/tile_work.py)
+        em.w.line(f"{pids[d]} = {grid.counts[d]} - 1 - {pids[d]}")
     for d, sym in enumerate(syms):
         tile_vars(em, sym, em.state(sym), pids[d], needs_mask=not grid.static[d])
 

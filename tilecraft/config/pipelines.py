@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING
 
 from tilecraft.config.config import Config
 from tilecraft.config.plan import Plan, block_dims, extent_hint, sym_block
+from tilecraft.config.tile_schedule import busiest_sm, uneven_work
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import Node, Op, walk
+from tilecraft.ir.tile_work import inner_loops
 from tilecraft.targets.target import Target
 
 if TYPE_CHECKING:
@@ -219,10 +221,36 @@ def _variants(spec: ConfigSpec, base: Config) -> list[Config]:
                     range_warp_specializes=ws if specialized else [],
                     num_sm_multiplier=1 if pid != "flat" else None,
                 )
-                staged = _most_stages(spec, config)
-                if staged is not None:
-                    out.append(staged)
+                out += _staged(spec, config)
     return out
+
+
+def _staged(spec: ConfigSpec, config: Config) -> list[Config]:
+    """``config`` with the most stages that fit; for a warp-specialized loop, preceded by the
+    same with pointer stores where its descriptor stores' staging buffer (live beside the
+    stages) is what keeps a stage out. Measured on the H200, bmm 16x1024^3 at 128x256x64,
+    specialized: descriptor store 3 stages 0.0566 ms, pointer store 3 stages 0.0556, 4 stages
+    0.0543 (benchmarks/results/stages_occupancy_s8.md). An unspecialized persistent matmul lost 0-3% the
+    same way (8 warps, 3 -> 4 stages, default_change_s8.md): there the descriptor store of one
+    tile overlaps the next tile's loads, so it is left alone."""
+    staged = _most_stages(spec, config)
+    if staged is None:
+        return []
+    if not any(config.range_warp_specializes) or not store_staging_bytes(spec, staged):
+        return [staged]
+    freed = _most_stages(spec, _pointer_stores(spec, config))
+    more = freed is not None and (freed.num_stages or 0) > (staged.num_stages or 0)
+    return [freed, staged] if more and freed is not None else [staged]
+
+
+def _pointer_stores(spec: ConfigSpec, config: Config) -> Config:
+    """``config`` with every store through pointers (the loads keep their indexing)."""
+    modes = list(config.indexing) if not isinstance(config.indexing, str) else []
+    for node in spec.space.accesses:
+        slot = node.attrs["mem_slot"]
+        if node.op is Op.STORE and slot < len(modes):
+            modes[slot] = "pointer"
+    return config.replace(indexing=modes)
 
 
 def batch_outer_orders(spec: ConfigSpec) -> list[list[int]]:
@@ -296,16 +324,45 @@ def pipeline_cost(spec: ConfigSpec, plan: Plan) -> float:
     """A relative time: the tiles each SM works through (programs over SMs, rounded up: the
     last wave's idle SMs cost as much as busy ones) x output elements per tile / the tile's
     efficiency, in k-steps with their fill and drain (:func:`tile_steps`). Persistent programs
-    walk the same tiles, so they take the same time here."""
+    walk the same tiles, so they take the same time here, unless the tiles' dot loops differ in
+    length: then the busiest SM's share under the plan's schedule (:func:`_uneven_steps`)."""
     cost = 0.0
     sms = spec.target.limits.num_sms
     specialized = any(plan.config.range_warp_specializes)
     for k, programs in enumerate(plan.resources.programs):
         m, n = _output_tile(spec, plan, k)
-        waves = math.ceil((programs or sms) / sms)
-        steps = tile_steps(waves, _k_steps(spec, plan.config, k), specialized)
+        k_steps = _k_steps(spec, plan.config, k)
+        steps = _uneven_steps(spec, plan, k, k_steps, specialized)
+        if steps is None:
+            steps = tile_steps(math.ceil((programs or sms) / sms), k_steps, specialized)
         cost += steps * m * n / tile_efficiency(m, n)
     return cost
+
+
+def _uneven_steps(
+    spec: ConfigSpec, plan: Plan, index: int, k_steps: int | None, specialized: bool
+) -> float | None:
+    """:func:`tile_steps` for a grid whose tiles run dot loops of different lengths (causal
+    attention): the busiest SM's k-steps under the plan's schedule (config/tile_schedule.py), in
+    tiles of the full loop's ``k_steps``; None where the tiles are equal."""
+    loops = inner_loops(spec.loops[index])
+    dot_blocks = [
+        plan.block(node.attrs["sym"]) if any(n.op is Op.DOT for n in node.body or []) else 0
+        for node in loops
+    ]
+
+    def tile_time(trips: list[int | None]) -> float | None:
+        known = [t for t in trips if t is not None]
+        if len(known) < len(trips) or not k_steps:
+            return None
+        steps = sum(-(-t // b) for t, b in zip(known, dot_blocks, strict=True) if b)
+        return steps * WS_STEADY_COST if specialized else steps + FILL_STEPS
+
+    work = uneven_work(spec, plan, index, tile_time)
+    if work is None or not k_steps:
+        return None
+    fill = FILL_STEPS if specialized else 0.0
+    return busiest_sm(work, plan, spec.target.limits.num_sms, fill) / k_steps
 
 
 def tile_steps(tiles: int, k_steps: int | None, specialized: bool) -> float:
