@@ -213,7 +213,7 @@ def _variants(spec: ConfigSpec, base: Config) -> list[Config]:
                 if specialized and pid != "flat" and not single_dot:
                     continue
                 config = tile.replace(
-                    num_warps=HOPPER_WS_WARPS if specialized else 8,
+                    num_warps=HOPPER_WS_WARPS if specialized else _plain_warps(rows),
                     pid_type=pid,
                     indexing=indexing,
                     l2_groupings=l2,
@@ -251,6 +251,12 @@ def _pointer_stores(spec: ConfigSpec, config: Config) -> Config:
         if node.op is Op.STORE and slot < len(modes):
             modes[slot] = "pointer"
     return config.replace(indexing=modes)
+
+
+def _plain_warps(rows: int) -> int:
+    """Warps of an unspecialized pipeline: a warpgroup (4 warps) per 64 accumulator rows, as
+    wgmma gives each warpgroup 64 rows; 8 for taller tiles and for < 64-row tiles (mma.sync)."""
+    return 4 if rows == WGMMA_ROWS else 8
 
 
 def batch_outer_orders(spec: ConfigSpec) -> list[list[int]]:
