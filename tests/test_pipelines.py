@@ -484,3 +484,23 @@ def test_plain_pipelines_give_a_warpgroup_per_64_rows() -> None:
         c for c in pipeline_configs(_bound(SM90).config_spec) if not any(c.range_warp_specializes)
     ]
     assert {c.num_warps for c in plain if c.block_sizes[0] == 128} == {8}
+
+
+def test_specialized_loops_keep_to_four_stages_on_sm90() -> None:
+    """Triton 3.6 computed NaN for warp-specialized sm_90 loops with 5+ stages (bmm
+    16x1024^3 at 128x128x64 x 5 / 6 stages, 128x256x32 x 6 / 8); 3-4 stages were exact. The
+    ranked pipelines never offer more, and a user's config is repaired with a message."""
+    spec = _bound(SM90, m=1024, k=1024, n=1024).config_spec
+    specialized = [c for c in pipeline_configs(spec) if any(c.range_warp_specializes)]
+    assert specialized and all((c.num_stages or 0) <= 4 for c in specialized)
+    assert any(c.num_stages == 4 for c in specialized)  # the cap, not fewer, where it fits
+    wanted = specialized[0].replace(num_stages=6)
+    with pytest.warns(UserWarning, match=r"num_stages=6 with a warp-specialized loop .*using 4"):
+        plan = spec.resolve(wanted)
+    assert plan.num_stages == 4
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TILECRAFT_STRICT", "1")
+        with pytest.raises(ConfigError, match="num_stages=6"):
+            spec.resolve(wanted)
+    plain = specialized[0].replace(num_stages=6, range_warp_specializes=[])
+    assert spec.resolve(plain, warn=False).num_stages == 6  # only specialized loops

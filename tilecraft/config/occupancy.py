@@ -20,7 +20,7 @@ from tilecraft.config.config import Config
 from tilecraft.config.resolve import predicted_registers
 from tilecraft.config.resources import register_limit
 from tilecraft.ir.nodes import Op, walk
-from tilecraft.targets.target import Limits
+from tilecraft.targets.target import Limits, Target
 
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
@@ -91,3 +91,17 @@ def fit_occupancy(spec: ConfigSpec, config: Config, warps_for: Callable[[Config]
         slot = max(shrinkable, key=lambda s: (not spec.blocks[s].contiguous, blocks[s]))
         blocks[slot] //= 2
         config = config.replace(block_sizes=blocks)
+
+
+def fit_maxnreg(target: Target, maxnreg: int | None, warps: int, repairs: list[str]) -> int | None:
+    """A register cap over what one block's threads can share of the SM's file compiles, then
+    fails at launch (Triton: "out of resource: threads"; 255 registers x 512 threads on sm_90);
+    without the cap ptxas keeps to the block's launch bound by itself."""
+    threads = warps * target.warp_size
+    if maxnreg is None or maxnreg * threads <= target.limits.registers_per_sm:
+        return maxnreg
+    repairs.append(
+        f"maxnreg={maxnreg} with {warps} warps needs {maxnreg * threads} registers, more than "
+        f"the {target.limits.registers_per_sm} of an SM (the launch would fail): dropped"
+    )
+    return None

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 HOPPER_WS_WARPS = 4  # Triton 3.6 warp-specializes an sm_90 loop only at num_warps=4 (runs 12)
 WS_WARPGROUPS = 3  # one producer and two consumer warpgroups per warp-specialized program
 MAX_PIPELINE_STAGES = 5
+WS_MAX_STAGES_SM9X = 4  # Triton 3.6: 5+ stages in a specialized sm_9x loop gave NaN
 MIN_PIPELINE_STAGES = 2
 L2_GROUP = 8
 WGMMA_ROWS = 64
@@ -55,6 +56,30 @@ def warp_specialize_problem(target: Target, num_warps: int | None) -> str | None
     if num_warps != HOPPER_WS_WARPS:
         return f"needs num_warps={HOPPER_WS_WARPS} on sm_9x (Triton 3.6 specializes only those)"
     return None
+
+
+def warp_specialize_stage_cap(target: Target) -> int | None:
+    """The most stages a warp-specialized loop may have on ``target`` (None: no cap). On sm_9x
+    Triton 3.6 computed NaN with 5 or more: bmm 16x1024^3 at 128x128x64 with 5 and 6 stages,
+    128x256x32 with 6 and 8, while 3 and 4 stages were exact at every tile
+    (benchmarks/results/cc_bmm_s6.md, bmm_tiles_s8.md)."""
+    if target.backend != "cuda" or int(target.arch) // 10 != 9:
+        return None
+    return WS_MAX_STAGES_SM9X
+
+
+def fit_specialized_stages(
+    target: Target, stages: int, specialized: bool, repairs: list[str]
+) -> int:
+    """``stages`` within :func:`warp_specialize_stage_cap` where a loop is specialized."""
+    cap = warp_specialize_stage_cap(target)
+    if cap is None or stages <= cap or not specialized:
+        return stages
+    repairs.append(
+        f"num_stages={stages} with a warp-specialized loop on {target.key}: Triton 3.6 computes "
+        f"wrong results (NaN) there with more than {cap} stages; using {cap}"
+    )
+    return cap
 
 
 def warp_specialize_carry_problem(target: Target, loop: Node) -> str | None:
@@ -300,7 +325,10 @@ def _dots_in_dot_loops(spec: ConfigSpec) -> int:
 def _most_stages(spec: ConfigSpec, config: Config) -> Config | None:
     """``config`` with the most stages (up to MAX_PIPELINE_STAGES) whose shared memory fits."""
     limit = spec.target.limits.max_shared_bytes
-    for stages in range(MAX_PIPELINE_STAGES, MIN_PIPELINE_STAGES - 1, -1):
+    most = MAX_PIPELINE_STAGES
+    if any(config.range_warp_specializes):
+        most = min(most, warp_specialize_stage_cap(spec.target) or most)
+    for stages in range(most, MIN_PIPELINE_STAGES - 1, -1):
         staged = config.replace(num_stages=stages)
         if spec.estimated_shared_bytes(staged) <= limit:
             return staged
@@ -445,6 +473,7 @@ def hopper_default(spec: ConfigSpec, base: Config) -> Config:
 
 __all__ = [
     "batch_outer_orders",
+    "fit_specialized_stages",
     "compute_threads",
     "consumer_register_file",
     "hopper_default",
@@ -455,4 +484,5 @@ __all__ = [
     "tile_steps",
     "warp_specialize_carry_problem",
     "warp_specialize_problem",
+    "warp_specialize_stage_cap",
 ]

@@ -19,7 +19,12 @@ from tilecraft.config import flags, occupancy, row_loops, split
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.dims import BlockSpec, ReductionSpec, ValueShape, cdiv
-from tilecraft.config.pipelines import hopper_default, operand_stage_bytes, store_staging_bytes
+from tilecraft.config.pipelines import (
+    fit_specialized_stages,
+    hopper_default,
+    operand_stage_bytes,
+    store_staging_bytes,
+)
 from tilecraft.config.plan import Plan
 from tilecraft.config.plan import extent_hint as _extent_hint
 from tilecraft.config.resolve import build_plan, predicted_registers
@@ -488,7 +493,13 @@ class ConfigSpec:
             if fields.get(name) is None:
                 default = default or self.default()
                 fields[name] = getattr(default, name)
-        fields["maxnreg"] = self._fit_maxnreg(fields.get("maxnreg"), fields["num_warps"], repairs)
+        fields["maxnreg"] = occupancy.fit_maxnreg(
+            self.target, fields.get("maxnreg"), fields["num_warps"], repairs
+        )
+        specialized = any(fields.get("range_warp_specializes") or ())
+        fields["num_stages"] = fit_specialized_stages(
+            self.target, int(fields["num_stages"]), specialized, repairs
+        )
         for name, choices in self.tunables.items():
             value = config.user_values.get(name, choices[0])
             if value not in choices:
@@ -499,19 +510,6 @@ class ConfigSpec:
                 known = [f.name for f in dataclasses.fields(Config) if f.name != "user"]
                 raise unknown_name_error("Config field or tunable", name, [*known, *self.tunables])
         return self._fit_tiles(Config(**fields), repairs), repairs
-
-    def _fit_maxnreg(self, maxnreg: int | None, warps: int, repairs: list[str]) -> int | None:
-        """A register cap over what one block's threads can share of the SM's file compiles,
-        then fails at launch (Triton: "out of resource: threads"; 255 registers x 512 threads
-        on sm_90); without the cap ptxas keeps to the block's launch bound by itself."""
-        threads = warps * self.target.warp_size
-        if maxnreg is None or maxnreg * threads <= self.target.limits.registers_per_sm:
-            return maxnreg
-        repairs.append(
-            f"maxnreg={maxnreg} with {warps} warps needs {maxnreg * threads} registers, more than "
-            f"the {self.target.limits.registers_per_sm} of an SM (the launch would fail): dropped"
-        )
-        return None
 
     def _fit_tiles(self, config: Config, repairs: list[str]) -> Config:
         """Tiles over Triton's 2^20-element limit fail to compile, and tiles of many thousand
