@@ -138,3 +138,34 @@ def test_causal_attention_defaults_to_the_hardware_schedule() -> None:
     assert ranked_full[0].pid_type == "persistent_interleaved"
     same = {c.pid_type: pipeline_cost(full, legal_plan(full, c)) for c in ranked_full}  # type: ignore[arg-type]
     assert same["flat"] == same["persistent_interleaved"]
+
+
+HAS_CUDA = torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("d", [64, 128])
+def test_causal_attention_default_on_gpu(d: int) -> None:
+    """The flat, longest-first causal default computes causal SDPA; so does the persistent
+    longest-first order (the same tiles, a static split)."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (
+        torch.randn(8, 2048, d, device="cuda", generator=gen, dtype=torch.bfloat16)
+        for _ in range(3)
+    )
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), is_causal=True
+    )
+    bound = attention.bind((q, k, v, True))
+    default = bound.config_spec.default()
+    assert default.pid_type == "flat"
+    for config in (default, default.replace(pid_type="persistent_interleaved")):
+        out = bound.run(bound.compile_config(config), q, k, v, True)
+        torch.testing.assert_close(out.float(), want, rtol=2e-2, atol=2e-2)
+    ragged = torch.randn(3, 1000, d, device="cuda", generator=gen, dtype=torch.bfloat16)
+    got = attention(ragged, ragged, ragged, True).float()
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        ragged.float(), ragged.float(), ragged.float(), is_causal=True
+    )
+    torch.testing.assert_close(got, ref, rtol=2e-2, atol=2e-2)
