@@ -169,3 +169,20 @@ def test_causal_attention_default_on_gpu(d: int) -> None:
         ragged.float(), ragged.float(), ragged.float(), is_causal=True
     )
     torch.testing.assert_close(got, ref, rtol=2e-2, atol=2e-2)
+
+
+def test_longest_first_with_dynamic_shapes() -> None:
+    """With dynamic shapes the tile count is computed in the kernel; the order still reverses
+    and two sizes through one specialization compute cumsum."""
+    dynamic = tc.kernel(causal_cumsum.fn, static_shapes=False)
+    config = tc.Config(block_sizes=[32, 32])
+    gen = torch.Generator().manual_seed(1)
+    for rows in (96, 150):
+        x = torch.randn(rows, 16, generator=gen)
+        bound = dynamic.bind((x,))
+        (loop,) = bound.config_spec.loops
+        assert growing_dims(loop) == [0]
+        code = bound.to_triton_code(config)
+        assert "pid_0 = tl.cdiv(" in code and "- 1 - pid_0" in code
+        got = bound.run(bound.compile_config(config), x)
+        torch.testing.assert_close(got, torch.cumsum(x, 0), rtol=1e-4, atol=1e-4)
