@@ -5,6 +5,7 @@ static persistent split against the hardware's list schedule, and the sm_90 defa
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import torch
 import tilecraft as tc
 from tilecraft.config.pipelines import legal_plan, pipeline_configs, pipeline_cost
 from tilecraft.config.tile_schedule import busiest_sm, launch_tile
-from tilecraft.ir.tile_work import growing_dims, tile_trips
+from tilecraft.ir.tile_work import growing_dims, tile_trips, work_trends
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
 
@@ -219,7 +220,8 @@ def test_masked_left_operand_loads_count_in_shared_memory() -> None:
     """``where(mask, a[tm, tk], 0)`` is a computed left operand, but its load is staged in
     shared memory like a direct one: the sm_90 default of tril(a) @ b at 4096^2 must fit (it
     asked for 5 stages, 245840 B of 232448, when such loads counted nothing)."""
-    from tilecraft.tools.crosscompile import CompileJob, compile_job
+    from tilecraft.tools.crosscompile import CompileJob
+    from tilecraft.tools.worker import run_compile_jobs
 
     a = torch.empty(4096, 4096, dtype=torch.bfloat16)
     bound = _loops(trmm_lower, a, a)
@@ -229,7 +231,94 @@ def test_masked_left_operand_loads_count_in_shared_memory() -> None:
     five = config.replace(num_stages=5)
     assert spec.estimated_shared_bytes(five) > SM90.limits.max_shared_bytes
     _, _, traced, generated = bound.generate(config)
-    report = compile_job(CompileJob.of(generated[0], traced.loops[0], SM90))
+    (report,) = run_compile_jobs([CompileJob.of(generated[0], traced.loops[0], SM90)], 600.0)
     assert report.ok and report.fits, (report.error, report.shared_bytes)
     predicted = spec.estimated_shared_bytes(config)
     assert abs(predicted - (report.shared_bytes or 0)) < 0.02 * predicted
+
+
+@tc.kernel(static_shapes=True)
+def attention_bwd_dkdv(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    do: torch.Tensor,
+    lse: torch.Tensor,
+    delta: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Causal attention backward for dk and dv (FA2's loop): key block ``tn`` walks the query
+    blocks from its own to the end, so later key blocks do less work."""
+    bh, s, d = q.size()
+    d = tc.specialize(d)
+    scale = 1.0 / math.sqrt(d)
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    for tb, tn in tc.tile([bh, s], block_size=[1, None]):
+        kt, vt = k[tb, tn, :], v[tb, tn, :]
+        dk_acc = tc.zeros([tn, d], dtype=torch.float32)
+        dv_acc = tc.zeros([tn, d], dtype=torch.float32)
+        for tm in tc.tile(tn.begin, s):
+            qt, dot_ = q[tb, tm, :], do[tb, tm, :]
+            sc = tc.dot(qt, kt.t(), out_dtype=torch.float32) * scale
+            sc = torch.where(tm.index[:, None] >= tn.index[None, :], sc, float("-inf"))
+            p = torch.exp(sc - lse[tb, tm][:, None])
+            dv_acc = tc.dot(p.to(q.dtype).t(), dot_, acc=dv_acc)
+            dp = tc.dot(dot_, vt.t(), out_dtype=torch.float32)
+            ds = p * (dp - delta[tb, tm][:, None]) * scale
+            dk_acc = tc.dot(ds.to(q.dtype).t(), qt, acc=dk_acc)
+        dk[tb, tn, :] = dk_acc.to(k.dtype)
+        dv[tb, tn, :] = dv_acc.to(v.dtype)
+    return dk, dv
+
+
+def _bwd_inputs(bh: int, s: int, d: int, dtype: torch.dtype = torch.float32) -> tuple:
+    gen = torch.Generator().manual_seed(3)
+    q, k, v, do = (torch.randn(bh, s, d, generator=gen).to(dtype) for _ in range(4))
+    scores = (q.float() @ k.float().transpose(-1, -2) / math.sqrt(d)).masked_fill(
+        ~torch.ones(s, s, dtype=torch.bool).tril(), float("-inf")
+    )
+    out = torch.softmax(scores, -1) @ v.float()
+    return q, k, v, do, torch.logsumexp(scores, -1), (out * do.float()).sum(-1)
+
+
+def test_attention_backward_dkdv_numerics_and_trend() -> None:
+    args = _bwd_inputs(2, 100, 64)
+    q, k, v, do = (t.clone().requires_grad_(True) for t in args[:4])
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    out.backward(do)
+    bound = attention_bwd_dkdv.bind(args)
+    (loop,) = bound.config_spec.loops
+    assert work_trends(loop) == {1: -1} and growing_dims(loop) == []
+    config = tc.Config(block_sizes=[32, 32])
+    dk, dv = bound.run(bound.compile_config(config), *args)
+    torch.testing.assert_close(dk, k.grad, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(dv, v.grad, rtol=1e-3, atol=1e-3)
+    assert " - 1 - pid_1" not in bound.to_triton_code(config)  # already longest first
+
+
+@pytest.mark.crosscompile
+def test_dot_kernel_that_spills_shrinks_its_tiles_not_adds_warps() -> None:
+    """The dk/dv loop holds two [tn, d] accumulators beside [tm, tn] scores: at 128 x 64 it
+    spills at 8 warps, and 32 warps (what a pointwise kernel would get) spilled 952 B a thread
+    (sm_90). Dot kernels stop at 8 warps and halve their grid tile instead; the shrinking work
+    makes the default a flat grid; no specialized loop (several dots)."""
+    from tilecraft.tools.crosscompile import CompileJob
+    from tilecraft.tools.worker import run_compile_jobs
+
+    e = torch.empty
+    bf, f32 = torch.bfloat16, torch.float32
+    args = (
+        *(e(32, 4096, 128, dtype=bf) for _ in range(4)),
+        e(32, 4096, dtype=f32),
+        e(32, 4096, dtype=f32),
+    )
+    bound = _loops(attention_bwd_dkdv, *args)
+    spec = bound.config_spec
+    plain = spec.plain_default()
+    assert plain.num_warps == 8 and plain.block_sizes[0] == 64
+    config = spec.default()
+    assert config.pid_type == "flat" and not any(config.range_warp_specializes)
+    plan = spec.resolve(config)
+    assert not plan.resources.spills
+    _, _, traced, generated = bound.generate(config)
+    (report,) = run_compile_jobs([CompileJob.of(generated[0], traced.loops[0], SM90)], 600.0)
+    assert report.ok and report.fits and report.spills == 0, (report.error, report.spills)

@@ -243,8 +243,7 @@ def _variants(spec: ConfigSpec, base: Config) -> list[Config]:
     l2 = [L2_GROUP if g.rank >= 2 else 1 for g in spec.space.grids]
     orders = batch_outer_orders(spec)
     # cross-compiled for sm_90 with Triton 3.6: one specialized loop per kernel compiles (two,
-    # as in causal attention's split loops, fail in its pass), and a persistent program around
-    # a loop with two dots (attention) needs more shared memory than the SM has
+    # as in causal attention's split loops, fail in its pass)
     ws_ok = (
         spec.target.warp_specialize
         and len(spec.space.dot_slots) == 1
@@ -256,13 +255,16 @@ def _variants(spec: ConfigSpec, base: Config) -> list[Config]:
         # the specialized consumers issue wgmma, which takes >= 64 rows (16-row decode tiles
         # compile to mma.sync, and Triton leaves such a loop unspecialized)
         rows = _output_tile_of(spec, tile, 0)[0]
-        for specialized in (False, True) if ws_ok and rows >= WGMMA_ROWS else (False,):
+        # and only single-dot loops (GEMMs, bmm: the specialization measured exact and fast on
+        # the H200); loops of several dots (attention's backward) are left to the search, which
+        # checks each config's results
+        for specialized in (
+            (False, True) if ws_ok and single_dot and rows >= WGMMA_ROWS else (False,)
+        ):
             ws = [True if s in spec.space.dot_slots else None for s in range(spec.space.n_ranges)]
             for pid in ("persistent_interleaved", "flat"):
-                if specialized and pid != "flat" and not single_dot:
-                    continue
                 config = tile.replace(
-                    num_warps=HOPPER_WS_WARPS if specialized else _plain_warps(rows),
+                    num_warps=HOPPER_WS_WARPS if specialized else _plain_warps(spec, tile, rows),
                     pid_type=pid,
                     indexing=indexing,
                     l2_groupings=l2,
@@ -302,10 +304,17 @@ def _pointer_stores(spec: ConfigSpec, config: Config) -> Config:
     return config.replace(indexing=modes)
 
 
-def _plain_warps(rows: int) -> int:
+def _plain_warps(spec: ConfigSpec, tile: Config, rows: int) -> int:
     """Warps of an unspecialized pipeline: a warpgroup (4 warps) per 64 accumulator rows, as
-    wgmma gives each warpgroup 64 rows; 8 for taller tiles and for < 64-row tiles (mma.sync)."""
-    return 4 if rows == WGMMA_ROWS else 8
+    wgmma gives each warpgroup 64 rows; 8 for taller tiles, for < 64-row tiles (mma.sync), and
+    where 4 warps would spill what 8 hold (an attention backward's two [64, d] accumulators
+    beside its [64, 64] scores)."""
+    from tilecraft.config.resolve import predicted_registers  # resolve imports this module
+
+    if rows != WGMMA_ROWS:
+        return 8
+    fits = not predicted_registers(spec, tile.replace(num_warps=4), 4).spills
+    return 4 if fits else 8
 
 
 def batch_outer_orders(spec: ConfigSpec) -> list[list[int]]:

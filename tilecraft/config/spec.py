@@ -41,6 +41,8 @@ from tilecraft.targets.target import Target, filter_launch_options
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
+DOT_MAX_WARPS = 8  # two warpgroups: more do not spread a dot kernel's accumulators
+WGMMA_TILE_ROWS = 64  # a warpgroup's rows of a wgmma accumulator: dot tiles shrink to it
 RANDOM_ELEMS_PER_THREAD = 256
 # elements per thread of the largest tile: explicit configs above this are shrunk, and the tuner
 # skips candidates above it (Triton's compiler runs for many minutes on such tiles)
@@ -251,15 +253,34 @@ class ConfigSpec:
 
     def _spread_live_values(self, config: Config) -> Config:
         """More warps while the resource model predicts that the values live at once exceed a
-        thread's registers (up to the target's limit): each thread then holds a smaller share
-        of every live tile. (The seed-000 kernel's default at 4608x40920 took 6.1 ms at 16 warps
+        thread's registers (up to the target's limit; 8 for dot kernels, whose tiles shrink
+        instead): each thread then holds a smaller share of every live tile. (The seed-000 kernel's default at 4608x40920 took 6.1 ms at 16 warps
         on an H200 and 3.0 ms at 32, both spilling.)"""
         warps = config.num_warps or 4
-        while warps < self.target.max_warps:
+        most = min(self.target.max_warps, DOT_MAX_WARPS) if self.has_dot else self.target.max_warps
+        while warps < most:
             if not predicted_registers(self, config.replace(num_warps=warps), warps).spills:
                 break
             warps *= 2
-        return config.replace(num_warps=warps)
+        config = config.replace(num_warps=warps)
+        return self._shrink_dot_tiles(config) if self.has_dot else config
+
+    def _shrink_dot_tiles(self, config: Config) -> Config:
+        """Halve a dot kernel's largest grid block (down to a warpgroup's 64 rows) while values
+        still spill at its warps: warps past 8 do not spread wgmma accumulators (a warpgroup
+        owns 64 rows), smaller tiles do. An attention backward's dk/dv loop at 128 keys x 64
+        queries, d 128: 32 warps spilled 952 B a thread (cross-compiled for sm_90), 64 x 64 at
+        8 warps 210 registers and none."""
+        warps = config.num_warps or 4
+        while predicted_registers(self, config, warps).spills:
+            blocks = list(config.block_sizes)
+            grid = [s for slots in self.grid_slots for s in slots if blocks[s] > WGMMA_TILE_ROWS]
+            if not grid:
+                break
+            slot = max(grid, key=lambda s: blocks[s])
+            blocks[slot] //= 2
+            config = config.replace(block_sizes=blocks)
+        return config
 
     def _fill_device(self, blocks: list[int]) -> list[int]:
         """Halve a device loop's largest grid block while its grid has fewer programs than the

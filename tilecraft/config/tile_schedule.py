@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from tilecraft.config.plan import Plan
 from tilecraft.ir.nodes import DeviceLoop
-from tilecraft.ir.tile_work import growing_dims, tile_trips
+from tilecraft.ir.tile_work import tile_trips, work_trends
 
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
@@ -66,11 +66,11 @@ def uneven_work(
     """Work of each program of device loop ``index`` in launch order, ``steps`` turning one
     tile's inner-loop trips into time; None where the tiles do equal work (or it is unknown)."""
     loop = spec.loops[index]
-    dims = growing_dims(loop)
+    trends = work_trends(loop)
     counts = tile_counts(loop, plan)
-    if len(dims) != 1 or counts is None or math.prod(counts) > MAX_SIMULATED_TILES:
+    if len(trends) != 1 or counts is None or math.prod(counts) > MAX_SIMULATED_TILES:
         return None
-    d = dims[0]
+    ((d, trend),) = trends.items()
     trips = tile_trips(loop, d, plan.block(loop.grid_syms[d]))
     if trips is None:
         return None
@@ -84,7 +84,8 @@ def uneven_work(
     out = []
     for v in range(math.prod(counts)):
         i = launch_tile(v, counts, order, group)[d]
-        out.append(float(per_tile[last - i]))  # type: ignore[arg-type]
+        tile = last - i if trend > 0 else i  # growing dims are walked longest first
+        out.append(float(per_tile[tile]))  # type: ignore[arg-type]
     return out
 
 

@@ -8,6 +8,7 @@ the hardware hands the next waiting program to the first SM that frees up, so wa
 in descending order (longest first) leaves only short programs for the tail; walking it in
 ascending order leaves the longest programs for last, most SMs idle while they run. Codegen
 reverses the dims :func:`growing_dims` names; the pipeline cost model takes the per-tile work
+of any dim with unequal tiles (:func:`work_trends`: an attention backward's key blocks shrink)
 from :func:`inner_trips` to price a static (persistent) assignment against the hardware's.
 
 Bounds are evaluated from the IR: integers, ``tile.begin`` / ``tile.end`` / ``tile.id`` of the
@@ -79,10 +80,11 @@ def _tile(sym: Sym, index: int, block: int, extent: int | None) -> tuple[int, in
     return begin, end, index
 
 
-def growing_dims(loop: DeviceLoop) -> list[int]:
-    """Grid dims whose later tiles run longer inner loops (their first tile's work is less than a
-    far tile's), every inner loop's work known at both."""
-    out = []
+def work_trends(loop: DeviceLoop) -> dict[int, int]:
+    """Grid dims whose tiles run inner loops of different lengths: +1 where later tiles run
+    longer, -1 where they run shorter (a far tile's work against the first's), every inner
+    loop's work known at both."""
+    out = {}
     for d, sym in enumerate(loop.grid_syms):
         if not isinstance(sym.begin, int):
             continue
@@ -92,11 +94,18 @@ def growing_dims(loop: DeviceLoop) -> list[int]:
             continue
         first_trips = inner_trips(loop, d, _tile(sym, 0, 1, extent))
         last_trips = inner_trips(loop, d, _tile(sym, last, 1, extent))
-        if None in first_trips or None in last_trips:
+        known_first = [t for t in first_trips if t is not None]
+        known_last = [t for t in last_trips if t is not None]
+        if len(known_first) < len(first_trips) or len(known_last) < len(last_trips):
             continue
-        if sum(last_trips) > sum(first_trips):  # type: ignore[arg-type]
-            out.append(d)
+        if sum(known_last) != sum(known_first):
+            out[d] = 1 if sum(known_last) > sum(known_first) else -1
     return out
+
+
+def growing_dims(loop: DeviceLoop) -> list[int]:
+    """Grid dims whose later tiles run longer inner loops (:func:`work_trends`)."""
+    return [d for d, trend in work_trends(loop).items() if trend > 0]
 
 
 def tile_trips(loop: DeviceLoop, dim: int, block: int) -> list[list[int | None]] | None:
@@ -108,4 +117,4 @@ def tile_trips(loop: DeviceLoop, dim: int, block: int) -> list[list[int | None]]
     return [inner_trips(loop, dim, _tile(sym, i, block, sym.extent)) for i in range(count)]
 
 
-__all__ = ["bound_value", "growing_dims", "inner_loops", "inner_trips", "tile_trips"]
+__all__ = ["bound_value", "growing_dims", "inner_loops", "inner_trips", "tile_trips", "work_trends"]
