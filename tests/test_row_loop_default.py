@@ -49,3 +49,33 @@ def test_a_grid_without_an_inner_loop_is_unchanged() -> None:
 def test_the_new_default_computes_the_same_in_the_interpreter() -> None:
     x = torch.randn(6, 300)
     torch.testing.assert_close(online_softmax(x), torch.softmax(x, dim=-1))
+
+
+@tc.kernel(static_shapes=True)
+def logsumexp_middle(x: torch.Tensor) -> torch.Tensor:
+    """logsumexp over the middle dim of [b, t, h]: the reduced dim is strided, h contiguous."""
+    b, t, h = x.size()
+    out = torch.empty([b, h], dtype=torch.float32, device=x.device)
+    for tb, th in tc.tile([b, h]):
+        xt = x[tb, :, th].to(torch.float32)
+        mx = torch.amax(xt, dim=1)
+        out[tb, th] = mx + torch.log(torch.sum(torch.exp(xt - mx[:, None, :]), dim=1))
+    return out
+
+
+def test_a_strided_whole_reduction_is_looped_before_rows_narrow() -> None:
+    """[16, 4096, 1024] bf16: the whole 4096-long reduction with 32 columns is over the
+    register budget. The default used to narrow the contiguous block to 2 columns (4 bytes of
+    each 32-byte sector read); now it keeps 64 bytes of each row and loops the reduction."""
+    x = torch.empty(16, 4096, 1024, dtype=torch.bfloat16, device="meta")
+    config = _default(logsumexp_middle, x)
+    assert config.block_sizes[1] * 2 >= 64
+    assert config.reduction_loops[0] is not None and config.reduction_loops[0] < 4096
+
+
+def test_a_looped_strided_reduction_computes_logsumexp() -> None:
+    x = torch.randn(3, 700, 40)
+    bound = logsumexp_middle.bind((x,))
+    config = tc.Config(block_sizes=[1, 32], reduction_loops=[128])
+    got = bound.run(bound.compile_config(config), x)
+    torch.testing.assert_close(got, torch.logsumexp(x, 1), rtol=1e-5, atol=1e-5)

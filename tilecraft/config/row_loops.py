@@ -23,7 +23,7 @@ latency per iteration, so its default is:
 * **Warps from the tile**: enough threads that each holds ``ROW_ELEMS_PER_THREAD`` elements
   (8192 -> 16 warps on NVIDIA, 8 wave64s on AMD), at least 4, but no more threads along a row
   than give each ``VECTOR_BYTES`` of it; more if the resource model still predicts spills
-  (``ConfigSpec._spread_live_values``).
+  (``config/tile_budget.spread_live_values``).
 
 Measured on the H200 (bf16, ms; benchmarks/results/row_loops.md and issue 11's quick runs): two-pass
 softmax 8192^2 0.155 at 32 rows x 256, 0.083 at 1 x 4096 / 4 warps, 0.072 at 1 x 8192 / 16 warps;

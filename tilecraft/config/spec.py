@@ -15,7 +15,7 @@ import warnings
 from typing import Any
 
 from tilecraft import settings
-from tilecraft.config import flags, occupancy, row_loops, split
+from tilecraft.config import flags, occupancy, row_loops, split, tile_budget
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.dims import BlockSpec, ReductionSpec, ValueShape, cdiv
@@ -41,8 +41,6 @@ from tilecraft.targets.target import Target, filter_launch_options
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
-DOT_MAX_WARPS = 8  # two warpgroups: more do not spread a dot kernel's accumulators
-WGMMA_TILE_ROWS = 64  # a warpgroup's rows of a wgmma accumulator: dot tiles shrink to it
 RANDOM_ELEMS_PER_THREAD = 256
 # elements per thread of the largest tile: explicit configs above this are shrunk, and the tuner
 # skips candidates above it (Triton's compiler runs for many minutes on such tiles)
@@ -228,12 +226,14 @@ class ConfigSpec:
         # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits; a row
         # loop's tile is sized by its own rule (config/row_loops.py)
         budget = REGISTER_BUDGET * (2 if self.has_dot else 1)
-        config = self._shrink_to(config, max([budget, *row_loops.row_tiles(self, config)]))
+        config = tile_budget.shrink_to(
+            self, config, max([budget, *row_loops.row_tiles(self, config)])
+        )
         stages = 3 if self.has_dot else 1
         tunables = {name: choices[0] for name, choices in self.tunables.items()}
         config = config.replace(num_stages=stages, **tunables)
         config = occupancy.fit_occupancy(self, config, self._warps_for)
-        config = self._spread_live_values(config)
+        config = tile_budget.spread_live_values(self, config)
         config = row_loops.fit_registers(self, config, self._settle_warps)
         # a grid under one wave of resident programs (by these warps and the registers they
         # need): split its inner loop (config/split.py)
@@ -242,7 +242,9 @@ class ConfigSpec:
 
     def _settle_warps(self, config: Config) -> Config:
         """``config`` with the default's warps for its (changed) tiles."""
-        return self._spread_live_values(config.replace(num_warps=self._warps_for(config)))
+        return tile_budget.spread_live_values(
+            self, config.replace(num_warps=self._warps_for(config))
+        )
 
     def _warps_for(self, config: Config) -> int:
         """The default's warps for ``config``'s tiles: by the largest tile's elements, or for a
@@ -250,37 +252,6 @@ class ConfigSpec:
         largest, _ = self.largest_value(config)
         by_tile = 4 if largest <= 4096 else 8 if largest <= 16384 else 16
         return max(by_tile, row_loops.row_warps(self, config) or 1)
-
-    def _spread_live_values(self, config: Config) -> Config:
-        """More warps while the resource model predicts that the values live at once exceed a
-        thread's registers (up to the target's limit; 8 for dot kernels, whose tiles shrink
-        instead): each thread then holds a smaller share of every live tile. (The seed-000 kernel's default at 4608x40920 took 6.1 ms at 16 warps
-        on an H200 and 3.0 ms at 32, both spilling.)"""
-        warps = config.num_warps or 4
-        most = min(self.target.max_warps, DOT_MAX_WARPS) if self.has_dot else self.target.max_warps
-        while warps < most:
-            if not predicted_registers(self, config.replace(num_warps=warps), warps).spills:
-                break
-            warps *= 2
-        config = config.replace(num_warps=warps)
-        return self._shrink_dot_tiles(config) if self.has_dot else config
-
-    def _shrink_dot_tiles(self, config: Config) -> Config:
-        """Halve a dot kernel's largest grid block (down to a warpgroup's 64 rows) while values
-        still spill at its warps: warps past 8 do not spread wgmma accumulators (a warpgroup
-        owns 64 rows), smaller tiles do. An attention backward's dk/dv loop at 128 keys x 64
-        queries, d 128: 32 warps spilled 952 B a thread (cross-compiled for sm_90), 64 x 64 at
-        8 warps 210 registers and none."""
-        warps = config.num_warps or 4
-        while predicted_registers(self, config, warps).spills:
-            blocks = list(config.block_sizes)
-            grid = [s for slots in self.grid_slots for s in slots if blocks[s] > WGMMA_TILE_ROWS]
-            if not grid:
-                break
-            slot = max(grid, key=lambda s: blocks[s])
-            blocks[slot] //= 2
-            config = config.replace(block_sizes=blocks)
-        return config
 
     def _fill_device(self, blocks: list[int]) -> list[int]:
         """Halve a device loop's largest grid block while its grid has fewer programs than the
@@ -323,30 +294,6 @@ class ConfigSpec:
             want = 32
         return max(b.lo, min(want, b.hi))
 
-    def _shrink_to(self, config: Config, budget: int) -> Config:
-        """Halve the largest block (or rolled-reduction chunk) of the largest tile until every
-        tile has at most ``budget`` elements (or nothing can shrink)."""
-        blocks = list(config.block_sizes)
-        chunks = list(config.reduction_loops)
-        while True:
-            current = Config(
-                **{**config.to_dict(), "block_sizes": blocks, "reduction_loops": chunks}
-            )
-            largest, value = self.largest_value(current)
-            if largest <= budget or value is None:
-                return current
-            candidates = [
-                d[1] for d in value.dims if d[0] == "b" and blocks[d[1]] > self.blocks[d[1]].lo
-            ]
-            rolled = [d[1] for d in value.dims if d[0] == "r" and (chunks[d[1]] or 0) > 16]
-            if candidates:
-                slot = max(candidates, key=lambda s: blocks[s])
-                blocks[slot] //= 2
-            elif rolled:
-                chunks[rolled[0]] = (chunks[rolled[0]] or 32) // 2
-            else:
-                return current
-
     def random(self, rng: _random.Random) -> Config:
         """A random config from the space, normalized (oversize tiles are shrunk)."""
         blocks = [
@@ -374,7 +321,9 @@ class ConfigSpec:
         # Very large per-thread tiles make Triton's compiler run for many minutes (seed 000's
         # "hang"): a random config keeps every tile within RANDOM_ELEMS_PER_THREAD per thread.
         budget = min(1 << 16, (config.num_warps or 4) * 32 * RANDOM_ELEMS_PER_THREAD)
-        config = self._fit_registers(self._fit_shared_memory(self._shrink_to(config, budget)))
+        config = self._fit_registers(
+            self._fit_shared_memory(tile_budget.shrink_to(self, config, budget))
+        )
         if config.pid_type == "flat" and rng.random() < 0.5:
             config = config.replace(split_reductions=split.random_splits(self, config, rng))
         config = config.replace(**flags.random_flags(self, config, rng))
@@ -427,7 +376,7 @@ class ConfigSpec:
                 config = config.replace(num_stages=(config.num_stages or 1) - 1)
                 continue
             largest, value = self.largest_value(config)
-            shrunk = self._shrink_to(config, max(largest // 2, 1))
+            shrunk = tile_budget.shrink_to(self, config, max(largest // 2, 1))
             if shrunk == config:
                 return config
             config = shrunk
@@ -552,7 +501,9 @@ class ConfigSpec:
             16, self.target.max_warps
         ):
             warps *= 2  # more threads first: it does not change what the kernel computes
-        fitted = self._shrink_to(config, min(MAX_NUMEL, warps * 32 * HARD_ELEMS_PER_THREAD))
+        fitted = tile_budget.shrink_to(
+            self, config, min(MAX_NUMEL, warps * 32 * HARD_ELEMS_PER_THREAD)
+        )
         largest, _ = self.largest_value(fitted)
         while largest > warps * 32 * HARD_ELEMS_PER_THREAD and warps < self.target.max_warps:
             warps *= 2

@@ -1,0 +1,101 @@
+"""Fitting a config's tiles to what a thread can hold (stage: config; in: a ConfigSpec and a
+config; out: the config with blocks halved, reduction dims looped or warps added).
+
+The heuristic default starts from preferred tiles and brings them within budget here: the largest
+tile value within an element budget (:func:`shrink_to`), then enough warps that the values the
+resource model predicts live at once fit a thread's registers (:func:`spread_live_values`); a dot
+kernel stops at 8 warps and shrinks its tiles instead (:func:`shrink_dot_tiles`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tilecraft.config.config import Config
+from tilecraft.config.resolve import predicted_registers
+
+if TYPE_CHECKING:
+    from tilecraft.config.spec import ConfigSpec
+
+DOT_MAX_WARPS = 8  # two warpgroups: more do not spread a dot kernel's accumulators
+WGMMA_TILE_ROWS = 64  # a warpgroup's rows of a wgmma accumulator: dot tiles shrink to it
+
+
+def spread_live_values(spec: ConfigSpec, config: Config) -> Config:
+    """More warps while the resource model predicts that the values live at once exceed a
+    thread's registers (up to the target's limit; 8 for dot kernels, whose tiles shrink
+    instead): each thread then holds a smaller share of every live tile. (The seed-000
+    kernel's default at 4608x40920 took 6.1 ms at 16 warps on an H200 and 3.0 ms at 32, both
+    spilling.)"""
+    warps = config.num_warps or 4
+    most = min(spec.target.max_warps, DOT_MAX_WARPS) if spec.has_dot else spec.target.max_warps
+    while warps < most:
+        if not predicted_registers(spec, config.replace(num_warps=warps), warps).spills:
+            break
+        warps *= 2
+    config = config.replace(num_warps=warps)
+    return shrink_dot_tiles(spec, config) if spec.has_dot else config
+
+
+def shrink_dot_tiles(spec: ConfigSpec, config: Config) -> Config:
+    """Halve a dot kernel's largest grid block (down to a warpgroup's 64 rows) while values
+    still spill at its warps: warps past 8 do not spread wgmma accumulators (a warpgroup
+    owns 64 rows), smaller tiles do. An attention backward's dk/dv loop at 128 keys x 64
+    queries, d 128: 32 warps spilled 952 B a thread (cross-compiled for sm_90), 64 x 64 at
+    8 warps 210 registers and none."""
+    warps = config.num_warps or 4
+    while predicted_registers(spec, config, warps).spills:
+        blocks = list(config.block_sizes)
+        grid = [s for slots in spec.grid_slots for s in slots if blocks[s] > WGMMA_TILE_ROWS]
+        if not grid:
+            break
+        slot = max(grid, key=lambda s: blocks[s])
+        blocks[slot] //= 2
+        config = config.replace(block_sizes=blocks)
+    return config
+
+
+def shrink_to(spec: ConfigSpec, config: Config, budget: int) -> Config:
+    """Halve the largest block (or rolled-reduction chunk) of the largest tile until every
+    tile has at most ``budget`` elements (or nothing can shrink). A contiguous block keeps
+    ``MIN_SEGMENT_BYTES`` of each row while a whole reduction dim of the tile can be looped
+    instead: a logsumexp over the middle dim of [16, 4096, 1024] bf16 shrank its contiguous
+    block to 2 columns (4 of every 32 bytes read used) rather than loop over the 4096."""
+    blocks = list(config.block_sizes)
+    chunks = list(config.reduction_loops)
+    while True:
+        current = Config(**{**config.to_dict(), "block_sizes": blocks, "reduction_loops": chunks})
+        largest, value = spec.largest_value(current)
+        if largest <= budget or value is None:
+            return current
+        grid = [d[1] for d in value.dims if d[0] == "b" and blocks[d[1]] > spec.blocks[d[1]].lo]
+        above_floor = [s for s in grid if blocks[s] > _segment_floor(spec, s)]
+        rolled = [d[1] for d in value.dims if d[0] == "r" and (chunks[d[1]] or 0) > 16]
+        whole = [d[1] for d in value.dims if d[0] == "r" and _may_roll(spec, d[1], chunks)]
+        if above_floor:
+            slot = max(above_floor, key=lambda s: blocks[s])
+            blocks[slot] //= 2
+        elif rolled:
+            chunks[rolled[0]] = (chunks[rolled[0]] or 32) // 2
+        elif whole:
+            chunks[whole[0]] = spec.reductions[whole[0]].full // 2
+        elif grid:
+            slot = max(grid, key=lambda s: blocks[s])
+            blocks[slot] //= 2
+        else:
+            return current
+
+
+def _segment_floor(spec: ConfigSpec, slot: int) -> int:
+    """The least a contiguous loaded block shrinks to before a reduction is looped."""
+    b = spec.blocks[slot]
+    return b.segment_floor if b.contiguous and b.load_itemsize and not b.dot_role else b.lo
+
+
+def _may_roll(spec: ConfigSpec, slot: int, chunks: list[int | None]) -> bool:
+    """Whether reduction dim ``slot`` is whole and may be looped in chunks by the default."""
+    r = spec.reductions[slot]
+    return chunks[slot] is None and r.loopable and not r.homes and r.full > 32
+
+
+__all__ = ["DOT_MAX_WARPS", "shrink_dot_tiles", "shrink_to", "spread_live_values"]
