@@ -131,3 +131,36 @@ def test_each_chunk_loop_reads_the_loads_its_values_need() -> None:
     reads = chunk_loop_loads(body, row)
     names = {p: sorted(n.attrs["tensor"].name for n in loads) for p, loads in reads.items()}
     assert names == {0: ["x"], 1: ["weight", "x"]}
+
+
+def _fp32_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    _, n = b.size()
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            acc = tc.dot(a[tm, tk], b[tk, tn], acc=acc)
+        out[tm, tn] = acc
+    return out
+
+
+def test_fp32_ieee_dots_hold_their_operands_in_registers() -> None:
+    """fp32 operands with input_precision="ieee" run on the FMA units with operand slices in
+    registers (sm_90 ptxas, 8 warps: 128x128x32 176 registers, 128x128x64 spills 856 B,
+    128x256x64 3160 B). The model counts them, so the default does not spill; tf32 (wgmma)
+    does not pay them."""
+    args = (torch.empty(4096, 4096, device="meta"), torch.empty(4096, 4096, device="meta"))
+    ieee = tc.kernel(_fp32_matmul, static_shapes=True, dot_precision="ieee")
+    tf32 = tc.kernel(_fp32_matmul, static_shapes=True, dot_precision="tf32")
+    spec = _spec(ieee, *args)
+
+    def regs(s: ConfigSpec, m: int, n: int, k: int) -> int:
+        config = tc.Config(block_sizes=[m, n, k], num_warps=8, num_stages=2)
+        return predicted_registers(s, config, 8).per_thread
+
+    assert 160 <= regs(spec, 128, 128, 32) <= 200  # ptxas 176
+    assert regs(spec, 128, 128, 64) > 255 and regs(spec, 128, 256, 64) > 255  # both spill
+    assert regs(_spec(tf32, *args), 128, 128, 64) < regs(spec, 128, 128, 64)
+    default = spec.default()
+    assert not predicted_registers(spec, default, default.num_warps or 4).spills

@@ -232,6 +232,7 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
     specialized = any(config.range_warp_specializes)
     threads = compute_threads(spec.target, warps, specialized)
     file = consumer_register_file(spec.target, warps, specialized)
+    fma = spec.target.backend == "cuda" and dot_precision(spec.target, spec.dot_precision) == "ieee"
     estimates = [
         predict_registers(
             loop,
@@ -242,6 +243,7 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
                 isinstance(d, Sym) and d.kind is SymKind.RDIM and _chunk(d, chunks) is not None
             ),
             held=lambda node: _held_registers(node, config, threads),
+            fma_dots=fma,
         )
         for loop in spec.loops
     ]

@@ -41,12 +41,17 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable
 
+import torch
+
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
 from tilecraft.ir.phases import chunk_loop_loads, phases
 
 BASE_REGISTERS = (
     24  # pointers, program ids, loop counters, offsets: measured floor of small kernels
 )
+# an fp32 FMA dot holds operand slices as large as its accumulator per 32 of K (sm_90, fp32
+# matmul 128x128 at 8 warps: K 16 -> 168 registers, 32 -> 176, 64 -> 255 and 856 B spilled)
+FMA_K_STEP = 32
 MAX_REGISTERS = 255  # per thread on NVIDIA GPUs (and the VGPR budget we assume elsewhere)
 _NO_VALUE = (Op.STORE,)
 _ELEMENTWISE = (Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE)
@@ -86,12 +91,17 @@ def predict_registers(
     register_file: int,
     looped: Callable[[Sym], bool] = lambda sym: False,
     held: Callable[[Node], float] = lambda loop: 0.0,
+    fma_dots: bool = False,
 ) -> RegisterEstimate:
     """Peak live registers per thread of ``loop`` with blocks from ``block_of``; ``looped``: the
     reduction dims processed in chunks (a rolled reduction keeps a chunk-wide accumulator through
     its chunk loop; a carried value on such a dim lives in memory, not in registers); ``held``:
     registers per thread a codegen strategy keeps through a LOOP node beyond its IR values (a
-    deferred sum's tile accumulator, chunks-outer accumulators)."""
+    deferred sum's tile accumulator, chunks-outer accumulators); ``fma_dots``: fp32 dots run on
+    the FMA units (``input_precision="ieee"`` on NVIDIA), whose operands are held in registers
+    as slices as large as the accumulator per ``FMA_K_STEP`` of K while the dot runs
+    (cross-compiled for sm_90, an fp32 matmul 128x128x32 at 8 warps: 176 registers for a
+    64-register accumulator)."""
     order = _thread_order(loop, block_of)
     # a loop with tl.dot computes in MMA layouts: each warp owns 8-row groups of the output, so
     # rows spread over the warps first (a row vector such as softmax's running max is a few
@@ -110,6 +120,18 @@ def predict_registers(
     streams = any(n.op in _STREAMED_INTO for n in loop.walk())
     from_indices = _index_values(loop)
     events: list[tuple[int, float, Node]] = []
+
+    def value_cost(node: Node) -> float:
+        # a value on the parent's dims is a slice of its layout (a row reduction result is held
+        # by every thread along the reduced dim); another gets a layout of its own
+        dims = [d for d in node.shape if isinstance(d, Sym)]
+        spread = (
+            parent
+            if all(id(d) in parent for d in dims)
+            else _threads_per_dim(dims, block_of, threads, mma_rows)
+        )
+        return _per_thread(node, block_of, spread) * _registers_per_element(node)
+
     for node, loop_end in _values(loop.body, loop_spans):
         if id(node) in in_place or node.id in from_indices:
             # a carried value's next value reuses its registers (acc = acc + ...); a mask such
@@ -127,17 +149,17 @@ def predict_registers(
         dims = [d for d in node.shape if isinstance(d, Sym)]
         if node.op is Op.CARRY and any(looped(d) for d in dims):
             continue  # kept in its output row (ir/carried_homes.py)
-        # a value on the parent's dims is a slice of its layout (a row reduction result is held
-        # by every thread along the reduced dim); another gets a layout of its own
-        spread = (
-            parent
-            if all(id(d) in parent for d in dims)
-            else _threads_per_dim(dims, block_of, threads, mma_rows)
-        )
-        cost = _per_thread(node, block_of, spread) * _registers_per_element(node)
+        cost = value_cost(node)
         start = positions[node.id]
         end = max(last_use.get(node.id, start), loop_end)
         events += [(start, cost, node), (end + 1, -cost, node)]
+    for node in loop.walk() if fma_dots else ():
+        if node.op is Op.DOT and all(i.dtype == torch.float32 for i in node.inputs[:2]):
+            k = node.inputs[0].shape[-1]
+            k_block = block_of(k) if isinstance(k, Sym) else int(k)
+            start = positions[node.id]
+            cost = value_cost(node) * max(1.0, k_block / FMA_K_STEP)
+            events += [(start, cost, node), (start + 1, -cost, node)]
     for nodes in _blocks(loop.body):
         accumulators = _rolled_accumulators(nodes, looped, block_of, parent, threads, mma_rows)
         if accumulators is not None:
