@@ -153,13 +153,8 @@ def predict_registers(
         start = positions[node.id]
         end = max(last_use.get(node.id, start), loop_end)
         events += [(start, cost, node), (end + 1, -cost, node)]
-    for node in loop.walk() if fma_dots else ():
-        if node.op is Op.DOT and all(i.dtype == torch.float32 for i in node.inputs[:2]):
-            k = node.inputs[0].shape[-1]
-            k_block = block_of(k) if isinstance(k, Sym) else int(k)
-            start = positions[node.id]
-            cost = value_cost(node) * max(1.0, k_block / FMA_K_STEP)
-            events += [(start, cost, node), (start + 1, -cost, node)]
+    if fma_dots:
+        events += _fma_operand_events(loop, positions, block_of, value_cost)
     for nodes in _blocks(loop.body):
         accumulators = _rolled_accumulators(nodes, looped, block_of, parent, threads, mma_rows)
         if accumulators is not None:
@@ -171,17 +166,41 @@ def predict_registers(
         if extra:
             _, last = loop_spans[node.id]
             events += [(positions[node.id], extra, node), (last + 1, -extra, node)]
-    events.sort(key=lambda e: (e[0], e[1]))
-    live = peak = 0.0
-    peak_node: Node | None = None
-    for _, delta, node in events:
-        live += delta
-        if live > peak:
-            peak, peak_node = live, node
+    peak, peak_node = _peak(events)
     loc = peak_node.loc.short if peak_node is not None and peak_node.loc else ""
     return RegisterEstimate(
         BASE_REGISTERS + math.ceil(peak), register_limit(threads, register_file), loc
     )
+
+
+def _peak(events: list[tuple[int, float, Node]]) -> tuple[float, Node | None]:
+    """The most registers live at once over ``(position, +/- registers, value)`` events, and the
+    value whose definition reached it."""
+    live = peak = 0.0
+    peak_node: Node | None = None
+    for _, delta, node in sorted(events, key=lambda e: (e[0], e[1])):
+        live += delta
+        if live > peak:
+            peak, peak_node = live, node
+    return peak, peak_node
+
+
+def _fma_operand_events(
+    loop: DeviceLoop,
+    positions: dict[int, int],
+    block_of: Callable[[Sym], int],
+    value_cost: Callable[[Node], float],
+) -> list[tuple[int, float, Node]]:
+    """The operand slices of each fp32 FMA dot, live while it runs: its accumulator's registers
+    per ``FMA_K_STEP`` of its K block."""
+    events: list[tuple[int, float, Node]] = []
+    for node in loop.walk():
+        if node.op is Op.DOT and all(i.dtype == torch.float32 for i in node.inputs[:2]):
+            k = node.inputs[0].shape[-1]
+            k_block = block_of(k) if isinstance(k, Sym) else int(k)
+            cost = value_cost(node) * max(1.0, k_block / FMA_K_STEP)
+            events += [(positions[node.id], cost, node), (positions[node.id] + 1, -cost, node)]
+    return events
 
 
 _INDEX_LEAVES = (
