@@ -10,6 +10,7 @@ import tilecraft as tc
 from examples.rms_norm import rms_norm_bwd
 from examples.softmax import softmax
 from tilecraft.config.resolve import predicted_registers
+from tilecraft.config.resources import predict_registers
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
@@ -164,3 +165,35 @@ def test_fp32_ieee_dots_hold_their_operands_in_registers() -> None:
     assert regs(_spec(tf32, *args), 128, 128, 64) < regs(spec, 128, 128, 64)
     default = spec.default()
     assert not predicted_registers(spec, default, default.num_warps or 4).spills
+
+
+def test_amd_mfma_lanes_hold_more_rows_of_a_row_vector() -> None:
+    """A 32x32 MFMA spreads a wave's accumulator rows over 2 lane groups (NVIDIA's mma over 8),
+    so each lane holds 16 rows of attention's running max and sum: gfx942 compiles the
+    attention example at 128x64 / 8 warps to 190 VGPRs (the model said 101 with NVIDIA's
+    groups, 136 now). Pointwise kernels are unchanged."""
+    from examples.attention import attention
+
+    q = torch.empty(64, 4096, 128, dtype=torch.bfloat16, device="meta")
+    config = tc.Config(block_sizes=[128, 64], num_warps=8, num_stages=1)
+
+    def regs(target: str, kernel: tc.Kernel, *args: object) -> int:
+        bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=Target.parse(target))
+        return predicted_registers(bound.config_spec, config, 8).per_thread
+
+    hip = regs("hip:gfx942", attention, q, q, q, False)
+    assert 130 <= hip <= 200
+    # the groups only matter where the loop has a dot: softmax's row vectors keep their cost
+    (loop,) = _spec(softmax, _bf16(64, 4096)).loops
+    costs = {
+        groups: predict_registers(
+            loop,
+            lambda sym: 4 if sym.index == 0 else 4096,
+            512,
+            65536,
+            mma_row_groups=groups,
+            warp_size=64,
+        ).per_thread
+        for groups in (2, 8)
+    }
+    assert costs[2] == costs[8]

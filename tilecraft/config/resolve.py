@@ -17,7 +17,12 @@ import torch
 from tilecraft.config.config import Config
 from tilecraft.config.pipelines import compute_threads, consumer_register_file
 from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, sym_block
-from tilecraft.config.resources import RegisterEstimate, predict_registers
+from tilecraft.config.resources import (
+    MFMA_ROW_GROUPS,
+    MMA_ROW_GROUPS,
+    RegisterEstimate,
+    predict_registers,
+)
 from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX, outer_tile
 from tilecraft.ir.deferred_sums import MAX_ELEMS_PER_THREAD, deferrable_sums, summed
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind
@@ -244,6 +249,8 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
             ),
             held=lambda node: _held_registers(node, config, threads),
             fma_dots=fma,
+            mma_row_groups=MFMA_ROW_GROUPS if spec.target.backend == "hip" else MMA_ROW_GROUPS,
+            warp_size=spec.target.warp_size,
         )
         for loop in spec.loops
     ]

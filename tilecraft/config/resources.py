@@ -52,6 +52,10 @@ BASE_REGISTERS = (
 # an fp32 FMA dot holds operand slices as large as its accumulator per 32 of K (sm_90, fp32
 # matmul 128x128 at 8 warps: K 16 -> 168 registers, 32 -> 176, 64 -> 255 and 856 B spilled)
 FMA_K_STEP = 32
+# groups of accumulator rows one warp's lanes hold apart: a row vector in an MMA layout costs
+# rows / (warps x groups) registers a lane (NVIDIA mma: 8; AMD 32x32 MFMA: 2)
+MMA_ROW_GROUPS = 8
+MFMA_ROW_GROUPS = 2
 MAX_REGISTERS = 255  # per thread on NVIDIA GPUs (and the VGPR budget we assume elsewhere)
 _NO_VALUE = (Op.STORE,)
 _ELEMENTWISE = (Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE)
@@ -92,6 +96,8 @@ def predict_registers(
     looped: Callable[[Sym], bool] = lambda sym: False,
     held: Callable[[Node], float] = lambda loop: 0.0,
     fma_dots: bool = False,
+    mma_row_groups: int = MMA_ROW_GROUPS,
+    warp_size: int = 32,
 ) -> RegisterEstimate:
     """Peak live registers per thread of ``loop`` with blocks from ``block_of``; ``looped``: the
     reduction dims processed in chunks (a rolled reduction keeps a chunk-wide accumulator through
@@ -101,12 +107,15 @@ def predict_registers(
     the FMA units (``input_precision="ieee"`` on NVIDIA), whose operands are held in registers
     as slices as large as the accumulator per ``FMA_K_STEP`` of K while the dot runs
     (cross-compiled for sm_90, an fp32 matmul 128x128x32 at 8 warps: 176 registers for a
-    64-register accumulator)."""
+    64-register accumulator); ``mma_row_groups``: the groups of accumulator rows one warp's
+    lanes hold apart (NVIDIA's mma: 8; AMD's 32x32 MFMA: 2, so each lane holds 16 rows of a
+    row vector: gfx942 attention at 8 warps compiles to 190 VGPRs, 101 predicted with 8)."""
     order = _thread_order(loop, block_of)
-    # a loop with tl.dot computes in MMA layouts: each warp owns 8-row groups of the output, so
+    # a loop with tl.dot computes in MMA layouts: each warp owns row groups of the output, so
     # rows spread over the warps first (a row vector such as softmax's running max is a few
     # registers, not a whole column of the tile)
-    mma_rows = (threads // 32) * 8 if any(n.op is Op.DOT for n in loop.walk()) else 0
+    has_dot = any(n.op is Op.DOT for n in loop.walk())
+    mma_rows = (threads // warp_size) * mma_row_groups if has_dot else 0
     parent = _threads_per_dim(order, block_of, threads, mma_rows)
     positions, loop_spans = _number(loop.body)
     last_use = _last_uses(loop.body, positions, loop_spans)
