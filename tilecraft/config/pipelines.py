@@ -69,11 +69,11 @@ def warp_specialize_stage_cap(target: Target) -> int | None:
 
 
 def fit_specialized_stages(
-    target: Target, stages: int, specialized: bool, repairs: list[str]
-) -> int:
+    target: Target, stages: int | None, specialized: bool, repairs: list[str]
+) -> int | None:
     """``stages`` within :func:`warp_specialize_stage_cap` where a loop is specialized."""
     cap = warp_specialize_stage_cap(target)
-    if cap is None or stages <= cap or not specialized:
+    if cap is None or stages is None or stages <= cap or not specialized:
         return stages
     repairs.append(
         f"num_stages={stages} with a warp-specialized loop on {target.key}: Triton 3.6 computes "
@@ -309,11 +309,9 @@ def _plain_warps(spec: ConfigSpec, tile: Config, rows: int) -> int:
     wgmma gives each warpgroup 64 rows; 8 for taller tiles, for < 64-row tiles (mma.sync), and
     where 4 warps would spill what 8 hold (an attention backward's two [64, d] accumulators
     beside its [64, 64] scores)."""
-    from tilecraft.config.resolve import predicted_registers  # resolve imports this module
-
     if rows != WGMMA_ROWS:
         return 8
-    fits = not predicted_registers(spec, tile.replace(num_warps=4), 4).spills
+    fits = not spec.predicted(tile.replace(num_warps=4)).spills
     return 4 if fits else 8
 
 

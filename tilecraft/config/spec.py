@@ -204,7 +204,7 @@ class ConfigSpec:
         """Tiles, warps, stages and splits from the IR and the resource model; neutral
         strategies (pointer indexing, flat pids)."""
         config = self._default(chunk_rows=False)
-        if any(r.homes for r in self.reductions) and self._predicted(config).spills:
+        if any(r.homes for r in self.reductions) and self.predicted(config).spills:
             # the whole row and the carried [n] accumulators do not fit even at the most warps:
             # chunk the row, keeping the accumulators in their output rows (ir/carried_homes.py)
             config = row_loops.resident_chunks(
@@ -212,7 +212,7 @@ class ConfigSpec:
             )
         return config
 
-    def _predicted(self, config: Config) -> Any:
+    def predicted(self, config: Config) -> Any:
         return predicted_registers(self, config, config.num_warps or 4)
 
     def _default(self, chunk_rows: bool) -> Config:
@@ -468,7 +468,7 @@ class ConfigSpec:
         )
         specialized = any(fields.get("range_warp_specializes") or ())
         fields["num_stages"] = fit_specialized_stages(
-            self.target, int(fields["num_stages"]), specialized, repairs
+            self.target, fields["num_stages"], specialized, repairs
         )
         for name, choices in self.tunables.items():
             value = config.user_values.get(name, choices[0])
