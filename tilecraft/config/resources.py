@@ -117,17 +117,8 @@ def predict_registers(
     has_dot = any(n.op is Op.DOT for n in loop.walk())
     mma_rows = (threads // warp_size) * mma_row_groups if has_dot else 0
     parent = _threads_per_dim(order, block_of, threads, mma_rows)
-    positions, loop_spans = _number(loop.body)
-    last_use = _last_uses(loop.body, positions, loop_spans)
-    in_place = {id(c.attrs.get("next")) for n in loop.walk() for c in n.attrs.get("carried", [])}
-    barriers = sorted(
-        positions[n.id]
-        for n in loop.walk()
-        if n.op in _BARRIERS
-        and not (n.op is Op.REDUCE and looped(n.inputs[0].shape[n.attrs["axis"]]))
-    )
-    streams = any(n.op in _STREAMED_INTO for n in loop.walk())
-    from_indices = _index_values(loop)
+    program = _program_order(loop, looped)
+    positions, loop_spans = program.positions, program.spans
     events: list[tuple[int, float, Node]] = []
 
     def value_cost(node: Node) -> float:
@@ -142,25 +133,11 @@ def predict_registers(
         return _per_thread(node, block_of, spread) * _registers_per_element(node)
 
     for node, loop_end in _values(loop.body, loop_spans):
-        if id(node) in in_place or node.id in from_indices:
-            # a carried value's next value reuses its registers (acc = acc + ...); a mask such
-            # as ``tn.index[None, :] < n`` is recomputed from the thread's indices where used
+        if not _holds_registers(node, loop_end, program, looped):
             continue
-        rolled = any(looped(d) for d in node.shape if isinstance(d, Sym))
-        if rolled and node.op is Op.LOAD and loop_end == 0:
-            continue  # counted with the chunk loops that read it (_rolled_accumulators)
-        if streams and node.op in _ELEMENTWISE and loop_end == 0:
-            if rolled:
-                continue  # recomputed chunk by chunk in each chunk loop that needs it
-            start, end = positions[node.id], last_use.get(node.id, positions[node.id])
-            if bisect.bisect_right(barriers, start) == bisect.bisect_left(barriers, end):
-                continue  # computed element by element into its users (no barrier between)
-        dims = [d for d in node.shape if isinstance(d, Sym)]
-        if node.op is Op.CARRY and any(looped(d) for d in dims):
-            continue  # kept in its output row (ir/carried_homes.py)
         cost = value_cost(node)
         start = positions[node.id]
-        end = max(last_use.get(node.id, start), loop_end)
+        end = max(program.last_use.get(node.id, start), loop_end)
         events += [(start, cost, node), (end + 1, -cost, node)]
     if fma_dots:
         events += _fma_operand_events(loop, positions, block_of, value_cost)
@@ -180,6 +157,63 @@ def predict_registers(
     return RegisterEstimate(
         BASE_REGISTERS + math.ceil(peak), register_limit(threads, register_file), loc
     )
+
+
+@dataclasses.dataclass
+class _ProgramOrder:
+    """A device loop's values in program order, for liveness."""
+
+    positions: dict[int, int]  # node id -> position
+    spans: dict[int, tuple[int, int]]  # loop node id -> (first, last) position
+    last_use: dict[int, int]  # node id -> position of its last use
+    barriers: list[int]  # sorted positions of ops that need whole tiles
+    streams: bool  # elementwise chains stream into reductions, scans or dots
+    skipped: set[int]  # ids: carried next values (in place), values from tile indices only
+
+
+def _program_order(loop: DeviceLoop, looped: Callable[[Sym], bool]) -> _ProgramOrder:
+    positions, spans = _number(loop.body)
+    barriers = sorted(
+        positions[n.id]
+        for n in loop.walk()
+        if n.op in _BARRIERS
+        and not (n.op is Op.REDUCE and looped(n.inputs[0].shape[n.attrs["axis"]]))
+    )
+    in_place = {id(c.attrs.get("next")) for n in loop.walk() for c in n.attrs.get("carried", [])}
+    from_indices = _index_values(loop)
+    by_id = {id(n) for n in loop.walk() if n.id in from_indices}
+    return _ProgramOrder(
+        positions,
+        spans,
+        _last_uses(loop.body, positions, spans),
+        barriers,
+        any(n.op in _STREAMED_INTO for n in loop.walk()),
+        in_place | by_id,
+    )
+
+
+def _holds_registers(
+    node: Node, loop_end: int, program: _ProgramOrder, looped: Callable[[Sym], bool]
+) -> bool:
+    """Whether ``node`` is a tile of registers of its own (see the module docstring)."""
+    if id(node) in program.skipped:
+        # a carried value's next value reuses its registers (acc = acc + ...); a mask such as
+        # ``tn.index[None, :] < n`` is recomputed from the thread's indices where used
+        return False
+    rolled = any(looped(d) for d in node.shape if isinstance(d, Sym))
+    if rolled and node.op is Op.LOAD and loop_end == 0:
+        return False  # counted with the chunk loops that read it (_rolled_accumulators)
+    if program.streams and node.op in _ELEMENTWISE and loop_end == 0:
+        if rolled:
+            return False  # recomputed chunk by chunk in each chunk loop that needs it
+        start = program.positions[node.id]
+        end = program.last_use.get(node.id, start)
+        if bisect.bisect_right(program.barriers, start) == bisect.bisect_left(
+            program.barriers, end
+        ):
+            return False  # computed element by element into its users (no barrier between)
+    # a carried value on a looped dim is kept in its output row (ir/carried_homes.py)
+    return not (node.op is Op.CARRY and any(looped(d) for d in node.shape if isinstance(d, Sym)))
 
 
 def _peak(events: list[tuple[int, float, Node]]) -> tuple[float, Node | None]:
