@@ -28,10 +28,11 @@ COLUMNS = ["example", "kernel", "shape", "before", "after", "before_ms", "after_
            "max_err"]  # fmt: skip
 
 
-def example_call(
-    module: Any, shape: tuple[int, ...], index: int, device: str
-) -> tuple[Any, tuple[Any, ...]]:
-    """The ``index``-th kernel call that ``module.run`` makes on its inputs for ``shape``."""
+def example_calls(
+    module: Any, shape: tuple[int, ...], device: str
+) -> list[tuple[Any, tuple[Any, ...]]]:
+    """The kernel calls ``module.run`` makes on its inputs for ``shape`` (kernel, arguments).
+    On ``meta`` tensors ref mode may stop early: the calls made until then are returned."""
     dtype = torch.bfloat16 if torch.bfloat16 in module.DTYPES else module.DTYPES[0]
     calls: list[tuple[Any, tuple[Any, ...]]] = []
 
@@ -39,8 +40,19 @@ def example_call(
         calls.append((kernel, args))
         return kernel.run_ref(*args)  # eager: no discovery or tuning of calls not measured
 
-    module.run(module.make_inputs(shape, dtype, device, 0), record)
-    return calls[index]
+    try:
+        module.run(module.make_inputs(shape, dtype, device, 0), record)
+    except Exception:
+        if device != "meta":
+            raise
+    return calls
+
+
+def example_call(
+    module: Any, shape: tuple[int, ...], index: int, device: str
+) -> tuple[Any, tuple[Any, ...]]:
+    """The ``index``-th kernel call that ``module.run`` makes on its inputs for ``shape``."""
+    return example_calls(module, shape, device)[index]
 
 
 def measure(entry: dict[str, Any], device: str = "cuda") -> dict[str, Any]:

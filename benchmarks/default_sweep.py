@@ -1,0 +1,93 @@
+"""Every example's heuristic default, cross-compiled for real targets without a GPU: does it
+compile, fit shared memory, and keep its values in registers?
+
+``python -m benchmarks.default_sweep [--targets cuda:90 hip:gfx942] [--shapes bench|test]
+[--examples NAME ...] [--name N]`` binds each kernel call of each example at its shapes (on meta
+tensors: nothing runs), resolves the default for each target, compiles it with Triton's own
+pipeline (``tools/crosscompile.py``, in worker processes) and writes one row per call: registers
+compiled and predicted, spilled bytes (VGPRs on AMD), shared memory. Exits 1 when a default does
+not compile or needs more shared memory than the target has (its launch would fail); spills are
+reported, not failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import torch
+
+from benchmarks.common import write_results
+from benchmarks.default_change import example_calls
+from examples import EXAMPLES
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
+from tilecraft.tools.crosscompile import CompileJob
+from tilecraft.tools.worker import run_compile_jobs
+
+COLUMNS = ["target", "example", "shape", "call", "kernel", "ok", "registers", "predicted",
+           "spills", "shared", "max_shared", "config", "error"]  # fmt: skip
+
+
+def _cpu(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Meta tensors as empty CPU tensors of the same shapes and strides (binding reads none)."""
+    return tuple(
+        torch.empty_strided(a.shape, a.stride(), dtype=a.dtype)
+        if isinstance(a, torch.Tensor)
+        else a
+        for a in args
+    )
+
+
+def jobs_for(
+    examples: list[str], target: Target, which: str
+) -> tuple[list[CompileJob], list[dict[str, Any]]]:
+    """One compile job (and the start of its row) per device loop of every example call."""
+    jobs, rows = [], []
+    for name in examples:
+        module = EXAMPLES[name]
+        for shape in module.BENCH_SHAPES if which == "bench" else module.TEST_SHAPES:
+            for i, (kernel, args) in enumerate(example_calls(module, shape, "meta")):
+                bound = BoundKernel(kernel, kernel.bind_arguments(_cpu(args), {}), target=target)
+                config = bound.config_spec.default()
+                plan, _, traced, generated = bound.generate(config)
+                for g, loop in zip(generated, traced.loops, strict=True):
+                    jobs.append(CompileJob.of(g, loop, target))
+                    rows.append(
+                        {"target": target.key, "example": name, "call": i,
+                         "shape": "x".join(map(str, shape)), "kernel": kernel.__name__,
+                         "predicted": plan.resources.registers, "config": repr(config)}
+                    )  # fmt: skip
+    return jobs, rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--targets", nargs="+", default=["cuda:90", "hip:gfx942"])
+    parser.add_argument("--shapes", choices=["bench", "test"], default="bench")
+    parser.add_argument("--examples", nargs="*", default=sorted(EXAMPLES))
+    parser.add_argument("--name", default="default_sweep")
+    parser.add_argument("--timeout", type=float, default=3000.0, help="seconds for all compiles")
+    args = parser.parse_args(argv)
+    rows: list[dict[str, Any]] = []
+    for key in args.targets:
+        jobs, started = jobs_for(args.examples, Target.parse(key), args.shapes)
+        for row, report in zip(started, run_compile_jobs(jobs, args.timeout), strict=True):
+            row.update(ok=report.ok and report.fits, registers=report.registers)
+            row.update(spills=report.spills, shared=report.shared_bytes)
+            row.update(max_shared=report.max_shared, error=report.error[:200])
+            rows.append(row)
+    failed = [r for r in rows if not r["ok"]]
+    spilled = [r for r in rows if r["spills"]]
+    notes = f"{len(rows)} defaults: {len(failed)} fail to compile or fit, {len(spilled)} spill"
+    write_results(args.name, rows, COLUMNS, notes, echo=False)
+    print(notes)
+    for r in failed + spilled:
+        print(f"  {r['target']} {r['example']} {r['shape']} #{r['call']} {r['kernel']}: "
+              f"ok={r['ok']} spills={r['spills']} {r['error']}")  # fmt: skip
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

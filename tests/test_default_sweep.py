@@ -1,0 +1,46 @@
+"""benchmarks/default_sweep.py: every example default cross-compiled for real targets; a default
+whose launch would fail (no compile, or more shared memory than the target has) fails the run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import default_sweep
+
+
+@pytest.mark.crosscompile
+def test_sweep_compiles_example_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OUT", str(tmp_path))
+    code = default_sweep.main(
+        ["--examples", "softmax", "--targets", "cuda:90", "hip:gfx942", "--shapes", "test",
+         "--name", "sweep"]
+    )  # fmt: skip
+    rows = json.loads((tmp_path / "sweep.json").read_text())["rows"]
+    assert code == 0 and rows
+    assert {r["target"].rsplit(":", 1)[0] for r in rows} == {"cuda:90", "hip:gfx942"}
+    assert all(r["ok"] and r["registers"] and r["predicted"] for r in rows)
+
+
+def test_a_default_over_shared_memory_fails_the_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reports of compiles that need more shared memory than the target has (their launches
+    would fail): the rows say so and the sweep exits 1; a spill alone is reported, not failed."""
+    from tilecraft.tools.crosscompile import CompileJob, CompileReport
+
+    def reports(jobs: list[CompileJob], _timeout: float) -> list[CompileReport]:
+        over = CompileReport(jobs[0].target, ok=True, shared_bytes=300_000, max_shared=232_448)
+        spill = CompileReport(jobs[0].target, ok=True, shared_bytes=0, registers=255, spills=64)
+        return [over] + [spill] * (len(jobs) - 1)
+
+    monkeypatch.setattr(default_sweep, "run_compile_jobs", reports)
+    monkeypatch.setenv("OUT", str(tmp_path))
+    code = default_sweep.main(
+        ["--examples", "softmax", "--targets", "cuda:90", "--shapes", "test", "--name", "sweep"]
+    )
+    rows = json.loads((tmp_path / "sweep.json").read_text())["rows"]
+    assert code == 1 and not rows[0]["ok"] and rows[0]["shared"] == 300_000
+    assert all(r["ok"] and r["spills"] == 64 for r in rows[1:])
