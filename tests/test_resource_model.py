@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 
 import tilecraft as tc
+from examples.matmul import matmul
 from examples.rms_norm import rms_norm_bwd
 from examples.softmax import softmax
 from tilecraft.config.resolve import predicted_registers
@@ -134,26 +135,14 @@ def test_each_chunk_loop_reads_the_loads_its_values_need() -> None:
     assert names == {0: ["x"], 1: ["weight", "x"]}
 
 
-def _fp32_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.size()
-    _, n = b.size()
-    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
-    for tm, tn in tc.tile([m, n]):
-        acc = tc.zeros([tm, tn], dtype=torch.float32)
-        for tk in tc.tile(k):
-            acc = tc.dot(a[tm, tk], b[tk, tn], acc=acc)
-        out[tm, tn] = acc
-    return out
-
-
 def test_fp32_ieee_dots_hold_their_operands_in_registers() -> None:
     """fp32 operands with input_precision="ieee" run on the FMA units with operand slices in
     registers (sm_90 ptxas, 8 warps: 128x128x32 176 registers, 128x128x64 spills 856 B,
     128x256x64 3160 B). The model counts them, so the default does not spill; tf32 (wgmma)
     does not pay them."""
     args = (torch.empty(4096, 4096, device="meta"), torch.empty(4096, 4096, device="meta"))
-    ieee = tc.kernel(_fp32_matmul, static_shapes=True, dot_precision="ieee")
-    tf32 = tc.kernel(_fp32_matmul, static_shapes=True, dot_precision="tf32")
+    ieee = tc.kernel(matmul.fn, static_shapes=True, dot_precision="ieee")
+    tf32 = tc.kernel(matmul.fn, static_shapes=True, dot_precision="tf32")
     spec = _spec(ieee, *args)
 
     def regs(s: ConfigSpec, m: int, n: int, k: int) -> int:

@@ -39,13 +39,17 @@ class BlockSpec:
     load_itemsize: int = 0  # bytes of the narrowest element loaded along it contiguously
 
     @property
-    def segment_floor(self) -> int:
-        """The least block the default halves this dim to while filling the device: a
-        contiguous one keeps ``MIN_SEGMENT_BYTES`` of each row it loads (dot tiles have rules
-        of their own)."""
+    def row_floor(self) -> int | None:
+        """The least block of a contiguous loaded dim that keeps ``MIN_SEGMENT_BYTES`` of each
+        row it reads (None: not such a dim; dot tiles have rules of their own)."""
         if self.contiguous and self.load_itemsize and not self.dot_role:
             return max(16, MIN_SEGMENT_BYTES // self.load_itemsize)
-        return 16
+        return None
+
+    @property
+    def segment_floor(self) -> int:
+        """The least block the default halves this dim to while filling the device."""
+        return self.row_floor or 16
 
     @property
     def lo(self) -> int:

@@ -290,8 +290,9 @@ def _staged(spec: ConfigSpec, config: Config) -> list[Config]:
     if not any(config.range_warp_specializes) or not store_staging_bytes(spec, staged):
         return [staged]
     freed = _most_stages(spec, _pointer_stores(spec, config))
-    more = freed is not None and (freed.num_stages or 0) > (staged.num_stages or 0)
-    return [freed, staged] if more and freed is not None else [staged]
+    if freed is not None and (freed.num_stages or 0) > (staged.num_stages or 0):
+        return [freed, staged]
+    return [staged]
 
 
 def _pointer_stores(spec: ConfigSpec, config: Config) -> Config:
@@ -410,21 +411,22 @@ def _uneven_steps(
     """:func:`tile_steps` for a grid whose tiles run dot loops of different lengths (causal
     attention): the busiest SM's k-steps under the plan's schedule (config/tile_schedule.py), in
     tiles of the full loop's ``k_steps``; None where the tiles are equal."""
-    loops = inner_loops(spec.loops[index])
+    if not k_steps:
+        return None
     dot_blocks = [
         plan.block(node.attrs["sym"]) if any(n.op is Op.DOT for n in node.body or []) else 0
-        for node in loops
+        for node in inner_loops(spec.loops[index])
     ]
 
     def tile_time(trips: list[int | None]) -> float | None:
         known = [t for t in trips if t is not None]
-        if len(known) < len(trips) or not k_steps:
+        if len(known) < len(trips):
             return None
         steps = sum(-(-t // b) for t, b in zip(known, dot_blocks, strict=True) if b)
         return steps * WS_STEADY_COST if specialized else steps + FILL_STEPS
 
     work = uneven_work(spec, plan, index, tile_time)
-    if work is None or not k_steps:
+    if work is None:
         return None
     fill = FILL_STEPS if specialized else 0.0
     return busiest_sm(work, plan, spec.target.limits.num_sms, fill) / k_steps

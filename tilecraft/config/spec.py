@@ -28,6 +28,7 @@ from tilecraft.config.pipelines import (
 from tilecraft.config.plan import Plan
 from tilecraft.config.plan import extent_hint as _extent_hint
 from tilecraft.config.resolve import build_plan, predicted_registers
+from tilecraft.config.resources import RegisterEstimate
 from tilecraft.config.row_loops import ROW_LOOP_TILE
 from tilecraft.config.space import StrategySpace
 from tilecraft.errors import ConfigError, UnsupportedOpError
@@ -212,7 +213,8 @@ class ConfigSpec:
             )
         return config
 
-    def predicted(self, config: Config) -> Any:
+    def predicted(self, config: Config) -> RegisterEstimate:
+        """The resource model's registers for ``config`` at its own warps."""
         return predicted_registers(self, config, config.num_warps or 4)
 
     def _default(self, chunk_rows: bool) -> Config:

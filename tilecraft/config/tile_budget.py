@@ -69,7 +69,7 @@ def shrink_to(spec: ConfigSpec, config: Config, budget: int) -> Config:
         if largest <= budget or value is None:
             return current
         grid = [d[1] for d in value.dims if d[0] == "b" and blocks[d[1]] > spec.blocks[d[1]].lo]
-        above_floor = [s for s in grid if blocks[s] > _segment_floor(spec, s)]
+        above_floor = [s for s in grid if blocks[s] > (spec.blocks[s].row_floor or 1)]
         rolled = [d[1] for d in value.dims if d[0] == "r" and (chunks[d[1]] or 0) > 16]
         whole = [d[1] for d in value.dims if d[0] == "r" and _may_roll(spec, d[1], chunks)]
         if above_floor:
@@ -84,12 +84,6 @@ def shrink_to(spec: ConfigSpec, config: Config, budget: int) -> Config:
             blocks[slot] //= 2
         else:
             return current
-
-
-def _segment_floor(spec: ConfigSpec, slot: int) -> int:
-    """The least a contiguous loaded block shrinks to before a reduction is looped."""
-    b = spec.blocks[slot]
-    return b.segment_floor if b.contiguous and b.load_itemsize and not b.dot_role else b.lo
 
 
 def _may_roll(spec: ConfigSpec, slot: int, chunks: list[int | None]) -> bool:

@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tilecraft.config.dims import cdiv
 from tilecraft.config.plan import Plan
 from tilecraft.ir.nodes import DeviceLoop
 from tilecraft.ir.tile_work import tile_trips, work_trends
@@ -37,7 +38,7 @@ def tile_counts(loop: DeviceLoop, plan: Plan) -> list[int] | None:
     for sym in loop.grid_syms:
         if not (isinstance(sym.begin, int) and isinstance(sym.extent, int)):
             return None
-        counts.append(max(-(-(sym.extent - sym.begin) // plan.block(sym)), 1))
+        counts.append(max(cdiv(sym.extent - sym.begin, plan.block(sym)), 1))
     return counts
 
 

@@ -92,15 +92,17 @@ def work_trends(loop: DeviceLoop) -> dict[int, int]:
         last = (extent - sym.begin - 1) if extent is not None else _FAR
         if last < 1:
             continue
-        first_trips = inner_trips(loop, d, _tile(sym, 0, 1, extent))
-        last_trips = inner_trips(loop, d, _tile(sym, last, 1, extent))
-        known_first = [t for t in first_trips if t is not None]
-        known_last = [t for t in last_trips if t is not None]
-        if len(known_first) < len(first_trips) or len(known_last) < len(last_trips):
-            continue
-        if sum(known_last) != sum(known_first):
-            out[d] = 1 if sum(known_last) > sum(known_first) else -1
+        first = _total(inner_trips(loop, d, _tile(sym, 0, 1, extent)))
+        later = _total(inner_trips(loop, d, _tile(sym, last, 1, extent)))
+        if first is not None and later is not None and first != later:
+            out[d] = 1 if later > first else -1
     return out
+
+
+def _total(trips: list[int | None]) -> int | None:
+    """The inner loops' trips added up (None: one is unknown)."""
+    known = [t for t in trips if t is not None]
+    return sum(known) if len(known) == len(trips) else None
 
 
 def growing_dims(loop: DeviceLoop) -> list[int]:
