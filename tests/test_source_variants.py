@@ -50,3 +50,29 @@ def test_edits_reach_the_kernel_and_a_dead_edit_is_an_error(
     assert rows["default"]["max_err"] == 0
     assert rows["shifted"]["max_err"] >= 100.0  # the accumulators start at 100: the edit ran
     assert "matches nothing" in rows["no match"]["error"]
+
+
+RECORDED = sorted(
+    p
+    for p in (Path(__file__).resolve().parents[1] / "benchmarks" / "experiments").glob("*.py")
+    if not p.name.startswith("_")
+)
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
+def test_recorded_experiments_define_what_the_tool_reads(path: Path) -> None:
+    """Each experiment file behind a results file can be run again: it defines EXPERIMENTS
+    whose entries name a kernel, a shape and variants of (label, config expression, edits)
+    with every edit a (regex, replacement) pair, and whose kernel resolves."""
+    import runpy
+
+    from benchmarks.compare_configs import _load
+
+    experiments = runpy.run_path(str(path)).get("EXPERIMENTS")
+    assert experiments, f"{path.name} defines no EXPERIMENTS"
+    for exp in experiments:
+        assert {"name", "kernel", "shape", "variants"} <= set(exp), exp.get("name")
+        assert _load(exp["kernel"]) is not None
+        for label, expr, edits in exp["variants"]:
+            assert isinstance(label, str) and isinstance(expr, str)
+            assert all(len(edit) == 2 for edit in edits), (path.name, label)

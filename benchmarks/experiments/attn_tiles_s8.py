@@ -3,22 +3,11 @@ benchmarks/experiments/attn_tiles_s8.py --name attn_tiles_s8): non-causal attent
 stages and warps around the default; the column sum's load eviction policies.
 """
 
-import torch
-
-
-def sdpa(q, k, v, causal):
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+from benchmarks.experiments._cases import DEFAULT, attention, bookended, column_sum_tall
 
 
 def attn(d, extra):
-    return dict(
-        name=f"full attention 2x32x4096x{d}",
-        kernel="examples.attention:attention",
-        shape=(2, 32, 4096, d),
-        inputs="example:attention:0",
-        reference=sdpa,
-        variants=[("default", "default", []), *extra, ("default", "default", [])],
-    )
+    return attention(f"full attention 2x32x4096x{d}", (2, 32, 4096, d), False, bookended(extra))
 
 
 def R(blocks, stages, warps=8, pid="persistent_interleaved"):
@@ -43,18 +32,13 @@ EXPERIMENTS = [
         ],
     ),
     attn(64, [R([128, 128], 3), R([128, 64], 5), R([256, 128], 2), R([128, 128], 4, pid="flat")]),
-    dict(
-        name="column sum 65536x1024",
-        kernel="benchmarks.gen_kernels.reductions:column_sum",
-        shape=(65536, 1024),
-        inputs="gen:column_sum_tall",
-        reference="benchmarks.gen_kernels.reductions:column_sum_reference",
-        variants=[
-            ("default", "default", []),
+    column_sum_tall(
+        [
+            DEFAULT,
             ("evict first", "default.replace(load_eviction_policies=['first'])", []),
             ("evict last", "default.replace(load_eviction_policies=['last'])", []),
-            ("default", "default", []),
+            DEFAULT,
             ("evict first", "default.replace(load_eviction_policies=['first'])", []),
-        ],
+        ]
     ),
 ]

@@ -6,7 +6,7 @@ Written against main at d5d4933, before the longest-first order landed in codege
 today's code REV would reverse the query blocks a second time (back to ascending).
 """
 
-import torch
+from benchmarks.experiments._cases import PTR, REV, attention, bmm_16x1024, bookended
 
 EPI = [
     (
@@ -35,61 +35,25 @@ OUTER_FLAT = INNER_OFF + [
         "tl.range(tl.program_id(0), total_tiles, num_programs, flatten=True, warp_specialize=True)",
     )
 ]
-REV = [
-    (r"offset_1 = pid_1 \* _BLOCK_1", "offset_1 = (tl.cdiv(4096, _BLOCK_1) - 1 - pid_1) * _BLOCK_1")
-]
-
-
-def sdpa_causal(q, k, v, causal):
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-
-S4 = "default.replace(num_stages=4)"
-BMM = dict(
-    name="bmm 16x1024^3",
-    kernel="benchmarks.gen_kernels.dots:bmm_3d",
-    shape=(16, 1024, 1024, 1024),
-    inputs="gen:bmm_3d",
-    reference="benchmarks.gen_kernels.dots:bmm_reference",
-    variants=[
-        ("default", "default", []),
-        ("outer ws s3", "default", OUTER),
-        (
-            "ptr out s3",
-            "default.replace(indexing=['tensor_descriptor', 'tensor_descriptor', 'pointer'])",
-            [],
-        ),
-        (
-            "ptr out s4",
-            "default.replace(num_stages=4, indexing=['tensor_descriptor', 'tensor_descriptor', 'pointer'])",
-            [],
-        ),
-        (
-            "ptr out s4 outer",
-            "default.replace(num_stages=4, indexing=['tensor_descriptor', 'tensor_descriptor', 'pointer'])",
-            OUTER,
-        ),
-        ("default", "default", []),
-    ],
+PTR_S3 = f"default.replace({PTR})"
+PTR_S4 = f"default.replace(num_stages=4, {PTR})"
+BMM = bmm_16x1024(
+    bookended(
+        [
+            ("outer ws s3", "default", OUTER),
+            ("ptr out s3", PTR_S3, []),
+            ("ptr out s4", PTR_S4, []),
+            ("ptr out s4 outer", PTR_S4, OUTER),
+        ]
+    )
 )
 FLAT = "default.replace(pid_type='flat')"
 
 
 def causal(d, extra=()):
-    return dict(
-        name=f"causal attention 2x32x4096x{d}",
-        kernel="examples.attention:attention",
-        shape=(2, 32, 4096, d),
-        inputs="example:attention:1",
-        reference=sdpa_causal,
-        variants=[
-            ("default", "default", []),
-            ("default rev", "default", REV),
-            ("flat", FLAT, []),
-            ("flat rev", FLAT, REV),
-            *extra,
-            ("default", "default", []),
-        ],
+    variants = [("default rev", "default", REV), ("flat", FLAT, []), ("flat rev", FLAT, REV)]
+    return attention(
+        f"causal attention 2x32x4096x{d}", (2, 32, 4096, d), True, bookended([*variants, *extra])
     )
 
 

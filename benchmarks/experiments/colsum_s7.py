@@ -1,5 +1,7 @@
 """Source variants behind benchmarks/results/colsum_s7.md (python -m benchmarks.source_variants benchmarks/experiments/colsum_s7.py --name colsum_s7)."""
 
+from benchmarks.experiments._cases import bookended, column_sum_tall
+
 NOMASK = [
     (r"mask_1 = indices_1 < 65536\n", ""),
     (r", mask_1\[:, None\], other=0\)", ")"),
@@ -16,28 +18,23 @@ def C(r, c, s, w=8):
 
 
 EXPERIMENTS = [
-    dict(
-        name="column sum 65536x1024",
-        kernel="benchmarks.gen_kernels.reductions:column_sum",
-        shape=(65536, 1024),
-        inputs="gen:column_sum_tall",
-        reference="benchmarks.gen_kernels.reductions:column_sum_reference",
-        variants=[
-            ("default", "default", []),
-            ("default no mask", "default", NOMASK),
-            C(128, 128, 16),
-            C(128, 128, 32),
-            C(64, 128, 32),
-            C(64, 128, 64),
-            C(256, 64, 16),
-            C(256, 64, 32),
-            C(128, 64, 32),
-            C(128, 64, 32, 4),
-            C(64, 256, 32),
-            C(32, 256, 64),
-            C(256, 32, 16),
-            C(256, 32, 32),
-            ("default", "default", []),
-        ],
+    column_sum_tall(
+        bookended(
+            [
+                ("default no mask", "default", NOMASK),
+                C(128, 128, 16),
+                C(128, 128, 32),
+                C(64, 128, 32),
+                C(64, 128, 64),
+                C(256, 64, 16),
+                C(256, 64, 32),
+                C(128, 64, 32),
+                C(128, 64, 32, 4),
+                C(64, 256, 32),
+                C(32, 256, 64),
+                C(256, 32, 16),
+                C(256, 32, 32),
+            ]
+        )
     ),
 ]

@@ -1,5 +1,7 @@
 """Source variants behind benchmarks/results/defaults_s7.md (python -m benchmarks.source_variants benchmarks/experiments/defaults_s7.py --name defaults_s7)."""
 
+from benchmarks.experiments._cases import attention, column_sum_tall
+
 ATT_C = "tc.Config(block_sizes=[%d, 64, 64], reduction_loops=[None], num_warps=8, num_stages=5, pid_type='persistent_interleaved', indexing=['tensor_descriptor'] * 6, l2_groupings=[8], num_sm_multiplier=1)"
 EXPERIMENTS = [
     dict(
@@ -30,16 +32,16 @@ EXPERIMENTS = [
             ("4w", "default.replace(num_warps=4)", []),
         ],
     ),
-    dict(
-        name="attention causal 8x16x2048x64",
-        kernel="examples.attention:attention",
-        shape=(8, 16, 2048, 64),
-        inputs="example:attention:1",
-        variants=[
+    attention(
+        "attention causal 8x16x2048x64",
+        (8, 16, 2048, 64),
+        True,
+        [
             ("128 rows", ATT_C % 128, []),
             ("256 rows", ATT_C % 256, []),
             ("128 rows again", ATT_C % 128, []),
         ],
+        reference=None,
     ),
     dict(
         name="sum_first 32768x8192",
@@ -69,19 +71,14 @@ EXPERIMENTS = [
             for s in (2, 4, 2)
         ],
     ),
-    dict(
-        name="column sum 65536x1024",
-        kernel="benchmarks.gen_kernels.reductions:column_sum",
-        shape=(65536, 1024),
-        inputs="gen:column_sum_tall",
-        reference="benchmarks.gen_kernels.reductions:column_sum_reference",
-        variants=[
+    column_sum_tall(
+        [
             (
                 f"split {s}",
                 f"tc.Config(block_sizes=[512, 16], num_warps=8, num_stages=1, split_reductions=[{s}], deferred_sums=True)",
                 [],
             )
             for s in (8, 16, 8)
-        ],
+        ]
     ),
 ]
