@@ -168,7 +168,7 @@ class _ProgramOrder:
     last_use: dict[int, int]  # node id -> position of its last use
     barriers: list[int]  # sorted positions of ops that need whole tiles
     streams: bool  # elementwise chains stream into reductions, scans or dots
-    skipped: set[int]  # ids: carried next values (in place), values from tile indices only
+    skipped: set[int]  # node ids: carried next values (in place), values from tile indices only
 
 
 def _program_order(loop: DeviceLoop, looped: Callable[[Sym], bool]) -> _ProgramOrder:
@@ -179,16 +179,19 @@ def _program_order(loop: DeviceLoop, looped: Callable[[Sym], bool]) -> _ProgramO
         if n.op in _BARRIERS
         and not (n.op is Op.REDUCE and looped(n.inputs[0].shape[n.attrs["axis"]]))
     )
-    in_place = {id(c.attrs.get("next")) for n in loop.walk() for c in n.attrs.get("carried", [])}
-    from_indices = _index_values(loop)
-    by_id = {id(n) for n in loop.walk() if n.id in from_indices}
+    in_place = {
+        c.attrs["next"].id
+        for n in loop.walk()
+        for c in n.attrs.get("carried", [])
+        if c.attrs.get("next") is not None
+    }
     return _ProgramOrder(
         positions,
         spans,
         _last_uses(loop.body, positions, spans),
         barriers,
         any(n.op in _STREAMED_INTO for n in loop.walk()),
-        in_place | by_id,
+        in_place | _index_values(loop),
     )
 
 
@@ -196,7 +199,7 @@ def _holds_registers(
     node: Node, loop_end: int, program: _ProgramOrder, looped: Callable[[Sym], bool]
 ) -> bool:
     """Whether ``node`` is a tile of registers of its own (see the module docstring)."""
-    if id(node) in program.skipped:
+    if node.id in program.skipped:
         # a carried value's next value reuses its registers (acc = acc + ...); a mask such as
         # ``tn.index[None, :] < n`` is recomputed from the thread's indices where used
         return False
