@@ -44,9 +44,10 @@ def _inputs(
         _, name, index = inputs.split(":")
         return example_call(EXAMPLES[name], shape, int(index), device)[1]
     if inputs and inputs.startswith("gen:"):
-        from benchmarks.gen_kernels import CASES
+        from benchmarks.gen_kernels import CASES, HELDOUT
 
-        return tuple(CASES[inputs.removeprefix("gen:")].make_inputs(shape, device, 0))
+        case = {**CASES, **HELDOUT}[inputs.removeprefix("gen:")]
+        return tuple(case.make_inputs(shape, device, 0))
     if inputs:
         return tuple(_load(inputs)(shape, device))
     make_inputs = getattr(importlib.import_module(kernel.__module__), "make_inputs", None)

@@ -47,6 +47,23 @@ def test_tall_column_sum_splits_to_a_wave_of_resident_programs(target: Target, s
     assert 65536 // (rows_block * split) >= 4  # each share keeps several iterations
 
 
+def test_a_grid_far_under_a_wave_halves_below_the_segment_floor() -> None:
+    """Decode attention over 256 heads carries an online softmax (no split): its head block
+    halves past 16 while the doubled grid fits one wave (H200: 16 heads a program 3.2 ms, one
+    0.36-0.53); a 1000-row sum at 125 programs is not doubled into two partial waves."""
+    from benchmarks.gen_kernels import HELDOUT
+    from examples.sum import sum_last
+
+    case = HELDOUT["decode_attention"]
+    kernel = case.kernels[0]
+    args = (*case.make_inputs(case.gpu_shapes[0], "meta", 0), 0.088)
+    spec = _spec(kernel, *args)
+    programs = spec.resolve(spec.default(), warn=False).resources.programs[0]
+    assert programs is not None and 66 <= programs <= H200.limits.num_sms
+    rows = _spec(sum_last, _meta(1000, 1000))
+    assert rows.resolve(rows.default(), warn=False).resources.programs[0] == 125
+
+
 @pytest.mark.parametrize(("dtype", "width"), [(torch.bfloat16, 32), (torch.float32, 16)])
 def test_filling_the_device_keeps_64_bytes_of_each_row(dtype: torch.dtype, width: int) -> None:
     """Halving grid blocks for more programs stops at 64 bytes of a contiguous row; the split

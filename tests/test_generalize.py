@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import benchmarks.generalize as gen
-from benchmarks.gen_kernels import CASES
+from benchmarks.gen_kernels import CASES, HELDOUT
 from benchmarks.gen_kernels.norms import ln_bwd_reference
 from benchmarks.run import max_error
 
@@ -34,9 +34,16 @@ def test_at_least_eight_cases_with_distinct_kernels() -> None:
     assert len({id(k) for k in kernels}) == len(kernels)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+def test_heldout_cases_are_not_suite_cases() -> None:
+    assert len(HELDOUT) >= 26
+    assert not set(HELDOUT) & set(CASES)
+    suite_fns = {k.fn for case in CASES.values() for k in case.kernels}
+    assert not suite_fns & {k.fn for case in HELDOUT.values() for k in case.kernels}
+
+
+@pytest.mark.parametrize("name", sorted({**CASES, **HELDOUT}))
 def test_case_matches_its_reference(name: str, device: str) -> None:
-    case = CASES[name]
+    case = {**CASES, **HELDOUT}[name]
     for shape in case.cpu_shapes:
         inputs = case.make_inputs(shape, device, 1)
         assert all(t.abs().amax() > 0 for t in inputs), "inputs must be random, never zeros"
@@ -95,7 +102,7 @@ def test_main_writes_rows_and_turns_a_failure_into_an_error_row(
         raise RuntimeError("input maker failed")
 
     bad = dataclasses.replace(CASES["kl_div_rows"], name="broken", make_inputs=broken)
-    monkeypatch.setitem(gen.CASES, "broken", bad)
+    monkeypatch.setitem(gen.SETS["all"], "broken", bad)
     rows = gen.main(["--kernels", "broken", "kl_div_rows", "--skip-quick", "--device", "cpu"])
     assert rows[0] == {
         "kernel": "broken",

@@ -151,13 +151,23 @@ def test_shared_memory_counts_store_staging_of_persistent_tma() -> None:
     assert store_staging_bytes(spec, pointer_store) == 0
 
 
-def test_candidates_follow_the_pipeline_with_the_plain_default() -> None:
-    from tilecraft.autotune.candidates import candidates
+def test_candidates_follow_the_pipeline_with_its_tiles_by_pointer_then_the_plain_default() -> None:
+    """A pipeline default that fails (a compile error, a miscompile) is retried at its own tiles
+    and stages without TMA, persistence or specialization, then at the plain default's tiles."""
+    from tilecraft.autotune.candidates import _pointer_fed, candidates
 
     spec = _bound(SM90).config_spec
     ranked, _ = candidates(spec)
-    assert ranked[0] == spec.default() and ranked[0].indexing == (TMA, TMA, TMA)
-    assert ranked[1] == spec.plain_default()
+    default = spec.default()
+    assert ranked[0] == default and ranked[0].indexing == (TMA, TMA, TMA)
+    assert ranked[1].block_sizes == default.block_sizes and ranked[1].pid_type == "flat"
+    assert ranked[1].num_stages == default.num_stages and set(ranked[1].indexing) == {"pointer"}
+    assert ranked[2] == spec.plain_default()
+    specialized = next(c for c in pipeline_configs(spec) if any(c.range_warp_specializes))
+    assert specialized.num_warps == 4
+
+    fed = _pointer_fed(spec, specialized)
+    assert fed.num_warps == 8 and not any(fed.range_warp_specializes)
 
 
 def test_generated_code_of_the_pipelines() -> None:
@@ -504,3 +514,39 @@ def test_specialized_loops_keep_to_four_stages_on_sm90() -> None:
             spec.resolve(wanted)
     plain = specialized[0].replace(num_stages=6, range_warp_specializes=[])
     assert spec.resolve(plain, warn=False).num_stages == 6  # only specialized loops
+
+
+def _heldout_spec(case_name: str, target: Target = SM90) -> Any:
+    from benchmarks.gen_kernels import HELDOUT
+
+    case = HELDOUT[case_name]
+    kernel = case.kernels[0]
+    args = case.make_inputs(case.gpu_shapes[0], "meta", 0)
+    return BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target).config_spec
+
+
+def test_computed_left_operand_loads_are_not_descriptors_on_sm90() -> None:
+    """tril(a) @ b (``where(mask, a[tm, tk], 0)`` as the left operand) came out wrong with
+    descriptor loads on the H200 (Triton 3.6): its loads are pointers on sm_9x, its store may
+    still be a descriptor, and its default is a pipeline of pointer loads at wide tiles."""
+    spec = _heldout_spec("trmm_lower")
+    loads, store = spec.space.indexing_choices[:2], spec.space.indexing_choices[2]
+    assert all(TMA not in c for c in loads) and TMA in store
+    assert spec.space.descriptor_miscompiles == {0, 1}
+    config = spec.default()
+    assert config.indexing[:2] == ("pointer", "pointer") and list(config.block_sizes) == [
+        128,
+        256,
+        64,
+    ]
+    # a plain matmul (both operands loaded as they are) keeps its descriptors
+    assert _bound(SM90).config_spec.space.descriptor_miscompiles == set()
+
+
+def test_computed_right_operand_keeps_the_plain_default() -> None:
+    """An int8 weight dequantized in the k loop is written to shared memory by the threads each
+    step: the TMA pipelines measured 1.1-1.8x slower than the plain pointer-fed default."""
+    spec = _heldout_spec("int8_weight_gemm")
+    assert TMA in spec.space.indexing_choices[1]  # allowed (the search may try it) ...
+    assert pipeline_configs(spec) == []  # ... but no pipeline default
+    assert spec.default() == spec.plain_default()

@@ -227,7 +227,8 @@ def test_masked_left_operand_loads_count_in_shared_memory() -> None:
     bound = _loops(trmm_lower, a, a)
     spec = bound.config_spec
     config = spec.default()
-    assert config.indexing[:2] == ("tensor_descriptor", "tensor_descriptor")
+    # a pipeline of pointer loads (descriptors miscompile here: test_pipelines.py)
+    assert config.indexing[:2] == ("pointer", "pointer") and config.num_stages == 4
     five = config.replace(num_stages=5)
     assert spec.estimated_shared_bytes(five) > SM90.limits.max_shared_bytes
     _, _, traced, generated = bound.generate(config)

@@ -64,3 +64,19 @@ def attention(
     if reference is not None:
         out["reference"] = reference
     return out
+
+
+def heldout(case_name: str, variants: list[Variant]) -> dict[str, Any]:
+    """A held-out generalization case (``benchmarks.gen_kernels.HELDOUT``) at its GPU shape."""
+    from benchmarks.gen_kernels import HELDOUT
+
+    case = HELDOUT[case_name]
+    kernel = case.kernels[0]
+    return dict(
+        name=case_name,
+        kernel=f"{kernel.fn.__module__}:{kernel.__name__}",
+        shape=case.gpu_shapes[0],
+        inputs=f"gen:{case_name}",
+        reference=case.reference,
+        variants=variants,
+    )

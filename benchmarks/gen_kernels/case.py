@@ -16,6 +16,8 @@ import torch
 import tilecraft as tc
 
 Inputs = tuple[torch.Tensor, ...]
+# make_inputs(shape, device, seed)
+MakeInputs = Callable[[tuple[int, ...], str, int], Inputs]
 # run(kernels, inputs): kernels maps each of the case's kernel names to what to launch (the case's
 # own decorated kernel, a re-decorated variant with other options, e.g. quick tuning, or a wrapper)
 Runner = Callable[[Mapping[str, Callable[..., Any]], Inputs], Any]
@@ -30,7 +32,7 @@ class Case:
 
     name: str
     kernels: tuple[tc.Kernel, ...]
-    make_inputs: Callable[[tuple[int, ...], str, int], Inputs]
+    make_inputs: MakeInputs
     reference: Callable[..., Any]
     run: Runner
     gpu_shapes: tuple[tuple[int, ...], ...]
@@ -50,6 +52,28 @@ class Case:
             k.__name__: tc.kernel(k.fn, static_shapes=k.static_shapes, **options)
             for k in self.kernels
         }
+
+
+def one_kernel_case(
+    name: str,
+    kernel: tc.Kernel,
+    make_inputs: MakeInputs,
+    reference: Callable[..., Any],
+    gpu_shapes: tuple[tuple[int, ...], ...],
+    cpu_shapes: tuple[tuple[int, ...], ...],
+    atol: float,
+) -> Case:
+    """A case of one kernel launched on the inputs as they come."""
+    return Case(
+        name=name,
+        kernels=(kernel,),
+        make_inputs=make_inputs,
+        reference=reference,
+        run=lambda k, inp: k[kernel.__name__](*inp),
+        gpu_shapes=gpu_shapes,
+        cpu_shapes=cpu_shapes,
+        atol=atol,
+    )
 
 
 def gen(seed: int) -> torch.Generator:

@@ -91,9 +91,12 @@ def candidates(
     if check(spec, default, warp_size)[0] is None:  # a broken heuristic: start from small tiles
         raw = [*first, default, *_safer_variants(spec, smallest(spec), warp_size)]
     else:
-        # a Hopper pipeline default (TMA, persistent, ...) is followed by the same tiles
-        # without it, then the safer variants of those
-        raw = [*first, default, *_safer_variants(spec, spec.plain_default(), warp_size)]
+        # a Hopper pipeline default (TMA, persistent, ...) is followed by its own tiles fed by
+        # pointers (a TMA miscompile keeps its tile shape), then the plain default's tiles and
+        # the safer variants of those
+        plain = spec.plain_default()
+        fed = [_pointer_fed(spec, default)] if default != plain else []
+        raw = [*first, default, *fed, *_safer_variants(spec, plain, warp_size)]
     for config in raw:
         if config.key() in seen_raw:
             continue
@@ -110,6 +113,19 @@ def candidates(
         if len(out) >= limit:
             break
     return out, rejected
+
+
+def _pointer_fed(spec: ConfigSpec, config: Config) -> Config:
+    """``config``'s tiles and stages with pointer indexing, a flat grid and no warp
+    specialization (8 warps where the specialized consumers had 4 warpgroups' rows)."""
+    specialized = any(config.range_warp_specializes)
+    return config.replace(
+        indexing=["pointer"] * len(spec.space.indexing_choices),
+        pid_type="flat",
+        num_sm_multiplier=None,
+        range_warp_specializes=[],
+        num_warps=8 if specialized else config.num_warps,
+    )
 
 
 def _safer_variants(spec: ConfigSpec, base: Config, warp_size: int) -> Iterator[Config]:

@@ -5,7 +5,8 @@ arguments after the run (so in-place results count) are compared element by elem
 ``|actual - expected| <= atol * scale + rtol * |expected|`` where ``scale = max(1, max|expected|)``
 over that tensor, so near-zero entries of a large-magnitude result (cancellation in a long fp32
 sum) are judged against the tensor's magnitude, not against zero. NaN matches NaN and an infinity
-matches the same infinity. Integer and bool tensors must be equal.
+matches the same infinity. Bool tensors must be equal; integer ones too, except that float math
+rounded to integers (a quantization) may land one off in a few elements (:func:`_rounding_ties`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float16: (1e-2, 1e-2),
 }
 FLOAT8_TOLERANCE = (1.25e-1, 1.25e-1)
+# integer results may be one off in this share of elements (float math rounded to integers)
+INT_ROUNDING_SHARE = 1e-4
 
 Tolerances = Mapping[Any, tuple[float, float]]  # keys: torch.dtype or its name ("bfloat16")
 
@@ -161,7 +164,7 @@ def compare_tensors(
         a, e = torch.view_as_real(a), torch.view_as_real(e)
     if not a.is_floating_point():
         diff = a != e
-        if not bool(diff.any()):
+        if not bool(diff.any()) or _rounding_ties(a, e, diff):
             return None
         flat = int(diff.flatten().nonzero()[0])
         index = _unravel(flat, a.shape)
@@ -194,6 +197,20 @@ def compare_tensors(
         actual=float(a.flatten()[worst]),
         expected=float(e.flatten()[worst]),
     )
+
+
+def _rounding_ties(a: torch.Tensor, e: torch.Tensor, diff: torch.Tensor) -> bool:
+    """Whether integer results differ only as float math rounded to integers does between two
+    correct programs: by one, in at most ``INT_ROUNDING_SHARE`` of the elements (none below
+    10000 elements: an index or a count is exact). (A row-wise
+    int8 quantization, ``round(x / scale)``, 4096 x 8192 on the H200: one element of 33.5M came
+    out one code off the eager run at every config: a value on a .5 tie after a reordered
+    division.) Bool results must match exactly."""
+    if a.dtype == torch.bool:
+        return False
+    if int(diff.sum()) > int(a.numel() * INT_ROUNDING_SHARE):
+        return False
+    return bool(((a.long() - e.long()).abs() <= 1).all())
 
 
 def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:

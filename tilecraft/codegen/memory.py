@@ -9,11 +9,13 @@ tensor-valued indices broadcast together), and its dims' masks to the access mas
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.codegen import paired
 from tilecraft.codegen.registry import emits
+from tilecraft.config.space import descriptor_order
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
 
@@ -124,10 +126,48 @@ def _block_ptr(ctx: EmitContext, node: Node) -> tuple[str, str]:
     return ptr, f", boundary_check=({', '.join(map(str, checks))},)" if checks else ""
 
 
-def _descriptor(ctx: EmitContext, node: Node) -> tuple[str, str, list[str], list[str]]:
-    """(descriptor variable, offsets, its block shape, the value's block shape: without the
-    size-1 dims of scalar indices) — descriptors are created once, at the kernel's top. The plan's ``merged_dims`` leading scalar dims fold into the next dim instead (a 2-D
-    descriptor over ``[batch * seq, d]``: row ``b * seq + offset``)."""
+@dataclasses.dataclass(frozen=True)
+class DescriptorAccess:
+    """A descriptor access as codegen writes it: the descriptor variable, the block's offsets
+    (in the descriptor's dim order), the block shape in the tensor's dim order, that shape
+    without the size-1 dims of scalar indices, and the descriptor's dim order (the tensor's
+    unit-stride dim last: :func:`~tilecraft.config.space.descriptor_order`)."""
+
+    name: str
+    offsets: str
+    blocks: list[str]
+    kept: list[str]
+    order: tuple[int, ...]
+
+    def loaded(self) -> str:
+        """The load, permuted back to the tensor's dim order and without scalar dims."""
+        value = f"{self.name}.load({self.offsets})"
+        if self.order != tuple(range(len(self.order))):
+            value = (
+                f"tl.permute({value}, {_dims(self.order.index(d) for d in range(len(self.order)))})"
+            )
+        if len(self.kept) < len(self.blocks):
+            value = f"{value}.reshape([{', '.join(self.kept)}])"
+        return value
+
+    def store(self, value: str) -> str:
+        """The store of ``value`` (the tensor's dim order, scalar dims dropped)."""
+        if len(self.kept) < len(self.blocks):  # back to the descriptor's blocks (size 1 at scalars)
+            value = f"({value}).reshape([{', '.join(self.blocks)}])"
+        if self.order != tuple(range(len(self.order))):
+            value = f"tl.permute({value}, {_dims(self.order)})"
+        return f"{self.name}.store({self.offsets}, {value})"
+
+
+def _dims(dims: Any) -> str:
+    return str(tuple(dims))
+
+
+def _descriptor(ctx: EmitContext, node: Node) -> DescriptorAccess:
+    """The descriptor of a block access, created once at the kernel's top. The plan's
+    ``merged_dims`` leading scalar dims fold into the next dim instead (a 2-D descriptor over
+    ``[batch * seq, d]``: row ``b * seq + offset``); a tensor whose unit-stride dim is not its
+    last gets a descriptor over its dims in storage order."""
     tensor = node.attrs["tensor"]
     ctx.tensors[tensor.name] = tensor
     sizes, strides, offsets, blocks, _ = _block_geometry(ctx, node)
@@ -141,13 +181,16 @@ def _descriptor(ctx: EmitContext, node: Node) -> tuple[str, str, list[str], list
         strides, blocks = strides[merged:], blocks[merged:]
         offsets = [f"{rows} + {offsets[merged]}", *offsets[merged + 1 :]]
         index = index[merged:]
+    order = descriptor_order(tensor) if not merged else None
+    order = order or tuple(range(len(blocks)))
     make = (
-        f"tl.make_tensor_descriptor({tensor.name}, [{', '.join(sizes)}], "
-        f"[{', '.join(strides)}], [{', '.join(blocks)}])"
+        f"tl.make_tensor_descriptor({tensor.name}, [{', '.join(sizes[d] for d in order)}], "
+        f"[{', '.join(strides[d] for d in order)}], [{', '.join(blocks[d] for d in order)}])"
     )
-    key = (*blocks, f"merged{merged}") if merged else tuple(blocks)
+    key = (*blocks, f"merged{merged}", f"order{order}")
     kept = [b for b, item in zip(blocks, index, strict=True) if not _scalar(item)]
-    return ctx.descriptor(tensor.name, key, make), f"[{', '.join(offsets)}]", blocks, kept
+    name = ctx.descriptor(tensor.name, key, make)
+    return DescriptorAccess(name, f"[{', '.join(offsets[d] for d in order)}]", blocks, kept, order)
 
 
 def _scalar(item: tuple[Any, ...]) -> bool:
@@ -171,9 +214,7 @@ def _indexing(ctx: EmitContext, node: Node) -> str:
 def emit_load(ctx: EmitContext, node: Node) -> None:
     mode = _indexing(ctx, node)
     if mode == "tensor_descriptor":
-        desc, offsets, blocks, kept = _descriptor(ctx, node)
-        squeeze = f".reshape([{', '.join(kept)}])" if len(kept) < len(blocks) else ""
-        ctx.bind(node, f"{desc}.load({offsets}){squeeze}")
+        ctx.bind(node, _descriptor(ctx, node).loaded())
         return
     if mode == "block_ptr":
         ptr, check = _block_ptr(ctx, node)
@@ -197,11 +238,7 @@ def emit_store(ctx: EmitContext, node: Node) -> None:
     value, *index_values = node.inputs
     mode = _indexing(ctx, node)
     if mode == "tensor_descriptor":
-        desc, offsets, blocks, kept = _descriptor(ctx, node)
-        stored = ctx.expr(value)
-        if len(kept) < len(blocks):  # back to the descriptor's blocks (size 1 at scalar indices)
-            stored = f"({stored}).reshape([{', '.join(blocks)}])"
-        ctx.w.line(f"{desc}.store({offsets}, {stored})")
+        ctx.w.line(_descriptor(ctx, node).store(ctx.expr(value)))
     elif mode == "block_ptr":
         ptr, check = _block_ptr(ctx, node)
         ctx.w.line(f"tl.store({ptr}, {ctx.expr(value)}{check})")

@@ -100,6 +100,34 @@ def warp_specialize_carry_problem(target: Target, loop: Node) -> str | None:
     return f"carries {names}, not only tl.dot accumulators (Triton 3.6 on sm_9x: wrong results)"
 
 
+def computed_left_operand_loads(target: Target, loop: Node) -> list[Node]:
+    """The loads of a dot loop that must not be tensor descriptors on ``target``: on sm_9x,
+    every load of a loop whose dot has a left operand computed from tiles loaded in it (not a
+    plain load, cast or view: ``tril(a)`` as ``where(mask, a[tm, tk], 0)``). With Triton 3.6 on
+    the H200 the lower-triangular matmul 4096^3 came out wrong at 4 of 5 descriptor pipelines
+    (errors to 1e12; also with only its right operand a descriptor), and right with pointer
+    loads at every tile (benchmarks/results/heldout_dots_s9.md). A computed right operand (an
+    int8 weight scaled to bf16) is right with descriptors, as is attention's ``p @ v``, whose
+    left operand comes from a dot, not a load."""
+    if target.backend != "cuda" or int(target.arch) // 10 != 9:
+        return []
+    if _computed_operand(loop, 0):
+        return [n for n in walk(loop.body or []) if n.op is Op.LOAD]
+    return []
+
+
+def _computed_operand(loop: Node, k: int) -> bool:
+    """Whether a dot in ``loop`` has its operand ``k`` (0: left, 1: right) computed from tiles
+    loaded in the loop (a mask, a scale or a dequantization: not a plain load, cast or view)."""
+    body = loop.body or []
+    inside = {id(n) for n in walk(body)}
+    return any(
+        _through_views(dot.inputs[k]).op is not Op.LOAD and _loads_in_loop(dot.inputs[k], inside)
+        for dot in body
+        if dot.op is Op.DOT
+    )
+
+
 def _dot_carry(carry: Node) -> bool:
     """Whether a loop-carried value is a dot accumulator: its next value is a ``tl.dot`` whose
     accumulator derives from the carry itself (``acc = dot(a, b, acc=acc * alpha)`` included)."""
@@ -207,9 +235,21 @@ def _loads_in_loop(operand: Node, inside: set[int]) -> list[Node]:
 
 
 def applies(spec: ConfigSpec) -> bool:
-    """Pipelines exist for kernels with a dot loop on CUDA targets with TMA (sm_90+)."""
+    """Pipelines exist for kernels with a dot loop on CUDA targets with TMA (sm_90+), except
+    where a dot's right operand is computed in the loop: the threads write it to shared memory
+    each k-step, between the loads and the wgmma, so streaming the loads by TMA does not pay.
+    (An int8-weight GEMM 4096^3 dequantizing its weight tile on the H200: the TMA pipeline
+    default 0.547 ms, TMA at four other tiles 0.38-0.62, the plain pointer-fed 128x128x64
+    0.345, benchmarks/results/heldout_dots_s9.md.)"""
     target = spec.target
-    return bool(spec.space.dot_slots) and target.backend == "cuda" and target.tensor_descriptors
+    if not (spec.space.dot_slots and target.backend == "cuda" and target.tensor_descriptors):
+        return False
+    return not any(
+        _computed_operand(node, 1)
+        for loop in spec.loops
+        for node in loop.walk()
+        if node.op is Op.LOOP
+    )
 
 
 def _dot_loads(spec: ConfigSpec) -> set[int]:
@@ -370,14 +410,17 @@ def _most_stages(spec: ConfigSpec, config: Config) -> Config | None:
 def legal_plan(spec: ConfigSpec, config: Config) -> Plan | None:
     """The plan of a pipeline config, or None where it would not be one: a repair, a dot-loop
     load that falls back to pointers (TMA needs 16-byte aligned strides, boxes of <= 256), shared
-    memory over the target's, or predicted spills."""
+    memory over the target's, or predicted spills. (The loads of a loop Triton miscompiles with
+    descriptors, :func:`computed_left_operand_loads`, stream through pointers.)"""
     try:
         plan = spec.resolve(config, warn=False)
     except ConfigError:
         return None
     dot_loads = _dot_loads(spec)
     if plan.repairs or any(
-        a.indexing != "tensor_descriptor" for a in plan.accesses if a.slot in dot_loads
+        a.indexing != "tensor_descriptor"
+        for a in plan.accesses
+        if a.slot in dot_loads and a.slot not in spec.space.descriptor_miscompiles
     ):
         return None
     r = plan.resources
@@ -506,6 +549,7 @@ def hopper_default(spec: ConfigSpec, base: Config) -> Config:
 
 __all__ = [
     "batch_outer_orders",
+    "computed_left_operand_loads",
     "fit_specialized_stages",
     "compute_threads",
     "consumer_register_file",

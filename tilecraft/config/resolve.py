@@ -23,7 +23,7 @@ from tilecraft.config.resources import (
     RegisterEstimate,
     predict_registers,
 )
-from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX, outer_tile
+from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX, descriptor_order, outer_tile
 from tilecraft.ir.deferred_sums import MAX_ELEMS_PER_THREAD, deferrable_sums, summed
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind
 from tilecraft.ir.paired_slices import slice_pairs
@@ -101,12 +101,13 @@ def _access(
     if requested == "tensor_descriptor":
         tensor = node.attrs["tensor"]
         box = [sym_block(item[1], blocks, chunks) for item in node.attrs["index"]]
+        inner = (descriptor_order(tensor) or (len(box) - 1,))[-1]  # TMA's unit-stride dim
         if max(box) > TMA_MAX_BOX:
             indexing, reason = (
                 "pointer",
                 f"a tensor-descriptor block dim is over {TMA_MAX_BOX} elements",
             )
-        elif box[-1] * tensor.dtype.itemsize < 16:
+        elif box[inner] * tensor.dtype.itemsize < 16:
             indexing, reason = "pointer", "a tensor-descriptor block's inner dim is under 16 bytes"
         elif not _aligned_to_outer(node, blocks, chunks):
             indexing, reason = (
@@ -138,8 +139,8 @@ def _mergeable_dims(node: Node, blocks: tuple[int, ...], chunks: tuple[int | Non
     k = 0
     while k < len(index) and index[k][0] == "tile" and index[k][1].scalar:
         k += 1
-    if k == 0 or k >= len(index) or tensor.dynamic:
-        return 0
+    if k == 0 or k >= len(index) or tensor.dynamic or tensor.stride[-1] != 1:
+        return 0  # (a permuted descriptor's dims do not merge)
     shape, stride = tensor.shape, tensor.stride
     if any(stride[i] != shape[i + 1] * stride[i + 1] for i in range(k)):
         return 0

@@ -15,7 +15,11 @@ import random
 from typing import Any
 
 from tilecraft.config.config import Config
-from tilecraft.config.pipelines import warp_specialize_carry_problem, warp_specialize_problem
+from tilecraft.config.pipelines import (
+    computed_left_operand_loads,
+    warp_specialize_carry_problem,
+    warp_specialize_problem,
+)
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 
@@ -75,15 +79,32 @@ def outer_tile(bound: Any) -> Sym | None:
     return None
 
 
+def descriptor_order(tensor: Any) -> tuple[int, ...] | None:
+    """The dims of ``tensor`` in the order its tensor descriptor lists them: its unit-stride dim
+    last (TMA's inner dim), the others as they are. A transposed view (a linear layer's weight
+    passed as ``w.t()``) gets a descriptor over its storage order whose loaded blocks codegen
+    permutes back. None: no single unit-stride dim, or strides only known at run time."""
+    if tensor.dynamic:
+        return None
+    dims = range(tensor.ndim)
+    if tensor.stride[-1] == 1:
+        return tuple(dims)
+    units = [d for d in dims if tensor.stride[d] == 1 and tensor.shape[d] > 1]
+    if len(units) != 1:
+        return None
+    return (*(d for d in dims if d != units[0]), units[0])
+
+
 def _descriptor_ok(node: Node) -> bool:
-    """TMA's layout rules: unit inner stride, 16-byte aligned outer strides, and none of them
-    0 (a dim expanded over a batch: a tensor map is documented for strides that step through
-    memory, so such a load stays a pointer load)."""
+    """TMA's layout rules: a unit-stride dim (listed last, :func:`descriptor_order`), 16-byte
+    aligned outer strides, and none of them 0 (a dim expanded over a batch: a tensor map is
+    documented for strides that step through memory, so such a load stays a pointer load)."""
     tensor = node.attrs["tensor"]
-    size = tensor.dtype.itemsize
-    if tensor.dynamic or tensor.stride[-1] != 1:
+    order = descriptor_order(tensor)
+    if order is None:
         return False
-    outer = zip(tensor.shape[:-1], tensor.stride[:-1], strict=True)
+    size = tensor.dtype.itemsize
+    outer = [(tensor.shape[d], tensor.stride[d]) for d in order[:-1]]
     return all((s * size) % 16 == 0 and (s > 0 or d == 1) for d, s in outer)
 
 
@@ -103,11 +124,21 @@ class StrategySpace:
         self.accesses: list[Node] = mem  # loads and stores, in mem_slot order
         self.n_loads = sum(1 for n in mem if n.op is Op.LOAD)
         self.indexing_choices: list[tuple[str, ...]] = []
+        miscompiled = {
+            id(n)
+            for loop in loops
+            for dot_loop in loop.walk()
+            if dot_loop.op is Op.LOOP
+            for n in computed_left_operand_loads(target, dot_loop)
+        }
+        # loads kept off descriptors for a known miscompile (a pipeline streams them by pointer)
+        self.descriptor_miscompiles = {a.attrs["mem_slot"] for a in mem if id(a) in miscompiled}
         for access in mem:
             kinds = ["pointer"]
             if _access_ok(access) and caps.block_pointers:
                 kinds.append("block_ptr")
             descriptor = target.tensor_descriptors and caps.block_pointers
+            descriptor = descriptor and id(access) not in miscompiled
             if descriptor and _access_ok(access, scalar_ok=True) and _descriptor_ok(access):
                 kinds.append("tensor_descriptor")
             self.indexing_choices.append(tuple(kinds))

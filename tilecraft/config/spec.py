@@ -261,7 +261,12 @@ class ConfigSpec:
         8192 columns in 128-wide blocks runs 64 programs on 132 SMs), a contiguous one not
         below ``MIN_SEGMENT_BYTES`` of a row (split reductions fill the rest: a bf16 column sum
         of 65536 x 1024 on the H200 ran 0.0552 ms in 16-column tiles, 0.0477 in 32-column
-        ones with the same 512 programs, benchmarks/results/colsum_s7.md)."""
+        ones with the same 512 programs, benchmarks/results/colsum_s7.md). Below its segment
+        floor a block without a row floor still halves while the doubled grid fits one wave
+        (:meth:`_refills`): a decode attention
+        over 256 heads, 16 heads a program (16 programs), ran 3.2 ms, one head a program
+        0.36-0.53 (heldout_more_s9.md); a 1000-row sum at 8 rows a program (125 programs) did
+        not gain from 4 (250: 0.0050 -> 0.0058 ms, default_change_s9.md)."""
         blocks = list(blocks)
         for slots, fixed in zip(self.grid_slots, self.fixed_programs, strict=True):
             while True:
@@ -269,13 +274,20 @@ class ConfigSpec:
                 shrinkable = [
                     s
                     for s in slots
-                    if blocks[s] > max(self.blocks[s].lo, self.blocks[s].segment_floor)
+                    if blocks[s] > self.blocks[s].lo
+                    and (blocks[s] > self.blocks[s].segment_floor or self._refills(s, programs))
                 ]
                 if programs >= self.target.limits.num_sms or not shrinkable:
                     break
                 widest = max(shrinkable, key=lambda s: blocks[s])
                 blocks[widest] //= 2
         return blocks
+
+    def _refills(self, slot: int, programs: int) -> bool:
+        """Whether a grid block at its segment floor may still halve: a dim without a row
+        floor (not a contiguous loaded one, whose 64-byte segments stay), while the doubled
+        grid fits one wave."""
+        return self.blocks[slot].row_floor is None and 2 * programs <= self.target.limits.num_sms
 
     def _preferred_block(self, b: BlockSpec) -> int:
         """Starting block sizes, measured on an H200 (benchmarks/results/suite_*.md): 128x128
