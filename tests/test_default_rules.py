@@ -48,9 +48,10 @@ def test_tall_column_sum_splits_to_a_wave_of_resident_programs(target: Target, s
 
 
 def test_a_grid_far_under_a_wave_halves_below_the_segment_floor() -> None:
-    """Decode attention over 256 heads carries an online softmax (no split): its head block
-    halves past 16 while the doubled grid fits one wave (H200: 16 heads a program 3.2 ms, one
-    0.36-0.53); a 1000-row sum at 125 programs is not doubled into two partial waves."""
+    """Decode attention over 256 heads carries an online softmax over 8192 keys (no split): its
+    head block halves past 16 while the grid is under a wave (H200: 16 heads a program 3.2 ms,
+    2 heads 1.0, one head 0.36 at 128-key chunks); a 1000-row sum, whose programs do not loop,
+    stays at 125 programs (250 did not gain)."""
     from benchmarks.gen_kernels import HELDOUT
     from examples.sum import sum_last
 
@@ -59,7 +60,7 @@ def test_a_grid_far_under_a_wave_halves_below_the_segment_floor() -> None:
     args = (*case.make_inputs(case.gpu_shapes[0], "meta", 0), 0.088)
     spec = _spec(kernel, *args)
     programs = spec.resolve(spec.default(), warn=False).resources.programs[0]
-    assert programs is not None and 66 <= programs <= H200.limits.num_sms
+    assert programs == 256
     rows = _spec(sum_last, _meta(1000, 1000))
     assert rows.resolve(rows.default(), warn=False).resources.programs[0] == 125
 

@@ -181,6 +181,14 @@ def _query_kv_cache(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
     return q, randn(shape, torch.bfloat16, device, g), randn(shape, torch.bfloat16, device, g)
 
 
+def decode_attention_inputs(
+    shape: tuple[int, ...], device: str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    """The kernel's arguments, the scale included (for ``benchmarks.compare_configs``)."""
+    q, k, v = _query_kv_cache(shape, device, 0)
+    return q, k, v, shape[-1] ** -0.5
+
+
 def decode_attention_reference(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale: float | None = None
 ) -> torch.Tensor:

@@ -27,7 +27,7 @@ DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 }
 FLOAT8_TOLERANCE = (1.25e-1, 1.25e-1)
 # integer results may be one off in this share of elements (float math rounded to integers)
-INT_ROUNDING_SHARE = 1e-4
+INT_ROUNDING_SHARE = 1e-3
 
 Tolerances = Mapping[Any, tuple[float, float]]  # keys: torch.dtype or its name ("bfloat16")
 
@@ -202,10 +202,11 @@ def compare_tensors(
 def _rounding_ties(a: torch.Tensor, e: torch.Tensor, diff: torch.Tensor) -> bool:
     """Whether integer results differ only as float math rounded to integers does between two
     correct programs: by one, in at most ``INT_ROUNDING_SHARE`` of the elements (none below
-    10000 elements: an index or a count is exact). (A row-wise
-    int8 quantization, ``round(x / scale)``, 4096 x 8192 on the H200: one element of 33.5M came
-    out one code off the eager run at every config: a value on a .5 tie after a reordered
-    division.) Bool results must match exactly."""
+    1000 elements: an index or a count is exact). Triton's fp32 ``/`` is the 2-ulp
+    ``div.full.f32``, torch's is correctly rounded: a row-wise int8 quantization,
+    ``round(x / scale)`` of 4096 x 8192, came out one code off the eager run in 3867 of 33.5M
+    elements (1.2e-4) on the H200, and no config passed an exact compare. Bool results must
+    match exactly."""
     if a.dtype == torch.bool:
         return False
     if int(diff.sum()) > int(a.numel() * INT_ROUNDING_SHARE):

@@ -258,10 +258,19 @@ def _dot_loads(spec: ConfigSpec) -> set[int]:
 
 
 def _tma_indexing(spec: ConfigSpec) -> list[str]:
-    """Tensor descriptors for every access that may be one, pointers for the rest."""
+    """Tensor descriptors for every access that may be one, pointers for the rest and for
+    vector loads outside the dot loops: a descriptor is created in each program and one TMA
+    round trip serves a few hundred bytes there (fp8 GEMM's row and column scales in its
+    epilogue, H200: 1000x1536x1000 0.0164 ms by descriptor, 0.0135 by pointer; 4096x7168x4096
+    0.188 / 0.185, benchmarks/results/fp8_small_s9.md)."""
+    looped = _dot_loads(spec)
+    space = spec.space
     return [
-        "tensor_descriptor" if "tensor_descriptor" in c else "pointer"
-        for c in spec.space.indexing_choices
+        "tensor_descriptor"
+        if "tensor_descriptor" in choices
+        and not (node.op is Op.LOAD and len(node.shape) <= 1 and slot not in looped)
+        else "pointer"
+        for slot, (choices, node) in enumerate(zip(space.indexing_choices, space.accesses))
     ]
 
 

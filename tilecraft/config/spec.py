@@ -262,20 +262,21 @@ class ConfigSpec:
         below ``MIN_SEGMENT_BYTES`` of a row (split reductions fill the rest: a bf16 column sum
         of 65536 x 1024 on the H200 ran 0.0552 ms in 16-column tiles, 0.0477 in 32-column
         ones with the same 512 programs, benchmarks/results/colsum_s7.md). Below its segment
-        floor a block without a row floor still halves while the doubled grid fits one wave
-        (:meth:`_refills`): a decode attention
-        over 256 heads, 16 heads a program (16 programs), ran 3.2 ms, one head a program
-        0.36-0.53 (heldout_more_s9.md); a 1000-row sum at 8 rows a program (125 programs) did
-        not gain from 4 (250: 0.0050 -> 0.0058 ms, default_change_s9.md)."""
+        floor a block halves where :meth:`_refills` allows: a decode attention over 256 heads
+        looping over 8192 keys ran 3.2 ms at 16 heads a program (16 programs), 1.0 at 2 (128),
+        0.36 at 1 (256, 128-key chunks; decode_s9.md); 1000-row sums of one 1000-wide tile a
+        program did not gain from 250 programs over 125 (0.83-1.17x, default_change_s9.md)."""
         blocks = list(blocks)
-        for slots, fixed in zip(self.grid_slots, self.fixed_programs, strict=True):
+        for loop, (slots, fixed) in enumerate(
+            zip(self.grid_slots, self.fixed_programs, strict=True)
+        ):
             while True:
                 programs = fixed * math.prod(cdiv(self.blocks[s].extent, blocks[s]) for s in slots)
                 shrinkable = [
                     s
                     for s in slots
                     if blocks[s] > self.blocks[s].lo
-                    and (blocks[s] > self.blocks[s].segment_floor or self._refills(s, programs))
+                    and (blocks[s] > self.blocks[s].segment_floor or self._refills(s, loop))
                 ]
                 if programs >= self.target.limits.num_sms or not shrinkable:
                     break
@@ -283,11 +284,14 @@ class ConfigSpec:
                 blocks[widest] //= 2
         return blocks
 
-    def _refills(self, slot: int, programs: int) -> bool:
-        """Whether a grid block at its segment floor may still halve: a dim without a row
-        floor (not a contiguous loaded one, whose 64-byte segments stay), while the doubled
-        grid fits one wave."""
-        return self.blocks[slot].row_floor is None and 2 * programs <= self.target.limits.num_sms
+    def _refills(self, slot: int, loop: int) -> bool:
+        """Whether a grid block at its segment floor may still halve (while the grid is under a
+        wave): a dim without a row floor (not a contiguous loaded one, whose 64-byte segments
+        stay) of a device loop whose programs loop. A looping program's time grows with its
+        work, so an SM left idle is idle for the whole kernel; a program of one load and store
+        ends in about a memory latency either way."""
+        looping = any(n.op is Op.LOOP for n in self.loops[loop].walk())
+        return self.blocks[slot].row_floor is None and looping
 
     def _preferred_block(self, b: BlockSpec) -> int:
         """Starting block sizes, measured on an H200 (benchmarks/results/suite_*.md): 128x128
