@@ -2,7 +2,9 @@
 compile, fit shared memory, and keep its values in registers?
 
 ``python -m benchmarks.default_sweep [--targets cuda:90 hip:gfx942] [--shapes bench|test]
-[--examples NAME ...] [--name N]`` binds each kernel call of each example at its shapes (on meta
+[--examples NAME ...] [--cases suite|heldout|all] [--name N]`` binds each kernel call of each
+example at its shapes (and with ``--cases``, of the generalization benchmark's kernels at their
+GPU shapes: ``benchmarks.gen_kernels``) (on meta
 tensors: nothing runs), resolves the default for each target, compiles it with Triton's own
 pipeline (``tools/crosscompile.py``, in worker processes) and writes one row per call: registers
 compiled and predicted, spilled bytes (VGPRs on AMD), shared memory. Exits 1 when a default does
@@ -13,6 +15,7 @@ reported, not failures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
 
@@ -40,25 +43,60 @@ def _cpu(args: tuple[Any, ...]) -> tuple[Any, ...]:
     )
 
 
-def jobs_for(
-    examples: list[str], target: Target, which: str
-) -> tuple[list[CompileJob], list[dict[str, Any]]]:
-    """One compile job (and the start of its row) per device loop of every example call."""
-    jobs, rows = [], []
+Calls = list[tuple[Any, tuple[Any, ...]]]
+
+
+def case_calls(case: Any, shape: tuple[int, ...]) -> Calls:
+    """The kernel calls a generalization case makes at ``shape`` (meta inputs, eager ref mode
+    for the results; calls made until ref mode stops count, as for the examples)."""
+    calls: Calls = []
+
+    def recorder(kernel: Any) -> Any:
+        def call(*args: Any) -> Any:
+            calls.append((kernel, args))
+            return kernel.run_ref(*args)
+
+        return call
+
+    kernels = {k.__name__: recorder(k) for k in case.kernels}
+    with contextlib.suppress(Exception):
+        case.run(kernels, case.make_inputs(shape, "meta", 0))
+    return calls
+
+
+def _sources(examples: list[str], cases: str, which: str) -> list[tuple[str, str, Calls]]:
+    """(name, shape, calls) of every example shape, then every case's GPU shapes."""
+    out = []
     for name in examples:
         module = EXAMPLES[name]
         for shape in module.BENCH_SHAPES if which == "bench" else module.TEST_SHAPES:
-            for i, (kernel, args) in enumerate(example_calls(module, shape, "meta")):
-                bound = BoundKernel(kernel, kernel.bind_arguments(_cpu(args), {}), target=target)
-                config = bound.config_spec.default()
-                plan, _, traced, generated = bound.generate(config)
-                for g, loop in zip(generated, traced.loops, strict=True):
-                    jobs.append(CompileJob.of(g, loop, target))
-                    rows.append(
-                        {"target": target.key, "example": name, "call": i,
-                         "shape": "x".join(map(str, shape)), "kernel": kernel.__name__,
-                         "predicted": plan.resources.registers, "config": repr(config)}
-                    )  # fmt: skip
+            out.append((name, "x".join(map(str, shape)), example_calls(module, shape, "meta")))
+    if cases != "none":
+        from benchmarks.generalize import SETS
+
+        for name, case in SETS["all" if cases == "all" else cases].items():
+            for shape in case.gpu_shapes:
+                out.append((name, "x".join(map(str, shape)), case_calls(case, shape)))
+    return out
+
+
+def jobs_for(
+    examples: list[str], target: Target, which: str, cases: str = "none"
+) -> tuple[list[CompileJob], list[dict[str, Any]]]:
+    """One compile job (and the start of its row) per device loop of every call."""
+    jobs, rows = [], []
+    for name, shape, calls in _sources(examples, cases, which):
+        for i, (kernel, args) in enumerate(calls):
+            bound = BoundKernel(kernel, kernel.bind_arguments(_cpu(args), {}), target=target)
+            config = bound.config_spec.default()
+            plan, _, traced, generated = bound.generate(config)
+            for g, loop in zip(generated, traced.loops, strict=True):
+                jobs.append(CompileJob.of(g, loop, target))
+                rows.append(
+                    {"target": target.key, "example": name, "call": i, "shape": shape,
+                     "kernel": kernel.__name__, "predicted": plan.resources.registers,
+                     "config": repr(config)}
+                )  # fmt: skip
     return jobs, rows
 
 
@@ -67,12 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", nargs="+", default=["cuda:90", "hip:gfx942"])
     parser.add_argument("--shapes", choices=["bench", "test"], default="bench")
     parser.add_argument("--examples", nargs="*", default=sorted(EXAMPLES))
+    parser.add_argument("--cases", choices=["none", "suite", "heldout", "all"], default="none")
     parser.add_argument("--name", default="default_sweep")
     parser.add_argument("--timeout", type=float, default=3000.0, help="seconds for all compiles")
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
     for key in args.targets:
-        jobs, started = jobs_for(args.examples, Target.parse(key), args.shapes)
+        jobs, started = jobs_for(args.examples, Target.parse(key), args.shapes, args.cases)
         for row, report in zip(started, run_compile_jobs(jobs, args.timeout), strict=True):
             row.update(ok=report.ok and report.fits, registers=report.registers)
             row.update(spills=report.spills, shared=report.shared_bytes)

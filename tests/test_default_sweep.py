@@ -44,3 +44,20 @@ def test_a_default_over_shared_memory_fails_the_sweep(
     rows = json.loads((tmp_path / "sweep.json").read_text())["rows"]
     assert code == 1 and not rows[0]["ok"] and rows[0]["shared"] == 300_000
     assert all(r["ok"] and r["spills"] == 64 for r in rows[1:])
+
+
+def test_case_calls_bind_the_generalization_kernels_at_gpu_shapes() -> None:
+    """``--cases``: each generalization case's kernel calls at its GPU shape, on meta tensors
+    (scalars included, as the case's runner passes them)."""
+    from benchmarks.gen_kernels import CASES, HELDOUT
+
+    decode = HELDOUT["decode_attention"]
+    ((kernel, args),) = default_sweep.case_calls(decode, decode.gpu_shapes[0])
+    assert kernel is decode.kernels[0] and len(args) == 4 and isinstance(args[3], float)
+    assert args[1].shape == (256, 8192, 128) and args[1].device.type == "meta"
+    seed = CASES["layer_norm_bwd_seed"]
+    ((kernel, args),) = default_sweep.case_calls(seed, seed.gpu_shapes[0])
+    assert kernel is seed.kernels[0] and args[1].shape == (4608, 40920)
+    sources = default_sweep._sources([], "heldout", "bench")
+    assert len(sources) == sum(len(c.gpu_shapes) for c in HELDOUT.values())
+    assert all(calls for _, _, calls in sources)
