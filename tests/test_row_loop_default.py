@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 
 import tilecraft as tc
+from benchmarks.gen_kernels.heldout_rows import logsumexp_middle  # strided whole reduction
 from benchmarks.gen_kernels.reductions import online_softmax  # two loops over each row
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
@@ -49,18 +50,6 @@ def test_a_grid_without_an_inner_loop_is_unchanged() -> None:
 def test_the_new_default_computes_the_same_in_the_interpreter() -> None:
     x = torch.randn(6, 300)
     torch.testing.assert_close(online_softmax(x), torch.softmax(x, dim=-1))
-
-
-@tc.kernel(static_shapes=True)
-def logsumexp_middle(x: torch.Tensor) -> torch.Tensor:
-    """logsumexp over the middle dim of [b, t, h]: the reduced dim is strided, h contiguous."""
-    b, t, h = x.size()
-    out = torch.empty([b, h], dtype=torch.float32, device=x.device)
-    for tb, th in tc.tile([b, h]):
-        xt = x[tb, :, th].to(torch.float32)
-        mx = torch.amax(xt, dim=1)
-        out[tb, th] = mx + torch.log(torch.sum(torch.exp(xt - mx[:, None, :]), dim=1))
-    return out
 
 
 def test_a_strided_whole_reduction_is_looped_before_rows_narrow() -> None:

@@ -20,6 +20,8 @@ from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.gen_kernels.heldout_dots import attn_bwd_dkdv as attention_bwd_dkdv  # noqa: E402
+from benchmarks.gen_kernels.heldout_dots import trmm_lower  # noqa: E402
 from examples.attention import attention  # noqa: E402
 
 SM90 = Target.parse("cuda:90")
@@ -189,22 +191,6 @@ def test_longest_first_with_dynamic_shapes() -> None:
         torch.testing.assert_close(got, torch.cumsum(x, 0), rtol=1e-4, atol=1e-4)
 
 
-@tc.kernel(static_shapes=True)
-def trmm_lower(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``tril(a) @ b``: the k loop stops at the row block's end and masks the diagonal block,
-    so the dot's left operand is computed from a staged load."""
-    m, _ = a.size()
-    _, n = b.size()
-    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
-    for tm, tn in tc.tile([m, n]):
-        acc = tc.zeros([tm, tn], dtype=torch.float32)
-        for tk in tc.tile(tm.end):
-            at = torch.where(tm.index[:, None] >= tk.index[None, :], a[tm, tk], 0.0)
-            acc = tc.dot(at, b[tk, tn], acc=acc)
-        out[tm, tn] = acc.to(a.dtype)
-    return out
-
-
 def test_trmm_computes_tril_matmul() -> None:
     gen = torch.Generator().manual_seed(2)
     a, b = torch.randn(96, 96, generator=gen), torch.randn(96, 48, generator=gen)
@@ -236,39 +222,6 @@ def test_masked_left_operand_loads_count_in_shared_memory() -> None:
     assert report.ok and report.fits, (report.error, report.shared_bytes)
     predicted = spec.estimated_shared_bytes(config)
     assert abs(predicted - (report.shared_bytes or 0)) < 0.02 * predicted
-
-
-@tc.kernel(static_shapes=True)
-def attention_bwd_dkdv(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    do: torch.Tensor,
-    lse: torch.Tensor,
-    delta: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Causal attention backward for dk and dv (FA2's loop): key block ``tn`` walks the query
-    blocks from its own to the end, so later key blocks do less work."""
-    bh, s, d = q.size()
-    d = tc.specialize(d)
-    scale = 1.0 / math.sqrt(d)
-    dk, dv = torch.empty_like(k), torch.empty_like(v)
-    for tb, tn in tc.tile([bh, s], block_size=[1, None]):
-        kt, vt = k[tb, tn, :], v[tb, tn, :]
-        dk_acc = tc.zeros([tn, d], dtype=torch.float32)
-        dv_acc = tc.zeros([tn, d], dtype=torch.float32)
-        for tm in tc.tile(tn.begin, s):
-            qt, dot_ = q[tb, tm, :], do[tb, tm, :]
-            sc = tc.dot(qt, kt.t(), out_dtype=torch.float32) * scale
-            sc = torch.where(tm.index[:, None] >= tn.index[None, :], sc, float("-inf"))
-            p = torch.exp(sc - lse[tb, tm][:, None])
-            dv_acc = tc.dot(p.to(q.dtype).t(), dot_, acc=dv_acc)
-            dp = tc.dot(dot_, vt.t(), out_dtype=torch.float32)
-            ds = p * (dp - delta[tb, tm][:, None]) * scale
-            dk_acc = tc.dot(ds.to(q.dtype).t(), qt, acc=dk_acc)
-        dk[tb, tn, :] = dk_acc.to(k.dtype)
-        dv[tb, tn, :] = dv_acc.to(v.dtype)
-    return dk, dv
 
 
 def _bwd_inputs(bh: int, s: int, d: int, dtype: torch.dtype = torch.float32) -> tuple:
