@@ -483,3 +483,45 @@ def test_no_libdevice_in_generated_code() -> None:
         softmax.bind((x,)).to_triton_code(),
     ):
         assert "libdevice" not in code and "tl.extra" not in code
+
+
+@tc.kernel(static_shapes=True)
+def _round_rows(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = torch.round(x[t])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_round_is_half_to_even_and_exact(dtype: torch.dtype) -> None:
+    """torch.round rounds ties to even; the emission uses floor and exact arithmetic only, so
+    ties, negatives, -0.0, infinities and integers past 2^23 (where x + 0.5 would round in
+    fp32) come out as torch's."""
+    ties = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, 127.5, 2.4999, 2.5001, -2.7, -0.0]
+    big = [8388609.0, -8388609.0, 16777215.0, float("inf"), float("-inf")]
+    x = torch.tensor(ties + big).to(dtype)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.cat([x, (torch.randn(500, generator=gen) * 200).to(dtype)])
+    x = torch.cat([x, (torch.randint(-300, 300, (500,), generator=gen) / 2).to(dtype)])
+    got = _round_rows(x)
+    assert torch.equal(got, torch.round(x.float()).to(dtype))
+    assert "tl.floor(" in _round_rows.bind((x,)).to_triton_code(tc.Config(block_sizes=[64]))
+
+
+@pytest.mark.crosscompile
+def test_round_compiles_for_sm90_and_gfx942() -> None:
+    from tilecraft.runtime.kernel import BoundKernel
+    from tilecraft.targets.target import Target
+    from tilecraft.tools.crosscompile import CompileJob
+    from tilecraft.tools.worker import run_compile_jobs
+
+    jobs = []
+    for key in ("cuda:90", "hip:gfx942"):
+        target = Target.parse(key)
+        x = torch.empty(1 << 20, dtype=torch.bfloat16)
+        bound = BoundKernel(_round_rows, _round_rows.bind_arguments((x,), {}), target=target)
+        _, _, traced, generated = bound.generate(bound.config_spec.default())
+        jobs += [CompileJob.of(g, loop, target) for g, loop in zip(generated, traced.loops)]
+    reports = run_compile_jobs(jobs, 300.0)
+    assert len(reports) == 2 and all(r.ok and r.spills == 0 for r in reports), reports

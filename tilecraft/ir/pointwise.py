@@ -55,6 +55,13 @@ _op("cos", 1, "tl.cos({0})", torch.cos, torch.cos, T.cos, float_only=True)
 _op("erf", 1, "tl.erf({0})", torch.erf, torch.erf, T.erf, float_only=True)
 _op("floor", 1, "tl.floor({0})", torch.floor, torch.floor, T.floor, float_only=True)
 _op("ceil", 1, "tl.ceil({0})", torch.ceil, torch.ceil, T.ceil, float_only=True)
+# torch.round: half to even, from floor and exact arithmetic only (x - floor(x) is exact; no
+# x + 0.5, which rounds above 2^23 in fp32), so the interpreter (no libdevice) computes it too
+_ROUND = (
+    "(tl.floor({0}) + tl.where({0} - tl.floor({0}) > 0.5, 1.0, tl.where({0} - tl.floor({0}) "
+    "== 0.5, tl.floor({0}) - 2.0 * tl.floor(tl.floor({0}) * 0.5), 0.0)))"
+)
+_op("round", 1, _ROUND, torch.round, torch.round, T.round, float_only=True)
 _op("sigmoid", 1, "tl.sigmoid({0})", torch.sigmoid, torch.sigmoid, T.sigmoid, float_only=True)
 _op(
     "tanh",
