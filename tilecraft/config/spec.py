@@ -223,7 +223,7 @@ class ConfigSpec:
         reductions = [row_loops.default_chunk(r, chunk_rows, self.target) for r in self.reductions]
         blocks = [self._preferred_block(b) for b in self.blocks]
         blocks, reductions = row_loops.row_blocks(self, blocks, reductions)
-        blocks = self._fill_device(blocks)
+        blocks = tile_budget.fill_device(self, blocks)
         config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
         # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits; a row
         # loop's tile is sized by its own rule (config/row_loops.py)
@@ -254,44 +254,6 @@ class ConfigSpec:
         largest, _ = self.largest_value(config)
         by_tile = 4 if largest <= 4096 else 8 if largest <= 16384 else 16
         return max(by_tile, row_loops.row_warps(self, config) or 1)
-
-    def _fill_device(self, blocks: list[int]) -> list[int]:
-        """Halve a device loop's largest grid block while its grid has fewer programs than the
-        target has SMs (an underfilled GPU is the default's worst case: e.g. a column sum of
-        8192 columns in 128-wide blocks runs 64 programs on 132 SMs), a contiguous one not
-        below ``MIN_SEGMENT_BYTES`` of a row (split reductions fill the rest: a bf16 column sum
-        of 65536 x 1024 on the H200 ran 0.0552 ms in 16-column tiles, 0.0477 in 32-column
-        ones with the same 512 programs, benchmarks/results/colsum_s7.md). Below its segment
-        floor a block halves where :meth:`_refills` allows: a decode attention over 256 heads
-        looping over 8192 keys ran 3.2 ms at 16 heads a program (16 programs), 1.0 at 2 (128),
-        0.36 at 1 (256, 128-key chunks; decode_s9.md); 1000-row sums of one 1000-wide tile a
-        program did not gain from 250 programs over 125 (0.83-1.17x, default_change_s9.md)."""
-        blocks = list(blocks)
-        for loop, (slots, fixed) in enumerate(
-            zip(self.grid_slots, self.fixed_programs, strict=True)
-        ):
-            while True:
-                programs = fixed * math.prod(cdiv(self.blocks[s].extent, blocks[s]) for s in slots)
-                shrinkable = [
-                    s
-                    for s in slots
-                    if blocks[s] > self.blocks[s].lo
-                    and (blocks[s] > self.blocks[s].segment_floor or self._refills(s, loop))
-                ]
-                if programs >= self.target.limits.num_sms or not shrinkable:
-                    break
-                widest = max(shrinkable, key=lambda s: blocks[s])
-                blocks[widest] //= 2
-        return blocks
-
-    def _refills(self, slot: int, loop: int) -> bool:
-        """Whether a grid block at its segment floor may still halve (while the grid is under a
-        wave): a dim without a row floor (not a contiguous loaded one, whose 64-byte segments
-        stay) of a device loop whose programs loop. A looping program's time grows with its
-        work, so an SM left idle is idle for the whole kernel; a program of one load and store
-        ends in about a memory latency either way."""
-        looping = any(n.op is Op.LOOP for n in self.loops[loop].walk())
-        return self.blocks[slot].row_floor is None and looping
 
     def _preferred_block(self, b: BlockSpec) -> int:
         """Starting block sizes, measured on an H200 (benchmarks/results/suite_*.md): 128x128

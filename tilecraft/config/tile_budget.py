@@ -4,15 +4,19 @@ config; out: the config with blocks halved, reduction dims looped or warps added
 The heuristic default starts from preferred tiles and brings them within budget here: the largest
 tile value within an element budget (:func:`shrink_to`), then enough warps that the values the
 resource model predicts live at once fit a thread's registers (:func:`spread_live_values`); a dot
-kernel stops at 8 warps and shrinks its tiles instead (:func:`shrink_dot_tiles`).
+kernel stops at 8 warps and shrinks its tiles instead (:func:`shrink_dot_tiles`). Before that,
+:func:`fill_device` halves grid blocks of a grid under a wave.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from tilecraft.config.config import Config
+from tilecraft.config.dims import cdiv
 from tilecraft.config.resolve import predicted_registers
+from tilecraft.ir.nodes import Op
 
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
@@ -92,4 +96,42 @@ def _may_roll(spec: ConfigSpec, slot: int, chunks: list[int | None]) -> bool:
     return chunks[slot] is None and r.loopable and not r.homes and r.full > 32
 
 
-__all__ = ["DOT_MAX_WARPS", "shrink_dot_tiles", "shrink_to", "spread_live_values"]
+def fill_device(spec: ConfigSpec, blocks: list[int]) -> list[int]:
+    """Halve a device loop's largest grid block while its grid has fewer programs than the
+    target has SMs (an underfilled GPU is the default's worst case: e.g. a column sum of
+    8192 columns in 128-wide blocks runs 64 programs on 132 SMs), a contiguous one not
+    below ``MIN_SEGMENT_BYTES`` of a row (split reductions fill the rest: a bf16 column sum
+    of 65536 x 1024 on the H200 ran 0.0552 ms in 16-column tiles, 0.0477 in 32-column
+    ones with the same 512 programs, benchmarks/results/colsum_s7.md). Below its segment
+    floor a block halves where :func:`_refills` allows: a decode attention over 256 heads
+    looping over 8192 keys ran 3.2 ms at 16 heads a program (16 programs), 1.0 at 2 (128),
+    0.36 at 1 (256, 128-key chunks; decode_s9.md); 1000-row sums of one 1000-wide tile a
+    program did not gain from 250 programs over 125 (0.83-1.17x, default_change_s9.md)."""
+    blocks = list(blocks)
+    for loop, (slots, fixed) in enumerate(zip(spec.grid_slots, spec.fixed_programs, strict=True)):
+        while True:
+            programs = fixed * math.prod(cdiv(spec.blocks[s].extent, blocks[s]) for s in slots)
+            shrinkable = [
+                s
+                for s in slots
+                if blocks[s] > spec.blocks[s].lo
+                and (blocks[s] > spec.blocks[s].segment_floor or _refills(spec, s, loop))
+            ]
+            if programs >= spec.target.limits.num_sms or not shrinkable:
+                break
+            widest = max(shrinkable, key=lambda s: blocks[s])
+            blocks[widest] //= 2
+    return blocks
+
+
+def _refills(spec: ConfigSpec, slot: int, loop: int) -> bool:
+    """Whether a grid block at its segment floor may still halve (while the grid is under a
+    wave): a dim without a row floor (not a contiguous loaded one, whose 64-byte segments
+    stay) of a device loop whose programs loop. A looping program's time grows with its
+    work, so an SM left idle is idle for the whole kernel; a program of one load and store
+    ends in about a memory latency either way."""
+    looping = any(n.op is Op.LOOP for n in spec.loops[loop].walk())
+    return spec.blocks[slot].row_floor is None and looping
+
+
+__all__ = ["DOT_MAX_WARPS", "fill_device", "shrink_dot_tiles", "shrink_to", "spread_live_values"]
