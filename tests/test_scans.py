@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import tilecraft as tc
-from tilecraft.errors import DeviceCodeError
+from tilecraft.errors import DeviceCodeError, ShapeError
 from tilecraft.targets.target import Target
 from tilecraft.tools.check import check_kernel
 
@@ -171,3 +171,75 @@ def test_reverse_scan_is_refused_with_a_working_hint() -> None:
     expected = x.flip(1).cumsum(1).flip(1)
     torch.testing.assert_close(reverse_scan_by_index(x), expected, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(reverse_scan_by_index.run_ref(x), expected, rtol=1e-5, atol=1e-5)
+
+
+def linear_step(
+    a1: torch.Tensor, b1: torch.Tensor, a2: torch.Tensor, b2: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Composes h -> a1 h + b1 then h -> a2 h + b2 (associative)."""
+    return a1 * a2, a2 * b1 + b2
+
+
+@tc.kernel(static_shapes=True)
+def recurrence(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """h[t] = a[t] * h[t - 1] + b[t] along each row (h[-1] = 0), and the running product of a."""
+    m, n = a.size()
+    h = torch.empty_like(b)
+    decay = torch.empty_like(a)
+    for tm in tc.tile(m):
+        pairs = (a[tm, :].to(torch.float32), b[tm, :].to(torch.float32))
+        prod, state = tc.associative_scan(linear_step, pairs, 1)
+        h[tm, :] = state.to(h.dtype)
+        decay[tm, :] = prod.to(decay.dtype)
+    return h, decay
+
+
+def _sequential(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    h, p, hs, ps = torch.zeros(a.shape[0]), torch.ones(a.shape[0]), [], []
+    for t in range(a.shape[1]):
+        h, p = a[:, t].float() * h + b[:, t].float(), p * a[:, t].float()
+        hs.append(h)
+        ps.append(p)
+    return torch.stack(hs, 1).to(b.dtype), torch.stack(ps, 1).to(a.dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_tuple_scan_computes_a_linear_recurrence(dtype: torch.dtype) -> None:
+    gen = torch.Generator().manual_seed(0)
+    a = (0.5 + 0.5 * torch.rand(5, 300, generator=gen)).to(dtype)  # 300: a padded tile
+    b = torch.randn(5, 300, generator=gen).to(dtype)
+    want = _sequential(a, b)
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {"rtol": 2e-2, "atol": 2e-2}
+    for got in (recurrence(a, b), recurrence.run_ref(a, b)):
+        torch.testing.assert_close(got[0], want[0], **tol)
+        torch.testing.assert_close(got[1], want[1], **tol)
+    code = recurrence.bind((a, b)).to_triton_code(tc.Config(block_sizes=[2]))
+    assert "def _combine_0_linear_step(lhs0, lhs1, rhs0, rhs1):" in code
+    assert "tl.associative_scan((" in code and ")[1]" in code
+
+
+def test_tuple_scan_eager_and_shape_errors() -> None:
+    a, b = torch.rand(3, 9), torch.randn(3, 9)
+    got = tc.associative_scan(linear_step, (a, b), 1)
+    torch.testing.assert_close(got[1], _sequential(a, b)[0])
+
+    @tc.kernel(static_shapes=True)
+    def mismatched(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for tm in tc.tile(x.size(0)):
+            _, s = tc.associative_scan(linear_step, (x[tm, :], y[tm, :8]), 1)
+            out[tm, :8] = s
+        return out
+
+    with pytest.raises(ShapeError, match="differ in shape"):
+        mismatched(torch.rand(4, 16), torch.rand(4, 16))
+
+
+@pytest.mark.crosscompile
+def test_tuple_scan_crosscompiles() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    a = torch.rand(64, 4096, dtype=torch.bfloat16)
+    rows = check_kernel(recurrence, (a, a), targets, lambda b: [b.config_spec.default()])
+    assert len(rows) == 2
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)

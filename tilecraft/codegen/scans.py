@@ -28,9 +28,12 @@ def combine_helper(ctx: EmitContext, combine: Combine) -> str:
     sub = ctx.sub_context()
     for n in combine.body:
         sub.ensure(n)
-    result = sub.expr(combine.result)
+    results = ", ".join(sub.expr(r) for r in combine.results)
     ctx.helper_names[key] = name
-    ctx.helpers.append(f"@triton.jit\ndef {name}(lhs, rhs):\n{sub.w.text()}\n    return {result}\n")
+    params = ", ".join(combine.params)
+    ctx.helpers.append(
+        f"@triton.jit\ndef {name}({params}):\n{sub.w.text()}\n    return {results}\n"
+    )
     return name
 
 
@@ -40,6 +43,11 @@ def emit_scan(ctx: EmitContext, node: Node) -> None:
     text = ctx.expr(src)
     if kind == "combine":
         helper = combine_helper(ctx, node.attrs["combine"])
+        if len(node.inputs) > 1:  # one of a tuple scan's results (each output scans the tuple)
+            tiles = ", ".join(ctx.expr(n) for n in node.inputs)
+            scan = f"tl.associative_scan(({tiles}), {axis}, {helper})[{node.attrs['output']}]"
+            ctx.bind(node, scan)
+            return
         ctx.bind(node, f"tl.associative_scan({text}, {axis}, {helper})")
         return
     ctx.bind(node, f"tl.{'cumsum' if kind == 'sum' else 'cumprod'}({text}, {axis})")

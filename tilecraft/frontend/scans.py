@@ -28,35 +28,51 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(eq=False)
 class Combine:
-    """A traced combine function ``(lhs, rhs) -> value`` over scalars of ``dtype``."""
+    """A traced combine function over scalars: ``(lhs, rhs) -> value``, or for a scan of a tuple
+    of tiles ``(lhs0, .., lhsK, rhs0, .., rhsK) -> (v0, .., vK)`` (``results`` in that order)."""
 
     name: str  # the user's function name (for the helper's name and messages)
-    dtype: torch.dtype
+    value_dtypes: tuple[torch.dtype, ...]  # of each side's values
     body: list[Node]
-    result: Node
+    results: tuple[Node, ...]
+
+    @property
+    def params(self) -> list[str]:
+        """The helper's parameter names: ``lhs, rhs`` or ``lhs0, .., rhs0, ..`` for tuples."""
+        if len(self.value_dtypes) == 1:
+            return ["lhs", "rhs"]
+        k = range(len(self.value_dtypes))
+        return [f"lhs{i}" for i in k] + [f"rhs{i}" for i in k]
 
     def __repr__(self) -> str:
         return f"combine:{self.name}"
 
 
-def trace_combine(t: Tracer, fn: Callable[..., Any], dtype: torch.dtype) -> Combine:
+def trace_combine(t: Tracer, fn: Callable[..., Any], dtypes_: tuple[torch.dtype, ...]) -> Combine:
+    """Trace ``fn`` once on scalar placeholders of ``dtypes_`` (one per tile combined)."""
     name = getattr(fn, "__name__", "combine")
     if not callable(fn):
         raise DeviceCodeError(f"the combine function must be callable, got {type(fn).__name__}")
-    lhs, rhs = (t.emit(Op.ARG, [], (), dtype, name=side) for side in ("lhs", "rhs"))
+    combine = Combine(name, dtypes_, [], ())
+    params = iter(combine.params)
+    sides = [[t.emit(Op.ARG, [], (), dt, name=next(params)) for dt in dtypes_] for _ in range(2)]
     t.blocks.append([])
     try:
-        out = fn(t.wrap(lhs), t.wrap(rhs))
-        if isinstance(out, (tuple, list)):
+        args = [t.wrap(n) for side in sides for n in side]
+        out = fn(*args)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        if len(outs) != len(dtypes_):
             raise DeviceCodeError(
-                f"combine function '{name}' returned {len(out)} values; one tile is supported"
+                f"combine function '{name}' returned {len(outs)} values for "
+                f"{len(dtypes_)} combined tile(s)"
             )
-        result = t.cast(t.value_node(out), dtype)
+        results = tuple(t.cast(t.value_node(o), dt) for o, dt in zip(outs, dtypes_, strict=True))
     finally:
-        body = t.blocks.pop()
-    if result.ndim != 0:
+        combine.body = t.blocks.pop()
+    if any(r.ndim != 0 for r in results):
         raise ShapeError(f"combine function '{name}' must combine scalars elementwise")
-    return Combine(name, dtype, body, result)
+    combine.results = results
+    return combine
 
 
 def _scan_node(t: Tracer, x: Any, dim: Any, kind: str) -> tuple[Node, int]:
@@ -79,8 +95,17 @@ def cumulative(t: Tracer, kind: str, x: Any, dim: Any, dtype: Any = None) -> Til
 
 def associative_scan(
     t: Tracer, fn: Callable[..., Any], x: Any, dim: Any, reverse: bool = False
-) -> TileValue:
-    node, axis = _scan_node(t, x, dim, "associative_scan")
+) -> TileValue | tuple[TileValue, ...]:
+    """``tc.associative_scan(fn, x, dim)``; ``x`` may be a tuple of same-shape tiles, combined
+    together by ``fn(lhs0, .., rhs0, ..) -> (v0, ..)`` (a linear recurrence's (a, b) pairs)."""
+    xs = tuple(x) if isinstance(x, (tuple, list)) else (x,)
+    if not xs:
+        raise DeviceCodeError("tc.associative_scan: no tiles to scan", t.loc)
+    nodes = [t.value_node(v) for v in xs]
+    node, axis = _scan_node(t, xs[0], dim, "associative_scan")
+    if any(n.shape != node.shape for n in nodes):
+        shapes = ", ".join(str(list(n.shape)) for n in nodes)
+        raise ShapeError(f"tc.associative_scan: the scanned tiles differ in shape ({shapes})")
     if reverse:  # a reversed scan would meet a tile's padding first (it sits at the end)
         raise DeviceCodeError(
             "tc.associative_scan(reverse=True) is not supported",
@@ -88,11 +113,22 @@ def associative_scan(
             hint="scan the data in reverse order instead: load it with a reversed index, e.g. "
             "x[t, (n - 1) - tc.arange(n)], scan forward, and store with the same index",
         )
-    compute = dtypes.compute_dtype(node.dtype)
-    combine = trace_combine(t, fn, compute)
-    inp = t.cast(node, compute)
-    scan = t.emit(Op.SCAN, [inp], inp.shape, compute, kind="combine", axis=axis, combine=combine)
-    return t.wrap(t.cast(scan, node.dtype))
+    computes = tuple(dtypes.compute_dtype(n.dtype) for n in nodes)
+    combine = trace_combine(t, fn, computes)
+    inputs = [t.cast(n, c) for n, c in zip(nodes, computes, strict=True)]
+    outs = tuple(
+        t.wrap(
+            t.cast(
+                t.emit(
+                    Op.SCAN, inputs, node.shape, c, kind="combine", axis=axis,
+                    combine=combine, output=i,
+                ),
+                n.dtype,
+            )
+        )
+        for i, (n, c) in enumerate(zip(nodes, computes, strict=True))
+    )  # fmt: skip
+    return outs if isinstance(x, (tuple, list)) else outs[0]
 
 
 def reduce(
@@ -108,7 +144,7 @@ def reduce(
     if not isinstance(other, (int, float, bool)):
         raise DeviceCodeError("tc.reduce: other= must be a Python number (the combine's identity)")
     compute = dtypes.compute_dtype(node.dtype)
-    combine = trace_combine(t, fn, compute)
+    combine = trace_combine(t, fn, (compute,))
     inp = t.cast(node, compute)
     shape = list(inp.shape)
     if keep_dims:

@@ -19,21 +19,25 @@ def _upcast(x: torch.Tensor) -> torch.Tensor:
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
-def associative_scan(
-    fn: Callable[[Any, Any], Any], values: Any, dim: int, reverse: bool = False
-) -> Any:
-    """Inclusive scan of ``values`` along ``dim`` with ``fn`` (``tl.associative_scan``)."""
+def associative_scan(fn: Callable[..., Any], values: Any, dim: int, reverse: bool = False) -> Any:
+    """Inclusive scan of ``values`` along ``dim`` with ``fn`` (``tl.associative_scan``).
+    ``values`` may be a tuple of same-shape tiles: ``fn(lhs0, .., lhsK, rhs0, .., rhsK)`` then
+    returns a tuple too, and so does the scan (a linear recurrence ``h = a * h + b`` scans
+    ``(a, b)`` with ``(a1 * a2, a2 * b1 + b2)``)."""
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("associative_scan", fn, values, dim, reverse=reverse)
-    parts = list(_upcast(values).unbind(dim))
-    order = parts[::-1] if reverse else parts
+    tiles = tuple(values) if isinstance(values, (tuple, list)) else (values,)
+    columns = list(zip(*(_upcast(v).unbind(dim) for v in tiles), strict=True))
+    order = columns[::-1] if reverse else columns
     acc, out = order[0], [order[0]]
-    for p in order[1:]:
-        acc = fn(acc, p)
+    for part in order[1:]:
+        combined = fn(*acc, *part) if len(tiles) > 1 else fn(acc[0], part[0])
+        acc = tuple(combined) if len(tiles) > 1 else (combined,)
         out.append(acc)
-    result = torch.stack(out[::-1] if reverse else out, dim)
-    return result.to(values.dtype)
+    out = out[::-1] if reverse else out
+    results = tuple(torch.stack([o[i] for o in out], dim).to(v.dtype) for i, v in enumerate(tiles))
+    return results if isinstance(values, (tuple, list)) else results[0]
 
 
 def reduce(
