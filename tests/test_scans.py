@@ -218,6 +218,31 @@ def test_tuple_scan_computes_a_linear_recurrence(dtype: torch.dtype) -> None:
     assert "tl.associative_scan((" in code and ")[1]" in code
 
 
+def linear_step_pairs(
+    left: tuple[torch.Tensor, torch.Tensor], right: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch's convention: one tuple per side."""
+    return linear_step(*left, *right)
+
+
+@tc.kernel(static_shapes=True)
+def recurrence_pairs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    h = torch.empty_like(b)
+    for tm in tc.tile(a.size(0)):
+        _, state = tc.associative_scan(linear_step_pairs, (a[tm, :], b[tm, :]), 1)
+        h[tm, :] = state
+    return h
+
+
+def test_tuple_scan_takes_torch_convention_combines() -> None:
+    gen = torch.Generator().manual_seed(1)
+    a, b = 0.5 + 0.5 * torch.rand(3, 50, generator=gen), torch.randn(3, 50, generator=gen)
+    want = _sequential(a, b)[0]
+    torch.testing.assert_close(recurrence_pairs(a, b), want, rtol=1e-4, atol=1e-4)
+    eager = tc.associative_scan(linear_step_pairs, (a, b), 1)[1]
+    torch.testing.assert_close(eager, want, rtol=1e-5, atol=1e-5)
+
+
 def test_tuple_scan_eager_and_shape_errors() -> None:
     a, b = torch.rand(3, 9), torch.randn(3, 9)
     got = tc.associative_scan(linear_step, (a, b), 1)

@@ -12,6 +12,7 @@ does see padding, so it takes ``other``, the value padded elements hold (the com
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,19 @@ class Combine:
         return f"combine:{self.name}"
 
 
+def call_combine(fn: Callable[..., Any], lhs: list[Any], rhs: list[Any]) -> Any:
+    """``fn`` on one value per side, or for tuples in the convention ``fn`` is written in:
+    Triton's flattened ``fn(lhs0, .., rhs0, ..)`` or torch's ``fn(lhs_tuple, rhs_tuple)``."""
+    if len(lhs) == 1:
+        return fn(lhs[0], rhs[0])
+    try:
+        params = inspect.signature(fn).parameters.values()
+        pairwise = len(params) == 2 and all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+    except (TypeError, ValueError):
+        pairwise = False
+    return fn(tuple(lhs), tuple(rhs)) if pairwise else fn(*lhs, *rhs)
+
+
 def trace_combine(t: Tracer, fn: Callable[..., Any], dtypes_: tuple[torch.dtype, ...]) -> Combine:
     """Trace ``fn`` once on scalar placeholders of ``dtypes_`` (one per tile combined)."""
     name = getattr(fn, "__name__", "combine")
@@ -58,8 +72,8 @@ def trace_combine(t: Tracer, fn: Callable[..., Any], dtypes_: tuple[torch.dtype,
     sides = [[t.emit(Op.ARG, [], (), dt, name=next(params)) for dt in dtypes_] for _ in range(2)]
     t.blocks.append([])
     try:
-        args = [t.wrap(n) for side in sides for n in side]
-        out = fn(*args)
+        lhs, rhs = ([t.wrap(n) for n in side] for side in sides)
+        out = call_combine(fn, lhs, rhs)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         if len(outs) != len(dtypes_):
             raise DeviceCodeError(

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from tilecraft.frontend.scans import call_combine
 from tilecraft.language import _context
 
 
@@ -21,8 +22,9 @@ def _upcast(x: torch.Tensor) -> torch.Tensor:
 
 def associative_scan(fn: Callable[..., Any], values: Any, dim: int, reverse: bool = False) -> Any:
     """Inclusive scan of ``values`` along ``dim`` with ``fn`` (``tl.associative_scan``).
-    ``values`` may be a tuple of same-shape tiles: ``fn(lhs0, .., lhsK, rhs0, .., rhsK)`` then
-    returns a tuple too, and so does the scan (a linear recurrence ``h = a * h + b`` scans
+    ``values`` may be a tuple of same-shape tiles: ``fn(lhs0, .., lhsK, rhs0, .., rhsK)`` (or
+    ``fn(lhs_tuple, rhs_tuple)``, torch's convention) then returns a tuple too, and so does the
+    scan (a linear recurrence ``h = a * h + b`` scans
     ``(a, b)`` with ``(a1 * a2, a2 * b1 + b2)``)."""
     tracer = _context.device()
     if tracer is not None:
@@ -32,7 +34,7 @@ def associative_scan(fn: Callable[..., Any], values: Any, dim: int, reverse: boo
     order = columns[::-1] if reverse else columns
     acc, out = order[0], [order[0]]
     for part in order[1:]:
-        combined = fn(*acc, *part) if len(tiles) > 1 else fn(acc[0], part[0])
+        combined = call_combine(fn, list(acc), list(part))
         acc = tuple(combined) if len(tiles) > 1 else (combined,)
         out.append(acc)
     out = out[::-1] if reverse else out

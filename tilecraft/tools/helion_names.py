@@ -204,7 +204,8 @@ LANGUAGE: tuple[HelionName, ...] = (
         "associative_scan",
         "(combine_fn, input_tensor, dim: int, reverse: bool = False)",
         "differs",
-        "tc.associative_scan(fn, values, dim): reverse=True is refused",
+        "tc.associative_scan(fn, values, dim): values may be a tuple of tiles; reverse=True "
+        "is refused",
     ),
     _hl(
         "cumprod",
