@@ -211,7 +211,7 @@ def _rounding_ties(a: torch.Tensor, e: torch.Tensor, diff: torch.Tensor) -> bool
         return False
     if int(diff.sum()) > int(a.numel() * INT_ROUNDING_SHARE):
         return False
-    return bool(((a.long() - e.long()).abs() <= 1).all())
+    return bool(((a[diff].long() - e[diff].long()).abs() <= 1).all())
 
 
 def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:

@@ -139,13 +139,17 @@ class DescriptorAccess:
     kept: list[str]
     order: tuple[int, ...]
 
+    @property
+    def permuted(self) -> bool:
+        """Whether the descriptor lists the tensor's dims in another order."""
+        return self.order != tuple(range(len(self.order)))
+
     def loaded(self) -> str:
         """The load, permuted back to the tensor's dim order and without scalar dims."""
         value = f"{self.name}.load({self.offsets})"
-        if self.order != tuple(range(len(self.order))):
-            value = (
-                f"tl.permute({value}, {_dims(self.order.index(d) for d in range(len(self.order)))})"
-            )
+        if self.permuted:
+            back = [self.order.index(d) for d in range(len(self.order))]
+            value = f"tl.permute({value}, {tuple(back)})"
         if len(self.kept) < len(self.blocks):
             value = f"{value}.reshape([{', '.join(self.kept)}])"
         return value
@@ -154,13 +158,9 @@ class DescriptorAccess:
         """The store of ``value`` (the tensor's dim order, scalar dims dropped)."""
         if len(self.kept) < len(self.blocks):  # back to the descriptor's blocks (size 1 at scalars)
             value = f"({value}).reshape([{', '.join(self.blocks)}])"
-        if self.order != tuple(range(len(self.order))):
-            value = f"tl.permute({value}, {_dims(self.order)})"
+        if self.permuted:
+            value = f"tl.permute({value}, {self.order})"
         return f"{self.name}.store({self.offsets}, {value})"
-
-
-def _dims(dims: Any) -> str:
-    return str(tuple(dims))
 
 
 def _descriptor(ctx: EmitContext, node: Node) -> DescriptorAccess:

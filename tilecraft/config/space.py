@@ -124,21 +124,20 @@ class StrategySpace:
         self.accesses: list[Node] = mem  # loads and stores, in mem_slot order
         self.n_loads = sum(1 for n in mem if n.op is Op.LOAD)
         self.indexing_choices: list[tuple[str, ...]] = []
-        miscompiled = {
-            id(n)
+        # loads kept off descriptors for a known miscompile (a pipeline streams them by pointer)
+        self.descriptor_miscompiles = {
+            n.attrs["mem_slot"]
             for loop in loops
             for dot_loop in loop.walk()
             if dot_loop.op is Op.LOOP
             for n in computed_left_operand_loads(target, dot_loop)
         }
-        # loads kept off descriptors for a known miscompile (a pipeline streams them by pointer)
-        self.descriptor_miscompiles = {a.attrs["mem_slot"] for a in mem if id(a) in miscompiled}
         for access in mem:
             kinds = ["pointer"]
             if _access_ok(access) and caps.block_pointers:
                 kinds.append("block_ptr")
             descriptor = target.tensor_descriptors and caps.block_pointers
-            descriptor = descriptor and id(access) not in miscompiled
+            descriptor = descriptor and access.attrs["mem_slot"] not in self.descriptor_miscompiles
             if descriptor and _access_ok(access, scalar_ok=True) and _descriptor_ok(access):
                 kinds.append("tensor_descriptor")
             self.indexing_choices.append(tuple(kinds))

@@ -24,8 +24,7 @@ def associative_scan(fn: Callable[..., Any], values: Any, dim: int, reverse: boo
     """Inclusive scan of ``values`` along ``dim`` with ``fn`` (``tl.associative_scan``).
     ``values`` may be a tuple of same-shape tiles: ``fn(lhs0, .., lhsK, rhs0, .., rhsK)`` (or
     ``fn(lhs_tuple, rhs_tuple)``, torch's convention) then returns a tuple too, and so does the
-    scan (a linear recurrence ``h = a * h + b`` scans
-    ``(a, b)`` with ``(a1 * a2, a2 * b1 + b2)``)."""
+    scan (a linear recurrence ``h = a * h + b`` scans ``(a, b)`` with ``(a1 * a2, a2 * b1 + b2)``)."""
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("associative_scan", fn, values, dim, reverse=reverse)
