@@ -6,7 +6,8 @@ back (``tl.permute``), or permutes a stored value into storage order. Checked he
 descriptors for such views (not for views without a unit-stride dim), the generated lines, results
 in the interpreter (2-D and batched 3-D operands, a transposed output) and an sm_90 cross-compile of
 the default, which is a TMA pipeline like a plain matmul's. (``linear`` is the held-out matmul
-as a user writes it: ``benchmarks/gen_kernels/heldout_dots.py``.)
+as a user writes it: ``benchmarks/gen_kernels/heldout_dots.py``; ``bmm_bt`` the generalization
+benchmark's 3-D bmm, given a transposed operand.)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 from test_strategies import check_order
 
 import tilecraft as tc
+from benchmarks.gen_kernels.dots import bmm_3d as bmm_bt
 from benchmarks.gen_kernels.heldout_dots import matmul_any_layout as linear
 from tilecraft.config.space import descriptor_order
 from tilecraft.runtime.kernel import BoundKernel
@@ -26,19 +28,6 @@ from tilecraft.tools.crosscompile import CompileJob
 from tilecraft.tools.worker import run_compile_jobs
 
 TMA = tc.Config(block_sizes=[32, 32, 32], indexing="tensor_descriptor", num_warps=4, num_stages=2)
-
-
-@tc.kernel(static_shapes=True)
-def bmm_bt(a: torch.Tensor, bt: torch.Tensor) -> torch.Tensor:
-    batch, m, k = a.size()
-    n = bt.size(2)
-    out = torch.empty([batch, m, n], dtype=a.dtype, device=a.device)
-    for tb, tm, tn in tc.tile([batch, m, n], block_size=[1, None, None]):
-        acc = tc.zeros([tm, tn], dtype=torch.float32)
-        for tk in tc.tile(k):
-            acc = tc.dot(a[tb, tm, tk], bt[tb, tk, tn], acc=acc)
-        out[tb, tm, tn] = acc.to(a.dtype)
-    return out
 
 
 @tc.kernel(static_shapes=True)
@@ -103,7 +92,7 @@ def test_batched_transposed_operand_results() -> None:
     bound = bmm_bt.bind((a, bt))
     assert descriptor_order(bound.config_spec.space.accesses[1].attrs["tensor"]) == (0, 2, 1)
     code = bound.to_triton_code(cfg)
-    assert "tl.permute(bt_desc.load(" in code and "(0, 2, 1)" in code
+    assert "tl.permute(b_desc.load(" in code and "(0, 2, 1)" in code
     torch.testing.assert_close(bound.run(bound.compile_config(cfg), a, bt), a @ bt)
 
 
