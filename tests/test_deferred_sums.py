@@ -148,7 +148,8 @@ def test_deferred_sums_crosscompile() -> None:
         tc.Config(block_sizes=[128, 64], num_warps=4, split_reductions=[8], deferred_sums=True)
     ]
     rows = check_kernel(column_sum, (x,), targets, lambda b: configs)
-    assert len(rows) == 4  # the partials and the combining kernel, on each target
+    # sm_90: one kernel (its last program per tile combines); gfx942: partials, then a combine
+    assert len(rows) == 3
     for row in rows:
         assert row.report is not None and row.report.ok and row.report.spills == 0, row.status
 

@@ -212,18 +212,75 @@ def test_heuristic_keeps_partials_traffic_small() -> None:
 
 # -- generated code ------------------------------------------------------------------------
 def test_generated_code_has_partials_and_ordered_combine() -> None:
-    bound = _bind(col_max_and_sum, torch.randn(1000, 48))
+    mi300 = Target("hip", "gfx942", 64)  # no arrival counters: a second, combine kernel
+    bound = _bind(col_max_and_sum, torch.randn(1000, 48), target=mi300)
     code = bound.to_triton_code(tc.Config(block_sizes=[16, 32], split_reductions=[3]))
     partials, combine = code.split("def _tc_col_max_and_sum_0(")
     assert "_partials(" in partials and "tl.program_id(1)" in partials
-    assert "tl.range(_tc_index(split_start" in partials
+    assert "tl.range(split_start" in partials
     assert "tl.store(_tc_split_top_0" in partials and "tl.store(_tc_split_acc_1" in partials
     assert "tl.program_id(1)" not in combine.split("def launch_0")[0]
     # the combine adds share 0, 1, 2 in that order, starting from the loop's init value
     loads = [line for line in combine.splitlines() if "tl.load(acc_part +" in line]
     assert [f"{s} * acc_stride" in line for s, line in enumerate(loads)] == [True] * 3
-    assert "tl.maximum" in combine
+    assert "tl.maximum" in combine and "tl.atomic_add" not in code
     assert "[(split_tiles, 3,)]" in code and "torch.empty(3 * split_tiles" in code
+
+
+def test_one_launch_last_program_combines() -> None:
+    bound = _bind(col_max_and_sum, torch.randn(1000, 48), target=H200)
+    config = tc.Config(block_sizes=[16, 32], split_reductions=[3])
+    assert bound.config_spec.resolve(config).split_one_launch
+    code = bound.to_triton_code(config)
+    combine, partials = code.split("@triton.jit\ndef _tc_col_max_and_sum_0_partials(")
+    # a called function, not inlined (inlined, ptxas issued the partials loop's loads one at a
+    # time to make room for the combine's registers)
+    assert "@triton.jit(noinline=True)\ndef _tc_col_max_and_sum_0_combine(" in combine
+    # every share's partials are stored, then counted in; the third to arrive combines in order
+    barrier = partials.index("tl.debug_barrier()")
+    assert partials.rindex("tl.store(_tc_split_acc_1") < barrier
+    assert 'tl.atomic_add(_tc_split_count + tl.program_id(0), 1, sem="acq_rel", scope="gpu")' in (
+        partials
+    )
+    assert "== 2:" in partials and "_tc_col_max_and_sum_0_combine(" in partials
+    assert "tl.store(_tc_split_count + tl.program_id(0), 0)" in partials
+    loads = [line for line in combine.splitlines() if "tl.load(acc_part +" in line]
+    assert len(loads) == 3 and all("volatile=True" in line for line in loads)
+    launcher = code.split("def launch_0")[1]
+    assert launcher.count("[(") == 1 and "split_counters(" in launcher
+    # split_atomics keeps its own path, and a rolled site keeps the second kernel
+    atomic = tc.Config(block_sizes=[32, 16], split_reductions=[4], split_atomics=True)
+    atomic_code = _bind(col_sum, torch.randn(1000, 48), target=H200).to_triton_code(atomic)
+    assert "split_counters(" not in atomic_code and "tl.atomic_add(_tc_split_acc_0" in atomic_code
+    rows = _bind(rms_rows, torch.randn(3, 1000), torch.randn(1000), target=H200)
+    rolled = rows.to_triton_code(
+        tc.Config(block_sizes=[1], reduction_loops=[64], split_reductions=[4])
+    )
+    assert "split_counters(" not in rolled and rolled.count("[(split_tiles, 4,)]") == 2
+
+
+def test_counters_stay_zero_between_launches() -> None:
+    from tilecraft.runtime.device import split_counters
+
+    x = torch.randn(1000, 48)
+    config = tc.Config(block_sizes=[16, 32], split_reductions=[4])
+    for _ in range(3):  # the counters each launch leaves behind serve the next
+        hi, total = _run(col_max_and_sum, config, x)
+        torch.testing.assert_close(total, x.sum(0) * 0.5, rtol=1e-5, atol=1e-4)
+    counters = split_counters(x, 3)
+    assert counters.numel() >= 3 and not counters.any()
+
+
+def test_two_launch_combine_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second-kernel combine (AMD, XPU), run in the interpreter."""
+    monkeypatch.setattr(Target, "arrival_counters", property(lambda self: False))
+    x = torch.randn(1000, 40) - 2.0
+    bound = _bind(col_max_and_sum, x)
+    config = tc.Config(block_sizes=[16, 32], split_reductions=[4])
+    assert not bound.config_spec.resolve(config).split_one_launch
+    hi, total = bound.run(bound.compile_config(config), x)
+    torch.testing.assert_close(hi, torch.clamp(x.amax(0), min=-1.0))
+    torch.testing.assert_close(total, x.sum(0) * 0.5, rtol=1e-5, atol=1e-4)
 
 
 # -- rolled reduction dims (a few long rows) ----------------------------------------------
@@ -305,7 +362,9 @@ def test_atomic_variant_is_opt_in() -> None:
     bound = _bind(col_sum, x)
     code = bound.to_triton_code(config)
     assert "tl.atomic_add(_tc_split_acc_0" in code and "torch.zeros(split_tiles" in code
-    assert "tl.atomic_add" not in bound.to_triton_code(config.replace(split_atomics=False))
+    assert "tl.atomic_add(_tc_split_acc_0" not in bound.to_triton_code(
+        config.replace(split_atomics=False)
+    )
     torch.testing.assert_close(
         bound.run(bound.compile_config(config), x), x.sum(0), rtol=1e-5, atol=1e-4
     )
@@ -352,7 +411,11 @@ def test_split_kernels_cross_compile() -> None:
             _, _, traced, kernels = bound.generate(config)
             assert bound.config_spec.resolve(config).split(0) > 1
             main = kernels[0]
-            assert len(main.companions) == 1
+            plan = bound.config_spec.resolve(config)
+            assert plan.split_one_launch == (target == H200 and not plan.split_atomics)
+            one_launch = plan.split_one_launch and kernel is not rms_rows  # rolled: 2 kernels
+            assert len(main.companions) == (0 if one_launch else 1)
+            assert ("split_counters(" in main.launcher_source) == one_launch
             jobs += [CompileJob.of(k, traced.loops[0], target) for k in (main, *main.companions)]
     for job, report in zip(jobs, run_compile_jobs(jobs, 300), strict=True):
         assert report.ok, f"{job.kernel_name} for {job.target.key}: {report.error}"

@@ -12,6 +12,17 @@ inner loop ``S`` ways, see ``ir/split.py``; out: two Triton kernels and their la
   (it is side-effect free: the legality rule), each accumulator as
   ``init (+) p_0 (+) ... (+) p_{S-1}`` in that fixed order (deterministic), then the code after the
   loop unchanged.
+* **One launch** (``Plan.split_one_launch``, where the target has arrival counters): the combine
+  is a ``@triton.jit`` function that the partials kernel calls. After storing its partials, each
+  program counts itself in with a ``gpu``-scope acq_rel ``tl.atomic_add`` on its tile's counter
+  (after a block barrier, so the count follows every thread's stores); the program that arrives
+  last runs the combine, reading the partials with volatile loads (the L1 of its SM may hold
+  stale lines of them), and resets the counter to zero for the next launch. The sum is the
+  same fixed-order sum as the second kernel's; the second launch and its gap are saved (H200: a
+  65536x1024 column sum 0.0478 -> 0.0460-0.0467 ms, 16 rows of 4M 0.0473 -> 0.0457;
+  ``benchmarks/results/split_launches_s10``). The combine is a called, not inlined, function
+  (``codegen/kernel.py`` says why). The counters live in a per-stream buffer that stays zeroed
+  between launches (``runtime/device.split_counters``).
 
 A split **rolled** reduction dim (``RolledSite``) runs both kernels on the ``(tiles, S)`` grid:
 the partials kernel runs the code before the reductions and its share of their chunk loop, then
@@ -40,6 +51,7 @@ if TYPE_CHECKING:
 
 
 PARTIALS, COMBINE = "partials", "combine"
+COUNTERS = "_tc_split_count"  # one launch: the kernel parameter of the tiles' arrival counters
 
 
 @dataclasses.dataclass
@@ -57,6 +69,8 @@ class SplitPass:
     factor: int
     phase: str  # PARTIALS or COMBINE
     atomic: bool = False  # partial sums atomically added into one block per tile (opt-in)
+    one_launch: bool = False  # the combine runs in the partials kernel's last program per tile
+    then_call: str = ""  # partials pass of one launch: the call of the combine function
     scratch: dict[int, Scratch] = dataclasses.field(default_factory=dict)  # value id -> buffer
 
     def is_site(self, node: Node) -> bool:
@@ -112,6 +126,20 @@ class SplitPass:
                 f"{store}({buffer.name} + {base} * {buffer.numel} + {offsets}, "
                 f"{ctx.expr(value)}{sem})"
             )
+        if self.then_call:
+            self._last_arrival_combines(ctx)
+
+    def _last_arrival_combines(self, ctx: EmitContext) -> None:
+        """Count this program in on its tile's counter; the last of the ``factor`` to arrive
+        combines (see the module docstring for the memory ordering)."""
+        counter = f"{COUNTERS} + tl.program_id(0)"
+        arrived = ctx.w.fresh("split_arrived")
+        ctx.w.line("tl.debug_barrier()  # every thread's partials are stored before the count")
+        ctx.w.line(f'{arrived} = tl.atomic_add({counter}, 1, sem="acq_rel", scope="gpu")')
+        ctx.w.line(f"if {arrived} == {self.factor - 1}:")
+        with ctx.w.indented():
+            ctx.w.line(self.then_call)
+            ctx.w.line(f"tl.store({counter}, 0)  # zero again for the next launch")
 
     # -- combine kernel -------------------------------------------------------------------
     def combine(self, ctx: EmitContext, init_text: str | None, carry: Node) -> None:
@@ -126,8 +154,9 @@ class SplitPass:
         ctx.w.line(f"{step} = tl.num_programs(0).to(tl.int64) * {buffer.numel}")
         offsets = _offsets(ctx, carry)
         name = ctx.w.fresh(carry.hint)
+        volatile = ", volatile=True" if self.one_launch else ""
         for s in range(1 if self.atomic else self.factor):  # atomics left one total per tile
-            part = f"tl.load({base} + {s} * {step} + {offsets})"
+            part = f"tl.load({base} + {s} * {step} + {offsets}{volatile})"
             if s == 0 and init_text is None:
                 ctx.w.line(f"{name} = {part}")
                 continue
@@ -185,4 +214,4 @@ def _offsets(ctx: EmitContext, carry: Node) -> str:
     return "(" + " + ".join(terms) + ")"
 
 
-__all__ = ["COMBINE", "PARTIALS", "Scratch", "SplitPass"]
+__all__ = ["COMBINE", "COUNTERS", "PARTIALS", "Scratch", "SplitPass"]

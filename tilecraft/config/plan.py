@@ -144,6 +144,9 @@ class Plan:
     # per device loop: programs its splittable inner loop runs over (1: not split; ir/split.py)
     splits: tuple[int, ...] = ()
     split_atomics: bool = False  # partials added by fp32 atomics into one buffer (opt-in)
+    # a split inner loop's partials combined by the last program of each tile to arrive, in the
+    # same launch (target.arrival_counters), instead of by a second kernel
+    split_one_launch: bool = False
     # loop-carried accumulators on a looped reduction dim, kept in their output rows in memory
     # (the row-does-not-fit schedule: see ir/carried_homes.py)
     carried_homes: tuple[CarriedHome, ...] = ()

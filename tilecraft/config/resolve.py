@@ -82,6 +82,7 @@ def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
         dot_precision=dot_precision(spec.target, spec.dot_precision),
         splits=tuple(config.split_reductions) or (1,) * n_loops,
         split_atomics=config.split_atomics,
+        split_one_launch=spec.target.arrival_counters and not config.split_atomics,
         carried_homes=homes,
         slice_pairs=pairs,
     )

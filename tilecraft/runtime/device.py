@@ -48,3 +48,29 @@ def capturing(device_type: str) -> bool:
         and torch.cuda.is_available()
         and torch.cuda.is_current_stream_capturing()
     )
+
+
+_SPLIT_COUNTERS: dict[tuple[str, int, int], torch.Tensor] = {}
+
+
+def split_counters(tensor: Any, tiles: int) -> torch.Tensor:
+    """At least ``tiles`` zeroed int32 arrival counters on ``tensor``'s device, for a split
+    reduction combined in one launch (``codegen/split.py``): its last program per tile resets
+    its counter, so a buffer stays zeroed between launches and one per stream is reused (two
+    streams never share one). While a CUDA graph is being captured, a fresh zeroed buffer: its
+    zeroing is captured too and runs before each replay. (Called on every launch: the stream is
+    read through Triton's driver, a C call, not a ``torch.cuda.Stream`` object.)"""
+    device = tensor.device
+    stream = 0
+    if device.type == "cuda":
+        if torch.cuda.is_current_stream_capturing():
+            return torch.zeros(tiles, dtype=torch.int32, device=device)
+        from triton.runtime import driver
+
+        stream = driver.active.get_current_stream(device.index)
+    key = (device.type, device.index or 0, stream)
+    counters = _SPLIT_COUNTERS.get(key)
+    if counters is None or counters.numel() < tiles:
+        counters = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
+        _SPLIT_COUNTERS[key] = counters
+    return counters

@@ -23,7 +23,7 @@ from tilecraft.codegen.kernel import HEADER
 from tilecraft.config.config import Config
 from tilecraft.errors import ArgumentError
 from tilecraft.frontend.source import LAUNCH, launch_tree
-from tilecraft.runtime import triton_helpers
+from tilecraft.runtime import device, triton_helpers
 
 if TYPE_CHECKING:
     from tilecraft.runtime.kernel import BoundKernel
@@ -195,6 +195,7 @@ def standalone_source(bound: BoundKernel, config: Config) -> str:
     parts = [
         f'"""{name}: exported by tilecraft for {plan.config!r} (runs without tilecraft)."""\n',
         _PRELUDE,
+        "\n\n_SPLIT_COUNTERS = {}\n\n\n" + inspect.getsource(device.split_counters),
         _helpers(),
         source.removeprefix(HEADER),
         _SHIM,

@@ -95,6 +95,15 @@ class Target:
     def warp_specialize(self) -> bool:
         return self.capabilities.warp_specialize and self.backend == "cuda" and int(self.arch) >= 90
 
+    @property
+    def arrival_counters(self) -> bool:
+        """Programs can count their arrivals with a ``gpu``-scope acq_rel ``tl.atomic_add`` and
+        read each other's stores with volatile loads, so the last program of a split tile can
+        combine the partials in the same launch (``codegen/split.py``). Measured on NVIDIA; the
+        interpreter runs programs one after another. AMD keeps the second kernel (the same code
+        compiles for gfx942, but it has not run on an AMD GPU)."""
+        return self.backend in ("cuda", "interpret")
+
 
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
