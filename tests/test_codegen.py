@@ -509,6 +509,16 @@ def test_round_is_half_to_even_and_exact(dtype: torch.dtype) -> None:
     assert "tl.floor(" in _round_rows.bind((x,)).to_triton_code(tc.Config(block_sizes=[64]))
 
 
+@pytest.mark.gpu
+def test_round_on_gpu() -> None:
+    ties = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, 127.5, 2.4999, 2.5001, -2.7, -0.0]
+    big = [8388609.0, -8388609.0, 16777215.0, float("inf"), float("-inf")]
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        x = torch.tensor(ties + big, device="cuda").to(dtype)
+        x = torch.cat([x, (torch.randn(1 << 20, device="cuda") * 200).to(dtype)])
+        assert torch.equal(_round_rows(x), torch.round(x.float()).to(dtype))
+
+
 @pytest.mark.crosscompile
 def test_round_compiles_for_sm90_and_gfx942() -> None:
     from tilecraft.runtime.kernel import BoundKernel

@@ -218,6 +218,17 @@ def test_tuple_scan_computes_a_linear_recurrence(dtype: torch.dtype) -> None:
     assert "tl.associative_scan((" in code and ")[1]" in code
 
 
+@pytest.mark.gpu
+def test_tuple_scan_on_gpu() -> None:
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = 0.5 + 0.5 * torch.rand(64, 1000, generator=gen, device="cuda")
+    b = torch.randn(64, 1000, generator=gen, device="cuda")
+    want = _sequential(a.cpu(), b.cpu())
+    got = recurrence(a, b)
+    torch.testing.assert_close(got[0].cpu(), want[0], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(got[1].cpu(), want[1], rtol=1e-4, atol=1e-4)
+
+
 def linear_step_pairs(
     left: tuple[torch.Tensor, torch.Tensor], right: tuple[torch.Tensor, torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor]:
