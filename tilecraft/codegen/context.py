@@ -60,6 +60,9 @@ class EmitContext:
         self.descriptor_mark = 0
         self.helpers: list[str] = []  # @triton.jit helpers the kernel calls (combine functions)
         self.helper_names: dict[int, str] = {}
+        # a tuple scan's results by (combine, inputs, axis): the scope it was emitted in and the
+        # variable holding its tuple (each used output of the scan indexes that one tuple)
+        self.tuple_scans: dict[tuple[int, tuple[int, ...], int], tuple[dict[int, str], str]] = {}
         self.split: SplitPass | None = None  # one pass of a split inner loop (codegen/split.py)
         for name in (*loop.tensors, *loop.scalar_args):  # temporaries never shadow parameters
             self.w.reserve(name)

@@ -43,14 +43,26 @@ def emit_scan(ctx: EmitContext, node: Node) -> None:
     text = ctx.expr(src)
     if kind == "combine":
         helper = combine_helper(ctx, node.attrs["combine"])
-        if len(node.inputs) > 1:  # one of a tuple scan's results (each output scans the tuple)
-            tiles = ", ".join(ctx.expr(n) for n in node.inputs)
-            scan = f"tl.associative_scan(({tiles}), {axis}, {helper})[{node.attrs['output']}]"
-            ctx.bind(node, scan)
+        if len(node.inputs) > 1:  # one of a tuple scan's results
+            ctx.bind(node, f"{_tuple_scan(ctx, node, axis, helper)}[{node.attrs['output']}]")
             return
         ctx.bind(node, f"tl.associative_scan({text}, {axis}, {helper})")
         return
     ctx.bind(node, f"tl.{'cumsum' if kind == 'sum' else 'cumprod'}({text}, {axis})")
+
+
+def _tuple_scan(ctx: EmitContext, node: Node, axis: int, helper: str) -> str:
+    """The variable holding the tuple that a tuple scan's results index: emitted once, and
+    reused by the scan's other results while the scope it was emitted in is open."""
+    key = (id(node.attrs["combine"]), tuple(n.id for n in node.inputs), axis)
+    found = ctx.tuple_scans.get(key)
+    if found is not None and any(scope is found[0] for scope in ctx.scopes):
+        return found[1]
+    tiles = ", ".join(ctx.expr(n) for n in node.inputs)
+    name = ctx.w.fresh("scanned")
+    ctx.w.line(f"{name} = tl.associative_scan(({tiles}), {axis}, {helper})")
+    ctx.tuple_scans[key] = (ctx.scopes[-1], name)
+    return name
 
 
 def emit_combine_reduce(ctx: EmitContext, node: Node) -> None:
