@@ -423,6 +423,32 @@ def test_split_kernels_cross_compile() -> None:
 
 # -- GPU -----------------------------------------------------------------------------------
 @pytest.mark.gpu
+def test_one_launch_split_in_cuda_graphs_and_streams() -> None:
+    """The arrival counters: zeroed by a captured memset in a graph, per stream outside one,
+    and left zeroed by every launch (eager calls before, between and after graph replays)."""
+    x = torch.randn(65536, 1024, device="cuda", dtype=torch.bfloat16)
+    config = tc.Config(block_sizes=[256, 32], split_reductions=[16])
+    kernel = tc.kernel(col_sum.fn, static_shapes=True, config=config)
+    assert kernel.bind((x,)).config_spec.resolve(config).split_one_launch
+    expect = x.float().sum(0)
+    first = kernel(x)
+    torch.testing.assert_close(first, expect, rtol=1e-4, atol=1e-2)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        on_side = kernel(x)
+    torch.cuda.current_stream().wait_stream(side)
+    assert torch.equal(on_side, first)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = kernel(x)
+    for _ in range(3):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(captured, first)
+        assert torch.equal(kernel(x), first)  # eager launches between replays
+
+
+@pytest.mark.gpu
 def test_split_on_gpu() -> None:
     x = torch.randn(65536, 1024, device="cuda", dtype=torch.bfloat16)
     for split in (1, 4, 16):
