@@ -1,19 +1,42 @@
-import time, torch, os, subprocess
-from benchmarks.common import bench_ms
-from benchmarks.generalize import fresh_caches
-from benchmarks.gen_kernels import CASES
+"""The column sum's default, compiled first, timed before and after a quick tuning of another
+kernel in the same process (``PYTHONPATH=. python benchmarks/experiments/after_quick_s10.py``;
+prints; behind benchmarks/results/after_quick_s10.md). Needs a CUDA GPU."""
+
+import subprocess
+import threading
+import time
+
+import torch
+
 import tilecraft as tc
-cs = CASES["column_sum_tall"]; x = cs.make_inputs(cs.gpu_shapes[0], "cuda", 0)
-base = cs.kernels[0]
-cfg = base.bind(x).config_spec.default()
-k = tc.kernel(base.fn, static_shapes=True, config=cfg)
-k(*x)
-print("before", bench_ms(lambda: k(*x)), flush=True)
-sm = CASES["online_softmax_two_pass"]; y = sm.make_inputs(sm.gpu_shapes[0], "cuda", 0)
-with fresh_caches():
-    q = sm.variants(autotune_effort="quick")
-    t = time.time(); sm.run(q, y); torch.cuda.synchronize(); print("quick s", time.time() - t, flush=True)
-for delay in (0, 0, 2, 5, 10):
-    time.sleep(delay)
-    ps = subprocess.run("ps -eo pid,stat,pcpu,cmd | grep -c tilecraft.tools.worker", shell=True, capture_output=True, text=True).stdout.strip()
-    print("after", delay, bench_ms(lambda: k(*x)), "workers", ps, "threads", __import__("threading").active_count(), flush=True)
+from benchmarks.common import bench_ms
+from benchmarks.gen_kernels import CASES
+from benchmarks.generalize import fresh_caches
+
+
+def main() -> None:
+    column = CASES["column_sum_tall"]
+    x = column.make_inputs(column.gpu_shapes[0], "cuda", 0)
+    base = column.kernels[0]
+    config = base.bind(x).config_spec.default()
+    kernel = tc.kernel(base.fn, static_shapes=True, config=config)
+    kernel(*x)
+    print("before", bench_ms(lambda: kernel(*x)), flush=True)
+    softmax = CASES["online_softmax_two_pass"]
+    y = softmax.make_inputs(softmax.gpu_shapes[0], "cuda", 0)
+    with fresh_caches():
+        quick = softmax.variants(autotune_effort="quick")
+        start = time.time()
+        softmax.run(quick, y)
+        torch.cuda.synchronize()
+        print("quick s", time.time() - start, flush=True)
+    for delay in (0, 0, 2, 5, 10):
+        time.sleep(delay)
+        ps = "ps -eo pid,stat,pcpu,cmd | grep -c tilecraft.tools.worker"
+        workers = subprocess.run(ps, shell=True, capture_output=True, text=True).stdout.strip()
+        ms = bench_ms(lambda: kernel(*x))
+        print("after", delay, ms, "workers", workers, "threads", threading.active_count())
+
+
+if __name__ == "__main__":
+    main()
