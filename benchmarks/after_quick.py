@@ -1,6 +1,6 @@
 """The column sum's default, compiled first, timed before and after a quick tuning of another
-kernel in the same process (``PYTHONPATH=. python benchmarks/experiments/after_quick_s10.py``;
-prints; behind benchmarks/results/after_quick_s10.md). Needs a CUDA GPU."""
+kernel in the same process (``python -m benchmarks.after_quick``; prints; behind
+benchmarks/results/after_quick_s10.md). Needs a CUDA GPU."""
 
 import subprocess
 import threading
