@@ -67,10 +67,11 @@ def attention(
 
 
 def heldout(case_name: str, variants: list[Variant]) -> dict[str, Any]:
-    """A held-out generalization case (``benchmarks.gen_kernels.HELDOUT``) at its GPU shape."""
-    from benchmarks.gen_kernels import HELDOUT
+    """A generalization case (``benchmarks.gen_kernels.CASES`` or the held-out ``HELDOUT``) at
+    its first GPU shape."""
+    from benchmarks.gen_kernels import CASES, HELDOUT
 
-    case = HELDOUT[case_name]
+    case = {**CASES, **HELDOUT}[case_name]
     kernel = case.kernels[0]
     return dict(
         name=case_name,

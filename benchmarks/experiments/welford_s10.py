@@ -4,8 +4,7 @@ warps x first-loop chunk x second-loop chunk, with and without descriptors and e
 (quick found [1, 16384, 8192] 8 warps, descriptors, evict-last: 0.0721 ms vs the default 0.0812).
 """
 
-from benchmarks.experiments._cases import DEFAULT
-from benchmarks.gen_kernels.norms import layer_norm_reference
+from benchmarks.experiments._cases import DEFAULT, heldout
 
 TMA = (
     "indexing=['tensor_descriptor', 'tensor_descriptor', 'pointer', 'pointer', 'tensor_descriptor']"
@@ -37,13 +36,4 @@ VARIANTS = [
     *((f"{a}/{b} {w}w tma last", cfg(a, b, w, TMA, LAST), []) for a, b, w in GRID[:4]),
     DEFAULT,
 ]
-EXPERIMENTS = [
-    dict(
-        name="welford layer norm 4096x16384",
-        kernel="benchmarks.gen_kernels.norms:welford_layer_norm",
-        shape=(4096, 16384),
-        inputs="gen:welford_layer_norm",
-        reference=layer_norm_reference,
-        variants=VARIANTS,
-    )
-]
+EXPERIMENTS = [heldout("welford_layer_norm", VARIANTS)]

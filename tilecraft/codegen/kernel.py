@@ -92,10 +92,12 @@ def _emit(
     kernel_name: str,
     split: SplitPass | None = None,
     calls: _Emitted | None = None,
+    noinline: bool = False,
 ) -> _Emitted:
     """One ``@triton.jit`` function for ``loop`` (or one pass of its split inner loop). A kernel
     that ``calls`` another emitted function (a split's combine, in one launch) takes that
-    function's parameters too, and the split's arrival counters."""
+    function's parameters too, and the split's arrival counters; ``noinline``: a function
+    Triton calls rather than inlines."""
     interpret = plan.target.backend == "interpret"
     em, tiles = emit_device_loop(loop, plan, _needs_int64(loop, plan), interpret, split)
     scratch = list(split.scratch.values()) if split is not None else []
@@ -110,9 +112,10 @@ def _emit(
     scalars = dict(em.scalars)
     local = {s.name for s in scratch} | {rows.name for rows in em.homes.scratch}
     if calls is not None:
-        extra = [name for name in calls.params if name not in params] + [COUNTERS]
-        params += extra
-        param_types.update({name: calls.param_types.get(name, "*i32") for name in extra})
+        extra = [name for name in calls.params if name not in params]
+        params += [*extra, COUNTERS]
+        param_types.update({name: calls.param_types[name] for name in extra})
+        param_types[COUNTERS] = "*" + TYPE_NAMES[torch.int32]
         constexprs.update(calls.constexprs)
         computed.update(calls.em.launch_constexprs)
         scalars = {**calls.em.scalars, **scalars}
@@ -121,7 +124,8 @@ def _emit(
     arguments = params + [*constexprs, *computed]
     signature = ", ".join(params + [f"{name}: tl.constexpr" for name in [*constexprs, *computed]])
     helpers = "".join(h + "\n\n" for h in em.helpers)
-    device_source = f"{helpers}@triton.jit\ndef {kernel_name}({signature}):\n{em.w.text()}"
+    jit = "@triton.jit(noinline=True)" if noinline else "@triton.jit"
+    device_source = f"{helpers}{jit}\ndef {kernel_name}({signature}):\n{em.w.text()}"
     call_args = [b if b in local else arg_expr(b, scalars.get(b)) for b in params]
     call_args += [f"{k}={v}" for k, v in constexprs.items()]
     call_args += [f"{k}={v}" for k, v in computed.items()]
@@ -240,10 +244,14 @@ def _generate_split(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKern
 
 
 def _split_buffers(partials: _Emitted, combine_pass: SplitPass, tiles: str) -> list[str]:
-    """Launcher lines: the split's tile count and its partials buffers."""
-    device = f"env[{next(iter(partials.em.tensors))!r}]"
+    """Launcher lines: the split's tile count, its partials buffers and, in one launch, its
+    arrival counters."""
+    tensor = f"env[{next(iter(partials.em.tensors))!r}]"
     lines = [f"    split_tiles = {tiles}\n"]
-    return lines + [combine_pass.allocation(b, device) for b in combine_pass.scratch.values()]
+    lines += [combine_pass.allocation(b, tensor) for b in combine_pass.scratch.values()]
+    if combine_pass.one_launch:
+        lines.append(f"    {COUNTERS} = split_counters({tensor}, split_tiles)\n")
+    return lines
 
 
 def _generate_one_launch(
@@ -252,16 +260,16 @@ def _generate_one_launch(
     """A split inner loop in one launch: the combine is a function the partials kernel's last
     program per tile calls (``codegen/split.py``)."""
     combine_pass = SplitPass(site, factor, COMBINE, one_launch=True)
-    combine = _emit(loop, plan, f"_tc_{fn_name}_{loop.index}_combine", combine_pass)
+    # not inlined: inlined, ptxas schedules the partials loop around the combine's registers
+    # and issues its loads one at a time (H200, a column sum: 0.0557 ms vs 0.0479 for two
+    # launches); called, the loop compiles as the partials kernel alone does
+    combine = _emit(loop, plan, f"_tc_{fn_name}_{loop.index}_combine", combine_pass, noinline=True)
     call = f"{combine.kernel_name}({', '.join(combine.arguments)})"
     partial_pass = SplitPass(site, factor, PARTIALS, one_launch=True, then_call=call)
     partials = _emit(
         first, plan, f"_tc_{fn_name}_{loop.index}_partials", partial_pass, calls=combine
     )
     lines = _split_buffers(partials, combine_pass, grid.host_grid(combine.em, combine.tiles))
-    lines.append(
-        f"    {COUNTERS} = split_counters(env[{next(iter(partials.em.tensors))!r}], split_tiles)\n"
-    )
     launch_grid = partial_pass.grid("split_tiles")
     launcher_name = f"launch_{loop.index}"
     launcher_source = (
@@ -271,12 +279,5 @@ def _generate_one_launch(
         + _launch(partials, launch_grid)
     )
     out = _generated(partials, launcher_name, launcher_source, launch_grid, plan)
-    # not inlined: inlined, ptxas schedules the partials loop around the combine's registers
-    # and issues its loads one at a time (H200, a column sum: 0.0557 ms vs 0.0479 for two
-    # launches); called, the loop compiles as the partials kernel alone does
-    called = combine.device_source.replace(
-        f"@triton.jit\ndef {combine.kernel_name}(",
-        f"@triton.jit(noinline=True)\ndef {combine.kernel_name}(",
-    )
-    out.device_source = called + "\n\n" + partials.device_source
+    out.device_source = combine.device_source + "\n\n" + partials.device_source
     return out

@@ -62,9 +62,9 @@ def split_counters(tensor: Any, tiles: int) -> torch.Tensor:
     read through Triton's driver, a C call, not a ``torch.cuda.Stream`` object.)"""
     device = tensor.device
     stream = 0
+    if capturing(device.type):
+        return torch.zeros(tiles, dtype=torch.int32, device=device)
     if device.type == "cuda":
-        if torch.cuda.is_current_stream_capturing():
-            return torch.zeros(tiles, dtype=torch.int32, device=device)
         from triton.runtime import driver
 
         stream = driver.active.get_current_stream(device.index)

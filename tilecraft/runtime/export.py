@@ -195,6 +195,7 @@ def standalone_source(bound: BoundKernel, config: Config) -> str:
     parts = [
         f'"""{name}: exported by tilecraft for {plan.config!r} (runs without tilecraft)."""\n',
         _PRELUDE,
+        "\n\n" + inspect.getsource(device.capturing),
         "\n\n_SPLIT_COUNTERS = {}\n\n\n" + inspect.getsource(device.split_counters),
         _helpers(),
         source.removeprefix(HEADER),
