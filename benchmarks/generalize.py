@@ -7,7 +7,9 @@ For every case of :mod:`benchmarks.gen_kernels` (first GPU shape only unless ``-
 one process: the discovered default config (on a fresh, empty tilecraft and Triton cache), then
 ``autotune_effort="quick"`` on another fresh cache (``quick_wall_s`` is its first call's wall time,
 discovery and tuning included), eager PyTorch and ``torch.compile`` of the case's reference (with
-``compile_ms``, its first call), all timed as ``do_bench`` medians, and the max absolute error of
+``compile_ms``, its first call), each timed as the least of ``--repeats`` ``do_bench`` medians
+(3: a single median can carry the host's noise, see ``benchmarks.common.bench_best_ms``), the
+host's load average when the row ended (``cpu_load``), and the max absolute error of
 tilecraft's outputs against the reference. A failing case becomes an error row. Writes
 ``generalization.{md,json}`` under ``$OUT`` or ``benchmarks/results/``.
 """
@@ -25,7 +27,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import add_row, bench_ms, write_results
+from benchmarks.common import add_row, bench_best_ms, write_results
 from benchmarks.gen_kernels import CASES, HELDOUT, Case
 from benchmarks.run import max_error
 
@@ -46,8 +48,10 @@ COLUMNS = [
     "max_err",
     "default_config",
     "quick_config",
+    "cpu_load",
     "error",
 ]
+REPEATS = 3
 
 
 @contextlib.contextmanager
@@ -100,14 +104,19 @@ def _first_call(fn: Callable[[], Any], device: str) -> tuple[Any, float]:
 
 
 def _tilecraft(
-    case: Case, inputs: tuple[torch.Tensor, ...], want: Any, device: str, **options: Any
+    case: Case,
+    inputs: tuple[torch.Tensor, ...],
+    want: Any,
+    device: str,
+    repeats: int = REPEATS,
+    **options: Any,
 ) -> dict[str, Any]:
     """First-call seconds, median ms, max error and configs of the case's kernels with
     ``options``, compiled on fresh caches."""
     with fresh_caches():
         kernels = {name: Recorder(k) for name, k in case.variants(**options).items()}
         got, first_s = _first_call(lambda: case.run(kernels, inputs), device)
-        ms = bench_ms(lambda: case.run(kernels, inputs))
+        ms = bench_best_ms(lambda: case.run(kernels, inputs), repeats)
         configs = "; ".join(f"{name}: {r.config()}" for name, r in kernels.items())
     return {"first_s": first_s, "ms": ms, "err": max_error(got, want), "configs": configs}
 
@@ -118,25 +127,27 @@ def measure(
     skip_quick: bool = False,
     quick_budget: float | None = None,
     device: str = "cuda",
+    repeats: int = REPEATS,
 ) -> dict[str, Any]:
     """One row: the case at ``shape`` through tilecraft (default, then quick), eager and
     ``torch.compile``; times in ms except the first-call walls (s)."""
     inputs = case.make_inputs(shape, device, 0)
     want = case.reference(*inputs)
     row: dict[str, Any] = {"kernel": case.name, "shape": "x".join(map(str, shape))}
-    default = _tilecraft(case, inputs, want, device)
+    default = _tilecraft(case, inputs, want, device, repeats)
     row.update(default_ms=default["ms"], default_first_s=default["first_s"])
     row.update(default_config=default["configs"], max_err=default["err"])
     if not skip_quick:
         budget = {} if quick_budget is None else {"autotune_budget_s": quick_budget}
-        quick = _tilecraft(case, inputs, want, device, autotune_effort="quick", **budget)
+        quick = _tilecraft(case, inputs, want, device, repeats, autotune_effort="quick", **budget)
         row.update(quick_ms=quick["ms"], quick_wall_s=quick["first_s"])
         row.update(quick_config=quick["configs"], max_err=max(default["err"], quick["err"]))
-    row["eager_ms"] = bench_ms(lambda: case.reference(*inputs))
+    row["eager_ms"] = bench_best_ms(lambda: case.reference(*inputs), repeats)
     compiled = torch.compile(case.reference)
     _, compile_s = _first_call(lambda: compiled(*inputs), device)
     row["compile_ms"] = compile_s * 1e3
-    row["torch_compile_ms"] = bench_ms(lambda: compiled(*inputs))
+    row["torch_compile_ms"] = bench_best_ms(lambda: compiled(*inputs), repeats)
+    row["cpu_load"] = round(os.getloadavg()[0], 2)
     row["default_vs_compile"] = row["torch_compile_ms"] / row["default_ms"]
     if not skip_quick:
         row["quick_vs_compile"] = row["torch_compile_ms"] / row["quick_ms"]
@@ -154,6 +165,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--kernels", nargs="*", default=None, choices=list(SETS["all"]))
     parser.add_argument(
         "--quick-budget", type=float, default=None, help="autotune_budget_s for quick (seconds)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=REPEATS, help="do_bench medians per timing (least kept)"
     )
     parser.add_argument("--skip-quick", action="store_true", help="the default config only")
     parser.add_argument("--all-shapes", action="store_true", help="every GPU shape of each case")
@@ -177,7 +191,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             add_row(
                 rows,
                 ident,
-                partial(measure, case, shape, ns.skip_quick, ns.quick_budget, ns.device),
+                partial(
+                    measure, case, shape, ns.skip_quick, ns.quick_budget, ns.device, ns.repeats
+                ),
                 (ns.name, COLUMNS, notes),
             )
     write_results(ns.name, rows, COLUMNS, notes)

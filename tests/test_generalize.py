@@ -69,7 +69,7 @@ def test_layer_norm_bwd_reference_agrees_with_autograd() -> None:
 def _cpu_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Wall-clock timing instead of do_bench and no torch.compile (no GPU, no C++ toolchain)."""
     monkeypatch.setenv("OUT", str(tmp_path / "out"))
-    monkeypatch.setattr(gen, "bench_ms", _wall_ms)
+    monkeypatch.setattr(gen, "bench_best_ms", lambda fn, repeats: _wall_ms(fn))
     monkeypatch.setattr(torch, "compile", lambda fn: fn)
 
 
@@ -83,6 +83,7 @@ def test_row_end_to_end_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
         assert row[key] > 0, key
     assert row["default_vs_compile"] == row["torch_compile_ms"] / row["default_ms"]
     assert "column_sum: tc.Config(" in row["default_config"] and "quick_ms" not in row
+    assert row["cpu_load"] >= 0
 
 
 def test_quick_row_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import warnings
 from typing import Any
 
 from tilecraft import settings
-from tilecraft.config import flags, occupancy, row_loops, split, tile_budget
+from tilecraft.config import eviction, flags, occupancy, row_loops, split, tile_budget
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.dims import BlockSpec, ReductionSpec, ValueShape, cdiv
@@ -202,7 +202,8 @@ class ConfigSpec:
         return cached[1]
 
     def plain_default(self) -> Config:
-        """Tiles, warps, stages and splits from the IR and the resource model; neutral
+        """Tiles, warps, stages and splits from the IR and the resource model, each load's L2
+        eviction policy from what reads it again (``config/eviction.py``); otherwise neutral
         strategies (pointer indexing, flat pids)."""
         config = self._default(chunk_rows=False)
         if any(r.homes for r in self.reductions) and self.predicted(config).spills:
@@ -211,6 +212,9 @@ class ConfigSpec:
             config = row_loops.resident_chunks(
                 self, row_loops.streams_per_sm(self, self._default(chunk_rows=True))
             )
+        policies = eviction.default_policies(self, config)
+        if policies:
+            config = self.normalize(config.replace(load_eviction_policies=policies), warn=False)
         return config
 
     def predicted(self, config: Config) -> RegisterEstimate:

@@ -129,13 +129,15 @@ class Limits:
     # threads one SM (CU) holds at once: 64 warps on sm_80/sm_90+, 48 on sm_86/89, 32 wave64s
     # (8 per SIMD) on CDNA
     max_threads_per_sm: int = 2048
+    # the device's L2 in bytes (0: not known; config/eviction.py then sets no policies)
+    l2_bytes: int = 0
 
 
 _LIMITS: dict[tuple[str, Any], Limits] = {
-    ("cuda", 80): Limits(166912, 65536, 1024, 108),
-    ("cuda", 86): Limits(101376, 65536, 1024, 84, 1536),
-    ("cuda", 89): Limits(101376, 65536, 1024, 128, 1536),
-    ("cuda", 90): Limits(232448, 65536, 1024, 132),
+    ("cuda", 80): Limits(166912, 65536, 1024, 108, l2_bytes=40 << 20),
+    ("cuda", 86): Limits(101376, 65536, 1024, 84, 1536, l2_bytes=6 << 20),
+    ("cuda", 89): Limits(101376, 65536, 1024, 128, 1536, l2_bytes=48 << 20),
+    ("cuda", 90): Limits(232448, 65536, 1024, 132, l2_bytes=50 << 20),
     ("cuda", 100): Limits(232448, 65536, 1024, 148),
     ("hip", "gfx90a"): Limits(65536, 131072, 1024, 104),
     ("hip", "gfx942"): Limits(65536, 131072, 1024, 304),

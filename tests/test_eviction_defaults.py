@@ -1,0 +1,126 @@
+"""The default's L2 eviction policies (config/eviction.py) on cuda:90 (50 MiB of L2): in a
+kernel whose programs read rows twice, where the rows the resident programs re-read at once fit
+in L2 and all of them do not, those rows and the tensors every program reads are kept (`last`);
+everything else, and every load of a kernel that reads nothing twice, keeps the hardware's
+policy; the generated loads carry them; targets without policies (AMD, Intel), targets whose L2
+is not known and dot kernels get none."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from benchmarks.gen_kernels.norms import ln_bwd_cta_partials, rms_norm_llama, welford_layer_norm
+from benchmarks.gen_kernels.reductions import column_sum, online_softmax
+from tilecraft.config.spec import ConfigSpec
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
+
+H200 = Target.parse("cuda:90")
+
+
+def _bound(kernel: tc.Kernel, *args: object, target: Target = H200) -> BoundKernel:
+    return BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
+
+
+def _spec(kernel: tc.Kernel, *args: object, target: Target = H200) -> ConfigSpec:
+    return _bound(kernel, *args, target=target).config_spec
+
+
+def _meta(*shape: int, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+@tc.kernel
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    _, n = b.size()
+    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            acc += a[tm, tk] @ b[tk, tn]
+        out[tm, tn] = acc.to(out.dtype)
+    return out
+
+
+def test_a_row_walked_by_two_loops_and_its_weights_are_kept() -> None:
+    """Welford: x in both loops over the row, weight and bias read by every row's program."""
+    args = (_meta(4096, 16384), _meta(16384), _meta(16384), 1e-5)
+    config = _spec(welford_layer_norm, *args).default()
+    assert config.load_eviction_policies == ("last",) * 4
+
+
+def test_a_rolled_row_is_kept_only_when_two_chunk_loops_read_it() -> None:
+    """RMSNorm over 40920 columns is chunked (sum of squares, then the normalization reads the
+    row again); at 4096 columns the row stays in registers and is read once."""
+    rolled = _spec(rms_norm_llama, _meta(4096, 40920), _meta(40920), 1e-6).default()
+    assert rolled.reduction_loops[0] is not None
+    assert rolled.load_eviction_policies == ("last", "last")
+    whole = _spec(rms_norm_llama, _meta(4096, 4096), _meta(4096), 1e-6).default()
+    assert whole.reduction_loops[0] is None
+    assert not any(whole.load_eviction_policies)
+
+
+def test_kernels_that_read_nothing_twice_keep_the_hardware_policy() -> None:
+    """``first`` on a streaming read made such kernels slower on the H200 (add 4608x40920
+    0.31 -> 0.37 ms): a column sum keeps the hardware's policy; a softmax written as two loops
+    over a short row still reads it twice."""
+    assert not any(_spec(column_sum, _meta(65536, 1024)).default().load_eviction_policies)
+    assert _spec(online_softmax, _meta(8192, 8192)).default().load_eviction_policies == ("last",) * 2
+
+
+def test_rows_are_kept_only_where_l2_can_hold_them_and_would_not_anyway() -> None:
+    """Column softmax 4096x4096: its 32 MiB of input fits L2 whatever the policy (H200: 0.0509 ms
+    without, 0.054 with ``last``); logsumexp over the middle dim of 16x4096x1024: what its
+    resident programs re-read at once (~99 MiB) does not fit (0.0892 without, 0.0945 with);
+    cross entropy over 1000 rows of 50257 logits: ~51 MiB at once (0.113 without, 0.121 with),
+    over 4096 rows of 32000: ~16 MiB (0.098 without, 0.0874 with)."""
+    from benchmarks.gen_kernels import HELDOUT
+    from examples import cross_entropy
+
+    for name in ("column_softmax", "logsumexp_middle"):
+        case = HELDOUT[name]
+        inputs = case.make_inputs(case.gpu_shapes[0], "meta", 0)
+        config = _spec(case.kernels[0], *inputs).default()
+        assert any(c is not None for c in config.reduction_loops)  # its rows are read twice
+        assert not any(config.load_eviction_policies)
+    for rows, vocab, kept in ((1000, 50257, False), (4096, 32000, True)):
+        inputs = cross_entropy.make_inputs((rows, vocab), torch.bfloat16, "meta", 0)
+        config = _spec(cross_entropy.cross_entropy, *inputs).default()
+        assert ("last" in config.load_eviction_policies) is kept
+
+
+def test_rows_a_program_finds_from_its_tile_bounds_are_its_own() -> None:
+    """The seed's layer-norm backward loops over rows ``cta.begin:cta.end``: x and dy are read
+    again by the column-chunk pass; rstd and mean are each program's own rows (read once, as
+    the loop bounds come from the program's tile), the weight every program's. (At 8192x12288:
+    at its own 4608x40920 the resident programs' rows, ~103 MiB, do not fit L2.)"""
+    m, n = 8192, 12288
+    stats = (_meta(m, dtype=torch.float32), _meta(m, dtype=torch.float32))
+    args = (_meta(m, n), _meta(m, n), *stats, _meta(n))  # dy, x, mean, rstd, weight
+    config = _spec(ln_bwd_cta_partials, *args).default()
+    # loads in program order: x, dy, rstd, mean, weight
+    assert config.load_eviction_policies == ("last", "last", "", "", "last")
+
+
+def test_loads_carry_the_policies_in_generated_code() -> None:
+    bound = _bound(online_softmax, _meta(8192, 8192))
+    config = bound.config_spec.default()
+    assert config.load_eviction_policies == ("last", "last")
+    code = bound.to_triton_code(config)
+    assert code.count("eviction_policy='evict_last'") == 2
+
+
+@pytest.mark.parametrize("target", ["hip:gfx942", "xpu", "cuda:100", "interpret"])
+def test_targets_without_policies_or_a_known_l2_get_none(target: str) -> None:
+    args = (_meta(64, 256), _meta(256), _meta(256), 1e-5)
+    spec = _spec(welford_layer_norm, *args, target=Target.parse(target))
+    assert not any(spec.default().load_eviction_policies)
+
+
+def test_dot_kernels_keep_the_hardware_policy() -> None:
+    """Operands re-read across programs by tile: neither label fits (L2 grouping orders it)."""
+    config = _spec(matmul, _meta(4096, 4096), _meta(4096, 4096)).default()
+    assert not any(config.load_eviction_policies)
