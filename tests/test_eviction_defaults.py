@@ -68,7 +68,9 @@ def test_kernels_that_read_nothing_twice_keep_the_hardware_policy() -> None:
     0.31 -> 0.37 ms): a column sum keeps the hardware's policy; a softmax written as two loops
     over a short row still reads it twice."""
     assert not any(_spec(column_sum, _meta(65536, 1024)).default().load_eviction_policies)
-    assert _spec(online_softmax, _meta(8192, 8192)).default().load_eviction_policies == ("last",) * 2
+    assert (
+        _spec(online_softmax, _meta(8192, 8192)).default().load_eviction_policies == ("last",) * 2
+    )
 
 
 def test_rows_are_kept_only_where_l2_can_hold_them_and_would_not_anyway() -> None:
@@ -124,3 +126,31 @@ def test_dot_kernels_keep_the_hardware_policy() -> None:
     """Operands re-read across programs by tile: neither label fits (L2 grouping orders it)."""
     config = _spec(matmul, _meta(4096, 4096), _meta(4096, 4096)).default()
     assert not any(config.load_eviction_policies)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("case_name", "example"),
+    [("kl_div_rows", None), ("online_softmax_two_pass", None), (None, (4096, 32000))],  # fmt: skip
+)
+def test_kept_rows_compute_the_same_on_the_gpu(
+    case_name: str | None, example: tuple[int, int] | None
+) -> None:
+    """Defaults that keep rows (``evict_last`` loads) against eager, on random data."""
+    from benchmarks.gen_kernels import CASES
+    from examples import cross_entropy
+
+    if case_name is not None:
+        case = CASES[case_name]
+        inputs = case.make_inputs(case.gpu_shapes[0], "cuda", 0)
+        kernel = tc.kernel(case.kernels[0].fn, static_shapes=case.kernels[0].static_shapes)
+        got, want = kernel(*inputs), case.reference(*inputs)
+        atol = case.atol
+    else:
+        inputs = cross_entropy.make_inputs(example, torch.bfloat16, "cuda", 0)
+        kernel = tc.kernel(cross_entropy.cross_entropy.fn)
+        got, want = kernel(*inputs), cross_entropy.reference(*inputs)
+        atol = 1e-2
+    config = kernel.bind(inputs).default_program().config
+    assert "last" in config.load_eviction_policies
+    torch.testing.assert_close(got.float(), want.float(), atol=atol, rtol=1e-2)
