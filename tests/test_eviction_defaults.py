@@ -13,6 +13,7 @@ import torch
 import tilecraft as tc
 from benchmarks.gen_kernels.norms import ln_bwd_cta_partials, rms_norm_llama, welford_layer_norm
 from benchmarks.gen_kernels.reductions import column_sum, online_softmax
+from examples.matmul import matmul
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
@@ -30,19 +31,6 @@ def _spec(kernel: tc.Kernel, *args: object, target: Target = H200) -> ConfigSpec
 
 def _meta(*shape: int, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
     return torch.empty(*shape, dtype=dtype, device="meta")
-
-
-@tc.kernel
-def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.size()
-    _, n = b.size()
-    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
-    for tm, tn in tc.tile([m, n]):
-        acc = tc.zeros([tm, tn], dtype=torch.float32)
-        for tk in tc.tile(k):
-            acc += a[tm, tk] @ b[tk, tn]
-        out[tm, tn] = acc.to(out.dtype)
-    return out
 
 
 def test_a_row_walked_by_two_loops_and_its_weights_are_kept() -> None:
