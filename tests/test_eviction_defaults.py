@@ -142,3 +142,20 @@ def test_kept_rows_compute_the_same_on_the_gpu(
     config = kernel.bind(inputs).default_program().config
     assert "last" in config.load_eviction_policies
     torch.testing.assert_close(got.float(), want.float(), atol=atol, rtol=1e-2)
+
+
+def test_an_index_computed_through_a_long_chain_is_not_called_shared() -> None:
+    """The grid-dependence walk recurses through a load's index computation; past Python's
+    recursion limit it assumes the load depends on the program (no ``last`` for it)."""
+    from tilecraft.config.eviction import _GridDependence
+    from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind
+
+    row = Sym(SymKind.BLOCK, 0, 64, config_slot=0)
+    value = Node(Op.ARG, [], (), torch.int32, {"name": "k"})
+    for _ in range(5000):
+        value = Node(Op.BINARY, [value], (), torch.int32, {"fn": "add"})
+    load = Node(Op.LOAD, [value], (1,), torch.float32, {"index": (None,)})
+    loop = DeviceLoop(0, [row], [load], {}, {}, None, [row])  # (no source location)
+    assert _GridDependence(loop).load(load)
+    shallow = Node(Op.LOAD, [], (1,), torch.float32, {"index": (None,)})
+    assert not _GridDependence(loop).load(shallow)
