@@ -159,3 +159,12 @@ def test_an_index_computed_through_a_long_chain_is_not_called_shared() -> None:
     assert _GridDependence(loop).load(load)
     shallow = Node(Op.LOAD, [], (1,), torch.float32, {"index": (None,)})
     assert not _GridDependence(loop).load(shallow)
+
+
+def test_the_plan_names_each_kept_load() -> None:
+    """``tilecraft check`` / ``Plan.describe()`` show the policy of each load that has one."""
+    spec = _spec(rms_norm_llama, _meta(4096, 40920), _meta(40920), 1e-6)
+    text = spec.resolve(spec.default(), warn=False).describe()
+    assert "access 0 (load): pointer, evict_last" in text
+    assert "access 1 (load): pointer, evict_last" in text
+    assert "access 2" not in text  # the store: no policy, plain pointer

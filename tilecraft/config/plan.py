@@ -221,8 +221,9 @@ class Plan:
         lines += [
             f"  access {a.slot} ({a.op}): {a.indexing}"
             + (f" (asked {a.requested}: {a.fallback_reason})" if a.fallback_reason else "")
+            + (f", evict_{a.eviction}" if a.eviction else "")
             for a in self.accesses
-            if a.requested != "pointer" or a.indexing != "pointer"
+            if a.requested != "pointer" or a.indexing != "pointer" or a.eviction
         ]
         lines += [
             f"  split: device loop {i}'s inner loop over {s} programs per tile "
