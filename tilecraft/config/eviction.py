@@ -13,12 +13,21 @@ its row between the two reads. From the IR:
 - everything else keeps the hardware's policy, and so does every load of a kernel that reads
   nothing twice.
 
-Measured on an H200 (``default_change_s11a``, ``evict_default_s11``): ``last`` on re-read rows,
-cross entropy 32768x32000 0.659 -> 0.572 ms, 4096x32000 0.098 -> 0.0875; quick tuning picked
-``last`` on every load of Welford, the online softmax, KL and chunked RMSNorm (sessions 9-10).
-``first`` on data read once (quick's pick for the column sum) made streaming kernels slower:
-add 4608x40920 0.31 -> 0.37 ms, softmax 32768x8192 0.265 -> 0.28, RMSNorm 32768x4096 0.135 ->
-0.141; it is not set by default.
+Only where keeping can pay, by a model of the L2 (``Limits.l2_bytes``; unknown: no policies):
+the rows the resident programs re-read at once (SMs x ``occupancy.resident_programs`` x bytes
+re-read per program) must fit in L2, else they push each other out whatever the policy, and
+all programs' re-read rows must not, else they stay in L2 anyway and ``last`` only holds lines
+the next kernel wants.
+
+Measured on an H200 (``default_change_s11a``, ``default_change_s11``, ``evict_default_s11``):
+``last`` on re-read rows, cross entropy 32768x32000 0.666 -> 0.590 ms, 4096x32000 0.098 ->
+0.0874 (16 MiB re-read at once); but 1000x50257 0.113 -> 0.121 (51 MiB at once), logsumexp
+over the middle dim of 16x4096x1024 0.0892 -> 0.0945 (99 MiB at once) and a column softmax of
+4096x4096 0.0509 -> 0.054 (32 MiB in all): the L2 check leaves those three alone. Quick tuning
+had picked ``last`` on every load of Welford, the online softmax, KL and chunked RMSNorm
+(sessions 9-10). ``first`` on data read once (quick's pick for the column sum) made streaming
+kernels slower: add 4608x40920 0.31 -> 0.37 ms, softmax 32768x8192 0.265 -> 0.28, RMSNorm
+32768x4096 0.135 -> 0.141; it is not set by default.
 
 Kernels with a ``tl.dot`` keep the hardware's policy: their operands are re-read across
 programs by tile (L2 grouping orders that), which neither label fits.
