@@ -33,6 +33,20 @@ def _meta(*shape: int, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
     return torch.empty(*shape, dtype=dtype, device="meta")
 
 
+@tc.kernel(static_shapes=True)
+def halves_row_sum(x: torch.Tensor) -> torch.Tensor:
+    """One load of x, two loop levels deep (a loop over the row's halves, then over each)."""
+    m, n = x.shape
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in tc.tile(m):
+        acc = tc.zeros([tile_m], dtype=torch.float32)
+        for half in tc.tile(0, 2, block_size=1):
+            for tile_n in tc.tile(half.begin * (n // 2), (half.begin + 1) * (n // 2)):
+                acc += x[tile_m, tile_n].to(torch.float32).sum(-1)
+        out[tile_m] = acc
+    return out
+
+
 def test_a_row_walked_by_two_loops_and_its_weights_are_kept() -> None:
     """Welford: x in both loops over the row, weight and bias read by every row's program."""
     args = (_meta(4096, 16384), _meta(16384), _meta(16384), 1e-5)
@@ -56,6 +70,8 @@ def test_kernels_that_read_nothing_twice_keep_the_hardware_policy() -> None:
     0.31 -> 0.37 ms): a column sum keeps the hardware's policy; a softmax written as two loops
     over a short row still reads it twice."""
     assert not any(_spec(column_sum, _meta(65536, 1024)).default().load_eviction_policies)
+    # one load inside nested loops is read once, not once per loop level
+    assert not any(_spec(halves_row_sum, _meta(4096, 32768)).default().load_eviction_policies)
     assert (
         _spec(online_softmax, _meta(8192, 8192)).default().load_eviction_policies == ("last",) * 2
     )

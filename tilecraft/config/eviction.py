@@ -81,11 +81,14 @@ def _reread_loads(loop: DeviceLoop, chunks: tuple[int | None, ...]) -> list[Node
                 ids = {n.id for n in loads}
                 reread |= seen & ids
                 seen |= ids
-    by_tensor: dict[int, list[tuple[int, Node]]] = {}
-    for inner in (n for n in loop.walk() if n.op is Op.LOOP):
+    innermost: dict[int, tuple[int, Node]] = {}  # load id -> (its innermost loop's id, it)
+    for inner in (n for n in loop.walk() if n.op is Op.LOOP):  # outer loops first
         for node in walk(inner.body or []):
             if node.op is Op.LOAD:
-                by_tensor.setdefault(id(node.attrs["tensor"]), []).append((inner.id, node))
+                innermost[node.id] = (inner.id, node)
+    by_tensor: dict[int, list[tuple[int, Node]]] = {}
+    for loop_id, node in innermost.values():
+        by_tensor.setdefault(id(node.attrs["tensor"]), []).append((loop_id, node))
     for placed in by_tensor.values():
         if len({loop_id for loop_id, _ in placed}) > 1:  # the same tensor in two inner loops
             reread.update(node.id for _, node in placed)
