@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from tilecraft.config import occupancy
 from tilecraft.config.config import Config
 from tilecraft.config.plan import sym_block
+from tilecraft.config.resolve import reduction_chunk
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 from tilecraft.ir.phases import chunk_loop_loads
 
@@ -137,8 +138,7 @@ def _rolled_syms(nodes: list[Node], chunks: tuple[int | None, ...]) -> list[Sym]
         sym = node.inputs[0].shape[node.attrs["axis"]]
         if not isinstance(sym, Sym) or sym.kind is not SymKind.RDIM or sym in out:
             continue
-        slot = sym.config_slot
-        chunk = chunks[slot] if slot is not None and slot < len(chunks) else None
+        chunk = reduction_chunk(sym, chunks)
         if chunk is not None and chunk < int(sym.extent):
             out.append(sym)
     return out

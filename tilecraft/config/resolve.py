@@ -56,7 +56,7 @@ def build_plan(spec: ConfigSpec, config: Config, repairs: list[str]) -> Plan:
     )
     pairs = slice_pairs(
         spec.loops,
-        lambda sym: sym.kind is SymKind.RDIM and _chunk(sym, chunks) is not None,
+        lambda sym: sym.kind is SymKind.RDIM and reduction_chunk(sym, chunks) is not None,
         [a.slot for a in accesses if a.indexing != "pointer"] + [h.store_slot for h in homes],
     )
     specialized = [r.warp_specialize for r in ranges]
@@ -247,7 +247,9 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
             threads,
             file,
             looped=lambda d: (
-                isinstance(d, Sym) and d.kind is SymKind.RDIM and _chunk(d, chunks) is not None
+                isinstance(d, Sym)
+                and d.kind is SymKind.RDIM
+                and reduction_chunk(d, chunks) is not None
             ),
             held=lambda node: _held_registers(node, config, threads),
             fma_dots=fma,
@@ -281,13 +283,17 @@ def _held_registers(loop: Node, config: Config, threads: int) -> float:
     carried = loop.attrs.get("carried", [])
     if config.chunk_outer and rolled and carried:
         on_chunk = [
-            c for c in carried if any(isinstance(d, Sym) and _chunk(d, chunks) for d in c.shape)
+            c
+            for c in carried
+            if any(isinstance(d, Sym) and reduction_chunk(d, chunks) for d in c.shape)
         ]
         total += sum(numel(c) / threads for c in on_chunk)
     return total
 
 
-def _chunk(sym: Sym, chunks: tuple[int | None, ...]) -> int | None:
+def reduction_chunk(sym: Sym, chunks: tuple[int | None, ...]) -> int | None:
+    """The chunk ``chunks`` (a config's ``reduction_loops``) gives reduction dim ``sym``: None
+    where it stays whole."""
     slot = sym.config_slot
     return chunks[slot] if slot is not None and slot < len(chunks) else None
 
