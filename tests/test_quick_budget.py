@@ -15,9 +15,9 @@ import torch
 
 import tilecraft as tc
 from tilecraft.autotune.budget import Budget
-from tilecraft.autotune.classify import Attempt
+from tilecraft.autotune.classify import Attempt, Category
 from tilecraft.autotune.progress import Reporter
-from tilecraft.autotune.search import EFFORTS, UnknownRepros, _Search
+from tilecraft.autotune.search import EFFORTS, FINAL_ROUNDS, UnknownRepros, _Search
 from tilecraft.config.pipelines import pipeline_configs
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
@@ -145,7 +145,8 @@ def test_finalists_retimed_only_with_budget_and_a_running_worker() -> None:
         assert search.final_pick() is not None
         assert bool(runner.benches) is retimed, (warm, spent_before)
         if retimed:
-            assert len(runner.benches) == len(close) <= EFFORTS["quick"].finalists
+            assert len(close) <= EFFORTS["quick"].finalists
+            assert len(runner.benches) == len(close) * FINAL_ROUNDS
         else:
             assert "finalists not re-timed" in stream.getvalue()
 
@@ -160,6 +161,65 @@ def test_finalists_exclude_clearly_slower_configs() -> None:
     search.timed += [Attempt(fast, None, "", 1.0, ms=1.0), Attempt(slow, None, "", 1.0, ms=2.0)]
     assert search.final_pick() is not None
     assert runner.benches == []  # one finalist left: nothing to re-time
+
+
+class BurstyRunner(CountingRunner):
+    """Times each config at its true speed, except during a burst of host noise: the
+    re-timings numbered in ``burst`` (0-based, in the order they run) take twice as long."""
+
+    def __init__(self, clock: FakeClock, true_ms: dict[str, float], burst: set[int]):
+        super().__init__(clock)
+        self.true_ms, self.burst = true_ms, burst
+
+    def bench(self, config: tc.Config, **options: Any) -> Attempt:
+        n = len(self.benches)
+        self.benches.append(config)
+        ms = self.true_ms[config.key()] * (2.0 if n in self.burst else 1.0)
+        return Attempt(config, None, "", 0.3, ms=ms)
+
+
+def test_final_pick_survives_a_burst_of_noise_on_one_finalist() -> None:
+    """The fastest finalist's first re-timing lands in a burst of host noise (the search had
+    timed the finalists within 2%, in the wrong order): timed once each it would lose to a 10%
+    slower config; over interleaved rounds, each keeping its least time, it wins."""
+    bound = _matmul()
+    spec = bound.config_spec
+    fast, slower, slowest = [spec.plain_default(), *pipeline_configs(spec)[:2]]
+    true_ms = {fast.key(): 1.0, slower.key(): 1.1, slowest.key(): 1.2}
+    clock = FakeClock()
+    # the search's times: all three within 2%, the fast one timed last
+    timed = [(slower, 1.20), (slowest, 1.21), (fast, 1.22)]
+    for burst in ({2}, {0, 1, 2}):  # the fast one is timed third in the first round
+        runner = BurstyRunner(clock, true_ms, burst)
+        search = _search(bound, runner, Budget(30, clock), io.StringIO())
+        search.timed += [Attempt(c, None, "", 1.0, ms=ms) for c, ms in timed]
+        pick = search.final_pick()
+        assert pick is not None and pick.config == fast, burst
+        assert pick.ms == 1.0
+        # the rounds alternate their order: the first round's last is the second round's first
+        order = [c.key() for c in runner.benches]
+        assert order[:3] == order[3:][::-1] and len(order) == 3 * FINAL_ROUNDS
+
+
+def test_final_pick_drops_a_finalist_that_fails_when_retimed() -> None:
+    bound = _matmul()
+    spec = bound.config_spec
+    good, flaky = spec.plain_default(), pipeline_configs(spec)[0]
+
+    class FailingRunner(CountingRunner):
+        def bench(self, config: tc.Config, **options: Any) -> Attempt:
+            self.benches.append(config)
+            if config == flaky:
+                return Attempt(config, Category.RUNTIME_FAULT, "illegal memory access", 0.3)
+            return Attempt(config, None, "", 0.3, ms=1.5)
+
+    clock = FakeClock()
+    runner = FailingRunner(clock)
+    search = _search(bound, runner, Budget(30, clock), io.StringIO())
+    search.timed += [Attempt(flaky, None, "", 1.0, ms=1.0), Attempt(good, None, "", 1.0, ms=1.1)]
+    pick = search.final_pick()
+    assert pick is not None and pick.config == good and pick.ms == 1.1
+    assert runner.benches.count(flaky) == 1  # not re-timed after it failed
 
 
 def test_generations_compile_the_models_top_candidates_first() -> None:
