@@ -28,6 +28,21 @@ def bench_best_ms(fn: Callable[[], Any], repeats: int = 3) -> float:
     return min(bench_ms(fn) for _ in range(max(repeats, 1)))
 
 
+def graph_ms(fn: Callable[[], Any]) -> float | None:
+    """The median time of ``fn`` replayed from a CUDA graph, in ms (``do_bench_cudagraph``):
+    the kernels' time without the host's per-call cost, which :func:`bench_ms` carries whenever
+    the host falls behind the GPU. None off CUDA or where ``fn`` cannot be captured."""
+    if not torch.cuda.is_available():
+        return None
+    import triton.testing
+
+    try:
+        return float(triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median"))
+    except Exception:  # noqa: BLE001 - a call that cannot be captured has no graph time
+        torch.cuda.synchronize()
+        return None
+
+
 def copy_bandwidth_gbs(numel: int = 1 << 28) -> float:
     """Measured device copy bandwidth (read + write) in GB/s, with a 512 MiB bf16 tensor."""
     src = torch.randn(numel, device="cuda", dtype=torch.bfloat16)

@@ -10,7 +10,9 @@ discovery and tuning included), eager PyTorch and ``torch.compile`` of the case'
 ``compile_ms``, its first call), each timed as the least of ``--repeats`` ``do_bench`` medians
 (3: a single median can carry the host's noise, see ``benchmarks.common.bench_best_ms``), the
 host's load average when the row ended (``cpu_load``), and the max absolute error of
-tilecraft's outputs against the reference. A failing case becomes an error row. Writes
+tilecraft's outputs against the reference. ``*_graph_ms``: the same calls replayed from a CUDA
+graph (``benchmarks.common.graph_ms``), the kernels' time without the host's per-call cost. A
+failing case becomes an error row. Writes
 ``generalization.{md,json}`` under ``$OUT`` or ``benchmarks/results/``.
 """
 
@@ -27,7 +29,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import add_row, bench_best_ms, write_results
+from benchmarks.common import add_row, bench_best_ms, graph_ms, write_results
 from benchmarks.gen_kernels import CASES, HELDOUT, Case
 from benchmarks.run import max_error
 
@@ -42,6 +44,10 @@ COLUMNS = [
     "torch_compile_ms",
     "default_vs_compile",
     "quick_vs_compile",
+    "default_graph_ms",
+    "quick_graph_ms",
+    "compile_graph_ms",
+    "quick_vs_compile_graph",
     "quick_wall_s",
     "default_first_s",
     "compile_ms",
@@ -117,8 +123,10 @@ def _tilecraft(
         kernels = {name: Recorder(k) for name, k in case.variants(**options).items()}
         got, first_s = _first_call(lambda: case.run(kernels, inputs), device)
         ms = bench_best_ms(lambda: case.run(kernels, inputs), repeats)
+        graph = graph_ms(lambda: case.run(kernels, inputs))
         configs = "; ".join(f"{name}: {r.config()}" for name, r in kernels.items())
-    return {"first_s": first_s, "ms": ms, "err": max_error(got, want), "configs": configs}
+    err = max_error(got, want)
+    return {"first_s": first_s, "ms": ms, "graph_ms": graph, "err": err, "configs": configs}
 
 
 def measure(
@@ -136,21 +144,26 @@ def measure(
     row: dict[str, Any] = {"kernel": case.name, "shape": "x".join(map(str, shape))}
     default = _tilecraft(case, inputs, want, device, repeats)
     row.update(default_ms=default["ms"], default_first_s=default["first_s"])
+    row["default_graph_ms"] = default["graph_ms"]
     row.update(default_config=default["configs"], max_err=default["err"])
     if not skip_quick:
         budget = {} if quick_budget is None else {"autotune_budget_s": quick_budget}
         quick = _tilecraft(case, inputs, want, device, repeats, autotune_effort="quick", **budget)
         row.update(quick_ms=quick["ms"], quick_wall_s=quick["first_s"])
+        row["quick_graph_ms"] = quick["graph_ms"]
         row.update(quick_config=quick["configs"], max_err=max(default["err"], quick["err"]))
     row["eager_ms"] = bench_best_ms(lambda: case.reference(*inputs), repeats)
     compiled = torch.compile(case.reference)
     _, compile_s = _first_call(lambda: compiled(*inputs), device)
     row["compile_ms"] = compile_s * 1e3
     row["torch_compile_ms"] = bench_best_ms(lambda: compiled(*inputs), repeats)
+    row["compile_graph_ms"] = graph_ms(lambda: compiled(*inputs))
     row["cpu_load"] = round(os.getloadavg()[0], 2)
     row["default_vs_compile"] = row["torch_compile_ms"] / row["default_ms"]
     if not skip_quick:
         row["quick_vs_compile"] = row["torch_compile_ms"] / row["quick_ms"]
+        if row["compile_graph_ms"] and row["quick_graph_ms"]:
+            row["quick_vs_compile_graph"] = row["compile_graph_ms"] / row["quick_graph_ms"]
     return row
 
 
@@ -177,7 +190,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     notes = (
         "bf16 inputs; times are do_bench medians in ms; *_vs_compile = torch.compile time / "
         "tilecraft time (> 1: tilecraft ahead); quick_wall_s / default_first_s: first call on "
-        "empty caches; compile_ms: torch.compile's first call"
+        "empty caches; compile_ms: torch.compile's first call; *_graph_ms: CUDA-graph replays "
+        "(kernel time without the host's per-call cost)"
     )
     cases = SETS[ns.set]
     rows: list[dict[str, Any]] = []

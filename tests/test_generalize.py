@@ -84,6 +84,7 @@ def test_row_end_to_end_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     assert row["default_vs_compile"] == row["torch_compile_ms"] / row["default_ms"]
     assert "column_sum: tc.Config(" in row["default_config"] and "quick_ms" not in row
     assert row["cpu_load"] >= 0
+    assert row["default_graph_ms"] is None and row["compile_graph_ms"] is None  # no CUDA graphs
 
 
 def test_quick_row_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -134,3 +135,15 @@ def test_gpu_row_at_benchmark_shape() -> None:
     case = CASES["column_sum_tall"]
     row = gen.measure(case, case.gpu_shapes[0], skip_quick=True)
     assert row["max_err"] <= 0.05 and row["default_ms"] > 0 and row["torch_compile_ms"] > 0
+    assert row["default_graph_ms"] > 0 and row["compile_graph_ms"] > 0
+
+
+@pytest.mark.gpu
+def test_graph_ms_of_a_call_that_cannot_be_captured_is_none() -> None:
+    """A host sync inside the call breaks the capture: no graph time, and the device still works."""
+    from benchmarks.common import graph_ms
+
+    x = torch.randn(1024, device="cuda")
+    assert graph_ms(lambda: x.sum().item()) is None
+    assert (graph_ms(lambda: x * 2) or 0.0) > 0
+    torch.testing.assert_close((x + 1).cpu(), x.cpu() + 1)
