@@ -14,6 +14,7 @@ import tilecraft as tc
 from benchmarks.gen_kernels.norms import ln_bwd_cta_partials, rms_norm_llama, welford_layer_norm
 from benchmarks.gen_kernels.reductions import column_sum, online_softmax
 from examples.matmul import matmul
+from tilecraft.config import eviction
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
@@ -63,6 +64,17 @@ def test_a_rolled_row_is_kept_only_when_two_chunk_loops_read_it() -> None:
     whole = _spec(rms_norm_llama, _meta(4096, 4096), _meta(4096), 1e-6).default()
     assert whole.reduction_loops[0] is None
     assert not any(whole.load_eviction_policies)
+
+
+def test_reread_bytes_count_each_row_a_program_reads_twice_once() -> None:
+    """Per program: Welford re-reads its bf16 row of x (both loops read it; weight and bias are
+    read once), RMSNorm its 40920-wide row (two chunk loops), a column sum nothing."""
+    welford = _spec(welford_layer_norm, _meta(4096, 16384), _meta(16384), _meta(16384), 1e-5)
+    assert eviction.reread_bytes(welford, welford.default(), 0) == 16384 * 2
+    rms = _spec(rms_norm_llama, _meta(4096, 40920), _meta(40920), 1e-6)
+    assert eviction.reread_bytes(rms, rms.default(), 0) == 40920 * 2
+    colsum = _spec(column_sum, _meta(65536, 1024))
+    assert eviction.reread_bytes(colsum, colsum.default(), 0) == 0
 
 
 def test_kernels_that_read_nothing_twice_keep_the_hardware_policy() -> None:

@@ -106,10 +106,22 @@ def _worth_keeping(
     programs = spec.programs(index, config)
     if programs is None:
         return False
-    grid = spec.loops[index].grid_syms
-    per_program = sum(_bytes_per_program(n, config, grid) for n in _one_per_tensor(reread))
+    per_program = reread_bytes(spec, config, index, reread)
     resident = min(programs, spec.target.limits.num_sms * occupancy.resident_programs(spec, config))
     return resident * per_program <= l2 < programs * per_program
+
+
+def reread_bytes(
+    spec: ConfigSpec, config: Config, index: int, reread: list[Node] | None = None
+) -> int:
+    """Bytes one program of device loop ``index`` reads more than once under ``config`` (its
+    loads ``reread``, default: :func:`_reread_loads`'s), each tensor counted once."""
+    if reread is None:
+        loop = spec.loops[index]
+        chunks = tuple(config.reduction_loops)
+        reread = [n for n in _reread_loads(loop, chunks) if "load_slot" in n.attrs]
+    grid = spec.loops[index].grid_syms
+    return sum(_bytes_per_program(n, config, grid) for n in _one_per_tensor(reread))
 
 
 def _one_per_tensor(loads: list[Node]) -> list[Node]:
@@ -177,4 +189,4 @@ class _GridDependence:
             return True
 
 
-__all__ = ["default_policies"]
+__all__ = ["default_policies", "reread_bytes"]
