@@ -23,6 +23,13 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tor
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
+def with_ptr_stores(*fixed: str, **fields: object) -> str:
+    """``default.replace(...)`` with ``fixed`` settings (source text) and ``fields``, the output
+    stored through pointers (``PTR``): a bmm variant's config expression."""
+    parts = [*fixed, *(f"{k}={v!r}" for k, v in fields.items()), PTR]
+    return f"default.replace({', '.join(parts)})"
+
+
 def bookended(variants: list[Variant]) -> list[Variant]:
     """``variants`` between two runs of the default (drift between the two shows noise)."""
     return [DEFAULT, *variants, DEFAULT]

@@ -5,7 +5,7 @@ many persistent programs so that the clusters fill the SMs once. Triton 3.6 comp
 without warp specialization (cross-compiled for sm_90: 4 warps 154 registers, 8 warps 91).
 """
 
-from benchmarks.experiments._cases import PTR, bmm_16x1024, bookended
+from benchmarks.experiments._cases import bmm_16x1024, bookended, with_ptr_stores
 
 CLUSTER = [
     (r"^(\s*)num_stages=(\d+),\n(\s*)\)", r"\1num_stages=\2,\n\1num_ctas=2,\n\3)"),
@@ -15,8 +15,7 @@ NO_WS = "range_warp_specializes=[None, None]"
 
 
 def cfg(**fields: object) -> str:
-    extra = "".join(f", {k}={v!r}" for k, v in fields.items())
-    return f"default.replace({NO_WS}{extra}, {PTR})"
+    return with_ptr_stores(NO_WS, **fields)
 
 
 EXPERIMENTS = [

@@ -6,7 +6,7 @@ descriptor in halves or quarters (bmm_s12: 0.0551 ms against 0.061 with pointer 
 stages, L2 groupings and tile shapes.
 """
 
-from benchmarks.experiments._cases import PTR, bmm_16x1024, bookended
+from benchmarks.experiments._cases import bmm_16x1024, bookended, with_ptr_stores
 
 OUT_DESC = r"^(\s*)(b_desc = tl\.make_tensor_descriptor\(b, .*\))$"
 STORE = (
@@ -50,8 +50,7 @@ QUARTERS = [
 
 
 def w8_flat(**fields: object) -> str:
-    extra = "".join(f", {k}={v!r}" for k, v in fields.items())
-    return f"default.replace(num_warps=8, range_flattens=[True, None]{extra}, {PTR})"
+    return with_ptr_stores("num_warps=8", "range_flattens=[True, None]", **fields)
 
 
 EXPERIMENTS = [
