@@ -74,8 +74,9 @@ class Effort:
 
 EFFORTS = {
     # quick: a short first timing pass (20 ms of repetitions; the finalists are re-timed at
-    # 100 ms in all, over FINAL_ROUNDS rounds), at most 12 compiles per generation (the model's top ones: about one round of
-    # compiles on 8 workers), finalists only within SLOW_FACTOR of the best
+    # 100 ms in all, over FINAL_ROUNDS rounds), at most 12 compiles per generation (the model's
+    # top ones: about one round of compiles on 8 workers), finalists only within SLOW_FACTOR of
+    # the best
     # its budget is 28 s of the 30 s a first call promises: a round of compiles cancelled at the
     # deadline kills its workers, and the finalists' re-timing or the winner's load after it
     # can take a second or two (H200, KL divergence: 29.6 s with a 30 s budget)

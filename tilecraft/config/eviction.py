@@ -59,7 +59,7 @@ def default_policies(spec: ConfigSpec, config: Config) -> tuple[str, ...]:
     chunks = tuple(config.reduction_loops)
     policies = [""] * spec.space.n_loads
     for index, loop in enumerate(spec.loops):
-        reread = [n for n in _reread_loads(loop, chunks) if "load_slot" in n.attrs]
+        reread = _reread_slotted(loop, chunks)
         if not reread or not _worth_keeping(spec, config, index, reread, l2):
             continue
         grid = _GridDependence(loop)
@@ -69,6 +69,11 @@ def default_policies(spec: ConfigSpec, config: Config) -> tuple[str, ...]:
             if node in reread or (grid.grid and not grid.load(node)):
                 policies[node.attrs["load_slot"]] = KEEP
     return tuple(policies) if KEEP in policies else ()
+
+
+def _reread_slotted(loop: DeviceLoop, chunks: tuple[int | None, ...]) -> list[Node]:
+    """The re-read loads that have a policy slot (the loads codegen emits)."""
+    return [n for n in _reread_loads(loop, chunks) if "load_slot" in n.attrs]
 
 
 def _reread_loads(loop: DeviceLoop, chunks: tuple[int | None, ...]) -> list[Node]:
@@ -117,9 +122,7 @@ def reread_bytes(
     """Bytes one program of device loop ``index`` reads more than once under ``config`` (its
     loads ``reread``, default: :func:`_reread_loads`'s), each tensor counted once."""
     if reread is None:
-        loop = spec.loops[index]
-        chunks = tuple(config.reduction_loops)
-        reread = [n for n in _reread_loads(loop, chunks) if "load_slot" in n.attrs]
+        reread = _reread_slotted(spec.loops[index], tuple(config.reduction_loops))
     grid = spec.loops[index].grid_syms
     return sum(_bytes_per_program(n, config, grid) for n in _one_per_tensor(reread))
 
