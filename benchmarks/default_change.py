@@ -5,7 +5,8 @@ in one run on one GPU (the rule: no example row may get more than 3% slower).
 
 TABLE is a list of ``{"example", "shape", "call", "before"}``: an example module (``examples/``),
 one of its shapes, which of the kernel calls its ``run`` makes (0: the first) and the config the
-old heuristic chose there (``tc.Config(...)``). Each row times the old config and today's default
+old heuristic chose there (``tc.Config(...)``); or of ``{"case", "shape", "call", "before"}``:
+a generalization case (``benchmarks.gen_kernels``) instead of an example. Each row times the old config and today's default
 on the same inputs, alternating twice (the faster of each kept), and checks that their outputs
 agree. Writes ``default_change.{md,json}`` (to $OUT or benchmarks/results/).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ import torch
 
 import tilecraft as tc
 from benchmarks.common import bench_ms, write_results
+from benchmarks.gen_kernels import CASES, HELDOUT, Case
 from benchmarks.run import max_error
 from examples import EXAMPLES
 
@@ -55,10 +58,44 @@ def example_call(
     return example_calls(module, shape, device)[index]
 
 
+def case_calls(
+    case: Case, shape: tuple[int, ...], device: str = "meta"
+) -> list[tuple[Any, tuple[Any, ...]]]:
+    """The kernel calls a generalization case's ``run`` makes on its inputs for ``shape``, each
+    replayed in ref mode as :func:`example_calls` does (on ``meta`` tensors ref mode may stop
+    early: the calls made until then are returned)."""
+    calls: list[tuple[Any, tuple[Any, ...]]] = []
+
+    def recorder(kernel: Any) -> Callable[..., Any]:
+        def record(*args: Any) -> Any:
+            calls.append((kernel, args))
+            return kernel.run_ref(*args)
+
+        return record
+
+    try:
+        case.run(
+            {k.__name__: recorder(k) for k in case.kernels}, case.make_inputs(shape, device, 0)
+        )
+    except Exception:
+        if device != "meta":
+            raise
+    return calls
+
+
+def _entry_call(entry: dict[str, Any], device: str) -> tuple[str, Any, tuple[Any, ...]]:
+    """(the entry's name, the kernel it measures, that call's arguments)."""
+    shape, index = tuple(entry["shape"]), int(entry.get("call", 0))
+    if "case" in entry:
+        kernel, args = case_calls({**CASES, **HELDOUT}[entry["case"]], shape, device)[index]
+        return entry["case"], kernel, args
+    kernel, args = example_call(EXAMPLES[entry["example"]], shape, index, device)
+    return entry["example"], kernel, args
+
+
 def measure(entry: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
-    module = EXAMPLES[entry["example"]]
+    name, kernel, args = _entry_call(entry, device)
     shape = tuple(entry["shape"])
-    kernel, args = example_call(module, shape, int(entry.get("call", 0)), device)
     bound = kernel.bind(args)
     before = eval(entry["before"], {"tc": tc})  # noqa: S307 - the repository's own table
     programs = [bound.compile_config(c) for c in (before, bound.config_spec.default())]
@@ -68,7 +105,7 @@ def measure(entry: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
         for i, program in enumerate(programs):
             times[i] = min(times[i], bench_ms(lambda p=program: bound.run(p, *args)))
     return {
-        "example": entry["example"],
+        "example": name,
         "kernel": kernel.__name__,
         "shape": "x".join(map(str, shape)),
         "before": repr(programs[0].config),
@@ -83,20 +120,21 @@ def measure(entry: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("table", type=Path)
-    parser.add_argument("--examples", nargs="*", help="only these example modules")
+    parser.add_argument("--examples", nargs="*", help="only these example modules or cases")
     parser.add_argument("--name", default="default_change")
     parser.add_argument("--device", default="cuda", help="cpu: plumbing check (interpreter)")
     ns = parser.parse_args(argv)
     entries = json.loads(ns.table.read_text())
     rows = []
     for entry in entries:
-        if ns.examples and entry["example"] not in ns.examples:
+        name = entry.get("example", entry.get("case"))
+        if ns.examples and name not in ns.examples:
             continue
         try:
             rows.append(measure(entry, ns.device))
             print(rows[-1], flush=True)  # a row survives a time limit that cuts the run
         except Exception as exc:  # a failing row is reported, the others still run
-            rows.append({"example": entry["example"], "shape": str(entry["shape"]),
+            rows.append({"example": name, "shape": str(entry["shape"]),
                          "before": entry["before"], "max_err": f"{type(exc).__name__}: {exc}"})  # fmt: skip
         if ns.device == "cuda":
             torch.cuda.empty_cache()

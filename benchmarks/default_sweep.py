@@ -15,14 +15,13 @@ reported, not failures.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from typing import Any
 
 import torch
 
 from benchmarks.common import write_results
-from benchmarks.default_change import example_calls
+from benchmarks.default_change import case_calls, example_calls
 from examples import EXAMPLES
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
@@ -44,24 +43,6 @@ def _cpu(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 Calls = list[tuple[Any, tuple[Any, ...]]]
-
-
-def case_calls(case: Any, shape: tuple[int, ...]) -> Calls:
-    """The kernel calls a generalization case makes at ``shape`` (meta inputs, eager ref mode
-    for the results; calls made until ref mode stops count, as for the examples)."""
-    calls: Calls = []
-
-    def recorder(kernel: Any) -> Any:
-        def call(*args: Any) -> Any:
-            calls.append((kernel, args))
-            return kernel.run_ref(*args)
-
-        return call
-
-    kernels = {k.__name__: recorder(k) for k in case.kernels}
-    with contextlib.suppress(Exception):
-        case.run(kernels, case.make_inputs(shape, "meta", 0))
-    return calls
 
 
 def _sources(examples: list[str], cases: str, which: str) -> list[tuple[str, str, Calls]]:

@@ -59,3 +59,19 @@ def test_recording_the_calls_discovers_nothing(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(tc.Kernel, "__call__", no_discovery)
     kernel, args = dc.example_call(EXAMPLES["sum"], (37, 100), 1, "cpu")
     assert kernel.__name__ == "sum_first" and args[0].shape == (37, 100)
+
+
+def test_a_generalization_case_row_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A row may name a generalization case (``"case"``) instead of an example: its call's
+    arguments come from replaying the case's run, and the row times that call's kernel."""
+    monkeypatch.setenv("OUT", str(tmp_path))
+    monkeypatch.setattr(dc, "bench_ms", _wall_ms)
+    entry = {
+        "case": "column_sum_tall",
+        "shape": [700, 40],
+        "before": "tc.Config(block_sizes=[64, 16], num_warps=4)",
+    }
+    row = dc.measure(entry, "cpu")
+    assert row["example"] == "column_sum_tall" and row["kernel"] == "column_sum"
+    assert row["shape"] == "700x40" and "block_sizes=[64, 16]" in row["before"]
+    assert row["before_ms"] > 0 and row["after_ms"] > 0 and row["max_err"] < 1e-2

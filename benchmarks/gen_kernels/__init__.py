@@ -2,20 +2,30 @@
 ``examples/`` versions, each with an eager reference, GPU shapes and tiny CPU shapes.
 
 :data:`CASES` maps each case name to its :class:`~benchmarks.gen_kernels.case.Case`: the eight
-kernels issue 11 measures. :data:`HELDOUT` holds twenty-six more, written after the heuristic was
+kernels issue 11 measures. :data:`HELDOUT` holds thirty-five more, written after the heuristic was
 frozen and timed to find where the default is weak (``benchmarks.generalize --set heldout``).
 """
 
 from __future__ import annotations
 
-from benchmarks.gen_kernels import dots, heldout_dots, heldout_more, heldout_rows, norms, reductions
+from benchmarks.gen_kernels import (
+    dots,
+    heldout_dots,
+    heldout_more,
+    heldout_rows,
+    heldout_s13,
+    norms,
+    reductions,
+)
 from benchmarks.gen_kernels.case import Case
 
 CASES: dict[str, Case] = {
     case.name: case for mod in (norms, reductions, dots) for case in mod.CASES
 }
 HELDOUT: dict[str, Case] = {
-    case.name: case for mod in (heldout_rows, heldout_dots, heldout_more) for case in mod.CASES
+    case.name: case
+    for mod in (heldout_rows, heldout_dots, heldout_more, heldout_s13)
+    for case in mod.CASES
 }
 
 __all__ = ["CASES", "HELDOUT", "Case"]

@@ -83,5 +83,8 @@ def gen(seed: int) -> torch.Generator:
 def randn(
     shape: tuple[int, ...], dtype: torch.dtype, device: str, g: torch.Generator
 ) -> torch.Tensor:
-    """Normal data drawn on the CPU (same values on every device), moved to ``device``."""
+    """Normal data drawn on the CPU (same values on every device), moved to ``device``; on
+    ``meta`` (shapes only) nothing is drawn."""
+    if device == "meta":
+        return torch.empty(shape, dtype=dtype, device="meta")
     return torch.randn(shape, generator=g, dtype=torch.float32).to(device=device, dtype=dtype)

@@ -18,6 +18,8 @@ from tilecraft.config.config import Config
 from tilecraft.config.pipelines import compute_threads, consumer_register_file
 from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, sym_block
 from tilecraft.config.resources import (
+    BASE_REGISTERS,
+    BASE_VGPRS,
     MFMA_ROW_GROUPS,
     MMA_ROW_GROUPS,
     RegisterEstimate,
@@ -239,6 +241,7 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
     specialized = any(config.range_warp_specializes)
     threads = compute_threads(spec.target, warps, specialized)
     file = consumer_register_file(spec.target, warps, specialized)
+    hip = spec.target.backend == "hip"
     fma = spec.target.backend == "cuda" and dot_precision(spec.target, spec.dot_precision) == "ieee"
     estimates = [
         predict_registers(
@@ -253,8 +256,9 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
             ),
             held=lambda node: _held_registers(node, config, threads),
             fma_dots=fma,
-            mma_row_groups=MFMA_ROW_GROUPS if spec.target.backend == "hip" else MMA_ROW_GROUPS,
+            mma_row_groups=MFMA_ROW_GROUPS if hip else MMA_ROW_GROUPS,
             warp_size=spec.target.warp_size,
+            base_registers=BASE_VGPRS if hip else BASE_REGISTERS,
         )
         for loop in spec.loops
     ]

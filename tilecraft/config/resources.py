@@ -46,9 +46,11 @@ import torch
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
 from tilecraft.ir.phases import chunk_loop_loads, phases
 
-BASE_REGISTERS = (
-    24  # pointers, program ids, loop counters, offsets: measured floor of small kernels
-)
+# registers for pointers, program ids, loop counters and offsets: ptxas (sm_90) over the
+# examples' unspilled configs (benchmarks/results/resource_model.md) has a median error of +9 at
+# 24 and +1 at 16; AMD keeps 24 (gfx942 attention compiles to more VGPRs than predicted)
+BASE_REGISTERS = 16
+BASE_VGPRS = 24
 # an fp32 FMA dot holds operand slices as large as its accumulator per 32 of K (sm_90, fp32
 # matmul 128x128 at 8 warps: K 16 -> 168 registers, 32 -> 176, 64 -> 255 and 856 B spilled)
 FMA_K_STEP = 32
@@ -98,6 +100,7 @@ def predict_registers(
     fma_dots: bool = False,
     mma_row_groups: int = MMA_ROW_GROUPS,
     warp_size: int = 32,
+    base_registers: int = BASE_REGISTERS,
 ) -> RegisterEstimate:
     """Peak live registers per thread of ``loop`` with blocks from ``block_of``; ``looped``: the
     reduction dims processed in chunks (a rolled reduction keeps a chunk-wide accumulator through
@@ -109,7 +112,8 @@ def predict_registers(
     (cross-compiled for sm_90, an fp32 matmul 128x128x32 at 8 warps: 176 registers for a
     64-register accumulator); ``mma_row_groups``: the groups of accumulator rows one warp's
     lanes hold apart (NVIDIA's mma: 8; AMD's 32x32 MFMA: 2, so each lane holds 16 rows of a
-    row vector: gfx942 attention at 8 warps compiles to 190 VGPRs, 101 predicted with 8)."""
+    row vector: gfx942 attention at 8 warps compiles to 190 VGPRs, 101 predicted with 8);
+    ``base_registers``: what every program holds beyond its values."""
     order = _thread_order(loop, block_of)
     # a loop with tl.dot computes in MMA layouts: each warp owns row groups of the output, so
     # rows spread over the warps first (a row vector such as softmax's running max is a few
@@ -155,7 +159,7 @@ def predict_registers(
     peak, peak_node = _peak(events)
     loc = peak_node.loc.short if peak_node is not None and peak_node.loc else ""
     return RegisterEstimate(
-        BASE_REGISTERS + math.ceil(peak), register_limit(threads, register_file), loc
+        base_registers + math.ceil(peak), register_limit(threads, register_file), loc
     )
 
 

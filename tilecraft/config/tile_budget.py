@@ -19,10 +19,14 @@ from tilecraft.config.resolve import predicted_registers
 from tilecraft.ir.nodes import Op
 
 if TYPE_CHECKING:
+    from tilecraft.config.dims import ValueShape
     from tilecraft.config.spec import ConfigSpec
 
 DOT_MAX_WARPS = 8  # two warpgroups: more do not spread a dot kernel's accumulators
 WGMMA_TILE_ROWS = 64  # a warpgroup's rows of a wgmma accumulator: dot tiles shrink to it
+# bytes of each row of a tile's last (contiguous) dim that shrinking keeps while other dims can
+# halve: the 2-D pointwise default's 128 bf16 columns
+LANE_ROW_BYTES = 256
 
 
 def spread_live_values(spec: ConfigSpec, config: Config) -> Config:
@@ -64,7 +68,8 @@ def shrink_to(spec: ConfigSpec, config: Config, budget: int) -> Config:
     tile has at most ``budget`` elements (or nothing can shrink). A contiguous block keeps
     ``MIN_SEGMENT_BYTES`` of each row while a whole reduction dim of the tile can be looped
     instead: a logsumexp over the middle dim of [16, 4096, 1024] bf16 shrank its contiguous
-    block to 2 columns (4 of every 32 bytes read used) rather than loop over the 4096."""
+    block to 2 columns (4 of every 32 bytes read used) rather than loop over the 4096. The
+    tile's last dim keeps ``LANE_ROW_BYTES`` while another block can halve."""
     blocks = list(config.block_sizes)
     chunks = list(config.reduction_loops)
     while True:
@@ -76,8 +81,11 @@ def shrink_to(spec: ConfigSpec, config: Config, budget: int) -> Config:
         above_floor = [s for s in grid if blocks[s] > (spec.blocks[s].row_floor or 1)]
         rolled = [d[1] for d in value.dims if d[0] == "r" and (chunks[d[1]] or 0) > 16]
         whole = [d[1] for d in value.dims if d[0] == "r" and _may_roll(spec, d[1], chunks)]
-        if above_floor:
-            slot = max(above_floor, key=lambda s: blocks[s])
+        # the value's last dim lies along each warp's lanes: while another dim can halve, it
+        # keeps LANE_ROW_BYTES of each row
+        wide = [s for s in above_floor if not _keeps_lanes(spec, value, s, blocks[s])]
+        if wide or above_floor:
+            slot = max(wide or above_floor, key=lambda s: blocks[s])
             blocks[slot] //= 2
         elif rolled:
             chunks[rolled[0]] = (chunks[rolled[0]] or 32) // 2
@@ -88,6 +96,18 @@ def shrink_to(spec: ConfigSpec, config: Config, budget: int) -> Config:
             blocks[slot] //= 2
         else:
             return current
+
+
+def _keeps_lanes(spec: ConfigSpec, value: ValueShape, slot: int, block: int) -> bool:
+    """Whether ``slot`` is ``value``'s last dim, a contiguous loaded one, at or under
+    ``LANE_ROW_BYTES`` a row. (A masked mean over the middle dim of [64, 512, 4096] bf16,
+    tiles [batch, time, hidden]: the old order halved the largest dim whatever it was and gave
+    [8, 32, 32], reading 64 bytes of each row.)"""
+    last = value.dims[-1]
+    if last[0] != "b" or last[1] != slot:
+        return False
+    spec_block = spec.blocks[slot]
+    return spec_block.contiguous and 0 < block * spec_block.load_itemsize <= LANE_ROW_BYTES
 
 
 def _may_roll(spec: ConfigSpec, slot: int, chunks: list[int | None]) -> bool:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tilecraft.errors import ShapeError
+from tilecraft.frontend import rdims
 from tilecraft.ir.dtypes import FP8
 from tilecraft.ir.nodes import Dim, Node, Op, SymKind, shape_str
 
@@ -75,7 +76,8 @@ def _check_shapes(t: Tracer, op: str, a: Node, b: Node) -> None:
             t.loc,
             hint="index both operands with the same batch tile",
         )
-    if a.shape[-1] is not b.shape[-2] and a.shape[-1] != b.shape[-2]:
+    k_a, k_b = a.shape[-1], b.shape[-2]
+    if k_a is not k_b and k_a != k_b and not rdims.interchangeable(k_a, k_b):
         raise ShapeError(
             f"{op}: inner dims differ: {_dims_str(t, a, b)}",
             t.loc,
@@ -108,12 +110,12 @@ def dot(
     if an.dtype not in FP8 or bn.dtype not in FP8:
         an, bn = t.cast(an, common), t.cast(bn, common)
     _check_shapes(t, op, an, bn)
-    shape = (*an.shape[:-1], bn.shape[-1])
+    shape = rdims.distinct(t, (*an.shape[:-1], bn.shape[-1]))
     result = out_dtype or (torch.float32 if common in FP8 else common)
     an, bn, attrs = _exact_operands(t, an, bn) if common == torch.float32 else (an, bn, {})
     if acc is None:
         return t.wrap(t.cast(t.emit(Op.DOT, [an, bn], shape, torch.float32, **attrs), result))
-    accn = t.value_node(acc)
+    accn = rdims.conform(t, t.value_node(acc), shape)
     if accn.ndim != len(shape) or t.broadcast_shapes(accn.shape, shape) != shape:
         raise ShapeError(
             f"{op}: acc {shape_str(accn.shape)} does not match the product {shape_str(shape)}",

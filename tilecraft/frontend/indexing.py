@@ -14,7 +14,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
-from tilecraft.frontend import advanced_index
+from tilecraft.frontend import advanced_index, rdims
 from tilecraft.frontend.coverage import check_tile_covers
 from tilecraft.frontend.slices import slice_item
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
@@ -136,7 +136,7 @@ def store(tr: Tracer, t: HostTensor, index: Any, value: Any, extra_mask: Any = N
     if extra_mask is not None:
         placed["extra_mask"] = len(inputs) + 1  # after the stored value
         inputs = [*inputs, advanced_index.extra_mask(tr, t.name, extra_mask, shape)]
-    v = tr.value_node(value)
+    v = rdims.conform(tr, tr.value_node(value), tuple(shape))
     try:
         out = tr.broadcast_shapes(shape, v.shape)
     except ShapeError:

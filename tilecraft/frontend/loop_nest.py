@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError
+from tilecraft.frontend import rdims
 from tilecraft.frontend.values import TileProxy, TileValue
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind, shape_str
 from tilecraft.language.tunables import BlockSize, DynamicInt
@@ -90,7 +91,7 @@ def carry_in(tr: Tracer, outer: Node, name: str, value: Any) -> Node:
 def carry_out(tr: Tracer, carry: Node, value: Any) -> None:
     """Record ``value`` (after the body) as the carried value's next one."""
     name = carry.attrs["name"]
-    new = tr.value_node(value)
+    new = rdims.conform(tr, tr.value_node(value), carry.shape)
     if new.dtype != carry.dtype:
         raise DeviceCodeError(
             f"loop-carried '{name}' changes dtype in the loop: {carry.dtype} before, {new.dtype} after",

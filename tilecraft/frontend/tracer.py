@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, UnsupportedOpError
-from tilecraft.frontend import dispatch, indexing
+from tilecraft.frontend import dispatch, indexing, rdims
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str
@@ -201,6 +201,7 @@ class Tracer:
             fused = self._fuse_dot_accumulate(nodes)
             if fused is not None:
                 return self.wrap(fused)
+        nodes = rdims.conform_all(self, nodes)
         shape = self.broadcast_shapes(*[n.shape for n in nodes])
         nodes = [self.expand_rank(self.cast(n, result), len(shape)) for n in nodes]
         out_dtype = torch.bool if op.bool_result else result
@@ -223,7 +224,7 @@ class Tracer:
 
     def where(self, cond: Any, a: Any, b: Any) -> TileValue:
         result = dtypes.promote(self.dtype_of(a), self.dtype_of(b))
-        c, x, y = self.value_node(cond), self.value_node(a), self.value_node(b)
+        c, x, y = rdims.conform_all(self, [self.value_node(v) for v in (cond, a, b)])
         shape = self.broadcast_shapes(c.shape, x.shape, y.shape)
         c = self.expand_rank(self.cast(c, torch.bool), len(shape))
         x = self.expand_rank(self.cast(x, result), len(shape))

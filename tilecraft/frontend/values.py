@@ -59,6 +59,16 @@ class TileValue:
         method = getattr(torch.Tensor, name, None)
         if method is None or name.startswith("_"):
             raise AttributeError(f"tile values have no attribute {name!r}")
+        if name == "T":  # torch's properties: a view, not a method to call
+            dims = tuple(reversed(range(self.node.ndim)))
+            return self.tracer.torch_call(torch.Tensor.permute, (self, *dims), {})
+        if name == "mT":
+            return self.tracer.torch_call(torch.Tensor.transpose, (self, -2, -1), {})
+        if not callable(method):
+            raise DeviceCodeError(
+                f"tile values have no attribute {name!r} in device code",
+                hint="tiles have .shape, .dtype, .T and .mT and torch's methods",
+            )
         return lambda *a, **k: self.tracer.torch_call(method, (self, *a), k)
 
     def __bool__(self) -> bool:

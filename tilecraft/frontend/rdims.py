@@ -1,0 +1,80 @@
+"""Whole dims of equal extent are interchangeable (stage: frontend; in: traced nodes and the
+shape an op needs; out: the node relabeled to that shape by a no-op view, or unchanged).
+
+A ``:`` (or a slice) names its dim by extent and by its place among the dims of that extent in
+one subscript (``Tracer.rdim_for``), so the same positions 0..n-1 can carry different names:
+``h[:, :]`` of a square ``[d, d]`` matrix is ``[RDIM_0, RDIM_1]``, and ``x[tm, :] @ h[:, :]`` is
+``[tm, RDIM_1]`` while ``out[tm, :]`` indexes ``[tm, RDIM_0]``. Torch's semantics are
+positional, so such a value fits: it is relabeled by a reshape view that changes no data (a
+reshape also keeps both dims whole, never looped in chunks: ``ir/phases.py``). Dims with a run-time
+extent (``static_shapes=False``) are not interchanged: their sizes are checked per source at
+launch, and a relabel would skip that check.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+
+
+def interchangeable(a: Dim, b: Dim) -> bool:
+    """Two whole dims of one static extent (both cover positions 0..n-1)."""
+    return (
+        isinstance(a, Sym)
+        and isinstance(b, Sym)
+        and a.kind is SymKind.RDIM
+        and b.kind is SymKind.RDIM
+        and a.extent == b.extent
+        and not a.extent_args
+        and not b.extent_args
+    )
+
+
+def conform(tr: Tracer, node: Node, shape: Shape) -> Node:
+    """``node`` relabeled so that each of its dims interchangeable with ``shape``'s dim at the
+    same place (aligned from the right, as broadcasting aligns) takes that dim's name."""
+    offset = len(shape) - node.ndim
+    if offset < 0:
+        return node
+    dims = list(node.shape)
+    for i, d in enumerate(dims):
+        want = shape[offset + i]
+        if d is not want and interchangeable(d, want):
+            dims[i] = want
+    return relabel(tr, node, tuple(dims))
+
+
+def relabel(tr: Tracer, node: Node, dims: Shape) -> Node:
+    """``node`` viewed with the dim names ``dims`` (same sizes): a no-op reshape."""
+    if tuple(dims) == tuple(node.shape):
+        return node
+    if len({id(d) for d in dims if isinstance(d, Sym)}) < sum(isinstance(d, Sym) for d in dims):
+        return node  # would name two of its dims alike: leave it to the caller's shape check
+    return tr.emit(Op.VIEW, [node], tuple(dims), node.dtype, reshape=True)
+
+
+def conform_all(tr: Tracer, nodes: list[Node]) -> list[Node]:
+    """Operands of one pointwise op, each relabeled to the widest one's dims."""
+    widest = max(nodes, key=lambda n: n.ndim)
+    return [conform(tr, n, widest.shape) for n in nodes]
+
+
+def distinct(tr: Tracer, shape: Shape) -> Shape:
+    """``shape`` with a dim that repeats an earlier one renamed to the next whole dim of its
+    extent (``a[tb, :, :] @ b[tb, :, :]`` of ``[B, 32, 64] @ [B, 64, 32]`` names both output dims
+    ``RDIM(32)``: the second becomes the subscript ``out[tb, :, :]``'s second 32-wide dim)."""
+    out: list[Dim] = []
+    for d in shape:
+        occurrence = 0
+        while isinstance(d, Sym) and any(d is o for o in out) and interchangeable(d, d):
+            d = tr.rdim_for(int(d.extent), occurrence)
+            occurrence += 1
+        out.append(d)
+    return tuple(out)
+
+
+__all__ = ["conform", "conform_all", "distinct", "interchangeable", "relabel"]
