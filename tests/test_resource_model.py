@@ -186,3 +186,34 @@ def test_amd_mfma_lanes_hold_more_rows_of_a_row_vector() -> None:
         for groups in (2, 8)
     }
     assert costs[2] == costs[8]
+
+
+def _case_spec(name: str) -> ConfigSpec:
+    from benchmarks.gen_kernels import CASES, HELDOUT
+
+    case = {**CASES, **HELDOUT}[name]
+    return _spec(case.kernels[0], *case.make_inputs(case.gpu_shapes[0], "meta", 0))
+
+
+def test_an_unset_knob_counts_as_it_will_run() -> None:
+    """The default's rules size warps and splits on configs whose knobs are unset (None: on
+    where offered). A tall column sum's deferred sum holds a [256, 32] fp32 tile: ptxas 59
+    registers with it, 32 without; the model said 33 for the unset config (6 programs per SM
+    instead of 4) and its split rule overshot (H200: split 32 0.0491 ms, 16 0.0457)."""
+    spec = _case_spec("column_sum_tall")
+    tiles = tc.Config(block_sizes=[256, 32], num_warps=8, num_stages=1)
+    unset = predicted_registers(spec, tiles, 8).per_thread
+    assert unset == predicted_registers(spec, tiles.replace(deferred_sums=True), 8).per_thread
+    assert unset - predicted_registers(spec, tiles.replace(deferred_sums=False), 8).per_thread >= 28
+    assert 59 <= unset <= 72
+
+
+def test_a_loaded_tile_keeps_its_own_layout_until_broadcast() -> None:
+    """A masked mean pool loads a [batch, time] int64 mask and broadcasts it over the hidden
+    dim: Triton loads it in a layout of its own (a few elements a thread), not as a slice of
+    the [batch, time, hidden] layout (32 a thread, replicated). ptxas at [4, 128, 16] / 8 warps:
+    40 registers, 56 with the deferred sum; the model said 120 and 151 (then 57 and 82)."""
+    spec = _case_spec("masked_mean_pool")
+    tiles = tc.Config(block_sizes=[4, 128, 16], num_warps=8, num_stages=1)
+    assert predicted_registers(spec, tiles.replace(deferred_sums=False), 8).per_thread <= 64
+    assert predicted_registers(spec, tiles.replace(deferred_sums=True), 8).per_thread <= 90

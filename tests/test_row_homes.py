@@ -431,6 +431,22 @@ def test_row_schedule_benchmark_times_both_schedules() -> None:
     assert len({p.key() for p in plans if p.carried_homes}) >= 5
 
 
+def test_block_accesses_of_a_tile_finer_than_its_cta_fall_back_to_pointers() -> None:
+    """Rows walked in 2-row tiles inside 1-row CTAs: a block pointer's or descriptor's bounds
+    stop at the tensor's end, not at the CTA's, so its store would write the next CTA's row
+    (on the H200 dx came out all wrong, racing that row's own program; the interpreter, which
+    runs programs in order, hid it). Such accesses are emitted with pointers and masks."""
+    bound = _on(ln_bwd_rows, _meta_ln(1000, 9000), "cuda:90")
+    for indexing in ("block_ptr", "tensor_descriptor"):
+        config = tc.Config(block_sizes=[1, 2], reduction_loops=[256], indexing=indexing)
+        plan = bound.config_spec.resolve(config, warn=False)
+        stores = [a for a in plan.accesses if a.op == "store" and a.requested == indexing]
+        assert stores and all(a.indexing == "pointer" for a in stores), stores
+        assert all("past the loop's bound" in a.fallback_reason for a in stores)
+        aligned = bound.config_spec.resolve(config.replace(block_sizes=[2, 2]), warn=False)
+        assert any(a.indexing == indexing for a in aligned.accesses if a.op == "store")
+
+
 @pytest.mark.gpu
 def test_random_configs_with_chunked_rows_gpu() -> None:
     """Random configs of the space with the row chunked: the per-row read/update/write of the

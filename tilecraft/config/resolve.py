@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from tilecraft.config import flags
 from tilecraft.config.config import Config
 from tilecraft.config.pipelines import compute_threads, consumer_register_file
 from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, sym_block
@@ -112,12 +113,17 @@ def _access(
             )
         elif box[inner] * tensor.dtype.itemsize < 16:
             indexing, reason = "pointer", "a tensor-descriptor block's inner dim is under 16 bytes"
-        elif not _aligned_to_outer(node, blocks, chunks):
-            indexing, reason = (
-                "pointer",
-                "the block of a loop over another tile's bounds does not divide that tile's "
-                "block (a descriptor block would read past the loop's bound)",
-            )
+    if indexing in ("tensor_descriptor", "block_ptr") and not _aligned_to_outer(
+        node, blocks, chunks
+    ):
+        # boundary checks stop at the tensor's end, not at the loop's bound: a block pointer's
+        # store wrote zeros over the next program's rows (a LayerNorm backward with one-row
+        # CTAs walked in 2-row tiles: wrong dx on the H200, right in the interpreter)
+        indexing, reason = (
+            "pointer",
+            "the block of a loop over another tile's bounds does not divide that tile's block "
+            f"(a {requested} block would read or write past the loop's bound)",
+        )
     eviction = ""
     if node.op is Op.LOAD:
         policies = config.load_eviction_policies
@@ -242,7 +248,21 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
     threads = compute_threads(spec.target, warps, specialized)
     file = consumer_register_file(spec.target, warps, specialized)
     hip = spec.target.backend == "hip"
+    on = {
+        name: offered_here and getattr(config, name) is not False
+        for name, offered_here in flags.offered(spec, config).items()
+    }
     fma = spec.target.backend == "cuda" and dot_precision(spec.target, spec.dot_precision) == "ieee"
+    # a deferred sum's carry and per-iteration reduction do not exist in the loop: its tile
+    # accumulator (held) replaces them
+    deferred = {
+        n.id
+        for loop in spec.loops
+        for node in loop.walk()
+        if node.op is Op.LOOP
+        for carry, _ in _deferred_sums(node, config, threads, on)
+        for n in (carry, summed(carry))
+    }
     estimates = [
         predict_registers(
             loop,
@@ -254,44 +274,59 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
                 and d.kind is SymKind.RDIM
                 and reduction_chunk(d, chunks) is not None
             ),
-            held=lambda node: _held_registers(node, config, threads),
+            held=lambda node: _held_registers(node, config, threads, on),
             fma_dots=fma,
             mma_row_groups=MFMA_ROW_GROUPS if hip else MMA_ROW_GROUPS,
             warp_size=spec.target.warp_size,
             base_registers=BASE_VGPRS if hip else BASE_REGISTERS,
+            skip=lambda node: node.id in deferred,
         )
         for loop in spec.loops
     ]
     return max(estimates, key=lambda e: e.spill_ratio, default=RegisterEstimate(0, 255, ""))
 
 
-def _held_registers(loop: Node, config: Config, threads: int) -> float:
-    """fp32 registers per thread that ``config``'s strategies keep through ``loop`` beyond its IR
-    values: each deferred sum's tile accumulator (``codegen/deferred_sums.py``: only without a
-    chunked width, and at most ``MAX_ELEMS_PER_THREAD`` a thread) and, for a row loop run chunks
-    outer, its accumulators' chunks (``codegen/chunk_outer.py``)."""
+def _deferred_sums(
+    loop: Node, config: Config, threads: int, on: dict[str, bool]
+) -> list[tuple[Node, int]]:
+    """The carries of ``loop`` that run as deferred sums under ``config`` and the elements of
+    each one's tile accumulator (``codegen/deferred_sums.py``: only without a chunked width,
+    and at most ``MAX_ELEMS_PER_THREAD`` a thread)."""
     blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
-    rolled = any(c is not None for c in chunks)
+    if not on["deferred_sums"] or any(c is not None for c in chunks):
+        return []
+    out = []
+    for carry in deferrable_sums(loop):
+        tile = _numel(summed(carry).inputs[0], blocks, chunks)
+        if tile <= MAX_ELEMS_PER_THREAD * threads:
+            out.append((carry, tile))
+    return out
 
-    def numel(node: Node) -> int:
-        return math.prod(
-            d if isinstance(d, int) else sym_block(d, blocks, chunks) for d in node.shape
-        )
 
-    total = 0.0
-    if config.deferred_sums and not rolled:
-        for carry in deferrable_sums(loop):
-            tile = numel(summed(carry).inputs[0])
-            if tile <= MAX_ELEMS_PER_THREAD * threads:  # (the carried value itself is not
-                total += (tile - numel(carry)) / threads  # updated in the loop: its registers)
+def _numel(node: Node, blocks: tuple[int, ...], chunks: tuple[int | None, ...]) -> int:
+    return math.prod(d if isinstance(d, int) else sym_block(d, blocks, chunks) for d in node.shape)
+
+
+def _held_registers(loop: Node, config: Config, threads: int, on: dict[str, bool]) -> float:
+    """fp32 registers per thread that ``config``'s strategies keep through ``loop`` beyond its IR
+    values: each deferred sum's tile accumulator (its carry and per-iteration reduction are not
+    counted: :func:`predicted_registers` skips them) and, for a row loop run chunks outer, its
+    accumulators' chunks (``codegen/chunk_outer.py``). ``on``: each knob as it will run - an
+    unset one (None) is on where the kernel offers it (``config/flags.py``): the default's
+    rules size tiles, warps and splits on configs whose knobs are still unset (a tall column
+    sum's split rule saw 33 registers a thread and 6 programs per SM; it runs with its
+    deferred sum at 59 and 4 per SM)."""
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    total = sum(tile / threads for _, tile in _deferred_sums(loop, config, threads, on))
     carried = loop.attrs.get("carried", [])
-    if config.chunk_outer and rolled and carried:
+    rolled = any(c is not None for c in chunks)
+    if on["chunk_outer"] and rolled and carried:
         on_chunk = [
             c
             for c in carried
             if any(isinstance(d, Sym) and reduction_chunk(d, chunks) for d in c.shape)
         ]
-        total += sum(numel(c) / threads for c in on_chunk)
+        total += sum(_numel(c, blocks, chunks) / threads for c in on_chunk)
     return total
 
 

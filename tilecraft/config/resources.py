@@ -101,6 +101,7 @@ def predict_registers(
     mma_row_groups: int = MMA_ROW_GROUPS,
     warp_size: int = 32,
     base_registers: int = BASE_REGISTERS,
+    skip: Callable[[Node], bool] = lambda node: False,
 ) -> RegisterEstimate:
     """Peak live registers per thread of ``loop`` with blocks from ``block_of``; ``looped``: the
     reduction dims processed in chunks (a rolled reduction keeps a chunk-wide accumulator through
@@ -113,7 +114,8 @@ def predict_registers(
     64-register accumulator); ``mma_row_groups``: the groups of accumulator rows one warp's
     lanes hold apart (NVIDIA's mma: 8; AMD's 32x32 MFMA: 2, so each lane holds 16 rows of a
     row vector: gfx942 attention at 8 warps compiles to 190 VGPRs, 101 predicted with 8);
-    ``base_registers``: what every program holds beyond its values."""
+    ``base_registers``: what every program holds beyond its values; ``skip``: values a codegen
+    strategy does not compute in the loop (a deferred sum's carry and reduction)."""
     order = _thread_order(loop, block_of)
     # a loop with tl.dot computes in MMA layouts: each warp owns row groups of the output, so
     # rows spread over the warps first (a row vector such as softmax's running max is a few
@@ -127,17 +129,19 @@ def predict_registers(
 
     def value_cost(node: Node) -> float:
         # a value on the parent's dims is a slice of its layout (a row reduction result is held
-        # by every thread along the reduced dim); another gets a layout of its own
+        # by every thread along the reduced dim); another, or a smaller tile loaded (and cast)
+        # in a coalesced layout of its own before it is broadcast, gets a layout of its own
         dims = [d for d in node.shape if isinstance(d, Sym)]
         spread = (
             parent
             if all(id(d) in parent for d in dims)
+            and not (len(dims) < len(order) and _own_layout(node))
             else _threads_per_dim(dims, block_of, threads, mma_rows)
         )
         return _per_thread(node, block_of, spread) * _registers_per_element(node)
 
     for node, loop_end in _values(loop.body, loop_spans):
-        if not _holds_registers(node, loop_end, program, looped):
+        if skip(node) or not _holds_registers(node, loop_end, program, looped):
             continue
         cost = value_cost(node)
         start = positions[node.id]
@@ -354,6 +358,14 @@ def _thread_order(loop: DeviceLoop, block_of: Callable[[Sym], int]) -> list[Sym]
         if size > widest[0]:
             widest = (size, dims)
     return list(widest[1])
+
+
+def _own_layout(node: Node) -> bool:
+    """A load, or elementwise values of loads and scalars only: Triton computes them in the
+    load's own layout and converts at the broadcast that uses them."""
+    if node.op is Op.LOAD:
+        return True
+    return node.op in _ELEMENTWISE and all(not i.shape or _own_layout(i) for i in node.inputs)
 
 
 def _threads_per_dim(
