@@ -128,3 +128,25 @@ def test_equal_sized_dims_on_gpu() -> None:
     h = _rand(64, 64, seed=1).to(torch.bfloat16).cuda()
     want = x.float() @ h.float() + x.float()
     torch.testing.assert_close(rotate_residual(x, h).float(), want, rtol=2e-2, atol=0.25)
+
+
+@tc.kernel(static_shapes=False)
+def rotate_dynamic(x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = tc.dot(x[tm, :], h[:, :], out_dtype=torch.float32).to(x.dtype)
+    return out
+
+
+def test_run_time_sizes_interchange_and_are_checked_at_launch() -> None:
+    """With dynamic shapes the relabeled dim takes the other's size sources: the launch checks
+    that they still agree, and a call whose sizes fit runs on the same trace."""
+    from tilecraft.errors import ShapeError
+
+    x, h = _rand(8, 32), _rand(32, 32, seed=1)
+    torch.testing.assert_close(rotate_dynamic(x, h), x @ h, rtol=1e-4, atol=1e-4)
+    x, h = _rand(5, 64), _rand(64, 64, seed=1)  # other sizes, the same trace
+    torch.testing.assert_close(rotate_dynamic(x, h), x @ h, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ShapeError, match="must be equal"):
+        rotate_dynamic(_rand(5, 64), _rand(64, 48))  # out's 64 columns, h's 48

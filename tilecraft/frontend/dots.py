@@ -77,7 +77,9 @@ def _check_shapes(t: Tracer, op: str, a: Node, b: Node) -> None:
             hint="index both operands with the same batch tile",
         )
     k_a, k_b = a.shape[-1], b.shape[-2]
-    if k_a is not k_b and k_a != k_b and not rdims.interchangeable(k_a, k_b):
+    if rdims.interchangeable(k_a, k_b) and k_a is not k_b:
+        rdims.unify(k_a, k_b)  # type: ignore[arg-type]
+    elif k_a is not k_b and k_a != k_b:
         raise ShapeError(
             f"{op}: inner dims differ: {_dims_str(t, a, b)}",
             t.loc,

@@ -7,8 +7,9 @@ one subscript (``Tracer.rdim_for``), so the same positions 0..n-1 can carry diff
 ``[tm, RDIM_1]`` while ``out[tm, :]`` indexes ``[tm, RDIM_0]``. Torch's semantics are
 positional, so such a value fits: it is relabeled by a reshape view that changes no data (a
 reshape also keeps both dims whole, never looped in chunks: ``ir/phases.py``). Dims with a run-time
-extent (``static_shapes=False``) are not interchanged: their sizes are checked per source at
-launch, and a relabel would skip that check.
+extent (``static_shapes=False``) interchange with each other only: the one that takes the other's
+place also takes its size sources, so the launch checks that both sizes still agree
+(``codegen/guards.py``).
 """
 
 from __future__ import annotations
@@ -22,16 +23,21 @@ if TYPE_CHECKING:
 
 
 def interchangeable(a: Dim, b: Dim) -> bool:
-    """Two whole dims of one static extent (both cover positions 0..n-1)."""
+    """Two whole dims of one extent, both static or both run-time sizes (both cover positions
+    0..n-1)."""
     return (
         isinstance(a, Sym)
         and isinstance(b, Sym)
         and a.kind is SymKind.RDIM
         and b.kind is SymKind.RDIM
         and a.extent == b.extent
-        and not a.extent_args
-        and not b.extent_args
+        and bool(a.extent_args) == bool(b.extent_args)
     )
+
+
+def unify(keep: Sym, other: Sym) -> None:
+    """``other`` is used as ``keep`` from here on: ``keep``'s launch check covers its sizes."""
+    keep.extent_args.extend(a for a in other.extent_args if a not in keep.extent_args)
 
 
 def conform(tr: Tracer, node: Node, shape: Shape) -> Node:
@@ -44,6 +50,8 @@ def conform(tr: Tracer, node: Node, shape: Shape) -> Node:
     for i, d in enumerate(dims):
         want = shape[offset + i]
         if d is not want and interchangeable(d, want):
+            assert isinstance(d, Sym) and isinstance(want, Sym)
+            unify(want, d)
             dims[i] = want
     return relabel(tr, node, tuple(dims))
 
@@ -69,12 +77,14 @@ def distinct(tr: Tracer, shape: Shape) -> Shape:
     ``RDIM(32)``: the second becomes the subscript ``out[tb, :, :]``'s second 32-wide dim)."""
     out: list[Dim] = []
     for d in shape:
-        occurrence = 0
+        occurrence, repeated = 0, d
         while isinstance(d, Sym) and any(d is o for o in out) and interchangeable(d, d):
             d = tr.rdim_for(int(d.extent), occurrence)
             occurrence += 1
+        if d is not repeated and isinstance(d, Sym) and isinstance(repeated, Sym):
+            unify(d, repeated)
         out.append(d)
     return tuple(out)
 
 
-__all__ = ["conform", "conform_all", "distinct", "interchangeable", "relabel"]
+__all__ = ["conform", "conform_all", "distinct", "interchangeable", "relabel", "unify"]
