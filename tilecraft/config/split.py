@@ -37,8 +37,9 @@ MIN_SPLIT_TRIPS = 4  # inner-loop iterations each split program keeps at least (
 MIN_SPLIT_WORK = 1 << 16  # elements of a tile's inner loop below which splitting never pays
 # waves of resident programs a split aims at when each program's trip count comes from the data
 # (``tc.tile(start, end)`` over loaded bounds): programs' work is uneven, and smaller shares
-# let SMs that finish early take the rest (H200, sequences of random lengths summing to 32768
-# rows x 4096: 1024 programs 0.217 ms, 2048 0.151; default_change_s13)
+# let SMs that finish early take the rest (H200 graph replays, 8 sequences of random lengths
+# summing to 32768 rows x 4096, 512 tiles: split 2 0.211 ms, 4 0.143, 8 0.115, 16 0.114;
+# graph_replay_varlen_s13)
 UNEVEN_WAVES = 4
 
 

@@ -27,7 +27,7 @@ import torch
 from tilecraft.errors import ShapeError
 from tilecraft.frontend import rdims
 from tilecraft.ir.dtypes import FP8
-from tilecraft.ir.nodes import Dim, Node, Op, SymKind, shape_str
+from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -77,8 +77,8 @@ def _check_shapes(t: Tracer, op: str, a: Node, b: Node) -> None:
             hint="index both operands with the same batch tile",
         )
     k_a, k_b = a.shape[-1], b.shape[-2]
-    if rdims.interchangeable(k_a, k_b) and k_a is not k_b:
-        rdims.unify(k_a, k_b)  # type: ignore[arg-type]
+    if isinstance(k_a, Sym) and isinstance(k_b, Sym) and rdims.interchangeable(k_a, k_b):
+        rdims.unify(k_a, k_b)  # (a no-op when they are one dim)
     elif k_a is not k_b and k_a != k_b:
         raise ShapeError(
             f"{op}: inner dims differ: {_dims_str(t, a, b)}",

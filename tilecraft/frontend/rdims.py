@@ -47,13 +47,19 @@ def conform(tr: Tracer, node: Node, shape: Shape) -> Node:
     if offset < 0:
         return node
     dims = list(node.shape)
+    taken: list[tuple[Sym, Sym]] = []
     for i, d in enumerate(dims):
         want = shape[offset + i]
-        if d is not want and interchangeable(d, want):
-            assert isinstance(d, Sym) and isinstance(want, Sym)
-            unify(want, d)
+        if isinstance(d, Sym) and isinstance(want, Sym) and d is not want:
+            if not interchangeable(d, want):
+                continue
+            taken.append((want, d))
             dims[i] = want
-    return relabel(tr, node, tuple(dims))
+    relabeled = relabel(tr, node, tuple(dims))
+    if relabeled is not node:
+        for keep, other in taken:
+            unify(keep, other)
+    return relabeled
 
 
 def relabel(tr: Tracer, node: Node, dims: Shape) -> Node:
@@ -78,6 +84,7 @@ def distinct(tr: Tracer, shape: Shape) -> Shape:
     out: list[Dim] = []
     for d in shape:
         occurrence, repeated = 0, d
+        # (interchangeable(d, d): d is a whole dim, one that another name may stand for)
         while isinstance(d, Sym) and any(d is o for o in out) and interchangeable(d, d):
             d = tr.rdim_for(int(d.extent), occurrence)
             occurrence += 1
