@@ -150,3 +150,24 @@ def test_run_time_sizes_interchange_and_are_checked_at_launch() -> None:
     torch.testing.assert_close(rotate_dynamic(x, h), x @ h, rtol=1e-4, atol=1e-4)
     with pytest.raises(ShapeError, match="must be equal"):
         rotate_dynamic(_rand(5, 64), _rand(64, 48))  # out's 64 columns, h's 48
+
+
+@tc.kernel(static_shapes=True)
+def rotate_accumulate(x: torch.Tensor, h: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
+    """The rotation's result added atomically, and assigned in a branch over a row tile."""
+    m, _ = x.size()
+    out = torch.zeros_like(x, dtype=torch.float32)
+    for tm in tc.tile(m):
+        y = x[tm, :].to(torch.float32)
+        if flag[0] > 0:
+            y = tc.dot(x[tm, :], h[:, :], out_dtype=torch.float32)
+        tc.atomic_add(out, [tm, slice(None)], y)
+    return out
+
+
+@pytest.mark.parametrize("flag", [1, 0])
+def test_equal_sized_dims_in_atomics_and_branches(flag: int, device: str) -> None:
+    x, h = _rand(8, 32).to(device), _rand(32, 32, seed=1).to(device)
+    want = x @ h if flag else x
+    got = rotate_accumulate(x, h, torch.tensor([flag], device=device))
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)

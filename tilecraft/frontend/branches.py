@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError
+from tilecraft.frontend import rdims
 from tilecraft.frontend.assigned import assigned_names
 from tilecraft.frontend.values import TileValue
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind, shape_str
@@ -110,6 +111,7 @@ def _fit(tracer: Any, name: str, carry: Node, value: Node, where: str = "an `if`
             carry.loc,
             hint=f"cast it back, e.g. {name} = (...).to({carry.dtype})",
         )
+    value = rdims.conform(tracer, value, carry.shape)
     try:
         shape = tracer.broadcast_shapes(value.shape, carry.shape)
     except ShapeError:

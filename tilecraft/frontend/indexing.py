@@ -157,7 +157,7 @@ def atomic(
     if not isinstance(t, HostTensor):
         raise DeviceCodeError("atomic ops need a host tensor as their target")
     items, inputs, shape, placed = resolve_index(tr, t, index)
-    v = tr.value_node(value)
+    v = rdims.conform(tr, tr.value_node(value), tuple(shape))
     if tr.broadcast_shapes(shape, v.shape) != tuple(shape):
         raise ShapeError(
             f"atomic_{kind} into '{t.name}': value {shape_str(v.shape)} does not fit {shape_str(shape)}"
