@@ -17,7 +17,7 @@ import torch
 from tilecraft.config import flags
 from tilecraft.config.config import Config
 from tilecraft.config.pipelines import compute_threads, consumer_register_file
-from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, sym_block
+from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, block_dims, sym_block
 from tilecraft.config.resources import (
     BASE_REGISTERS,
     BASE_VGPRS,
@@ -248,21 +248,18 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
     threads = compute_threads(spec.target, warps, specialized)
     file = consumer_register_file(spec.target, warps, specialized)
     hip = spec.target.backend == "hip"
-    on = {
-        name: offered_here and getattr(config, name) is not False
-        for name, offered_here in flags.offered(spec, config).items()
-    }
+    # each knob as it will run (an unset one is on where offered)
+    on = {name: bool(value) for name, value in flags.normalize_flags(spec, config, []).items()}
     fma = spec.target.backend == "cuda" and dot_precision(spec.target, spec.dot_precision) == "ieee"
     # a deferred sum's carry and per-iteration reduction do not exist in the loop: its tile
     # accumulator (held) replaces them
     deferred = {
-        n.id
+        node.id: _deferred_sums(node, config, threads, on)
         for loop in spec.loops
         for node in loop.walk()
         if node.op is Op.LOOP
-        for carry, _ in _deferred_sums(node, config, threads, on)
-        for n in (carry, summed(carry))
     }
+    skipped = {n.id for sums in deferred.values() for c, _ in sums for n in (c, summed(c))}
     estimates = [
         predict_registers(
             loop,
@@ -274,12 +271,12 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
                 and d.kind is SymKind.RDIM
                 and reduction_chunk(d, chunks) is not None
             ),
-            held=lambda node: _held_registers(node, config, threads, on),
+            held=lambda node: _held_registers(node, config, threads, on, deferred[node.id]),
             fma_dots=fma,
             mma_row_groups=MFMA_ROW_GROUPS if hip else MMA_ROW_GROUPS,
             warp_size=spec.target.warp_size,
             base_registers=BASE_VGPRS if hip else BASE_REGISTERS,
-            skip=lambda node: node.id in deferred,
+            skip=lambda node: node.id in skipped,
         )
         for loop in spec.loops
     ]
@@ -297,27 +294,29 @@ def _deferred_sums(
         return []
     out = []
     for carry in deferrable_sums(loop):
-        tile = _numel(summed(carry).inputs[0], blocks, chunks)
+        tile = math.prod(block_dims(summed(carry).inputs[0].shape, blocks, chunks))
         if tile <= MAX_ELEMS_PER_THREAD * threads:
             out.append((carry, tile))
     return out
 
 
-def _numel(node: Node, blocks: tuple[int, ...], chunks: tuple[int | None, ...]) -> int:
-    return math.prod(d if isinstance(d, int) else sym_block(d, blocks, chunks) for d in node.shape)
-
-
-def _held_registers(loop: Node, config: Config, threads: int, on: dict[str, bool]) -> float:
+def _held_registers(
+    loop: Node,
+    config: Config,
+    threads: int,
+    on: dict[str, bool],
+    deferred: list[tuple[Node, int]],
+) -> float:
     """fp32 registers per thread that ``config``'s strategies keep through ``loop`` beyond its IR
-    values: each deferred sum's tile accumulator (its carry and per-iteration reduction are not
-    counted: :func:`predicted_registers` skips them) and, for a row loop run chunks outer, its
-    accumulators' chunks (``codegen/chunk_outer.py``). ``on``: each knob as it will run - an
-    unset one (None) is on where the kernel offers it (``config/flags.py``): the default's
-    rules size tiles, warps and splits on configs whose knobs are still unset (a tall column
-    sum's split rule saw 33 registers a thread and 6 programs per SM; it runs with its
-    deferred sum at 59 and 4 per SM)."""
+    values: each deferred sum's tile accumulator (``deferred``: :func:`_deferred_sums`; its
+    carry and per-iteration reduction are not counted: :func:`predicted_registers` skips them)
+    and, for a row loop run chunks outer, its accumulators' chunks (``codegen/chunk_outer.py``).
+    ``on``: each knob as it will run - an unset one (None) is on where the kernel offers it
+    (``config/flags.py``): the default's rules size tiles, warps and splits on configs whose
+    knobs are still unset (a tall column sum's split rule saw 33 registers a thread and 6
+    programs per SM; it runs with its deferred sum at 59 and 4 per SM)."""
     blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
-    total = sum(tile / threads for _, tile in _deferred_sums(loop, config, threads, on))
+    total = sum(tile / threads for _, tile in deferred)
     carried = loop.attrs.get("carried", [])
     rolled = any(c is not None for c in chunks)
     if on["chunk_outer"] and rolled and carried:
@@ -326,7 +325,7 @@ def _held_registers(loop: Node, config: Config, threads: int, on: dict[str, bool
             for c in carried
             if any(isinstance(d, Sym) and reduction_chunk(d, chunks) for d in c.shape)
         ]
-        total += sum(_numel(c, blocks, chunks) / threads for c in on_chunk)
+        total += sum(math.prod(block_dims(c.shape, blocks, chunks)) / threads for c in on_chunk)
     return total
 
 
