@@ -535,3 +535,33 @@ def test_round_compiles_for_sm90_and_gfx942() -> None:
         jobs += [CompileJob.of(g, loop, target) for g, loop in zip(generated, traced.loops)]
     reports = run_compile_jobs(jobs, 300.0)
     assert len(reports) == 2 and all(r.ok and r.spills == 0 for r in reports), reports
+
+
+@tc.kernel(static_shapes=True)
+def expert_histogram(ids: torch.Tensor, n_experts: int) -> torch.Tensor:
+    """Tokens per expert: ``torch.ones_like`` of an int32 tile added atomically."""
+    t, k = ids.size()
+    counts = torch.zeros([n_experts], dtype=torch.int32, device=ids.device)
+    for tt in tc.tile(t):
+        chosen = ids[tt, :]
+        tc.atomic_add(counts, [chosen], torch.ones_like(chosen))
+    return counts
+
+
+def test_integer_fills_are_integer_literals_and_compile_for_gpus() -> None:
+    """``tl.full([...], 1.0, tl.int32)`` runs in the interpreter but does not compile for a GPU
+    (Triton's get_int32 takes no float): every candidate config of a histogram failed there."""
+    from tilecraft.targets.target import Target
+    from tilecraft.tools.check import check_kernel
+
+    g = torch.Generator().manual_seed(3)
+    ids = torch.randint(0, 37, (100, 3), generator=g, dtype=torch.int32)
+    want = torch.bincount(ids.flatten().long(), minlength=37).to(torch.int32)
+    torch.testing.assert_close(expert_histogram(ids, 37), want)
+    code = expert_histogram.bind((ids, 37)).to_triton_code()
+    assert re.search(r"tl\.full\(\[[^\]]*\], 1, tl\.int32\)", code), code
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    rows = check_kernel(expert_histogram, (ids, 37), targets, lambda b: [b.config_spec.default()])
+    assert len(rows) == 2
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)

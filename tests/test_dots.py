@@ -177,3 +177,31 @@ def test_batched_dots_on_gpu() -> None:
     c = _rand(8, 300, 200, dtype=torch.bfloat16).cuda()
     got = batched_whole_k(a, b, c)
     torch.testing.assert_close(got, _batched_whole_k_ref(a, b, c), rtol=2e-2, atol=0.5)
+
+
+@tc.kernel(static_shapes=True)
+def addmm_mixed(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """An fp32 accumulator of bf16 tiles through ``torch.addmm`` and ``Tensor.addmm`` (the
+    documented accumulator form), which eager torch refuses on mixed dtypes."""
+    m, k = a.size()
+    n = b.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            acc = torch.addmm(acc, a[tm, tk], b[tk, tn])
+        out[tm, tn] = acc.addmm(a[tm, :], b[:, tn], beta=0.5, alpha=0.5)
+    return out
+
+
+def test_addmm_accumulating_other_dtypes_runs_in_ref_mode_and_checks_accuracy() -> None:
+    a, b = _rand(40, 48, dtype=torch.bfloat16), _rand(48, 24, dtype=torch.bfloat16)
+    want = a.float() @ b.float()  # 0.5 * ab + 0.5 * ab
+    torch.testing.assert_close(addmm_mixed.run_ref(a, b), want, rtol=1e-4, atol=1e-4)
+    addmm_mixed.reset()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "the accuracy baseline failed" would raise here
+        got = addmm_mixed(a, b)
+    torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)

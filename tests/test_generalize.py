@@ -51,7 +51,7 @@ def test_case_matches_its_reference(name: str, device: str) -> None:
         got = _as_tuple(case.run({k.__name__: k for k in case.kernels}, inputs))
         assert [g.shape for g in got] == [w.shape for w in want]
         assert [g.dtype for g in got] == [w.dtype for w in want]
-        assert max(w.abs().amax().item() for w in want) > 0
+        assert max(w.float().abs().amax().item() for w in want) > 0  # float8 has no CPU amax
         err = max_error(got, want)
         assert err <= case.atol, f"{name} at {shape}: max error {err} > {case.atol}"
 

@@ -22,7 +22,7 @@ from tilecraft.codegen.reduce import HELPER_IMPORT
 from tilecraft.codegen.split import COMBINE, COUNTERS, PARTIALS, SplitPass
 from tilecraft.config.plan import Plan
 from tilecraft.ir.index_width import needs_int64
-from tilecraft.ir.nodes import DeviceLoop
+from tilecraft.ir.nodes import DeviceLoop, Op
 from tilecraft.ir.split import SplitSite, split_site
 
 HEADER = (
@@ -162,9 +162,38 @@ def _launch(e: _Emitted, grid_text: str) -> str:
     )
 
 
-def generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
+def generate(
+    loop: DeviceLoop, plan: Plan, fn_name: str, prepasses: tuple[DeviceLoop, ...] = ()
+) -> GeneratedKernel:
     """The kernel and launcher of ``loop`` under ``plan`` (for the interpreter target: code that
-    Triton's CPU interpreter runs, e.g. bf16/fp16 dots upcast)."""
+    Triton's CPU interpreter runs, e.g. bf16/fp16 dots upcast). ``prepasses``: the loops that
+    compute its hoisted operands (``ir/hoist.py``), which its launcher launches first."""
+    out = _generate(loop, plan, fn_name)
+    head = f"def {out.launcher_name}(env, spec):\n"
+    lines = _scratch_allocations(loop)
+    if prepasses:  # a copy: the scratch buffers stay out of the host code's variables
+        lines = ["    env = dict(env)\n"] + [
+            f"    launch_{p.index}(env, spec)\n" for p in prepasses
+        ]
+    if lines and out.launcher_source.startswith(head):
+        out.launcher_source = head + "".join(lines) + out.launcher_source[len(head) :]
+    return out
+
+
+def _scratch_allocations(loop: DeviceLoop) -> list[str]:
+    """A pre-pass launcher's lines allocating the buffers it fills, into the launch's ``env``."""
+    if loop.prepass_for is None:
+        return []
+    stored = {n.attrs["tensor"].name: n.attrs["tensor"] for n in loop.walk() if n.op is Op.STORE}
+    inputs = [name for name in loop.tensors if name not in stored]
+    device = f"env[{inputs[0]!r}].device" if inputs else "None"
+    return [
+        f"    env[{name!r}] = torch.empty({list(t.shape)!r}, dtype={t.dtype}, device={device})\n"
+        for name, t in stored.items()
+    ]
+
+
+def _generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
     if plan.split(loop.grid_slot) > 1:
         return _generate_split(loop, plan, fn_name)
     main = _emit(loop, plan, f"_tc_{fn_name}_{loop.index}")

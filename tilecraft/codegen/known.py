@@ -39,7 +39,7 @@ def fold_known(ctx: EmitContext, node: Node) -> bool:
     value = known_value(ctx, node, memo)
     if value is not None:
         dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
-        ctx.bind(node, f"tl.full([{dims}], {_literal(value, node.dtype)}, {_type(node.dtype)})")
+        ctx.bind(node, f"tl.full([{dims}], {dtypes.literal(value, node.dtype)}, {_type(node.dtype)})")
         return True
     if node.op is Op.WHERE:
         cond = known_value(ctx, node.inputs[0], memo)
@@ -132,12 +132,6 @@ def _convert(value: Scalar, dtype: torch.dtype) -> Scalar:
     if dtype == torch.bool:
         return bool(value)
     return float(value) if dtype.is_floating_point else int(value)
-
-
-def _literal(value: Scalar, dtype: torch.dtype) -> str:
-    if dtype == torch.bool:
-        return "1" if value else "0"
-    return dtypes.float_literal(float(value)) if dtype.is_floating_point else str(int(value))
 
 
 def _type(dtype: torch.dtype) -> str:

@@ -30,8 +30,7 @@ def emit_print(ctx: EmitContext, node: Node) -> None:
 @emits(Op.FULL)
 def emit_full(ctx: EmitContext, node: Node) -> None:
     dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
-    value = node.attrs["value"]
-    lit = dtypes.float_literal(value) if isinstance(value, float) else str(value)
+    lit = dtypes.literal(node.attrs["value"], node.dtype)
     ctx.bind(node, f"tl.full([{dims}], {lit}, {dtypes.triton_dtype(node.dtype)})")
 
 

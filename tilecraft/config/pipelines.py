@@ -161,14 +161,17 @@ def store_staging_bytes(spec: ConfigSpec, config: Config) -> int:
         return 0
     modes = config.indexing
     blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
-    total = 0
-    for node in spec.space.accesses:
-        slot = node.attrs["mem_slot"]
-        mode = modes if isinstance(modes, str) else modes[slot] if slot < len(modes) else ""
-        if node.op is Op.STORE and mode == "tensor_descriptor":
-            box = [sym_block(item[1], blocks, chunks) for item in node.attrs["index"]]
-            total += math.prod(box) * node.attrs["tensor"].dtype.itemsize
-    return total
+    worst = 0
+    for loop in spec.loops:  # each device loop is its own kernel: the worst one counts
+        total = 0
+        for node in (n for n in loop.walk() if n.op is Op.STORE):
+            slot = node.attrs["mem_slot"]
+            mode = modes if isinstance(modes, str) else modes[slot] if slot < len(modes) else ""
+            if mode == "tensor_descriptor":
+                box = [sym_block(item[1], blocks, chunks) for item in node.attrs["index"]]
+                total += math.prod(box) * node.attrs["tensor"].dtype.itemsize
+        worst = max(worst, total)
+    return worst
 
 
 def operand_stage_bytes(spec: ConfigSpec, config: Config) -> int:

@@ -24,6 +24,7 @@ from tilecraft.errors import DeviceCodeError, SourceLoc
 LAUNCH = "__tc_launch__"
 REF_GET = "__tc_ref_get__"
 REF_SET = "__tc_ref_set__"
+REF_ADDMM = "__tc_ref_addmm__"
 
 
 @dataclasses.dataclass
@@ -156,6 +157,15 @@ class _RefRewriter(ast.NodeTransformer):
                 [],
             )
             return ast.copy_location(ast.Expr(call), node)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        """``x.addmm(a, b)`` / ``torch.baddbmm(x, a, b)`` -> ``__tc_ref_addmm__(f, ...)``: on
+        tiles an fp32 input accumulates operands of another dtype, which eager torch refuses."""
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("addmm", "baddbmm"):
+            call = ast.Call(ast.Name(REF_ADDMM, ast.Load()), [node.func, *node.args], node.keywords)
+            return ast.copy_location(call, node)
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> Any:

@@ -18,6 +18,7 @@ from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
+from tilecraft.ir.hoist import hoist_operands
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, SymKind, walk
 from tilecraft.ir.promote import promote_small_grids
 from tilecraft.language import _context
@@ -194,10 +195,12 @@ def trace_kernel(
     static_shapes: bool,
     block_values: dict[Any, Any] | None = None,
     wave: int = 0,
+    hoist: bool = True,
 ) -> TracedKernel:
     """Trace the host code on meta tensors; each device loop it reaches becomes a DeviceLoop.
     ``wave``: programs one wave of the target runs; a device loop whose grid is smaller gets its
-    independent inner loop promoted into the grid (``ir/promote.py``)."""
+    independent inner loop promoted into the grid (``ir/promote.py``). ``hoist``: compute dot
+    operands that programs would recompute in a pre-pass loop (``ir/hoist.py``)."""
     current: list[_TraceHost] = []
     fn = build_function(src, launch_tree(src), {LAUNCH: lambda *a: current[-1].launch(*a)})
     force_dynamic: set[str] = set()
@@ -211,6 +214,10 @@ def trace_kernel(
             break
         force_dynamic = force_dynamic | host.varying  # re-trace with those ints as arguments
     loops = promote_small_grids([host.loops[i] for i in sorted(host.loops)], wave)
+    if hoist:
+        loops = hoist_operands(loops)
+        for loop in loops:
+            loop.body = eliminate_dead_code(loop.body)
     assign_config_slots(loops)
     values = tuple(host.block_values.get(s, 0) for s in host.host_slot_order)
     return TracedKernel(

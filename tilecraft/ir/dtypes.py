@@ -108,3 +108,11 @@ def float_literal(value: float) -> str:
     if math.isnan(value):
         return "float('nan')"
     return repr(float(value))
+
+
+def literal(value: bool | int | float, dtype: torch.dtype) -> str:
+    """``value`` as a literal of ``dtype``: Triton's ``tl.full`` of an integer type takes an int
+    (``tl.full([n], 1.0, tl.int32)`` fails to compile on the GPU; the interpreter accepts it)."""
+    if dtype == torch.bool:
+        return "1" if value else "0"
+    return float_literal(float(value)) if dtype.is_floating_point else str(int(value))

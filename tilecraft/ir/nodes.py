@@ -126,6 +126,9 @@ class DeviceLoop:
     syms: list[Sym]  # every sym of the loop, grid syms first
     range_slot: int = -1  # index into the range_* config lists of its persistent loop
     grid_slot: int = -1  # index into the per-device-loop config lists (l2_groupings, loop_orders)
+    # a pre-pass computing a dot operand (ir/hoist.py): the index of the loop it runs before,
+    # whose launcher launches it (the host code never reaches it)
+    prepass_for: int | None = None
 
     def walk(self) -> list[Node]:
         return list(walk(self.body))

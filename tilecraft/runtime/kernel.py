@@ -103,6 +103,7 @@ class Kernel:
         autotune_tolerances: dict[Any, tuple[float, float]] | None = None,
         dot_precision: str | None = None,
         config_table: str | os.PathLike[str] | None = None,
+        hoist_operands: bool = True,
         **options: Any,
     ):
         """``config``: use this config (no autotuning). ``configs``: benchmark these per
@@ -113,7 +114,10 @@ class Kernel:
         precision for fp32 operands ("ieee", "tf32" or "tf32x3"; default: follow
         ``torch.get_float32_matmul_precision()`` when the kernel is compiled). ``config_table``: a
         JSON table written by ``tilecraft tune`` (default: ``<module>.tilecraft.json`` beside the
-        kernel's module, if present); its entries are used before any tuning."""
+        kernel's module, if present); its entries are used before any tuning.
+        ``hoist_operands``: a matmul operand computed in its k loop (a dequantized weight) that
+        every program along the other dim would recompute is computed once, by a pre-pass
+        launch, into a scratch buffer (``ir/hoist.py``); False keeps it in the loop."""
         if dot_precision is not None and dot_precision not in DOT_PRECISIONS:
             raise ConfigError(
                 f"dot_precision={dot_precision!r}: expected one of {DOT_PRECISIONS}",
@@ -138,6 +142,7 @@ class Kernel:
         self.configs = list(configs or [])
         self.config_table = config_table
         self.static_shapes = static_shapes
+        self.hoist_operands = hoist_operands
         self.baseline = baseline
         self.autotune_effort = autotune_effort
         self.options = options
@@ -460,7 +465,7 @@ class BoundKernel:
         try:
             return trace_kernel(
                 src, args, kwargs, self.device_type, self.kernel.static_shapes, block_values,
-                wave=self.target.limits.num_sms,
+                wave=self.target.limits.num_sms, hoist=self.kernel.hoist_operands,
             )  # fmt: skip
         except TilecraftError:
             raise
@@ -504,7 +509,13 @@ class BoundKernel:
         """Resolve ``config`` into a plan and generate the Triton source it describes."""
         plan = self.spec.resolve(config)
         traced = self._trace_for(plan.config)
-        kernels = [generate(loop, plan, self.kernel.__name__) for loop in traced.loops]
+        kernels = [
+            generate(
+                loop, plan, self.kernel.__name__,
+                tuple(p for p in traced.loops if p.prepass_for == loop.index),
+            )
+            for loop in traced.loops
+        ]  # fmt: skip
         source = HEADER + "".join(
             "\n\n" + k.device_source + "\n\n" + k.launcher_source for k in kernels
         )

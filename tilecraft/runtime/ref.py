@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tilecraft.frontend.source import REF_GET, REF_SET, KernelSource, build_function, ref_tree
+from tilecraft.frontend.source import (
+    REF_ADDMM,
+    REF_GET,
+    REF_SET,
+    KernelSource,
+    build_function,
+    ref_tree,
+)
 from tilecraft.language import _context
 from tilecraft.language.loops import RefTile
 from tilecraft.language.tunables import BlockSize
@@ -31,6 +38,23 @@ def ref_set(obj: Any, index: Any, value: Any) -> None:
     obj[_convert(index)] = value  # torch broadcasts and casts to obj's dtype
 
 
+def ref_addmm(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn`` (``torch.addmm`` / ``torch.baddbmm`` or a tensor's bound method) as the compiled
+    kernel means it: an input of another dtype than the operands (an fp32 accumulator of bf16
+    tiles) takes their product in its own dtype, as ``tl.dot`` accumulates."""
+    import torch
+
+    owner = getattr(fn, "__self__", None)
+    operands = (owner, *args) if isinstance(owner, torch.Tensor) else args
+    if len(operands) == 3 and all(isinstance(t, torch.Tensor) for t in operands):
+        acc, a, b = operands
+        if a.dtype != acc.dtype or b.dtype != acc.dtype:
+            product = torch.matmul(a.to(acc.dtype), b.to(acc.dtype))
+            beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
+            return beta * acc + alpha * product if (beta, alpha) != (1, 1) else acc + product
+    return fn(*args, **kwargs)
+
+
 class RefHost:
     mode = "ref"
 
@@ -50,7 +74,7 @@ class RefHost:
 
 
 def build_ref(src: KernelSource) -> Any:
-    fn = build_function(src, ref_tree(src), {REF_GET: ref_get, REF_SET: ref_set})
+    fn = build_function(src, ref_tree(src), {REF_GET: ref_get, REF_SET: ref_set, REF_ADDMM: ref_addmm})
 
     def run(*args: Any, **kwargs: Any) -> Any:
         import torch
