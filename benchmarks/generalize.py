@@ -129,6 +129,16 @@ def _tilecraft(
     return {"first_s": first_s, "ms": ms, "graph_ms": graph, "err": err, "configs": configs}
 
 
+def _compiled_times(case: Case, inputs: Any, device: str, repeats: int) -> dict[str, Any]:
+    compiled = torch.compile(case.reference)
+    _, compile_s = _first_call(lambda: compiled(*inputs), device)
+    return {
+        "compile_ms": compile_s * 1e3,
+        "torch_compile_ms": bench_best_ms(lambda: compiled(*inputs), repeats),
+        "compile_graph_ms": graph_ms(lambda: compiled(*inputs)),
+    }
+
+
 def measure(
     case: Case,
     shape: tuple[int, ...],
@@ -153,12 +163,12 @@ def measure(
         row["quick_graph_ms"] = quick["graph_ms"]
         row.update(quick_config=quick["configs"], max_err=max(default["err"], quick["err"]))
     row["eager_ms"] = bench_best_ms(lambda: case.reference(*inputs), repeats)
-    compiled = torch.compile(case.reference)
-    _, compile_s = _first_call(lambda: compiled(*inputs), device)
-    row["compile_ms"] = compile_s * 1e3
-    row["torch_compile_ms"] = bench_best_ms(lambda: compiled(*inputs), repeats)
-    row["compile_graph_ms"] = graph_ms(lambda: compiled(*inputs))
     row["cpu_load"] = round(os.getloadavg()[0], 2)
+    try:
+        row.update(_compiled_times(case, inputs, device, repeats))
+    except Exception as exc:  # torch.compile's own failure: our columns stand, its are empty
+        row["error"] = f"torch.compile of the reference: {type(exc).__name__}: {exc}"[:300]
+        return row
     row["default_vs_compile"] = row["torch_compile_ms"] / row["default_ms"]
     if not skip_quick:
         row["quick_vs_compile"] = row["torch_compile_ms"] / row["quick_ms"]

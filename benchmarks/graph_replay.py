@@ -22,6 +22,7 @@ import torch
 
 import tilecraft as tc
 from benchmarks.common import bench_ms, graph_ms, write_results
+from benchmarks.default_change import case_calls
 from benchmarks.gen_kernels import CASES, HELDOUT
 
 COLUMNS = ["case", "variant", "config", "do_bench_ms", "graph_ms"]
@@ -31,13 +32,14 @@ def contenders(case_name: str, configs: list[str]) -> dict[str, tuple[str, Calla
     """label -> (config, call) for the default, each config, eager and torch.compile."""
     case = {**CASES, **HELDOUT}[case_name]
     inputs = tuple(case.make_inputs(case.gpu_shapes[0], "cuda", 0))
-    kernel = case.kernels[0]
-    bound = kernel.bind(inputs)
+    # the case's first kernel call as its run makes it (scalars such as a smoothing included)
+    kernel, args = case_calls(case, case.gpu_shapes[0], "cuda")[0]
+    bound = kernel.bind(args)
     names = {"tc": tc, "default": bound.config_spec.default()}
     out: dict[str, tuple[str, Callable[[], Any]]] = {}
     for expr in ["default", *configs]:
         program = bound.compile_config(eval(expr, names))  # noqa: S307 - the user's command line
-        out[expr] = (repr(program.config), functools.partial(bound.run, program, *inputs))
+        out[expr] = (repr(program.config), functools.partial(bound.run, program, *args))
     compiled = torch.compile(case.reference)
     out["eager"] = ("", lambda: case.reference(*inputs))
     out["torch.compile"] = ("", lambda: compiled(*inputs))

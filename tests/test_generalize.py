@@ -87,6 +87,25 @@ def test_row_end_to_end_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     assert row["default_graph_ms"] is None and row["compile_graph_ms"] is None  # no CUDA graphs
 
 
+def test_a_reference_torch_compile_fails_on_keeps_the_tilecraft_columns(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _cpu_runner(monkeypatch, tmp_path)
+
+    def failing_compile(fn: Any) -> Any:
+        def run(*args: Any) -> Any:
+            raise TypeError("list indices must be integers or slices, not NoneType")
+
+        return run
+
+    monkeypatch.setattr(gen.torch, "compile", failing_compile)
+    case = CASES["column_sum_tall"]
+    row = gen.measure(case, case.cpu_shapes[0], skip_quick=True, device="cpu")
+    assert row["default_ms"] > 0 and row["eager_ms"] > 0 and row["max_err"] <= case.atol
+    assert row["error"].startswith("torch.compile of the reference: TypeError: list indices")
+    assert "torch_compile_ms" not in row and "default_vs_compile" not in row
+
+
 def test_quick_row_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _cpu_runner(monkeypatch, tmp_path)
     case = CASES["rms_norm_full_row"]

@@ -39,7 +39,9 @@ def fold_known(ctx: EmitContext, node: Node) -> bool:
     value = known_value(ctx, node, memo)
     if value is not None:
         dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
-        ctx.bind(node, f"tl.full([{dims}], {dtypes.literal(value, node.dtype)}, {_type(node.dtype)})")
+        ctx.bind(
+            node, f"tl.full([{dims}], {dtypes.literal(value, node.dtype)}, {_type(node.dtype)})"
+        )
         return True
     if node.op is Op.WHERE:
         cond = known_value(ctx, node.inputs[0], memo)

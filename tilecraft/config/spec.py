@@ -255,9 +255,28 @@ class ConfigSpec:
     def _warps_for(self, config: Config) -> int:
         """The default's warps for ``config``'s tiles: by the largest tile's elements, or for a
         row loop's tile enough that each thread holds a few elements (config/row_loops.py)."""
-        largest, _ = self.largest_value(config)
+        largest, value = self.largest_value(config)
         by_tile = 4 if largest <= 4096 else 8 if largest <= 16384 else 16
-        return max(by_tile, row_loops.row_warps(self, config) or 1)
+        warps = max(by_tile, row_loops.row_warps(self, config) or 1)
+        return min(warps, self._kept_lane_warps(value, config) or warps)
+
+    def _kept_lane_warps(self, value: ValueShape | None, config: Config) -> int | None:
+        """Warps enough for one thread per kept element when ``value`` is reduced over whole
+        dims (not looped in chunks) while its contiguous dim (the lanes) is kept: more threads
+        would split the reduced dims across warps and combine them through shared memory. (A
+        global average pool of a channels_last [256, 2048, 7, 7] bf16 tensor, [4, 32] channel
+        tiles: 8 warps 0.0729 ms, 4 warps 0.0319; H200 graph replays,
+        graph_replay_avgpool_s14b. A column softmax whose 4096 rows loop in 256-row chunks
+        keeps its 8 warps: 4 took 0.0863 ms against 0.0541, default_change_s14.)"""
+        chunks = config.reduction_loops
+        whole = [d[1] for d in (value.dims if value is not None else ()) if d[0] == "r"]
+        if not whole or any(s < len(chunks) and chunks[s] is not None for s in whole):
+            return None
+        kept = [d[1] for d in value.dims if d[0] == "b"]
+        if not kept or not self.blocks[kept[-1]].contiguous:
+            return None
+        elements = math.prod(int(config.block_sizes[s]) for s in kept)
+        return max(1, min(self.target.max_warps, elements // self.target.warp_size))
 
     def _preferred_block(self, b: BlockSpec) -> int:
         """Starting block sizes, measured on an H200 (benchmarks/results/suite_*.md): 128x128
@@ -527,11 +546,19 @@ class ConfigSpec:
 
 
 def _last_index_sym(node: Node) -> Sym | None:
-    """The tile sym indexing the last dim of a 2-D+ load/store (None: an int, slice or value,
-    or a 1-D access, which walks no row)."""
+    """The tile sym indexing the contiguous (stride-1) dim of a 2-D+ load/store, else its last
+    dim when no dim has stride 1 (None: an int, slice or value there, or a 1-D access, which
+    walks no row). A channels_last [B, C, H, W] tensor's rows run along C, not W."""
     items = [item for item in node.attrs.get("index", ()) if item[0] != "none"]
-    if len(items) >= 2 and items[-1][0] == "tile" and isinstance(items[-1][1], Sym):
-        return items[-1][1]
+    if len(items) < 2:
+        return None
+    tensor = node.attrs["tensor"]
+    strides = list(getattr(tensor, "stride", ()))
+    sizes = list(getattr(tensor, "shape", ()))
+    unit = [i for i, (st, n) in enumerate(zip(strides, sizes, strict=False)) if st == 1 and n != 1]
+    item = items[unit[-1]] if len(strides) == len(items) and unit else items[-1]
+    if item[0] == "tile" and isinstance(item[1], Sym):
+        return item[1]
     return None
 
 

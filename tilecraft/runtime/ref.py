@@ -74,7 +74,9 @@ class RefHost:
 
 
 def build_ref(src: KernelSource) -> Any:
-    fn = build_function(src, ref_tree(src), {REF_GET: ref_get, REF_SET: ref_set, REF_ADDMM: ref_addmm})
+    fn = build_function(
+        src, ref_tree(src), {REF_GET: ref_get, REF_SET: ref_set, REF_ADDMM: ref_addmm}
+    )
 
     def run(*args: Any, **kwargs: Any) -> Any:
         import torch
