@@ -44,6 +44,8 @@ def torch_name(fn: Any) -> str:
         return f"operator.{qual}"
     if qual.startswith("_VariableFunctionsClass."):
         return "torch." + qual.split(".", 1)[1]
+    if module == "torch._C._nn":  # F.gelu and friends: bindings the user reaches through F
+        return f"torch.nn.functional.{qual}"
     if module.startswith("torch._C._"):
         return f"torch.{module.removeprefix('torch._C._')}.{qual.split('_', 1)[-1]}"
     return f"{module}.{qual}" if module else qual
