@@ -170,3 +170,25 @@ def test_hoisted_matmul_on_gpu() -> None:
         torch.testing.assert_close(
             dequant_matmul(*args), _dequant_reference(*args), rtol=2e-2, atol=2e-2
         )
+
+
+@tc.kernel(static_shapes=True)
+def matmul_then_scale_weight(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Reads ``w * 2`` as its operand and writes it back to ``w`` in the same loop: not
+    hoisted (a pre-pass reads ``w`` before any program wrote it)."""
+    m, kk = a.size()
+    n = w.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(kk):
+            wt = w[tk, tn] * 2.0
+            acc = tc.dot(a[tm, tk], wt, acc=acc)
+            w[tk, tn] = wt
+        out[tm, tn] = acc
+    return out
+
+
+def test_an_operand_read_from_a_tensor_the_loop_writes_stays_in_the_loop() -> None:
+    a, w = torch.randn(600, 20), torch.randn(20, 30)
+    assert len(_loops(matmul_then_scale_weight, a, w)) == 1

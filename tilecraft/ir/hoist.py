@@ -23,7 +23,8 @@ A site, checked on the IR (anything else is left as written):
   views (a plain load is already what the pre-pass would give);
 * the operand is made of elementwise ops (casts, views, unary and binary ops, ``where``) on
   constants, scalar arguments, tile indices and loads, all over the operand's two tiles only
-  (no other tile, no loop-carried value, no load indexed by a device value);
+  (no other tile, no loop-carried value, no load indexed by a device value, nothing the loop
+  itself writes);
 * its other dim is a grid tile with a host-known extent;
 * the grid dims the operand does not depend on make it recomputed at least
   :data:`MIN_RECOMPUTES` times (counted in blocks of 128), and it has at least
@@ -143,6 +144,9 @@ def _site(
     nodes = _operand_nodes(value, dims)
     if nodes is None or _recomputes(loop, dims) < MIN_RECOMPUTES:
         return None
+    written = {n.attrs["tensor"].name for n in loop.walk() if n.op in (Op.STORE, Op.ATOMIC)}
+    if any(n.op is Op.LOAD and n.attrs["tensor"].name in written for n in nodes):
+        return None  # the loop writes what the operand reads: computing it first would differ
     if math.prod(_host_extent(d) or 0 for d in dims) < MIN_ELEMENTS:
         return None
     return HoistSite(inner, dot, operand, nodes)
