@@ -24,6 +24,24 @@ def test_sweep_compiles_example_defaults(tmp_path: Path, monkeypatch: pytest.Mon
     assert all(r["ok"] and r["registers"] and r["predicted"] for r in rows)
 
 
+@pytest.mark.crosscompile
+def test_every_generalization_case_default_compiles_for_gpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernels written as users write them, at their GPU shapes (bound on meta tensors): each
+    default compiles for sm_90 and gfx942. The interpreter runs what a GPU compile rejects
+    (an int32 ``ones_like`` emitted as ``tl.full(.., 1.0, tl.int32)`` passed every CPU test,
+    and on the H200 every config of the kernel failed)."""
+    monkeypatch.setenv("OUT", str(tmp_path))
+    code = default_sweep.main(
+        ["--examples", "--cases", "all", "--targets", "cuda:90", "hip:gfx942", "--name", "cases"]
+    )
+    rows = json.loads((tmp_path / "cases.json").read_text())["rows"]
+    failed = [(r["target"], r["example"], r["error"]) for r in rows if not r["ok"]]
+    assert code == 0 and not failed, failed
+    assert {r["example"] for r in rows} >= {"moe_load_stats", "int8_weight_gemm", "bmm_3d"}
+
+
 def test_a_default_over_shared_memory_fails_the_sweep(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
