@@ -241,6 +241,7 @@ class ConfigSpec:
         config = occupancy.fit_occupancy(self, config, self._warps_for)
         config = tile_budget.spread_live_values(self, config)
         config = row_loops.fit_registers(self, config, self._settle_warps)
+        config = occupancy.keep_occupancy(self, config)
         # a grid under one wave of resident programs (by these warps and the registers they
         # need): split its inner loop (config/split.py)
         config = split.with_default_splits(self, config, REGISTER_BUDGET, self._settle_warps)

@@ -49,5 +49,17 @@ def summed(carry: Node) -> Node:
     return next(i for i in carry.attrs["next"].inputs if i is not carry)
 
 
+def keeps_step_reductions(body: list[Node]) -> bool:
+    """Whether a loop with deferrable sums also reduces its tile each step otherwise (an online
+    softmax's row max): its cross-warp combine then runs each step whatever is deferred."""
+    for loop in (n for n in walk(body) if n.op is Op.LOOP):
+        deferred = {summed(carry).id for carry in deferrable_sums(loop)}
+        if deferred and any(
+            n.op is Op.REDUCE and n.id not in deferred for n in walk(loop.body or [])
+        ):
+            return True
+    return False
+
+
 def has_deferrable_sums(body: list[Node]) -> bool:
     return any(n.op is Op.LOOP and deferrable_sums(n) for n in walk(body))
