@@ -78,7 +78,8 @@ def _pointwise_section() -> list[str]:
 
     rows = ["## Pointwise ops", "", "| op | torch names | Triton | notes |", "|---|---|---|---|"]
     for name, op in sorted(POINTWISE.items()):
-        names = ", ".join(sorted({f"`{torch_name(f)}`" for f in op.torch_fns})) or "(internal)"
+        names = ", ".join(sorted({f"`{torch_name(f)}`" for f in op.torch_fns}))
+        names = names or op.reached_by or "(internal)"
         notes = []
         if op.float_only:
             notes.append("integer inputs compute in float32")

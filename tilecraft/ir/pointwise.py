@@ -28,6 +28,7 @@ class PointwiseOp:
     float_only: bool = False
     bool_result: bool = False
     int_only: bool = False  # bitwise ops: integer or bool operands only
+    reached_by: str = ""  # how user code reaches an op no torch function names (docs/ops.md)
 
 
 POINTWISE: dict[str, PointwiseOp] = {}
@@ -112,6 +113,7 @@ _op(
     "(0.5 * {0} * (1.0 + (2.0 * tl.sigmoid(1.5957691216057308 * ({0} + 0.044715 * {0} * {0} * {0})) - 1.0)))",
     lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
     float_only=True,
+    reached_by='`torch.nn.functional.gelu(x, approximate="tanh")`',
 )
 _op(
     "logical_not",
