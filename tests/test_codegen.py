@@ -565,3 +565,35 @@ def test_integer_fills_are_integer_literals_and_compile_for_gpus() -> None:
     assert len(rows) == 2
     for row in rows:
         assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+@tc.kernel(static_shapes=True)
+def positive_and_mask(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """A bool tile stored into (and a bool tensor loaded from) memory."""
+    m, n = x.size()
+    out = torch.empty([m, n], dtype=torch.bool, device=x.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = (x[tm, tn] > 0) & keep[tm, tn]
+    return out
+
+
+@pytest.mark.parametrize(
+    "indexing",
+    [["pointer", "pointer", "block_ptr"], ["block_ptr", "block_ptr", "block_ptr"]],
+)
+def test_bool_tiles_store_through_block_pointers(indexing: list[str]) -> None:
+    """A block pointer to a bool tensor holds int8: storing the int1 tile unconverted failed in
+    the interpreter and in every GPU compile ("Block element type(int8) and value element
+    type(int1) mismatch")."""
+    from tilecraft.targets.target import Target
+    from tilecraft.tools.check import check_kernel
+
+    g = torch.Generator().manual_seed(5)
+    x, keep = torch.randn(37, 100, generator=g), torch.rand(37, 100, generator=g) > 0.3
+    bound = positive_and_mask.bind((x, keep))
+    config = tc.Config(block_sizes=[8, 32], indexing=indexing)
+    assert torch.equal(bound.run(bound.compile_config(config), x, keep), (x > 0) & keep)
+    (row,) = check_kernel(
+        positive_and_mask, (x, keep), [Target.parse("cuda:90")], lambda b: [config]
+    )
+    assert row.report is not None and row.report.ok, (row.status, row.report)

@@ -13,6 +13,8 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from tilecraft.codegen import paired
 from tilecraft.codegen.registry import emits
 from tilecraft.config.space import descriptor_order
@@ -241,7 +243,10 @@ def emit_store(ctx: EmitContext, node: Node) -> None:
         ctx.w.line(_descriptor(ctx, node).store(ctx.expr(value)))
     elif mode == "block_ptr":
         ptr, check = _block_ptr(ctx, node)
-        ctx.w.line(f"tl.store({ptr}, {ctx.expr(value)}{check})")
+        text = ctx.expr(value)
+        if node.attrs["tensor"].dtype == torch.bool:  # a block pointer to bool holds int8
+            text = f"{text}.to(tl.int8)"
+        ctx.w.line(f"tl.store({ptr}, {text}{check})")
     elif (pair := ctx.plan.slice_pair(node.attrs.get("mem_slot", -1))) is not None:
         if not paired.is_first_store(pair, node):  # the later store writes both values
             ptr, mask = access(ctx, node, index_values, paired.span(ctx, pair))
