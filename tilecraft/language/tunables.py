@@ -40,7 +40,10 @@ class constexpr:  # noqa: N801 - the name users know from Triton and Helion
 
 
 def register_block_size(lo: int, hi: int | None = None) -> int:
-    """A tunable block size for a loop of extent ``lo`` (or in ``[lo, hi]``), usable on the host."""
+    """A tunable block size for a loop over ``lo`` elements (the config's block is at most
+    ``lo`` rounded up to a power of 2); with ``hi``, one in ``[lo, hi]`` (Helion's
+    ``register_block_size(min, max)``). An int on the host (size per-block buffers with
+    ``tc.cdiv(n, block)``) and the ``block_size=`` of the ``tc.tile`` it tiles."""
     ctx = _context.host()
     if ctx is None:
         raise DeviceCodeError("tc.register_block_size() called outside a tilecraft kernel")
