@@ -269,8 +269,10 @@ class ConfigSpec:
         tiles: 8 warps 0.0729 ms, 4 warps 0.0319; H200 graph replays,
         graph_replay_avgpool_s14b. A column softmax whose 4096 rows loop in 256-row chunks
         keeps its 8 warps: 4 took 0.0863 ms against 0.0541, default_change_s14.)"""
+        if value is None:
+            return None
         chunks = config.reduction_loops
-        whole = [d[1] for d in (value.dims if value is not None else ()) if d[0] == "r"]
+        whole = [d[1] for d in value.dims if d[0] == "r"]
         if not whole or any(s < len(chunks) and chunks[s] is not None for s in whole):
             return None
         kept = [d[1] for d in value.dims if d[0] == "b"]
