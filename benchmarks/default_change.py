@@ -59,11 +59,11 @@ def example_call(
 
 
 def case_calls(
-    case: Case, shape: tuple[int, ...], device: str = "meta"
+    case: Case, shape: tuple[int, ...], device: str = "meta", inputs: Any = None
 ) -> list[tuple[Any, tuple[Any, ...]]]:
-    """The kernel calls a generalization case's ``run`` makes on its inputs for ``shape``, each
-    replayed in ref mode as :func:`example_calls` does (on ``meta`` tensors ref mode may stop
-    early: the calls made until then are returned)."""
+    """The kernel calls a generalization case's ``run`` makes on its inputs for ``shape`` (or on
+    ``inputs``, made for it already), each replayed in ref mode as :func:`example_calls` does
+    (on ``meta`` tensors ref mode may stop early: the calls made until then are returned)."""
     calls: list[tuple[Any, tuple[Any, ...]]] = []
 
     def recorder(kernel: Any) -> Callable[..., Any]:
@@ -74,9 +74,9 @@ def case_calls(
         return record
 
     try:
-        case.run(
-            {k.__name__: recorder(k) for k in case.kernels}, case.make_inputs(shape, device, 0)
-        )
+        if inputs is None:
+            inputs = case.make_inputs(shape, device, 0)
+        case.run({k.__name__: recorder(k) for k in case.kernels}, inputs)
     except Exception:
         if device != "meta":
             raise

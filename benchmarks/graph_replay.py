@@ -33,7 +33,7 @@ def contenders(case_name: str, configs: list[str]) -> dict[str, tuple[str, Calla
     case = {**CASES, **HELDOUT}[case_name]
     inputs = tuple(case.make_inputs(case.gpu_shapes[0], "cuda", 0))
     # the case's first kernel call as its run makes it (scalars such as a smoothing included)
-    kernel, args = case_calls(case, case.gpu_shapes[0], "cuda")[0]
+    kernel, args = case_calls(case, case.gpu_shapes[0], "cuda", inputs)[0]
     bound = kernel.bind(args)
     names = {"tc": tc, "default": bound.config_spec.default()}
     out: dict[str, tuple[str, Callable[[], Any]]] = {}

@@ -144,8 +144,17 @@ def _emit(
     )
 
 
-def _prologue(loop: DeviceLoop, plan: Plan, emitted: list[_Emitted]) -> list[str]:
-    prologue = launch_guards(loop)
+def _prologue(
+    loop: DeviceLoop, plan: Plan, emitted: list[_Emitted], prepasses: tuple[DeviceLoop, ...]
+) -> list[str]:
+    """A launcher's first lines: the pre-passes of its hoisted operands (or, in a pre-pass, the
+    buffers it fills), the launch guards, the persistent grid's size, the TMA allocator."""
+    prologue = _scratch_allocations(loop)
+    if prepasses:  # a copy: the scratch buffers stay out of the host code's variables
+        prologue = ["    env = dict(env)\n"] + [
+            f"    launch_{p.index}(env, spec)\n" for p in prepasses
+        ]
+    prologue += launch_guards(loop)
     if any("num_programs" in e.em.scalars for e in emitted):
         first = next(iter(emitted[0].em.tensors))
         prologue.append(f"    num_programs = sm_count(env[{first!r}]) * {plan.num_sm_multiplier}\n")
@@ -168,16 +177,18 @@ def generate(
     """The kernel and launcher of ``loop`` under ``plan`` (for the interpreter target: code that
     Triton's CPU interpreter runs, e.g. bf16/fp16 dots upcast). ``prepasses``: the loops that
     compute its hoisted operands (``ir/hoist.py``), which its launcher launches first."""
-    out = _generate(loop, plan, fn_name)
-    head = f"def {out.launcher_name}(env, spec):\n"
-    lines = _scratch_allocations(loop)
-    if prepasses:  # a copy: the scratch buffers stay out of the host code's variables
-        lines = ["    env = dict(env)\n"] + [
-            f"    launch_{p.index}(env, spec)\n" for p in prepasses
-        ]
-    if lines and out.launcher_source.startswith(head):
-        out.launcher_source = head + "".join(lines) + out.launcher_source[len(head) :]
-    return out
+    if plan.split(loop.grid_slot) > 1:
+        return _generate_split(loop, plan, fn_name, prepasses)
+    main = _emit(loop, plan, f"_tc_{fn_name}_{loop.index}")
+    launch_grid = grid.host_grid(main.em, main.tiles)
+    launcher_name = f"launch_{loop.index}"
+    launcher_source = (
+        f"def {launcher_name}(env, spec):\n"
+        + "".join(_prologue(loop, plan, [main], prepasses))
+        + "".join(_home_rows(main))
+        + _launch(main, launch_grid)
+    )
+    return _generated(main, launcher_name, launcher_source, launch_grid, plan)
 
 
 def _scratch_allocations(loop: DeviceLoop) -> list[str]:
@@ -191,21 +202,6 @@ def _scratch_allocations(loop: DeviceLoop) -> list[str]:
         f"    env[{name!r}] = torch.empty({list(t.shape)!r}, dtype={t.dtype}, device={device})\n"
         for name, t in stored.items()
     ]
-
-
-def _generate(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
-    if plan.split(loop.grid_slot) > 1:
-        return _generate_split(loop, plan, fn_name)
-    main = _emit(loop, plan, f"_tc_{fn_name}_{loop.index}")
-    launch_grid = grid.host_grid(main.em, main.tiles)
-    launcher_name = f"launch_{loop.index}"
-    launcher_source = (
-        f"def {launcher_name}(env, spec):\n"
-        + "".join(_prologue(loop, plan, [main]))
-        + "".join(_home_rows(main))
-        + _launch(main, launch_grid)
-    )
-    return _generated(main, launcher_name, launcher_source, launch_grid, plan)
 
 
 def _home_rows(e: _Emitted) -> list[str]:
@@ -235,7 +231,9 @@ def _generated(
     )
 
 
-def _generate_split(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKernel:
+def _generate_split(
+    loop: DeviceLoop, plan: Plan, fn_name: str, prepasses: tuple[DeviceLoop, ...]
+) -> GeneratedKernel:
     """A split inner loop (or rolled reduction dim): the partials kernel on a ``(tiles, S)``
     grid writes each share's partial results to scratch buffers; the combine kernel reduces them
     in a fixed order and runs the code after them (see ``codegen/split.py``)."""
@@ -247,7 +245,7 @@ def _generate_split(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKern
         first = dataclasses.replace(loop, body=loop.body[: site.position + 1])
     # one launch: a rolled site's combine runs every share (all S programs need all partials)
     if plan.split_one_launch and isinstance(site, SplitSite):
-        return _generate_one_launch(loop, first, plan, fn_name, site, factor)
+        return _generate_one_launch(loop, first, plan, fn_name, site, factor, prepasses)
     partial_pass = SplitPass(site, factor, PARTIALS, plan.split_atomics)
     partials = _emit(first, plan, f"_tc_{fn_name}_{loop.index}_partials", partial_pass)
     combine_pass = SplitPass(site, factor, COMBINE, plan.split_atomics)
@@ -257,7 +255,7 @@ def _generate_split(loop: DeviceLoop, plan: Plan, fn_name: str) -> GeneratedKern
     launcher_name = f"launch_{loop.index}"
     launcher_source = (
         f"def {launcher_name}(env, spec):\n"
-        + "".join(_prologue(loop, plan, [partials, combine]))
+        + "".join(_prologue(loop, plan, [partials, combine], prepasses))
         + "".join(lines)
         + _launch(partials, partial_pass.grid("split_tiles"))
         + _launch(combine, combine_pass.grid("split_tiles"))
@@ -284,7 +282,13 @@ def _split_buffers(partials: _Emitted, combine_pass: SplitPass, tiles: str) -> l
 
 
 def _generate_one_launch(
-    loop: DeviceLoop, first: DeviceLoop, plan: Plan, fn_name: str, site: SplitSite, factor: int
+    loop: DeviceLoop,
+    first: DeviceLoop,
+    plan: Plan,
+    fn_name: str,
+    site: SplitSite,
+    factor: int,
+    prepasses: tuple[DeviceLoop, ...],
 ) -> GeneratedKernel:
     """A split inner loop in one launch: the combine is a function the partials kernel's last
     program per tile calls (``codegen/split.py``)."""
@@ -303,7 +307,7 @@ def _generate_one_launch(
     launcher_name = f"launch_{loop.index}"
     launcher_source = (
         f"def {launcher_name}(env, spec):\n"
-        + "".join(_prologue(loop, plan, [partials, combine]))
+        + "".join(_prologue(loop, plan, [partials, combine], prepasses))
         + "".join(lines)
         + _launch(partials, launch_grid)
     )

@@ -276,7 +276,7 @@ class ConfigSpec:
         if not whole or any(s < len(chunks) and chunks[s] is not None for s in whole):
             return None
         kept = [d[1] for d in value.dims if d[0] == "b"]
-        if not kept or not self.blocks[kept[-1]].contiguous:
+        if not kept or tile_budget.lanes_slot(self, value) != kept[-1]:
             return None
         elements = math.prod(int(config.block_sizes[s]) for s in kept)
         return max(1, min(self.target.max_warps, elements // self.target.warp_size))
@@ -556,10 +556,8 @@ def _last_index_sym(node: Node) -> Sym | None:
     if len(items) < 2:
         return None
     tensor = node.attrs["tensor"]
-    strides = list(getattr(tensor, "stride", ()))
-    sizes = list(getattr(tensor, "shape", ()))
-    unit = [i for i, (st, n) in enumerate(zip(strides, sizes, strict=False)) if st == 1 and n != 1]
-    item = items[unit[-1]] if len(strides) == len(items) and unit else items[-1]
+    unit = [d for d in range(tensor.ndim) if tensor.stride[d] == 1 and tensor.shape[d] != 1]
+    item = items[unit[-1]] if tensor.ndim == len(items) and unit else items[-1]
     if item[0] == "tile" and isinstance(item[1], Sym):
         return item[1]
     return None

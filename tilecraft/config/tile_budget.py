@@ -106,10 +106,16 @@ def _keeps_lanes(spec: ConfigSpec, value: ValueShape, slot: int, block: int) -> 
     of a channels_last [256, 2048, 7, 7] bf16 tensor, tiles [batch, channel, :, :] with the
     channel contiguous: [8, 16] 0.0765 ms, [4, 32] 0.0319, torch.compile 0.0553; H200 graph
     replays, graph_replay_avgpool_s14.)"""
-    blocks = [d[1] for d in value.dims if d[0] == "b" and spec.blocks[d[1]].contiguous]
-    if not blocks or blocks[-1] != slot:
+    if lanes_slot(spec, value) != slot:
         return False
     return 0 < block * spec.blocks[slot].load_itemsize <= LANE_ROW_BYTES
+
+
+def lanes_slot(spec: ConfigSpec, value: ValueShape) -> int | None:
+    """The block slot of ``value``'s last contiguous loaded dim, along which Triton lays each
+    warp's lanes (None: no block dim of it is contiguous)."""
+    blocks = [d[1] for d in value.dims if d[0] == "b" and spec.blocks[d[1]].contiguous]
+    return blocks[-1] if blocks else None
 
 
 def _may_roll(spec: ConfigSpec, slot: int, chunks: list[int | None]) -> bool:
