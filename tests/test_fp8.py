@@ -147,6 +147,29 @@ def test_fp8_crosscompile() -> None:
         assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
 
 
+@pytest.mark.crosscompile
+def test_sm90_casts_to_fp8_use_the_conversion_instruction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On sm_89+ a cast to fp8 is ``cvt.rn.satfinite`` plus a compare and an add, not the bits
+    computed in integer arithmetic (~25 ops an element: an fp8 row quantization on the H200 was
+    bound by them). Bit-exactness against torch.cuda is the GPU test above."""
+    sm90 = [Target.parse("cuda:90")]
+
+    def ptx() -> str:
+        (row,) = check_kernel(to_fp8, (torch.randn(4096),), sm90, _default)
+        assert row.report is not None and row.report.ok, row.status
+        return row.report.ptx
+
+    def instructions(text: str) -> int:
+        return sum(1 for line in text.splitlines() if line.strip().endswith(";"))
+
+    hw = ptx()
+    assert "cvt.rn.satfinite.e4m3x2.f32" in hw and "cvt.rn.satfinite.e5m2x2.f32" in hw
+    monkeypatch.setattr(Target, "fp8_conversions", property(lambda self: False))
+    sw = ptx()
+    assert "cvt.rn.satfinite" not in sw
+    assert 3 * instructions(hw) < 2 * instructions(sw), (instructions(hw), instructions(sw))
+
+
 def _default(bound: tc.BoundKernel) -> list[tc.Config]:
     return [bound.config_spec.default()]
 
@@ -205,10 +228,20 @@ def test_gpu_cast_follows_torch_cuda_overflow_to_nan(monkeypatch: pytest.MonkeyP
     assert int(nan.sum()) == 809  # 808 overflows (the H200 run's mismatches) and the NaN input
     code = to_fp8.bind((x,)).to_triton_code()  # the interpreter: torch's CPU semantics
     assert "_tc_to_fp8e4nv(" in code and "_tc_to_fp8e4nv_gpu(" not in code
-    monkeypatch.setenv("TILECRAFT_TARGET", "cuda:90")
-    to_fp8.reset()
     try:
-        assert "_tc_to_fp8e4nv_gpu(" in to_fp8.bind((x,)).to_triton_code()
+        for target, helper in (
+            ("cuda:80", "_tc_to_fp8e4nv_gpu("),
+            ("hip:gfx942", "_tc_to_fp8e4nv_gpu("),
+        ):
+            monkeypatch.setenv("TILECRAFT_TARGET", target)
+            to_fp8.reset()
+            assert helper in to_fp8.bind((x,)).to_triton_code(), target
+        # sm_89+: the hardware conversion, corrected where it saturates (checked on the GPU)
+        monkeypatch.setenv("TILECRAFT_TARGET", "cuda:90")
+        to_fp8.reset()
+        code = to_fp8.bind((x,)).to_triton_code()
+        assert "_tc_to_fp8e4nv_cvt(" in code and "_tc_to_fp8e5_cvt(" in code
+        assert "_tc_to_fp8e4nv_gpu(" not in code
     finally:
         monkeypatch.delenv("TILECRAFT_TARGET")
         to_fp8.reset()  # later tests bind for the interpreter again

@@ -234,7 +234,7 @@ class EmitContext:
         if src == dst:
             return text
         if src in dtypes.FP8 or dst in dtypes.FP8:  # PyTorch's rounding and overflow rules
-            return fp8.cast_expr(text, src, dst, self.interpret)
+            return fp8.cast_expr(text, src, dst, self.interpret, self.plan.target.fp8_conversions)
         if dst == torch.bool:
             return f"({text} != 0)"
         if text in self.scalars:  # a scalar argument: a Python number in the interpreter

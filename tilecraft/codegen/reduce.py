@@ -42,6 +42,8 @@ HELPER_IMPORT = (
     "from tilecraft.runtime.triton_helpers import to_fp8e4nv as _tc_to_fp8e4nv\n"
     "from tilecraft.runtime.triton_helpers import to_fp8e4nv_gpu as _tc_to_fp8e4nv_gpu\n"
     "from tilecraft.runtime.triton_helpers import to_fp8e5 as _tc_to_fp8e5\n"
+    "from tilecraft.runtime.triton_helpers import to_fp8e4nv_cvt as _tc_to_fp8e4nv_cvt\n"
+    "from tilecraft.runtime.triton_helpers import to_fp8e5_cvt as _tc_to_fp8e5_cvt\n"
     "from tilecraft.runtime.triton_helpers import from_fp8_interpreted as _tc_from_fp8\n"
 )
 

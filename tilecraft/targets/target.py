@@ -92,6 +92,12 @@ class Target:
         return self.backend == "interpret"
 
     @property
+    def fp8_conversions(self) -> bool:
+        """A hardware fp32 -> e4m3 / e5m2 conversion rounding to nearest even (NVIDIA sm_89+:
+        ``cvt.rn.satfinite``); elsewhere casts to fp8 compute the bits in integer arithmetic."""
+        return self.backend == "cuda" and int(self.arch) >= 89
+
+    @property
     def warp_specialize(self) -> bool:
         return self.capabilities.warp_specialize and self.backend == "cuda" and int(self.arch) >= 90
 
