@@ -62,6 +62,8 @@ def test_eager_philox_matches_tl_rand_on_gpu() -> None:
     out, ref = dropout(x, 7, 0.1).cpu(), dropout.run_ref(x.cpu(), 7, 0.1)
     assert torch.equal(out == 0, ref == 0)  # the same elements dropped
     torch.testing.assert_close(out, ref)
+    on_gpu = tc.rand([1000, 4096], 7, device="cuda")  # host numbers made on the GPU
+    assert on_gpu.is_cuda and torch.equal(out.cuda() == 0, on_gpu < 0.1)
 
 
 def test_same_mask_for_every_config_and_ref_mode() -> None:
@@ -78,6 +80,8 @@ def test_same_mask_for_every_config_and_ref_mode() -> None:
         assert torch.equal(out, ref)
     keep = tc.rand([37, 100], 99) >= 0.3  # the eager meaning, outside any kernel
     assert torch.equal(ref, torch.where(keep, x / 0.7, 0.0))
+    on = tc.rand([37, 100], 99, device="meta")  # a reference makes them on its tensors' device
+    assert on.device.type == "meta" and on.shape == (37, 100)
     assert 0.25 < (ref == 0).float().mean().item() < 0.35
     assert not torch.equal(dropout.run_ref(x, 100, 0.3), ref)  # another seed, another mask
 

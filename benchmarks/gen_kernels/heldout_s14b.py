@@ -91,7 +91,7 @@ def dropout_add_layer_norm_reference(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     # tc.rand's eager meaning: Philox on each element's row-major number, the same numbers the
     # kernel draws whatever its tiles (there is no torch generator that reproduces them)
-    kept = tc.rand(tuple(x.shape), seed).to(x.device) >= p
+    kept = tc.rand(tuple(x.shape), seed, device=x.device) >= p
     h = residual.float() + torch.where(kept, x.float() * (1.0 / (1.0 - p)), 0.0)
     y = torch.nn.functional.layer_norm(h, (h.shape[-1],), w.float(), b.float(), eps)
     return y.to(x.dtype), h.to(residual.dtype), kept

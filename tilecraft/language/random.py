@@ -1,4 +1,4 @@
-"""Random numbers: ``rand(shape, seed, offset=0)`` (stage: language; inside a traced device loop it
+"""Random numbers: ``rand(shape, seed, offset=0, device=None)`` (stage: language; inside a traced device loop it
 builds IR, elsewhere it computes the same Philox stream eagerly).
 
 Element ``(i0, i1, ...)`` of the result, where ``i_k`` is the global index along a tile dim (or
@@ -18,13 +18,15 @@ from tilecraft.language import _context
 from tilecraft.language.loops import RefTile
 
 
-def rand(shape: Any, seed: int, offset: int = 0) -> Any:
-    """Uniform fp32 numbers in [0, 1) for a tile of ``shape`` (tiles or ints), as ``tl.rand``."""
+def rand(shape: Any, seed: int, offset: int = 0, device: torch.device | str | None = None) -> Any:
+    """Uniform fp32 numbers in [0, 1) for a tile of ``shape`` (tiles or ints), as ``tl.rand``.
+    ``device``: where host code (a reference) makes them (default: the kernel's device in ref
+    mode, else the CPU); a kernel draws them where it runs."""
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("rand", shape, seed, offset)
     host = _context.host()
-    device = getattr(host, "device", None)
+    device = device if device is not None else getattr(host, "device", None)
     dims = shape if isinstance(shape, (list, tuple)) else [shape]
     number = torch.full([1] * len(dims), int(offset), dtype=torch.int64, device=device)
     stride = 1
