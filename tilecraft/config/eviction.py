@@ -124,7 +124,7 @@ def reread_bytes(
     if reread is None:
         reread = _reread_slotted(spec.loops[index], tuple(config.reduction_loops))
     grid = spec.loops[index].grid_syms
-    return sum(_bytes_per_program(n, config, grid) for n in _one_per_tensor(reread))
+    return sum(bytes_per_program(n, config, grid) for n in _one_per_tensor(reread))
 
 
 def _one_per_tensor(loads: list[Node]) -> list[Node]:
@@ -132,7 +132,7 @@ def _one_per_tensor(loads: list[Node]) -> list[Node]:
     return list({id(n.attrs["tensor"]): n for n in loads}.values())
 
 
-def _bytes_per_program(load: Node, config: Config, grid: list[Sym]) -> int:
+def bytes_per_program(load: Node, config: Config, grid: list[Sym]) -> int:
     """Bytes of ``load``'s tensor one program reads over all its chunks and loop steps: its own
     tile of the grid dims, the whole extent of the others."""
     elements = 1

@@ -15,7 +15,15 @@ import warnings
 from typing import Any
 
 from tilecraft import settings
-from tilecraft.config import eviction, flags, occupancy, row_loops, split, tile_budget
+from tilecraft.config import (
+    eviction,
+    flags,
+    occupancy,
+    row_loops,
+    shared_atomics,
+    split,
+    tile_budget,
+)
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.dims import BlockSpec, ReductionSpec, ValueShape, cdiv
@@ -236,6 +244,7 @@ class ConfigSpec:
             self, config, max([budget, *row_loops.row_tiles(self, config)])
         )
         config = row_loops.amortize_whole_rows(self, config)
+        config = shared_atomics.grow_shared_atomic_tiles(self, config)
         stages = 3 if self.has_dot else 1
         tunables = {name: choices[0] for name, choices in self.tunables.items()}
         config = config.replace(num_stages=stages, **tunables)

@@ -132,7 +132,8 @@ def _normalize_bounds(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any
 def tile(*args: Any, block_size: Any = None) -> TileSpec:
     """Loop over ``[begin, end)`` in tiles; each iteration is one program (top level) or one
     iteration of an inner loop (nested)."""
-    single = len(args) == 1 and type(args[0]) not in (list, tuple)
+    # isinstance, not type(): torch.Size (x.size()) is a tuple of the loop's ends
+    single = len(args) == 1 and not isinstance(args[0], (list, tuple))
     if single and type(block_size) not in (list, tuple):
         return TileSpec((0,), args, (block_size,), "tile", False)  # the common case, per call
     begins, ends, multi = _normalize_bounds(args)
