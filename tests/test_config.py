@@ -308,10 +308,18 @@ def test_looping_reduction_with_carried_register_tile_keeps_it_in_its_row(
     assert spec.default().reduction_loops == (None,)
 
 
-def test_looping_argmax_reduction_is_rejected(bounds: dict[str, tc.BoundKernel]) -> None:
+def test_an_argmax_row_can_be_looped_but_not_split(bounds: dict[str, tc.BoundKernel]) -> None:
+    """Each lane keeps its best and index across chunks (tests/test_semantics.py checks the
+    numbers); partial results from other programs have no combine, so no split."""
     spec = bounds["row_argmax"].config_spec
-    with pytest.raises(ConfigError, match="argmax over it needs the whole dim"):
-        spec.normalize(tc.Config(block_sizes=[8], reduction_loops=[32]))
+    (red,) = spec.reductions
+    assert red.loopable
+    config = spec.normalize(tc.Config(block_sizes=[8], reduction_loops=[32]))
+    assert config.reduction_loops == (32,)
+    site, why = spec.split_sites[0]
+    assert site is None and "argmax" in why and "cannot be combined" in why
+    with pytest.raises(ConfigError, match="cannot be combined"):
+        spec.normalize(config.replace(split_reductions=[4]))
 
 
 def test_reduction_chunk_not_smaller_than_extent_means_unlooped(

@@ -67,6 +67,42 @@ def test_nan_propagates_through_looped_reduction() -> None:
     assert "propagate_nan=tl.PropagateNan.ALL" in code and "_tc_max_nan" in code
 
 
+def _ties_and_edges() -> torch.Tensor:
+    """Rows whose best repeats across chunks (the first must win), NaNs after a number, a row
+    of -inf (torch gives index 0), the best in the last partial chunk."""
+    x = torch.randn(8, 37, generator=torch.Generator().manual_seed(1))
+    x[0, 3] = x[0, 20] = x[0, 35] = 9.0  # ties in chunks 0, 2, 4
+    x[1, 30] = 9.0
+    x[1, 5] = 9.0  # the tie's first occurrence is the earlier chunk
+    x[2, 12] = float("nan")
+    x[2, 33] = float("nan")
+    x[3, :] = float("-inf")
+    x[4, 36] = 9.0  # the last (masked) chunk
+    x[5, 0] = -9.0
+    x[5, 36] = -9.0
+    return x
+
+
+@pytest.mark.parametrize("chunk", [8, 16, None])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_looped_arg_reductions_match_eager(chunk: int | None, dtype: torch.dtype) -> None:
+    """argmax/argmin over a row walked in chunks keep each lane's best and its index; ties keep
+    the first index, NaN wins over numbers (as torch)."""
+    x = _ties_and_edges()
+    if dtype == torch.int32:
+        x = torch.nan_to_num(x * 4, nan=0.0, neginf=-100.0).to(dtype)
+    else:
+        x = x.to(dtype)
+    config = tc.Config(block_sizes=[4], reduction_loops=[chunk])
+    bound = row_stats.bind((x,))
+    got = bound.run(bound.compile_config(config), x)
+    want = _eager_stats(x.float() if dtype == torch.int32 else x)
+    torch.testing.assert_close(got[:, 4:], want[:, 4:], equal_nan=True)
+    if chunk is not None:
+        code = bound.to_triton_code(config)
+        assert "for roffset" in code and "_tc_argmax_nan" in code and "_tc_argmin_nan" in code
+
+
 def test_float_reductions_use_nan_combines() -> None:
     code = row_stats.bind((_with_nans(),)).to_triton_code(ROWS)
     for helper in ("_tc_max_nan", "_tc_min_nan", "_tc_argmax_nan", "_tc_argmin_nan"):

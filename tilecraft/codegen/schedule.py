@@ -12,7 +12,12 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from tilecraft.codegen.reduce import combine_expr, masked_for_reduce, reduce_expr
+from tilecraft.codegen.reduce import (
+    NAN_ARG_COMBINE,
+    combine_expr,
+    masked_for_reduce,
+    reduce_expr,
+)
 from tilecraft.codegen.split import COMBINE
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op, Sym
@@ -57,6 +62,7 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
     """One ``for roffset`` loop over the rolled dim that computes ``sinks`` (stores, atomics and
     reductions over the dim, which accumulate chunk by chunk and finish after the loop)."""
     accs: dict[int, str] = {}
+    indices: dict[int, str] = {}  # arg-reductions: the index of each lane's best so far
     for n in sinks:
         if n.op is Op.REDUCE:
             src = n.inputs[0]
@@ -65,9 +71,17 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
             neutral = dtypes.neutral(n.attrs["kind"], src.dtype)
             ctx.w.line(f"{acc} = tl.full([{dims}], {neutral}, {dtypes.triton_dtype(src.dtype)})")
             accs[n.id] = acc
+            if n.attrs["kind"] in ARG_PICK:
+                # the first chunk's lane numbers: a row that never beats the neutral gives 0
+                axis = n.attrs["axis"]
+                lanes = _along(src, axis, f"tl.arange(0, {ctx.dim_expr(src.shape[axis])})")
+                indices[n.id] = ctx.w.fresh(f"{n.hint}_at")
+                ctx.w.line(f"{indices[n.id]} = tl.broadcast_to({lanes}, [{dims}])")
     with chunk_loop(ctx, sym):
         for n in sinks:
-            if n.op is Op.REDUCE:
+            if n.op is Op.REDUCE and n.id in indices:
+                _arg_step(ctx, n, sym, accs[n.id], indices[n.id])
+            elif n.op is Op.REDUCE:
                 kind, axis = n.attrs["kind"], n.attrs["axis"]
                 value = masked_for_reduce(ctx, n.inputs[0], axis, kind)
                 acc = accs[n.id]
@@ -79,7 +93,39 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
             src = n.inputs[0]
             src_dims = [ctx.dim_expr(d) for d in src.shape]
             kind, axis, keep = n.attrs["kind"], n.attrs["axis"], n.attrs["keepdim"]
+            if n.id in indices:  # each lane's (best, index): the row's first best
+                pairs = f"({accs[n.id]}, {indices[n.id]})"
+                keep_arg = ", keep_dims=True" if keep else ""
+                ctx.bind(n, f"tl.reduce({pairs}, {axis}, {NAN_ARG_COMBINE[kind]}{keep_arg})[1]")
+                continue
             ctx.bind(n, reduce_expr(kind, accs[n.id], axis, keep, src.dtype, src_dims))
+
+
+# an arg-reduction's chunk value replaces a lane's best when strictly better (an earlier chunk
+# keeps ties: torch gives the first index) or NaN over a number (torch.argmax picks NaN)
+ARG_PICK = {"argmax": ">", "argmin": "<"}
+
+
+def _along(src: Node, axis: int, text: str) -> str:
+    """A 1-D ``text`` along ``axis`` of ``src``, with None for its other dims."""
+    if src.ndim == 1:
+        return text
+    return text + "[" + ", ".join(":" if i == axis else "None" for i in range(src.ndim)) + "]"
+
+
+def _arg_step(ctx: EmitContext, n: Node, sym: Sym, acc: str, at: str) -> None:
+    """One chunk of a rolled argmax/argmin: each lane keeps its best value and its index."""
+    src, kind, axis = n.inputs[0], n.attrs["kind"], n.attrs["axis"]
+    value = ctx.w.fresh(f"{n.hint}_chunk")
+    ctx.w.line(f"{value} = {masked_for_reduce(ctx, src, axis, kind)}")
+    take = f"({value} {ARG_PICK[kind]} {acc})"
+    if src.dtype.is_floating_point:
+        take = f"({take} | (({value} != {value}) & ({acc} == {acc})))"
+    picked = ctx.w.fresh(f"{n.hint}_take")
+    ctx.w.line(f"{picked} = {take}")
+    index = _along(src, axis, ctx.state(sym).index)  # the chunk's column numbers
+    ctx.w.line(f"{at} = tl.where({picked}, {index}, {at})")
+    ctx.w.line(f"{acc} = tl.where({picked}, {value}, {acc})")
 
 
 @contextlib.contextmanager

@@ -77,13 +77,13 @@ def rolled_reduce(node: Node, sym: Sym) -> bool:
 
 def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
     """A reduction dim can be processed in chunks if every value on it is consumed by stores,
-    pointwise ops or sum/max/min reductions (loop-carried values on it need homes in memory:
+    pointwise ops or sum/max/min/argmax/argmin reductions (loop-carried values on it need homes in memory:
     ``ir/carried_homes.py``)."""
     for node in walk(loop.body):
         if (
             node.op is Op.REDUCE
             and rolled_reduce(node, sym)
-            and node.attrs["kind"] not in ("sum", "max", "min")
+            and node.attrs["kind"] not in ("sum", "max", "min", "argmax", "argmin")
         ):
             return False, f"{node.attrs['kind']} over it needs the whole dim"
         if node.op is Op.SCAN and node.inputs[0].shape[node.attrs["axis"]] is sym:
