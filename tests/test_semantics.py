@@ -228,3 +228,73 @@ def test_literal_past_64_bits_is_a_located_error() -> None:
     with pytest.raises(DeviceCodeError, match="does not fit in 64 bits") as info:
         add_huge_literal(torch.arange(4, dtype=torch.int32))
     assert "test_semantics.py:" in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def add_rms_in_place(x: torch.Tensor, residual: torch.Tensor) -> None:
+    """vLLM-style fused add + RMSNorm: the residual is updated in place before the statistics."""
+    t, d = x.size()
+    for tt in tc.tile(t):
+        hid = x[tt, :].to(torch.float32) + residual[tt, :].to(torch.float32)
+        residual[tt, :] = hid.to(residual.dtype)
+        inv = torch.rsqrt(torch.mean(hid * hid, dim=-1) + 1e-6)
+        x[tt, :] = (hid * inv[:, None]).to(x.dtype)
+
+
+@tc.kernel(static_shapes=True)
+def scale_rows_in_place(x: torch.Tensor) -> None:
+    t, d = x.size()
+    for tt in tc.tile(t):
+        row = x[tt, :]
+        x[tt, :] = row / torch.amax(torch.abs(row), dim=-1, keepdim=True)
+
+
+def test_a_row_stored_before_a_later_pass_rereads_it_stays_whole() -> None:
+    """Looped, the recompute pass would re-load the residual the first pass already overwrote
+    (x + (x + r): every element wrong, and discovery found no working config at 16384 wide).
+    A row stored in the pass that reads it (x = f(x)) still loops."""
+    from tilecraft.errors import ConfigError
+
+    x0, r0 = torch.randn(5, 300), torch.randn(5, 300)
+    bound = add_rms_in_place.bind((x0, r0))
+    (red,) = bound.config_spec.reductions
+    assert not red.loopable and "residual is stored along it" in red.reason
+    with pytest.raises(ConfigError, match="read again by a later pass"):
+        bound.config_spec.normalize(tc.Config(block_sizes=[1], reduction_loops=[64]))
+    x, r = x0.clone(), r0.clone()
+    add_rms_in_place(x, r)
+    hid = x0 + r0
+    torch.testing.assert_close(r, hid)
+    torch.testing.assert_close(x, hid * torch.rsqrt(hid.pow(2).mean(-1, keepdim=True) + 1e-6))
+    scaled = scale_rows_in_place.bind((x0,))
+    assert scaled.config_spec.reductions[0].loopable
+    y = x0.clone()
+    scaled.run(scaled.compile_config(tc.Config(block_sizes=[2], reduction_loops=[64])), y)
+    torch.testing.assert_close(y, x0 / x0.abs().amax(-1, keepdim=True))
+
+
+@tc.kernel(static_shapes=True)
+def first_best_column(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        best = tc.full([tm], float("-inf"), dtype=torch.float32)
+        at = tc.zeros([tm], dtype=torch.int64)
+        for tn in tc.tile(n):
+            chunk = x[tm, tn]
+            local = torch.argmax(chunk, dim=-1)  # int64, as torch's
+            top = torch.amax(chunk, dim=-1)
+            at = torch.where(top > best, local + tn.begin, at)  # int64 + the loop's int offset
+            best = torch.maximum(best, top)
+        out[tm] = at
+    return out
+
+
+def test_an_int64_plus_a_tile_begin_runs_in_the_interpreter() -> None:
+    """A ``tl.range`` offset is a Python int in Triton's interpreter: its cast to int64 is
+    ``tl.cast`` there (``offset.to(...)`` raised AttributeError on every config)."""
+    x = torch.randn(37, 100, generator=torch.Generator().manual_seed(3))
+    bound = first_best_column.bind((x,))
+    for blocks in ([8, 32], [16, 16]):
+        got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)
+        assert torch.equal(got, x.argmax(-1)), blocks

@@ -97,6 +97,10 @@ class EmitContext:
     def state(self, sym: Sym) -> SymState:
         return self.syms[id(sym)]
 
+    def _is_loop_offset(self, text: str) -> bool:
+        """Whether ``text`` names the offset of a tile loop (a ``tl.range`` variable)."""
+        return any(st.offset == text for st in self.syms.values())
+
     def bound_expr(self, value: Any) -> str:
         if isinstance(value, int):
             return str(value)
@@ -237,6 +241,7 @@ class EmitContext:
             return fp8.cast_expr(text, src, dst, self.interpret, self.plan.target.fp8_conversions)
         if dst == torch.bool:
             return f"({text} != 0)"
-        if text in self.scalars:  # a scalar argument: a Python number in the interpreter
+        # a scalar argument or a loop's offset (tile.begin): a Python number in the interpreter
+        if text in self.scalars or (self.interpret and self._is_loop_offset(text)):
             return f"tl.cast({text}, {dtypes.triton_dtype(dst)})"
         return f"{text}.to({dtypes.triton_dtype(dst)})"

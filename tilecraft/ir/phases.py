@@ -102,7 +102,28 @@ def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
             and sym in [*node.shape, *node.inputs[0].shape]
         ):
             return False, "a reshape or torch.cat regroups it"
+    reread = _reread_after_store(loop, sym)
+    if reread:
+        return False, reread
     return True, ""
+
+
+def _reread_after_store(loop: DeviceLoop, sym: Sym) -> str:
+    """Why chunk loops would read a tensor after an earlier chunk loop stored into it (an
+    in-place residual update ``r[tt, :] = x + r`` before a statistics pass: the recompute pass
+    would re-load the stored values), or ''. A load and store of a tensor in the same chunk
+    loop read each chunk before writing it, and stay legal (``x[tt, :] = f(x[tt, :])``)."""
+    phase, _ = phases(loop.body, sym)
+    reads = chunk_loop_loads(loop.body, sym)
+    for node in walk(loop.body):
+        if node.op is not Op.STORE or sym not in node.inputs[0].shape:
+            continue
+        stored_in = phase.get(node.id, 0)  # a store nested in a branch or inner loop: phase 0
+        tensor = node.attrs["tensor"]
+        for later, loads in reads.items():
+            if later > stored_in and any(n.attrs["tensor"].name == tensor.name for n in loads):
+                return f"{tensor.name} is stored along it and read again by a later pass"
+    return ""
 
 
 __all__ = ["free_inputs", "phases", "rdim_loopable", "rolled_reduce"]
