@@ -408,3 +408,35 @@ def test_a_vocab_argmax_loops_its_row_without_spilling() -> None:
     for row in rows:
         assert row.report is not None and row.report.ok, (row.target, row.status)
         assert row.report.spills == 0, (row.target, row.report.spills)
+
+
+@tc.kernel(static_shapes=True)
+def kmeans_whole_k(x: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
+    """k-means assignment with the centroids as one whole ':' tile (a dot and a transpose use
+    both dims, so neither loops)."""
+    n, d = x.size()
+    ids = torch.empty([n], dtype=torch.int64, device=x.device)
+    for tn in tc.tile(n):
+        xt = x[tn, :].to(torch.float32)
+        ct = centroids[:, :].to(torch.float32)
+        dist = (xt * xt).sum(-1)[:, None] - 2.0 * (xt @ ct.t()) + (ct * ct).sum(-1)[None, :]
+        ids[tn] = torch.argmin(dist, dim=-1)
+    return ids
+
+
+def test_a_value_no_config_can_hold_is_named_with_what_to_do() -> None:
+    """4096 centroids as a whole dim: 512 fp32 elements a thread at 32 warps in every config
+    (ptxas refused them all); discovery's error names the value and says to tile the dim."""
+    from tilecraft.autotune.classify import NoWorkingConfigError
+    from tilecraft.config.unfit import unfit_values
+
+    spec = _spec(kmeans_whole_k, _meta(65536, 128), _meta(4096, 128))
+    message = unfit_values(spec)
+    assert "test_default_rules.py:" in message and "524288 elements" in message
+    assert "a transpose uses it" in message and "tc.tile(" in message
+    error = NoWorkingConfigError("kmeans_whole_k", [], None, message)
+    assert "tc.tile(" in str(error.hint)
+    assert unfit_values(_spec(kmeans_whole_k, _meta(65536, 128), _meta(256, 128))) == ""
+    x, c = torch.randn(37, 20), torch.randn(50, 20)  # the interpreter has no register limit
+    assert unfit_values(kmeans_whole_k.bind((x, c)).config_spec) == ""
+    assert torch.equal(kmeans_whole_k(x, c), torch.cdist(x, c).argmin(-1))

@@ -153,15 +153,19 @@ def format_table(attempts: Sequence[Attempt], limit: int = 40) -> str:
 class NoWorkingConfigError(TilecraftError):
     """Every candidate config failed; the message holds the table of reasons and a repro path."""
 
-    def __init__(self, kernel_name: str, attempts: Sequence[Attempt], repro: Path | None):
+    def __init__(
+        self, kernel_name: str, attempts: Sequence[Attempt], repro: Path | None, cause: str = ""
+    ):
+        """``cause``: why no config could work, where tilecraft knows (``config/unfit.py``)."""
         self.kernel_name = kernel_name
         self.attempts = list(attempts)
         self.repro = repro
         where = f"\nrepro script: {repro}" if repro is not None else ""
+        hint = _what_to_do({a.category for a in self.attempts if not a.ok})
         super().__init__(
             f"no working config found for {kernel_name}: all {len(self.attempts)} candidates "
             f"failed\n{format_table(self.attempts)}{where}",
-            hint=_what_to_do({a.category for a in self.attempts if not a.ok}),
+            hint=f"{cause}\n  {hint}" if cause else hint,
         )
 
 

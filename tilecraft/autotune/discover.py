@@ -27,6 +27,7 @@ from tilecraft.autotune.repro import write_repro
 from tilecraft.autotune.runner import Runner
 from tilecraft.autotune.runners import open_runner
 from tilecraft.config.config import Config
+from tilecraft.config.unfit import unfit_values
 from tilecraft.errors import ConfigError
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.settings import force_autotune
@@ -221,7 +222,7 @@ def run_discovery(
     winner = next((r for r in results if r is not None and r.ok), None)
     if winner is None:
         repro = write_repro(bound, args, kwargs, attempts, "no candidate config worked")
-        raise NoWorkingConfigError(name, attempts, repro)
+        raise NoWorkingConfigError(name, attempts, repro, unfit_values(bound.config_spec))
     rank = results.index(winner)
     heuristic_ok = winner.config.key() == _default_key(bound)
     if not heuristic_ok:
