@@ -193,8 +193,8 @@ def amortize_whole_rows(spec: ConfigSpec, config: Config) -> Config:
     warps such a whole tile needs cost more than the chunks' second pass over the row).
     H200 (benchmarks/results/rmsbwd_rows_s15.md, default_change_s15.md), RMSNorm backward with
     [cdiv(m, rows), n] fp32 dw partials: 16384x4096 2 rows 0.181 ms, 4 rows 0.150 (8 warps;
-    torch.compile 0.136); 8192x8192 1 row 0.254, 4 rows whole at 32 warps 0.219, 4 rows in
-    4096 chunks at 8 warps 0.190."""
+    torch.compile 0.136); 8192x8192 1 row 0.254, 4 rows whole at 32 warps 0.213, 4 rows in
+    4096 chunks at 8 warps 0.190, at 16 warps (the default's) 0.166."""
     blocks, chunks = list(config.block_sizes), list(config.reduction_loops)
     for loop, grid, inner in zip(spec.loops, spec.grid_slots, spec.loop_slots, strict=True):
         whole = [i for i in _row_indices(spec, loop) if chunks[i] is None]
