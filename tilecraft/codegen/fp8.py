@@ -8,8 +8,8 @@ device (round to nearest even; e5m2 overflows to inf; NaN stays NaN; e4m3fn over
 480 or more - as torch.cuda's conversion does), so results are bit-identical to
 ``tensor.to(float8)`` there. On NVIDIA sm_89+ the hardware conversion does the rounding and a
 select gives torch's overflow patterns (the bit arithmetic is ~25 integer ops an element, more
-than a memory-bound quantization can hide). Casts from fp8 are exact in hardware; Triton's interpreter decodes NaN and inf patterns as numbers, so there a
-helper fixes those up.
+than a memory-bound quantization can hide). Casts from fp8 are exact in hardware; Triton's
+interpreter decodes NaN and inf patterns as numbers, so there a helper fixes those up.
 """
 
 from __future__ import annotations

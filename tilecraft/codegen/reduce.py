@@ -57,11 +57,22 @@ def reduce_expr(
         return f"{REDUCE_FN[kind]}({text}, {axis}{keep_arg})"
     if kind in NAN_COMBINE:
         return f"tl.reduce({text}, {axis}, {NAN_COMBINE[kind]}{keep_arg})"
-    spec = ", ".join(":" if i == axis else "None" for i in range(len(dims)))
-    index = f"tl.arange(0, {dims[axis]})" + (f"[{spec}]" if len(dims) > 1 else "")
-    shape = ", ".join(dims)
-    values = f"({text}, tl.broadcast_to({index}, [{shape}]))"
-    return f"tl.reduce({values}, {axis}, {NAN_ARG_COMBINE[kind]}{keep_arg})[1]"
+    index = along_axis(f"tl.arange(0, {dims[axis]})", axis, len(dims))
+    return arg_reduce_expr(kind, text, f"tl.broadcast_to({index}, [{', '.join(dims)}])", axis, keep)
+
+
+def arg_reduce_expr(kind: str, values: str, indices: str, axis: int, keep: bool) -> str:
+    """The index of the first best of ``values`` along ``axis`` (NaN counts as best), given
+    each element's index ``indices`` (a rolled reduction passes each lane's best so far)."""
+    keep_arg = ", keep_dims=True" if keep else ""
+    return f"tl.reduce(({values}, {indices}), {axis}, {NAN_ARG_COMBINE[kind]}{keep_arg})[1]"
+
+
+def along_axis(text: str, axis: int, ndim: int) -> str:
+    """A 1-D ``text`` laid along ``axis`` of an ``ndim``-D tile (None for its other dims)."""
+    if ndim == 1:
+        return text
+    return text + "[" + ", ".join(":" if i == axis else "None" for i in range(ndim)) + "]"
 
 
 def combine_expr(kind: str, acc: str, value: str, dtype: torch.dtype) -> str:

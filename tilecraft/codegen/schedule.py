@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from tilecraft.codegen.reduce import (
-    NAN_ARG_COMBINE,
+    along_axis,
+    arg_reduce_expr,
     combine_expr,
     masked_for_reduce,
     reduce_expr,
@@ -74,7 +75,7 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
             if n.attrs["kind"] in ARG_PICK:
                 # the first chunk's lane numbers: a row that never beats the neutral gives 0
                 axis = n.attrs["axis"]
-                lanes = _along(src, axis, f"tl.arange(0, {ctx.dim_expr(src.shape[axis])})")
+                lanes = along_axis(f"tl.arange(0, {ctx.dim_expr(src.shape[axis])})", axis, src.ndim)
                 indices[n.id] = ctx.w.fresh(f"{n.hint}_at")
                 ctx.w.line(f"{indices[n.id]} = tl.broadcast_to({lanes}, [{dims}])")
     with chunk_loop(ctx, sym):
@@ -94,23 +95,14 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
             src_dims = [ctx.dim_expr(d) for d in src.shape]
             kind, axis, keep = n.attrs["kind"], n.attrs["axis"], n.attrs["keepdim"]
             if n.id in indices:  # each lane's (best, index): the row's first best
-                pairs = f"({accs[n.id]}, {indices[n.id]})"
-                keep_arg = ", keep_dims=True" if keep else ""
-                ctx.bind(n, f"tl.reduce({pairs}, {axis}, {NAN_ARG_COMBINE[kind]}{keep_arg})[1]")
-                continue
-            ctx.bind(n, reduce_expr(kind, accs[n.id], axis, keep, src.dtype, src_dims))
+                ctx.bind(n, arg_reduce_expr(kind, accs[n.id], indices[n.id], axis, keep))
+            else:
+                ctx.bind(n, reduce_expr(kind, accs[n.id], axis, keep, src.dtype, src_dims))
 
 
 # an arg-reduction's chunk value replaces a lane's best when strictly better (an earlier chunk
 # keeps ties: torch gives the first index) or NaN over a number (torch.argmax picks NaN)
 ARG_PICK = {"argmax": ">", "argmin": "<"}
-
-
-def _along(src: Node, axis: int, text: str) -> str:
-    """A 1-D ``text`` along ``axis`` of ``src``, with None for its other dims."""
-    if src.ndim == 1:
-        return text
-    return text + "[" + ", ".join(":" if i == axis else "None" for i in range(src.ndim)) + "]"
 
 
 def _arg_step(ctx: EmitContext, n: Node, sym: Sym, acc: str, at: str) -> None:
@@ -123,7 +115,7 @@ def _arg_step(ctx: EmitContext, n: Node, sym: Sym, acc: str, at: str) -> None:
         take = f"({take} | (({value} != {value}) & ({acc} == {acc})))"
     picked = ctx.w.fresh(f"{n.hint}_take")
     ctx.w.line(f"{picked} = {take}")
-    index = _along(src, axis, ctx.state(sym).index)  # the chunk's column numbers
+    index = along_axis(ctx.state(sym).index, axis, src.ndim)  # the chunk's column numbers
     ctx.w.line(f"{at} = tl.where({picked}, {index}, {at})")
     ctx.w.line(f"{acc} = tl.where({picked}, {value}, {acc})")
 

@@ -119,6 +119,16 @@ def _chunked_rdims(spec: ConfigSpec, loop: DeviceLoop, chunks: list[int | None])
     return [c for i in _row_chunk_indices(spec, loop) if (c := chunks[i]) is not None]
 
 
+def _row_dims(spec: ConfigSpec, loop: DeviceLoop, grid: list[int]) -> list[tuple[int, Sym]]:
+    """(slot, sym) of ``loop``'s grid dims that count rows: neither dot tiles nor a contiguous
+    dim (a 2-D grid's column tiles)."""
+    return [
+        (s, next(y for y in loop.grid_syms if y.config_slot == s))
+        for s in grid
+        if not (spec.blocks[s].dot_role or spec.blocks[s].contiguous)
+    ]
+
+
 def _row_chunk_indices(spec: ConfigSpec, loop: DeviceLoop) -> list[int]:
     """Indices into ``reduction_loops`` of ``loop``'s reduction dims whose chunks are row
     widths (not those whose carried accumulators live in memory: their chunk has rules of its own)."""
@@ -170,11 +180,8 @@ def row_blocks(
         widths = [blocks[s] for s in contiguous] + _chunked_rdims(spec, loop, chunks)
         if not widths:
             continue
-        for s in grid:
+        for s, sym in _row_dims(spec, loop, grid):
             b = spec.blocks[s]
-            if b.dot_role or b.contiguous:
-                continue
-            sym = next(y for y in loop.grid_syms if y.config_slot == s)
             by_tile, by_bytes = ROW_LOOP_TILE // max(widths), amortizing_rows(loop, sym)
             blocks[s] = max(b.lo, min(b.hi, max(by_tile, by_bytes)))
             if by_bytes > max(by_tile, 1):  # more rows than the tile gives: narrower chunks
@@ -201,13 +208,11 @@ def amortize_whole_rows(spec: ConfigSpec, config: Config) -> Config:
         if not whole or any(spec.blocks[s].contiguous for s in inner) or _left_alone(loop):
             continue
         rows = 1
-        for s in grid:
-            b = spec.blocks[s]
-            if not (b.dot_role or b.contiguous):
-                sym = next(y for y in loop.grid_syms if y.config_slot == s)
-                if amortizing_rows(loop, sym) > blocks[s]:
-                    blocks[s] = min(b.hi, amortizing_rows(loop, sym))
-                    rows *= blocks[s]
+        for s, sym in _row_dims(spec, loop, grid):
+            wanted = amortizing_rows(loop, sym)
+            if wanted > blocks[s]:
+                blocks[s] = min(spec.blocks[s].hi, wanted)
+                rows *= blocks[s]
         for i in whole if rows > 1 else []:
             r = spec.reductions[i]
             if r.loopable and not r.homes and rows * r.full > 2 * MULTI_ROW_TILE:

@@ -77,8 +77,8 @@ def rolled_reduce(node: Node, sym: Sym) -> bool:
 
 def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
     """A reduction dim can be processed in chunks if every value on it is consumed by stores,
-    pointwise ops or sum/max/min/argmax/argmin reductions (loop-carried values on it need homes in memory:
-    ``ir/carried_homes.py``)."""
+    pointwise ops or sum/max/min/argmax/argmin reductions (loop-carried values on it need homes
+    in memory: ``ir/carried_homes.py``) and no pass re-reads what an earlier one stored."""
     for node in walk(loop.body):
         if (
             node.op is Op.REDUCE

@@ -1,5 +1,5 @@
-"""Random numbers: ``rand(shape, seed, offset=0, device=None)`` (stage: language; inside a traced device loop it
-builds IR, elsewhere it computes the same Philox stream eagerly).
+"""Random numbers: ``rand(shape, seed, offset=0, device=None)`` (stage: language; inside a traced
+device loop it builds IR, elsewhere it computes the same Philox stream eagerly).
 
 Element ``(i0, i1, ...)`` of the result, where ``i_k`` is the global index along a tile dim (or
 ``0..n-1`` along a whole extent ``n``), draws Philox counter ``offset + i0 * L1 * L2... + i1 * L2...``
