@@ -13,18 +13,24 @@ host's load average when the row ended (``cpu_load``), and the max absolute erro
 tilecraft's outputs against the reference. ``*_graph_ms``: the same calls replayed from a CUDA
 graph (``benchmarks.common.graph_ms``), the kernels' time without the host's per-call cost. A
 failing case becomes an error row. Writes
-``generalization.{md,json}`` under ``$OUT`` or ``benchmarks/results/``.
+``generalization.{md,json}`` under ``$OUT`` or ``benchmarks/results/``. ``--isolate S`` measures
+each kernel in its own process stopped after S seconds (an error row), so that one hung compile
+or untimeable reference does not cost the other rows.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -177,6 +183,47 @@ def measure(
     return row
 
 
+def _child_argv(argv: list[str] | None) -> list[str]:
+    """The parent's options for one kernel's process: no ``--kernels``, ``--name``, ``--isolate``
+    (the child gets its own)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    kept: list[str] = []
+    skipping = False
+    for arg in args:
+        if arg.startswith("--"):
+            skipping = arg.split("=")[0] in ("--kernels", "--name", "--isolate")
+            if not skipping:
+                kept.append(arg)
+        elif not skipping:
+            kept.append(arg)
+    return kept
+
+
+def _isolated_rows(name: str, options: list[str], limit_s: float) -> list[dict[str, Any]]:
+    """The rows of kernel ``name`` measured by a child process, plus an error row if it failed or
+    ran past ``limit_s`` (a hung compile or a reference that cannot be timed stops only itself;
+    the rows it finished before stand)."""
+    with tempfile.TemporaryDirectory(prefix="tc-generalize-row-") as out:
+        cmd = [sys.executable, "-X", "faulthandler", "-m", "benchmarks.generalize"]
+        cmd += [*options, "--kernels", name, "--name", "row"]
+        error = None
+        try:
+            done = subprocess.run(
+                cmd, env={**os.environ, "OUT": out}, timeout=limit_s, capture_output=True, text=True
+            )
+            if done.returncode != 0:
+                error = f"exit status {done.returncode}: {done.stderr[-300:]}"
+        except subprocess.TimeoutExpired:
+            error = f"stopped after {limit_s:g} s"
+        path = Path(out) / "row.json"
+        rows: list[dict[str, Any]] = json.loads(path.read_text())["rows"] if path.exists() else []
+    if error is not None:
+        rows.append({"kernel": name, "error": error})
+    for row in rows:
+        print(row, flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument(
@@ -196,6 +243,13 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--all-shapes", action="store_true", help="every GPU shape of each case")
     parser.add_argument("--device", default="cuda", help="cpu: plumbing check (interpreter)")
     parser.add_argument("--name", default=NAME, help="results file name (without suffix)")
+    parser.add_argument(
+        "--isolate",
+        type=float,
+        default=None,
+        metavar="S",
+        help="run each kernel in its own process, stopped (an error row) after S seconds",
+    )
     ns = parser.parse_args(argv)
     notes = (
         "bf16 inputs; times are do_bench medians in ms; *_vs_compile = torch.compile time / "
@@ -206,6 +260,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     cases = SETS[ns.set]
     rows: list[dict[str, Any]] = []
     for name in cases if ns.kernels is None else ns.kernels:
+        if ns.isolate is not None:
+            rows.extend(_isolated_rows(name, _child_argv(argv), ns.isolate))
+            write_results(ns.name, rows, COLUMNS, notes, echo=False)
+            continue
         case = SETS["all"][name]
         shapes = case.gpu_shapes if ns.all_shapes else case.gpu_shapes[:1]
         if ns.device == "cpu":

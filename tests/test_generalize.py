@@ -166,3 +166,19 @@ def test_graph_ms_of_a_call_that_cannot_be_captured_is_none() -> None:
     assert graph_ms(lambda: x.sum().item()) is None
     assert (graph_ms(lambda: x * 2) or 0.0) > 0
     torch.testing.assert_close((x + 1).cpu(), x.cpu() + 1)
+
+
+def test_isolated_kernel_keeps_parent_options_but_its_own_name() -> None:
+    argv = ["--set", "heldout", "--kernels", "a", "b", "--skip-quick", "--name=x", "--isolate", "9"]
+    assert gen._child_argv(argv) == ["--set", "heldout", "--skip-quick"]
+
+
+def test_isolated_kernel_failure_and_timeout_become_error_rows(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OUT", str(tmp_path))
+    failed = gen._isolated_rows("column_sum_tall", ["--repeats", "many"], limit_s=120)
+    assert len(failed) == 1 and failed[0]["kernel"] == "column_sum_tall"
+    assert "exit status 2" in failed[0]["error"] and "--repeats" in failed[0]["error"]
+    stopped = gen._isolated_rows("column_sum_tall", ["--device", "cpu"], limit_s=0.2)
+    assert stopped == [{"kernel": "column_sum_tall", "error": "stopped after 0.2 s"}]
