@@ -19,6 +19,7 @@ from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, laun
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir.hoist import hoist_operands
+from tilecraft.ir.masked_loads import mask_loads_by_where
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, SymKind, walk
 from tilecraft.ir.promote import promote_small_grids
 from tilecraft.language import _context
@@ -218,6 +219,7 @@ def trace_kernel(
         loops = hoist_operands(loops)
         for loop in loops:
             loop.body = eliminate_dead_code(loop.body)
+    loops = [mask_loads_by_where(loop) for loop in loops]
     assign_config_slots(loops)
     values = tuple(host.block_values.get(s, 0) for s in host.host_slot_order)
     return TracedKernel(
