@@ -25,6 +25,15 @@ def rand(shape: Any, seed: int, offset: int = 0, device: torch.device | str | No
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("rand", shape, seed, offset)
+    return _host_rand(shape, seed, offset, device)
+
+
+# torch.compile does not trace it: Philox written in int64 torch ops is a few hundred
+# elementwise ops that Inductor fuses into one kernel and compiles for minutes (a reference
+# drawing 256 x 128256 numbers did not finish compiling in 150 s on the H200); run eagerly, the
+# same numbers take ~40 ms on the GPU
+@torch.compiler.disable
+def _host_rand(shape: Any, seed: int, offset: int, device: torch.device | str | None) -> Any:
     host = _context.host()
     device = device if device is not None else getattr(host, "device", None)
     dims = shape if isinstance(shape, (list, tuple)) else [shape]
