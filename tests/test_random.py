@@ -67,8 +67,8 @@ def test_eager_philox_matches_tl_rand_on_gpu() -> None:
     on_gpu = tc.rand([1000, 4096], 7, device="cuda")  # host numbers made on the GPU
     assert on_gpu.is_cuda
     assert torch.equal(on_gpu.cpu(), tc.rand([1000, 4096], 7))
-    differ = ((out == 0) != (on_gpu.cpu() < 0.1)).sum().item()
-    assert differ == 0, f"{differ} of 4096000 elements: dropped by the kernel, kept by tc.rand"
+    # (not ``out == 0``: randn on the GPU draws an exact 0.0 about once in 4M elements)
+    torch.testing.assert_close(out.cuda(), torch.where(on_gpu >= 0.1, x / 0.9, 0.0))
 
 
 def test_same_mask_for_every_config_and_ref_mode() -> None:

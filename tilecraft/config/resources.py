@@ -58,6 +58,9 @@ FMA_K_STEP = 32
 # rows / (warps x groups) registers a lane (NVIDIA mma: 8; AMD 32x32 MFMA: 2)
 MMA_ROW_GROUPS = 8
 MFMA_ROW_GROUPS = 2
+# bytes each thread loads at once along the fastest dim (Triton's blocked layouts give a thread
+# a 16-byte vector of it, and the lanes spread over the other dims after it)
+VECTOR_BYTES = 16
 MAX_REGISTERS = 255  # per thread on NVIDIA GPUs (and the VGPR budget we assume elsewhere)
 _NO_VALUE = (Op.STORE,)
 _ELEMENTWISE = (Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE)
@@ -116,13 +119,14 @@ def predict_registers(
     row vector: gfx942 attention at 8 warps compiles to 190 VGPRs, 101 predicted with 8);
     ``base_registers``: what every program holds beyond its values; ``skip``: values a codegen
     strategy does not compute in the loop (a deferred sum's carry and reduction)."""
-    order = _thread_order(loop, block_of)
+    order, itemsize = _thread_order(loop, block_of)
     # a loop with tl.dot computes in MMA layouts: each warp owns row groups of the output, so
     # rows spread over the warps first (a row vector such as softmax's running max is a few
     # registers, not a whole column of the tile)
     has_dot = any(n.op is Op.DOT for n in loop.walk())
     mma_rows = (threads // warp_size) * mma_row_groups if has_dot else 0
-    parent = _threads_per_dim(order, block_of, threads, mma_rows)
+    vector = 1 if mma_rows else max(1, VECTOR_BYTES // itemsize)
+    parent = _threads_per_dim(order, block_of, threads, mma_rows, vector)
     program = _program_order(loop, looped)
     positions, loop_spans = program.positions, program.spans
     events: list[tuple[int, float, Node]] = []
@@ -207,6 +211,8 @@ def _holds_registers(
     node: Node, loop_end: int, program: _ProgramOrder, looped: Callable[[Sym], bool]
 ) -> bool:
     """Whether ``node`` is a tile of registers of its own (see the module docstring)."""
+    if node.op is Op.FULL:
+        return False  # a constant splat: materialized in its user (a carry holds its own)
     if node.id in program.skipped:
         # a carried value's next value reuses its registers (acc = acc + ...); a mask such as
         # ``tn.index[None, :] < n`` is recomputed from the thread's indices where used
@@ -349,15 +355,16 @@ def _values(body: list[Node], spans: dict[int, tuple[int, int]]) -> Iterable[tup
             yield from _values(node.body, spans)
 
 
-def _thread_order(loop: DeviceLoop, block_of: Callable[[Sym], int]) -> list[Sym]:
-    """The dims threads are laid along, slowest first: those of the loop's widest value."""
-    widest: tuple[int, tuple[Sym, ...]] = (0, ())
+def _thread_order(loop: DeviceLoop, block_of: Callable[[Sym], int]) -> tuple[list[Sym], int]:
+    """The dims threads are laid along, slowest first: those of the loop's widest value, and
+    the bytes of its elements."""
+    widest: tuple[int, tuple[Sym, ...], int] = (0, (), 4)
     for node in loop.walk():
         dims = tuple(d for d in node.shape if isinstance(d, Sym))
         size = math.prod(block_of(d) for d in dims)
         if size > widest[0]:
-            widest = (size, dims)
-    return list(widest[1])
+            widest = (size, dims, getattr(node.dtype, "itemsize", 4))
+    return list(widest[1]), widest[2]
 
 
 def _own_layout(node: Node) -> bool:
@@ -369,7 +376,11 @@ def _own_layout(node: Node) -> bool:
 
 
 def _threads_per_dim(
-    order: list[Sym], block_of: Callable[[Sym], int], threads: int, mma_rows: int = 0
+    order: list[Sym],
+    block_of: Callable[[Sym], int],
+    threads: int,
+    mma_rows: int = 0,
+    vector: int = 1,
 ) -> dict[int, int]:
     """Threads along each dim: the fastest dims first (a blocked layout), or for an MMA layout
     (``mma_rows`` > 0) up to ``mma_rows`` along the first dim, the rest along the others."""
@@ -380,8 +391,9 @@ def _threads_per_dim(
         spread[id(order[0])] = along
         left = max(1, left // along)
         order = order[1:]
-    for sym in reversed(order):
-        along = max(1, min(left, block_of(sym)))
+    for k, sym in enumerate(reversed(order)):
+        elements = -(-block_of(sym) // vector) if k == 0 else block_of(sym)
+        along = max(1, min(left, elements))
         spread[id(sym)] = along
         left = max(1, left // along)
     return spread

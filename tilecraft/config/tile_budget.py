@@ -147,7 +147,8 @@ def fill_device(spec: ConfigSpec, blocks: list[int]) -> list[int]:
             ]
             if programs >= spec.target.limits.num_sms or not shrinkable:
                 break
-            widest = max(shrinkable, key=lambda s: blocks[s])
+            # a dim that walks rows contiguously halves last: its segments stay long
+            widest = max(shrinkable, key=lambda s: (spec.blocks[s].row_floor is None, blocks[s]))
             blocks[widest] //= 2
     return blocks
 
