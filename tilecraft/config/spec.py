@@ -92,6 +92,8 @@ class ConfigSpec:
         self.deferrable_sums = any(has_deferrable_sums(loop.body) for loop in loops)
         self.reductions: list[ReductionSpec] = []
         self.values: list[ValueShape] = []
+        # reduction slots some 2-D+ load reads along its unit stride (a ':' row: lanes run on it)
+        self.contiguous_reductions: set[int] = set()
         self.tunables = tunables
         self.has_dot = False
         self.dot_operands: list[tuple[ValueShape, int]] = []  # (tile, bytes per element)
@@ -156,6 +158,8 @@ class ConfigSpec:
                         slots[d.config_slot].dot_role = role
                         if role == "k" and a.dtype.itemsize == 1:
                             slots[d.config_slot].dot_min = 32
+            if node.op is Op.LOAD and (item := _contiguous_item(node)) and item[0] == "rdim":
+                self.contiguous_reductions.add(item[1].config_slot or 0)
             if node.op in (Op.LOAD, Op.STORE):
                 last = _last_index_sym(node)
                 if last is not None and last.config_slot in slots:
@@ -285,6 +289,8 @@ class ConfigSpec:
         whole = [d[1] for d in value.dims if d[0] == "r"]
         if not whole or any(s < len(chunks) and chunks[s] is not None for s in whole):
             return None
+        if self.contiguous_reductions & set(whole):
+            return None  # the lanes run along the reduced row, not the kept dims
         kept = [d[1] for d in value.dims if d[0] == "b"]
         if not kept or tile_budget.lanes_slot(self, value) != kept[-1]:
             return None
@@ -562,15 +568,22 @@ def _last_index_sym(node: Node) -> Sym | None:
     """The tile sym indexing the contiguous (stride-1) dim of a 2-D+ load/store, else its last
     dim when no dim has stride 1 (None: an int, slice or value there, or a 1-D access, which
     walks no row). A channels_last [B, C, H, W] tensor's rows run along C, not W."""
+    item = _contiguous_item(node)
+    if item is not None and item[0] == "tile" and isinstance(item[1], Sym):
+        return item[1]
+    return None
+
+
+def _contiguous_item(node: Node) -> tuple[Any, ...] | None:
+    """The index item of a 2-D+ load/store on the tensor's stride-1 dim (else its last dim;
+    None: a 1-D access)."""
     items = [item for item in node.attrs.get("index", ()) if item[0] != "none"]
     if len(items) < 2:
         return None
     tensor = node.attrs["tensor"]
     unit = [d for d in range(tensor.ndim) if tensor.stride[d] == 1 and tensor.shape[d] != 1]
-    item = items[unit[-1]] if tensor.ndim == len(items) and unit else items[-1]
-    if item[0] == "tile" and isinstance(item[1], Sym):
-        return item[1]
-    return None
+    item: tuple[Any, ...] = items[unit[-1]] if tensor.ndim == len(items) and unit else items[-1]
+    return item
 
 
 def _report(repairs: list[str], _warned: set[str] | None) -> None:
