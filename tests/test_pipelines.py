@@ -581,3 +581,80 @@ def test_vector_loads_outside_the_dot_loop_stay_pointers() -> None:
     args = (a, b, scale_a, scale_b)
     spec = BoundKernel(fp8_gemm, fp8_gemm.bind_arguments(args, {}), target=SM90).config_spec
     assert spec.default().indexing == (TMA, TMA, "pointer", "pointer", TMA)
+
+
+@tc.kernel(static_shapes=True)
+def global_sum_of_squares(x: torch.Tensor) -> torch.Tensor:
+    """A loop whose loads Triton stages in shared memory when its loop has its own stages."""
+    total = torch.zeros([1], dtype=torch.float32, device=x.device)
+    for tm, tn in tc.tile(x.size()):
+        v = x[tm, tn].to(torch.float32)
+        tc.atomic_add(total, [0], torch.sum(v * v))
+    return total
+
+
+def _sum_spec(target: Target = SM90) -> Any:
+    x = torch.empty(32000, 4096, dtype=torch.bfloat16, device="meta")
+    bound = BoundKernel(
+        global_sum_of_squares, global_sum_of_squares.bind_arguments((x,), {}), target=target
+    )
+    return bound.config_spec
+
+
+_STAGED = tc.Config(block_sizes=[64, 128], num_warps=8, pid_type="persistent_blocked")
+
+
+def test_shared_memory_counts_loads_of_loops_with_their_own_stages() -> None:
+    """A [64, 128] bf16 tile (16 KiB) in a persistent loop: none staged by num_stages, one
+    buffer at range_num_stages 2, two at 3 or unrolled twice; none on gfx942 (its pipeliner
+    keeps such loads in registers); a [512, 128] tile unrolled 4 times does not fit an SM."""
+    spec = _sum_spec()
+    shared = [
+        spec.estimated_shared_bytes(spec.normalize(c, warn=False))
+        for c in (
+            _STAGED.replace(num_stages=4),
+            _STAGED.replace(range_num_stages=[2]),
+            _STAGED.replace(range_num_stages=[3]),
+            _STAGED.replace(range_num_stages=[2], range_unroll_factors=[2]),
+        )
+    ]
+    assert shared == [0, 16384, 32768, 32768]
+    amd = _sum_spec(Target.parse("hip:gfx942"))
+    assert amd.estimated_shared_bytes(_STAGED.replace(range_num_stages=[3])) == 0
+    huge = _STAGED.replace(block_sizes=[512, 128], num_warps=16, range_num_stages=[2])
+    huge = spec.normalize(huge.replace(range_unroll_factors=[4]), warn=False)
+    assert spec.estimated_shared_bytes(huge) > SM90.limits.max_shared_bytes
+
+
+def test_configs_whose_staged_loads_do_not_fit_are_never_tried() -> None:
+    """Random configs are fitted (their loops' stages dropped first), and the static check
+    rejects one given by hand before anything compiles."""
+    import random
+
+    from tilecraft.autotune.candidates import static_check
+
+    spec = _sum_spec()
+    limit = SM90.limits.max_shared_bytes
+    rng = random.Random(0)
+    configs = [spec.random(rng) for _ in range(300)]
+    assert any(any(c.range_num_stages) for c in configs)
+    assert all(spec.estimated_shared_bytes(c) <= limit for c in configs)
+    huge = _STAGED.replace(block_sizes=[512, 128], num_warps=16, range_num_stages=[2])
+    huge = spec.normalize(huge.replace(range_unroll_factors=[4]), warn=False)
+    assert "shared memory" in (static_check(spec, huge) or "")
+
+
+@pytest.mark.crosscompile
+def test_staged_load_estimate_matches_ptxas() -> None:
+    """The estimate is what sm_90 allocates for the staged tiles (beside 4 KiB of the
+    reduction's scratch)."""
+    from tilecraft.tools.check import check_kernel
+
+    x = torch.empty(32000, 4096, dtype=torch.bfloat16, device="meta")
+    spec = _sum_spec()
+    configs = [_STAGED.replace(range_num_stages=[s]) for s in (2, 3)]
+    rows = check_kernel(global_sum_of_squares, (x,), [SM90], lambda b: configs)
+    for config, row in zip(configs, rows, strict=True):
+        estimate = spec.estimated_shared_bytes(spec.normalize(config, warn=False))
+        assert row.report is not None and row.report.shared_bytes is not None
+        assert estimate <= row.report.shared_bytes <= estimate + 8192, (config, row.report)

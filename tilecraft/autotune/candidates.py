@@ -5,8 +5,9 @@
 (one stage, enough warps for the tile, halved blocks, looped reductions with smaller chunks), each
 normalized by the spec (those it rejects are recorded with the reason) and de-duplicated.
 :func:`static_check` rejects configs before anything is compiled: a tile over Triton's 2^20-element
-limit, or far too many elements per thread (such configs make Triton's compiler run for many
-minutes: a 64x1024 fp32 tile with 1 warp did not finish compiling in 300 s).
+limit, staged loads needing more shared memory than the target has (the launch would fail), or
+far too many elements per thread (such configs make Triton's compiler run for many minutes: a
+64x1024 fp32 tile with 1 warp did not finish compiling in 300 s).
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ def static_check(
     where = f" (the value at {value.loc.short})" if value is not None and value.loc else ""
     if largest > MAX_NUMEL:
         return f"a tile of {largest} elements{where} exceeds Triton's limit of {MAX_NUMEL}"
+    shared, limit = spec.estimated_shared_bytes(config), spec.target.limits.max_shared_bytes
+    if spec.target.backend != "interpret" and shared > limit:
+        return (
+            f"its staged loads need at least {shared} bytes of shared memory, more than the "
+            f"target's {limit}: the launch would fail"
+        )
     threads = (config.num_warps or 4) * warp_size
     per_thread = largest / threads
     if per_thread > max_per_thread:

@@ -21,7 +21,7 @@ import math
 from typing import TYPE_CHECKING
 
 from tilecraft.config.config import Config
-from tilecraft.config.plan import Plan, block_dims, extent_hint, sym_block
+from tilecraft.config.plan import Plan, RangePlan, block_dims, extent_hint, sym_block
 from tilecraft.config.tile_schedule import busiest_sm, uneven_work
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import Node, Op, walk
@@ -207,6 +207,50 @@ def operand_stage_bytes(spec: ConfigSpec, config: Config) -> int:
                         total += size(operand)
             worst = max(worst, total)
     return worst
+
+
+def pipelined_load_bytes(spec: ConfigSpec, config: Config) -> int:
+    """Shared memory of the loads Triton stages in loops given their own ``num_stages``
+    (``range_num_stages``; a kernel-wide ``num_stages`` pipelines only dot operands, counted by
+    :func:`operand_stage_bytes`): each load of an innermost pipelined loop (the persistent
+    program loop or a tile loop) takes ``stages - 1`` buffers of its tile, times the loop's
+    unroll factor, in the loop that needs the most. Cross-compiled for sm_90, a sum of squares
+    over [64, 128] bf16 tiles in a persistent loop: 4096 bytes of reduction scratch, 20480 at
+    range_num_stages 2, 36864 at 3 or at 2 unrolled twice; [512, 128] at 2 unrolled 4 times
+    needed 532480 (more than the SM has: the launch fails). A masked pool's inner loop over
+    [2, 32, 128] bf16 tiles at 3 stages: 32768 bytes, 65536 unrolled twice. gfx942 stages none
+    of them in LDS (8192 bytes whatever the stages), so AMD counts none."""
+    if spec.target.backend != "cuda":
+        return 0
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    persistent = (config.pid_type or "flat").startswith("persistent")
+    worst = 0
+    for loop in spec.loops:
+        scopes = [
+            (n.body or [], n.attrs.get("range_slot", -1)) for n in loop.walk() if n.op is Op.LOOP
+        ]
+        if persistent:
+            scopes.append((loop.body, loop.range_slot))
+        for body, slot in scopes:
+            plan = _range_plan(config, slot)
+            if plan.num_stages < 2 or any(n.op is Op.LOOP for n in walk(body)):
+                continue
+            operands = {id(_through_views(i)) for n in body if n.op is Op.DOT for i in n.inputs[:2]}
+            tiles = sum(
+                math.prod(block_dims(n.shape, blocks, chunks)) * n.dtype.itemsize
+                for n in body
+                if n.op is Op.LOAD and n.ndim and id(n) not in operands
+            )
+            worst = max(worst, tiles * (plan.num_stages - 1) * max(plan.unroll_factor, 1))
+    return worst
+
+
+def _range_plan(config: Config, slot: int) -> RangePlan:
+    stages, unroll = config.range_num_stages, config.range_unroll_factors
+    return RangePlan(
+        unroll_factor=int(unroll[slot] or 0) if 0 <= slot < len(unroll) else 0,
+        num_stages=int(stages[slot] or 0) if 0 <= slot < len(stages) else 0,
+    )
 
 
 def _through_views(node: Node) -> Node:
@@ -567,6 +611,7 @@ __all__ = [
     "consumer_register_file",
     "hopper_default",
     "operand_stage_bytes",
+    "pipelined_load_bytes",
     "pipeline_configs",
     "pipeline_cost",
     "store_staging_bytes",

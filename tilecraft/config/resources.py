@@ -120,12 +120,14 @@ def predict_registers(
     ``base_registers``: what every program holds beyond its values; ``skip``: values a codegen
     strategy does not compute in the loop (a deferred sum's carry and reduction)."""
     order, itemsize = _thread_order(loop, block_of)
+    widest = math.prod(block_of(d) for d in order)
     # a loop with tl.dot computes in MMA layouts: each warp owns row groups of the output, so
     # rows spread over the warps first (a row vector such as softmax's running max is a few
     # registers, not a whole column of the tile)
     has_dot = any(n.op is Op.DOT for n in loop.walk())
     mma_rows = (threads // warp_size) * mma_row_groups if has_dot else 0
-    vector = 1 if mma_rows else max(1, VECTOR_BYTES // itemsize)
+    # Triton gives a thread at most its share of the tile as one vector
+    vector = 1 if mma_rows else max(1, min(VECTOR_BYTES // itemsize, widest // threads))
     parent = _threads_per_dim(order, block_of, threads, mma_rows, vector)
     program = _program_order(loop, looped)
     positions, loop_spans = program.positions, program.spans

@@ -31,6 +31,7 @@ from tilecraft.config.pipelines import (
     fit_specialized_stages,
     hopper_default,
     operand_stage_bytes,
+    pipelined_load_bytes,
     store_staging_bytes,
 )
 from tilecraft.config.plan import Plan
@@ -383,14 +384,16 @@ class ConfigSpec:
 
     def estimated_shared_bytes(self, config: Config) -> int:
         """Shared memory: the tl.dot operand buffers of the loop that needs the most (one per
-        stage for operands loaded in the loop), plus the staging of descriptor stores that
-        persistent and warp-specialized programs keep beside them (``config/pipelines.py``)."""
-        return operand_stage_bytes(self, config) + store_staging_bytes(self, config)
+        stage for operands loaded in the loop), or the other loads of loops given their own
+        stages if those need more, plus the staging of descriptor stores that persistent and
+        warp-specialized programs keep beside them (``config/pipelines.py``)."""
+        staged = max(operand_stage_bytes(self, config), pipelined_load_bytes(self, config))
+        return staged + store_staging_bytes(self, config)
 
     def _fit_shared_memory(self, config: Config) -> Config:
-        """Fewer stages, then smaller blocks, until the dot operands' stages fit the target."""
+        """Fewer stages, then smaller blocks, until the staged loads fit the target."""
         limit = self.target.limits.max_shared_bytes
-        while self.dot_operands and self.estimated_shared_bytes(config) > limit:
+        while self.estimated_shared_bytes(config) > limit:
             if any(config.range_num_stages):  # per-loop stages override num_stages: drop them first
                 config = config.replace(range_num_stages=[0] * len(config.range_num_stages))
                 continue
