@@ -61,6 +61,10 @@ MFMA_ROW_GROUPS = 2
 # bytes each thread loads at once along the fastest dim (Triton's blocked layouts give a thread
 # a 16-byte vector of it, and the lanes spread over the other dims after it)
 VECTOR_BYTES = 16
+# tl.rand's Philox 4x32 holds four 32-bit counter words per element through its rounds (Gumbel
+# sampling over 8192-wide chunks at 16 warps, 16 elements a thread: ptxas 104 registers, 41
+# predicted without them, 104 with; 2048-wide chunks: 32, 23 without, 38 with)
+PHILOX_WORDS = 4
 MAX_REGISTERS = 255  # per thread on NVIDIA GPUs (and the VGPR budget we assume elsewhere)
 _NO_VALUE = (Op.STORE,)
 _ELEMENTWISE = (Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE)
@@ -126,9 +130,15 @@ def predict_registers(
     # registers, not a whole column of the tile)
     has_dot = any(n.op is Op.DOT for n in loop.walk())
     mma_rows = (threads // warp_size) * mma_row_groups if has_dot else 0
-    # Triton gives a thread at most its share of the tile as one vector
+    # Triton gives a thread at most its share of the tile as one vector along the fastest dim:
+    # a full-rank value (a tile, or a mask broadcast along that dim) is held in that layout; a
+    # reduced one (a row sum, an accumulator) is counted spread as before (the model's error
+    # over the examples' 173 unspilled configs: median 32% without vectors, 31% with them for
+    # full-rank values; all values vectorized: 36%, a pool's [4, 128] accumulator at 32
+    # registers where ptxas allocated 40 for the whole kernel)
     vector = 1 if mma_rows else max(1, min(VECTOR_BYTES // itemsize, widest // threads))
-    parent = _threads_per_dim(order, block_of, threads, mma_rows, vector)
+    vectored = _threads_per_dim(order, block_of, threads, mma_rows, vector)
+    parent = _threads_per_dim(order, block_of, threads, mma_rows)
     program = _program_order(loop, looped)
     positions, loop_spans = program.positions, program.spans
     events: list[tuple[int, float, Node]] = []
@@ -139,7 +149,7 @@ def predict_registers(
         # in a coalesced layout of its own before it is broadcast, gets a layout of its own
         dims = [d for d in node.shape if isinstance(d, Sym)]
         spread = (
-            parent
+            (vectored if node.ndim >= len(order) else parent)
             if all(id(d) in parent for d in dims)
             and not (len(dims) < len(order) and _own_layout(node))
             else _threads_per_dim(dims, block_of, threads, mma_rows)
@@ -155,6 +165,11 @@ def predict_registers(
         events += [(start, cost, node), (end + 1, -cost, node)]
     if fma_dots:
         events += _fma_operand_events(loop, positions, block_of, value_cost)
+    for node in loop.walk():
+        if node.op is Op.BINARY and node.attrs.get("fn") == "philox_rand" and not skip(node):
+            # the rounds keep each element's four counter words live at once
+            cost = PHILOX_WORDS * value_cost(node)
+            events += [(positions[node.id], cost, node), (positions[node.id] + 1, -cost, node)]
     for nodes in _blocks(loop.body):
         accumulators = _rolled_accumulators(nodes, looped, block_of, parent, threads, mma_rows)
         if accumulators is not None:

@@ -61,7 +61,7 @@ def grow_shared_atomic_tiles(spec: ConfigSpec, config: Config) -> Config:
         if not reduces_into_one_address(loop):
             continue
         rows = _long_rows(spec, slots, config)
-        if spec.programs(index, rows) is not None and spec.programs(index, rows) >= want:
+        if (spec.programs(index, rows) or 0) >= want:
             config = rows
         while _read_bytes(loop, config) < PROGRAM_BYTES:
             blocks = list(config.block_sizes)
