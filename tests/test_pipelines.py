@@ -24,6 +24,7 @@ from tilecraft.targets.target import Target
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from examples.matmul import matmul, matmul_bias_gelu  # noqa: E402
+from tests.test_default_rules import sum_of_squares  # noqa: E402
 
 SM90 = Target.parse("cuda:90")
 TMA = "tensor_descriptor"
@@ -583,14 +584,8 @@ def test_vector_loads_outside_the_dot_loop_stay_pointers() -> None:
     assert spec.default().indexing == (TMA, TMA, "pointer", "pointer", TMA)
 
 
-@tc.kernel(static_shapes=True)
-def global_sum_of_squares(x: torch.Tensor) -> torch.Tensor:
-    """A loop whose loads Triton stages in shared memory when its loop has its own stages."""
-    total = torch.zeros([1], dtype=torch.float32, device=x.device)
-    for tm, tn in tc.tile(x.size()):
-        v = x[tm, tn].to(torch.float32)
-        tc.atomic_add(total, [0], torch.sum(v * v))
-    return total
+# a loop whose loads Triton stages in shared memory when its loop has its own stages
+global_sum_of_squares = sum_of_squares
 
 
 def _sum_spec(target: Target = SM90) -> Any:

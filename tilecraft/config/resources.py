@@ -132,10 +132,11 @@ def predict_registers(
     mma_rows = (threads // warp_size) * mma_row_groups if has_dot else 0
     # Triton gives a thread at most its share of the tile as one vector along the fastest dim:
     # a full-rank value (a tile, or a mask broadcast along that dim) is held in that layout; a
-    # reduced one (a row sum, an accumulator) is counted spread as before (the model's error
-    # over the examples' 173 unspilled configs: median 32% without vectors, 31% with them for
-    # full-rank values; all values vectorized: 36%, a pool's [4, 128] accumulator at 32
-    # registers where ptxas allocated 40 for the whole kernel)
+    # reduced one (a row sum, an accumulator) is counted spread as before. Over the examples'
+    # 173 unspilled configs (benchmarks/results/resource_model.md) the error against ptxas is
+    # median 32% / mean 36% without vectors, 31.5% / 35% with them for full-rank values; with
+    # every value vectorized 31% / 34%, but a masked pool's [4, 128] accumulator and its sum
+    # came to 64 registers where ptxas allocated 40 for the whole kernel
     vector = 1 if mma_rows else max(1, min(VECTOR_BYTES // itemsize, widest // threads))
     vectored = _threads_per_dim(order, block_of, threads, mma_rows, vector)
     parent = _threads_per_dim(order, block_of, threads, mma_rows)
