@@ -143,3 +143,26 @@ def test_load_does_not_move_past_a_store() -> None:
     got = store_between(got_x, on)
     torch.testing.assert_close(got, torch.where(on[:, None] != 0, x * 3.0, 0.0))
     torch.testing.assert_close(got_x, x * 3.0)
+
+
+@tc.kernel(static_shapes=True)
+def row_masked_matmul(a: torch.Tensor, b: torch.Tensor, on: torch.Tensor) -> torch.Tensor:
+    """A dot operand masked by rows: its load stays a plain (descriptor-eligible) one."""
+    m, k = a.size()
+    n = b.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            at = torch.where((on[tm] != 0)[:, None], a[tm, tk], 0.0)
+            acc = tc.dot(at, b[tk, tn], acc=acc)
+        out[tm, tn] = acc
+    return out
+
+
+def test_a_dot_operand_keeps_its_plain_load() -> None:
+    a, b = torch.randn(32, 48), torch.randn(48, 16)
+    on = (torch.arange(32) % 2).to(torch.int8)
+    assert "extra_mask" not in _loads(row_masked_matmul, a, b, on)["a"].attrs
+    want = torch.where(on[:, None] != 0, a, 0.0) @ b
+    torch.testing.assert_close(row_masked_matmul(a, b, on), want, rtol=1e-4, atol=1e-4)

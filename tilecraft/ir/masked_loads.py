@@ -19,9 +19,10 @@ A load qualifies when the condition is constant along the dim of the tensor's un
 (``valid[:, :, None]``: a whole row kept or dropped). A condition that varies along it (a
 causal ``col <= row`` mask over a tile's columns, a dropout mask) saves no whole sector and
 would make the access mask vary element by element, which stops Triton from vectorizing the
-load. The load and the ops between it and the ``where`` move to just before the ``where`` (the
-condition may be computed after the load was written) only when nothing stores or adds
-atomically in between.
+load. A ``where`` that feeds a dot is left alone (a masked load cannot be a tensor-descriptor
+load in the dot's pipeline). The load and the ops between it and the ``where`` move to just
+before the ``where`` (the condition may be computed after the load was written) only when
+nothing stores or adds atomically in between.
 """
 
 from __future__ import annotations
@@ -40,14 +41,28 @@ _WRITES = (Op.STORE, Op.ATOMIC, Op.PRINT, Op.EXTERN)
 def mask_loads_by_where(loop: DeviceLoop) -> DeviceLoop:
     """Give each qualifying load the condition of the ``where`` that keeps its value."""
     uses = _use_counts(loop.body)
+    operands = _dot_operands(loop.body)
     for body in _bodies(loop.body):
-        for where in [n for n in body if n.op is Op.WHERE]:
+        for where in [n for n in body if n.op is Op.WHERE and n.id not in operands]:
             tree = _kept_tree(where, body, uses)
             loads = [n for n in tree if n.op is Op.LOAD and _maskable(n, where.inputs[0])]
             if loads and _in_order(tree, where, body):
                 for load in loads:
                     _add_mask(load, where.inputs[0], body)
     return loop
+
+
+def _dot_operands(body: list[Node]) -> set[int]:
+    """Ids of the values a dot reads (through views and casts): their loads stay unmasked, so
+    that they may still be tensor-descriptor loads feeding the dot's pipeline."""
+    out: set[int] = set()
+    for dot in (n for n in _walk_all(body) if n.op is Op.DOT):
+        for node in dot.inputs[:2]:
+            out.add(node.id)
+            while node.op in (Op.VIEW, Op.CAST) and node.inputs:
+                node = node.inputs[0]
+                out.add(node.id)
+    return out
 
 
 def _use_counts(body: list[Node]) -> Counter[int]:
