@@ -493,3 +493,21 @@ def test_lanes_along_a_reduced_row_do_not_cut_the_warps() -> None:
     spec = _spec(quant_groups, _meta(4096, 7168))
     assert spec.contiguous_reductions == {0}
     assert (spec.default().num_warps or 4) >= 4
+
+
+def test_deferred_sums_stay_unless_plain_sums_hold_more_threads_within_the_model_error() -> None:
+    """A layer-norm backward at [4 rows, 8 row blocks] x 1024: the model predicted 128
+    registers with per-step sums (two programs an SM, so it dropped the deferred sums); ptxas
+    allocates 171 (one program, as with the deferred sums at 213). The plain config must hold
+    more threads at a quarter more registers than predicted."""
+    from benchmarks.default_change import example_call
+    from examples import layer_norm
+
+    kernel, args = example_call(layer_norm, (1000, 1000), 1, "meta")
+    spec = _spec(kernel, *args)
+    config = spec.default()
+    assert config.deferred_sums is not False, config
+    plain = config.replace(deferred_sums=False)
+    assert occupancy.resident_threads(spec, plain) > occupancy.resident_threads(
+        spec, config.replace(deferred_sums=True)
+    )  # the unguarded rule would have switched
