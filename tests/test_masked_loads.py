@@ -166,3 +166,45 @@ def test_a_dot_operand_keeps_its_plain_load() -> None:
     assert "extra_mask" not in _loads(row_masked_matmul, a, b, on)["a"].attrs
     want = torch.where(on[:, None] != 0, a, 0.0) @ b
     torch.testing.assert_close(row_masked_matmul(a, b, on), want, rtol=1e-4, atol=1e-4)
+
+
+@tc.kernel(static_shapes=True)
+def zero_padding(x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+    """Zeros where a row is padding, else twice the row: the load is the second branch."""
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = torch.where(pad[tm][:, None] != 0, 0.0, x[tm, tn] * 2.0)
+    return out
+
+
+def test_second_branch_load_takes_the_negated_condition() -> None:
+    x = torch.randn(24, 40)
+    pad = (torch.arange(24) % 3 == 1).to(torch.int8)
+    x[pad != 0] = float("nan")  # padding rows: never read
+    load = _loads(zero_padding, x, pad)["x"]
+    mask = load.inputs[load.attrs["extra_mask"]]
+    assert mask.op is Op.UNARY and mask.attrs["fn"] == "logical_not"
+    got = zero_padding(x, pad)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got, torch.where(pad[:, None] != 0, 0.0, x * 2.0))
+
+
+@pytest.mark.crosscompile
+def test_masked_loads_compile_for_gpus() -> None:
+    from tilecraft.targets.target import Target
+    from tilecraft.tools.check import check_kernel
+
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    x = torch.empty(4096, 1024, dtype=torch.bfloat16, device="meta")
+    pad = torch.empty(4096, dtype=torch.int8, device="meta")
+    pooled = torch.empty(8, 512, 256, dtype=torch.bfloat16, device="meta")
+    lengths = torch.empty(8, dtype=torch.int64, device="meta")
+    for kernel, args in ((zero_padding, (x, pad)), (padded_mean, (pooled, lengths))):
+        rows = check_kernel(kernel, args, targets, lambda b: [b.config_spec.default()])
+        for row in rows:
+            assert row.report is not None and row.report.ok, (
+                kernel.__name__,
+                row.target,
+                row.status,
+            )

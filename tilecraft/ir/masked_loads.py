@@ -11,7 +11,8 @@ Users mask padding after loading it::
 As written, every row of ``x`` is read, the padded ones too (half the bytes for lengths uniform
 in ``[1, S]``). When a load's value reaches only the kept branch of a ``where`` (through casts,
 unary and binary ops used nowhere else), the masked-off lanes are never used, so the load takes
-the condition as an extra mask: the GPU reads no sector whose lanes are all masked off. A
+the condition as an extra mask: the GPU reads no sector whose lanes are all masked off. A load
+that reaches only the second branch (``torch.where(pad, 0.0, x)``) takes the negated condition. A
 varlen mean pool, a lazy optimizer's pass over touched rows, a ragged batch gain the bytes
 they skip.
 
@@ -44,11 +45,14 @@ def mask_loads_by_where(loop: DeviceLoop) -> DeviceLoop:
     operands = _dot_operands(loop.body)
     for body in _bodies(loop.body):
         for where in [n for n in body if n.op is Op.WHERE and n.id not in operands]:
-            tree = _kept_tree(where, body, uses)
-            loads = [n for n in tree if n.op is Op.LOAD and _maskable(n, where.inputs[0])]
-            if loads and _in_order(tree, where, body):
-                for load in loads:
-                    _add_mask(load, where.inputs[0], body)
+            for branch in (1, 2):  # kept where the condition holds / where it does not
+                tree = _kept_tree(where, branch, body, uses)
+                loads = [n for n in tree if n.op is Op.LOAD and _maskable(n, where.inputs[0])]
+                if loads and _in_order(tree, where, body):
+                    mask = _mask_node(where.inputs[0], loads, branch == 2, body)
+                    for load in loads:
+                        load.attrs["extra_mask"] = len(load.inputs)
+                        load.inputs.append(mask)
     return loop
 
 
@@ -99,12 +103,13 @@ def _bodies(nodes: list[Node]) -> Iterator[list[Node]]:
             yield from _bodies(body)
 
 
-def _kept_tree(where: Node, body: list[Node], uses: Counter[int]) -> list[Node]:
-    """The nodes of ``body`` whose value reaches only the where's kept branch: walked up from
-    it through single-use elementwise ops of the where's shape, ending at loads."""
+def _kept_tree(where: Node, branch: int, body: list[Node], uses: Counter[int]) -> list[Node]:
+    """The nodes of ``body`` whose value reaches only the where's input ``branch`` (1: kept
+    where the condition holds, 2: where it does not): walked up from it through single-use
+    elementwise ops of the where's shape, ending at loads."""
     here = {n.id for n in body}
     tree: list[Node] = []
-    stack = [where.inputs[1]]
+    stack = [where.inputs[branch]]
     while stack:
         node = stack.pop()
         if node.id not in here or uses[node.id] != 1 or node.shape != where.shape:
@@ -179,14 +184,22 @@ def _move_before(tree: list[Node], where: Node, body: list[Node]) -> None:
     body[:] = kept[:at] + moved + kept[at:]
 
 
-def _add_mask(load: Node, cond: Node, body: list[Node]) -> None:
-    """The condition (raised to the load's rank by a view) as the load's extra mask."""
-    if 0 < cond.ndim < load.ndim:
-        pad = load.ndim - cond.ndim
+def _mask_node(cond: Node, loads: list[Node], negate: bool, body: list[Node]) -> Node:
+    """The condition raised to the loads' rank by a view (and negated for a where's second
+    branch), inserted before the first of them."""
+    mask = cond
+    added = []
+    rank = loads[0].ndim
+    if 0 < cond.ndim < rank:
+        pad = rank - cond.ndim
         spec = tuple([None] * pad + [":"] * cond.ndim)
-        view = Node(Op.VIEW, [cond], (1,) * pad + cond.shape, cond.dtype, {"spec": spec})
-        view.loc, view.hint = cond.loc, "kept"
-        body.insert(body.index(load), view)
-        cond = view
-    load.attrs["extra_mask"] = len(load.inputs)
-    load.inputs.append(cond)
+        mask = Node(Op.VIEW, [cond], (1,) * pad + cond.shape, cond.dtype, {"spec": spec})
+        added.append(mask)
+    if negate:
+        mask = Node(Op.UNARY, [mask], mask.shape, torch.bool, {"fn": "logical_not"})
+        added.append(mask)
+    for node in added:
+        node.loc, node.hint = cond.loc, "kept"
+    at = min(body.index(n) for n in loads)
+    body[at:at] = added
+    return mask
