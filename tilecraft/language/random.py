@@ -25,14 +25,24 @@ def rand(shape: Any, seed: int, offset: int = 0, device: torch.device | str | No
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("rand", shape, seed, offset)
-    return _host_rand(shape, seed, offset, device)
+    return _eager_host_rand()(shape, seed, offset, device)
 
 
-# torch.compile does not trace it: Philox written in int64 torch ops is a few hundred
-# elementwise ops that Inductor fuses into one kernel and compiles for minutes (a reference
-# drawing 256 x 128256 numbers did not finish compiling in 150 s on the H200); run eagerly, the
-# same numbers take ~40 ms on the GPU
-@torch.compiler.disable
+_EAGER_HOST_RAND: Any = None
+
+
+def _eager_host_rand() -> Any:
+    """:func:`_host_rand` hidden from torch.compile: Philox written in int64 torch ops is a few
+    hundred elementwise ops that Inductor fuses into one kernel and compiles for minutes (a
+    reference drawing 256 x 128256 numbers did not finish compiling in 150 s on the H200); run
+    eagerly, the same numbers take ~40 ms on the GPU. Wrapped on first use: importing tilecraft
+    must not load torch's dynamo."""
+    global _EAGER_HOST_RAND
+    if _EAGER_HOST_RAND is None:
+        _EAGER_HOST_RAND = torch.compiler.disable(_host_rand)
+    return _EAGER_HOST_RAND
+
+
 def _host_rand(shape: Any, seed: int, offset: int, device: torch.device | str | None) -> Any:
     host = _context.host()
     device = device if device is not None else getattr(host, "device", None)
