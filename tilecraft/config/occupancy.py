@@ -32,8 +32,9 @@ _NOT_POINTWISE = (Op.DOT, Op.REDUCE, Op.SCAN, Op.LOOP)
 OCCUPANCY_REGISTERS = 128  # per thread: above it an SM holds fewer than 16 warps
 MIN_CONTIGUOUS = 64  # a block over a contiguous dim keeps 128-byte rows of bf16
 REGISTER_GRANULE = 8  # ptxas allocates a thread's registers in steps of 8
-MAX_PROGRAMS_PER_SM = 32
-MODEL_MARGIN = 1.25  # predicted registers times this: a residency decision within the model's error  # resident thread blocks per SM on sm_80+/sm_90 (and CDNA workgroups)
+MAX_PROGRAMS_PER_SM = 32  # resident thread blocks per SM on sm_80+/sm_90 (and CDNA workgroups)
+# predicted registers times this where a residency decision must hold within the model's error
+MODEL_MARGIN = 1.25
 
 
 def resident_programs(spec: ConfigSpec, config: Config, margin: float = 1.0) -> int:

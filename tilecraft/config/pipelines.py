@@ -232,7 +232,7 @@ def pipelined_load_bytes(spec: ConfigSpec, config: Config) -> int:
         if persistent:
             scopes.append((loop.body, loop.range_slot))
         for body, slot in scopes:
-            plan = _range_plan(config, slot)
+            plan = RangePlan.of(config, slot)
             if plan.num_stages < 2 or any(n.op is Op.LOOP for n in walk(body)):
                 continue
             operands = {id(_through_views(i)) for n in body if n.op is Op.DOT for i in n.inputs[:2]}
@@ -243,14 +243,6 @@ def pipelined_load_bytes(spec: ConfigSpec, config: Config) -> int:
             )
             worst = max(worst, tiles * (plan.num_stages - 1) * max(plan.unroll_factor, 1))
     return worst
-
-
-def _range_plan(config: Config, slot: int) -> RangePlan:
-    stages, unroll = config.range_num_stages, config.range_unroll_factors
-    return RangePlan(
-        unroll_factor=int(unroll[slot] or 0) if 0 <= slot < len(unroll) else 0,
-        num_stages=int(stages[slot] or 0) if 0 <= slot < len(stages) else 0,
-    )
 
 
 def _through_views(node: Node) -> Node:

@@ -86,6 +86,22 @@ class RangePlan:
     flatten: bool | None = None
     warp_specialize: bool | None = None
 
+    @classmethod
+    def of(cls, config: Config, slot: int) -> RangePlan:
+        """The knobs ``config`` gives loop slot ``slot`` (neutral past the end of its lists)."""
+
+        def at(field: str) -> Any:
+            values = getattr(config, field)
+            return values[slot] if 0 <= slot < len(values) else None
+
+        return cls(
+            unroll_factor=int(at("range_unroll_factors") or 0),
+            num_stages=int(at("range_num_stages") or 0),
+            multi_buffer=at("range_multi_buffers"),
+            flatten=at("range_flattens"),
+            warp_specialize=at("range_warp_specializes"),
+        )
+
     def kwargs(self) -> str:
         """The keywords as source text, each preceded by ", " (empty when all are neutral)."""
         parts = []

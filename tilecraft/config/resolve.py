@@ -26,7 +26,7 @@ from tilecraft.config.resources import (
     RegisterEstimate,
     predict_registers,
 )
-from tilecraft.config.space import RANGE_FIELDS, TMA_MAX_BOX, descriptor_order, outer_tile
+from tilecraft.config.space import TMA_MAX_BOX, descriptor_order, outer_tile
 from tilecraft.ir.deferred_sums import MAX_ELEMS_PER_THREAD, deferrable_sums, summed
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind
 from tilecraft.ir.paired_slices import slice_pairs
@@ -180,7 +180,7 @@ def _ranges(
     compile it."""
     out = []
     for slot in range(spec.space.n_ranges):
-        knobs = _range(config, slot)
+        knobs = RangePlan.of(config, slot)
         loads = spec.space.loop_loads[slot]
         if knobs.warp_specialize and any(_not_2d_descriptor(accesses[m], spec) for m in loads):
             reasons = sorted({accesses[m].fallback_reason for m in loads} - {""})
@@ -201,20 +201,6 @@ def _not_2d_descriptor(access: AccessPlan, spec: ConfigSpec) -> bool:
     index = spec.space.accesses[access.slot].attrs["index"]
     scalar = sum(1 for item in index if item[0] == "tile" and item[1].scalar)
     return scalar > access.merged_dims
-
-
-def _range(config: Config, slot: int) -> RangePlan:
-    def at(field: str) -> object:
-        values = getattr(config, field)
-        return values[slot] if slot < len(values) else RANGE_FIELDS[field][1][0]
-
-    return RangePlan(
-        unroll_factor=int(at("range_unroll_factors") or 0),  # type: ignore[call-overload]
-        num_stages=int(at("range_num_stages") or 0),  # type: ignore[call-overload]
-        multi_buffer=at("range_multi_buffers"),  # type: ignore[arg-type]
-        flatten=at("range_flattens"),  # type: ignore[arg-type]
-        warp_specialize=at("range_warp_specializes"),  # type: ignore[arg-type]
-    )
 
 
 def _resources(spec: ConfigSpec, config: Config, warps: int) -> Resources:

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable
 
 import torch
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies
 from tilecraft.ir.phases import chunk_loop_loads, phases
 
 # registers for pointers, program ids, loop counters and offsets: ptxas (sm_90) over the
@@ -171,7 +171,7 @@ def predict_registers(
             # the rounds keep each element's four counter words live at once
             cost = PHILOX_WORDS * value_cost(node)
             events += [(positions[node.id], cost, node), (positions[node.id] + 1, -cost, node)]
-    for nodes in _blocks(loop.body):
+    for nodes in bodies(loop.body):
         accumulators = _rolled_accumulators(nodes, looped, block_of, parent, threads, mma_rows)
         if accumulators is not None:
             cost, final = accumulators
@@ -302,15 +302,6 @@ def _index_values(loop: DeviceLoop) -> set[int]:
         ):
             found.add(node.id)
     return found
-
-
-def _blocks(body: list[Node]) -> Iterable[list[Node]]:
-    """``body`` and every nested body (a loop's, a branch's)."""
-    yield body
-    for node in walk(body):
-        for nested in (node.body, node.attrs.get("orelse"), node.attrs.get("cond_body")):
-            if nested:
-                yield nested
 
 
 def _rolled_accumulators(

@@ -15,11 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tilecraft.config.config import Config
+from tilecraft.config.resources import MAX_REGISTERS
 
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
-
-REGISTERS_PER_THREAD = 255  # the most 32-bit registers one thread of a program can address
 
 
 def unfit_values(spec: ConfigSpec) -> str:
@@ -33,7 +32,7 @@ def unfit_values(spec: ConfigSpec) -> str:
     )
     threads = target.max_warps * target.warp_size
     elements, value = spec.largest_value(smallest)
-    if value is None or elements <= REGISTERS_PER_THREAD * threads:
+    if value is None or elements <= MAX_REGISTERS * threads:
         return ""
     whole = [spec.reductions[d[1]] for d in value.dims if d[0] == "r"]
     why = "; ".join(f"{r.extent} elements: {r.reason}" for r in whole if not r.loopable)
@@ -41,6 +40,6 @@ def unfit_values(spec: ConfigSpec) -> str:
     return (
         f"{where}this value keeps {elements} elements a program even at its smallest blocks "
         f"({elements // threads} a thread at {target.max_warps} warps, more than a thread's "
-        f"{REGISTERS_PER_THREAD} registers): its whole ':' dims cannot be looped ({why or 'fixed'})"
+        f"{MAX_REGISTERS} registers): its whole ':' dims cannot be looped ({why or 'fixed'})"
         "; loop over the long dim with tc.tile(...) inside the kernel instead"
     )

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 
 import torch
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies, walk
 
 _ELEMENTWISE = (Op.CAST, Op.UNARY, Op.BINARY)
 _WRITES = (Op.STORE, Op.ATOMIC, Op.PRINT, Op.EXTERN)
@@ -43,7 +43,7 @@ def mask_loads_by_where(loop: DeviceLoop) -> DeviceLoop:
     """Give each qualifying load the condition of the ``where`` that keeps its value."""
     uses = _use_counts(loop.body)
     operands = _dot_operands(loop.body)
-    for body in _bodies(loop.body):
+    for body in bodies(loop.body):
         for where in [n for n in body if n.op is Op.WHERE and n.id not in operands]:
             for branch in (1, 2):  # kept where the condition holds / where it does not
                 tree = _kept_tree(where, branch, body, uses)
@@ -60,7 +60,7 @@ def _dot_operands(body: list[Node]) -> set[int]:
     """Ids of the values a dot reads (through views and casts): their loads stay unmasked, so
     that they may still be tensor-descriptor loads feeding the dot's pipeline."""
     out: set[int] = set()
-    for dot in (n for n in _walk_all(body) if n.op is Op.DOT):
+    for dot in (n for n in walk(body) if n.op is Op.DOT):
         for node in dot.inputs[:2]:
             out.add(node.id)
             while node.op in (Op.VIEW, Op.CAST) and node.inputs:
@@ -73,7 +73,7 @@ def _use_counts(body: list[Node]) -> Counter[int]:
     """How many references each node has (inputs, a carry's next / branch values, a while's
     condition)."""
     uses: Counter[int] = Counter()
-    for node in _walk_all(body):
+    for node in _with_carries(body):
         refs = list(node.inputs)
         refs += [
             v for k in ("next", "then", "else", "cond") if isinstance(v := node.attrs.get(k), Node)
@@ -82,25 +82,11 @@ def _use_counts(body: list[Node]) -> Counter[int]:
     return uses
 
 
-def _walk_all(nodes: list[Node]) -> Iterator[Node]:
-    for node in nodes:
+def _with_carries(nodes: list[Node]) -> Iterator[Node]:
+    """Every node of ``nodes`` and their nested bodies, with the loops' carried values."""
+    for node in walk(nodes):
         yield node
-        for body in _child_bodies(node):
-            yield from _walk_all(body)
         yield from node.attrs.get("carried", [])
-
-
-def _child_bodies(node: Node) -> list[list[Node]]:
-    bodies = [node.body] if node.body is not None else []
-    return bodies + [node.attrs[k] for k in ("orelse", "cond_body") if k in node.attrs]
-
-
-def _bodies(nodes: list[Node]) -> Iterator[list[Node]]:
-    """Every node list of the loop: its body and each nested body."""
-    yield nodes
-    for node in nodes:
-        for body in _child_bodies(node):
-            yield from _bodies(body)
 
 
 def _kept_tree(where: Node, branch: int, body: list[Node], uses: Counter[int]) -> list[Node]:
@@ -168,7 +154,7 @@ def _in_order(tree: list[Node], where: Node, body: list[Node]) -> bool:
     if cond not in body or body.index(cond) < start:
         return True
     between = body[start : body.index(where)]
-    if any(n.op in _WRITES for b in between for n in _walk_all([b])):
+    if any(n.op in _WRITES for n in walk(between)):
         return False
     _move_before(tree, where, body)
     return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -143,6 +144,16 @@ def walk(nodes: list[Node]):
             yield from walk(n.attrs["orelse"])
         if n.op is Op.WHILE:
             yield from walk(n.attrs["cond_body"])
+
+
+def bodies(nodes: list[Node]) -> Iterator[list[Node]]:
+    """``nodes`` and every node list nested in them (a loop's body, a branch's, a while's
+    condition)."""
+    yield nodes
+    for n in walk(nodes):
+        for nested in (n.body, n.attrs.get("orelse"), n.attrs.get("cond_body")):
+            if nested:
+                yield nested
 
 
 def dot_roles(node: Node) -> list[tuple[Dim, str]]:
