@@ -11,7 +11,7 @@ from examples.matmul import matmul
 from examples.rms_norm import rms_norm_bwd
 from examples.softmax import softmax
 from tilecraft.config.resolve import predicted_registers
-from tilecraft.config.resources import predict_registers
+from tilecraft.config.resources import FMA_K_STEP, predict_registers
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
@@ -154,6 +154,24 @@ def test_fp32_ieee_dots_hold_their_operands_in_registers() -> None:
     assert regs(_spec(tf32, *args), 128, 128, 64) < regs(spec, 128, 128, 64)
     default = spec.default()
     assert not predicted_registers(spec, default, default.num_warps or 4).spills
+
+
+def test_fp32_fma_dots_shrink_k_first_and_are_never_warp_specialized() -> None:
+    """An FMA dot's K block sets only its operand slices; its M x N tile sets each thread's
+    outer product per shared-memory read. Over budget, K halves first (H200, fp32 4096^3:
+    128x128x32 3.10 ms, the old 64x128x64 3.42). Warp-specialized consumers cannot hold the
+    operands (64x128x64 at 4 warps spilled 11984 B a thread): never the default for FMA dots;
+    tf32 dots (wgmma) keep both."""
+    ieee = tc.kernel(matmul.fn, static_shapes=True, dot_precision="ieee")
+    tf32 = tc.kernel(matmul.fn, static_shapes=True, dot_precision="tf32")
+    for m, k, n in [(4096, 4096, 4096), (4096, 512, 4096)]:
+        args = (torch.empty(m, k, device="meta"), torch.empty(k, n, device="meta"))
+        fma = _spec(ieee, *args).default()
+        assert list(fma.block_sizes) == [128, 128, FMA_K_STEP]
+        assert not any(fma.range_warp_specializes)
+        assert int(_spec(tf32, *args).default().block_sizes[2]) > FMA_K_STEP
+    args = (torch.empty(4096, 512, device="meta"), torch.empty(512, 4096, device="meta"))
+    assert any(_spec(tf32, *args).default().range_warp_specializes)
 
 
 def test_amd_mfma_lanes_hold_more_rows_of_a_row_vector() -> None:

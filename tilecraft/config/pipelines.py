@@ -21,6 +21,7 @@ import math
 from typing import TYPE_CHECKING
 
 from tilecraft.config.config import Config
+from tilecraft.config.fp32_dots import fma_dot_nodes
 from tilecraft.config.plan import Plan, RangePlan, block_dims, extent_hint, sym_block
 from tilecraft.config.tile_schedule import busiest_sm, uneven_work
 from tilecraft.errors import ConfigError
@@ -332,8 +333,11 @@ def _variants(spec: ConfigSpec, base: Config) -> list[Config]:
     orders = batch_outer_orders(spec)
     # cross-compiled for sm_90 with Triton 3.6: one specialized loop per kernel compiles (two,
     # as in causal attention's split loops, fail in its pass)
+    # (FMA dots: the consumers' capped registers cannot hold an fp32 outer product's operands;
+    # an fp32 matmul 4096x512x4096 at 64x128x64 spilled 11984 B a thread, sm_90)
     ws_ok = (
         spec.target.warp_specialize
+        and not fma_dot_nodes(spec)
         and len(spec.space.dot_slots) == 1
         and True in spec.space.range_choices["range_warp_specializes"][spec.space.dot_slots[0]]
     )

@@ -12,10 +12,9 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
-import torch
-
 from tilecraft.config import flags
 from tilecraft.config.config import Config
+from tilecraft.config.fp32_dots import dot_precision, fma_dots
 from tilecraft.config.pipelines import compute_threads, consumer_register_file
 from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, block_dims, sym_block
 from tilecraft.config.resources import (
@@ -30,7 +29,7 @@ from tilecraft.config.space import TMA_MAX_BOX, descriptor_order, outer_tile
 from tilecraft.ir.deferred_sums import MAX_ELEMS_PER_THREAD, deferrable_sums, summed
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind
 from tilecraft.ir.paired_slices import slice_pairs
-from tilecraft.targets.target import Target, filter_launch_options
+from tilecraft.targets.target import filter_launch_options
 
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
@@ -236,7 +235,7 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
     hip = spec.target.backend == "hip"
     # each knob as it will run (an unset one is on where offered)
     on = {name: bool(value) for name, value in flags.normalize_flags(spec, config, []).items()}
-    fma = spec.target.backend == "cuda" and dot_precision(spec.target, spec.dot_precision) == "ieee"
+    fma = fma_dots(spec)
     # a deferred sum's carry and per-iteration reduction do not exist in the loop: its tile
     # accumulator (held) replaces them
     deferred = {
@@ -320,17 +319,3 @@ def reduction_chunk(sym: Sym, chunks: tuple[int | None, ...]) -> int | None:
     where it stays whole."""
     slot = sym.config_slot
     return chunks[slot] if slot is not None and slot < len(chunks) else None
-
-
-# torch.get_float32_matmul_precision() -> tl.dot input_precision ("high" and "medium" let PyTorch
-# use TF32 tensor cores for fp32 matmuls; Triton has no bf16 input precision for fp32 operands)
-TORCH_PRECISION = {"highest": "ieee", "high": "tf32", "medium": "tf32"}
-DOT_PRECISIONS = ("ieee", "tf32", "tf32x3")
-
-
-def dot_precision(target: Target, requested: str | None) -> str:
-    """The input precision of fp32 dots: the kernel's ``dot_precision=``, else what PyTorch's
-    float32 matmul precision allows; a precision the target lacks becomes "ieee" (never less
-    precise than asked)."""
-    wanted = requested or TORCH_PRECISION.get(torch.get_float32_matmul_precision(), "ieee")
-    return wanted if wanted in target.dot_precisions else "ieee"

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 
 from tilecraft.config.config import Config
 from tilecraft.config.dims import cdiv
+from tilecraft.config.fp32_dots import fma_dot_k_slots
 from tilecraft.config.resolve import predicted_registers
+from tilecraft.config.resources import FMA_K_STEP
 from tilecraft.ir.nodes import Op
 
 if TYPE_CHECKING:
@@ -50,14 +52,20 @@ def shrink_dot_tiles(spec: ConfigSpec, config: Config) -> Config:
     still spill at its warps: warps past 8 do not spread wgmma accumulators (a warpgroup
     owns 64 rows), smaller tiles do. An attention backward's dk/dv loop at 128 keys x 64
     queries, d 128: 32 warps spilled 952 B a thread (cross-compiled for sm_90), 64 x 64 at
-    8 warps 210 registers and none."""
+    8 warps 210 registers and none. The K block of an fp32 dot on the FMA units halves first,
+    down to ``FMA_K_STEP`` (an fp32 matmul 4096^3 on an H200: 128x128x32 3.10 ms, 64x128x64
+    3.42, 128x128x16 3.37; cc_fp32_s17)."""
     warps = config.num_warps or 4
+    k_slots = fma_dot_k_slots(spec)
     while predicted_registers(spec, config, warps).spills:
         blocks = list(config.block_sizes)
+        # an FMA dot's K block sets only the operand slices it holds, its M x N tile the
+        # outer product each thread runs per shared-memory read: K shrinks first
+        deep = [s for s in k_slots if blocks[s] > FMA_K_STEP]
         grid = [s for slots in spec.grid_slots for s in slots if blocks[s] > WGMMA_TILE_ROWS]
-        if not grid:
+        if not deep and not grid:
             break
-        slot = max(grid, key=lambda s: blocks[s])
+        slot = max(deep or grid, key=lambda s: blocks[s])
         blocks[slot] //= 2
         config = config.replace(block_sizes=blocks)
     return config

@@ -20,8 +20,8 @@ from tilecraft import settings
 from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.compat_names import check_kernel_options
 from tilecraft.config.config import Config
+from tilecraft.config.fp32_dots import DOT_PRECISIONS
 from tilecraft.config.plan import Plan, next_pow2
-from tilecraft.config.resolve import DOT_PRECISIONS
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.errors import ArgumentError, ConfigError, TilecraftError
 from tilecraft.frontend.source import (
