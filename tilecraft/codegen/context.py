@@ -56,6 +56,9 @@ class EmitContext:
         self.scalars: dict[str, Any] = {}  # param name -> where the launcher gets its value
         self.scalar_types: dict[str, torch.dtype] = {}
         self.looped: Sym | None = None
+        # (id(a), id(b)): every index of tile a is below every index of tile b here (a loop
+        # split at a diagonal, codegen/diagonal.py)
+        self.ordered: set[tuple[int, int]] = set()
         self.descriptors: dict[tuple[str, tuple[str, ...]], str] = {}  # (tensor, block) -> name
         self.descriptor_mark = 0
         self.helpers: list[str] = []  # @triton.jit helpers the kernel calls (combine functions)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from tilecraft.codegen.context import SymState
@@ -19,9 +19,16 @@ if TYPE_CHECKING:
 
 
 @contextlib.contextmanager
-def tile_loop(ctx: EmitContext, node: Node, split: SplitPass | None = None) -> Iterator[SymState]:
+def tile_loop(
+    ctx: EmitContext,
+    node: Node,
+    split: SplitPass | None = None,
+    part: Callable[[SymState], tuple[str, str]] | None = None,
+) -> Iterator[SymState]:
     """The ``for`` line of a LOOP node and, inside it (a new scope), its dim's offset, indices
-    and mask; yields the dim's state while the body is emitted."""
+    and mask; yields the dim's state while the body is emitted. ``part``: the (begin, end) of
+    the part of the loop's range this ``for`` runs, from its dim's state (a loop split at a
+    diagonal runs as two)."""
     sym: Sym = node.attrs["sym"]
     st = SymState(block=ctx.block_expr(sym))
     ctx.syms[id(sym)] = st
@@ -30,7 +37,7 @@ def tile_loop(ctx: EmitContext, node: Node, split: SplitPass | None = None) -> I
     step = "" if sym.scalar else f", {st.block}"
     ctx.w.src_comment(node.loc)
     knobs = ctx.plan.range(node.attrs.get("range_slot", -1)).kwargs()
-    begin, end = st.begin, st.end
+    begin, end = part(st) if part is not None else (st.begin, st.end)
     if split is not None:  # this program's share of the iterations
         begin, end = split.bounds(ctx, sym, begin, end, "1" if sym.scalar else st.block)
     begin, end = ctx.range_bound(begin), ctx.range_bound(end)
@@ -55,11 +62,22 @@ def _mask_bound(ctx: EmitContext, sym: Sym, end: str) -> str | None:
     """What a nested tile's indices are masked against: nothing when every block is full (a
     static range its block divides; or a loop over an outer tile's ``begin``/``end`` whose block
     divides the outer block, as in causal attention's ``tc.tile(tm.begin)`` and
-    ``tc.tile(tm.begin, tm.end)``: then only the outer dim's own end can cut a block), else the
-    loop's end."""
+    ``tc.tile(tm.begin, tm.end)``: then only the outer dim's own end can cut a block; or from an
+    outer tile's begin to a static end its block divides, as an attention backward's
+    ``tc.tile(tn.begin, s)``), else the loop's end."""
     block = ctx.block_value(sym)
     if isinstance(sym.begin, int) and isinstance(sym.extent, int):
         return end if (sym.extent - sym.begin) % block else None
+    start = outer_tile(sym.begin)
+    if (
+        isinstance(sym.extent, int)
+        and sym.extent % block == 0
+        and start is not None
+        and sym.begin.op is Op.TILE_BEGIN
+        and start.begin == 0
+        and ctx.block_value(start) % block == 0
+    ):
+        return None  # [outer.begin, n): starts on a block boundary, n a multiple of the block
     outers = {id(o): o for o in (outer_tile(sym.begin), outer_tile(sym.extent)) if o is not None}
     begin_ok = sym.begin == 0 or (
         isinstance(sym.begin, Node) and sym.begin.op is Op.TILE_BEGIN and outer_tile(sym.begin)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tilecraft.codegen import chunk_outer, deferred_sums, homes
+from tilecraft.codegen.diagonal import Diagonal, find_diagonal, ordered, split_point
 from tilecraft.codegen.loop_header import tile_loop
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.schedule import emit_block
@@ -18,7 +19,8 @@ from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
-    from tilecraft.codegen.context import EmitContext
+    from tilecraft.codegen.context import EmitContext, SymState
+    from tilecraft.codegen.deferred_sums import DeferredSum
 
 
 def init_carried(ctx: EmitContext, node: Node, split: SplitPass | None = None) -> None:
@@ -51,19 +53,44 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
     if split is not None and split.phase == COMBINE:
         return
     deferred = deferred_sums.open_rows(ctx, deferred_sums.deferred_sums(ctx, node))
-    skipped = {id(d.carry) for d in deferred}
-    with tile_loop(ctx, node, split):
-        deferred_nodes = {id(n) for d in deferred for n in (d.reduce, d.update)}
-        emit_block(
-            ctx, [n for n in homes.body_with_updates(ctx, node) if id(n) not in deferred_nodes]
-        )
-        deferred_sums.add_rows(ctx, deferred)
-        for carry in node.attrs.get("carry_updates", []):
-            nxt = carry.attrs.get("next")
-            kept = nxt is None or nxt is carry or ctx.homes.homed(carry) or id(carry) in skipped
-            if not kept:
-                ctx.w.line(f"{ctx.lookup(carry)} = {ctx.expr(nxt)}")
-        homes.end_of_iteration(ctx, node)
+    diagonal = find_diagonal(ctx, node) if split is None else None
+    if diagonal is None:
+        with tile_loop(ctx, node, split):
+            _emit_iteration(ctx, node, deferred)
+    else:
+        _emit_split_at_diagonal(ctx, node, diagonal, deferred)
     deferred_sums.close_rows(ctx, deferred)
     if split is not None:
         split.store_partials(ctx)
+
+
+def _emit_split_at_diagonal(
+    ctx: EmitContext, node: Node, diagonal: Diagonal, deferred: list[DeferredSum]
+) -> None:
+    """The loop as two ``for`` loops over consecutive parts of its range, the part wholly off
+    the diagonal emitted with its indices' order known (codegen/diagonal.py)."""
+    cut = ""
+
+    def first(st: SymState) -> tuple[str, str]:
+        nonlocal cut
+        cut = ctx.w.fresh(f"diagonal_{diagonal.inner.index}")
+        ctx.w.line(f"{cut} = {split_point(ctx, diagonal, st)}")
+        return st.begin, cut
+
+    for part, bounds in enumerate((first, lambda st: (cut, st.end))):
+        with tile_loop(ctx, node, part=bounds), ordered(ctx, diagonal, part):
+            _emit_iteration(ctx, node, deferred)
+
+
+def _emit_iteration(ctx: EmitContext, node: Node, deferred: list[DeferredSum]) -> None:
+    """One iteration of a loop's body: its nodes, deferred sums' row adds, carry updates."""
+    skipped = {id(d.carry) for d in deferred}
+    deferred_nodes = {id(n) for d in deferred for n in (d.reduce, d.update)}
+    emit_block(ctx, [n for n in homes.body_with_updates(ctx, node) if id(n) not in deferred_nodes])
+    deferred_sums.add_rows(ctx, deferred)
+    for carry in node.attrs.get("carry_updates", []):
+        nxt = carry.attrs.get("next")
+        kept = nxt is None or nxt is carry or ctx.homes.homed(carry) or id(carry) in skipped
+        if not kept:
+            ctx.w.line(f"{ctx.lookup(carry)} = {ctx.expr(nxt)}")
+    homes.end_of_iteration(ctx, node)

@@ -61,6 +61,9 @@ class Config:
     deferred_sums: bool | None = None
     # a row loop with [n] accumulators in memory: statistics pass, then column chunks outer
     chunk_outer: bool | None = None
+    # a loop whose select compares its indices with an enclosing tile's: split at the diagonal
+    # (None: off; codegen/diagonal.py)
+    diagonal_splits: bool | None = None
     user: tuple[tuple[str, Any], ...] = ()
 
     def __init__(self, **fields: Any):
@@ -86,6 +89,7 @@ class Config:
                 "split_atomics",
                 "deferred_sums",
                 "chunk_outer",
+                "diagonal_splits",
             ):
                 pass
             elif name == "indexing":
@@ -111,7 +115,7 @@ class Config:
                     f"split_reductions: {s!r} is not an int in [1, {MAX_SPLIT}] "
                     "(programs one inner loop is split over; 1 = not split)"
                 )
-        for flag in ("split_atomics", "deferred_sums", "chunk_outer"):
+        for flag in ("split_atomics", "deferred_sums", "chunk_outer", "diagonal_splits"):
             value = getattr(self, flag)
             if not isinstance(value, bool) and not (flag != "split_atomics" and value is None):
                 raise ConfigError(f"{flag}={getattr(self, flag)!r}: must be True or False")

@@ -5,12 +5,18 @@ kernel's spec and a user's or the search's config; out: each knob's resolved val
   after the loop (``ir/deferred_sums.py``);
 * ``chunk_outer``: a row loop whose ``[n]`` accumulators live in memory runs its row statistics
   first, then column chunks outer with its rows inner and the accumulators in registers
-  (``ir/chunk_outer.py``).
+  (``ir/chunk_outer.py``);
+* ``diagonal_splits``: a loop whose select compares its indices with an enclosing tile's (a
+  causal mask) runs as two, the blocks off the diagonal without the select
+  (``codegen/diagonal.py``).
 
-Both default to ``None``: on wherever the kernel has such a loop (each moves fewer bytes than the
-plain schedule: H200 numbers in ``docs/architecture.md``); ``False`` turns one off, ``True`` where
-the kernel has no such loop is repaired with a message. A kernel without such a loop resolves the
-knob to ``None``, so its configs do not spell it out.
+All default to ``None``. The first two are then on wherever the kernel has such a loop (each
+moves fewer bytes than the plain schedule: H200 numbers in ``docs/architecture.md``); the
+diagonal split is then off: it measured 1-3% faster on causal attention's forward and dk/dv
+loops but 10% slower on its dq loop (``benchmarks/results/diagonal_s17.md``), so the search
+tries it. ``False`` turns one off, ``True`` where the kernel has no such loop is repaired with a
+message. A kernel without such a loop resolves the knob to ``None``, so its configs do not
+spell it out.
 """
 
 from __future__ import annotations
@@ -27,7 +33,11 @@ WHY_NOT = {
     "(acc = acc + x.sum(0))",
     "chunk_outer": "no row loop keeps [n] accumulators in memory that could run column chunks "
     "outer (see ir/chunk_outer.py)",
+    "diagonal_splits": "no select compares a loop's indices with an enclosing tile's "
+    "(see codegen/diagonal.py)",
 }
+# what an unset knob resolves to where the kernel offers it
+UNSET = {"deferred_sums": True, "chunk_outer": True, "diagonal_splits": False}
 
 
 def offered(spec: ConfigSpec, config: Config | None = None) -> dict[str, bool]:
@@ -40,7 +50,11 @@ def offered(spec: ConfigSpec, config: Config | None = None) -> dict[str, bool]:
         for r in spec.reductions
     ]
     split = config is not None and any(s > 1 for s in config.split_reductions)
-    return {"deferred_sums": spec.deferrable_sums, "chunk_outer": any(chunked) and not split}
+    return {
+        "deferred_sums": spec.deferrable_sums,
+        "chunk_outer": any(chunked) and not split,
+        "diagonal_splits": spec.diagonal_selects,
+    }
 
 
 def normalize_flags(spec: ConfigSpec, config: Config, repairs: list[str]) -> dict[str, Any]:
@@ -51,7 +65,7 @@ def normalize_flags(spec: ConfigSpec, config: Config, repairs: list[str]) -> dic
         value = getattr(config, name)
         if value and not ok:
             repairs.append(f"{name}=True: {WHY_NOT[name]}; using False")
-        out[name] = (value is not False) if ok else None
+        out[name] = (UNSET[name] if value is None else value) if ok else None
     return out
 
 
@@ -61,12 +75,17 @@ def random_flags(spec: ConfigSpec, config: Config, rng: random.Random) -> dict[s
 
 
 def flipped(spec: ConfigSpec, config: Config) -> list[Config]:
-    """``config`` with each offered knob turned the other way (None counts as on)."""
+    """``config`` with each offered knob turned the other way (None counts as its unset value)."""
     return [
-        config.replace(**{name: getattr(config, name) is False})
+        config.replace(**{name: not _resolved(config, name)})
         for name, ok in offered(spec, config).items()
         if ok
     ]
 
 
-__all__ = ["WHY_NOT", "flipped", "normalize_flags", "offered", "random_flags"]
+def _resolved(config: Config, name: str) -> bool:
+    value = getattr(config, name)
+    return UNSET[name] if value is None else bool(value)
+
+
+__all__ = ["UNSET", "WHY_NOT", "flipped", "normalize_flags", "offered", "random_flags"]

@@ -47,6 +47,7 @@ from tilecraft.ir.deferred_sums import has_deferrable_sums
 from tilecraft.ir.dtypes import FP8
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, dot_roles, walk
 from tilecraft.ir.phases import rdim_loopable
+from tilecraft.ir.tile_order import has_diagonal_selects
 from tilecraft.targets.target import Target, filter_launch_options
 
 MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
@@ -91,6 +92,8 @@ class ConfigSpec:
         self.split_sites = split.sites(loops)  # per device loop: (SplitSite | None, why not)
         # some inner loop adds a sum over its own tile to a carried value (the deferred_sums knob)
         self.deferrable_sums = any(has_deferrable_sums(loop.body) for loop in loops)
+        # some select compares a loop's indices with another tile's (the diagonal_splits knob)
+        self.diagonal_selects = any(has_diagonal_selects(loop.body) for loop in loops)
         self.reductions: list[ReductionSpec] = []
         self.values: list[ValueShape] = []
         # reduction slots some 2-D+ load reads along its unit stride (a ':' row: lanes run on it)
