@@ -378,3 +378,40 @@ def test_worker_count_fits_device_memory(monkeypatch: pytest.MonkeyPatch) -> Non
     assert discover.default_workers(100, cap=8, args=(big,)) == 2  # 20 GiB / (8 + 1) GiB
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (1 << 30, 140 << 30))
     assert discover.default_workers(100, cap=8, args=(big,)) == 1  # never zero
+
+
+def test_a_cancel_that_raced_a_worker_start_does_not_hang_its_next_request() -> None:
+    """A cancel marks the busy workers and kills their processes; one that lands while a worker
+    is still starting (no process yet) kills nothing, and the request then finishes normally
+    with the mark left set. The worker's next request must replace the live process, not wait
+    for it to exit (it waits on its stdin: a CI run hung there for good)."""
+    import threading
+
+    from tilecraft.autotune.isolate import IsolatedRunner
+
+    x, w = rms_inputs()
+    bound = K.rms_norm.bind((x, w))
+    configs, _ = candidates(bound.config_spec)
+    runner = IsolatedRunner(bound, (x, w), {}, None, workers=1)
+    try:
+        (worker,) = runner.workers
+        first = worker.request("check", configs[0], timeout_s=60)
+        assert first.get("ok"), first
+        worker.cancelled = True  # the mark of a cancel that found no process to kill
+        alive = worker.proc
+        assert alive is not None and alive.poll() is None
+        result: dict[str, object] = {}
+        thread = threading.Thread(
+            target=lambda: result.update(worker.request("check", configs[1], timeout_s=60))
+        )
+        thread.start()
+        thread.join(timeout=90)
+        hung = thread.is_alive()
+        if hung:  # unblock the test's thread before failing
+            alive.kill()
+            thread.join(timeout=30)
+        assert not hung, "the request waited for a live idle worker to exit"
+        assert result.get("ok"), result
+        assert alive.poll() is not None  # the old process was replaced
+    finally:
+        runner.close()

@@ -138,8 +138,11 @@ class Worker:
 
     def request(self, op: str, config: Config, timeout_s: float, **extra: Any) -> dict[str, Any]:
         """Send one request; a timeout kills the worker's process group."""
-        if self.cancelled:  # killed by a cancel after its last request: wait for it to go
-            self._reap()
+        if self.cancelled:
+            # a cancel after its last request, or one that raced its start-up (the process did
+            # not exist yet, so nothing was killed): kill it (if alive) and reap it. Reaping
+            # alone waited forever on a live worker idle on its stdin (a CI run hung here).
+            self.kill()
         self.busy, self.cancelled = True, False
         try:
             try:
