@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import tilecraft as tc
+from benchmarks.gen_kernels.heldout_dots import trmm_lower
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
 
@@ -78,21 +79,6 @@ def windowed_row_sums(a: torch.Tensor) -> torch.Tensor:
             kept = torch.where(near & (tm.index[:, None] >= tn.index[None, :]), a[tm, tn], 0.0)
             acc = acc + torch.sum(kept, dim=1)
         out[tm] = acc
-    return out
-
-
-@tc.kernel(static_shapes=True)
-def trmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """tril(a) @ b: the select only feeds a dot operand (measured slower split)."""
-    m, _ = a.size()
-    n = b.size(1)
-    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
-    for tm, tn in tc.tile([m, n]):
-        acc = tc.zeros([tm, tn], dtype=torch.float32)
-        for tk in tc.tile(tm.end):
-            at = torch.where(tm.index[:, None] >= tk.index[None, :], a[tm, tk], 0.0)
-            acc = tc.dot(at, b[tk, tn], acc=acc)
-        out[tm, tn] = acc.to(a.dtype)
     return out
 
 
@@ -170,7 +156,7 @@ def test_loops_the_order_does_not_decide_stay_whole() -> None:
     # (near & causal: not one comparison of two tiles, so the knob is not even offered)
     assert len(_loops(_code(windowed_row_sums, _meta(4096, 4096)))) == 1
     bf16 = torch.empty(4096, 4096, dtype=torch.bfloat16, device="meta")
-    code = _code(trmm, bf16, bf16)
+    code = _code(trmm_lower, bf16, bf16)  # tril(a) @ b: the select only feeds a dot operand
     assert len(_loops(code)) == 1 and "tl.where" in code
 
 
@@ -185,7 +171,9 @@ def test_the_knob_is_off_unless_asked_offered_where_a_select_orders_tiles() -> N
     assert "diagonal_" not in _plain_code(tril_row_sums, _meta(4096, 4096))
     assert any(c.diagonal_splits is True for c in flags.flipped(spec, default))
     bf16 = torch.empty(64, 64, dtype=torch.bfloat16, device="meta")
-    plain = BoundKernel(trmm, trmm.bind_arguments((bf16, bf16), {}), target=H200).config_spec
+    plain = BoundKernel(
+        trmm_lower, trmm_lower.bind_arguments((bf16, bf16), {}), target=H200
+    ).config_spec
     assert plain.diagonal_selects  # trmm's select orders tiles (codegen leaves it whole)
     rows = torch.empty(64, 64, device="meta")
     none = BoundKernel(
