@@ -62,3 +62,17 @@ def runs_correctly(kernel: tc.Kernel, config: tc.Config, *args: object) -> bool:
     bound = kernel.bind(args)
     out = bound.run(bound.compile_config(config), *args)
     return compare(out, kernel.run_ref(*args)).ok
+
+
+@tc.kernel(static_shapes=True)
+def grid_row_max(x: torch.Tensor) -> torch.Tensor:
+    """Row maxima with the running max started as a Python float: compiles, but eager PyTorch
+    rejects torch.maximum(float, tensor) (the accuracy baseline cannot run)."""
+    r, c = x.size()
+    out = torch.empty([r], dtype=torch.float32, device=x.device)
+    for i in tc.grid(r):
+        m = float("-inf")
+        for tcol in tc.tile(c):
+            m = torch.maximum(m, torch.amax(x[i, tcol].to(torch.float32)))
+        out[i] = m
+    return out

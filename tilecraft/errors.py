@@ -37,6 +37,18 @@ class SourceLoc:
         return f"  File {self}\n    {line}\n    {caret}"
 
 
+def innermost_frame(exc: BaseException, filename: str) -> SourceLoc | None:
+    """The deepest line of ``filename`` in ``exc``'s traceback (the statement of the user's
+    kernel that raised), or None."""
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            found = SourceLoc(filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
 class TilecraftError(Exception):
     """Base class of all errors tilecraft raises on purpose."""
 

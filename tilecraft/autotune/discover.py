@@ -28,7 +28,7 @@ from tilecraft.autotune.runner import Runner
 from tilecraft.autotune.runners import open_runner
 from tilecraft.config.config import Config
 from tilecraft.config.unfit import unfit_values
-from tilecraft.errors import ConfigError
+from tilecraft.errors import ConfigError, innermost_frame
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.settings import force_autotune
 
@@ -62,14 +62,27 @@ def baseline_or_none(
     try:
         return compute_baseline(bound.kernel, args, dict(kwargs))
     except Exception as exc:  # a broken ref mode / baseline must not stop tuning
-        warnings.warn(
-            f"tilecraft autotune: {bound.kernel.__name__}: the accuracy baseline failed "
-            f"({error_text(exc).splitlines()[0]}); configs are checked for running only. "
-            f"Pass @tc.kernel(baseline=...) to check accuracy",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        warnings.warn(_baseline_failure(bound, exc), RuntimeWarning, stacklevel=3)
         return None
+
+
+def _baseline_failure(bound: BoundKernel, exc: Exception) -> str:
+    """Why the accuracy check is off: the error, and where ref mode ran the kernel body as
+    eager PyTorch, the line of the kernel that eager PyTorch rejected (code that compiles may
+    still not be eager PyTorch: ``m = float("-inf")`` then ``torch.maximum(m, x)``)."""
+    text = f"({error_text(exc).splitlines()[0]})"
+    kernel = bound.kernel
+    where = None if kernel.baseline is not None else innermost_frame(exc, kernel.def_loc.filename)
+    hint = ""
+    if where is not None:
+        text = f"at {where.short} `{where.source_line().strip()}` {text}"
+        if "must be Tensor, not" in str(exc):
+            hint = "start such a value as a tensor (tc.full([], value, dtype=...)) or "
+    return (
+        f"tilecraft autotune: {kernel.__name__}: the accuracy baseline (the kernel run as eager "
+        f"PyTorch) failed {text}; configs are checked for running only. To check accuracy, "
+        f"{hint}pass @tc.kernel(baseline=...)"
+    )
 
 
 def kernel_tolerances(bound: BoundKernel, args: Sequence[Any] = ()) -> Tolerances | None:
