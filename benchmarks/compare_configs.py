@@ -9,7 +9,8 @@ device, seed)`` when it has one, as example modules do, e.g. ``examples.rope:rop
 benchmarks/results/): each config's do_bench median and its max error against the first one's
 output, plus the discovered default. A config that fails to compile or launch (e.g. out of shared
 memory) is a row with its error, and the others still run. ``--inputs gen:CASE`` takes the
-inputs of a generalization case (``benchmarks.gen_kernels``), e.g. ``gen:layer_norm_bwd_seed``;
+arguments a generalization case (``benchmarks.gen_kernels``) calls the kernel with, scalars
+included, e.g. ``gen:layer_norm_bwd_seed``;
 ``--inputs example:NAME:CALL`` the arguments of the CALL-th kernel call an example's ``run`` makes
 (``example:rms_norm:1``: the backward's).
 """
@@ -43,11 +44,13 @@ def _inputs(
 
         _, name, index = inputs.split(":")
         return example_call(EXAMPLES[name], shape, int(index), device)[1]
-    if inputs and inputs.startswith("gen:"):
+    if inputs and inputs.startswith("gen:"):  # gen:CASE, the arguments of its call of kernel
+        from benchmarks.default_change import case_calls
         from benchmarks.gen_kernels import CASES, HELDOUT
 
         case = {**CASES, **HELDOUT}[inputs.removeprefix("gen:")]
-        return tuple(case.make_inputs(shape, device, 0))
+        calls = case_calls(case, shape, device)
+        return next(args for k, args in calls if k.__name__ == kernel.__name__)
     if inputs:
         return tuple(_load(inputs)(shape, device))
     make_inputs = getattr(importlib.import_module(kernel.__module__), "make_inputs", None)

@@ -45,3 +45,19 @@ def test_a_failing_config_is_a_row_and_the_rest_still_run() -> None:
     )
     assert "error" in rows[1] and "reduction_loops" in rows[1]["error"]
     assert "error" not in rows[2] and rows[2]["ms"] == 1.0
+
+
+def test_gen_case_inputs_include_the_scalars_its_run_passes() -> None:
+    """A case whose ``run`` passes hyperparameters after the tensors (AdamW's lr, betas, ...),
+    and the second kernel of a two-kernel case, timed on the arguments the case gives it."""
+    from benchmarks.gen_kernels import HELDOUT
+
+    adam = HELDOUT["clipped_lazy_adam"].kernels[0]
+    rows = compare_configs.compare(
+        adam, (9, 20), ["default.replace(loop_orders=[[0, 1], [0, 1]])"], "cpu",
+        "gen:clipped_lazy_adam",
+    )  # fmt: skip
+    assert all("error" not in r for r in rows) and rows[1]["max_err"] < 1e-5
+    quantize = HELDOUT["int8_quant_per_tensor"].kernels[1]
+    rows = compare_configs.compare(quantize, (7, 33), [], "cpu", "gen:int8_quant_per_tensor")
+    assert rows[0]["kernel"] == "int8_quantize" and "error" not in rows[0]

@@ -15,6 +15,7 @@ import random
 from typing import Any
 
 from tilecraft.config.config import Config
+from tilecraft.config.grid_order import contiguous_first_order
 from tilecraft.config.pipelines import (
     computed_left_operand_loads,
     warp_specialize_carry_problem,
@@ -117,6 +118,8 @@ class StrategySpace:
         self.target = target
         caps = target.capabilities
         self.grids = [GridInfo(len(loop.grid_syms), _counts(loop)) for loop in loops]
+        # per device loop: its grid dims with the one walking memory's rows fastest
+        self.memory_orders = [contiguous_first_order(loop) for loop in loops]
         mem = sorted(
             (n for loop in loops for n in loop.walk() if "mem_slot" in n.attrs),
             key=lambda n: n.attrs["mem_slot"],
@@ -218,8 +221,9 @@ class StrategySpace:
     def neighbor_fields(self, config: Config) -> list[dict[str, Any]]:
         """Strategy moves one step from a normalized ``config``, for the tuner's local search:
         every other pid_type (and SM multiplier), all accesses to one indexing kind (each
-        access its closest allowed kind), all loads to one eviction policy, and each L2
-        grouping of a 2-D grid to another size."""
+        access its closest allowed kind), all loads to one eviction policy, each L2 grouping of
+        a 2-D grid to another size, and each 2-D+ grid to its identity or its memory order
+        (``config/grid_order.py``)."""
         moves: list[dict[str, Any]] = []
         pid = config.pid_type
         # xyz has no L2 grouping: moving there resets it
@@ -249,6 +253,12 @@ class StrategySpace:
                     for g in (1, 4, 8, 16)
                     if g != l2[i]
                 ]
+        orders = self._loop_orders(config)
+        for i, info in enumerate(self.grids):
+            others = {tuple(range(info.rank)), tuple(self.memory_orders[i])} - {tuple(orders[i])}
+            moves += [
+                {"loop_orders": [*orders[:i], list(o), *orders[i + 1 :]]} for o in sorted(others)
+            ]
         return moves
 
     def _check_warp_specialize(

@@ -27,6 +27,7 @@ from tilecraft.config import (
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.dims import BlockSpec, ReductionSpec, ValueShape, cdiv
+from tilecraft.config.grid_order import contiguous_index_sym, contiguous_item, default_loop_orders
 from tilecraft.config.pipelines import (
     fit_specialized_stages,
     hopper_default,
@@ -162,10 +163,10 @@ class ConfigSpec:
                         slots[d.config_slot].dot_role = role
                         if role == "k" and a.dtype.itemsize == 1:
                             slots[d.config_slot].dot_min = 32
-            if node.op is Op.LOAD and (item := _contiguous_item(node)) and item[0] == "rdim":
+            if node.op is Op.LOAD and (item := contiguous_item(node)) and item[0] == "rdim":
                 self.contiguous_reductions.add(item[1].config_slot or 0)
             if node.op in (Op.LOAD, Op.STORE):
-                last = _last_index_sym(node)
+                last = contiguous_index_sym(node)
                 if last is not None and last.config_slot in slots:
                     block = slots[last.config_slot]
                     block.contiguous = True
@@ -228,6 +229,9 @@ class ConfigSpec:
             config = row_loops.resident_chunks(
                 self, row_loops.streams_per_sm(self, self._default(chunk_rows=True))
             )
+        orders = default_loop_orders(self.loops)
+        if orders is not None and all(list(o) == sorted(o) for o in config.loop_orders):
+            config = self.normalize(config.replace(loop_orders=orders), warn=False)
         policies = eviction.default_policies(self, config)
         if policies:
             config = self.normalize(config.replace(load_eviction_policies=policies), warn=False)
@@ -568,28 +572,6 @@ class ConfigSpec:
 
     def __repr__(self) -> str:
         return f"ConfigSpec(blocks={self.blocks}, reductions={self.reductions}, tunables={self.tunables})"
-
-
-def _last_index_sym(node: Node) -> Sym | None:
-    """The tile sym indexing the contiguous (stride-1) dim of a 2-D+ load/store, else its last
-    dim when no dim has stride 1 (None: an int, slice or value there, or a 1-D access, which
-    walks no row). A channels_last [B, C, H, W] tensor's rows run along C, not W."""
-    item = _contiguous_item(node)
-    if item is not None and item[0] == "tile" and isinstance(item[1], Sym):
-        return item[1]
-    return None
-
-
-def _contiguous_item(node: Node) -> tuple[Any, ...] | None:
-    """The index item of a 2-D+ load/store on the tensor's stride-1 dim (else its last dim;
-    None: a 1-D access)."""
-    items = [item for item in node.attrs.get("index", ()) if item[0] != "none"]
-    if len(items) < 2:
-        return None
-    tensor = node.attrs["tensor"]
-    unit = [d for d in range(tensor.ndim) if tensor.stride[d] == 1 and tensor.shape[d] != 1]
-    item: tuple[Any, ...] = items[unit[-1]] if tensor.ndim == len(items) and unit else items[-1]
-    return item
 
 
 def _report(repairs: list[str], _warned: set[str] | None) -> None:

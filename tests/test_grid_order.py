@@ -1,0 +1,88 @@
+"""The default order of multi-dim grids (config/grid_order.py): the grid dim that indexes the
+accesses' stride-1 dim varies fastest, so the programs resident at once read neighbouring
+memory; dot loops and atomic scatters keep the identity; the search moves between both; and the
+reordered grids compute what eager PyTorch does in the interpreter."""
+
+from __future__ import annotations
+
+import torch
+
+import tilecraft as tc
+from benchmarks.gen_kernels import HELDOUT
+from examples.add import add
+from examples.matmul import matmul
+from tilecraft.config.grid_order import contiguous_first_order
+from tilecraft.config.spec import ConfigSpec
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
+
+H200 = Target.parse("cuda:90")
+
+
+def _bound(kernel: tc.Kernel, *args: torch.Tensor, target: Target | None = H200) -> BoundKernel:
+    return BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
+
+
+def _case_spec(name: str) -> ConfigSpec:
+    case = HELDOUT[name]
+    return _bound(case.kernels[0], *case.make_inputs(case.gpu_shapes[0], "meta", 0)).config_spec
+
+
+def _meta(*shape: int) -> torch.Tensor:
+    return torch.empty(*shape, dtype=torch.bfloat16, device="meta")
+
+
+def test_a_2d_pointwise_grid_walks_along_its_rows() -> None:
+    """[32, 128] tiles of a row-major 8192x8192 add: the 64 column tiles of a row vary
+    fastest (pid_1 = pid % 64), the 256 row tiles slowest."""
+    bound = _bound(add, _meta(8192, 8192), _meta(8192, 8192))
+    config = bound.config_spec.default()
+    assert config.loop_orders == ((1, 0),)
+    code = bound.to_triton_code(config)
+    assert "pid_1 = (tl.program_id(0)) % (64)" in code
+    assert "pid_0 = tl.program_id(0) // (64)" in code
+
+
+def test_channels_last_loads_outvote_contiguous_stores() -> None:
+    """A 2x2 max pool reading a channels_last image (four loads along the channels) into
+    contiguous outputs (two stores along the width): channels fastest, then the width."""
+    spec = _case_spec("max_pool2x2")
+    assert spec.default().loop_orders == ((1, 3, 0, 2),)
+
+
+def test_dot_loops_and_atomic_scatters_keep_their_order() -> None:
+    """A GEMM's programs share operand panels (its order is the pipelines'); an embedding
+    backward adds rows picked by ids with atomics: both keep the identity."""
+    gemm = _bound(matmul, _meta(4096, 4096), _meta(4096, 4096)).config_spec
+    assert [contiguous_first_order(loop) for loop in gemm.loops] == [[0, 1]]
+    scatter = _case_spec("embedding_bwd_atomic")
+    assert [contiguous_first_order(loop) for loop in scatter.loops] == [[0, 1]]
+    assert all(list(o) == sorted(o) for o in scatter.default().loop_orders)
+
+
+def test_the_search_moves_between_identity_and_memory_order() -> None:
+    spec = _bound(add, _meta(8192, 8192), _meta(8192, 8192)).config_spec
+    default = spec.default()
+    moves = [m["loop_orders"] for m in spec.space.neighbor_fields(default) if "loop_orders" in m]
+    assert moves == [[[0, 1]]]
+    back = spec.normalize(default.replace(loop_orders=moves[0]), warn=False)
+    moves_back = [m["loop_orders"] for m in spec.space.neighbor_fields(back) if "loop_orders" in m]
+    assert moves_back == [[[1, 0]]]
+
+
+def test_reordered_grids_match_eager_in_the_interpreter() -> None:
+    """Ragged edges in both dims (37x100 in [16, 32] tiles), and the 4-D pool at an odd size."""
+    x, y = torch.randn(37, 100), torch.randn(37, 100)
+    bound = _bound(add, x, y, target=None)
+    config = tc.Config(block_sizes=[16, 32], num_warps=4, loop_orders=[[1, 0]])
+    torch.testing.assert_close(bound.run(bound.compile_config(config), x, y), x + y)
+
+    case = HELDOUT["max_pool2x2"]
+    (image,) = case.make_inputs((2, 5, 7, 9), "cpu", 0)
+    pool = _bound(case.kernels[0], image, target=None)
+    default = pool.config_spec.default()
+    assert default.loop_orders == ((1, 3, 0, 2),)
+    out, where = pool.run(pool.compile_config(default), image)
+    ref_out, ref_where = case.reference(image)
+    torch.testing.assert_close(out, ref_out)
+    torch.testing.assert_close(where, ref_where)

@@ -1,0 +1,87 @@
+"""The default order of a multi-dim grid's program ids (stage: config).
+
+In: the device loops (IR). Out: per device loop, its grid dims fastest-first, the default's
+``Config.loop_orders``.
+
+Programs run in about program-id order, so the dim that varies fastest decides which memory
+the programs resident at once touch. Flattening a 2-D grid row-tile-fastest (the identity order)
+has the programs of one wave read a narrow column strip of every row: short pieces of many DRAM
+pages. Making the dim that indexes the tensors' contiguous (stride-1) dim vary fastest has them
+read whole rows, neighbours in memory. (A SwiGLU backward over 8192x14336 bf16, [16, 128]
+tiles: 0.294 ms with rows fastest, 0.279 with columns fastest; H200, swiglu_s18.)
+Loops holding a ``tl.dot`` keep their order: their programs share operand panels through L2,
+which ``l2_groupings`` and the Hopper pipelines order for (``config/pipelines.py``). So do loops
+that scatter by atomics into rows a value picks: their cost is the atomics' contention, which
+this rule does not model (an embedding backward adding 16384 bf16 rows of 4096 into an fp32
+table: rows fastest 0.301 ms, columns fastest 0.320; emb_order_s18). The search moves between
+both orders (``StrategySpace.neighbor_fields``): a pointwise AdamW step over seven fp32/bf16
+streams ran 8% faster rows-first (adam_order_s18), which no rule here predicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
+
+
+def contiguous_item(node: Node) -> tuple[Any, ...] | None:
+    """The index item of a 2-D+ load/store on the tensor's stride-1 dim (else its last dim;
+    None: a 1-D access)."""
+    items = [item for item in node.attrs.get("index", ()) if item[0] != "none"]
+    if len(items) < 2:
+        return None
+    tensor = node.attrs["tensor"]
+    unit = [d for d in range(tensor.ndim) if tensor.stride[d] == 1 and tensor.shape[d] != 1]
+    item: tuple[Any, ...] = items[unit[-1]] if tensor.ndim == len(items) and unit else items[-1]
+    return item
+
+
+def contiguous_index_sym(node: Node) -> Sym | None:
+    """The tile sym indexing the contiguous (stride-1) dim of a 2-D+ load/store, else its last
+    dim when no dim has stride 1 (None: an int, slice or value there, or a 1-D access, which
+    walks no row). A channels_last [B, C, H, W] tensor's rows run along C, not W."""
+    item = contiguous_item(node)
+    if item is not None and item[0] == "tile" and isinstance(item[1], Sym):
+        return item[1]
+    return None
+
+
+def contiguous_first_order(loop: DeviceLoop) -> list[int]:
+    """``loop``'s grid dims fastest-first: the dims that index the most accesses' stride-1 dim
+    first, the others in their own order (the identity for 1-D grids, dot loops, and grids no
+    access walks along)."""
+    syms = list(loop.grid_syms)
+    identity = list(range(len(syms)))
+    body = list(walk(loop.body))
+    if len(syms) < 2 or any(n.op is Op.DOT or _scatters(n) for n in body):
+        return identity
+    votes = [0] * len(syms)
+    for node in body:
+        if node.op in (Op.LOAD, Op.STORE):
+            sym = contiguous_index_sym(node)
+            for d, grid_sym in enumerate(syms):
+                votes[d] += sym is grid_sym
+    return sorted(identity, key=lambda d: (-votes[d], d))
+
+
+def _scatters(node: Node) -> bool:
+    """An atomic whose index takes a loaded value (rows picked by ids)."""
+    return node.op is Op.ATOMIC and any(item[0] == "value" for item in node.attrs["index"])
+
+
+def default_loop_orders(loops: list[DeviceLoop]) -> list[list[int]] | None:
+    """Per device loop, :func:`contiguous_first_order`; None where every loop keeps the identity
+    (the config then leaves ``loop_orders`` unset)."""
+    orders = [contiguous_first_order(loop) for loop in loops]
+    if all(order == sorted(order) for order in orders):
+        return None
+    return orders
+
+
+__all__ = [
+    "contiguous_first_order",
+    "contiguous_index_sym",
+    "contiguous_item",
+    "default_loop_orders",
+]
