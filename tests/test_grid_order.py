@@ -5,10 +5,12 @@ reordered grids compute what eager PyTorch does in the interpreter."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import tilecraft as tc
 from benchmarks.gen_kernels import HELDOUT
+from benchmarks.gen_kernels.case import assert_matches_reference
 from examples.add import add
 from examples.matmul import matmul
 from tilecraft.config.grid_order import contiguous_first_order
@@ -86,3 +88,12 @@ def test_reordered_grids_match_eager_in_the_interpreter() -> None:
     ref_out, ref_where = case.reference(image)
     torch.testing.assert_close(out, ref_out)
     torch.testing.assert_close(where, ref_where)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "name", ["max_pool2x2", "swiglu_bwd", "instance_norm_nhwc", "segmented_cumsum", "moe_combine"]
+)
+def test_reordered_defaults_match_eager_on_gpu(name: str) -> None:
+    case = HELDOUT[name]
+    assert_matches_reference(case, case.gpu_shapes[0], "cuda")

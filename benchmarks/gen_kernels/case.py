@@ -54,6 +54,20 @@ class Case:
         }
 
 
+def assert_matches_reference(case: Case, shape: tuple[int, ...], device: str) -> None:
+    """Run ``case`` at ``shape`` on ``device`` (its kernels as written: discovery picks the
+    config) and check every output against the eager reference within ``case.atol``; a bf16
+    output may also sit one bf16 ulp away (2**-7 of the value: an fp32 sum in another order
+    rounded to bf16)."""
+    inputs = case.make_inputs(shape, device, 0)
+    got = case.run({k.__name__: k for k in case.kernels}, inputs)
+    want = case.reference(*inputs)
+    got, want = (x if isinstance(x, tuple) else (x,) for x in (got, want))
+    for g, w in zip(got, want, strict=True):
+        rtol = 2.0**-7 if g.dtype == torch.bfloat16 else 0.0
+        torch.testing.assert_close(g.float(), w.float(), rtol=rtol, atol=case.atol)
+
+
 def one_kernel_case(
     name: str,
     kernel: tc.Kernel,

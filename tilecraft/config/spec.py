@@ -267,6 +267,7 @@ class ConfigSpec:
         # a grid under one wave of resident programs (by these warps and the registers they
         # need): split its inner loop (config/split.py)
         config = split.with_default_splits(self, config, REGISTER_BUDGET, self._settle_warps)
+        config = occupancy.small_grid_warps(self, config)
         return self.normalize(self._fit_shared_memory(config), warn=False)
 
     def _settle_warps(self, config: Config) -> Config:

@@ -63,3 +63,24 @@ def keeps_step_reductions(body: list[Node]) -> bool:
 
 def has_deferrable_sums(body: list[Node]) -> bool:
     return any(n.op is Op.LOOP and deferrable_sums(n) for n in walk(body))
+
+
+def step_reductions_only_sum(body: list[Node], deferred: bool) -> bool:
+    """Whether the loops in ``body`` reduce their tile each step (cross-warp, with a barrier)
+    and every such reduction only feeds the loop's carried sums: each is read by other
+    reductions or by a sum accumulator's update, so no value computed from it flows back into
+    the step's elements (an online softmax's max does). ``deferred``: the deferrable sums are
+    reduced once after their loop (``Config.deferred_sums``), not each step. BatchNorm's
+    statistics, ``sum(x, dim=[0, 2])`` over two nested loops, reduce only into sums."""
+    found = False
+    for loop in (n for n in walk(body) if n.op is Op.LOOP):
+        users = readers(loop.body or [])
+        sums = {a.carry.attrs["next"].id for a in accumulators(loop).values() if a.fn == "add"}
+        after = {summed(carry).id for carry in deferrable_sums(loop)} if deferred else set()
+        for node in loop.body or []:
+            if node.op is not Op.REDUCE or node.id in after:
+                continue
+            if not all(u.op is Op.REDUCE or u.id in sums for u in users.get(node.id, [])):
+                return False
+            found = True
+    return found

@@ -1,0 +1,79 @@
+"""More warps for small grids whose loops reduce each step only into carried sums
+(config/occupancy.py: small_grid_warps; ir/deferred_sums.py: step_reductions_only_sum): which
+loops qualify, which defaults move on cuda:90, and the moved default's numerics."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from benchmarks.default_change import case_calls
+from benchmarks.gen_kernels import HELDOUT
+from benchmarks.gen_kernels.case import assert_matches_reference
+from examples.cumsum import cumsum_rows
+from tilecraft.config.spec import ConfigSpec
+from tilecraft.ir.deferred_sums import step_reductions_only_sum
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
+
+H200 = Target.parse("cuda:90")
+
+
+def _spec(kernel: tc.Kernel, *args: object) -> ConfigSpec:
+    return BoundKernel(kernel, kernel.bind_arguments(args, {}), target=H200).config_spec
+
+
+def _case_spec(name: str, shape: tuple[int, ...] | None = None) -> ConfigSpec:
+    case = HELDOUT[name]
+    kernel, args = case_calls(case, shape or case.gpu_shapes[0])[0]
+    return _spec(kernel, *args)
+
+
+def test_batchnorm_statistics_reduce_only_into_sums_and_get_16_warps() -> None:
+    """256 channels, one a program (under two an SM), a [32, 256] step summed over two dims
+    into the carried total: 8192 elements a step, 16 a thread at 16 warps."""
+    spec = _case_spec("batchnorm_stats_nchw")
+    assert all(step_reductions_only_sum(loop.body, deferred=True) for loop in spec.loops)
+    assert spec.default().num_warps == 16
+
+
+def test_a_large_batchnorm_grid_keeps_its_warps() -> None:
+    """4096 channels are 31 programs an SM: other programs fill the waits."""
+    spec = _case_spec("batchnorm_stats_nchw", (8, 4096, 16, 16))
+    config = spec.default()
+    assert spec.programs(0, config) == 512 and config.num_warps == 8
+
+
+def test_a_step_max_that_feeds_the_elements_keeps_the_warps() -> None:
+    """Decode attention's loop: the step's max and sum feed exp() of the step's scores."""
+    spec = _case_spec("decode_attention")
+    assert not any(step_reductions_only_sum(loop.body, deferred=True) for loop in spec.loops)
+    assert spec.default().num_warps == 8
+
+
+def test_scans_and_deferred_sums_keep_the_warps() -> None:
+    """A cumsum (32 rows of 1M) scans across warps; instance norm's sums are deferred past
+    their loops, so no step waits on a cross-warp reduction."""
+    scan = _spec(cumsum_rows, torch.empty(32, 1048576, dtype=torch.bfloat16, device="meta"))
+    assert scan.default().num_warps == 4
+    norm = _case_spec("instance_norm_nhwc")
+    assert not all(step_reductions_only_sum(loop.body, deferred=True) for loop in norm.loops)
+    assert norm.default().num_warps == 8
+
+
+def test_the_16_warp_batchnorm_default_matches_eager_in_the_interpreter() -> None:
+    case = HELDOUT["batchnorm_stats_nchw"]
+    (x,) = case.make_inputs((3, 5, 6, 7), "cpu", 0)
+    bound = BoundKernel(case.kernels[0], case.kernels[0].bind_arguments((x,), {}))
+    config = bound.config_spec.default().replace(num_warps=16)
+    mean, var = bound.run(bound.compile_config(config), x)
+    ref_mean, ref_var = case.reference(x)
+    torch.testing.assert_close(mean, ref_mean, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(var, ref_var, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_the_16_warp_batchnorm_default_matches_eager_on_gpu() -> None:
+    case = HELDOUT["batchnorm_stats_nchw"]
+    assert_matches_reference(case, case.gpu_shapes[0], "cuda")
