@@ -97,3 +97,23 @@ def test_reordered_grids_match_eager_in_the_interpreter() -> None:
 def test_reordered_defaults_match_eager_on_gpu(name: str) -> None:
     case = HELDOUT[name]
     assert_matches_reference(case, case.gpu_shapes[0], "cuda")
+
+
+def test_a_dim_contiguous_only_in_the_outputs_keeps_whole_segments() -> None:
+    """The max pool's width is contiguous only in its NCHW outputs (64 MB and 32 MB beside a
+    256 MB input): it keeps 64 of its 56 columns (128-byte rows stored) instead of 8."""
+    spec = _case_spec("max_pool2x2")
+    assert spec.blocks[3].store_itemsize == 1 and spec.blocks[3].row_floor == 64
+    assert spec.default().block_sizes == (1, 32, 1, 64)
+
+
+def test_small_side_outputs_do_not_set_segment_floors() -> None:
+    """A group norm stores its per-(n, group) statistics along the groups (2 KB beside 64 MB
+    of activations): the group dim stays one a program."""
+    from benchmarks.default_change import case_calls
+
+    case = HELDOUT["group_norm_fwd"]
+    kernel, args = case_calls(case, case.gpu_shapes[0])[0]
+    spec = _bound(kernel, *args).config_spec
+    assert spec.blocks[1].store_itemsize == 0 and spec.blocks[1].row_floor is None
+    assert spec.default().block_sizes == (1, 1)

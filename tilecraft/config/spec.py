@@ -59,6 +59,9 @@ RANDOM_ELEMS_PER_THREAD = 256
 HARD_ELEMS_PER_THREAD = 512
 
 
+BULK_STORE_SHARE = 16  # see _bulk_store
+
+
 class ConfigSpec:
     def __init__(
         self,
@@ -147,6 +150,7 @@ class ConfigSpec:
                     if ok
                     else ReductionSpec(sym.config_slot or 0, int(sym.extent), False, why)
                 )
+        largest = max((_tensor_bytes(n) for n in walk(loop.body) if "tensor" in n.attrs), default=0)
         for node in walk(loop.body):
             if node.op is Op.DOT:
                 self.has_dot = True
@@ -170,9 +174,11 @@ class ConfigSpec:
                 if last is not None and last.config_slot in slots:
                     block = slots[last.config_slot]
                     block.contiguous = True
+                    size = node.dtype.itemsize
                     if node.op is Op.LOAD:
-                        size = node.dtype.itemsize
                         block.load_itemsize = min(block.load_itemsize or size, size)
+                    elif _bulk_store(node, largest):
+                        block.store_itemsize = min(block.store_itemsize or size, size)
             if node.shape and node.op not in (Op.LOOP,):
                 self.values.append(ValueShape(tuple(_dim_ref(d) for d in node.shape), node.loc))
         self.reductions.sort(key=lambda r: r.slot)
@@ -573,6 +579,22 @@ class ConfigSpec:
 
     def __repr__(self) -> str:
         return f"ConfigSpec(blocks={self.blocks}, reductions={self.reductions}, tunables={self.tunables})"
+
+
+def _tensor_bytes(node: Node) -> int:
+    """Bytes of the tensor a load, store or atomic accesses (0 where its shape is symbolic)."""
+    tensor = node.attrs["tensor"]
+    shape = getattr(tensor, "shape", ())
+    if not all(isinstance(d, int) for d in shape):
+        return 0
+    return math.prod(shape) * node.dtype.itemsize
+
+
+def _bulk_store(node: Node, largest: int) -> bool:
+    """Whether a store writes a share of the loop's traffic worth whole segments: a tensor at
+    least 1/16 the size of the largest one the loop accesses (a group norm's per-group
+    statistics, 2 KB beside 64 MB of activations, are not; a max pool's outputs are)."""
+    return _tensor_bytes(node) * BULK_STORE_SHARE >= largest
 
 
 def _report(repairs: list[str], _warned: set[str] | None) -> None:

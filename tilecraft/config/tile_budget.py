@@ -107,7 +107,7 @@ def shrink_to(spec: ConfigSpec, config: Config, budget: int) -> Config:
 
 
 def _keeps_lanes(spec: ConfigSpec, value: ValueShape, slot: int, block: int) -> bool:
-    """Whether ``slot`` is ``value``'s last contiguous loaded block dim (where Triton puts each
+    """Whether ``slot`` is ``value``'s last contiguous loaded or stored block dim (where Triton puts each
     warp's lanes), at or under ``LANE_ROW_BYTES`` a row. (A masked mean over the middle dim of
     [64, 512, 4096] bf16, tiles [batch, time, hidden]: the old order halved the largest dim
     whatever it was and gave [8, 32, 32], reading 64 bytes of each row. A global average pool
@@ -116,7 +116,7 @@ def _keeps_lanes(spec: ConfigSpec, value: ValueShape, slot: int, block: int) -> 
     replays, graph_replay_avgpool_s14.)"""
     if lanes_slot(spec, value) != slot:
         return False
-    return 0 < block * spec.blocks[slot].load_itemsize <= LANE_ROW_BYTES
+    return 0 < block * spec.blocks[slot].itemsize <= LANE_ROW_BYTES
 
 
 def lanes_slot(spec: ConfigSpec, value: ValueShape) -> int | None:
