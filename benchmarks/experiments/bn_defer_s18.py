@@ -4,7 +4,8 @@ user wrote them, each pass's ``sum(x, dim=[0, 2])`` over two nested loops either
 the warps every step (the default: a barrier each step) or accumulated in a tile and reduced once
 after both loops (deferred), at 8 and 16 warps."""
 
-from benchmarks.experiments._cases import DEFAULT
+from benchmarks.experiments._cases import bookended, heldout
+from benchmarks.experiments.bn_stats_s17 import EIGHT, KEEP
 
 
 def _deferred(carry: str, value: str, first: str, last: str, blocks: str, mask: str) -> list:
@@ -31,23 +32,22 @@ def _deferred(carry: str, value: str, first: str, last: str, blocks: str, mask: 
 DEFERRED = _deferred("total", "v", "v_1", "v_2", "_BLOCK_1, _BLOCK_0, _BLOCK_2", "mask_2") + (
     _deferred("sq", "v_5", "v_6", "v_7", "_BLOCK_3, _BLOCK_0, _BLOCK_4", "mask_4")
 )
-KEEP = "load_eviction_policies=['last', 'first']"
 EXPERIMENTS = [
-    dict(
-        name="batchnorm stats 32x256x56x56",
-        kernel="benchmarks.gen_kernels.heldout_s17:batchnorm_stats_nchw",
-        shape=(32, 256, 56, 56),
-        inputs="gen:batchnorm_stats_nchw",
-        reference="benchmarks.gen_kernels.heldout_s17:batchnorm_stats_nchw_reference",
-        variants=[
-            DEFAULT,
-            ("deferred", "default", DEFERRED),
-            ("16 warps", "default.replace(num_warps=16)", []),
-            ("deferred, 16 warps", "default.replace(num_warps=16)", DEFERRED),
-            ("deferred, last/first", f"default.replace({KEEP})", DEFERRED),
-            ("deferred, 4 warps", "default.replace(num_warps=4)", DEFERRED),
-            ("deferred, n block 8", "default.replace(block_sizes=[1, 8, 1024, 8, 1024])", DEFERRED),
-            DEFAULT,
-        ],
+    heldout(
+        "batchnorm_stats_nchw",
+        bookended(
+            [
+                ("deferred", EIGHT, DEFERRED),
+                ("16 warps", "default.replace(num_warps=16)", []),
+                ("deferred, 16 warps", "default.replace(num_warps=16)", DEFERRED),
+                ("deferred, last/first", f"default.replace(num_warps=8, {KEEP})", DEFERRED),
+                ("deferred, 4 warps", "default.replace(num_warps=4)", DEFERRED),
+                (
+                    "deferred, n block 8",
+                    "default.replace(num_warps=8, block_sizes=[1, 8, 1024, 8, 1024])",
+                    DEFERRED,
+                ),
+            ]
+        ),
     ),
 ]
