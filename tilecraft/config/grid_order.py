@@ -1,7 +1,9 @@
-"""The default order of a multi-dim grid's program ids (stage: config).
+"""The default order of a multi-dim grid's program ids, and which accesses walk memory rows
+(stage: config).
 
 In: the device loops (IR). Out: per device loop, its grid dims fastest-first, the default's
-``Config.loop_orders``.
+``Config.loop_orders``; for the spec, each access's contiguous index and whether a store is bulk
+(its dims keep whole segments, ``BlockSpec.row_floor``).
 
 Programs run in about program-id order, so the dim that varies fastest decides which memory
 the programs resident at once touch. Flattening a 2-D grid row-tile-fastest (the identity order)
@@ -20,6 +22,7 @@ streams ran 8% faster rows-first (adam_order_s18), which no rule here predicts.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
@@ -45,6 +48,25 @@ def contiguous_index_sym(node: Node) -> Sym | None:
     if item is not None and item[0] == "tile" and isinstance(item[1], Sym):
         return item[1]
     return None
+
+
+BULK_STORE_SHARE = 16  # a store of at least 1/16 of the loop's largest tensor: see bulk_store
+
+
+def tensor_bytes(node: Node) -> int:
+    """Bytes of the tensor a load, store or atomic accesses (0 where its shape is symbolic)."""
+    tensor = node.attrs["tensor"]
+    shape = getattr(tensor, "shape", ())
+    if not all(isinstance(d, int) for d in shape):
+        return 0
+    return math.prod(shape) * node.dtype.itemsize
+
+
+def bulk_store(node: Node, largest: int) -> bool:
+    """Whether a store writes a share of its loop's traffic worth whole segments: a tensor at
+    least 1/16 the size of the ``largest`` one the loop accesses (a group norm's per-group
+    statistics, 2 KB beside 64 MB of activations, are not; a max pool's outputs are)."""
+    return tensor_bytes(node) * BULK_STORE_SHARE >= largest
 
 
 def contiguous_first_order(loop: DeviceLoop) -> list[int]:
@@ -80,8 +102,10 @@ def default_loop_orders(loops: list[DeviceLoop]) -> list[list[int]] | None:
 
 
 __all__ = [
+    "bulk_store",
     "contiguous_first_order",
     "contiguous_index_sym",
     "contiguous_item",
     "default_loop_orders",
+    "tensor_bytes",
 ]

@@ -27,7 +27,13 @@ from tilecraft.config import (
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.dims import BlockSpec, ReductionSpec, ValueShape, cdiv
-from tilecraft.config.grid_order import contiguous_index_sym, contiguous_item, default_loop_orders
+from tilecraft.config.grid_order import (
+    bulk_store,
+    contiguous_index_sym,
+    contiguous_item,
+    default_loop_orders,
+    tensor_bytes,
+)
 from tilecraft.config.pipelines import (
     fit_specialized_stages,
     hopper_default,
@@ -57,9 +63,6 @@ RANDOM_ELEMS_PER_THREAD = 256
 # elements per thread of the largest tile: explicit configs above this are shrunk, and the tuner
 # skips candidates above it (Triton's compiler runs for many minutes on such tiles)
 HARD_ELEMS_PER_THREAD = 512
-
-
-BULK_STORE_SHARE = 16  # see _bulk_store
 
 
 class ConfigSpec:
@@ -150,7 +153,7 @@ class ConfigSpec:
                     if ok
                     else ReductionSpec(sym.config_slot or 0, int(sym.extent), False, why)
                 )
-        largest = max((_tensor_bytes(n) for n in walk(loop.body) if "tensor" in n.attrs), default=0)
+        largest = max((tensor_bytes(n) for n in walk(loop.body) if "tensor" in n.attrs), default=0)
         for node in walk(loop.body):
             if node.op is Op.DOT:
                 self.has_dot = True
@@ -177,7 +180,7 @@ class ConfigSpec:
                     size = node.dtype.itemsize
                     if node.op is Op.LOAD:
                         block.load_itemsize = min(block.load_itemsize or size, size)
-                    elif _bulk_store(node, largest):
+                    elif bulk_store(node, largest):
                         block.store_itemsize = min(block.store_itemsize or size, size)
             if node.shape and node.op not in (Op.LOOP,):
                 self.values.append(ValueShape(tuple(_dim_ref(d) for d in node.shape), node.loc))
@@ -579,22 +582,6 @@ class ConfigSpec:
 
     def __repr__(self) -> str:
         return f"ConfigSpec(blocks={self.blocks}, reductions={self.reductions}, tunables={self.tunables})"
-
-
-def _tensor_bytes(node: Node) -> int:
-    """Bytes of the tensor a load, store or atomic accesses (0 where its shape is symbolic)."""
-    tensor = node.attrs["tensor"]
-    shape = getattr(tensor, "shape", ())
-    if not all(isinstance(d, int) for d in shape):
-        return 0
-    return math.prod(shape) * node.dtype.itemsize
-
-
-def _bulk_store(node: Node, largest: int) -> bool:
-    """Whether a store writes a share of the loop's traffic worth whole segments: a tensor at
-    least 1/16 the size of the largest one the loop accesses (a group norm's per-group
-    statistics, 2 KB beside 64 MB of activations, are not; a max pool's outputs are)."""
-    return _tensor_bytes(node) * BULK_STORE_SHARE >= largest
 
 
 def _report(repairs: list[str], _warned: set[str] | None) -> None:
