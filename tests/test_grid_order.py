@@ -72,11 +72,15 @@ def test_the_search_moves_between_identity_and_memory_order() -> None:
     assert moves_back == [[[1, 0]]]
 
 
-def test_reordered_grids_match_eager_in_the_interpreter() -> None:
-    """Ragged edges in both dims (37x100 in [16, 32] tiles), and the 4-D pool at an odd size."""
+@pytest.mark.parametrize(
+    "pid_type", ["flat", "xyz", "persistent_blocked", "persistent_interleaved"]
+)
+def test_reordered_grids_match_eager_in_the_interpreter(pid_type: str) -> None:
+    """Ragged edges in both dims (37x100 in [16, 32] tiles) under each pid type, and the 4-D
+    pool at an odd size."""
     x, y = torch.randn(37, 100), torch.randn(37, 100)
     bound = _bound(add, x, y, target=None)
-    config = tc.Config(block_sizes=[16, 32], num_warps=4, loop_orders=[[1, 0]])
+    config = tc.Config(block_sizes=[16, 32], num_warps=4, loop_orders=[[1, 0]], pid_type=pid_type)
     torch.testing.assert_close(bound.run(bound.compile_config(config), x, y), x + y)
 
     case = HELDOUT["max_pool2x2"]
