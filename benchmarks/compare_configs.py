@@ -49,8 +49,10 @@ def _inputs(
         from benchmarks.gen_kernels import CASES, HELDOUT
 
         case = {**CASES, **HELDOUT}[inputs.removeprefix("gen:")]
-        calls = case_calls(case, shape, device)
-        return next(args for k, args in calls if k.__name__ == kernel.__name__)
+        found = [args for k, args in case_calls(case, shape, device) if k is kernel]
+        if not found:
+            raise ValueError(f"{inputs}: the case never calls {kernel.__name__}")
+        return found[0]
     if inputs:
         return tuple(_load(inputs)(shape, device))
     make_inputs = getattr(importlib.import_module(kernel.__module__), "make_inputs", None)

@@ -39,7 +39,8 @@ def test_batchnorm_statistics_reduce_only_into_sums_and_get_16_warps() -> None:
 
 
 def test_a_large_batchnorm_grid_keeps_its_warps() -> None:
-    """4096 channels are 31 programs an SM: other programs fill the waits."""
+    """4096 channels in 8-channel tiles, 512 programs (almost 4 an SM): other programs fill
+    the waits."""
     spec = _case_spec("batchnorm_stats_nchw", (8, 4096, 16, 16))
     config = spec.default()
     assert spec.programs(0, config) == 512 and config.num_warps == 8
@@ -62,7 +63,7 @@ def test_scans_and_deferred_sums_keep_the_warps() -> None:
     assert norm.default().num_warps == 8
 
 
-def test_the_16_warp_batchnorm_default_matches_eager_in_the_interpreter() -> None:
+def test_batchnorm_at_16_warps_matches_eager_in_the_interpreter() -> None:
     case = HELDOUT["batchnorm_stats_nchw"]
     (x,) = case.make_inputs((3, 5, 6, 7), "cpu", 0)
     bound = BoundKernel(case.kernels[0], case.kernels[0].bind_arguments((x,), {}))

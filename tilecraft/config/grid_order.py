@@ -1,8 +1,8 @@
 """The default order of a multi-dim grid's program ids, and which accesses walk memory rows
 (stage: config).
 
-In: the device loops (IR). Out: per device loop, its grid dims fastest-first, the default's
-``Config.loop_orders``; for the spec, each access's contiguous index and whether a store is bulk
+In: the device loops (IR). Out: per device loop, its grid dims fastest-first (the default's
+``Config.loop_orders``, kept as ``StrategySpace.memory_orders``); for the spec, each access's contiguous index and whether a store is bulk
 (its dims keep whole segments, ``BlockSpec.row_floor``).
 
 Programs run in about program-id order, so the dim that varies fastest decides which memory
@@ -92,20 +92,10 @@ def _scatters(node: Node) -> bool:
     return node.op is Op.ATOMIC and any(item[0] == "value" for item in node.attrs["index"])
 
 
-def default_loop_orders(loops: list[DeviceLoop]) -> list[list[int]] | None:
-    """Per device loop, :func:`contiguous_first_order`; None where every loop keeps the identity
-    (the config then leaves ``loop_orders`` unset)."""
-    orders = [contiguous_first_order(loop) for loop in loops]
-    if all(order == sorted(order) for order in orders):
-        return None
-    return orders
-
-
 __all__ = [
     "bulk_store",
     "contiguous_first_order",
     "contiguous_index_sym",
     "contiguous_item",
-    "default_loop_orders",
     "tensor_bytes",
 ]

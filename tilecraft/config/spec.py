@@ -31,7 +31,6 @@ from tilecraft.config.grid_order import (
     bulk_store,
     contiguous_index_sym,
     contiguous_item,
-    default_loop_orders,
     tensor_bytes,
 )
 from tilecraft.config.pipelines import (
@@ -238,8 +237,11 @@ class ConfigSpec:
             config = row_loops.resident_chunks(
                 self, row_loops.streams_per_sm(self, self._default(chunk_rows=True))
             )
-        orders = default_loop_orders(self.loops)
-        if orders is not None and all(list(o) == sorted(o) for o in config.loop_orders):
+        # the grid order that walks memory's rows (config/grid_order.py), unless a rule above
+        # chose one; computed once per spec by the strategy space
+        orders = self.space.memory_orders
+        reordered = any(order != sorted(order) for order in orders)
+        if reordered and all(list(o) == sorted(o) for o in config.loop_orders):
             config = self.normalize(config.replace(loop_orders=orders), warn=False)
         policies = eviction.default_policies(self, config)
         if policies:
