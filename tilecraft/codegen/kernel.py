@@ -243,8 +243,9 @@ def _generate_split(
     first = loop
     if isinstance(site, SplitSite):  # the partials kernel ends with the inner loop
         first = dataclasses.replace(loop, body=loop.body[: site.position + 1])
-    # one launch: a rolled site's combine runs every share (all S programs need all partials)
-    if plan.split_one_launch and isinstance(site, SplitSite):
+    # one launch: a rolled site's combine runs every share (all S programs need all partials),
+    # and so does a split loop's whose later loops the shares divide
+    if plan.split_one_launch and isinstance(site, SplitSite) and not site.shared:
         return _generate_one_launch(loop, first, plan, fn_name, site, factor, prepasses)
     partial_pass = SplitPass(site, factor, PARTIALS, plan.split_atomics)
     partials = _emit(first, plan, f"_tc_{fn_name}_{loop.index}_partials", partial_pass)

@@ -48,9 +48,11 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
     if chunk_outer.emit_chunk_outer(ctx, node):
         return  # row statistics, then column chunks outer (codegen/chunk_outer.py)
     split = ctx.split if ctx.split is not None and ctx.split.is_site(node) else None
+    if ctx.split is not None and ctx.split.shares(node):
+        split = ctx.split  # the combine's share of a carry-free loop after the split one
     homes.emit_init(ctx, node)
     init_carried(ctx, node, split)
-    if split is not None and split.phase == COMBINE:
+    if split is not None and split.phase == COMBINE and split.is_site(node):
         return
     deferred = deferred_sums.open_rows(ctx, deferred_sums.deferred_sums(ctx, node))
     diagonal = find_diagonal(ctx, node) if split is None else None
@@ -60,7 +62,7 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
     else:
         _emit_split_at_diagonal(ctx, node, diagonal, deferred)
     deferred_sums.close_rows(ctx, deferred)
-    if split is not None:
+    if split is not None and split.is_site(node):
         split.store_partials(ctx)
 
 

@@ -24,6 +24,11 @@ inner loop ``S`` ways, see ``ir/split.py``; out: two Triton kernels and their la
   (``codegen/kernel.py`` says why). The counters live in a per-stream buffer that stays zeroed
   between launches (``runtime/device.split_counters``).
 
+Where the loops after the split one carry nothing (a BatchNorm's normalizing pass over the rows
+it summed, ``ir/split.shared_loops``), the combine kernel runs on the ``(tiles, S)`` grid too:
+every program combines the partials alike and runs its share of each such loop (two launches:
+one launch's last-arriving program would run them alone).
+
 A split **rolled** reduction dim (``RolledSite``) runs both kernels on the ``(tiles, S)`` grid:
 the partials kernel runs the code before the reductions and its share of their chunk loop, then
 stores each reduction's result; the combine kernel sets each reduction to
@@ -44,7 +49,7 @@ import torch
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Sym
 from tilecraft.ir.pointwise import POINTWISE
-from tilecraft.ir.split import FN_OF, RolledSite, Site
+from tilecraft.ir.split import FN_OF, RolledSite, Site, SplitSite
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
@@ -88,9 +93,19 @@ class SplitPass:
             return list(self.site.reduces)
         return [a.carry for a in self.site.accumulators]
 
+    @property
+    def shared(self) -> tuple[Node, ...]:
+        """The loops after the split one that the combine's programs share (``ir/split.py``)."""
+        return self.site.shared if isinstance(self.site, SplitSite) else ()
+
+    def shares(self, node: Node) -> bool:
+        """Whether ``node`` is a loop this (combine) pass runs one share of."""
+        return self.phase == COMBINE and any(node is n for n in self.shared)
+
     def grid(self, tiles: str) -> str:
         """The launch grid of this pass."""
-        return f"{tiles}, {self.factor}" if self.phase == PARTIALS or self.rolled else tiles
+        two_d = self.phase == PARTIALS or self.rolled or self.shared
+        return f"{tiles}, {self.factor}" if two_d else tiles
 
     # -- partials kernel ------------------------------------------------------------------
     def carry_init(self, ctx: EmitContext, carry: Node) -> str:
