@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 from tilecraft.frontend import advanced_index, rdims
-from tilecraft.frontend.coverage import check_tile_covers
+from tilecraft.frontend.coverage import check_tile_covers, known_int
 from tilecraft.frontend.slices import slice_item
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, shape_str
@@ -77,6 +77,8 @@ def _item(tr: Tracer, t: HostTensor, dim: int, item: Any, out: _Items) -> None:
                 f"index {item} is out of bounds for dim {dim} of '{t.name}' {list(t.shape)}"
             )
         out.resolved.append(("int", item % t.shape[dim], dim))
+    elif isinstance(item, TileValue) and (sym := _scalar_tile_begin(item.node, t.shape[dim])):
+        out.resolved.append(("tile", sym, dim))  # ``x[te.begin]`` of a one-wide tile: ``x[te]``
     elif isinstance(item, TileValue):
         node = item.node
         if node.dtype.is_floating_point:
@@ -86,6 +88,18 @@ def _item(tr: Tracer, t: HostTensor, dim: int, item: Any, out: _Items) -> None:
         out.shape.extend(node.shape)
     else:
         raise UnsupportedOpError(f"index of type {type(item).__name__} on '{t.name}'")
+
+
+def _scalar_tile_begin(node: Node, size: int) -> Sym | None:
+    """The tile whose ``.begin`` ``node`` is, when that tile is one element wide (its index is
+    its begin) and covers a dim of ``size``: indexing with it is indexing with the tile, which
+    block pointers and tensor descriptors can take (an expert's weight ``w[te.begin, tk, tn]``
+    in a grouped GEMM loads by TMA, as ``w[te, tk, tn]`` does). None otherwise."""
+    sym = node.attrs.get("sym") if node.op is Op.TILE_BEGIN else None
+    if not isinstance(sym, Sym) or not sym.scalar:
+        return None
+    end = known_int(sym.extent)
+    return sym if end is not None and end <= size else None
 
 
 def resolve_index(
