@@ -67,12 +67,13 @@ def runs_correctly(kernel: tc.Kernel, config: tc.Config, *args: object) -> bool:
 @tc.kernel(static_shapes=True)
 def grid_row_max(x: torch.Tensor) -> torch.Tensor:
     """Row maxima with the running max started as a Python float: compiles, but eager PyTorch
-    rejects torch.maximum(float, tensor) (the accuracy baseline cannot run)."""
+    rejects Tensor.maximum(float) (the accuracy baseline cannot run; ref mode takes numbers
+    in torch.maximum(float, tensor), not in a tensor's methods)."""
     r, c = x.size()
     out = torch.empty([r], dtype=torch.float32, device=x.device)
     for i in tc.grid(r):
         m = float("-inf")
         for tcol in tc.tile(c):
-            m = torch.maximum(m, torch.amax(x[i, tcol].to(torch.float32)))
+            m = torch.amax(x[i, tcol].to(torch.float32)).maximum(m)
         out[i] = m
     return out

@@ -419,15 +419,15 @@ def test_a_cancel_that_raced_a_worker_start_does_not_hang_its_next_request() -> 
 
 def test_a_baseline_that_is_not_eager_pytorch_names_the_kernel_line() -> None:
     """A body that compiles but that eager PyTorch rejects (a carried value started as a Python
-    float, then torch.maximum(float, tensor)): the warning names the kernel's line and says how
-    to keep the accuracy check."""
+    float, then tensor.maximum(float)): the warning names the kernel's line and says how to
+    keep the accuracy check."""
     import warnings
 
     from tilecraft.autotune.discover import baseline_or_none
 
     x = torch.randn(6, 50)
     # the first call discovers a config: the warning comes with it, and the kernel still runs
-    with pytest.warns(RuntimeWarning, match=r"autotune_kernels\.py:\d+ `m = torch\.maximum"):
+    with pytest.warns(RuntimeWarning, match=r"autotune_kernels\.py:\d+ `m = torch\.amax"):
         torch.testing.assert_close(K.grid_row_max(x), x.amax(1))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -436,7 +436,7 @@ def test_a_baseline_that_is_not_eager_pytorch_names_the_kernel_line() -> None:
     line = next(
         i
         for i, text in enumerate(Path(K.__file__).read_text().splitlines(), 1)
-        if "m = torch.maximum(m, torch.amax" in text
+        if "m = torch.amax(x[i, tcol].to(torch.float32)).maximum(m)" in text
     )
     assert f"autotune_kernels.py:{line}" in message
     assert "must be Tensor, not float" in message and "tc.full([], value" in message

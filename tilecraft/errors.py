@@ -86,6 +86,12 @@ class DeviceCodeError(TilecraftError):
     """Misuse of the DSL inside (or outside) a device loop."""
 
 
+class IndexOutOfBoundsError(DeviceCodeError, IndexError):
+    """An index out of its tensor's range where no mask covers it (found by ref mode before it
+    indexes: compiled code would read or write outside the tensor there). An IndexError too,
+    so code that catches torch's own keeps working."""
+
+
 class ArgumentError(TilecraftError):
     """A kernel argument that does not match what the kernel was compiled for."""
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from tilecraft.codegen.loops import init_carried
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.schedule import emit_block
+from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
@@ -38,12 +39,22 @@ def emit_if(em: EmitContext, node: Node) -> None:
             for carry, name in zip(carried, names, strict=True):
                 value = carry.attrs[key]
                 if value is not carry.inputs[0]:
-                    em.w.line(f"{name} = {em.expr(value)}")
+                    em.w.line(f"{name} = {_typed(em, value, carry)}")
             em.w.line("pass")  # a branch may have nothing else
             em.scopes.pop()
     for carry, name in zip(carried, names, strict=True):
         em.scopes[-1][carry.id] = name
     em.scopes[-1][node.id] = "None"  # emitted (an IF has no value of its own)
+
+
+def _typed(em: EmitContext, value: Node, carry: Node) -> str:
+    """A branch's value of ``carry`` as Triton text of the carried type: a constant or scalar
+    argument would be a Python number, which Triton makes an int32 / fp32 and then refuses
+    against an int64 / fp16 variable from before the ``if``."""
+    text = em.expr(value)
+    if value.op in (Op.CONST, Op.ARG) and value.ndim == 0:
+        text = f"tl.full([], {text}, {dtypes.triton_dtype(carry.dtype)})"
+    return text
 
 
 def _condition(em: EmitContext, node: Node, flag: str) -> None:

@@ -13,6 +13,7 @@ visible after it.
 from __future__ import annotations
 
 import ast
+import functools
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -22,6 +23,7 @@ from tilecraft.frontend import rdims
 from tilecraft.frontend.assigned import assigned_names
 from tilecraft.frontend.values import TileValue
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind, shape_str
+from tilecraft.language.tunables import DynamicInt
 
 if TYPE_CHECKING:
     from tilecraft.frontend.interpreter import Interpreter
@@ -55,7 +57,7 @@ def exec_if(interp: Interpreter, stmt: ast.If, test: Any) -> None:
         init = _initial(tracer, name, before, ends)
         if init is None:
             continue  # assigned in one branch only, and new there: not visible after the if
-        values = [tracer.value_node(env[name]) if name in env else init for env in ends]
+        values = [_branch_value(tracer, name, env, before, init) for env in ends]
         if all(v is init for v in values):
             continue
         carry = Node(Op.CARRY, [init], init.shape, init.dtype, {"name": name}, tracer.loc)
@@ -88,17 +90,57 @@ def _check_condition(cond: Node, stmt: str) -> None:
         stack.extend(n.inputs)
 
 
+def _is_value(value: Any) -> bool:
+    """Whether ``value`` can be carried out of an ``if``: a traced value or a Python number."""
+    return isinstance(value, (TileValue, int, float))
+
+
 def _initial(tracer: Any, name: str, before: dict[str, Any], ends: list[dict[str, Any]]) -> Any:
     """The value ``name`` has before the ``if``; for a name both branches assign first, a zero
-    tile of their common shape (never read: it gives Triton the variable before the branch)."""
-    if isinstance(before.get(name), (TileValue, int, float)):
-        return tracer.value_node(before[name])
+    of their common dtype and shape (never read: it gives Triton the variable before the
+    branch). A Python number is weak, as in torch: ``if c: lo = 0 else: lo = tm.begin - w``
+    and ``lo = 0; if c: lo = tm.begin - w`` carry an int32 like ``tm.begin``; where only
+    numbers are assigned, the numbers' own dtype."""
+    if _is_value(before.get(name)):
+        tiles = [env[name].node for env in ends if isinstance(env.get(name), TileValue)]
+        return _branch_node(tracer, before[name], tiles[0].dtype if tiles else None)
     new = [env.get(name) for env in ends]
-    if not all(isinstance(v, TileValue) for v in new):
+    if not all(_is_value(v) for v in new):
         return None
-    a, b = (tracer.value_node(v) for v in new)
-    shape = tracer.broadcast_shapes(a.shape, b.shape)
-    return tracer.emit(Op.FULL, [], shape, a.dtype, value=0)
+    tiles = [tracer.value_node(v) for v in new if isinstance(v, TileValue)]
+    if tiles:
+        dtype = tiles[0].dtype  # a second tile of another dtype is refused by _fit
+        shape = tracer.broadcast_shapes(*(t.shape for t in tiles))
+    else:
+        nodes = [tracer.value_node(v) for v in new]
+        dtype = functools.reduce(torch.promote_types, (n.dtype for n in nodes))
+        shape = ()
+    return tracer.emit(Op.FULL, [], shape, dtype, value=0)
+
+
+def _branch_value(
+    tracer: Any, name: str, env: dict[str, Any], before: dict[str, Any], init: Node
+) -> Node:
+    """The value a branch leaves ``name`` with: ``init`` where the branch kept the value from
+    before the ``if`` (a Python number too, which would otherwise be a new constant each time
+    and be reassigned for nothing)."""
+    if name not in env or (name in before and env[name] is before[name]):
+        return init
+    return _branch_node(tracer, env[name], init.dtype)
+
+
+def _branch_node(tracer: Any, value: Any, dtype: torch.dtype | None) -> Node:
+    """``value`` (a branch's, or the one before the ``if``) as a node; a Python number takes
+    the carried ``dtype`` where torch would keep that dtype for it (an int into any number
+    dtype, a float into a float dtype), so ``lo = 0`` keeps an int64 ``lo`` int64. Anything
+    else keeps its own dtype, and ``_fit`` names a change."""
+    node = tracer.value_node(value)
+    weak = isinstance(value, (int, float)) and not isinstance(value, (bool, DynamicInt))
+    if dtype is None or not weak or dtype == torch.bool:
+        return node
+    if isinstance(value, float) and not dtype.is_floating_point:
+        return node
+    return tracer.cast(node, dtype)
 
 
 def _fit(tracer: Any, name: str, carry: Node, value: Node, where: str = "an `if` branch") -> Node:

@@ -9,6 +9,7 @@ variables of nested loops are found from the AST and checked for a stable shape 
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
 from tilecraft.errors import (
@@ -19,6 +20,7 @@ from tilecraft.errors import (
 )
 from tilecraft.frontend import loop_nest
 from tilecraft.frontend.assigned import assigned_names
+from tilecraft.frontend.scalar_builtins import with_device_builtins
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir.nodes import Node, Sym
@@ -39,7 +41,7 @@ class Interpreter:
     ):
         self.tracer = tracer
         self.env = env
-        self.globals = globals_
+        self.globals = with_device_builtins(dict(globals_))
         self.filename = filename
         self.line_offset = line_offset
         # keyed by the AST node itself (identity hash): the dict keeps nodes alive, so an id() is
@@ -58,7 +60,7 @@ class Interpreter:
     def eval(self, expr: ast.expr) -> Any:
         code = self._code_cache.get(expr)
         if code is None:
-            code = compile(ast.Expression(body=expr), self.filename, "eval")
+            code = compile(self._located(expr), self.filename, "eval")
             self._code_cache[expr] = code
         scope = dict(self.globals)
         scope.update(self.env)
@@ -76,6 +78,13 @@ class Interpreter:
             ) from None
         except (TypeError, AttributeError, ValueError, IndexError, RuntimeError) as exc:
             raise UnsupportedOpError(f"{type(exc).__name__}: {exc}", self.tracer.loc) from None
+
+    def _located(self, expr: ast.expr) -> ast.Expression:
+        """``expr`` to compile, at its line of the user's file: the AST counts lines from the
+        kernel's first line, and a traceback through the evaluated code would otherwise show
+        whatever line of the file has that number (an import line, the ``def``)."""
+        tree = ast.Expression(body=copy.deepcopy(expr))
+        return ast.increment_lineno(ast.fix_missing_locations(tree), self.line_offset)
 
     # -- statements -----------------------------------------------------------------------
     def run(self, stmts: list[ast.stmt]) -> None:

@@ -63,16 +63,20 @@ def grid_bound(tr: Tracer, value: int, which: str, dim: int) -> Any:
     return tr.arg_node(f"_{which}_{dim}", value, ("spec", which, dim))
 
 
+def bound_inputs(sym: Sym) -> list[Node]:
+    """A loop's computed bounds (``sym.begin`` / ``sym.extent`` when they are nodes) as the
+    ``LOOP`` node's inputs. ``block_sym`` has already turned traced bounds into nodes, so the
+    inputs must be read off the sym: a bound that is only an attribute of the sym would be
+    invisible to dead-code elimination and scheduling, and a scalar an ``if`` reassigns
+    (``lo = ...; if lo < 0: lo = 0``) would lose the ``IF`` that gives it its value."""
+    return [b for b in (sym.begin, sym.extent) if isinstance(b, Node)]
+
+
 def open_nest(tr: Tracer, syms: list[Sym]) -> list[Node]:
     """One ``LOOP`` per dim, each nested in the previous; nodes traced next go in the innermost."""
     loops: list[Node] = []
     for sym in syms:
-        bounds = [
-            tr.value_node(b)
-            for b in (sym.begin, sym.extent)
-            if isinstance(b, (TileValue, TileProxy))
-        ]
-        loop = tr.emit(Op.LOOP, bounds, (), _NO_DTYPE, sym=sym)
+        loop = tr.emit(Op.LOOP, bound_inputs(sym), (), _NO_DTYPE, sym=sym)
         loop.body = []
         loop.attrs["carried"] = []
         loops.append(loop)

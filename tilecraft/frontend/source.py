@@ -25,6 +25,7 @@ LAUNCH = "__tc_launch__"
 REF_GET = "__tc_ref_get__"
 REF_SET = "__tc_ref_set__"
 REF_ADDMM = "__tc_ref_addmm__"
+REF_CALL = "__tc_ref_call__"
 
 
 @dataclasses.dataclass
@@ -132,7 +133,9 @@ class _LaunchRewriter(ast.NodeTransformer):
             ],
             keywords=[],
         )
-        return ast.copy_location(ast.Expr(call), node)
+        # every new node at the loop's line: a traceback through the launch shows the loop,
+        # not the line build_function gives nodes without one (the ``def``)
+        return ast.fix_missing_locations(ast.copy_location(ast.Expr(call), node))
 
 
 class _RefRewriter(ast.NodeTransformer):
@@ -161,10 +164,16 @@ class _RefRewriter(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> Any:
         """``x.addmm(a, b)`` / ``torch.baddbmm(x, a, b)`` -> ``__tc_ref_addmm__(f, ...)``: on
-        tiles an fp32 input accumulates operands of another dtype, which eager torch refuses."""
+        tiles an fp32 input accumulates operands of another dtype, which eager torch refuses.
+        Other calls of an attribute (``torch.clamp(...)``) -> ``__tc_ref_call__(f, ...)``: in
+        ref mode ``tile.begin`` is a Python int, which some torch functions refuse where device
+        code takes a scalar."""
         self.generic_visit(node)
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("addmm", "baddbmm"):
             call = ast.Call(ast.Name(REF_ADDMM, ast.Load()), [node.func, *node.args], node.keywords)
+            return ast.copy_location(call, node)
+        if isinstance(node.func, ast.Attribute):  # torch.clamp(tm.begin - w, min=0): see REF_CALL
+            call = ast.Call(ast.Name(REF_CALL, ast.Load()), [node.func, *node.args], node.keywords)
             return ast.copy_location(call, node)
         return node
 

@@ -72,8 +72,16 @@ class TileValue:
         return lambda *a, **k: self.tracer.torch_call(method, (self, *a), k)
 
     def __bool__(self) -> bool:
+        if self.node.ndim == 0:  # `if` takes a scalar: what got here is and/or/not or a builtin
+            raise DeviceCodeError(
+                "a scalar device value was used as a Python bool (in `and`, `or`, `not`, "
+                "`a if c else b`, or a Python builtin that compares it)",
+                hint="write & | ~ for and / or / not, torch.where(c, a, b) for `a if c else b`; "
+                "max() / min() of scalars work; an `if` or `while` statement may test it",
+            )
         raise DeviceCodeError(
-            "a tile value was used as a Python bool (in `if`, `and`, `or` or `not`)",
+            "a tile value was used as a Python bool (in `if`, `and`, `or`, `not` or a Python "
+            "builtin that compares it)",
             hint="use torch.where(cond, a, b); an `if` or `while` may test one scalar condition "
             "(combine them with & and |)",
         )

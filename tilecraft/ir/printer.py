@@ -52,11 +52,30 @@ def format_nodes(nodes: list[Node], indent: int = 1) -> list[str]:
             lines.append(
                 f"{pad}{n!r}: {n.dtype} {_shape(n)} = {n.op.value}({ins}) {_attrs(n)}{src}".rstrip()
             )
+        if n.op is Op.IF:
+            lines.extend(_branches(n, indent + 1))
+    return lines
+
+
+def _branches(node: Node, indent: int) -> list[str]:
+    """An ``IF``'s two branches, each with the values it gives the carried names (a value
+    assigned in a branch and read after the ``if`` is one of these)."""
+    pad = "  " * indent
+    lines = []
+    for key, body in (("then", node.body or []), ("else", node.attrs.get("orelse", []))):
+        lines.append(f"{pad}{key}:")
+        lines.extend(format_nodes(body, indent + 1))
+        for c in node.attrs.get("carried", []):
+            lines.append(f"{pad}  yield {c!r} <- {c.attrs.get(key)!r}")
     return lines
 
 
 def format_loop(loop: DeviceLoop) -> str:
-    syms = ", ".join(f"{s.name}(extent={s.extent})" for s in loop.syms)
+    syms = ", ".join(
+        f"{s.name}({'' if isinstance(s.begin, int) and s.begin == 0 else f'begin={s.begin}, '}"
+        f"extent={s.extent})"
+        for s in loop.syms
+    )
     head = (
         f"device_loop {loop.index} grid=({', '.join(s.name for s in loop.grid_syms)}) syms: {syms}"
     )

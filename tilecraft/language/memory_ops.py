@@ -9,26 +9,16 @@ atomic applies every element once, duplicates included (an embedding backward sc
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import torch
 
-from tilecraft.errors import DeviceCodeError, SourceLoc
-from tilecraft.language import _context
+from tilecraft.errors import DeviceCodeError
+from tilecraft.language import _context, ref_access
 from tilecraft.language.loops import RefTile
 
 SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")
 EVICTION_POLICIES = ("first", "last")  # also accepted with Triton's "evict_" prefix
-
-
-def _user_loc() -> SourceLoc | None:
-    """The first caller outside this module: the user's line (also in ref mode, where no tracer
-    attaches one)."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back  # type: ignore[assignment]
-    return SourceLoc(frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
 
 
 def _items(index: Any) -> tuple[Any, ...]:
@@ -42,7 +32,7 @@ def _check_sem(op: str, sem: str) -> None:
     if sem not in SEMANTICS:
         raise DeviceCodeError(
             f"{op}(sem={sem!r}) is not a memory order",
-            _user_loc(),
+            ref_access.user_loc(),
             hint="use one of " + ", ".join(repr(s) for s in SEMANTICS),
         )
 
@@ -54,7 +44,7 @@ def _check_eviction(policy: str | None) -> str:
     if bare not in EVICTION_POLICIES:
         raise DeviceCodeError(
             f"load(eviction_policy={policy!r}) is not an eviction policy",
-            _user_loc(),
+            ref_access.user_loc(),
             hint="use 'evict_first', 'evict_last' or None",
         )
     return bare
@@ -67,34 +57,34 @@ def _ref_items(items: tuple[Any, ...]) -> tuple[Any, ...]:
 def load(
     tensor: Any, index: Any, extra_mask: Any = None, eviction_policy: str | None = None
 ) -> Any:
-    """``tensor[index]``, masked by ``extra_mask`` too (masked-off elements read 0)."""
+    """``tensor[index]``, masked by ``extra_mask`` too (masked-off elements read 0).
+
+    A masked-off element's index may lie outside the tensor (a shifted window's columns -1 and
+    ``w``): it is never read, in ref mode either (``ref_access``)."""
     items = _items(index)
     policy = _check_eviction(eviction_policy)
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("load", tensor, items, extra_mask=extra_mask, eviction_policy=policy)
-    out = tensor[_ref_items(items)]
-    if extra_mask is None:
-        return out
-    return torch.where(extra_mask, out, torch.zeros((), dtype=out.dtype, device=out.device))
+    return ref_access.load("tc.load", tensor, _ref_items(items), extra_mask)
 
 
 def store(tensor: Any, index: Any, value: Any, extra_mask: Any = None) -> None:
-    """``tensor[index] = value`` where ``extra_mask`` holds (everywhere when it is None)."""
+    """``tensor[index] = value`` where ``extra_mask`` holds (everywhere when it is None).
+
+    A masked-off element is not written, in ref mode either, and its index may lie outside the
+    tensor."""
     items = _items(index)
     tracer = _context.device()
     if tracer is not None:
         tracer.call("store", tensor, items, value, extra_mask=extra_mask)
         return
-    idx = _ref_items(items)
-    if extra_mask is not None:
-        value = torch.where(extra_mask, torch.as_tensor(value).to(tensor.dtype), tensor[idx])
-    tensor[idx] = value
+    ref_access.store("tc.store", tensor, _ref_items(items), value, extra_mask)
 
 
 def _ref_atomic(kind: str, target: torch.Tensor, items: tuple[Any, ...], value: Any) -> Any:
     """Every indexed element once, in order, duplicates included; returns the previous values."""
-    idx = _ref_items(items)
+    idx = ref_access.checked_items(f"tc.atomic_{kind}", target, _ref_items(items))
     old = target[idx].clone()
     flat_index = torch.arange(target.numel(), device=target.device).view(target.shape)[idx]
     lin = flat_index.reshape(-1)

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from tilecraft.frontend.source import (
     REF_ADDMM,
+    REF_CALL,
     REF_GET,
     REF_SET,
     KernelSource,
     build_function,
     ref_tree,
 )
-from tilecraft.language import _context
+from tilecraft.language import _context, ref_access
 from tilecraft.language.loops import RefTile
 from tilecraft.language.tunables import BlockSize
 
@@ -30,20 +33,31 @@ def _convert(index: Any) -> Any:
     return index
 
 
+def _items(index: Any) -> tuple[Any, ...]:
+    converted = _convert(index)
+    return converted if isinstance(converted, tuple) else (converted,)
+
+
 def ref_get(obj: Any, index: Any) -> Any:
-    return obj[_convert(index)]
+    """``obj[index]``; an index out of range is a located error before anything is read (a GPU
+    would assert on the device)."""
+    if not isinstance(obj, torch.Tensor):
+        return obj[_convert(index)]  # a list, a shape, a dict: Python's own indexing
+    return ref_access.load("subscript load", obj, _items(index))
 
 
 def ref_set(obj: Any, index: Any, value: Any) -> None:
-    obj[_convert(index)] = value  # torch broadcasts and casts to obj's dtype
+    """``obj[index] = value``; torch broadcasts and casts to obj's dtype."""
+    if not isinstance(obj, torch.Tensor):
+        obj[_convert(index)] = value
+        return
+    ref_access.store("subscript store", obj, _items(index), value)
 
 
 def ref_addmm(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """``fn`` (``torch.addmm`` / ``torch.baddbmm`` or a tensor's bound method) as the compiled
     kernel means it: an input of another dtype than the operands (an fp32 accumulator of bf16
     tiles) takes their product in its own dtype, as ``tl.dot`` accumulates."""
-    import torch
-
     owner = getattr(fn, "__self__", None)
     operands = (owner, *args) if isinstance(owner, torch.Tensor) else args
     if len(operands) == 3 and all(isinstance(t, torch.Tensor) for t in operands):
@@ -53,6 +67,58 @@ def ref_addmm(fn: Any, *args: Any, **kwargs: Any) -> Any:
             beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
             return beta * acc + alpha * product if (beta, alpha) != (1, 1) else acc + product
     return fn(*args, **kwargs)
+
+
+# keywords of torch functions that take a tensor (or a number ref mode makes one)
+_TENSOR_KEYWORDS = ("input", "other", "min", "max", "condition", "exponent")
+
+
+def ref_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; where a torch function refuses a Python number (an int from
+    ``tile.begin``: ``torch.clamp(tm.begin - w + 1, min=0)``, ``torch.where(tb > 0, ...)``) that
+    device code takes as a scalar, it runs again on 0-d tensors of those numbers. A result
+    computed from numbers alone is a number again, as ``tile.begin`` arithmetic is."""
+    try:
+        return fn(*args, **kwargs)
+    except TypeError as refused:
+        retry = _numbers_as_tensors(fn, args, kwargs)
+        if retry is None:
+            raise
+        try:
+            out = fn(*retry[0], **retry[1])
+        except (TypeError, RuntimeError):
+            raise refused from None
+    from_numbers = not any(isinstance(a, torch.Tensor) for a in (*args, *kwargs.values()))
+    if from_numbers and isinstance(out, torch.Tensor) and out.ndim == 0:
+        return out.item()
+    return out
+
+
+def _numbers_as_tensors(
+    fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """For a function of the ``torch`` namespace, the call with its Python numbers in tensor
+    places (positional, ``min=``, ``other=``, ...) as 0-d tensors on the device of its tensors;
+    None for other functions or where no number is in such a place."""
+    if getattr(torch, getattr(fn, "__name__", ""), None) is not fn:
+        return None
+    values = (*args, *kwargs.values())
+    first = next((a for a in values if isinstance(a, torch.Tensor)), None)
+
+    def as_tensor(v: Any) -> Any:
+        if not isinstance(v, (bool, int, float)):
+            return v
+        if first is None or isinstance(v, bool):
+            return torch.tensor(v)
+        # weak, as the number was: the tensor's dtype where torch would keep it (a 0-d float32
+        # beside a 0-d bf16 would promote it)
+        return torch.tensor(v, dtype=torch.result_type(first, v), device=first.device)
+
+    new_args = tuple(as_tensor(a) for a in args)
+    new_kwargs = {k: as_tensor(v) if k in _TENSOR_KEYWORDS else v for k, v in kwargs.items()}
+    changed = [a is not b for a, b in zip(args, new_args, strict=True)]
+    changed += [new_kwargs[k] is not v for k, v in kwargs.items()]
+    return (new_args, new_kwargs) if any(changed) else None
 
 
 class RefHost:
@@ -74,13 +140,10 @@ class RefHost:
 
 
 def build_ref(src: KernelSource) -> Any:
-    fn = build_function(
-        src, ref_tree(src), {REF_GET: ref_get, REF_SET: ref_set, REF_ADDMM: ref_addmm}
-    )
+    shims = {REF_GET: ref_get, REF_SET: ref_set, REF_ADDMM: ref_addmm, REF_CALL: ref_call}
+    fn = build_function(src, ref_tree(src), shims)
 
     def run(*args: Any, **kwargs: Any) -> Any:
-        import torch
-
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
         with _context.host_context(RefHost(tensors[0].device if tensors else None)):
             return fn(*args, **kwargs)
