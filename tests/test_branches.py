@@ -141,6 +141,58 @@ def test_shape_mismatch_between_branches_is_located() -> None:
         grows(torch.randn(4, 16))
 
 
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16]))
+def sum_or_rows(x: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
+    """One branch leaves ``s`` a scalar, the other a row: broadcast, ``torch.sum(s)`` would add
+    the scalar 16 times (1024 instead of 64 on ones)."""
+    (n,) = x.size()
+    out = torch.zeros([1], device=x.device)
+    for tn in tc.tile(n):
+        if flag[0] > 0:  # noqa: SIM108 (a device `if`, the form under test)
+            s = torch.sum(x[tn])
+        else:
+            s = x[tn]
+        tc.atomic_add(out, [0], torch.sum(s))
+    return out
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16]))
+def shrinks(x: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
+    """``s`` is a row before the ``if`` and a scalar after its branch."""
+    (n,) = x.size()
+    out = torch.zeros([1], device=x.device)
+    for tn in tc.tile(n):
+        s = x[tn]
+        if flag[0] > 0:
+            s = torch.sum(s)
+        tc.atomic_add(out, [0], torch.sum(s))
+    return out
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16]))
+def zero_or_rows(x: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
+    """A Python number in one branch fills the row's shape (as in any elementwise use)."""
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        v = x[tn]
+        if flag[0] > 0:
+            v = 0.0
+        out[tn] = v + 1.0
+    return out
+
+
+def test_a_branch_value_of_another_shape_is_an_error_not_a_broadcast() -> None:
+    x, on = torch.ones(64), torch.ones(1, dtype=torch.int32)
+    for kernel in (sum_or_rows, shrinks):
+        with pytest.raises(ShapeError, match=r"'s' changes shape in an `if` branch") as info:
+            kernel(x, on)
+        assert "one shape on every path" in str(info.value)
+        assert "test_branches.py" in str(info.value)
+    torch.testing.assert_close(zero_or_rows(x, on), torch.ones(64))
+    torch.testing.assert_close(zero_or_rows(x, 0 * on), torch.full((64,), 2.0))
+
+
 @pytest.mark.crosscompile
 def test_branches_crosscompile() -> None:
     targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]

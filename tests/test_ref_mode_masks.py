@@ -292,3 +292,21 @@ def test_a_mask_that_does_not_fit_the_access_is_located() -> None:
         mask_of_another_shape.run_ref(torch.randn(7))
     line = _line_of(mask_of_another_shape, "extra_mask=(tm.index")
     assert f"test_ref_mode_masks.py:{line}" in str(info.value)
+
+
+@pytest.mark.gpu
+def test_ref_mode_on_cuda_tensors_never_asserts_on_the_device() -> None:
+    """On the GPU an out-of-range index would be a device-side assert that poisons the CUDA
+    context: masked borders read 0 in ref mode, an unmasked one is a located error, and the
+    context still works afterwards (a compiled run and a synchronize)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 9, 11, 20, generator=g).to("cuda", torch.bfloat16)
+    weight = torch.randn(3, 3, 20, generator=g).to("cuda", torch.bfloat16)
+    want = _depthwise_eager(x, weight)
+    got = depthwise3x3.run_ref(x, weight)
+    torch.testing.assert_close(got.float(), want.float(), rtol=2**-7, atol=6.25e-2)
+    with pytest.raises(IndexOutOfBoundsError):
+        unmasked_load.run_ref(torch.randn(37, device="cuda"))
+    torch.cuda.synchronize()
+    compiled = depthwise3x3(x, weight)
+    torch.testing.assert_close(compiled.float(), want.float(), rtol=2**-7, atol=6.25e-2)

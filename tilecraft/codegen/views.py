@@ -27,7 +27,11 @@ def emit_view(ctx: EmitContext, node: Node) -> None:
         ctx.bind(node, f"tl.trans({text})" if len(perm) == 2 else f"tl.permute({text}, {perm})")
         return
     if node.attrs.get("expand"):
-        ctx.bind(node, f"tl.broadcast_to({text}, [{dims}])")
+        if src.ndim == 0 and src.op is Op.CONST:  # a Python number has no type to broadcast
+            text = f"tl.full([{dims}], {text}, {dtypes.triton_dtype(node.dtype)})"
+        else:
+            text = f"tl.broadcast_to({text}, [{dims}])"
+        ctx.bind(node, text)
         return
     if node.attrs.get("join"):
         ctx.bind(node, f"tl.join({text}, {ctx.expr(node.inputs[1])})")

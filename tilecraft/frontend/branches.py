@@ -62,7 +62,10 @@ def exec_if(interp: Interpreter, stmt: ast.If, test: Any) -> None:
             continue
         carry = Node(Op.CARRY, [init], init.shape, init.dtype, {"name": name}, tracer.loc)
         carry.hint = name
-        carry.attrs["then"], carry.attrs["else"] = (_fit(tracer, name, carry, v) for v in values)
+        carry.attrs["then"], carry.attrs["else"] = (
+            _fit(tracer, name, carry, v, weak=isinstance(env.get(name), (int, float)))
+            for v, env in zip(values, ends, strict=True)
+        )
         node.attrs["carried"].append(carry)
         interp.env[name] = tracer.wrap(carry)
 
@@ -143,8 +146,19 @@ def _branch_node(tracer: Any, value: Any, dtype: torch.dtype | None) -> Node:
     return tracer.cast(node, dtype)
 
 
-def _fit(tracer: Any, name: str, carry: Node, value: Node, where: str = "an `if` branch") -> Node:
-    """A branch's (or loop body's) value of ``name`` in the carried dtype and shape."""
+def _fit(
+    tracer: Any,
+    name: str,
+    carry: Node,
+    value: Node,
+    where: str = "an `if` branch",
+    weak: bool = False,
+) -> Node:
+    """A branch's (or loop body's) value of ``name`` in the carried dtype and shape. A traced
+    value must have that shape: broadcast up to it, a row sum carried out of one branch and a
+    row out of the other would turn the sum into a row of copies, and what follows
+    (``torch.sum(s)``) would compute another thing than eager PyTorch does. A Python number
+    (``weak``) fills the shape, as it would in any elementwise use."""
     from tilecraft.frontend.views import _broadcast
 
     if value.dtype != carry.dtype:
@@ -158,11 +172,13 @@ def _fit(tracer: Any, name: str, carry: Node, value: Node, where: str = "an `if`
         shape = tracer.broadcast_shapes(value.shape, carry.shape)
     except ShapeError:
         shape = None
-    if shape != carry.shape:
+    if shape != carry.shape or (value.shape != carry.shape and not weak):
         raise ShapeError(
             f"'{name}' changes shape in {where}: {shape_str(carry.shape)} before, "
             f"{shape_str(value.shape)} after",
             carry.loc,
+            hint=f"give '{name}' one shape on every path (e.g. broadcast it explicitly with "
+            f"torch.broadcast_to or add [:, None]), or use another name for the other shape",
         )
     return value if value.shape == carry.shape else _broadcast(tracer, value, carry.shape)
 
@@ -214,8 +230,14 @@ def exec_while(interp: Interpreter, stmt: ast.While) -> None:
     finally:
         tracer.blocks.pop()
     for name, carry in carries.items():
+        value = interp.env[name]
         carry.attrs["next"] = _fit(
-            tracer, name, carry, tracer.value_node(interp.env[name]), "a `while` loop"
+            tracer,
+            name,
+            carry,
+            tracer.value_node(value),
+            "a `while` loop",
+            weak=isinstance(value, (int, float)),
         )
         interp.env[name] = tracer.wrap(carry)
     for name in created:
