@@ -13,9 +13,11 @@ import re
 import signal
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tilecraft.config.config import Config
 from tilecraft.errors import TilecraftError
+from tilecraft.ir.nodes import DeviceLoop, Node, Op
 
 
 class Category(str, enum.Enum):
@@ -154,19 +156,69 @@ class NoWorkingConfigError(TilecraftError):
     """Every candidate config failed; the message holds the table of reasons and a repro path."""
 
     def __init__(
-        self, kernel_name: str, attempts: Sequence[Attempt], repro: Path | None, cause: str = ""
+        self,
+        kernel_name: str,
+        attempts: Sequence[Attempt],
+        repro: Path | None,
+        cause: str = "",
+        racy: Sequence[str] = (),
     ):
-        """``cause``: why no config could work, where tilecraft knows (``config/unfit.py``)."""
+        """``cause``: why no config could work, where tilecraft knows (``config/unfit.py``);
+        ``racy``: host tensors the kernel updates at loaded indices (:func:`racy_updates`)."""
         self.kernel_name = kernel_name
         self.attempts = list(attempts)
         self.repro = repro
         where = f"\nrepro script: {repro}" if repro is not None else ""
-        hint = _what_to_do({a.category for a in self.attempts if not a.ok})
+        categories = {a.category for a in self.attempts if not a.ok}
+        hint = _what_to_do(categories)
+        if racy and categories == {Category.WRONG_RESULT}:
+            names = ", ".join(racy)
+            hint += (
+                f"\n  {names}: read, changed and stored again at indices loaded from memory: "
+                "programs that load the same index may race on those rows (one's store "
+                "overwrites another's); tc.atomic_add(tensor, [index, ...], value) is the "
+                "race-free way to accumulate"
+            )
         super().__init__(
             f"no working config found for {kernel_name}: all {len(self.attempts)} candidates "
             f"failed\n{format_table(self.attempts)}{where}",
             hint=f"{cause}\n  {hint}" if cause else hint,
         )
+
+
+def racy_updates(loops: Sequence[DeviceLoop]) -> list[str]:
+    """Host tensors a device loop loads and stores (a read-modify-write, ``out[ids[t]] += v``)
+    with a store index computed from loaded data: programs can race on such elements."""
+    found: list[str] = []
+    for loop in loops:
+        nodes = loop.walk()
+        loaded = {id(n.attrs["tensor"]) for n in nodes if n.op is Op.LOAD}
+        for node in nodes:
+            tensor: Any = node.attrs.get("tensor")
+            if node.op is not Op.STORE or id(tensor) not in loaded or tensor.name in found:
+                continue
+            if any(i[0] == "value" for i in node.attrs["index"]) and any(
+                _reads_memory(v) for v in node.inputs[1:]
+            ):
+                found.append(
+                    f"'{tensor.name}' (line {node.loc.lineno})" if node.loc else f"'{tensor.name}'"
+                )
+    return found
+
+
+def _reads_memory(node: Node) -> bool:
+    """Whether ``node`` is computed from a load (a data-dependent value)."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.op is Op.LOAD:
+            return True
+        stack.extend(n.inputs)
+    return False
 
 
 def _what_to_do(categories: set[Category | None]) -> str:

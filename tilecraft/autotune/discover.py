@@ -19,7 +19,7 @@ import torch
 from tilecraft.autotune import cache
 from tilecraft.autotune.baseline import Baseline, compute_baseline
 from tilecraft.autotune.candidates import candidates, quiet_normalize
-from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError
+from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError, racy_updates
 from tilecraft.autotune.compare import DEFAULT_TOLERANCES, Tolerances, tolerance_for
 from tilecraft.autotune.evaluate import error_text
 from tilecraft.autotune.progress import Reporter
@@ -28,7 +28,7 @@ from tilecraft.autotune.runner import Runner
 from tilecraft.autotune.runners import open_runner
 from tilecraft.config.config import Config
 from tilecraft.config.unfit import unfit_values
-from tilecraft.errors import ConfigError, innermost_frame
+from tilecraft.errors import ConfigError, TilecraftError, innermost_frame
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.settings import force_autotune
 
@@ -70,8 +70,19 @@ def _baseline_failure(bound: BoundKernel, exc: Exception) -> str:
     """Why the accuracy check is off: the error, and where ref mode ran the kernel body as
     eager PyTorch, the line of the kernel that eager PyTorch rejected (code that compiles may
     still not be eager PyTorch: ``m = float("-inf")`` then ``torch.maximum(m, x)``)."""
-    text = f"({error_text(exc).splitlines()[0]})"
     kernel = bound.kernel
+    if isinstance(exc, TilecraftError) and not isinstance(exc, ConfigError):
+        # a mistake in the kernel that ref mode found (an index out of range, a mask that does
+        # not fit): the compiled kernel has it too, so say what to fix, not how to skip the check
+        hint_line = f"\n  hint: {exc.hint}" if exc.hint else ""
+        at = f"{exc.loc}: " if exc.loc is not None else ""
+        return (
+            f"tilecraft autotune: {kernel.__name__}: the accuracy baseline (the kernel run in ref "
+            f"mode) failed: {type(exc).__name__}: {at}{exc.message}{hint_line}\n"
+            "Configs are checked for running only; the compiled kernel likely has the same bug, "
+            "so fix the kernel rather than passing a baseline"
+        )
+    text = f"({error_text(exc).splitlines()[0]})"
     where = None if kernel.baseline is not None else innermost_frame(exc, kernel.def_loc.filename)
     hint = ""
     if where is not None:
@@ -235,7 +246,13 @@ def run_discovery(
     winner = next((r for r in results if r is not None and r.ok), None)
     if winner is None:
         repro = write_repro(bound, args, kwargs, attempts, "no candidate config worked")
-        raise NoWorkingConfigError(name, attempts, repro, unfit_values(bound.config_spec))
+        raise NoWorkingConfigError(
+            name,
+            attempts,
+            repro,
+            unfit_values(bound.config_spec),
+            racy_updates(bound.traced.loops),
+        )
     rank = results.index(winner)
     heuristic_ok = winner.config.key() == _default_key(bound)
     if not heuristic_ok:

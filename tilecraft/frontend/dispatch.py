@@ -23,14 +23,32 @@ if TYPE_CHECKING:
 def torch_call(tr: Tracer, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     handler = lookup(func)
     if handler is None:
-        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-        module = getattr(func, "__module__", None) or "torch"
+        from tilecraft.frontend.catalog import torch_name
+
+        name = torch_name(func)
         raise UnsupportedOpError(
-            f"torch op '{module}.{name}' is not supported in device code",
-            tr.loc,
-            hint="see tilecraft.frontend.lowerings for the supported ops, or compute it on the host",
+            f"torch op '{name}' is not supported in device code", tr.loc, hint=_hint_for(name)
         )
     return handler(tr, *args, **kwargs)
+
+
+_OPS_HINT = "docs/ops.md lists the supported torch ops and tc.* names; or compute it on the host"
+
+
+def _hint_for(name: str) -> str:
+    short = name.rsplit(".", 1)[-1]
+    if short in ("gather", "take_along_dim", "index_select", "take"):
+        return (
+            "index the host tensor with index tiles instead: tensor indices pair up "
+            "elementwise, so one element per row is `logits[tn.index, idx]` (see README.md, "
+            f"Indexing); {_OPS_HINT}"
+        )
+    if short in ("item", "tolist"):
+        return (
+            "a loaded element is already a scalar value in device code: use `x[i]` (a tile "
+            f"of one element, or indexed by a scalar) directly in arithmetic; {_OPS_HINT}"
+        )
+    return _OPS_HINT
 
 
 def call(tr: Tracer, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -77,6 +77,15 @@ class Interpreter:
                 "initialize it before the loop to carry it",
             ) from None
         except (TypeError, AttributeError, ValueError, IndexError, RuntimeError) as exc:
+            text = str(exc)
+            if isinstance(exc, TypeError) and text.startswith("arange()"):
+                raise UnsupportedOpError(
+                    "torch.arange in device code needs Python int bounds, not a tile's size "
+                    "(`lsm.shape[0]`) or another device value",
+                    self.tracer.loc,
+                    hint="use `tc.arange(n)` (compile-time bounds, e.g. a block size) or a "
+                    "tile's `.index` (`tm.index`: the tile's positions in its dim)",
+                ) from None
             raise UnsupportedOpError(f"{type(exc).__name__}: {exc}", self.tracer.loc) from None
 
     def _located(self, expr: ast.expr) -> ast.Expression:
@@ -128,10 +137,17 @@ class Interpreter:
             test = self.eval(stmt.test)
             if not isinstance(test, (TileValue, TileProxy)) and not test:
                 raise DeviceCodeError("assertion failed while tracing device code")
+        elif isinstance(stmt, (ast.Break, ast.Continue)):
+            word = "break" if isinstance(stmt, ast.Break) else "continue"
+            raise UnsupportedOpError(
+                f"`{word}` in device code: device loops cannot be left or skipped early",
+                hint="put the exit condition in a `while` test (`while (i < n) & ~done:`), "
+                "or guard the rest of the loop body with an `if`",
+            )
         else:
             raise UnsupportedOpError(
                 f"`{type(stmt).__name__}` statement in device code",
-                hint="device loops support assignments, stores, constant `if`, and nested loops",
+                hint="device loops support assignments, stores, `if`, `while`, and nested loops",
             )
 
     def assign(self, target: ast.expr, value: Any) -> None:
@@ -150,6 +166,15 @@ class Interpreter:
         elif isinstance(target, ast.Subscript):
             obj = self.eval(target.value)
             index = self.eval_index(target.slice)
+            if isinstance(obj, (list, dict)):
+                kind = "list" if isinstance(obj, list) else "dict"
+                raise DeviceCodeError(
+                    f"assignment into a Python {kind} in device code: Python containers of "
+                    "tiles cannot be assigned in device loops",
+                    hint="keep one stacked tile instead (e.g. `accs = tc.zeros([4, tch])`, "
+                    "updated with `accs = torch.where(tc.arange(4)[:, None] == k, accs + x, "
+                    "accs)`), or unroll the loop with `tc.static_range` and use separate names",
+                )
             if not isinstance(obj, HostTensor):
                 raise DeviceCodeError(
                     "assignment into a subscript of something that is not a host tensor",

@@ -228,6 +228,19 @@ for _name in [
     )
 
 
+_ACCUMULATING_METHODS = frozenset(
+    [
+        "index_add_",
+        "scatter_add_",
+        "index_put_",
+        "scatter_reduce_",
+        "add_",
+        "scatter_",
+        "index_copy_",
+    ]
+)
+
+
 @dataclasses.dataclass(eq=False)
 class HostTensor:
     """A host tensor captured by a device loop: a pointer argument of the kernel."""
@@ -283,6 +296,14 @@ class HostTensor:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
+        if name in _ACCUMULATING_METHODS:
+            raise DeviceCodeError(
+                f"host tensor '{self.name}' has no device-side method '{name}': in-place "
+                "scatter/accumulate methods do not run in device code",
+                hint=f"accumulate with `tc.atomic_add({self.name}, [index, ...], value)` "
+                f"(`{self.name}[index] += value` atomically; race-free when programs hit the "
+                f"same elements), or store with `{self.name}[index] = value`",
+            )
         raise DeviceCodeError(
             f"host tensor '{self.name}' has no device-side attribute or method '{name}'",
             hint="inside a device loop, index a host tensor to load a tile, then operate on the tile",
