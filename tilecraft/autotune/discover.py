@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from tilecraft.autotune import cache
+from tilecraft.autotune.alarm import CandidateTimeout, time_limit
 from tilecraft.autotune.baseline import Baseline, compute_baseline
 from tilecraft.autotune.candidates import candidates, quiet_normalize
 from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError, racy_updates
@@ -33,6 +34,8 @@ from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.settings import force_autotune
 
 DEFAULT_TIMEOUT_S = 60.0
+# the ref-mode baseline's limit: eager PyTorch stepping a big grid tile by tile can take a while
+BASELINE_TIMEOUT_S = 300.0
 MAX_UNKNOWN_REPROS = 2
 
 
@@ -55,14 +58,31 @@ def default_workers(n_jobs: int, cap: int = 4, args: Sequence[Any] = ()) -> int:
 
 
 def baseline_or_none(
-    bound: BoundKernel, args: Sequence[Any], kwargs: Mapping[str, Any]
+    bound: BoundKernel,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    timeout_s: float | None = None,
 ) -> Baseline | None:
     """The baseline, or None (with a warning) when it cannot run: configs are then only checked
-    for running, not for accuracy."""
+    for running, not for accuracy. Ref mode runs the kernel body in this process, so it runs
+    under a time limit (``BASELINE_TIMEOUT_S``, where ``alarm.time_limit`` can set one): a
+    ``while`` on data that never ends would otherwise hold the caller's first call forever."""
+    limit = BASELINE_TIMEOUT_S if timeout_s is None else timeout_s
+    fired: list[bool] = []
     try:
-        return compute_baseline(bound.kernel, args, dict(kwargs))
+        with time_limit(limit) as fired:
+            return compute_baseline(bound.kernel, args, dict(kwargs))
     except Exception as exc:  # a broken ref mode / baseline must not stop tuning
-        warnings.warn(_baseline_failure(bound, exc), RuntimeWarning, stacklevel=3)
+        if fired or isinstance(exc, CandidateTimeout):
+            message = (
+                f"tilecraft autotune: {bound.kernel.__name__}: the accuracy baseline (the kernel "
+                f"run in ref mode) ran past {limit:g}s and was stopped: a `while` whose condition "
+                "never turns false? Configs are checked for running only (each under its own "
+                "time limit)"
+            )
+        else:
+            message = _baseline_failure(bound, exc)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
         return None
 
 
