@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import torch
+from test_scalar_if_bounds import _run, _window_eager
 
 import tilecraft as tc
 from tilecraft.errors import DeviceCodeError
@@ -44,20 +45,6 @@ def window_sums_clamp(x: torch.Tensor, window: int) -> torch.Tensor:
             acc = acc + torch.sum(x[tn].to(torch.float32))
         out[tm] = acc
     return out
-
-
-def _window_eager(x: torch.Tensor, window: int, block: int) -> torch.Tensor:
-    n = x.numel()
-    out = torch.empty(n)
-    for begin in range(0, n, block):
-        end = min(begin + block, n)
-        out[begin:end] = x[max(begin - window + 1, 0) : end].sum()
-    return out
-
-
-def _run(kernel: Any, config: tc.Config, *args: Any) -> Any:
-    bound = kernel.bind(args)
-    return bound.run(bound.compile_config(config), *args)
 
 
 @pytest.mark.parametrize("kernel", [window_sums_max, window_sums_clamp])
