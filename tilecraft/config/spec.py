@@ -492,7 +492,7 @@ class ConfigSpec:
                 )
             blocks[i] = min(blocks[i], b.hi)
         fields["block_sizes"] = blocks
-        fields["reduction_loops"] = self._normalize_reductions(config)
+        fields["reduction_loops"] = self._normalize_reductions(config, repairs)
         fields["split_reductions"] = split.normalize_splits(
             self, Config(**fields), fields["pid_type"], fields["reduction_loops"], repairs
         )
@@ -560,7 +560,7 @@ class ConfigSpec:
         repairs.append(f"{problem}; use smaller block_sizes or reduction_loops; using {fitted!r}")
         return fitted
 
-    def _normalize_reductions(self, config: Config) -> list[int | None]:
+    def _normalize_reductions(self, config: Config, repairs: list[str]) -> list[int | None]:
         given = list(config.reduction_loops)
         if given and len(given) != len(self.reductions):
             raise ConfigError(
@@ -572,10 +572,12 @@ class ConfigSpec:
             chunk = given[i] if given else None
             if chunk is not None and chunk >= r.full:
                 chunk = None
-            if chunk is not None and not r.loopable:
-                raise ConfigError(
-                    f"reduction_loops[{i}]={chunk}: this reduction dim cannot be looped: {r.reason}"
+            if chunk is not None and not r.loopable:  # a repair, as the README promises
+                repairs.append(
+                    f"reduction_loops[{i}]={chunk}: this reduction dim cannot be looped: "
+                    f"{r.reason}; using None (the whole dim)"
                 )
+                chunk = None
             looped += chunk is not None
             out.append(chunk)
         if looped > 1:
