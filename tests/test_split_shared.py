@@ -70,6 +70,22 @@ def last_row_wins(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@tc.kernel(static_shapes=True)
+def reads_back(x: torch.Tensor) -> torch.Tensor:
+    """The second pass reads rows of ``out`` that its previous iteration wrote: in shares, the
+    rows before a share's first block would be another share's, not yet written."""
+    m, n = x.size()
+    out = torch.zeros([m, n], dtype=torch.float32, device=x.device)
+    for tn in tc.tile(n):
+        acc = tc.zeros([tn], dtype=torch.float32)
+        for tm in tc.tile(m):
+            acc = acc + x[tm, tn].to(torch.float32).sum(dim=0)
+        for tm in tc.tile(m):
+            prev = out[torch.clamp(tm.index - 1, min=0), tn]
+            out[tm, tn] = prev + acc[None, :]
+    return out
+
+
 def _bind(kernel: tc.Kernel, *args: torch.Tensor, target: Target | None = None) -> BoundKernel:
     return BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
 
@@ -86,6 +102,7 @@ def test_carry_free_loops_that_store_their_own_rows_are_shared() -> None:
     assert len(_site(center_columns, x).shared) == 1
     assert _site(center_then_sum, x).shared == ()  # carries a sum
     assert _site(last_row_wins, x).shared == ()  # iterations write one element
+    assert _site(reads_back, x).shared == ()  # it reads what the shared loop stores
 
 
 def test_combine_runs_on_the_split_grid_and_shares_the_later_loop() -> None:

@@ -156,12 +156,17 @@ def shared_loops(loop: DeviceLoop, position: int) -> tuple[Node, ...]:
     programs (H200, 65536x1024: 0.294 ms; torch.compile 0.117). Sharing is the same computation
     when every loop after the split one carries nothing (its iterations are independent),
     stores only rows its own dim indexes (no two iterations write one element, so their order
-    does not matter), and nothing after the split loop adds atomically or prints; what the
-    code between them stores is stored by every share with the same value."""
+    does not matter), nothing in the device loop reads a tensor stored after the split loop
+    (a share could read rows another has not written yet), and nothing after the split loop
+    adds atomically or prints; what the code between them stores is stored by every share
+    with the same value."""
     after = loop.body[position + 1 :]
     loops = [n for n in after if n.op is Op.LOOP]
     if not loops or any(n.op in (Op.ATOMIC, Op.PRINT) for n in walk(after)):
         return ()
+    stored = {n.attrs["tensor"].name for n in walk(after) if n.op is Op.STORE}
+    if any(n.op is Op.LOAD and n.attrs["tensor"].name in stored for n in loop.walk()):
+        return ()  # a share could read rows another share has not written yet
     for n in after:
         if n.op in (Op.IF, Op.WHILE) and any(m.op is Op.LOOP for m in walk([n])):
             return ()  # a loop under a branch would run whole in every share
