@@ -166,15 +166,16 @@ def with_default_splits(
             factors.append(1)
             continue
         grown = _grow_loop_block(spec, i, site, config, wanted, budget)
+        grown = _shift_to_nested(spec, i, site, grown, wanted)
         if grown != config:
             config = settle(grown)
             wanted = _wanted_split(spec, i, config, programs)
-        n_trips = trips(spec, i, config)
-        work = n_trips * _iteration_elems(spec.loops[i], site, config)
-        factor = min(wanted, max(1, n_trips // MIN_SPLIT_TRIPS))
+        n_trips, inner = trips(spec, i, config), _nested_trips(site, config)
+        work = n_trips * inner * _iteration_elems(spec.loops[i], site, config)
+        factor = min(wanted, n_trips, max(1, n_trips * inner // MIN_SPLIT_TRIPS))
         # the partials' round trip (written, then read) stays under a quarter of what the loop
         # reads (e.g. split-K of a square-ish GEMM: S fp32 [BM, BN] blocks per tile)
-        loop_bytes = n_trips * _iteration_load_bytes(spec.loops[i], site, config)
+        loop_bytes = n_trips * inner * _iteration_load_bytes(spec.loops[i], site, config)
         while factor > 1 and 4 * 2 * factor * _partial_bytes(site, config) > loop_bytes:
             factor //= 2
         factors.append(factor if factor > 1 and work >= MIN_SPLIT_WORK else 1)
@@ -246,10 +247,58 @@ def _grow_loop_block(
         config = grown
 
 
+def _nested_chain(site: Site) -> list[Node]:
+    """The loops nested in a split loop whose iterations hold all of its work: each the only
+    loop of its parent's body (``for tb ...: for tt ...:`` under the split loop)."""
+    chain: list[Node] = []
+    body = site.loop.body if isinstance(site, SplitSite) else None
+    while body:
+        loops = [n for n in body if n.op is Op.LOOP]
+        if len(loops) != 1 or any(n.op in (Op.IF, Op.WHILE) for n in body):
+            break
+        chain.append(loops[0])
+        body = loops[0].body
+    return chain
+
+
+def _nested_trips(site: Site, config: Config) -> int:
+    """Iterations of the nested loops (``_nested_chain``) per iteration of the split loop."""
+    out = 1
+    for loop in _nested_chain(site):
+        sym = loop.attrs["sym"]
+        block = 1 if sym.scalar else sym_block(sym, config.block_sizes, config.reduction_loops)
+        out *= max(1, -(-extent_hint(sym) // block))
+    return out
+
+
+def _shift_to_nested(
+    spec: ConfigSpec, index: int, site: Site, config: Config, wanted: int
+) -> Config:
+    """A split loop with fewer iterations than ``wanted`` shares, whose work runs in a loop
+    nested in it (a depthwise conv's weight gradient: batch tiles around time tiles), gives
+    block to the innermost nested loop: the split loop's block halves and the nested one's
+    doubles, so each share keeps the work per iteration and the grid fills."""
+    chain = _nested_chain(site)
+    slot = site.sym.config_slot
+    inner = chain[-1].attrs["sym"] if chain else None
+    if inner is None or slot is None or inner.config_slot is None or inner.config_slot == slot:
+        return config
+    blocks = list(config.block_sizes)
+    while (
+        trips(spec, index, config.replace(block_sizes=blocks)) < wanted
+        and blocks[slot] > 1
+        and blocks[inner.config_slot] * 2 <= spec.blocks[inner.config_slot].hi
+    ):
+        blocks[slot] //= 2
+        blocks[inner.config_slot] *= 2
+    return config.replace(block_sizes=blocks)
+
+
 def _iteration_elems(loop: DeviceLoop, site: Site, config: Config) -> int:
     """Elements of the widest value one iteration of the split loop (or chunk) computes."""
     if isinstance(site, SplitSite):
-        nodes = site.loop.body or []
+        chain = _nested_chain(site)
+        nodes = (chain[-1] if chain else site.loop).body or []
     else:
         nodes = [n for n in loop.body if site.sym in n.shape]
     return max(

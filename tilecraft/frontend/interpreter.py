@@ -218,9 +218,12 @@ class Interpreter:
             )
 
     def exec_tile_loop(self, stmt: ast.For, spec: TileSpec) -> None:
+        bounds = zip(spec.begins, spec.ends, spec.block_sizes, strict=True)
         syms = [
-            loop_nest.block_sym(self.tracer, end, begin, block, scalar=spec.kind == "grid")
-            for begin, end, block in zip(spec.begins, spec.ends, spec.block_sizes, strict=True)
+            loop_nest.block_sym(
+                self.tracer, end, begin, block, scalar=spec.kind == "grid", site=(id(stmt), dim)
+            )
+            for dim, (begin, end, block) in enumerate(bounds)
         ]
         self._loop_nest(stmt, syms, spec.multi)
 

@@ -26,14 +26,22 @@ if TYPE_CHECKING:
 _NO_DTYPE = torch.int32  # loops have no value; the dtype field is unused
 
 
-def block_sym(tr: Tracer, extent: Any, begin: Any, block: Any, scalar: bool = False) -> Sym:
+def block_sym(
+    tr: Tracer, extent: Any, begin: Any, block: Any, scalar: bool = False, site: Any = None
+) -> Sym:
     """The dim of one tile/grid loop: ``block`` is a literal size, a ``register_block_size``
-    slot, or None (a new tunable block size)."""
+    slot, or None (a new tunable block size). ``site`` names the source loop (and dim); a loop
+    traced again from the same site (a ``tc.static_range`` body unrolled) over the same range
+    shares its block size: the user wrote one loop, and sibling copies of it over one range
+    can then be fused (``ir/fuse_loops.py``)."""
     extent, begin = (
         tr.value_node(v) if isinstance(v, (TileValue, TileProxy, DynamicInt)) else v
         for v in (extent, begin)
     )
     sym = Sym(SymKind.BLOCK, len(tr.syms), extent, begin, scalar=scalar)
+    earlier = tr.site_syms.get(site) if site is not None else None
+    if site is not None and earlier is None:
+        tr.site_syms[site] = sym
     if not scalar and type(block) is int and block == 1:
         sym.scalar = scalar = True  # a tile dim of block size 1 indexes like an int
     if scalar:
@@ -43,6 +51,8 @@ def block_sym(tr: Tracer, extent: Any, begin: Any, block: Any, scalar: bool = Fa
         sym.config_slot = block.slot
         if existing is None:
             tr.block_slot_syms[block.slot] = sym
+    elif block is None and earlier is not None and same_range(earlier, sym):
+        sym.config_slot = earlier.config_slot
     elif block is None:
         sym.config_slot = tr.next_block_slot
         tr.next_block_slot += 1
@@ -54,6 +64,15 @@ def block_sym(tr: Tracer, extent: Any, begin: Any, block: Any, scalar: bool = Fa
         sym.fixed_block = value
     tr.syms.append(sym)
     return sym
+
+
+def same_range(a: Sym, b: Sym) -> bool:
+    """Two block syms over one range: equal begins and extents (ints equal, nodes the same)."""
+
+    def same(x: Any, y: Any) -> bool:
+        return x is y if isinstance(x, Node) or isinstance(y, Node) else bool(x == y)
+
+    return a.kind is b.kind and same(a.extent, b.extent) and same(a.begin, b.begin)
 
 
 def grid_bound(tr: Tracer, value: int, which: str, dim: int) -> Any:

@@ -18,6 +18,7 @@ from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
+from tilecraft.ir.fuse_loops import fuse_sibling_loops
 from tilecraft.ir.hoist import hoist_operands
 from tilecraft.ir.masked_loads import mask_loads_by_where
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, SymKind, walk
@@ -214,7 +215,8 @@ def trace_kernel(
         if host.varying <= force_dynamic:
             break
         force_dynamic = force_dynamic | host.varying  # re-trace with those ints as arguments
-    loops = promote_small_grids([host.loops[i] for i in sorted(host.loops)], wave)
+    loops = [fuse_sibling_loops(host.loops[i]) for i in sorted(host.loops)]
+    loops = promote_small_grids(loops, wave)
     if hoist:
         loops = hoist_operands(loops)
         for loop in loops:

@@ -35,6 +35,7 @@ class Tracer:
         self.loc: SourceLoc | None = None
         self.next_block_slot = next_block_slot
         self.block_slot_syms: dict[int, Sym] = {}
+        self.site_syms: dict[Any, Sym] = {}  # a source loop's first sym (loop_nest.block_sym)
         self.n_rdims = 0
         self._leaf_cache: dict[tuple[int, Op], TileValue] = {}
         self._args: dict[tuple[str, str], Node] = {}

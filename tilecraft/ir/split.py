@@ -138,6 +138,7 @@ def _site(loop: DeviceLoop, position: int, node: Node) -> tuple[SplitSite | None
     accumulators = []
     for carry in carried:
         acc, why = _accumulator(carry, dependent, users)
+        acc = acc or _nested_accumulator(carry, users)
         if acc is None:
             return None, f"{where}: '{carry.hint}' {why}"
         bad = [d for d in carry.shape if isinstance(d, Sym) and not _held(loop, d)]
@@ -216,6 +217,29 @@ def _accumulator(
     if carry.dtype == torch.bool:
         return None, "is a bool"
     return Accumulator(carry, kind, fn), ""
+
+
+def _nested_accumulator(carry: Node, users: dict[int, list[Node]]) -> Accumulator | None:
+    """``carry`` as an accumulator of the loop nested in its loop that it starts and that
+    leaves it its result (``acc`` over batch tiles, added to in a loop over time tiles: the
+    nest sums, so the outer loop's iterations may be split too), else None."""
+    nxt = carry.attrs.get("next")
+    readers_of = users.get(carry.id, [])
+    if nxt is None or nxt.op is not Op.CARRY or nxt.inputs[0] is not carry or len(readers_of) != 1:
+        return None
+    inner = readers_of[0]
+    if inner.op is not Op.LOOP or not any(c is nxt for c in inner.attrs.get("carried", [])):
+        return None
+    found = accumulators(inner).get(nxt.id) or _nested_in(inner, nxt)
+    inside = {n.id for n in walk(inner.body or [])}
+    if found is None or any(u.id not in inside for u in users.get(nxt.id, []) if u is not inner):
+        return None
+    return Accumulator(carry, found.kind, found.fn)
+
+
+def _nested_in(loop: Node, carry: Node) -> Accumulator | None:
+    """``carry`` (carried by ``loop``) as an accumulator of a loop nested deeper."""
+    return _nested_accumulator(carry, readers(loop.body or []))
 
 
 def _carry_dependent(body: list[Node], carried: list[Node]) -> set[int]:
