@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import tilecraft as tc
+from tilecraft.ir.deferred_sums import deferrable_sums
 from tilecraft.ir.nodes import DeviceLoop, Op
 from tilecraft.ir.split import SplitSite, split_site
 from tilecraft.runtime.kernel import BoundKernel
@@ -173,6 +174,7 @@ def test_dependent_or_unequal_loops_stay_apart_and_match_eager(kernel: tc.Kernel
         tc.Config(block_sizes=[8, 1, 16]),
         tc.Config(block_sizes=[16, 1, 8], split_reductions=[3]),
         tc.Config(block_sizes=[8, 2, 32], split_reductions=[2]),
+        tc.Config(block_sizes=[8, 2, 32], split_reductions=[2], deferred_sums=False),
     ],
 )
 def test_fused_conv_weight_grad_matches_eager(config: tc.Config) -> None:
@@ -180,6 +182,33 @@ def test_fused_conv_weight_grad_matches_eager(config: tc.Config) -> None:
     kernel = tc.kernel(conv_weight_grad.fn, static_shapes=True, config=config)
     want = conv_weight_grad_reference(x, dy)
     torch.testing.assert_close(kernel(x, dy), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_sum_over_batch_and_time_sums_the_loops_own_tile_last() -> None:
+    """``sum(dim=[0, 1])`` in the loop over time: batch is summed first, so the step adds a sum
+    over the loop's own tile and may defer it (one reduction after the loop)."""
+    x, dy = _conv_inputs((2, 20, 12))
+    loop = _loop(conv_weight_grad, x, dy)
+    inner = [n for n in loop.walk() if n.op is Op.LOOP][-1]
+    assert inner.attrs["sym"] is loop.syms[2]  # the loop over time
+    assert len(deferrable_sums(inner)) == TAPS
+    for deferred, per_step in ((True, TAPS), (False, 2 * TAPS)):  # the batch sums stay
+        config = tc.Config(block_sizes=[8, 2, 16], deferred_sums=deferred)
+        code = _bind(conv_weight_grad, x, dy).generate(config)[1]
+        assert _loop_body(code, "for offset_2 ").count("tl.sum(") == per_step
+
+
+def _loop_body(code: str, header: str) -> str:
+    """The lines of the generated loop that starts with ``header`` (by indentation)."""
+    lines = code.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(header))
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    body = []
+    for line in lines[start + 1 :]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        body.append(line)
+    return "\n".join(body)
 
 
 def test_a_nest_that_sums_splits_and_the_default_fills_the_gpu() -> None:

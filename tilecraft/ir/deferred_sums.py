@@ -44,6 +44,50 @@ def deferrable_sums(loop: Node) -> list[Node]:
     return out
 
 
+def own_tile_summed_last(body: list[Node]) -> None:
+    """Reorder ``sum(x, dim=[a, b])`` added to a loop's carried value so that the loop's own
+    tile is summed last: ``acc += torch.sum(x * g, dim=[0, 1])`` over batch tiles ``[0]`` and
+    time tiles ``[1]`` in a loop over time sums time first as traced, so the step's sum over
+    batch is all that reaches ``acc`` and the per-step cross-warp reduction stays. Summed the
+    other way round the update is a sum over the loop's own tile, which ``deferrable_sums``
+    takes. Sums commute; only the order of additions changes (as deferring them does)."""
+    for loop in (n for n in walk(body) if n.op is Op.LOOP):
+        sym = loop.attrs["sym"]
+        users = readers(loop.body or [])
+        carried = {c.id for c in loop.attrs.get("carried", [])}
+        for outer in loop.body or []:
+            inner = outer.inputs[0] if outer.op is Op.REDUCE else None
+            if inner is None or inner.op is not Op.REDUCE or len(users.get(inner.id, [])) != 1:
+                continue
+            adds = users.get(outer.id, [])
+            feeds_carry = any(
+                u.op is Op.BINARY
+                and u.attrs.get("fn") == "add"
+                and carried & {i.id for i in u.inputs}
+                for u in adds
+            )
+            if feeds_carry and _plain_sum(inner) and _plain_sum(outer):
+                _swap(inner, outer, sym)
+
+
+def _plain_sum(node: Node) -> bool:
+    return node.attrs["kind"] == "sum" and not node.attrs["keepdim"] and node.dtype in _FLOATS
+
+
+def _swap(inner: Node, outer: Node, sym: object) -> None:
+    """Make ``outer(inner(x))`` reduce ``sym`` last when ``inner`` reduces it first."""
+    x = inner.inputs[0]
+    if x.dtype != inner.dtype or x.shape[inner.attrs["axis"]] is not sym:
+        return
+    other = inner.shape[outer.attrs["axis"]]
+    if other is sym or other == 1 or sym not in x.shape or x.shape.count(other) != 1:
+        return
+    first_axis = x.shape.index(other)
+    inner.attrs["axis"] = first_axis
+    inner.shape = tuple(d for i, d in enumerate(x.shape) if i != first_axis)
+    outer.attrs["axis"] = inner.shape.index(sym)  # type: ignore[arg-type]
+
+
 def summed(carry: Node) -> Node:
     """The value a deferrable carry adds each iteration (its update's other operand)."""
     return next(i for i in carry.attrs["next"].inputs if i is not carry)
