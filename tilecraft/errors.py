@@ -88,7 +88,8 @@ class DeviceCodeError(TilecraftError):
 
 class IndexOutOfBoundsError(DeviceCodeError, IndexError):
     """An index out of its tensor's range where no mask covers it (found by ref mode before it
-    indexes: compiled code would read or write outside the tensor there). An IndexError too,
+    indexes: compiled code reads 0 there and skips the write, which is not what the kernel
+    means either). An IndexError too,
     so code that catches torch's own keeps working."""
 
 

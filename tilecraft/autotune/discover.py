@@ -99,7 +99,8 @@ def _baseline_failure(bound: BoundKernel, exc: Exception) -> str:
         return (
             f"tilecraft autotune: {kernel.__name__}: the accuracy baseline (the kernel run in ref "
             f"mode) failed: {type(exc).__name__}: {at}{exc.message}{hint_line}\n"
-            "Configs are checked for running only; the compiled kernel likely has the same bug, "
+            "Configs are checked for running only; the compiled kernel has the same mistake (it "
+            "never touches memory outside a tensor, but an index out of range reads 0 there), "
             "so fix the kernel rather than passing a baseline"
         )
     text = f"({error_text(exc).splitlines()[0]})"

@@ -85,8 +85,13 @@ def access(
             vnode = value_inputs[item[1]]
             width = vnode.ndim
             idx = _expand(ctx.expr(vnode), pos, width, rank)
-            mask = ctx.value_mask(vnode.shape)
-            if mask and width:
+            # a computed index outside the tensor reads 0 and is not written (never an illegal
+            # address that would end the caller's CUDA context; ref mode reports it)
+            inside = (
+                f"({ctx.expr(vnode)} >= 0) & ({ctx.expr(vnode)} < {ctx.size_expr(tensor, item[2])})"
+            )
+            mask = " & ".join(m for m in (ctx.value_mask(vnode.shape), inside) if m)
+            if width:
                 mask = _expand(f"({mask})", pos, width, rank)
         terms.append(idx if stride == "1" else f"{idx} * {stride}")
         if mask and mask not in masks:

@@ -9,8 +9,8 @@ index on the index itself, before the tensor is touched:
 * a masked-off lane's index is replaced by a safe one (0); the lane then reads the load's
   ``other`` (0, as the compiled ``tl.load(..., other=0)``) and a store does not write it;
 * an index out of range where no mask covers it is an :class:`IndexOutOfBoundsError` naming the
-  op, the tensor, the index item and the user's line (compiled code would read or write outside
-  the tensor there).
+  op, the tensor, the index item and the user's line (compiled code never touches memory outside
+  the tensor there: it reads 0 and skips the write, ``codegen/memory.access``).
 
 Tensor-valued indices are in range in ``[0, size)``: compiled code adds them to the pointer and
 never wraps a negative one. Python ints keep torch's meaning (``-1`` is the last element), as a
@@ -187,7 +187,7 @@ def _raise_unmasked(op: str, tensor: torch.Tensor, which: _OutOfRange, masked: b
         f"{what}: index item {which.position} ({kind} index of dim {which.dim}, size "
         f"{which.size}) is out of range {where}: {which.example} is not in {valid}",
         loc,
-        hint="compiled code would read or write outside the tensor there. Mask those lanes "
+        hint="compiled code reads 0 there and skips the write. Mask those lanes "
         f"off with tc.load/tc.store(..., extra_mask=(idx >= 0) & (idx < {which.size})), or "
         f"clamp the index into range (torch.clamp(idx, 0, {which.size - 1}))",
     )
