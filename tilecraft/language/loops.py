@@ -160,7 +160,11 @@ def grid(*args: Any, step: Any = None) -> TileSpec:
 
 
 def static_range(*args: int) -> range:
-    """A loop unrolled at compile time (its bounds must be Python ints)."""
+    """A loop unrolled at compile time (its bounds must be Python ints).
+
+    A ``tc.tile`` loop in its body is one loop to the config: every unrolled copy over the same
+    range gets the same block size, and copies that do not depend on each other run as one
+    loop (``ir/fuse_loops.py``: four taps of a convolution read their inputs once)."""
     for a in args:
         if not isinstance(a, int) or type(a).__name__ == "DynamicInt":
             raise DeviceCodeError(
