@@ -41,6 +41,19 @@ def _sliced(index: str, item: tuple[Any, ...]) -> str:
     return f"({start} + {scaled})" if start else f"({scaled})"
 
 
+_UNSIGNED = {torch.int32: "tl.uint32", torch.int64: "tl.uint64"}
+
+
+def _inside(index: str, dtype: torch.dtype, size: str) -> str | None:
+    """``0 <= index < size``: one unsigned compare for 32/64-bit indices (a negative one is a
+    large unsigned number), two otherwise; None for a literal in range (a folded constant)."""
+    if index.lstrip("-").isdigit():
+        return None if size.isdigit() and 0 <= int(index) < int(size) else "False"
+    if dtype in _UNSIGNED:
+        return f"(({index}).to({_UNSIGNED[dtype]}, bitcast=True) < {size})"
+    return f"(({index}) >= 0) & (({index}) < {size})"
+
+
 def access(
     ctx: EmitContext, node: Node, value_inputs: list[Node], span: paired.Span | None = None
 ) -> tuple[str, str | None]:
@@ -87,9 +100,7 @@ def access(
             idx = _expand(ctx.expr(vnode), pos, width, rank)
             # a computed index outside the tensor reads 0 and is not written (never an illegal
             # address that would end the caller's CUDA context; ref mode reports it)
-            inside = (
-                f"({ctx.expr(vnode)} >= 0) & ({ctx.expr(vnode)} < {ctx.size_expr(tensor, item[2])})"
-            )
+            inside = _inside(ctx.expr(vnode), vnode.dtype, ctx.size_expr(tensor, item[2]))
             mask = " & ".join(m for m in (ctx.value_mask(vnode.shape), inside) if m)
             if width:
                 mask = _expand(f"({mask})", pos, width, rank)
