@@ -10,39 +10,21 @@ import pytest
 import torch
 
 import tilecraft as tc
+from benchmarks.gen_kernels.heldout_s19b import (
+    CONV_WIDTH,
+    conv1d_depthwise_bwd_weight,
+    conv1d_depthwise_bwd_weight_reference,
+)
+from tests.cross_targets import assert_cross_compiles
 from tilecraft.ir.deferred_sums import deferrable_sums
 from tilecraft.ir.nodes import DeviceLoop, Op
 from tilecraft.ir.split import SplitSite, split_site
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
-from tilecraft.tools.crosscompile import CompileJob
-from tilecraft.tools.worker import run_compile_jobs
 
-TAPS = 3
-
-
-@tc.kernel(static_shapes=True)
-def conv_weight_grad(x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
-    """dw[k, c] = sum over b, t of x[b, t - k, c] * dy[b, t, c]: one loop nest per tap."""
-    b, seq, c = x.size()
-    dw = torch.empty([TAPS, c], dtype=torch.float32, device=x.device)
-    for tch in tc.tile(c):
-        for k in tc.static_range(TAPS):
-            acc = tc.zeros([tch], dtype=torch.float32)
-            for tb in tc.tile(b):
-                for tt in tc.tile(seq):
-                    src = tt.index - k
-                    xv = tc.load(x, [tb, src, tch], extra_mask=(src >= 0)[None, :, None])
-                    g = dy[tb, tt, tch].to(torch.float32)
-                    acc = acc + torch.sum(xv.to(torch.float32) * g, dim=[0, 1])
-            dw[k, tch] = acc
-    return dw
-
-
-def conv_weight_grad_reference(x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
-    xf, gf = x.float(), dy.float()
-    taps = [(torch.nn.functional.pad(xf, (0, 0, k, 0))[:, : x.shape[1]] * gf) for k in range(TAPS)]
-    return torch.stack([t.sum(dim=(0, 1)) for t in taps])
+TAPS = CONV_WIDTH
+conv_weight_grad = conv1d_depthwise_bwd_weight  # four taps of a batch x time reduction
+conv_weight_grad_reference = conv1d_depthwise_bwd_weight_reference
 
 
 @tc.kernel(static_shapes=True)
@@ -227,14 +209,7 @@ def test_a_nest_that_sums_splits_and_the_default_fills_the_gpu() -> None:
 def test_fused_split_cross_compiles() -> None:
     meta = tuple(torch.empty(8, 4096, 4096, dtype=torch.bfloat16, device="meta") for _ in "xy")
     config = tc.Config(block_sizes=[32, 2, 128], num_warps=8, split_reductions=[4])
-    jobs = []
-    for target in (Target.parse("cuda:90"), Target("hip", "gfx942", 64)):
-        _, _, traced, kernels = _bind(conv_weight_grad, *meta, target=target).generate(config)
-        jobs += [
-            CompileJob.of(k, traced.loops[0], target) for k in (kernels[0], *kernels[0].companions)
-        ]
-    for job, report in zip(jobs, run_compile_jobs(jobs, 300), strict=True):
-        assert report.ok, f"{job.kernel_name} for {job.target.key}: {report.error}"
+    assert_cross_compiles(conv_weight_grad, meta, config)
 
 
 @pytest.mark.gpu

@@ -10,11 +10,9 @@ import pytest
 import torch
 
 import tilecraft as tc
+from tests.cross_targets import assert_cross_compiles
 from tilecraft.errors import IndexOutOfBoundsError
 from tilecraft.runtime.kernel import BoundKernel
-from tilecraft.targets.target import Target
-from tilecraft.tools.crosscompile import CompileJob
-from tilecraft.tools.worker import run_compile_jobs
 
 SHIFT = 3
 
@@ -97,14 +95,9 @@ def test_ref_mode_reports_the_bad_id() -> None:
 def test_bounded_gathers_cross_compile() -> None:
     table = torch.empty(32000, 4096, dtype=torch.bfloat16, device="meta")
     ids = torch.empty(8192, dtype=torch.int64, device="meta")
-    config = tc.Config(block_sizes=[16])
-    jobs = []
-    for target in (Target.parse("cuda:90"), Target("hip", "gfx942", 64)):
-        bound = BoundKernel(embedding_rows, embedding_rows.bind_arguments((table, ids), {}), target)
-        _, _, traced, kernels = bound.generate(config)
-        jobs.append(CompileJob.of(kernels[0], traced.loops[0], target))
-    for job, report in zip(jobs, run_compile_jobs(jobs, 300), strict=True):
-        assert report.ok, f"{job.kernel_name} for {job.target.key}: {report.error}"
+    assert_cross_compiles(embedding_rows, (table, ids), tc.Config(block_sizes=[16]))
+    x = torch.empty(8, 4096, 1024, dtype=torch.bfloat16, device="meta")
+    assert_cross_compiles(shifted_rows, (x,), tc.Config(block_sizes=[1, 64]))
 
 
 @pytest.mark.gpu

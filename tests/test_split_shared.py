@@ -12,11 +12,10 @@ from benchmarks.gen_kernels.heldout_s19 import (
     batchnorm1d_train_fwd,
     batchnorm1d_train_fwd_reference,
 )
+from tests.cross_targets import assert_cross_compiles
 from tilecraft.ir.split import SplitSite, split_site
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
-from tilecraft.tools.crosscompile import CompileJob
-from tilecraft.tools.worker import run_compile_jobs
 
 
 @tc.kernel(static_shapes=True)
@@ -155,15 +154,7 @@ def test_batchnorm_default_splits_both_passes_and_matches_eager() -> None:
 def test_shared_combine_cross_compiles() -> None:
     x = torch.empty(65536, 1024, dtype=torch.bfloat16, device="meta")
     config = tc.Config(block_sizes=[32, 256, 256], split_reductions=[8])
-    jobs = []
-    for target in (Target.parse("cuda:90"), Target("hip", "gfx942", 64)):
-        bound = _bind(center_columns, x, target=target)
-        _, _, traced, kernels = bound.generate(config)
-        jobs += [
-            CompileJob.of(k, traced.loops[0], target) for k in (kernels[0], *kernels[0].companions)
-        ]
-    for job, report in zip(jobs, run_compile_jobs(jobs, 300), strict=True):
-        assert report.ok, f"{job.kernel_name} for {job.target.key}: {report.error}"
+    assert_cross_compiles(center_columns, (x,), config)
 
 
 @pytest.mark.gpu

@@ -1,0 +1,26 @@
+"""Cross-compiling a kernel's generated code for the real GPU targets, shared by test modules:
+every kernel a config generates (a split's combine too) must compile for sm_90 and gfx942."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tilecraft as tc
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
+from tilecraft.tools.crosscompile import CompileJob
+from tilecraft.tools.worker import run_compile_jobs
+
+TARGETS = (Target.parse("cuda:90"), Target("hip", "gfx942", 64))
+
+
+def assert_cross_compiles(kernel: tc.Kernel, args: tuple[Any, ...], config: tc.Config) -> None:
+    """Compile every kernel ``config`` generates for ``args`` (meta tensors) on each target."""
+    jobs = []
+    for target in TARGETS:
+        bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
+        _, _, traced, kernels = bound.generate(config)
+        for main, loop in zip(kernels, traced.loops, strict=True):
+            jobs += [CompileJob.of(k, loop, target) for k in (main, *main.companions)]
+    for job, report in zip(jobs, run_compile_jobs(jobs, 300), strict=True):
+        assert report.ok, f"{job.kernel_name} for {job.target.key}: {report.error}"
