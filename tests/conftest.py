@@ -19,10 +19,15 @@ def _has_cuda() -> bool:
 HAS_CUDA = _has_cuda()
 if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
-os.environ.setdefault(
-    "TILECRAFT_CACHE_DIR",
-    os.path.join(os.path.dirname(__file__), "..", ".pytest_cache", "tilecraft"),
-)
+# One cache folder per pytest-xdist worker (``-n 2`` in scripts/test.sh): workers never see each
+# other's half-written tuning, "cached"/"fresh" checks hold per process and a test clearing the cache
+# cannot pull it from under another worker's test. The xdist controller imports this file first and
+# its workers inherit its environment, so a worker replaces the controller's default (but keeps a
+# TILECRAFT_CACHE_DIR the caller chose).
+_DEFAULT_CACHE = os.path.join(os.path.dirname(__file__), "..", ".pytest_cache", "tilecraft")
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if os.environ.get("TILECRAFT_CACHE_DIR", _DEFAULT_CACHE) == _DEFAULT_CACHE:
+    os.environ["TILECRAFT_CACHE_DIR"] = f"{_DEFAULT_CACHE}-{_WORKER}" if _WORKER else _DEFAULT_CACHE
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -2,7 +2,8 @@
 
 One test per (kernel, shape, dtype, mode). ``mode`` is ``default`` (the ConfigSpec default),
 ``random<seed>`` (``config_spec.random(random.Random(seed))``, fp32 and bf16 only, to keep the
-interpreter run under ~5 minutes) or ``ref`` (``Kernel.run_ref``).
+interpreter run under ~5 minutes; seeds from ``N_RANDOM_DEFAULT`` on are marked ``slow`` and run
+with ``--run-slow``) or ``ref`` (``Kernel.run_ref``).
 The kernel under test runs in that mode; the module's other kernels (e.g. the forward pass that
 feeds a backward kernel) run in ref mode. Known tilecraft bugs are strict xfails
 (see /tmp/tc_bugs_examples.md), listed in ``known_bug``: they turn into failures once fixed.
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `examples` lives
 from examples import EXAMPLES  # noqa: E402
 
 N_RANDOM = 5
+N_RANDOM_DEFAULT = 2  # random seeds in a default run; the rest are a `slow` sweep (--run-slow)
 MODES = ["default", *(f"random{i}" for i in range(N_RANDOM)), "ref"]
 # random configs run for these dtypes only (the interpreter is slow); fp16 gets default + ref
 RANDOM_DTYPES = {torch.float32, torch.bfloat16}
@@ -57,6 +59,8 @@ def _cases() -> list[Any]:
                         case_id = f"{kernel_name}-{'x'.join(map(str, shape))}-{dt}-{mode}"
                         bug = known_bug(kernel_name, dtype, mode)
                         marks = [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
+                        if mode.startswith("random") and int(mode[6:]) >= N_RANDOM_DEFAULT:
+                            marks.append(pytest.mark.slow)
                         cases.append(
                             pytest.param(
                                 module, kernel_name, shape, dtype, mode, id=case_id, marks=marks

@@ -41,16 +41,11 @@ def _sliced(index: str, item: tuple[Any, ...]) -> str:
     return f"({start} + {scaled})" if start else f"({scaled})"
 
 
-_UNSIGNED = {torch.int32: "tl.uint32", torch.int64: "tl.uint64"}
-
-
-def _inside(index: str, dtype: torch.dtype, size: str) -> str | None:
-    """``0 <= index < size``: one unsigned compare for 32/64-bit indices (a negative one is a
-    large unsigned number), two otherwise; None for a literal in range (a folded constant)."""
+def _inside(index: str, size: str) -> str | None:
+    """``0 <= index < size`` (two compares: in the interpreter a loop's offset is a Python int,
+    which has no bitcast to an unsigned type); None for a literal in range."""
     if index.lstrip("-").isdigit():
         return None if size.isdigit() and 0 <= int(index) < int(size) else "False"
-    if dtype in _UNSIGNED:
-        return f"(({index}).to({_UNSIGNED[dtype]}, bitcast=True) < {size})"
     return f"(({index}) >= 0) & (({index}) < {size})"
 
 
@@ -100,10 +95,13 @@ def access(
             idx = _expand(ctx.expr(vnode), pos, width, rank)
             # a computed index outside the tensor reads 0 and is not written (never an illegal
             # address that would end the caller's CUDA context; ref mode reports it)
-            inside = _inside(ctx.expr(vnode), vnode.dtype, ctx.size_expr(tensor, item[2]))
-            mask = " & ".join(m for m in (ctx.value_mask(vnode.shape), inside) if m)
-            if width:
+            inside = _inside(ctx.expr(vnode), ctx.size_expr(tensor, item[2]))
+            mask = ctx.value_mask(vnode.shape)
+            if mask and width:
                 mask = _expand(f"({mask})", pos, width, rank)
+            inside = inside and (_expand(f"({inside})", pos, width, rank) if width else inside)
+            if inside and inside not in masks:  # apart from the dims' masks, which dedupe
+                masks.append(inside)
         terms.append(idx if stride == "1" else f"{idx} * {stride}")
         if mask and mask not in masks:
             masks.append(mask)
