@@ -94,6 +94,34 @@ def different_ranges(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@tc.kernel(static_shapes=True)
+def three_nests(x: torch.Tensor) -> torch.Tensor:
+    """Three loop nests over batch and time written three ways (one multi-dim tile, two nested
+    tiles, nested tiles under a branch) with shared block sizes: fused as far as they go."""
+    b, s, c = x.size()
+    out = torch.empty([3, c], dtype=torch.float32, device=x.device)
+    bb = tc.register_block_size(1, 8)
+    bs = tc.register_block_size(8, 64)
+    for tch in tc.tile(c):
+        a = tc.zeros([tch], dtype=torch.float32)
+        for tb, tt in tc.tile([b, s], block_size=[bb, bs]):
+            a = a + torch.sum(x[tb, tt, tch].to(torch.float32), dim=[0, 1])
+        out[0, tch] = a
+        q = tc.zeros([tch], dtype=torch.float32)
+        for tb in tc.tile(b, block_size=bb):
+            for tt in tc.tile(s, block_size=bs):
+                v = x[tb, tt, tch].to(torch.float32)
+                q = q + torch.sum(v * v, dim=[0, 1])
+        out[1, tch] = q
+        m = tc.full([tch], float("-inf"), dtype=torch.float32)
+        for tb in tc.tile(b, block_size=bb):
+            if tb.begin >= 0:
+                for tt in tc.tile(s, block_size=bs):
+                    m = torch.maximum(m, torch.amax(x[tb, tt, tch].to(torch.float32), dim=[0, 1]))
+        out[2, tch] = m
+    return out
+
+
 def _bind(kernel: tc.Kernel, *args: torch.Tensor, target: Target | None = None) -> BoundKernel:
     return BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
 
@@ -133,6 +161,18 @@ def test_loops_sharing_a_registered_block_size_fuse() -> None:
     config = tc.Config(block_sizes=[16, 8])
     kernel = tc.kernel(sum_and_squares.fn, static_shapes=True, config=config)
     want = torch.stack([x.sum(0), (x * x).sum(0)])
+    torch.testing.assert_close(kernel(x), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("blocks", [[2, 16, 8], [4, 32, 4], [1, 8, 16]])
+def test_nests_written_differently_fuse_and_match_eager(blocks: list[int]) -> None:
+    x = torch.randn(3, 37, 20)
+    loop = _loop(three_nests, x)
+    assert _top_loops(loop) == 1
+    outer = next(n for n in loop.body if n.op is Op.LOOP)
+    assert [n.op for n in outer.body or []].count(Op.LOOP) == 1  # the branch keeps its loop
+    kernel = tc.kernel(three_nests.fn, static_shapes=True, config=tc.Config(block_sizes=blocks))
+    want = torch.stack([x.sum((0, 1)), (x * x).sum((0, 1)), x.amax((0, 1))])
     torch.testing.assert_close(kernel(x), want, rtol=1e-5, atol=1e-4)
 
 
