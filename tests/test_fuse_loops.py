@@ -206,6 +206,16 @@ def test_fused_conv_weight_grad_matches_eager(config: tc.Config) -> None:
     torch.testing.assert_close(kernel(x, dy), want, rtol=1e-4, atol=1e-4)
 
 
+def test_copies_over_run_time_extents_fuse_and_split() -> None:
+    """With dynamic shapes the copies' extents are one size argument: still one range."""
+    config = tc.Config(block_sizes=[8, 1, 16], split_reductions=[2])
+    kernel = tc.kernel(conv_weight_grad.fn, static_shapes=False, config=config)
+    for shape in ((3, 37, 20), (2, 50, 24)):
+        x, dy = _conv_inputs(shape)
+        assert _top_loops(_loop(kernel, x, dy)) == 1
+        torch.testing.assert_close(kernel(x, dy), conv_weight_grad_reference(x, dy))
+
+
 def test_a_sum_over_batch_and_time_sums_the_loops_own_tile_last() -> None:
     """``sum(dim=[0, 1])`` in the loop over time: batch is summed first, so the step adds a sum
     over the loop's own tile and may defer it (one reduction after the loop)."""
