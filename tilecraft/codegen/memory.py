@@ -99,7 +99,8 @@ def access(
             mask = ctx.value_mask(vnode.shape)
             if mask and width:
                 mask = _expand(f"({mask})", pos, width, rank)
-            inside = inside and (_expand(f"({inside})", pos, width, rank) if width else inside)
+            if inside and width:
+                inside = _expand(f"({inside})", pos, width, rank)
             if inside and inside not in masks:  # apart from the dims' masks, which dedupe
                 masks.append(inside)
         terms.append(idx if stride == "1" else f"{idx} * {stride}")

@@ -52,7 +52,11 @@ def trips(spec: ConfigSpec, index: int, config: Config) -> int:
     """Iterations of device loop ``index``'s split site under ``config`` (an upper bound)."""
     site = spec.split_sites[index][0]
     assert site is not None
-    sym = site.sym
+    return _sym_trips(site.sym, config)
+
+
+def _sym_trips(sym: Sym, config: Config) -> int:
+    """Iterations of the loop over ``sym`` under ``config`` (an upper bound)."""
     block = 1 if sym.scalar else sym_block(sym, config.block_sizes, config.reduction_loops)
     return max(1, -(-extent_hint(sym) // block))
 
@@ -317,12 +321,7 @@ def _nested_chain(site: Site) -> list[Node]:
 
 def _nested_trips(site: Site, config: Config) -> int:
     """Iterations of the nested loops (``_nested_chain``) per iteration of the split loop."""
-    out = 1
-    for loop in _nested_chain(site):
-        sym = loop.attrs["sym"]
-        block = 1 if sym.scalar else sym_block(sym, config.block_sizes, config.reduction_loops)
-        out *= max(1, -(-extent_hint(sym) // block))
-    return out
+    return math.prod(_sym_trips(loop.attrs["sym"], config) for loop in _nested_chain(site))
 
 
 def _shift_to_nested(

@@ -17,7 +17,7 @@ import torch
 from tilecraft.errors import DeviceCodeError, ShapeError
 from tilecraft.frontend import rdims
 from tilecraft.frontend.values import TileProxy, TileValue
-from tilecraft.ir.nodes import Node, Op, Sym, SymKind, shape_str
+from tilecraft.ir.nodes import Node, Op, Sym, SymKind, same_range, shape_str
 from tilecraft.language.tunables import BlockSize, DynamicInt
 
 if TYPE_CHECKING:
@@ -64,15 +64,6 @@ def block_sym(
         sym.fixed_block = value
     tr.syms.append(sym)
     return sym
-
-
-def same_range(a: Sym, b: Sym) -> bool:
-    """Two block syms over one range: equal begins and extents (ints equal, nodes the same)."""
-
-    def same(x: Any, y: Any) -> bool:
-        return x is y if isinstance(x, Node) or isinstance(y, Node) else bool(x == y)
-
-    return a.kind is b.kind and same(a.extent, b.extent) and same(a.begin, b.begin)
 
 
 def grid_bound(tr: Tracer, value: int, which: str, dim: int) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from tilecraft.ir.nodes import Node, Op, walk
+from tilecraft.ir.nodes import Node, Op, Sym, walk
 from tilecraft.ir.split import accumulators, readers
 
 _FLOATS = (torch.float32, torch.float64)
@@ -74,7 +74,7 @@ def _plain_sum(node: Node) -> bool:
     return node.attrs["kind"] == "sum" and not node.attrs["keepdim"] and node.dtype in _FLOATS
 
 
-def _swap(inner: Node, outer: Node, sym: object) -> None:
+def _swap(inner: Node, outer: Node, sym: Sym) -> None:
     """Make ``outer(inner(x))`` reduce ``sym`` last when ``inner`` reduces it first."""
     x = inner.inputs[0]
     if x.dtype != inner.dtype or x.shape[inner.attrs["axis"]] is not sym:
@@ -85,7 +85,7 @@ def _swap(inner: Node, outer: Node, sym: object) -> None:
     first_axis = x.shape.index(other)
     inner.attrs["axis"] = first_axis
     inner.shape = tuple(d for i, d in enumerate(x.shape) if i != first_axis)
-    outer.attrs["axis"] = inner.shape.index(sym)  # type: ignore[arg-type]
+    outer.attrs["axis"] = inner.shape.index(sym)
 
 
 def summed(carry: Node) -> Node:

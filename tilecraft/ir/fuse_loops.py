@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, same_range, walk
 
 _WRITES = (Op.STORE, Op.ATOMIC)
 _CONTROL = (Op.LOOP, Op.IF, Op.WHILE)
@@ -65,8 +65,9 @@ def _fuse_body(body: list[Node], removed: set[int], merge: bool = False) -> list
         changed = False
         for i, first in enumerate(body):
             j = _next_loop(body, i)
-            if first.op is Op.LOOP and j is not None and _fusable(body, i, j):
-                body = _fuse_pair(body, i, j, removed)
+            parts = _fusion(body, i, j) if first.op is Op.LOOP and j is not None else None
+            if j is not None and parts is not None:
+                body = _fuse_pair(body, i, j, parts, removed)
                 fused.add(id(first))
                 changed = True
                 break
@@ -91,22 +92,14 @@ def _next_loop(body: list[Node], i: int) -> int | None:
     return None
 
 
-def _same_range(a: Sym, b: Sym) -> bool:
-    def same(x: Any, y: Any) -> bool:
-        return x is y if isinstance(x, Node) or isinstance(y, Node) else bool(x == y)
-
+def _same_loop_range(a: Sym, b: Sym) -> bool:
+    """Two loop syms over one range in the same blocks (one config slot, or one literal)."""
     same_block = (
         a.config_slot == b.config_slot
         if a.config_slot is not None or b.config_slot is not None
         else a.fixed_block == b.fixed_block
     )
-    return (
-        a.kind is SymKind.BLOCK is b.kind
-        and a.scalar == b.scalar
-        and same_block
-        and same(a.extent, b.extent)
-        and same(a.begin, b.begin)
-    )
+    return a.kind is SymKind.BLOCK and a.scalar == b.scalar and same_block and same_range(a, b)
 
 
 def _subtree(node: Node) -> list[Node]:
@@ -154,22 +147,24 @@ def _split_between(
     return pre, [n for n in between if id(n) not in pre_ids]
 
 
-def _fusable(body: list[Node], i: int, j: int) -> bool:
+def _fusion(body: list[Node], i: int, j: int) -> tuple[list[Node], list[Node]] | None:
+    """How loops ``body[i]`` and ``body[j]`` fuse: the code between them that moves before the
+    fused loop and the code that moves after it, or None when they must stay apart."""
     first, second = body[i], body[j]
-    if not _same_range(first.attrs["sym"], second.attrs["sym"]):
-        return False
+    if not _same_loop_range(first.attrs["sym"], second.attrs["sym"]):
+        return None
     a_nodes, b_nodes = _subtree(first), _subtree(second)
     first_ids = {id(n) for n in a_nodes}
     if any(id(r) in first_ids for r in _outside_refs(b_nodes)):
-        return False  # the second loop uses the first one's results
+        return None  # the second loop uses the first one's results
     parts = _split_between(body[i + 1 : j], b_nodes, first_ids)
     if parts is None or any(n.op is Op.PRINT for n in (*a_nodes, *b_nodes)):
-        return False
+        return None
     pre, post = parts
     a_writes, b_writes = _tensors(a_nodes, _WRITES), _tensors(b_nodes, _WRITES)
     a_reads, b_reads = _tensors(a_nodes, (Op.LOAD,)), _tensors(b_nodes, (Op.LOAD,))
     post_writes, post_reads = _tensors(post, _WRITES), _tensors(post, (Op.LOAD,))
-    return not (
+    conflict = (
         a_writes & (b_writes | b_reads)
         or b_writes & a_reads
         or _tensors(pre, (Op.LOAD,)) & (a_writes | post_writes)
@@ -177,14 +172,16 @@ def _fusable(body: list[Node], i: int, j: int) -> bool:
         or post_reads & b_writes
         or any(n.op is Op.EXTERN for n in post)
     )
+    return None if conflict else parts
 
 
-def _fuse_pair(body: list[Node], i: int, j: int, removed: set[int]) -> list[Node]:
-    """``body`` with ``body[j]`` fused into ``body[i]``: what the second loop needs moves before
-    the fused loop, the rest of the code between them after it."""
+def _fuse_pair(
+    body: list[Node], i: int, j: int, parts: tuple[list[Node], list[Node]], removed: set[int]
+) -> list[Node]:
+    """``body`` with ``body[j]`` fused into ``body[i]``: ``parts`` (from ``_fusion``) is what
+    the second loop needs, moved before the fused loop, and the rest of the code between them,
+    moved after it."""
     first, second = body[i], body[j]
-    parts = _split_between(body[i + 1 : j], _subtree(second), {id(n) for n in _subtree(first)})
-    assert parts is not None, "_fusable checked the code between the loops"
     pre, post = parts
     old, new = second.attrs["sym"], first.attrs["sym"]
     for node in _reachable(_subtree(second)):
@@ -238,11 +235,7 @@ def merge_repeated_loads(body: list[Node]) -> list[Node]:
     replaced: dict[int, Node] = {}
     out: list[Node] = []
     for node in body:
-        node.inputs = [replaced.get(id(n), n) for n in node.inputs]
-        for key in _NODE_REFS:
-            ref = node.attrs.get(key)
-            if isinstance(ref, Node) and id(ref) in replaced:
-                node.attrs[key] = replaced[id(ref)]
+        _repoint(node, replaced)  # reads of earlier repeats, so this node's key can match
         written = _tensors(_subtree(node), _WRITES)
         if written or node.op is Op.EXTERN:
             seen = {
@@ -295,8 +288,13 @@ def _replace_uses(body: list[Node], replaced: dict[int, Node]) -> None:
     """Point every read of a replaced node (nested bodies and carried values too) at its
     replacement."""
     for n in (n for top in body for n in _subtree(top)):
-        n.inputs = [replaced.get(id(r), r) for r in n.inputs]
-        for key in _NODE_REFS:
-            ref = n.attrs.get(key)
-            if isinstance(ref, Node) and id(ref) in replaced:
-                n.attrs[key] = replaced[id(ref)]
+        _repoint(n, replaced)
+
+
+def _repoint(node: Node, replaced: dict[int, Node]) -> None:
+    """``node`` reading each replaced node's replacement (inputs and the nodes attrs name)."""
+    node.inputs = [replaced.get(id(r), r) for r in node.inputs]
+    for key in _NODE_REFS:
+        ref = node.attrs.get(key)
+        if isinstance(ref, Node) and id(ref) in replaced:
+            node.attrs[key] = replaced[id(ref)]

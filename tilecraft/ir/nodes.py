@@ -45,6 +45,16 @@ class Sym:
         return self.name
 
 
+def same_range(a: Sym, b: Sym) -> bool:
+    """Two syms over one range: the same kind, equal begins and extents (ints equal, nodes the
+    same node)."""
+
+    def same(x: Any, y: Any) -> bool:
+        return x is y if isinstance(x, Node) or isinstance(y, Node) else bool(x == y)
+
+    return a.kind is b.kind and same(a.extent, b.extent) and same(a.begin, b.begin)
+
+
 Dim = Sym | int
 Shape = tuple[Dim, ...]
 

@@ -230,16 +230,11 @@ def _nested_accumulator(carry: Node, users: dict[int, list[Node]]) -> Accumulato
     inner = readers_of[0]
     if inner.op is not Op.LOOP or not any(c is nxt for c in inner.attrs.get("carried", [])):
         return None
-    found = accumulators(inner).get(nxt.id) or _nested_in(inner, nxt)
+    found = accumulators(inner).get(nxt.id) or _nested_accumulator(nxt, readers(inner.body or []))
     inside = {n.id for n in walk(inner.body or [])}
     if found is None or any(u.id not in inside for u in users.get(nxt.id, []) if u is not inner):
         return None
     return Accumulator(carry, found.kind, found.fn)
-
-
-def _nested_in(loop: Node, carry: Node) -> Accumulator | None:
-    """``carry`` (carried by ``loop``) as an accumulator of a loop nested deeper."""
-    return _nested_accumulator(carry, readers(loop.body or []))
 
 
 def _carry_dependent(body: list[Node], carried: list[Node]) -> set[int]:
