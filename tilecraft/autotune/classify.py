@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tilecraft.autotune.decisions import reads_memory
 from tilecraft.config.config import Config
 from tilecraft.errors import TilecraftError
-from tilecraft.ir.nodes import DeviceLoop, Node, Op
+from tilecraft.ir.nodes import DeviceLoop, Op
 
 
 class Category(str, enum.Enum):
@@ -198,27 +199,12 @@ def racy_updates(loops: Sequence[DeviceLoop]) -> list[str]:
             if node.op is not Op.STORE or id(tensor) not in loaded or tensor.name in found:
                 continue
             if any(i[0] == "value" for i in node.attrs["index"]) and any(
-                _reads_memory(v) for v in node.inputs[1:]
+                reads_memory(v) for v in node.inputs[1:]
             ):
                 found.append(
                     f"'{tensor.name}' (line {node.loc.lineno})" if node.loc else f"'{tensor.name}'"
                 )
     return found
-
-
-def _reads_memory(node: Node) -> bool:
-    """Whether ``node`` is computed from a load (a data-dependent value)."""
-    seen: set[int] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.op is Op.LOAD:
-            return True
-        stack.extend(n.inputs)
-    return False
 
 
 def _what_to_do(categories: set[Category | None]) -> str:

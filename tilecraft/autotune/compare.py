@@ -7,6 +7,8 @@ over that tensor, so near-zero entries of a large-magnitude result (cancellation
 sum) are judged against the tensor's magnitude, not against zero. NaN matches NaN and an infinity
 matches the same infinity. Bool tensors must be equal; integer ones too, except that float math
 rounded to integers (a quantization) may land one off in a few elements (:func:`_rounding_ties`).
+A kernel that decides on computed floats (``decisions.py``) may differ in a few scattered
+elements: its boundary cases (:func:`scattered`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 FLOAT8_TOLERANCE = (1.25e-1, 1.25e-1)
 # integer results may be one off in this share of elements (float math rounded to integers)
 INT_ROUNDING_SHARE = 1e-3
+# a kernel deciding on computed floats may differ in this share of a tensor's elements (at least
+# one), each alone in its row and column (at most two share an index) and no three in a run
+FLIP_SHARE = 1e-5
+FLIP_MIN_NUMEL = 1000
 
 Tolerances = Mapping[Any, tuple[float, float]]  # keys: torch.dtype or its name ("bfloat16")
 
@@ -58,6 +64,7 @@ class Mismatch:
     index: tuple[int, ...] | None = None
     actual: float | None = None
     expected: float | None = None
+    scattered: bool = False  # a few isolated elements (see :func:`scattered`)
 
     def describe(self) -> str:
         if math.isnan(self.max_abs):
@@ -78,12 +85,19 @@ class Mismatch:
 class CompareResult:
     mismatches: list[Mismatch] = dataclasses.field(default_factory=list)
     compared: int = 0  # how many tensors/values were compared
+    # scattered differences accepted because the kernel decides on computed floats
+    boundary_cases: list[Mismatch] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.mismatches
 
     def summary(self) -> str:
+        if self.ok and self.boundary_cases:
+            return (
+                f"matches the baseline ({self.compared} values compared) except at decision "
+                "boundaries: " + "; ".join(m.describe() for m in self.boundary_cases)
+            )
         if self.ok:
             return f"matches the baseline ({self.compared} values compared)"
         return "; ".join(m.describe() for m in self.mismatches)
@@ -97,14 +111,20 @@ def compare(
     expected_args: Sequence[Any] = (),
     arg_names: Sequence[str] = (),
     tolerances: Tolerances | None = None,
+    decides_on_floats: bool = False,
 ) -> CompareResult:
-    """Compare outputs, then the tensor arguments after the run, with the baseline's."""
+    """Compare outputs, then the tensor arguments after the run, with the baseline's.
+    ``decides_on_floats``: the kernel branches on computed floats (``decisions.py``), so a
+    tensor may differ in a few scattered elements (reported in ``boundary_cases``)."""
     result = CompareResult()
     _compare_value("output", actual, expected, tolerances, result)
     for i, (a, e) in enumerate(zip(actual_args, expected_args)):
         if isinstance(a, torch.Tensor) or isinstance(e, torch.Tensor):
             name = arg_names[i] if i < len(arg_names) else str(i)
             _compare_value(f"argument '{name}'", a, e, tolerances, result)
+    if decides_on_floats:
+        result.boundary_cases = [m for m in result.mismatches if m.scattered]
+        result.mismatches = [m for m in result.mismatches if not m.scattered]
     return result
 
 
@@ -171,6 +191,7 @@ def compare_tensors(
         return Mismatch(
             name, f"{int(diff.sum())} of {a.numel()} elements differ", index=index,
             actual=float(a.flatten()[flat]), expected=float(e.flatten()[flat]),
+            scattered=scattered(diff),
         )  # fmt: skip
     rtol, atol = tolerance_for(expected.dtype, tol)
     work = torch.float64 if expected.dtype == torch.float64 else torch.float32
@@ -186,17 +207,40 @@ def compare_tensors(
     worst = int(torch.argmax(excess.flatten()))
     if float(excess.flatten()[worst]) <= 0:
         return None
-    bad = int((excess > 0).sum())
+    outside = excess > 0
     rel = err / finite_e.abs().clamp_min(torch.finfo(work).tiny)
     return Mismatch(
         name,
-        f"{bad} of {a.numel()} elements outside rtol={rtol:g}, atol={atol:g}*{scale:.3g}",
+        f"{int(outside.sum())} of {a.numel()} elements outside rtol={rtol:g}, "
+        f"atol={atol:g}*{scale:.3g}",
         max_abs=float(err.max()),
         max_rel=float(rel.max()),
         index=_unravel(worst, a.shape),
         actual=float(a.flatten()[worst]),
         expected=float(e.flatten()[worst]),
+        scattered=scattered(outside),
     )
+
+
+def scattered(bad: torch.Tensor) -> bool:
+    """Whether the elements where ``bad`` is set are few and isolated, as boundary cases of a
+    decision on computed floats are (a token kept in one row's top-p mask and not in the
+    baseline's): at most ``FLIP_SHARE`` of the tensor (at least one element, in tensors of
+    ``FLIP_MIN_NUMEL`` or more), no index of any dim holding more than two of them, and no
+    three consecutive in memory order. A wrong tail, row, column or tile breaks one of these."""
+    numel = bad.numel()
+    count = int(bad.sum())
+    if count == 0:
+        return True
+    if numel < FLIP_MIN_NUMEL or count > max(1, int(numel * FLIP_SHARE)):
+        return False
+    where = bad.nonzero()  # [count, ndim]
+    for dim in range(bad.dim()):
+        if bad.shape[dim] > 2 and int(torch.unique(where[:, dim], return_counts=True)[1].max()) > 2:
+            return False
+    flat = bad.flatten().nonzero().flatten()
+    runs = (flat[2:] - flat[:-2] == 2) if flat.numel() >= 3 else flat.new_zeros(0, dtype=torch.bool)
+    return not bool(runs.any())
 
 
 def _rounding_ties(a: torch.Tensor, e: torch.Tensor, diff: torch.Tensor) -> bool:

@@ -18,6 +18,7 @@ import torch
 from tilecraft.autotune.baseline import Baseline, clone_args
 from tilecraft.autotune.classify import STICKY, Category, classify, one_line
 from tilecraft.autotune.compare import Tolerances, compare
+from tilecraft.autotune.decisions import float_decisions
 from tilecraft.config.config import Config
 from tilecraft.errors import ConfigError
 from tilecraft.runtime.kernel import BoundKernel, CompiledProgram
@@ -169,7 +170,10 @@ def check_config(
             expected_args=(*baseline.args_after, *baseline.kwargs_after.values()),
             arg_names=names[: len(a)] + list(kw),
             tolerances=tolerances,
+            decides_on_floats=bool(float_decisions(bound.traced.loops)),
         )
+        if cmp.boundary_cases:
+            result["reason"] = cmp.summary()[:400]
         if not cmp.ok:
             result.update(
                 ok=False,

@@ -40,6 +40,7 @@ import sys
 import tilecraft as tc
 from tilecraft.autotune.baseline import compute_baseline
 from tilecraft.autotune.compare import compare
+from tilecraft.autotune.decisions import float_decisions
 
 MODULE = {module!r}
 FILE = {file!r}
@@ -93,7 +94,8 @@ def main(index=0):
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     result = compare(
-        out, baseline.outputs, actual_args=args, expected_args=baseline.args_after
+        out, baseline.outputs, actual_args=args, expected_args=baseline.args_after,
+        decides_on_floats=bool(float_decisions(bound.traced.loops)),
     )
     print("result:", result.summary())
     return result.ok

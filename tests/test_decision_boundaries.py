@@ -1,0 +1,154 @@
+"""Kernels that decide on computed floats: which ops count (``autotune/decisions.py``), which
+differences the accuracy check accepts from them (``compare.scattered``), and discovery of such a
+kernel against a reference that sums in another order (one boundary element flipped)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from benchmarks.gen_kernels import HELDOUT
+from tilecraft.autotune.classify import Category, NoWorkingConfigError
+from tilecraft.autotune.compare import compare, scattered
+from tilecraft.autotune.decisions import float_decisions
+from tilecraft.autotune.discover import run_discovery
+
+ROWS, COLS = 64, 200  # 12800 elements: one boundary element may differ
+
+
+def _kept_above_mean(x: torch.Tensor) -> torch.Tensor:
+    return torch.where(x >= x.mean(dim=-1, keepdim=True), x, 0.0)
+
+
+def _flipped(out: torch.Tensor) -> torch.Tensor:
+    """``out`` with the first kept element of row 3 dropped: what a reference whose row mean
+    rounded a hair above that element would return."""
+    out = out.clone()
+    col = int(out[3].nonzero()[0])
+    out[3, col] = 0.0
+    return out
+
+
+def _flipped_threshold_baseline(x: torch.Tensor) -> torch.Tensor:
+    return _flipped(_kept_above_mean(x))
+
+
+def _flipped_scale_baseline(x: torch.Tensor) -> torch.Tensor:
+    return _flipped(x * 2.0)
+
+
+@tc.kernel(baseline=_flipped_threshold_baseline)
+def keep_above_row_mean(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        row = x[tm, :]
+        mean = torch.mean(row, dim=-1)
+        out[tm, :] = torch.where(row >= mean[:, None], row, 0.0)
+    return out
+
+
+@tc.kernel(baseline=_flipped_scale_baseline)
+def double_rows(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, :] * 2.0
+    return out
+
+
+@tc.kernel
+def first_half_doubled(x: torch.Tensor) -> torch.Tensor:
+    """Compares tile indices (integers), never data: no float decision."""
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = torch.where(t.index < n // 2, x[t] * 2.0, x[t])
+    return out
+
+
+def _inputs() -> torch.Tensor:
+    return torch.randn(ROWS, COLS, generator=torch.Generator().manual_seed(3))
+
+
+def test_decisions_are_float_comparisons_of_loaded_data() -> None:
+    x = _inputs()
+    found = float_decisions(keep_above_row_mean.bind((x,)).traced.loops)
+    assert len(found) == 1 and found[0].startswith("ge (line "), found
+    assert float_decisions(double_rows.bind((x,)).traced.loops) == []
+    assert float_decisions(first_half_doubled.bind((x[0],)).traced.loops) == []
+
+
+def test_top_p_bisection_decides_on_floats() -> None:
+    case = HELDOUT["top_p_mask_rows"]
+    (logits,) = case.make_inputs(case.cpu_shapes[0], "cpu", 0)
+    kernel = case.kernels[0]
+    found = float_decisions(kernel.bind((logits, 0.9)).traced.loops)
+    assert any(f.startswith("ge ") for f in found), found
+
+
+def _mask(shape: tuple[int, ...], points: list[tuple[int, ...]]) -> torch.Tensor:
+    bad = torch.zeros(shape, dtype=torch.bool)
+    for p in points:
+        bad[p] = True
+    return bad
+
+
+@pytest.mark.parametrize(
+    ("points", "expected"),
+    [
+        ([(3, 17)], True),
+        ([(0, 5), (9, 100), (40, 7)], True),
+        ([(0, 5), (1, 5), (2, 5)], False),  # a column
+        ([(7, 5), (7, 50), (7, 150)], False),  # a row
+        ([(7, 5), (7, 6), (7, 7)], False),  # a run (and a row)
+        ([], True),
+    ],
+)
+def test_scattered_accepts_isolated_points_only(
+    points: list[tuple[int, ...]], expected: bool
+) -> None:
+    assert scattered(_mask((400, 3000), points)) is expected  # up to 12 points may differ
+
+
+def test_scattered_limits_count_and_size() -> None:
+    assert not scattered(_mask((10, 10), [(3, 3)]))  # tensors under 1000 elements: exact
+    ten = [(i * 7, i * 13) for i in range(10)]  # 1e-5 of 1e6 elements
+    assert scattered(_mask((1000, 1000), ten))
+    assert not scattered(_mask((1000, 1000), [*ten, (999, 1)]))
+    assert scattered(_mask((5000,), [17]))  # one point is always allowed
+    assert not scattered(_mask((5000,), [17, 18, 19]))  # a run in a 1-D tensor
+
+
+def test_compare_accepts_boundary_flips_only_for_deciding_kernels() -> None:
+    x = _inputs()
+    want = _kept_above_mean(x)
+    got = _flipped(want)
+    strict = compare(got, want)
+    assert not strict.ok and "1 of 12800 elements" in strict.summary()
+    lenient = compare(got, want, decides_on_floats=True)
+    assert lenient.ok and "decision boundaries" in lenient.summary()
+    assert lenient.boundary_cases and lenient.boundary_cases[0].index is not None
+    broken_row = want.clone()
+    broken_row[5] = 0.0
+    assert not compare(broken_row, want, decides_on_floats=True).ok
+
+
+def test_discovery_keeps_a_deciding_kernel_working_against_a_flipped_reference() -> None:
+    x = _inputs()
+    found = run_discovery(
+        keep_above_row_mean.bind((x,)), (x,), isolate=False, use_cache=False, max_candidates=2
+    )
+    assert found.attempts[0].ok, found.attempts[0].reason
+    assert "decision boundaries" in found.attempts[0].reason
+    torch.testing.assert_close(keep_above_row_mean(x), _kept_above_mean(x))
+
+
+def test_discovery_still_rejects_one_wrong_element_without_decisions() -> None:
+    x = _inputs()
+    with pytest.raises(NoWorkingConfigError) as info:
+        run_discovery(
+            double_rows.bind((x,)), (x,), isolate=False, use_cache=False, max_candidates=2
+        )
+    assert {a.category for a in info.value.attempts} == {Category.WRONG_RESULT}

@@ -1,0 +1,76 @@
+"""Where a kernel's results branch on computed floats (stage: autotune, read from the IR).
+
+Input: a traced kernel's device loops. Output: the ops that decide on float data (a comparison
+of a float computed from loaded values, an argmax, a float rounded to an integer), each named by
+its line. Two correct programs that sum in another order can land on either side of such a
+decision for an input sitting on its boundary: a top-p mask that bisects each row's probability
+threshold keeps one token more or less in a few rows (4 of 16.4M outputs, 128 x 128256 on the
+H200), and no config could match ref mode exactly. The accuracy check (``compare.py``) lets such
+kernels' outputs differ in a few scattered elements, never in a row, a column or a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from tilecraft.ir.nodes import DeviceLoop, Node, Op
+
+COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+ROUNDINGS = frozenset({"floor", "ceil", "round", "trunc", "floordiv"})
+ARG_REDUCTIONS = frozenset({"argmax", "argmin"})
+
+
+def float_decisions(loops: Sequence[DeviceLoop]) -> list[str]:
+    """The ops of ``loops`` whose outcome depends on where a loaded float falls, as
+    ``"'>=' (line 12)"`` (each op and line once, in program order)."""
+    found: list[str] = []
+    for loop in loops:
+        for node in loop.walk():
+            what = _decision(node)
+            if what is None:
+                continue
+            where = f" (line {node.loc.lineno})" if node.loc else ""
+            if what + where not in found:
+                found.append(what + where)
+    return found
+
+
+def _decision(node: Node) -> str | None:
+    """The op's name if ``node`` decides on float data read from memory, else ``None``."""
+    if node.op is Op.REDUCE and node.attrs.get("kind") in ARG_REDUCTIONS:
+        return str(node.attrs["kind"]) if _float_data(node.inputs[0]) else None
+    if node.op in (Op.UNARY, Op.BINARY):
+        fn = str(node.attrs.get("fn"))
+        if fn in COMPARISONS or fn in ROUNDINGS:
+            return fn if any(_float_data(i) for i in node.inputs) else None
+    if node.op is Op.CAST and not _is_float(node.dtype) and node.dtype != torch.bool:
+        return "cast to an integer" if _float_data(node.inputs[0]) else None
+    return None
+
+
+def _is_float(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point
+
+
+def _float_data(node: Node) -> bool:
+    """Whether ``node`` is a float computed from a load."""
+    return _is_float(node.dtype) and reads_memory(node)
+
+
+def reads_memory(node: Node) -> bool:
+    """Whether ``node`` is computed from a load (a data-dependent value)."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.op is Op.LOAD:
+            return True
+        stack.extend(n.inputs)
+        if n.op is Op.CARRY and n.attrs.get("next") is not None:
+            stack.append(n.attrs["next"])
+    return False
