@@ -2,7 +2,7 @@
 ``examples/`` versions, each with an eager reference, GPU shapes and tiny CPU shapes.
 
 :data:`CASES` maps each case name to its :class:`~benchmarks.gen_kernels.case.Case`: the eight
-kernels issue 11 measures. :data:`HELDOUT` holds ninety-one more, written after the heuristic was
+kernels issue 11 measures. :data:`HELDOUT` holds ninety-nine more, written after the heuristic was
 frozen and timed to find where the default is weak (``benchmarks.generalize --set heldout``).
 """
 
