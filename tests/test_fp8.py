@@ -128,6 +128,41 @@ def test_fp8_dot_numerics() -> None:
     torch.testing.assert_close(fp8_mm.run_ref(*args).float(), got.float(), rtol=1e-2, atol=1e-2)
 
 
+@tc.kernel(static_shapes=True)
+def fp8_products(
+    a: torch.Tensor, b: torch.Tensor, sa: torch.Tensor, sb: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The same scaled fp8 product written three ways: ``@``, ``torch.matmul``, ``.mm``."""
+    m, k = a.size()
+    n = b.size(1)
+    at_op, mm_fn, mm_method = (
+        torch.empty([m, n], dtype=torch.bfloat16, device=a.device) for _ in "abc"
+    )
+    for tm, tn in tc.tile([m, n]):
+        acc0 = tc.zeros([tm, tn], dtype=torch.float32)
+        acc1 = tc.zeros([tm, tn], dtype=torch.float32)
+        acc2 = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            at, bt = a[tm, tk], b[tk, tn]
+            acc0 += at @ bt
+            acc1 += torch.matmul(at, bt)
+            acc2 += at.mm(bt)
+        scale = sa[tm][:, None] * sb[tn][None, :]
+        at_op[tm, tn] = (acc0 * scale).to(torch.bfloat16)
+        mm_fn[tm, tn] = (acc1 * scale).to(torch.bfloat16)
+        mm_method[tm, tn] = (acc2 * scale).to(torch.bfloat16)
+    return at_op, mm_fn, mm_method
+
+
+def test_fp8_matmul_operators_are_fp32_products_in_ref_mode_too() -> None:
+    """torch's own ``@`` on fp8 tensors returns fp8 (and refuses an fp8 x fp32 promotion), so
+    ref mode - the autotuner's accuracy baseline - failed where the compiled kernel ran."""
+    args = _fp8_mm_inputs(40, 96, 24)
+    want = _fp8_mm_ref(*args).float()
+    for got in (*fp8_products(*args), *fp8_products.run_ref(*args)):
+        torch.testing.assert_close(got.float(), want, rtol=1e-2, atol=1e-2)
+
+
 def test_fp8_dot_refused_where_the_target_has_none() -> None:
     args = _fp8_mm_inputs(64, 64, 64)
     for name in ("cuda:80", "xpu"):

@@ -26,6 +26,7 @@ REF_GET = "__tc_ref_get__"
 REF_SET = "__tc_ref_set__"
 REF_ADDMM = "__tc_ref_addmm__"
 REF_CALL = "__tc_ref_call__"
+REF_MATMUL = "__tc_ref_matmul__"
 
 
 @dataclasses.dataclass
@@ -174,6 +175,15 @@ class _RefRewriter(ast.NodeTransformer):
             return ast.copy_location(call, node)
         if isinstance(node.func, ast.Attribute):  # torch.clamp(tm.begin - w, min=0): see REF_CALL
             call = ast.Call(ast.Name(REF_CALL, ast.Load()), [node.func, *node.args], node.keywords)
+            return ast.copy_location(call, node)
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        """``a @ b`` -> ``__tc_ref_matmul__(a, b)``: products of fp8 tiles are fp32 in device
+        code (``tc.dot``), where torch's ``@`` returns fp8 or refuses mixed operands."""
+        self.generic_visit(node)
+        if isinstance(node.op, ast.MatMult):
+            call = ast.Call(ast.Name(REF_MATMUL, ast.Load()), [node.left, node.right], [])
             return ast.copy_location(call, node)
         return node
 

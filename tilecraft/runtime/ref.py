@@ -15,12 +15,14 @@ from tilecraft.frontend.source import (
     REF_ADDMM,
     REF_CALL,
     REF_GET,
+    REF_MATMUL,
     REF_SET,
     KernelSource,
     build_function,
     ref_tree,
 )
 from tilecraft.language import _context, ref_access
+from tilecraft.language.creation import dot
 from tilecraft.language.loops import RefTile
 from tilecraft.language.tunables import BlockSize
 
@@ -69,6 +71,25 @@ def ref_addmm(fn: Any, *args: Any, **kwargs: Any) -> Any:
     return fn(*args, **kwargs)
 
 
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+# torch functions and methods of a matrix product, by name
+_PRODUCTS = ("matmul", "mm", "bmm")
+
+
+def ref_matmul(a: Any, b: Any) -> Any:
+    """``a @ b`` as device code means it: with an fp8 operand, ``tc.dot``'s product (fp32 for
+    two fp8 tiles, the other operand's dtype beside one), where torch returns fp8 or refuses."""
+    if _fp8_operands((a, b)):
+        return dot(a, b)
+    return a @ b
+
+
+def _fp8_operands(operands: tuple[Any, ...]) -> bool:
+    return len(operands) == 2 and any(
+        isinstance(t, torch.Tensor) and t.dtype in _FP8 for t in operands
+    )
+
+
 # keywords of torch functions that take a tensor (or a number ref mode makes one)
 _TENSOR_KEYWORDS = ("input", "other", "min", "max", "condition", "exponent")
 
@@ -77,7 +98,13 @@ def ref_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``; where a torch function refuses a Python number (an int from
     ``tile.begin``: ``torch.clamp(tm.begin - w + 1, min=0)``, ``torch.where(tb > 0, ...)``) that
     device code takes as a scalar, it runs again on 0-d tensors of those numbers. A result
-    computed from numbers alone is a number again, as ``tile.begin`` arithmetic is."""
+    computed from numbers alone is a number again, as ``tile.begin`` arithmetic is. A matrix
+    product of fp8 tiles (``torch.matmul``, ``x.mm(w)``) is :func:`ref_matmul`'s."""
+    if getattr(fn, "__name__", "") in _PRODUCTS and not kwargs:
+        owner = getattr(fn, "__self__", None)
+        operands = (owner, *args) if isinstance(owner, torch.Tensor) else args
+        if _fp8_operands(operands):
+            return dot(*operands)
     try:
         return fn(*args, **kwargs)
     except TypeError as refused:
@@ -140,7 +167,13 @@ class RefHost:
 
 
 def build_ref(src: KernelSource) -> Any:
-    shims = {REF_GET: ref_get, REF_SET: ref_set, REF_ADDMM: ref_addmm, REF_CALL: ref_call}
+    shims = {
+        REF_GET: ref_get,
+        REF_SET: ref_set,
+        REF_ADDMM: ref_addmm,
+        REF_CALL: ref_call,
+        REF_MATMUL: ref_matmul,
+    }
     fn = build_function(src, ref_tree(src), shims)
 
     def run(*args: Any, **kwargs: Any) -> Any:
