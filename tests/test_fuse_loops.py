@@ -216,18 +216,28 @@ def test_copies_over_run_time_extents_fuse_and_split() -> None:
         torch.testing.assert_close(kernel(x, dy), conv_weight_grad_reference(x, dy))
 
 
-def test_a_sum_over_batch_and_time_sums_the_loops_own_tile_last() -> None:
-    """``sum(dim=[0, 1])`` in the loop over time: batch is summed first, so the step adds a sum
-    over the loop's own tile and may defer it (one reduction after the loop)."""
+def test_a_sum_over_batch_and_time_defers_whole_tiles_or_the_loops_own_dim() -> None:
+    """``sum(dim=[0, 1])`` in the loop over time (time summed first as traced) may defer: the
+    four taps' whole [batch, time, channel] tiles where they fit 32 fp32 a thread together,
+    else each step sums batch and the time dim waits for the end of the loop."""
     x, dy = _conv_inputs((2, 20, 12))
     loop = _loop(conv_weight_grad, x, dy)
     inner = [n for n in loop.walk() if n.op is Op.LOOP][-1]
     assert inner.attrs["sym"] is loop.syms[2]  # the loop over time
     assert len(deferrable_sums(inner)) == TAPS
-    for deferred, per_step in ((True, TAPS), (False, 2 * TAPS)):  # the batch sums stay
-        config = tc.Config(block_sizes=[8, 2, 16], deferred_sums=deferred)
+    cases = (
+        ([8, 2, 16], True, 0),  # 4 x 256 elements: 32 a thread at one warp
+        ([16, 2, 16], True, TAPS),  # 4 x 512: the batch sums stay
+        ([16, 2, 16], False, 2 * TAPS),
+    )
+    for blocks, deferred, per_step in cases:
+        config = tc.Config(block_sizes=blocks, num_warps=1, deferred_sums=deferred)
         code = _bind(conv_weight_grad, x, dy).generate(config)[1]
-        assert _loop_body(code, "for offset_2 ").count("tl.sum(") == per_step
+        assert _loop_body(code, "for offset_2 ").count("tl.sum(") == per_step, (blocks, code)
+        got = _bind(conv_weight_grad, x, dy).run(
+            _bind(conv_weight_grad, x, dy).compile_config(config), x, dy
+        )
+        torch.testing.assert_close(got, conv_weight_grad_reference(x, dy))
 
 
 def _loop_body(code: str, header: str) -> str:

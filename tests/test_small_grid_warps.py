@@ -12,6 +12,8 @@ from benchmarks.default_change import case_calls
 from benchmarks.gen_kernels import HELDOUT
 from benchmarks.gen_kernels.case import assert_matches_reference
 from examples.cumsum import cumsum_rows
+from tilecraft.config.occupancy import small_grid_warps
+from tilecraft.config.resolve import deferred_reductions
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.ir.deferred_sums import step_reductions_only_sum
 from tilecraft.runtime.kernel import BoundKernel
@@ -32,10 +34,14 @@ def _case_spec(name: str, shape: tuple[int, ...] | None = None) -> ConfigSpec:
 
 def test_batchnorm_statistics_reduce_only_into_sums_and_get_16_warps() -> None:
     """256 channels, one a program (under two an SM), a [32, 256] step summed over two dims
-    into the carried total: 8192 elements a step, 16 a thread at 16 warps."""
+    into the carried total: 8192 elements a step, 16 a thread at 16 warps. Deferred, whole
+    tiles are added each step and nothing is reduced in the loop (then the warps stay)."""
     spec = _case_spec("batchnorm_stats_nchw")
-    assert all(step_reductions_only_sum(loop.body, deferred=True) for loop in spec.loops)
-    assert spec.default().num_warps == 16
+    assert all(step_reductions_only_sum(loop.body, set()) for loop in spec.loops)
+    plain = spec.default().replace(deferred_sums=False, num_warps=8)
+    assert small_grid_warps(spec, plain).num_warps == 16
+    deferred = deferred_reductions(spec, plain.replace(deferred_sums=True))
+    assert not any(step_reductions_only_sum(loop.body, deferred) for loop in spec.loops)
 
 
 def test_a_large_batchnorm_grid_keeps_its_warps() -> None:
@@ -49,7 +55,8 @@ def test_a_large_batchnorm_grid_keeps_its_warps() -> None:
 def test_a_step_max_that_feeds_the_elements_keeps_the_warps() -> None:
     """Decode attention's loop: the step's max and sum feed exp() of the step's scores."""
     spec = _case_spec("decode_attention")
-    assert not any(step_reductions_only_sum(loop.body, deferred=True) for loop in spec.loops)
+    deferred = deferred_reductions(spec, spec.default())
+    assert not any(step_reductions_only_sum(loop.body, deferred) for loop in spec.loops)
     assert spec.default().num_warps == 8
 
 
@@ -59,7 +66,8 @@ def test_scans_and_deferred_sums_keep_the_warps() -> None:
     scan = _spec(cumsum_rows, torch.empty(32, 1048576, dtype=torch.bfloat16, device="meta"))
     assert scan.default().num_warps == 4
     norm = _case_spec("instance_norm_nhwc")
-    assert not all(step_reductions_only_sum(loop.body, deferred=True) for loop in norm.loops)
+    deferred = deferred_reductions(norm, norm.default())
+    assert not all(step_reductions_only_sum(loop.body, deferred) for loop in norm.loops)
     assert norm.default().num_warps == 8
 
 

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from tilecraft.codegen.reduce import masked_for_reduce
 from tilecraft.ir import dtypes
-from tilecraft.ir.deferred_sums import MAX_ELEMS_PER_THREAD, deferrable_sums, summed
+from tilecraft.ir.deferred_sums import MAX_ELEMS_PER_THREAD, DeferredSum, deferred_plan
 from tilecraft.ir.nodes import Node
 
 if TYPE_CHECKING:
@@ -30,53 +29,67 @@ if TYPE_CHECKING:
 
 
 @dataclasses.dataclass(frozen=True)
-class DeferredSum:
-    carry: Node  # the loop-carried value, unchanged inside the loop
-    reduce: Node  # the per-iteration sum the loop no longer emits
-    update: Node  # ``carry + reduce``: replaced by one addition after the loop
-    rows: str  # the tile-shaped accumulator's variable
+class OpenSum:
+    """A deferred sum in the loop being emitted: its plan and its accumulator's variable."""
+
+    plan: DeferredSum
+    rows: str
+
+    @property
+    def carry(self) -> Node:
+        return self.plan.carry
+
+    @property
+    def skipped(self) -> tuple[Node, ...]:
+        """The IR nodes the loop no longer emits: the chain and the carry's update."""
+        return (*self.plan.chain, self.plan.carry.attrs["next"])
 
 
-def deferred_sums(ctx: EmitContext, loop: Node) -> list[Node]:
-    """The carried values of ``loop`` whose sums the loop defers: where the config asks
-    (``deferred_sums=True``), the IR allows (``ir/deferred_sums.py``), the value is not kept in
-    memory, and its tile fits ``MAX_ELEMS_PER_THREAD`` a thread."""
+def deferred_sums(ctx: EmitContext, loop: Node) -> list[DeferredSum]:
+    """The carried sums of ``loop`` that the loop defers (``ir/deferred_sums.deferred_plan``,
+    within ``MAX_ELEMS_PER_THREAD`` a thread): where the config asks (``deferred_sums=True``),
+    the IR allows (``ir/deferred_sums.py``) and the value is not kept in memory."""
     if not ctx.plan.config.deferred_sums or ctx.looped is not None:
         return []  # (a rolled reduction dim: the body is emitted in phases, codegen/schedule.py)
     threads = (ctx.plan.config.num_warps or 4) * ctx.plan.target.warp_size
+
+    def numel(shape: tuple[Any, ...]) -> int:
+        return math.prod(d if isinstance(d, int) else ctx.block_value(d) for d in shape)
+
+    plan = deferred_plan(loop, numel, MAX_ELEMS_PER_THREAD * threads)
+    return [d for d in plan if not ctx.homes.homed(d.carry)]
+
+
+def open_rows(ctx: EmitContext, plan: list[DeferredSum]) -> list[OpenSum]:
+    """Before the loop: a zero accumulator per deferred sum (its loop's dim state must exist)."""
     out = []
-    for carry in deferrable_sums(loop):
-        src = summed(carry).inputs[0]
-        numel = math.prod(d if isinstance(d, int) else ctx.block_value(d) for d in src.shape)
-        if not ctx.homes.homed(carry) and numel <= MAX_ELEMS_PER_THREAD * threads:
-            out.append(carry)
+    for d in plan:
+        rows = ctx.w.fresh(f"{d.carry.hint}_rows")
+        shape = ", ".join(ctx.dim_expr(dim) for dim in d.kept)
+        ctx.w.line(f"{rows} = tl.zeros([{shape}], {dtypes.triton_dtype(d.root.dtype)})")
+        out.append(OpenSum(d, rows))
     return out
 
 
-def open_rows(ctx: EmitContext, carries: list[Node]) -> list[DeferredSum]:
-    """Before the loop: a zero tile per deferred sum (its loop's dim state must exist)."""
-    out = []
-    for carry in carries:
-        reduce = summed(carry)
-        src = reduce.inputs[0]
-        rows = ctx.w.fresh(f"{carry.hint}_rows")
-        shape = ", ".join(ctx.dim_expr(d) for d in src.shape)
-        ctx.w.line(f"{rows} = tl.zeros([{shape}], {dtypes.triton_dtype(src.dtype)})")
-        out.append(DeferredSum(carry, reduce, carry.attrs["next"], rows))
-    return out
+def add_rows(ctx: EmitContext, deferred: list[OpenSum]) -> None:
+    """At the end of an iteration: each root tile, padded lanes of every summed dim as zeros,
+    summed over the dims summed each step, added to its accumulator."""
+    for o in deferred:
+        d = o.plan
+        text = ctx.expr(d.root)
+        for axis in d.axes:
+            mask = ctx.mask_at(d.root.shape[axis], axis, d.root.ndim)
+            text = text if mask is None else f"tl.where({mask}, {text}, 0)"
+        for axis in sorted(d.step_axes, reverse=True):
+            text = f"tl.sum({text}, {axis})"
+        ctx.w.line(f"{o.rows} = {o.rows} + {text}")
 
 
-def add_rows(ctx: EmitContext, deferred: list[DeferredSum]) -> None:
-    """At the end of an iteration: each tile added to its accumulator, padded rows as zeros."""
-    for d in deferred:
-        axis = d.reduce.attrs["axis"]
-        ctx.w.line(
-            f"{d.rows} = {d.rows} + {masked_for_reduce(ctx, d.reduce.inputs[0], axis, 'sum')}"
-        )
-
-
-def close_rows(ctx: EmitContext, deferred: list[DeferredSum]) -> None:
-    """After the loop: each carried value plus its accumulator's one reduction."""
-    for d in deferred:
-        name = ctx.lookup(d.carry)
-        ctx.w.line(f"{name} = {name} + tl.sum({d.rows}, {d.reduce.attrs['axis']})")
+def close_rows(ctx: EmitContext, deferred: list[OpenSum]) -> None:
+    """After the loop: each carried value plus its accumulator's remaining sums."""
+    for o in deferred:
+        name = ctx.lookup(o.carry)
+        total = o.rows
+        for axis in o.plan.after_axes:
+            total = f"tl.sum({total}, {axis})"
+        ctx.w.line(f"{name} = {name} + {total}")

@@ -20,7 +20,7 @@ from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext, SymState
-    from tilecraft.codegen.deferred_sums import DeferredSum
+    from tilecraft.codegen.deferred_sums import OpenSum
 
 
 def init_carried(ctx: EmitContext, node: Node, split: SplitPass | None = None) -> None:
@@ -67,7 +67,7 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
 
 
 def _emit_split_at_diagonal(
-    ctx: EmitContext, node: Node, diagonal: Diagonal, deferred: list[DeferredSum]
+    ctx: EmitContext, node: Node, diagonal: Diagonal, deferred: list[OpenSum]
 ) -> None:
     """The loop as two ``for`` loops over consecutive parts of its range, the part wholly off
     the diagonal emitted with its indices' order known (codegen/diagonal.py)."""
@@ -84,10 +84,10 @@ def _emit_split_at_diagonal(
             _emit_iteration(ctx, node, deferred)
 
 
-def _emit_iteration(ctx: EmitContext, node: Node, deferred: list[DeferredSum]) -> None:
+def _emit_iteration(ctx: EmitContext, node: Node, deferred: list[OpenSum]) -> None:
     """One iteration of a loop's body: its nodes, deferred sums' row adds, carry updates."""
     skipped = {id(d.carry) for d in deferred}
-    deferred_nodes = {id(n) for d in deferred for n in (d.reduce, d.update)}
+    deferred_nodes = {id(n) for d in deferred for n in d.skipped}
     emit_block(ctx, [n for n in homes.body_with_updates(ctx, node) if id(n) not in deferred_nodes])
     deferred_sums.add_rows(ctx, deferred)
     for carry in node.attrs.get("carry_updates", []):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from tilecraft.config import flags
 from tilecraft.config.config import Config
-from tilecraft.config.resolve import predicted_registers
+from tilecraft.config.resolve import deferred_reductions, predicted_registers
 from tilecraft.config.resources import register_limit
 from tilecraft.ir.deferred_sums import keeps_step_reductions, step_reductions_only_sum
 from tilecraft.ir.nodes import Op, walk
@@ -74,7 +74,8 @@ def keep_occupancy(spec: ConfigSpec, config: Config) -> Config:
     reductions they stay, whatever the occupancy: a tall column sum 0.0457 ms vs 0.0491.)"""
     if config.deferred_sums is False or not flags.offered(spec, config)["deferred_sums"]:
         return config
-    if not any(keeps_step_reductions(loop.body) for loop in spec.loops):
+    ids = deferred_reductions(spec, config.replace(deferred_sums=True))
+    if not any(keeps_step_reductions(loop.body, ids) for loop in spec.loops):
         return config
     half = spec.target.limits.max_threads_per_sm // 2
     deferred = resident_threads(spec, config.replace(deferred_sums=True))
@@ -101,7 +102,7 @@ def small_grid_warps(spec: ConfigSpec, config: Config) -> Config:
     limits, warp_size = spec.target.limits, spec.target.warp_size
     if any(n.op in (Op.DOT, Op.SCAN) for loop in spec.loops for n in walk(loop.body)):
         return config
-    deferred = config.deferred_sums is not False  # None: deferred wherever legal
+    deferred = deferred_reductions(spec, config)  # an unset knob: deferred wherever legal
     if not all(step_reductions_only_sum(loop.body, deferred) for loop in spec.loops):
         return config
     programs = [spec.programs(i, config) for i in range(len(spec.loops))]

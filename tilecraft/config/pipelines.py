@@ -26,6 +26,7 @@ from tilecraft.config.plan import Plan, RangePlan, block_dims, extent_hint, sym_
 from tilecraft.config.tile_schedule import busiest_sm, uneven_work
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import Node, Op, walk
+from tilecraft.ir.split import readers
 from tilecraft.ir.tile_work import inner_loops
 from tilecraft.targets.target import Target
 
@@ -305,13 +306,38 @@ def _tma_indexing(spec: ConfigSpec) -> list[str]:
     0.188 / 0.185, benchmarks/results/fp8_small_s9.md)."""
     looped = _dot_loads(spec)
     space = spec.space
+    shared = _fma_operands_used_elsewhere(spec)
     return [
         "tensor_descriptor"
         if "tensor_descriptor" in choices
         and not (node.op is Op.LOAD and len(node.shape) <= 1 and slot not in looped)
+        and node.id not in shared
         else "pointer"
         for slot, (choices, node) in enumerate(zip(space.indexing_choices, space.accesses))
     ]
+
+
+def _fma_operands_used_elsewhere(spec: ConfigSpec) -> set[int]:
+    """Loads that feed an fp32 dot run on the FMA units and other math too (a row norm beside
+    the product): by tensor descriptor the tile lands in shared memory, and reading it into
+    registers for both uses spilled (H200, pairwise squared distances 8192^2 x 128 fp32: by
+    descriptor 22-25 ms at any stage count or schedule, by pointer 0.863; ptxas: 32 registers
+    and 5.9 KB of stack a thread). A plain fp32 GEMM keeps its descriptors (its tiles only
+    feed the dot)."""
+    dots = fma_dot_nodes(spec)
+    if not dots:
+        return set()
+    users = readers([n for loop in spec.loops for n in loop.body])
+    out = set()
+    for dot in dots:
+        for operand in dot.inputs[:2]:
+            while operand.op is Op.VIEW:  # a transposed tile: tl.trans of the load
+                operand = operand.inputs[0]
+            if operand.op is Op.LOAD and any(
+                u is not dot and u.op is not Op.VIEW for u in users.get(operand.id, [])
+            ):
+                out.add(operand.id)
+    return out
 
 
 def _widened(spec: ConfigSpec, base: Config) -> Config | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tilecraft.config import flags
 from tilecraft.config.config import Config
@@ -26,7 +26,12 @@ from tilecraft.config.resources import (
     predict_registers,
 )
 from tilecraft.config.space import TMA_MAX_BOX, descriptor_order, outer_tile
-from tilecraft.ir.deferred_sums import MAX_ELEMS_PER_THREAD, deferrable_sums, summed
+from tilecraft.ir.deferred_sums import (
+    MAX_ELEMS_PER_THREAD,
+    DeferredSum,
+    deferred_ids,
+    deferred_plan,
+)
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind
 from tilecraft.ir.paired_slices import slice_pairs
 from tilecraft.targets.target import filter_launch_options
@@ -236,15 +241,10 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
     # each knob as it will run (an unset one is on where offered)
     on = {name: bool(value) for name, value in flags.normalize_flags(spec, config, []).items()}
     fma = fma_dots(spec)
-    # a deferred sum's carry and per-iteration reduction do not exist in the loop: its tile
+    # a deferred sum's carry and per-iteration reductions do not exist in the loop: its tile
     # accumulator (held) replaces them
-    deferred = {
-        node.id: _deferred_sums(node, config, threads, on)
-        for loop in spec.loops
-        for node in loop.walk()
-        if node.op is Op.LOOP
-    }
-    skipped = {n.id for sums in deferred.values() for c, _ in sums for n in (c, summed(c))}
+    deferred = _deferred_by_loop(spec, config, threads, on)
+    skipped = {n.id for sums in deferred.values() for d, _ in sums for n in (d.carry, *d.chain)}
     estimates = [
         predict_registers(
             loop,
@@ -268,21 +268,43 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
     return max(estimates, key=lambda e: e.spill_ratio, default=RegisterEstimate(0, 255, ""))
 
 
+def deferred_reductions(spec: ConfigSpec, config: Config) -> set[int]:
+    """The ids of the sums ``config`` reduces once after their loops instead of each step
+    (``codegen/deferred_sums.py``; an unset ``deferred_sums`` is on where offered)."""
+    threads = compute_threads(
+        spec.target, config.num_warps or 4, any(config.range_warp_specializes)
+    )
+    on = {name: bool(value) for name, value in flags.normalize_flags(spec, config, []).items()}
+    plans = _deferred_by_loop(spec, config, threads, on).values()
+    return deferred_ids([d for sums in plans for d, _ in sums])
+
+
+def _deferred_by_loop(
+    spec: ConfigSpec, config: Config, threads: int, on: dict[str, bool]
+) -> dict[int, list[tuple[DeferredSum, int]]]:
+    """:func:`_deferred_sums` of every loop node of the kernel, by its id."""
+    return {
+        node.id: _deferred_sums(node, config, threads, on)
+        for loop in spec.loops
+        for node in loop.walk()
+        if node.op is Op.LOOP
+    }
+
+
 def _deferred_sums(
     loop: Node, config: Config, threads: int, on: dict[str, bool]
-) -> list[tuple[Node, int]]:
-    """The carries of ``loop`` that run as deferred sums under ``config`` and the elements of
-    each one's tile accumulator (``codegen/deferred_sums.py``: only without a chunked width,
-    and at most ``MAX_ELEMS_PER_THREAD`` a thread)."""
+) -> list[tuple[DeferredSum, int]]:
+    """The carries of ``loop`` that run as deferred sums under ``config``, the sums each one
+    skips and the elements of its tile accumulator (``codegen/deferred_sums.py``: only without
+    a chunked width, and at most ``MAX_ELEMS_PER_THREAD`` a thread)."""
     blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
     if not on["deferred_sums"] or any(c is not None for c in chunks):
         return []
-    out = []
-    for carry in deferrable_sums(loop):
-        tile = math.prod(block_dims(summed(carry).inputs[0].shape, blocks, chunks))
-        if tile <= MAX_ELEMS_PER_THREAD * threads:
-            out.append((carry, tile))
-    return out
+
+    def numel(shape: tuple[Any, ...]) -> int:
+        return math.prod(block_dims(shape, blocks, chunks))
+
+    return [(d, numel(d.kept)) for d in deferred_plan(loop, numel, MAX_ELEMS_PER_THREAD * threads)]
 
 
 def _held_registers(
@@ -290,7 +312,7 @@ def _held_registers(
     config: Config,
     threads: int,
     on: dict[str, bool],
-    deferred: list[tuple[Node, int]],
+    deferred: list[tuple[DeferredSum, int]],
 ) -> float:
     """fp32 registers per thread that ``config``'s strategies keep through ``loop`` beyond its IR
     values: each deferred sum's tile accumulator (``deferred``: :func:`_deferred_sums`; its

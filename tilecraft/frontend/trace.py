@@ -18,7 +18,6 @@ from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
-from tilecraft.ir.deferred_sums import own_tile_summed_last
 from tilecraft.ir.fuse_loops import fuse_sibling_loops
 from tilecraft.ir.hoist import hoist_operands
 from tilecraft.ir.masked_loads import mask_loads_by_where
@@ -217,8 +216,6 @@ def trace_kernel(
             break
         force_dynamic = force_dynamic | host.varying  # re-trace with those ints as arguments
     loops = [fuse_sibling_loops(host.loops[i]) for i in sorted(host.loops)]
-    for loop in loops:
-        own_tile_summed_last(loop.body)
     loops = promote_small_grids(loops, wave)
     if hoist:
         loops = hoist_operands(loops)

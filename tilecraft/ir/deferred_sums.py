@@ -1,19 +1,24 @@
 """Which loop-carried sums may defer their reduction (stage: ir analysis; in: a ``LOOP`` node;
-out: its carried values updated as ``c = c + sum(x, axis)`` over the loop's own tile).
+out: its carried values updated as ``c = c + sum(x, dims)`` over the loop's own tile, and for a
+config how each runs deferred).
 
 The ``deferred_sums`` config knob (codegen/deferred_sums.py) keeps such a sum's tile accumulator
 and reduces once after the loop. Legal when ``c`` is an accumulator by split reductions' rules
 (``ir/split.py``: read by nothing else in the loop, updated by a value that does not depend on a
-carried one), ``x``'s reduced dim is the loop's own tile, nothing else reads the sum, and it is
-fp32/fp64 (the additions only change order). The spec offers the knob where some loop has one
-(``ConfigSpec.deferrable_sums``).
+carried one), the sum (a chain of plain sums: ``sum(x, dim=[0, 2])`` traces as two) covers the
+loop's own tile, nothing else reads it, and it is fp32/fp64 (the additions only change order).
+The spec offers the knob where some loop has one (``ConfigSpec.deferrable_sums``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
-from tilecraft.ir.nodes import Node, Op, Sym, walk
+from tilecraft.ir.nodes import Node, Op, walk
 from tilecraft.ir.split import accumulators, readers
 
 _FLOATS = (torch.float32, torch.float64)
@@ -24,68 +29,35 @@ MAX_ELEMS_PER_THREAD = 32
 
 def deferrable_sums(loop: Node) -> list[Node]:
     """The carried values of ``loop`` whose per-iteration sum may move after it: accumulators
-    (``ir/split.py``'s rules: read by nothing else in the loop) updated by ``+`` with a sum over
-    the loop's own tile that nothing else reads, in fp32/fp64."""
+    (``ir/split.py``'s rules: read by nothing else in the loop) updated by ``+`` with a sum
+    that nothing else reads, over the loop's own tile (among other dims, :func:`sum_chain`), in
+    fp32/fp64."""
     users = readers(loop.body or [])
-    sym = loop.attrs["sym"]
     out = []
     for acc in accumulators(loop).values():
         update = acc.carry.attrs["next"]
         if update.op is not Op.BINARY or acc.fn != "add" or acc.carry.dtype not in _FLOATS:
             continue
         reduce = summed(acc.carry)
-        if reduce.op is not Op.REDUCE or reduce.attrs["kind"] != "sum" or reduce.attrs["keepdim"]:
+        if reduce.op is not Op.REDUCE or not _plain_sum(reduce):
             continue
-        src = reduce.inputs[0]
-        own_tile = src.shape[reduce.attrs["axis"]] is sym and not sym.scalar
-        same_dtype = src.dtype == reduce.dtype == acc.carry.dtype
-        if own_tile and same_dtype and len(users.get(reduce.id, [])) == 1:
+        if reduce.dtype != acc.carry.dtype or len(users.get(reduce.id, [])) != 1:
+            continue
+        if _own_level(loop, sum_chain(loop, acc.carry)) is not None:
             out.append(acc.carry)
     return out
 
 
-def own_tile_summed_last(body: list[Node]) -> None:
-    """Reorder ``sum(x, dim=[a, b])`` added to a loop's carried value so that the loop's own
-    tile is summed last: ``acc += torch.sum(x * g, dim=[0, 1])`` over batch tiles ``[0]`` and
-    time tiles ``[1]`` in a loop over time sums time first as traced, so the step's sum over
-    batch is all that reaches ``acc`` and the per-step cross-warp reduction stays. Summed the
-    other way round the update is a sum over the loop's own tile, which ``deferrable_sums``
-    takes. Sums commute; only the order of additions changes (as deferring them does)."""
-    for loop in (n for n in walk(body) if n.op is Op.LOOP):
-        sym = loop.attrs["sym"]
-        users = readers(loop.body or [])
-        carried = {c.id for c in loop.attrs.get("carried", [])}
-        for outer in loop.body or []:
-            inner = outer.inputs[0] if outer.op is Op.REDUCE else None
-            if inner is None or inner.op is not Op.REDUCE or len(users.get(inner.id, [])) != 1:
-                continue
-            adds = users.get(outer.id, [])
-            feeds_carry = any(
-                u.op is Op.BINARY
-                and u.attrs.get("fn") == "add"
-                and carried & {i.id for i in u.inputs}
-                for u in adds
-            )
-            if feeds_carry and _plain_sum(inner) and _plain_sum(outer):
-                _swap(inner, outer, sym)
+def _own_level(loop: Node, chain: list[Node]) -> int | None:
+    """The index in ``chain`` of the sum over the loop's own tile, if one is."""
+    sym = loop.attrs["sym"]
+    if sym.scalar:
+        return None
+    return next((i for i, r in enumerate(chain) if r.inputs[0].shape[r.attrs["axis"]] is sym), None)
 
 
 def _plain_sum(node: Node) -> bool:
     return node.attrs["kind"] == "sum" and not node.attrs["keepdim"] and node.dtype in _FLOATS
-
-
-def _swap(inner: Node, outer: Node, sym: Sym) -> None:
-    """Make ``outer(inner(x))`` reduce ``sym`` last when ``inner`` reduces it first."""
-    x = inner.inputs[0]
-    if x.dtype != inner.dtype or x.shape[inner.attrs["axis"]] is not sym:
-        return
-    other = inner.shape[outer.attrs["axis"]]
-    if other is sym or other == 1 or sym not in x.shape or x.shape.count(other) != 1:
-        return
-    first_axis = x.shape.index(other)
-    inner.attrs["axis"] = first_axis
-    inner.shape = tuple(d for i, d in enumerate(x.shape) if i != first_axis)
-    outer.attrs["axis"] = inner.shape.index(sym)
 
 
 def summed(carry: Node) -> Node:
@@ -93,14 +65,105 @@ def summed(carry: Node) -> Node:
     return next(i for i in carry.attrs["next"].inputs if i is not carry)
 
 
-def keeps_step_reductions(body: list[Node]) -> bool:
-    """Whether a loop with deferrable sums also reduces its tile each step otherwise (an online
-    softmax's row max): its cross-warp combine then runs each step whatever is deferred."""
+def sum_chain(loop: Node, carry: Node) -> list[Node]:
+    """The sums ``carry`` of ``loop`` adds each iteration, outermost first: plain sums of one
+    dtype, each inner one read only by the next."""
+    users = readers(loop.body or [])
+    chain = [summed(carry)]
+    while True:
+        src = chain[-1].inputs[0]
+        if src.op is not Op.REDUCE or len(users.get(src.id, [])) != 1:
+            break
+        if not _plain_sum(src) or src.dtype != chain[-1].dtype:
+            break
+        chain.append(src)
+    return chain
+
+
+def chain_axes(chain: list[Node]) -> list[int]:
+    """The dims of the chain's root tile (its innermost sum's input) that ``chain`` reduces, in
+    the root's own numbering, outermost sum first."""
+    remaining = list(range(chain[-1].inputs[0].ndim))
+    return [remaining.pop(r.attrs["axis"]) for r in reversed(chain)][::-1]
+
+
+@dataclasses.dataclass(frozen=True)
+class DeferredSum:
+    """How one carried sum runs deferred: its tile accumulator adds the chain's input (the
+    root tile) each step, summed over ``step_axes`` first; the rest of ``axes`` is summed once
+    after the loop."""
+
+    carry: Node
+    chain: tuple[Node, ...]  # the sums the loop no longer emits, outermost first
+    axes: tuple[int, ...]  # the root's dims the chain reduces
+    own: int  # the root's dim of the loop's own tile
+    whole: bool  # True: every sum after the loop; False: the other dims each step
+
+    @property
+    def root(self) -> Node:
+        return self.chain[-1].inputs[0]
+
+    @property
+    def step_axes(self) -> tuple[int, ...]:
+        return () if self.whole else tuple(a for a in self.axes if a != self.own)
+
+    @property
+    def kept(self) -> tuple[Any, ...]:
+        """The accumulator's shape: the root's dims less those summed each step."""
+        return tuple(d for i, d in enumerate(self.root.shape) if i not in self.step_axes)
+
+    @property
+    def after_axes(self) -> tuple[int, ...]:
+        """The accumulator's dims summed after the loop, in its own numbering, last first."""
+        kept = [a for a in range(self.root.ndim) if a not in self.step_axes]
+        return tuple(sorted((kept.index(a) for a in self.axes if a in kept), reverse=True))
+
+
+def deferred_plan(
+    loop: Node, numel: Callable[[tuple[Any, ...]], int], budget: int
+) -> list[DeferredSum]:
+    """The carries of ``loop`` whose sums defer (``numel``: a shape's elements under the
+    config). Each keeps an accumulator of the loop's own dim (its other summed dims summed each
+    step) where that has at most ``budget`` elements; then, while all the loop's accumulators
+    together stay within ``budget``, whole root tiles, so that an iteration only adds its tile.
+    BatchNorm statistics over [32, 256, 56, 56], one channel a program: the batch tile summed
+    across warps each step and the spatial dim deferred 0.251 ms (H200); both deferred 0.056
+    at 16 warps. A depthwise conv's four taps keep their batch sums (two rows, in-thread):
+    four whole tiles would not fit."""
+    plan: list[DeferredSum] = []
+    for carry in deferrable_sums(loop):
+        chain = sum_chain(loop, carry)
+        axes = chain_axes(chain)
+        level = _own_level(loop, chain)
+        assert level is not None  # deferrable_sums checked
+        own = DeferredSum(carry, tuple(chain), tuple(axes), axes[level], whole=False)
+        if numel(own.kept) <= budget:
+            plan.append(own)
+    total = sum(numel(d.kept) for d in plan)
+    for i, d in enumerate(plan):
+        whole = dataclasses.replace(d, whole=True)
+        grown = total - numel(d.kept) + numel(whole.kept)
+        if grown <= budget:
+            plan[i], total = whole, grown
+    return plan
+
+
+def deferred_ids(plan: list[DeferredSum]) -> set[int]:
+    """The ids of the IR sums ``plan`` no longer runs each step (the own-tile sum of a carry
+    that still sums its other dims each step; every sum of a whole tile's)."""
+    out: set[int] = set()
+    for d in plan:
+        out |= {r.id for i, r in enumerate(d.chain) if d.whole or d.axes[i] == d.own}
+    return out
+
+
+def keeps_step_reductions(body: list[Node], deferred: set[int]) -> bool:
+    """Whether a loop with deferred sums (``deferred``: the ids of the sums a config defers,
+    :func:`deferred_plan`) also reduces its tile each step otherwise (an online softmax's row
+    max): its cross-warp combine then runs each step whatever is deferred."""
     for loop in (n for n in walk(body) if n.op is Op.LOOP):
-        deferred = {summed(carry).id for carry in deferrable_sums(loop)}
-        if deferred and any(
-            n.op is Op.REDUCE and n.id not in deferred for n in walk(loop.body or [])
-        ):
+        steps = [n for n in walk(loop.body or []) if n.op is Op.REDUCE]
+        if any(n.id in deferred for n in steps) and any(n.id not in deferred for n in steps):
             return True
     return False
 
@@ -109,20 +172,19 @@ def has_deferrable_sums(body: list[Node]) -> bool:
     return any(n.op is Op.LOOP and deferrable_sums(n) for n in walk(body))
 
 
-def step_reductions_only_sum(body: list[Node], deferred: bool) -> bool:
+def step_reductions_only_sum(body: list[Node], deferred: set[int]) -> bool:
     """Whether the loops in ``body`` reduce their tile each step (cross-warp, with a barrier)
     and every such reduction only feeds the loop's carried sums: each is read by other
     reductions or by a sum accumulator's update, so no value computed from it flows back into
-    the step's elements (an online softmax's max does). ``deferred``: the deferrable sums are
-    reduced once after their loop (``Config.deferred_sums``), not each step. BatchNorm's
+    the step's elements (an online softmax's max does). ``deferred``: the ids of the sums a
+    config reduces once after their loop (:func:`deferred_plan`), not each step. BatchNorm's
     statistics, ``sum(x, dim=[0, 2])`` over two nested loops, reduce only into sums."""
     found = False
     for loop in (n for n in walk(body) if n.op is Op.LOOP):
         users = readers(loop.body or [])
         sums = {a.carry.attrs["next"].id for a in accumulators(loop).values() if a.fn == "add"}
-        after = {summed(carry).id for carry in deferrable_sums(loop)} if deferred else set()
         for node in loop.body or []:
-            if node.op is not Op.REDUCE or node.id in after:
+            if node.op is not Op.REDUCE or node.id in deferred:
                 continue
             if not all(u.op is Op.REDUCE or u.id in sums for u in users.get(node.id, [])):
                 return False
