@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from tilecraft.config import flags
 from tilecraft.config.config import Config
+from tilecraft.config.grid_order import tensor_bytes
 from tilecraft.config.resolve import deferred_reductions, predicted_registers
 from tilecraft.config.resources import register_limit
 from tilecraft.ir.deferred_sums import keeps_step_reductions, step_reductions_only_sum
@@ -88,25 +89,37 @@ def keep_occupancy(spec: ConfigSpec, config: Config) -> Config:
     return config
 
 
+SMALL_GRID_MIN_BYTES = 16 << 20  # small_grid_warps: the largest loaded tensor at least this
+
+
 def small_grid_warps(spec: ConfigSpec, config: Config) -> Config:
     """``config`` with more warps where each SM runs at most two programs of it and its loops
-    reduce each step only into carried sums: the cross-warp reduction's barrier makes every
-    step wait for its loads, then for the step's work per thread, and with so few programs no
-    other program fills that time; more warps shorten each thread's share (down to
-    ``STEP_ELEMENTS_PER_THREAD`` elements of the largest tile) while what is in flight stays
-    one tile. Not where a step's reduction feeds the step's elements (an online softmax: more
-    warps add cross-warp phases), nor with scans or dots. (H200: BatchNorm statistics over
-    32x256x56x56, 256 programs, a [32, 256] step: 8 warps 0.0543 ms, 16 warps 0.0429;
-    default_change_small_grids_s17 measured the same step on decode attention's softmax
-    loop: 0.528 -> 0.808 ms, and on a cumsum: 1.36x.)"""
+    reduce only into carried sums (each step or, deferred, after the loop): the cross-warp
+    reduction's barrier makes every step wait for its loads, then for the step's work per
+    thread, and with so few programs no other program fills that time; more warps shorten each
+    thread's share (down to ``STEP_ELEMENTS_PER_THREAD`` elements of the largest tile) while
+    what is in flight stays one tile. With the sums deferred no step waits, but the SM still
+    holds only those few programs' threads to keep loads in flight. Not where a step's
+    reduction feeds the step's elements (an online softmax: more warps add cross-warp phases),
+    nor with scans or dots. (H200: BatchNorm statistics over 32x256x56x56, 256 programs, a
+    [32, 256] step: 8 warps 0.0543 ms, 16 warps 0.0429; deferred whole tiles 8 warps 0.0635,
+    16 warps 0.0398, default_change_s21c; default_change_small_grids_s17 measured the same
+    step on decode attention's softmax loop: 0.528 -> 0.808 ms, and on a cumsum: 1.36x.)"""
     limits, warp_size = spec.target.limits, spec.target.warp_size
     if any(n.op in (Op.DOT, Op.SCAN) for loop in spec.loops for n in walk(loop.body)):
         return config
-    deferred = deferred_reductions(spec, config)  # an unset knob: deferred wherever legal
-    if not all(step_reductions_only_sum(loop.body, deferred) for loop in spec.loops):
+    # deferred or not, every sum counts: a deferred one still only feeds its carried total
+    if not all(step_reductions_only_sum(loop.body, set()) for loop in spec.loops):
         return config
+    # a kernel of a few microseconds is its launch: more warps only cost (a 1000x1000 sum
+    # 0.007 -> 0.008 ms at 16 warps, default_change_s21d)
+    loaded = [tensor_bytes(n) for loop in spec.loops for n in walk(loop.body) if n.op is Op.LOAD]
+    if max(loaded, default=0) < SMALL_GRID_MIN_BYTES:
+        return config
+    # a split loop runs a program per share (a tall column sum: 32 column tiles x 16 shares)
+    splits = list(config.split_reductions) + [1] * len(spec.loops)
     programs = [spec.programs(i, config) for i in range(len(spec.loops))]
-    if any(p is None or p > 2 * limits.num_sms for p in programs):
+    if any(p is None or p * (splits[i] or 1) > 2 * limits.num_sms for i, p in enumerate(programs)):
         return config
     largest, _ = spec.largest_value(config)
     warps = config.num_warps or 4
