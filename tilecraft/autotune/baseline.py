@@ -2,17 +2,22 @@
 
 The baseline is the user's ``baseline=`` callable if the kernel has one, else the kernel run in ref
 mode (eager torch on whole tiles, no Triton). It runs on clones of the arguments, so the caller's
-inputs are untouched and in-place results (mutated arguments) are recorded for comparison.
+inputs are untouched and in-place results (mutated arguments) are recorded for comparison. Ref mode
+of a grid with more programs than ``sample_programs`` runs a sample of them
+(``language/ref_sample.py``); the baseline then holds the masks of the elements they wrote, and
+only those are compared.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from tilecraft.language import ref_sample
 from tilecraft.runtime.kernel import Kernel
 
 
@@ -22,6 +27,9 @@ class Baseline:
     args_after: tuple[Any, ...]  # positional arguments after the run (clones: mutations visible)
     kwargs_after: dict[str, Any]
     source: str  # "the baseline= function", "ref mode" or "the working default config"
+    # (outputs, args, kwargs) with each tensor replaced by the mask of the elements a sampled
+    # ref-mode run wrote; None: every element is compared
+    written: Any = None
 
 
 def clone_tensor(t: torch.Tensor) -> torch.Tensor:
@@ -49,14 +57,54 @@ def clone_args(
 
 
 def compute_baseline(
-    kernel: Kernel, args: Sequence[Any], kwargs: dict[str, Any] | None = None
+    kernel: Kernel,
+    args: Sequence[Any],
+    kwargs: dict[str, Any] | None = None,
+    sample_programs: int | None = None,
 ) -> Baseline:
-    """Run the baseline on clones of the arguments (raises what the baseline raises)."""
+    """Run the baseline on clones of the arguments (raises what the baseline raises).
+    ``sample_programs``: ref mode runs at most that many programs of a grid (the caller knows
+    the programs to be independent of each other)."""
     a, kw = clone_args(args, kwargs)
     fn = kernel.baseline
-    source = "the baseline= function" if fn is not None else "ref mode"
-    with torch.no_grad():
-        outputs = fn(*a, **kw) if fn is not None else kernel.run_ref(*a, **kw)
-    if isinstance(outputs, torch.Tensor) and any(outputs is x for x in a):
-        outputs = clone_tensor(outputs)  # an in-place kernel returning its argument
-    return Baseline(outputs, a, kw, source)
+    if fn is not None:
+        with torch.no_grad():
+            outputs = fn(*a, **kw)
+        return Baseline(_own(outputs, a), a, kw, "the baseline= function")
+    with torch.no_grad(), ref_sample.sampling(sample_programs or sys.maxsize) as sample:
+        outputs = kernel.run_ref(*a, **kw)
+    if not sample.sampled:
+        return Baseline(_own(outputs, a), a, kw, "ref mode")
+    written = (sample.written(outputs), sample.written(a), sample.written(kw))
+    source = f"ref mode ({sample.ran} of {sample.of} programs)"
+    return Baseline(_own(outputs, a), a, kw, source, written)
+
+
+def _own(outputs: Any, args: Sequence[Any]) -> Any:
+    """An in-place kernel returning its argument: the output cloned (the mask stays the
+    argument's: :func:`restrict` compares them alike)."""
+    if isinstance(outputs, torch.Tensor) and any(outputs is x for x in args):
+        return clone_tensor(outputs)
+    return outputs
+
+
+def restrict(actual: Any, expected: Any, mask: Any) -> tuple[Any, Any]:
+    """``actual`` and ``expected`` (tensors or nested tuples/lists/dicts of them) cut down to
+    the elements ``mask`` (the same structure of bool tensors) marks; where the structures
+    differ they stay whole (the comparison reports how)."""
+    if isinstance(mask, torch.Tensor):
+        tensors = isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor)
+        if not tensors or actual.shape != mask.shape or expected.shape != mask.shape:
+            return actual, expected
+        return actual[mask.to(actual.device)], expected[mask.to(expected.device)]
+    sequences = all(isinstance(v, (tuple, list)) for v in (actual, expected, mask))
+    if sequences and len(actual) == len(expected) == len(mask):
+        pairs = [restrict(a, e, m) for a, e, m in zip(actual, expected, mask, strict=True)]
+        return type(actual)(p[0] for p in pairs), type(expected)(p[1] for p in pairs)
+    mappings = all(isinstance(v, dict) for v in (actual, expected, mask))
+    if mappings and set(actual) == set(expected) == set(mask):
+        pairs_by_key = {k: restrict(actual[k], expected[k], mask[k]) for k in mask}
+        return {k: p[0] for k, p in pairs_by_key.items()}, {
+            k: p[1] for k, p in pairs_by_key.items()
+        }
+    return actual, expected

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.autotune.baseline import Baseline, clone_args
+from tilecraft.autotune.baseline import Baseline, clone_args, restrict
 from tilecraft.autotune.classify import STICKY, Category, classify, one_line
 from tilecraft.autotune.compare import Tolerances, compare
 from tilecraft.autotune.decisions import float_decisions
@@ -163,11 +163,16 @@ def check_config(
     }
     if baseline is not None:
         names = [s.name for s in bound.arg_signatures]
+        got = (out, (*a, *kw.values()))
+        want = (baseline.outputs, (*baseline.args_after, *baseline.kwargs_after.values()))
+        if baseline.written is not None:  # a sampled ref mode: the elements it wrote
+            masks, arg_masks, kwarg_masks = baseline.written
+            got, want = restrict(got, want, (masks, (*arg_masks, *kwarg_masks.values())))
         cmp = compare(
-            out,
-            baseline.outputs,
-            actual_args=(*a, *kw.values()),
-            expected_args=(*baseline.args_after, *baseline.kwargs_after.values()),
+            got[0],
+            want[0],
+            actual_args=got[1],
+            expected_args=want[1],
             arg_names=names[: len(a)] + list(kw),
             tolerances=tolerances,
             decides_on_floats=bool(float_decisions(bound.traced.loops)),

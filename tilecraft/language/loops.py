@@ -9,13 +9,13 @@ iterates :class:`RefTile` objects over real index ranges.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import torch
 
 from tilecraft.errors import DeviceCodeError, SourceLoc
-from tilecraft.language import _context
+from tilecraft.language import _context, ref_sample
 
 
 @dataclasses.dataclass
@@ -108,9 +108,22 @@ def _ref_iter(spec: TileSpec) -> Iterator[Any]:
             for i, s in enumerate(starts)
         ]
         per_dim.append(tiles)
-    for combo in itertools.product(*reversed(per_dim)):
+    programs: Iterable[tuple[RefTile, ...]] = itertools.product(*reversed(per_dim))
+    sample = ref_sample.active()
+    if sample is None:
+        for combo in programs:
+            ordered = tuple(reversed(combo))
+            yield ordered if spec.multi else ordered[0]
+        return
+    if sample.depth == 0:  # a device loop: its programs may be sampled
+        programs = sample.pick(list(programs))
+    for combo in programs:
         ordered = tuple(reversed(combo))
-        yield ordered if spec.multi else ordered[0]
+        sample.depth += 1
+        try:
+            yield ordered if spec.multi else ordered[0]
+        finally:
+            sample.depth -= 1
 
 
 def _normalize_bounds(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:

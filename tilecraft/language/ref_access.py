@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import IndexOutOfBoundsError, ShapeError, SourceLoc
+from tilecraft.language import ref_sample
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -232,16 +233,24 @@ def store(
         tensor[items] = value
         return
     safe, target, fitted = _access(op, tensor, items, mask)
+    sample = ref_sample.active()
     if target is None:
         tensor[safe] = value
+        if sample is not None:
+            sample.mark(tensor, lambda m: m.__setitem__(safe, True))
         return
     values = torch.as_tensor(value, device=tensor.device).to(tensor.dtype).expand(target.shape)
     keep = fitted.expand(target.shape)
     if not any(isinstance(i, torch.Tensor) for i in safe):
         target[keep] = values[keep]  # basic indexing: target is a view of tensor
+        if sample is not None:
+            sample.mark(tensor, lambda m: m[safe].__setitem__(keep, True))
         return
     coords = _coordinates(tensor, safe, target.shape)
-    tensor[tuple(c[keep] for c in coords)] = values[keep]
+    where = tuple(c[keep] for c in coords)
+    tensor[where] = values[keep]
+    if sample is not None:
+        sample.mark(tensor, lambda m: m.__setitem__(where, True))
 
 
 def _coordinates(

@@ -1,0 +1,109 @@
+"""The autotuner's ref-mode baseline over a sample of a large grid (``language/ref_sample.py``,
+``autotune/baseline.py``): which programs run, which elements the comparison then looks at,
+which kernels are sampled, and discovery and the accuracy check against such a baseline."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from benchmarks.gen_kernels import HELDOUT
+from tilecraft.autotune import discover
+from tilecraft.autotune.classify import Category
+from tilecraft.autotune.evaluate import check_config
+from tilecraft.language.ref_sample import ProgramSample
+
+ROWS, COLS = 300, 24
+
+
+@tc.kernel
+def row_norms(x: torch.Tensor) -> torch.Tensor:
+    """One program per row: its L2 norm, and the row scaled by it in place."""
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for row in tc.grid(m):
+        v = x[row, :]
+        norm = torch.sqrt(torch.sum(v * v))
+        out[row] = norm
+        x[row, :] = v / norm
+    return out
+
+
+@tc.kernel
+def row_sums_by_atomics(x: torch.Tensor, total: torch.Tensor) -> None:
+    m, n = x.size()
+    for row in tc.grid(m):
+        tc.atomic_add(total, [0], torch.sum(x[row, :]))
+
+
+def _x() -> torch.Tensor:
+    return torch.rand(ROWS, COLS, generator=torch.Generator().manual_seed(5)) + 0.5
+
+
+def test_pick_keeps_small_grids_and_spreads_a_sample_over_large_ones() -> None:
+    sample = ProgramSample(limit=40)
+    assert sample.pick(list(range(40))) == list(range(40)) and not sample.sampled
+    chosen = sample.pick(list(range(1000)))
+    assert len(chosen) == 40 == len(set(chosen)) and chosen == sorted(chosen)
+    assert chosen[:10] == list(range(10)) and chosen[-10:] == list(range(990, 1000))
+    assert max(b - a for a, b in zip(chosen, chosen[1:], strict=False)) < 60  # spread out
+    assert sample.sampled and (sample.ran, sample.of) == (40, 1000)
+
+
+def test_a_large_grid_baseline_runs_a_sample_and_records_what_it_wrote(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(discover, "SAMPLE_PROGRAMS", 40)
+    x = _x()
+    bound = row_norms.bind((x,))
+    baseline = discover.baseline_or_none(bound, (x,), {})
+    assert baseline is not None and baseline.source == "ref mode (40 of 300 programs)"
+    out_mask, (x_mask,), _ = baseline.written
+    assert out_mask.shape == (ROWS,) and int(out_mask.sum()) == 40
+    assert bool(x_mask[out_mask].all()) and not bool(x_mask[~out_mask].any())  # whole rows
+    rows = out_mask.nonzero().flatten()
+    want = x.norm(dim=1)
+    torch.testing.assert_close(baseline.outputs[rows], want[rows])
+    assert torch.equal(x, _x())  # the caller's tensor is untouched (the baseline ran on clones)
+
+
+def test_the_accuracy_check_against_a_sample_passes_and_catches_wrong_results(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(discover, "SAMPLE_PROGRAMS", 40)
+    x = _x()
+    bound = row_norms.bind((x,))
+    baseline = discover.baseline_or_none(bound, (x,), {})
+    config = bound.config_spec.default()
+    assert check_config(bound, config, (x,), {}, baseline)["ok"]
+    wrong = check_config(bound, config, (x,), {}, baseline, fault="wrong")
+    assert not wrong["ok"] and wrong["category"] == Category.WRONG_RESULT.value
+    assert "40 of 300 programs" in wrong["reason"]
+    found = discover.run_discovery(bound, (x,), isolate=False, use_cache=False, max_candidates=2)
+    assert found.attempts[0].ok
+
+
+def test_kernels_whose_programs_share_results_run_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(discover, "SAMPLE_PROGRAMS", 40)
+    x = _x()
+    total = torch.zeros(1)
+    atomics = row_sums_by_atomics.bind((x, total))
+    assert discover._sample_programs(atomics) is None
+    baseline = discover.baseline_or_none(atomics, (x, total), {})
+    assert baseline is not None and baseline.source == "ref mode" and baseline.written is None
+    torch.testing.assert_close(baseline.args_after[1], x.sum().reshape(1))
+    assert discover._sample_programs(row_norms.bind((x,))) == 40
+
+
+def test_a_sparse_matrix_product_samples_its_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The held-out CSR SpMV (one program per row, a loop over loaded bounds): ref mode over
+    1M rows took minutes; sampled, discovery checks the default against the rows it ran."""
+    monkeypatch.setattr(discover, "SAMPLE_PROGRAMS", 16)
+    case = HELDOUT["csr_spmv"]
+    inputs = case.make_inputs((200, 150), "cpu", 0)
+    bound = case.kernels[0].bind(inputs)
+    found = discover.run_discovery(bound, inputs, isolate=False, use_cache=False, max_candidates=1)
+    assert found.attempts[0].ok, found.attempts[0].reason
+    baseline = discover.baseline_or_none(bound, inputs, {})
+    assert baseline is not None and "16 of 200 programs" in baseline.source
