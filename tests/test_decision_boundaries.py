@@ -152,3 +152,16 @@ def test_discovery_still_rejects_one_wrong_element_without_decisions() -> None:
             double_rows.bind((x,)), (x,), isolate=False, use_cache=False, max_candidates=2
         )
     assert {a.category for a in info.value.attempts} == {Category.WRONG_RESULT}
+
+
+@pytest.mark.gpu
+def test_top_p_over_a_large_vocabulary_finds_a_config_on_the_gpu() -> None:
+    """128 x 128256: no config matched ref mode exactly (4 tokens flipped) before the rule."""
+    case = HELDOUT["top_p_mask_rows"]
+    (logits,) = case.make_inputs((128, 128256), "cuda", 0)
+    bound = case.kernels[0].bind((logits, 0.9))
+    found = run_discovery(bound, (logits, 0.9), use_cache=False, max_candidates=2)
+    assert any(a.ok for a in found.attempts)
+    got = case.kernels[0](logits, 0.9)
+    want = case.reference(logits, 0.9)
+    assert int(((got - want).abs() > 1e-5).sum()) <= 128  # at most a token a row flips

@@ -107,3 +107,15 @@ def test_a_sparse_matrix_product_samples_its_rows(monkeypatch: pytest.MonkeyPatc
     assert found.attempts[0].ok, found.attempts[0].reason
     baseline = discover.baseline_or_none(bound, inputs, {})
     assert baseline is not None and "16 of 200 programs" in baseline.source
+
+
+@pytest.mark.gpu
+def test_a_sampled_baseline_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(discover, "SAMPLE_PROGRAMS", 64)
+    x = _x().repeat(20, 1).cuda()  # 6000 rows
+    bound = row_norms.bind((x,))
+    found = discover.run_discovery(bound, (x,), use_cache=False, max_candidates=2)
+    assert found.attempts[0].ok, found.attempts[0].reason
+    baseline = discover.baseline_or_none(bound, (x,), {})
+    assert baseline is not None and baseline.source == "ref mode (64 of 6000 programs)"
+    assert baseline.written[0].device.type == "cuda"
