@@ -310,3 +310,22 @@ def test_ref_mode_on_cuda_tensors_never_asserts_on_the_device() -> None:
     torch.cuda.synchronize()
     compiled = depthwise3x3(x, weight)
     torch.testing.assert_close(compiled.float(), want.float(), rtol=2**-7, atol=6.25e-2)
+
+
+@tc.kernel
+def masked_rows_whole_dim(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """docs/ops.md's tc.load / tc.store with a whole dim written ``slice(None)`` in the list."""
+    m, n = x.size()
+    out = torch.zeros_like(x)
+    for tm in tc.tile(m):
+        rows = tc.load(x, [tm, slice(None)], extra_mask=(keep[tm] > 0)[:, None])
+        tc.store(out, [tm, slice(None)], rows * 2, extra_mask=(keep[tm] > 0)[:, None])
+    return out
+
+
+def test_a_whole_dim_in_a_load_or_store_index_list_is_slice_none() -> None:
+    x = torch.randn(37, 20)
+    keep = (torch.arange(37) % 3 == 0).to(torch.int32)
+    want = torch.where(keep[:, None] > 0, x * 2, 0.0)
+    torch.testing.assert_close(masked_rows_whole_dim(x, keep), want)
+    torch.testing.assert_close(masked_rows_whole_dim.run_ref(x, keep), want)

@@ -81,8 +81,10 @@ def baseline_or_none(
             message = (
                 f"tilecraft autotune: {bound.kernel.__name__}: the accuracy baseline (the kernel "
                 f"run in ref mode) ran past {limit:g}s and was stopped: a `while` whose condition "
-                "never turns false? Configs are checked for running only (each under its own "
-                "time limit)"
+                "never turns false, or a grid of many programs (ref mode runs them one at a "
+                "time, all of them where the kernel has several device loops or atomics)? "
+                "Configs are checked for running only (each under its own time limit); pass "
+                "@tc.kernel(baseline=...) (eager PyTorch) to check accuracy"
             )
         else:
             message = _baseline_failure(bound, exc)

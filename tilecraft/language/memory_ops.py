@@ -57,7 +57,9 @@ def _ref_items(items: tuple[Any, ...]) -> tuple[Any, ...]:
 def load(
     tensor: Any, index: Any, extra_mask: Any = None, eviction_policy: str | None = None
 ) -> Any:
-    """``tensor[index]``, masked by ``extra_mask`` too (masked-off elements read 0).
+    """``tensor[index]``, masked by ``extra_mask`` too (masked-off elements read 0). ``index``
+    is a list of what a subscript takes (tiles, ints, index tensors); a whole dim is
+    ``slice(None)`` (``:`` is not Python inside a list): ``tc.load(q, [tb, slice(None)])``.
 
     A masked-off element's index may lie outside the tensor (a shifted window's columns -1 and
     ``w``): it is never read, in ref mode either (``ref_access``)."""
@@ -70,7 +72,8 @@ def load(
 
 
 def store(tensor: Any, index: Any, value: Any, extra_mask: Any = None) -> None:
-    """``tensor[index] = value`` where ``extra_mask`` holds (everywhere when it is None).
+    """``tensor[index] = value`` where ``extra_mask`` holds (everywhere when it is None);
+    ``index`` as :func:`load`'s (``slice(None)`` for a whole dim).
 
     A masked-off element is not written, in ref mode either, and its index may lie outside the
     tensor."""
