@@ -10,9 +10,11 @@ import torch
 import tilecraft as tc
 from benchmarks.gen_kernels import HELDOUT
 from tilecraft.autotune import discover
+from tilecraft.autotune.baseline import Baseline
 from tilecraft.autotune.classify import Category
 from tilecraft.autotune.evaluate import check_config
 from tilecraft.language.ref_sample import ProgramSample
+from tilecraft.runtime.kernel import BoundKernel
 
 ROWS, COLS = 300, 24
 
@@ -41,6 +43,16 @@ def _x() -> torch.Tensor:
     return torch.rand(ROWS, COLS, generator=torch.Generator().manual_seed(5)) + 0.5
 
 
+def _sampled_row_norms(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[torch.Tensor, BoundKernel, Baseline | None]:
+    """``row_norms`` over 300 rows with the baseline's sample cut to 40 programs."""
+    monkeypatch.setattr(discover, "SAMPLE_PROGRAMS", 40)
+    x = _x()
+    bound = row_norms.bind((x,))
+    return x, bound, discover.baseline_or_none(bound, (x,), {})
+
+
 def test_pick_keeps_small_grids_and_spreads_a_sample_over_large_ones() -> None:
     sample = ProgramSample(limit=40)
     assert sample.pick(list(range(40))) == list(range(40)) and not sample.sampled
@@ -54,10 +66,7 @@ def test_pick_keeps_small_grids_and_spreads_a_sample_over_large_ones() -> None:
 def test_a_large_grid_baseline_runs_a_sample_and_records_what_it_wrote(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(discover, "SAMPLE_PROGRAMS", 40)
-    x = _x()
-    bound = row_norms.bind((x,))
-    baseline = discover.baseline_or_none(bound, (x,), {})
+    x, bound, baseline = _sampled_row_norms(monkeypatch)
     assert baseline is not None and baseline.source == "ref mode (40 of 300 programs)"
     out_mask, (x_mask,), _ = baseline.written
     assert out_mask.shape == (ROWS,) and int(out_mask.sum()) == 40
@@ -71,10 +80,7 @@ def test_a_large_grid_baseline_runs_a_sample_and_records_what_it_wrote(
 def test_the_accuracy_check_against_a_sample_passes_and_catches_wrong_results(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(discover, "SAMPLE_PROGRAMS", 40)
-    x = _x()
-    bound = row_norms.bind((x,))
-    baseline = discover.baseline_or_none(bound, (x,), {})
+    x, bound, baseline = _sampled_row_norms(monkeypatch)
     config = bound.config_spec.default()
     assert check_config(bound, config, (x,), {}, baseline)["ok"]
     wrong = check_config(bound, config, (x,), {}, baseline, fault="wrong")
