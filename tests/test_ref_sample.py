@@ -125,3 +125,45 @@ def test_a_sampled_baseline_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     baseline = discover.baseline_or_none(bound, (x,), {})
     assert baseline is not None and baseline.source == "ref mode (64 of 6000 programs)"
     assert baseline.written[0].device.type == "cuda"
+
+
+@tc.kernel
+def scale_then_shift(x: torch.Tensor) -> torch.Tensor:
+    """Two device loops: the second reads what the first wrote, so no sample may skip rows."""
+    m, n = x.size()
+    mid = torch.empty_like(x)
+    out = torch.empty_like(x)
+    for row in tc.grid(m):
+        mid[row, :] = x[row, :] * 2.0
+    for row in tc.grid(m):
+        out[row, :] = mid[m - 1 - row, :] + 1.0
+    return out
+
+
+@tc.kernel
+def heads_scaled(x: torch.Tensor) -> torch.Tensor:
+    """A 2-D grid (batch x head): the sample is drawn over all its programs."""
+    b, h, d = x.size()
+    out = torch.empty_like(x)
+    for bi, hi in tc.grid([b, h]):
+        out[bi, hi, :] = x[bi, hi, :] * (hi + 1)
+    return out
+
+
+def test_two_loop_kernels_run_whole_and_2d_grids_are_sampled_over_their_product(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(discover, "SAMPLE_PROGRAMS", 40)
+    x = _x()
+    two = scale_then_shift.bind((x,))
+    assert discover._sample_programs(two) is None
+    baseline = discover.baseline_or_none(two, (x,), {})
+    assert baseline is not None and baseline.written is None
+    torch.testing.assert_close(baseline.outputs, x.flip(0) * 2.0 + 1.0)
+    heads = torch.randn(30, 10, 8)
+    baseline = discover.baseline_or_none(heads_scaled.bind((heads,)), (heads,), {})
+    assert baseline is not None and baseline.source == "ref mode (40 of 300 programs)"
+    mask = baseline.written[0]
+    assert int(mask.sum()) == 40 * 8 and bool(mask[-1, -1].all()) and bool(mask[0, 0].all())
+    scale = torch.arange(1, 11).float()[None, :, None]
+    torch.testing.assert_close(baseline.outputs[mask], (heads * scale)[mask])
