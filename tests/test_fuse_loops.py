@@ -263,7 +263,8 @@ def test_a_nest_that_sums_splits_and_the_default_fills_the_gpu() -> None:
     tiles = 4096 // default.block_sizes[0]
     assert tiles * default.split_reductions[0] >= 132  # channel tiles alone: under a wave
     assert default.block_sizes[1] * default.split_reductions[0] <= 8  # every share has a batch
-    assert default.block_sizes[0] * 2 >= 128  # channel tiles keep a whole 128-byte line
+    assert default.block_sizes[0] * 2 >= 256  # channel tiles read 256 bytes of each row
+    assert default.split_reductions[0] == 8 and default.block_sizes[1] == 1  # conv_split_s21
 
 
 def test_fused_split_cross_compiles() -> None:

@@ -34,7 +34,10 @@ if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
 
 MIN_SPLIT_TRIPS = 4  # inner-loop iterations each split program keeps at least (heuristic)
-SPLIT_SEGMENT_BYTES = 128  # of each row a split loop's contiguous grid block keeps (a line)
+# of each row a nested split's contiguous grid block keeps: two 128-byte lines (a depthwise
+# conv1d weight gradient reads rows 8 KB apart: 64 channels split 4 0.200 ms, 128 split 8
+# 0.151, the same programs; conv_split_s21)
+SPLIT_SEGMENT_BYTES = 256
 MIN_SPLIT_WORK = 1 << 16  # elements of a tile's inner loop below which splitting never pays
 # waves of resident programs a split aims at when each program's trip count comes from the data
 # (``tc.tile(start, end)`` over loaded bounds): programs' work is uneven, and smaller shares
@@ -194,11 +197,11 @@ def _widen_rows(
     spec: ConfigSpec, index: int, site: Site, config: Config, factor: int
 ) -> tuple[Config, int]:
     """A split device loop whose work runs in a nested loop and whose contiguous grid block
-    keeps less than a 128-byte line of each row (``fill_device`` halves it to 64 bytes before
-    any split) gets a whole line back, its split doubling for each doubling of the block (the
-    same programs, each reading whole lines; the split loop's block halves where it needs more
-    iterations to share). A share there runs whole nested loops, so a larger split costs only
-    its partials: a depthwise conv1d weight gradient, [8, 4096, 4096] bf16, 32 channels split 2
+    keeps less than ``SPLIT_SEGMENT_BYTES`` of each row (``fill_device`` halves it to 64 bytes
+    before any split) gets them back, its split doubling for each doubling of the block (the
+    same programs, each reading longer runs of its rows; the split loop's block halves where it
+    needs more iterations to share). A share there runs whole nested loops, so a larger split
+    costs only its partials: a depthwise conv1d weight gradient, [8, 4096, 4096] bf16, 32 channels split 2
     0.304 ms, 64 split 4 0.208 (H200, default_change_s20c). Where the split loop itself is the
     work, each doubling halves a share's iterations, and widening measured slower (the same
     table: a tall column sum 0.0456 -> 0.0487 ms, BatchNorm1d 0.123 -> 0.141)."""
