@@ -167,3 +167,30 @@ def test_two_loop_kernels_run_whole_and_2d_grids_are_sampled_over_their_product(
     assert int(mask.sum()) == 40 * 8 and bool(mask[-1, -1].all()) and bool(mask[0, 0].all())
     scale = torch.arange(1, 11).float()[None, :, None]
     torch.testing.assert_close(baseline.outputs[mask], (heads * scale)[mask])
+
+
+@tc.kernel
+def rows_through_a_view(x: torch.Tensor) -> torch.Tensor:
+    """Writes its flat output through a 2-D view of it: the mask follows the storage."""
+    m, n = x.size()
+    flat = torch.empty([m * n], dtype=x.dtype, device=x.device)
+    grid_view = flat.view(m, n)
+    for row in tc.grid(m):
+        grid_view[row, :] = x[row, :] + 1.0
+    return flat
+
+
+def test_a_store_through_a_view_marks_the_returned_tensor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(discover, "SAMPLE_PROGRAMS", 40)
+    x = _x()
+    bound = rows_through_a_view.bind((x,))
+    baseline = discover.baseline_or_none(bound, (x,), {})
+    assert baseline is not None and baseline.source == "ref mode (40 of 300 programs)"
+    mask = baseline.written[0]
+    assert mask.shape == (ROWS * COLS,) and int(mask.sum()) == 40 * COLS
+    rows = mask.view(ROWS, COLS).any(dim=1)
+    assert bool(mask.view(ROWS, COLS)[rows].all())  # whole rows
+    torch.testing.assert_close(baseline.outputs[mask], (x + 1.0).flatten()[mask])
+    assert check_config(bound, bound.config_spec.default(), (x,), {}, baseline)["ok"]

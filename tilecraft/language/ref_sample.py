@@ -33,7 +33,9 @@ class ProgramSample:
     depth: int = 0  # device loops entered (0: the next loop is a top-level one)
     ran: int = 0  # programs run by sampled top-level loops
     of: int = 0  # programs those loops have
-    _masks: dict[int, tuple[torch.Tensor, torch.Tensor]] = dataclasses.field(default_factory=dict)
+    _masks: dict[tuple[int, int, torch.device], tuple[torch.Tensor, torch.Tensor]] = (
+        dataclasses.field(default_factory=dict)
+    )
 
     @property
     def sampled(self) -> bool:
@@ -57,26 +59,32 @@ class ProgramSample:
 
     def mark(self, tensor: torch.Tensor, write: Callable[[torch.Tensor], None]) -> None:
         """Record a store into ``tensor``: ``write(mask)`` sets the stored elements of a bool
-        tensor shaped like it, indexed as the store indexed ``tensor``."""
-        entry = self._masks.get(id(tensor))
-        if entry is None:
-            entry = (tensor, torch.zeros(tensor.shape, dtype=torch.bool, device=tensor.device))
-            self._masks[id(tensor)] = entry  # the tensor is kept: its id stays its own
-        write(entry[1])
+        view laid out as ``tensor`` over its storage, indexed as the store indexed ``tensor``
+        (so a store through a view marks the elements of every tensor sharing them)."""
+        write(self._mask(tensor))
 
     def written(self, value: Any) -> Any:
         """``value`` (a tensor or nested tuples/lists/dicts) with each tensor replaced by the
         mask of its elements the sampled programs wrote (none for a tensor they never wrote)."""
         if isinstance(value, torch.Tensor):
-            entry = self._masks.get(id(value))
-            if entry is not None and entry[0] is value:
-                return entry[1]
-            return torch.zeros(value.shape, dtype=torch.bool, device=value.device)
+            return self._mask(value).clone()
         if isinstance(value, (tuple, list)):
             return type(value)(self.written(v) for v in value)
         if isinstance(value, dict):
             return {k: self.written(v) for k, v in value.items()}
         return None
+
+    def _mask(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A bool view with ``tensor``'s shape, strides and offset over a mask of its storage
+        (one per storage and element size; the storage is kept, so its address stays its own)."""
+        storage = tensor.untyped_storage()
+        key = (storage.data_ptr(), tensor.element_size(), tensor.device)
+        entry = self._masks.get(key)
+        if entry is None:
+            elements = storage.nbytes() // tensor.element_size()
+            entry = (tensor, torch.zeros(elements, dtype=torch.bool, device=tensor.device))
+            self._masks[key] = entry
+        return torch.as_strided(entry[1], tensor.shape, tensor.stride(), tensor.storage_offset())
 
 
 _active: contextvars.ContextVar[ProgramSample | None] = contextvars.ContextVar(
