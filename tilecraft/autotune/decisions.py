@@ -45,18 +45,14 @@ def _decision(node: Node) -> str | None:
         fn = str(node.attrs.get("fn"))
         if fn in COMPARISONS or fn in ROUNDINGS:
             return fn if any(_float_data(i) for i in node.inputs) else None
-    if node.op is Op.CAST and not _is_float(node.dtype) and node.dtype != torch.bool:
+    if node.op is Op.CAST and not node.dtype.is_floating_point and node.dtype != torch.bool:
         return "cast to an integer" if _float_data(node.inputs[0]) else None
     return None
 
 
-def _is_float(dtype: torch.dtype) -> bool:
-    return dtype.is_floating_point
-
-
 def _float_data(node: Node) -> bool:
     """Whether ``node`` is a float computed from a load."""
-    return _is_float(node.dtype) and reads_memory(node)
+    return node.dtype.is_floating_point and reads_memory(node)
 
 
 def reads_memory(node: Node) -> bool:

@@ -238,8 +238,7 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
     threads = compute_threads(spec.target, warps, specialized)
     file = consumer_register_file(spec.target, warps, specialized)
     hip = spec.target.backend == "hip"
-    # each knob as it will run (an unset one is on where offered)
-    on = {name: bool(value) for name, value in flags.normalize_flags(spec, config, []).items()}
+    on = _flags_as_run(spec, config)
     fma = fma_dots(spec)
     # a deferred sum's carry and per-iteration reductions do not exist in the loop: its tile
     # accumulator (held) replaces them
@@ -268,13 +267,18 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
     return max(estimates, key=lambda e: e.spill_ratio, default=RegisterEstimate(0, 255, ""))
 
 
+def _flags_as_run(spec: ConfigSpec, config: Config) -> dict[str, bool]:
+    """Each strategy knob as ``config`` runs it (an unset one is on where offered)."""
+    return {name: bool(value) for name, value in flags.normalize_flags(spec, config, []).items()}
+
+
 def deferred_reductions(spec: ConfigSpec, config: Config) -> set[int]:
     """The ids of the sums ``config`` reduces once after their loops instead of each step
     (``codegen/deferred_sums.py``; an unset ``deferred_sums`` is on where offered)."""
     threads = compute_threads(
         spec.target, config.num_warps or 4, any(config.range_warp_specializes)
     )
-    on = {name: bool(value) for name, value in flags.normalize_flags(spec, config, []).items()}
+    on = _flags_as_run(spec, config)
     plans = _deferred_by_loop(spec, config, threads, on).values()
     return deferred_ids([d for sums in plans for d, _ in sums])
 

@@ -201,10 +201,11 @@ def _widen_rows(
     before any split) gets them back, its split doubling for each doubling of the block (the
     same programs, each reading longer runs of its rows; the split loop's block halves where it
     needs more iterations to share). A share there runs whole nested loops, so a larger split
-    costs only its partials: a depthwise conv1d weight gradient, [8, 4096, 4096] bf16, 32 channels split 2
-    0.304 ms, 64 split 4 0.208 (H200, default_change_s20c). Where the split loop itself is the
-    work, each doubling halves a share's iterations, and widening measured slower (the same
-    table: a tall column sum 0.0456 -> 0.0487 ms, BatchNorm1d 0.123 -> 0.141)."""
+    costs only its partials: a depthwise conv1d weight gradient, [8, 4096, 4096] bf16, 32
+    channels split 2 0.304 ms, 64 split 4 0.208 (H200, default_change_s20c). Where the split
+    loop itself is the work, each doubling halves a share's iterations, and widening measured
+    slower (the same table: a tall column sum 0.0456 -> 0.0487 ms, BatchNorm1d 0.123 ->
+    0.141)."""
     for slot in spec.grid_slots[index]:
         block = spec.blocks[slot]
         if block.row_floor is None:

@@ -32,6 +32,12 @@ def deferrable_sums(loop: Node) -> list[Node]:
     (``ir/split.py``'s rules: read by nothing else in the loop) updated by ``+`` with a sum
     that nothing else reads, over the loop's own tile (among other dims, :func:`sum_chain`), in
     fp32/fp64."""
+    return [carry for carry, _, _ in _deferrable_chains(loop)]
+
+
+def _deferrable_chains(loop: Node) -> list[tuple[Node, list[Node], int]]:
+    """Each deferrable carry of ``loop`` with its chain of sums (:func:`sum_chain`) and the
+    index in it of the sum over the loop's own tile (the body's readers found once)."""
     users = readers(loop.body or [])
     out = []
     for acc in accumulators(loop).values():
@@ -43,8 +49,10 @@ def deferrable_sums(loop: Node) -> list[Node]:
             continue
         if reduce.dtype != acc.carry.dtype or len(users.get(reduce.id, [])) != 1:
             continue
-        if _own_level(loop, sum_chain(loop, acc.carry)) is not None:
-            out.append(acc.carry)
+        chain = sum_chain(acc.carry, users)
+        level = _own_level(loop, chain)
+        if level is not None:
+            out.append((acc.carry, chain, level))
     return out
 
 
@@ -65,10 +73,9 @@ def summed(carry: Node) -> Node:
     return next(i for i in carry.attrs["next"].inputs if i is not carry)
 
 
-def sum_chain(loop: Node, carry: Node) -> list[Node]:
-    """The sums ``carry`` of ``loop`` adds each iteration, outermost first: plain sums of one
-    dtype, each inner one read only by the next."""
-    users = readers(loop.body or [])
+def sum_chain(carry: Node, users: dict[int, list[Node]]) -> list[Node]:
+    """The sums ``carry`` adds each iteration, outermost first: plain sums of one dtype, each
+    inner one read only by the next (``users``: the loop body's readers)."""
     chain = [summed(carry)]
     while True:
         src = chain[-1].inputs[0]
@@ -131,14 +138,11 @@ def deferred_plan(
     at 16 warps. A depthwise conv's four taps keep their batch sums (two rows, in-thread):
     four whole tiles would not fit."""
     plan: list[DeferredSum] = []
-    for carry in deferrable_sums(loop):
-        chain = sum_chain(loop, carry)
+    for carry, chain, level in _deferrable_chains(loop):
         axes = chain_axes(chain)
-        level = _own_level(loop, chain)
-        assert level is not None  # deferrable_sums checked
-        own = DeferredSum(carry, tuple(chain), tuple(axes), axes[level], whole=False)
-        if numel(own.kept) <= budget:
-            plan.append(own)
+        own_dim = DeferredSum(carry, tuple(chain), tuple(axes), axes[level], whole=False)
+        if numel(own_dim.kept) <= budget:
+            plan.append(own_dim)
     total = sum(numel(d.kept) for d in plan)
     for i, d in enumerate(plan):
         whole = dataclasses.replace(d, whole=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from tilecraft.ir.dtypes import FP8
 from tilecraft.language import _context
 from tilecraft.language.loops import RefTile
 
@@ -64,9 +65,8 @@ def dot(a: Any, b: Any, acc: Any = None, out_dtype: torch.dtype | None = None) -
     if acc is not None:
         return (acc.to(torch.float32) + result).to(out_dtype or acc.dtype)
     if out_dtype is None:
-        fp8 = (torch.float8_e4m3fn, torch.float8_e5m2)
-        both_fp8 = a.dtype in fp8 and b.dtype in fp8
-        out_dtype = torch.float32 if both_fp8 else _promote_dot(a.dtype, b.dtype, fp8)
+        both_fp8 = a.dtype in FP8 and b.dtype in FP8
+        out_dtype = torch.float32 if both_fp8 else _promote_dot(a.dtype, b.dtype, FP8)
     return result.to(out_dtype)
 
 

@@ -21,6 +21,7 @@ from tilecraft.frontend.source import (
     build_function,
     ref_tree,
 )
+from tilecraft.ir.dtypes import FP8
 from tilecraft.language import _context, ref_access
 from tilecraft.language.creation import dot
 from tilecraft.language.loops import RefTile
@@ -60,8 +61,7 @@ def ref_addmm(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """``fn`` (``torch.addmm`` / ``torch.baddbmm`` or a tensor's bound method) as the compiled
     kernel means it: an input of another dtype than the operands (an fp32 accumulator of bf16
     tiles) takes their product in its own dtype, as ``tl.dot`` accumulates."""
-    owner = getattr(fn, "__self__", None)
-    operands = (owner, *args) if isinstance(owner, torch.Tensor) else args
+    operands = _operands(fn, args)
     if len(operands) == 3 and all(isinstance(t, torch.Tensor) for t in operands):
         acc, a, b = operands
         if a.dtype != acc.dtype or b.dtype != acc.dtype:
@@ -71,7 +71,12 @@ def ref_addmm(fn: Any, *args: Any, **kwargs: Any) -> Any:
     return fn(*args, **kwargs)
 
 
-_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+def _operands(fn: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The tensors ``fn(*args)`` works on: a bound tensor method's tensor first."""
+    owner = getattr(fn, "__self__", None)
+    return (owner, *args) if isinstance(owner, torch.Tensor) else args
+
+
 # torch functions and methods of a matrix product, by name
 _PRODUCTS = ("matmul", "mm", "bmm")
 
@@ -86,7 +91,7 @@ def ref_matmul(a: Any, b: Any) -> Any:
 
 def _fp8_operands(operands: tuple[Any, ...]) -> bool:
     return len(operands) == 2 and any(
-        isinstance(t, torch.Tensor) and t.dtype in _FP8 for t in operands
+        isinstance(t, torch.Tensor) and t.dtype in FP8 for t in operands
     )
 
 
@@ -101,8 +106,7 @@ def ref_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     computed from numbers alone is a number again, as ``tile.begin`` arithmetic is. A matrix
     product of fp8 tiles (``torch.matmul``, ``x.mm(w)``) is :func:`ref_matmul`'s."""
     if getattr(fn, "__name__", "") in _PRODUCTS and not kwargs:
-        owner = getattr(fn, "__self__", None)
-        operands = (owner, *args) if isinstance(owner, torch.Tensor) else args
+        operands = _operands(fn, args)
         if _fp8_operands(operands):
             return dot(*operands)
     try:
