@@ -1,7 +1,9 @@
 """Paired stride-2 slices (``x[t, 0::2]`` with ``x[t, 1::2]``) become one contiguous access: the
 pairs the analysis finds (and those it refuses), the generated code (one unit-stride load split in
 two, one joined store), numerics in the interpreter against eager PyTorch (whole and rolled slice
-dims, masked blocks), cross-compiles for cuda:90 and hip:gfx942, and the same kernels on a GPU."""
+dims, masked blocks), cross-compiles for cuda:90 and hip:gfx942, and the same kernels on a GPU.
+Element pairs (``x2[t, 0]`` with ``x2[t, 1]`` of a size-2 last dim) too, and ``tc.split`` of a
+whole dim of 2."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 import torch
 
 import tilecraft as tc
+from tilecraft.errors import ShapeError
 from tilecraft.ir.paired_slices import SlicePair
 from tilecraft.targets.target import Target
 from tilecraft.tools.check import check_kernel
@@ -116,6 +119,40 @@ def _centered_ref(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     out[:, 1::2] = x[:, 1::2] * 2.0
     out[:, 0::2] = x[:, 0::2] - x[:, 0::2].sum(-1, keepdim=True)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def complex_mul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x [M, N] holds N // 2 complex numbers per row (re, im interleaved), w [N // 2, 2] one
+    per column: their products, interleaved the same way, by int indices of a size-2 dim."""
+    m, n = x.size()
+    xc = x.view(m, n // 2, 2)
+    out = torch.empty([m, n // 2, 2], dtype=x.dtype, device=x.device)
+    for tm, tk in tc.tile([m, n // 2]):
+        re, im = xc[tm, tk, 0], xc[tm, tk, 1]
+        wr, wi = w[tk, 0][None, :], w[tk, 1][None, :]
+        out[tm, tk, 0] = re * wr - im * wi
+        out[tm, tk, 1] = re * wi + im * wr
+    return out.view(m, n)
+
+
+def _complex_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    m, n = x.shape
+    got = torch.view_as_complex(x.float().reshape(m, n // 2, 2).contiguous())
+    prod = got * torch.view_as_complex(w.float().contiguous())[None, :]
+    return torch.view_as_real(prod).reshape(m, n).to(x.dtype)
+
+
+@tc.kernel(static_shapes=True)
+def split_halves(x: torch.Tensor) -> torch.Tensor:
+    """``tc.split`` of a whole (``:``) dim whose size is 2."""
+    m, n = x.size()
+    xp = x.view(m, n // 2, 2)
+    out = torch.empty([m, n // 2], dtype=x.dtype, device=x.device)
+    for tm, tk in tc.tile([m, n // 2]):
+        a, b = tc.split(xp[tm, tk, :])
+        out[tm, tk] = a - 2.0 * b
     return out
 
 
@@ -259,6 +296,69 @@ def test_scalar_rows_dynamic_shapes_and_broadcast_values() -> None:
         torch.testing.assert_close(bound.run(bound.compile_config(config), *args), expected)
 
 
+def test_element_pairs_are_one_access_each_way() -> None:
+    x, w = _rand(9, 38), _rand(19, 2)
+    bound = complex_mul.bind((x, w))
+    config = tc.Config(block_sizes=[4, 8])
+    plan = bound.config_spec.resolve(config)
+    assert [(p.op, p.kind) for p in plan.slice_pairs] == [
+        ("load", "element"),
+        ("load", "element"),
+        ("store", "element"),
+    ]
+    assert "one load of both elements" in plan.describe()
+    code = bound.to_triton_code(config)
+    assert code.count("tl.load(") == 2 and code.count("tl.store(") == 1, code
+    assert code.count("tl.arange(0, 2)") == 3 and code.count("tl.split(span") == 2, code
+    assert "tl.join(" in code and "tl.reshape" not in code, code
+    for each in (config, tc.Config(block_sizes=[16, 32])):  # masked rows and pairs
+        got = bound.run(bound.compile_config(each), x, w)
+        torch.testing.assert_close(got, _complex_ref(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_element_pairs_need_a_contiguous_dim_of_two() -> None:
+    x = _rand(6, 12)
+    w = _rand(2, 6).t()  # [6, 2] with its pair dim strided: w's loads stay apart
+    kinds = [
+        (p.op, p.kind)
+        for p in complex_mul.bind((x, w)).config_spec.resolve(tc.Config()).slice_pairs
+    ]
+    assert kinds == [("load", "element"), ("store", "element")]
+    torch.testing.assert_close(complex_mul(x, w), _complex_ref(x, w), rtol=1e-5, atol=1e-5)
+
+    @tc.kernel(static_shapes=True)
+    def first_two_channels(x: torch.Tensor) -> torch.Tensor:
+        m, n, _ = x.size()
+        out = torch.empty([m, n], dtype=x.dtype, device=x.device)
+        for tm, tn in tc.tile([m, n]):
+            out[tm, tn] = x[tm, tn, 0] - x[tm, tn, 1]
+        return out
+
+    rgb = _rand(5, 7, 3)
+    assert first_two_channels.bind((rgb,)).config_spec.resolve(tc.Config()).slice_pairs == ()
+    torch.testing.assert_close(first_two_channels(rgb), rgb[..., 0] - rgb[..., 1])
+
+
+def test_split_of_a_whole_dim_of_two() -> None:
+    x = _rand(7, 22)
+    torch.testing.assert_close(split_halves(x), x[:, 0::2] - 2.0 * x[:, 1::2])
+
+
+def test_split_of_another_dim_names_what_to_do() -> None:
+    @tc.kernel(static_shapes=True)
+    def split_three(x: torch.Tensor) -> torch.Tensor:
+        m, n = x.size()
+        xp = x.view(m, n // 3, 3)
+        out = torch.empty([m, n // 3], dtype=x.dtype, device=x.device)
+        for tm, tk in tc.tile([m, n // 3]):
+            a, b = tc.split(xp[tm, tk, :])
+            out[tm, tk] = a - b
+        return out
+
+    with pytest.raises(ShapeError, match="view the tensor with a last dim of 2"):
+        split_three(_rand(4, 9))
+
+
 @pytest.mark.crosscompile
 def test_paired_slices_crosscompile() -> None:
     targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
@@ -266,7 +366,9 @@ def test_paired_slices_crosscompile() -> None:
     configs = [tc.Config(block_sizes=[8]), tc.Config(block_sizes=[8], reduction_loops=[32])]
     rows = check_kernel(centered_pairs, (x,), targets, lambda b: configs)
     rows += check_kernel(mix_pairs, (x,), targets, lambda b: configs[:1])
-    assert len(rows) == 6
+    w = torch.randn(80, 2, dtype=torch.bfloat16)
+    rows += check_kernel(complex_mul, (x, w), targets, lambda b: [tc.Config(block_sizes=[8, 32])])
+    assert len(rows) == 8
     for row in rows:
         assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
 
@@ -278,6 +380,9 @@ def test_paired_slices_on_gpu() -> None:
         x = _rand(1000, 160).to("cuda", dtype)
         torch.testing.assert_close(mix_pairs(x), _mix_ref(x))
         torch.testing.assert_close(pair_difference(x), _difference_ref(x))
+        w = _rand(80, 2).to("cuda", dtype)
+        tol = 1e-5 if dtype == torch.float32 else 2e-2
+        torch.testing.assert_close(complex_mul(x, w), _complex_ref(x, w), rtol=tol, atol=tol)
         tol = 1e-5 if dtype == torch.float32 else 2e-2
         for shape in ((8192, 32, 128), (1000, 40, 80)):
             x3, c, s = rope.make_inputs(shape, dtype, "cuda", 0)

@@ -53,9 +53,13 @@ def access(
     ctx: EmitContext, node: Node, value_inputs: list[Node], span: paired.Span | None = None
 ) -> tuple[str, str | None]:
     """(pointer expression, mask expression or None) for a LOAD/STORE/ATOMIC node; ``span``
-    replaces one sliced item's index and mask (a paired slice's contiguous span)."""
+    replaces one sliced item's index and mask (a paired slice's contiguous span), or an element
+    pair's int item (its index then runs along a trailing dim of 2)."""
     tensor = node.attrs["tensor"]
     rank = node.ndim
+    # an element pair's int item becomes a trailing dim of 2, after the value's own dims
+    element = span is not None and node.attrs["index"][span[0]][0] == "int"
+    rank += element
     param = tensor.name
     ctx.tensors[param] = tensor
     terms: list[str] = []
@@ -71,7 +75,10 @@ def access(
             continue
         stride = ctx.stride_expr(tensor, item[2])
         if kind == "int":
-            if item[1]:
+            if element and span is not None and span[0] == k:
+                idx = _expand(span[1], rank - 1, 1, rank)
+                terms.append(idx if stride == "1" else f"{idx} * {stride}")
+            elif item[1]:
                 terms.append(
                     f"{item[1]} * {stride}" if not stride.isdigit() else str(item[1] * int(stride))
                 )

@@ -8,6 +8,10 @@ masked at ``2L`` where ``L`` does not fill the block. Element ``2i`` of the span
 slice's element ``i`` and ``2i + 1`` the odd one's, so ``tl.reshape(span, [..., B, 2])`` +
 ``tl.split`` gives both halves and ``tl.join`` + ``tl.reshape`` interleaves them back. The pointer
 text and the load/store lines themselves stay in ``memory.py``.
+
+An element pair (``x2[t, 0]`` and ``x2[t, 1]`` of a size-2 contiguous dim) is the same walk
+with the two elements as a trailing dim of the access: its index there is ``tl.arange(0, 2)``,
+``tl.split`` gives both values and ``tl.join`` interleaves them, with no reshape.
 """
 
 from __future__ import annotations
@@ -29,7 +33,10 @@ def _node(ctx: EmitContext, slot: int) -> Node:
 
 
 def span(ctx: EmitContext, pair: SlicePair) -> Span:
-    """The contiguous index (and mask) replacing the sliced item of both accesses."""
+    """The contiguous index (and mask) replacing the sliced item of both accesses (an element
+    pair's: the index of its trailing dim of 2, which ``memory.access`` places last)."""
+    if pair.kind == "element":
+        return pair.item, "tl.arange(0, 2)", None
     even = _node(ctx, pair.even)
     _, sym, _, start, _ = even.attrs["index"][pair.item]
     st = ctx.state(sym)
@@ -57,8 +64,11 @@ def bind_halves(ctx: EmitContext, node: Node, pair: SlicePair, load: str) -> Non
     value = ctx.w.fresh("span")
     ctx.w.line(f"{value} = {load}")
     e, o = ctx.w.fresh(even.hint), ctx.w.fresh(odd.hint)
-    dims = ", ".join([*(ctx.dim_expr(d) for d in node.shape), "2"])
-    ctx.w.line(f"{e}, {o} = tl.split(tl.reshape({value}, [{dims}]))")
+    if pair.kind == "element":  # already [..., 2]
+        ctx.w.line(f"{e}, {o} = tl.split({value})")
+    else:
+        dims = ", ".join([*(ctx.dim_expr(d) for d in node.shape), "2"])
+        ctx.w.line(f"{e}, {o} = tl.split(tl.reshape({value}, [{dims}]))")
     ctx.scopes[-1][even.id] = e
     ctx.scopes[-1][odd.id] = o
 
@@ -73,6 +83,8 @@ def joined(ctx: EmitContext, node: Node, pair: SlicePair) -> str:
         if tuple(value.shape) != tuple(node.shape):
             text = f"tl.broadcast_to({text}, [{', '.join(dims)}])"
         values.append(text)
+    if pair.kind == "element":  # [..., 2], the access's trailing dim
+        return f"tl.join({values[0]}, {values[1]})"
     shape = ", ".join([*dims[:-1], str(_span_width(ctx, node))])
     return f"tl.reshape(tl.join({values[0]}, {values[1]}), [{shape}])"
 

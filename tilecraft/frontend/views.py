@@ -165,9 +165,17 @@ def _broadcast(t: Tracer, node: Node, shape: tuple[Dim, ...]) -> Node:
 
 def split(t: Tracer, x: Any) -> tuple[TileValue, TileValue]:
     """``tc.split(x)``: the two halves of a last dim of size 2."""
+    from tilecraft.frontend.regroup import static_size
+
     node = t.value_node(x)
-    if node.ndim == 0 or node.shape[-1] != 2:
-        raise ShapeError(f"tc.split needs a tile whose last dim is 2, got {list(node.shape)}")
+    # a whole static dim of 2 (``x2[t, :]`` of a ``view(..., 2)``) is as good as a literal 2
+    if node.ndim == 0 or static_size(node.shape[-1]) != 2:
+        raise ShapeError(
+            f"tc.split needs a tile whose last dim is 2, got {list(node.shape)}",
+            t.loc,
+            hint="view the tensor with a last dim of 2 (x.view(..., n // 2, 2)) and index it "
+            "with `:` there, or load each half with its own int index (x2[t, 0], x2[t, 1])",
+        )
     return (
         _view(t, node, node.shape[:-1], split=0),
         _view(t, node, node.shape[:-1], split=1),
