@@ -1,6 +1,6 @@
 """PyTorch semantics in device code: NaN-propagating max/min reductions (and arg-reductions),
-bitwise integer ops, fmod — each compiled kernel (interpreter) against eager PyTorch, and the
-generated code checked for the NaN-aware combine."""
+bitwise integer ops, fmod, bf16 rounding — each compiled kernel (interpreter) against eager
+PyTorch, and the generated code checked for the NaN-aware combine."""
 
 from __future__ import annotations
 
@@ -305,3 +305,40 @@ def test_an_int64_plus_a_tile_begin_runs_in_the_interpreter() -> None:
     for blocks in ([8, 32], [16, 16]):
         got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)
         assert torch.equal(got, x.argmax(-1)), blocks
+
+
+@tc.kernel(static_shapes=True)
+def to_bf16(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Casts to bf16 of a loaded fp32 tile and of a computed one (a dot's operand's path)."""
+    (n,) = x.size()
+    out = torch.empty([n], dtype=torch.bfloat16, device=x.device)
+    doubled = torch.empty([n], dtype=torch.bfloat16, device=x.device)
+    for tn in tc.tile(n):
+        xt = x[tn]
+        out[tn] = xt.to(torch.bfloat16)
+        doubled[tn] = (xt * 3.0).to(torch.bfloat16)
+    return out, doubled
+
+
+def test_bf16_casts_round_to_nearest_even_like_torch() -> None:
+    """Triton's interpreter truncates fp32 -> bf16; the kernel must round as torch does, ties to
+    even, inf, NaN, subnormals and values that round up into the next binade included."""
+    g = torch.Generator().manual_seed(0)
+    special = [-16.617, 9.1725, 1.005859, 1.00390625, 1.01171875, 3.4e38, -3.4e38, 1e-40, -0.0]
+    special += [float("inf"), -float("inf"), float("nan"), 1.9990234375, 255.9]
+    x = torch.cat([torch.tensor(special), torch.randn(1000, generator=g) * 100])
+    out, doubled = to_bf16(x)
+    torch.testing.assert_close(out, x.to(torch.bfloat16), rtol=0, atol=0, equal_nan=True)
+    want = (x * 3.0).to(torch.bfloat16)
+    torch.testing.assert_close(doubled, want, rtol=0, atol=0, equal_nan=True)
+
+
+def test_bf16_casts_on_gpus_stay_plain_conversions() -> None:
+    from tilecraft.targets.target import Target
+    from tilecraft.tools.check import _bind_for
+
+    bound = _bind_for(to_bf16, (torch.randn(64),), Target.parse("cuda:90"))
+    code = bound.to_triton_code(bound.config_spec.default())
+    assert ".to(tl.bfloat16)" in code and "_tc_to_bf16(" not in code, code
+    interpreted = to_bf16.bind((torch.randn(64),))
+    assert "_tc_to_bf16(" in interpreted.to_triton_code(interpreted.config_spec.default())

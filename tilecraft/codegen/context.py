@@ -247,4 +247,6 @@ class EmitContext:
         # a scalar argument or a loop's offset (tile.begin): a Python number in the interpreter
         if text in self.scalars or (self.interpret and self._is_loop_offset(text)):
             return f"tl.cast({text}, {dtypes.triton_dtype(dst)})"
+        if self.interpret and dst == torch.bfloat16:  # the interpreter truncates; torch rounds
+            return f"_tc_to_bf16({text})"
         return f"{text}.to({dtypes.triton_dtype(dst)})"

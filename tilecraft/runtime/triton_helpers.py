@@ -135,3 +135,16 @@ def from_fp8_interpreted(x, INF: tl.constexpr):  # type: ignore[no-untyped-def]
     special = bits >= (INF if INF else 0x7F)
     inf = tl.where(value < 0, -float("inf"), float("inf"))
     return tl.where(special, tl.where(bits == INF, inf, float("nan")), value)
+
+
+# Triton 3.6's interpreter casts to bfloat16 by dropping the low 16 bits of the fp32 value
+# (whatever ``fp_downcast_rounding`` says), where torch and every GPU round to nearest even: an
+# interpreter run was a bf16 ulp off the eager reference, two where the cast fed a dot.
+@triton.jit
+def to_bf16_interpreted(x):  # type: ignore[no-untyped-def]
+    """bfloat16 of ``x`` rounded to nearest even, as torch rounds (NaN stays NaN)."""
+    f = x.to(tl.float32)
+    bits = f.to(tl.uint32, bitcast=True)
+    rounded = bits + 0x7FFF + ((bits >> 16) & 1)
+    kept = tl.where(f != f, bits | 0x400000, rounded)  # a NaN's payload stays quiet and NaN
+    return (kept >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
