@@ -13,7 +13,7 @@ from tilecraft.autotune import discover
 from tilecraft.autotune.baseline import Baseline
 from tilecraft.autotune.classify import Category
 from tilecraft.autotune.evaluate import check_config
-from tilecraft.language.ref_sample import ProgramSample
+from tilecraft.language.ref_sample import ProgramSample, spread_order
 from tilecraft.runtime.kernel import BoundKernel
 
 ROWS, COLS = 300, 24
@@ -55,12 +55,50 @@ def _sampled_row_norms(
 
 def test_pick_keeps_small_grids_and_spreads_a_sample_over_large_ones() -> None:
     sample = ProgramSample(limit=40)
-    assert sample.pick(list(range(40))) == list(range(40)) and not sample.sampled
+    assert sorted(sample.run(list(range(40)))) == list(range(40)) and not sample.sampled
     chosen = sample.pick(list(range(1000)))
     assert len(chosen) == 40 == len(set(chosen)) and chosen == sorted(chosen)
     assert chosen[:10] == list(range(10)) and chosen[-10:] == list(range(990, 1000))
     assert max(b - a for a, b in zip(chosen, chosen[1:], strict=False)) < 60  # spread out
-    assert sample.sampled and (sample.ran, sample.of) == (40, 1000)
+    assert sorted(sample.run(list(range(1000)))) == chosen
+    assert sample.sampled and (sample.ran, sample.of) == (80, 1040)
+
+
+def test_spread_order_visits_everything_both_ends_first() -> None:
+    for n in (0, 1, 2, 3, 7, 40, 1000):
+        order = spread_order(n)
+        assert sorted(order) == list(range(n))
+    order = spread_order(1000)
+    assert order[:3] == [0, 999, 499] and order[3:5] == [249, 749]
+    first = sorted(order[:16])  # any prefix already spans the grid
+    assert max(b - a for a, b in zip(first, first[1:], strict=False)) <= 1000 // 8
+
+
+def test_a_spent_budget_stops_the_sample_after_its_least_programs() -> None:
+    sample = ProgramSample(limit=10_000, budget_s=0.0, min_programs=5)
+    ran = list(sample.run(list(range(300))))
+    assert ran == spread_order(300)[:5] and (sample.ran, sample.of) == (5, 300)
+    assert sample.sampled and 0 in ran and 299 in ran
+    unlimited = ProgramSample(limit=10_000, budget_s=None, min_programs=5)
+    assert len(list(unlimited.run(list(range(300))))) == 300 and not unlimited.sampled
+
+
+def test_a_slow_grid_baseline_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Few programs with long loops (a paged decode attention: 512 programs of 256 pages took
+    42 s in ref mode): the baseline stops starting programs once its budget is spent, and
+    discovery still checks the default against the programs it ran."""
+    monkeypatch.setattr(discover, "SAMPLE_BUDGET_S", 0.0)
+    x = _x()
+    bound = row_norms.bind((x,))
+    baseline = discover.baseline_or_none(bound, (x,), {})
+    assert baseline is not None and baseline.source == "ref mode (16 of 300 programs)"
+    config = bound.config_spec.default()
+    assert check_config(bound, config, (x,), {}, baseline)["ok"]
+    wrong = check_config(bound, config, (x,), {}, baseline, fault="wrong")
+    assert not wrong["ok"] and "16 of 300 programs" in wrong["reason"]
+    total = torch.zeros(1)
+    whole = discover.baseline_or_none(row_sums_by_atomics.bind((x, total)), (x, total), {})
+    assert whole is not None and whole.source == "ref mode"  # atomics: never cut short
 
 
 def test_a_large_grid_baseline_runs_a_sample_and_records_what_it_wrote(

@@ -61,17 +61,19 @@ def compute_baseline(
     args: Sequence[Any],
     kwargs: dict[str, Any] | None = None,
     sample_programs: int | None = None,
+    sample_budget_s: float | None = None,
 ) -> Baseline:
     """Run the baseline on clones of the arguments (raises what the baseline raises).
-    ``sample_programs``: ref mode runs at most that many programs of a grid (the caller knows
-    the programs to be independent of each other)."""
+    ``sample_programs``: ref mode runs at most that many programs of a grid, and none after
+    ``sample_budget_s`` (the caller knows the programs to be independent of each other)."""
     a, kw = clone_args(args, kwargs)
     fn = kernel.baseline
     if fn is not None:
         with torch.no_grad():
             outputs = fn(*a, **kw)
         return Baseline(_own(outputs, a), a, kw, "the baseline= function")
-    with torch.no_grad(), ref_sample.sampling(sample_programs or sys.maxsize) as sample:
+    budget = sample_budget_s if sample_programs is not None else None
+    with torch.no_grad(), ref_sample.sampling(sample_programs or sys.maxsize, budget) as sample:
         outputs = kernel.run_ref(*a, **kw)
     if not sample.sampled:
         return Baseline(_own(outputs, a), a, kw, "ref mode")

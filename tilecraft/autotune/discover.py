@@ -41,6 +41,9 @@ MAX_UNKNOWN_REPROS = 2
 # ref mode runs at most this many programs of a grid for the baseline (one Python iteration per
 # program: a CSR SpMV over 1M rows took ~95 s on the CPU; 2048 programs ~0.2 s)
 SAMPLE_PROGRAMS = 2048
+# ... and starts none after this long (a paged decode attention's 512 programs of 256 pages
+# each took 42 s on an H200)
+SAMPLE_BUDGET_S = 3.0
 
 
 WORKER_CONTEXT_BYTES = 1 << 30  # a worker's CUDA context, Triton and torch allocator slack
@@ -75,7 +78,8 @@ def baseline_or_none(
     fired: list[bool] = []
     try:
         with time_limit(limit) as fired:
-            return compute_baseline(bound.kernel, args, dict(kwargs), _sample_programs(bound))
+            sample = _sample_programs(bound)
+            return compute_baseline(bound.kernel, args, dict(kwargs), sample, SAMPLE_BUDGET_S)
     except Exception as exc:  # a broken ref mode / baseline must not stop tuning
         if fired or isinstance(exc, CandidateTimeout):
             message = (

@@ -116,7 +116,7 @@ def _ref_iter(spec: TileSpec) -> Iterator[Any]:
             yield ordered if spec.multi else ordered[0]
         return
     if sample.depth == 0:  # a device loop: its programs may be sampled
-        programs = sample.pick(list(programs))
+        programs = sample.run(list(programs))
     for combo in programs:
         ordered = tuple(reversed(combo))
         sample.depth += 1
