@@ -17,6 +17,7 @@ import torch
 
 from tilecraft.codegen import paired
 from tilecraft.codegen.registry import emits
+from tilecraft.codegen.uniform import uniform_quotient
 from tilecraft.config.space import descriptor_order
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
@@ -50,11 +51,16 @@ def _inside(index: str, size: str) -> str | None:
 
 
 def access(
-    ctx: EmitContext, node: Node, value_inputs: list[Node], span: paired.Span | None = None
+    ctx: EmitContext,
+    node: Node,
+    value_inputs: list[Node],
+    span: paired.Span | None = None,
+    uniform: dict[int, str] | None = None,
 ) -> tuple[str, str | None]:
     """(pointer expression, mask expression or None) for a LOAD/STORE/ATOMIC node; ``span``
     replaces one sliced item's index and mask (a paired slice's contiguous span), or an element
-    pair's int item (its index then runs along a trailing dim of 2)."""
+    pair's int item (its index then runs along a trailing dim of 2); ``uniform`` maps index
+    items to the one scalar every lane's index value equals (``codegen/uniform.py``)."""
     tensor = node.attrs["tensor"]
     rank = node.ndim
     # an element pair's int item becomes a trailing dim of 2, after the value's own dims
@@ -96,6 +102,12 @@ def access(
                     _expand(span[1], pos, 1, rank),
                     span[2] and _expand(span[2], pos, 1, rank),
                 )
+        elif uniform and k in uniform:  # one scalar for all lanes: the dim stays size 1
+            vnode = value_inputs[item[1]]
+            width, idx, mask = vnode.ndim, uniform[k], None
+            inside = _inside(idx, ctx.size_expr(tensor, item[2]))
+            if inside and inside not in masks:
+                masks.append(inside)
         else:
             vnode = value_inputs[item[1]]
             width = vnode.ndim
@@ -246,15 +258,31 @@ def emit_load(ctx: EmitContext, node: Node) -> None:
         ctx.bind(node, f"tl.load({ptr}{check}{pad}{_eviction(ctx, node)})")
         return
     pair = ctx.plan.slice_pair(node.attrs.get("mem_slot", -1))
-    ptr, mask = access(ctx, node, node.inputs, paired.span(ctx, pair) if pair else None)
+    shared = {} if pair is not None else _uniform_items(ctx, node)
+    span = paired.span(ctx, pair) if pair else None
+    ptr, mask = access(ctx, node, node.inputs, span, shared)
     # a float zero for fp8: Triton's interpreter cannot cast an int other= to fp8
     other = "0.0" if node.dtype in dtypes.FP8 else "0"
     args = f"{ptr}, {mask}, other={other}" if mask else ptr
     load = f"tl.load({args}{_eviction(ctx, node)})"
     if pair is not None:  # one load of both slices' span binds both nodes
         paired.bind_halves(ctx, node, pair, load)
+    elif shared:  # the rows every lane shares, loaded once and broadcast to the value's shape
+        dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+        ctx.bind(node, f"tl.broadcast_to({load}, [{dims}])")
     else:
         ctx.bind(node, load)
+
+
+def _uniform_items(ctx: EmitContext, node: Node) -> dict[int, str]:
+    """The load's tensor-valued index items whose value is one scalar for every lane."""
+    if node.attrs.get("positions") is not None or not node.shape:
+        return {}
+    out: dict[int, str] = {}
+    for k, item in enumerate(node.attrs["index"]):
+        if item[0] == "value" and (text := uniform_quotient(ctx, node.inputs[item[1]])):
+            out[k] = text
+    return out
 
 
 @emits(Op.STORE)
