@@ -134,10 +134,9 @@ def test_bf16_tile_times_python_float_stays_bf16() -> None:
     # computed in fp32 (the interpreter has no bf16 math), rounded back to bf16 as torch does,
     # then cast to the fp32 output
     code = bound.to_triton_code()
-    assert ".to(tl.bfloat16)" in code
-    # the interpreter rounds fp32 -> bf16 by truncation, GPUs to nearest: bf16 tolerances
+    assert "_tc_to_bf16(" in code  # the interpreter's own cast truncates: a rounding helper
     got = bf16_times_scalar(x)
-    torch.testing.assert_close(got, (x * 1.5).float(), rtol=1.6e-2, atol=1e-2)
+    torch.testing.assert_close(got, (x * 1.5).float(), rtol=0, atol=0)
 
 
 def test_bf16_tile_times_fp32_tile_is_fp32() -> None:

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import tilecraft as tc
+from benchmarks.gen_kernels import HELDOUT
 from tilecraft.targets.target import Target
 from tilecraft.tools.check import check_kernel
 
@@ -95,3 +96,17 @@ def test_uniform_scale_rows_cross_compile() -> None:
     assert len(rows) == 4
     for row in rows:
         assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_uniform_scale_rows_on_gpu() -> None:
+    case = HELDOUT["w4a16_gemm_prefill"]
+    inputs = case.make_inputs((512, 1024, 768), "cuda", 0)
+    got = case.kernels[0](*inputs)
+    torch.testing.assert_close(got, case.reference(*inputs), rtol=2**-7, atol=case.atol)
+    x, s = (t.cuda().bfloat16() for t in _inputs(4096, 512, 4096 // GROUP))
+    want = (x.float() * s.float().repeat_interleave(GROUP, 0)).bfloat16()
+    for config in (tc.Config(block_sizes=[32, 128]), tc.Config(block_sizes=[128, 128])):
+        bound = group_scaled.bind((x, s))
+        torch.testing.assert_close(bound.run(bound.compile_config(config), x, s), want)

@@ -82,6 +82,8 @@ def _sliced(node: Node) -> tuple[Any, ...] | None:
         item[0] not in ("tile", "rdim", "rslice", "int", "none") for item in index[:-1]
     ):
         return None  # tensor-valued indices have inputs of their own
+    if node.op is Op.STORE and node.inputs[0].ndim not in (0, node.ndim):
+        return None  # a value of another rank (``out[t, 0:1] = row.sum(-1, keepdim=True)``)
     tensor, last = attrs["tensor"], index[-1]
     policy = attrs.get("eviction_policy", "")
     if last[0] == "int" and last[1] in (0, 1):
@@ -130,6 +132,7 @@ def _pairs_in(block: list[Node], phase: dict[int, int], skip: set[int]) -> list[
                 other is None
                 or j in taken
                 or second.op is not first.op
+                or tuple(second.shape) != tuple(first.shape)  # out[t, 0:1] beside out[t, 1]
                 or second.attrs["mem_slot"] in skip
                 or other[:4] != key[:4]
                 or other[5] != key[5]
