@@ -87,6 +87,19 @@ def test_affine_indices_share_a_row_only_when_no_lane_crosses_a_group(
     torch.testing.assert_close(got, x * s[rows])
 
 
+def test_uniform_rows_with_64_bit_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tilecraft.ir import index_width
+
+    x, s = _inputs(128, 48, 128 // GROUP)
+    monkeypatch.setattr(index_width, "INT32_LIMIT", 100)  # the offsets now "pass" 2**31
+    config = tc.Config(block_sizes=[16, 16])
+    bound = group_scaled.bind((x, s))
+    code = bound.to_triton_code(config)
+    assert "tl.broadcast_to(tl.load(scales + (tl.cast(((1 * offset_0 + 0) // 32), tl.int64)" in code
+    got = bound.run(bound.compile_config(config), x, s)
+    torch.testing.assert_close(got, x * s.repeat_interleave(GROUP, 0))
+
+
 @pytest.mark.crosscompile
 def test_uniform_scale_rows_cross_compile() -> None:
     targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
