@@ -42,14 +42,14 @@ def test_large_row_stride_is_a_new_specialization() -> None:
     assert keys[0] != keys[1]
     codes = [copy_dynamic.bind(v).to_triton_code(CONFIG) for v in values]
     assert "tl.int64" not in codes[0]
-    assert ".to(tl.int64)" in codes[1]
+    assert "tl.int64)" in codes[1]  # (x).to(tl.int64) / tl.cast(x, tl.int64)
 
 
 def test_contiguous_rows_past_the_limit_switch_width() -> None:
     n = 2**29 + 1
     three, four = _meta((3, n), (n, 1), torch.float32), _meta((4, n), (n, 1), torch.float32)
     assert copy_dynamic._key_of((three,)) != copy_dynamic._key_of((four,))
-    assert ".to(tl.int64)" in copy_dynamic.bind((four,)).to_triton_code(CONFIG)
+    assert "tl.int64)" in copy_dynamic.bind((four,)).to_triton_code(CONFIG)
     assert "tl.int64" not in copy_dynamic.bind((three,)).to_triton_code(CONFIG)
 
 
@@ -58,6 +58,6 @@ def test_int64_indexing_runs_correctly(monkeypatch: pytest.MonkeyPatch) -> None:
     first = copy_dynamic(x)
     monkeypatch.setattr(index_width, "INT32_LIMIT", 100)  # now x's offsets "pass" the limit
     bound = copy_dynamic.bind((x,))
-    assert ".to(tl.int64)" in bound.to_triton_code(CONFIG)
+    assert "tl.int64)" in bound.to_triton_code(CONFIG)
     assert torch.equal(copy_dynamic(x), x + 1)
     assert torch.equal(first, x + 1)

@@ -353,6 +353,24 @@ def test_split_of_another_dim_names_what_to_do() -> None:
         _split_view(3)(_rand(4, 9))
 
 
+def test_pairs_with_64_bit_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rolled loop's offset is a Python int in the interpreter: the span's 64-bit cast must
+    take it (``(offset).to(tl.int64)`` raised AttributeError there)."""
+    from tilecraft.ir import index_width
+
+    monkeypatch.setattr(index_width, "INT32_LIMIT", 100)
+    x = _rand(9, 40)
+    bound = centered_pairs.bind((x,))
+    for config in (tc.Config(block_sizes=[4]), tc.Config(block_sizes=[4], reduction_loops=[8])):
+        assert "tl.int64)" in bound.to_triton_code(config)
+        got = bound.run(bound.compile_config(config), x)
+        torch.testing.assert_close(got, _centered_ref(x), rtol=1e-5, atol=1e-5)
+    x, w = _rand(9, 38), _rand(19, 2)
+    bound = complex_mul.bind((x, w))
+    got = bound.run(bound.compile_config(tc.Config(block_sizes=[4, 8])), x, w)
+    torch.testing.assert_close(got, _complex_ref(x, w), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.crosscompile
 def test_paired_slices_crosscompile() -> None:
     targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]

@@ -130,7 +130,10 @@ class EmitContext:
         return name
 
     def index_cast(self, expr: str) -> str:
-        return f"({expr}).to(tl.int64)" if self.int64 else expr
+        if not self.int64:
+            return expr
+        # in the interpreter a loop's offset is a Python int, which has no .to()
+        return f"tl.cast({expr}, tl.int64)" if self.interpret else f"({expr}).to(tl.int64)"
 
     def mask_at(self, sym: Any, pos: int, rank: int) -> str | None:
         """The mask of dim ``sym`` placed at ``pos`` of a ``rank``-D value (None: no mask)."""

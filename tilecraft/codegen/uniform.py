@@ -67,10 +67,7 @@ def uniform_quotient(ctx: EmitContext, node: Node) -> str | None:
     step = a * ctx.block_value(sym)
     if c % step or b % step:
         return None
-    quotient = f"(({a} * {state.offset} + {b}) // {c})"
-    # 64-bit offsets for tensors past 2**31 elements (tl.cast: in the interpreter a loop's
-    # offset is a Python int, which has no .to())
-    return f"tl.cast({quotient}, tl.int64)" if ctx.int64 else quotient
+    return ctx.index_cast(f"(({a} * {state.offset} + {b}) // {c})")
 
 
 __all__ = ["uniform_quotient"]
