@@ -281,3 +281,26 @@ def test_tuple_scan_crosscompiles() -> None:
     assert len(rows) == 2
     for row in rows:
         assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+def test_lambda_combines_scan_and_reduce() -> None:
+    """A lambda's ``__name__`` is ``<lambda>``: the helper it becomes still has a valid name
+    (it was ``_combine_0_<lambda>``, a SyntaxError in every config)."""
+
+    @tc.kernel(static_shapes=True)
+    def lambda_combines(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        m, n = x.size()
+        running = torch.empty_like(x)
+        top = torch.empty([m], dtype=x.dtype, device=x.device)
+        for tm in tc.tile(m):
+            xt = x[tm, :]
+            running[tm, :] = tc.associative_scan(lambda a, b: a + b, xt, dim=1)
+            top[tm] = tc.reduce(lambda a, b: torch.maximum(a, b), xt, dim=1)
+        return running, top
+
+    x = torch.randn(5, 37)
+    running, top = lambda_combines(x)
+    torch.testing.assert_close(running, x.cumsum(1), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(top, x.amax(1))
+    code = lambda_combines.bind((x,)).to_triton_code()
+    assert "def _combine_0_lambda(" in code and "<lambda>" not in code.split("# src")[0], code

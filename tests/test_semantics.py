@@ -342,3 +342,24 @@ def test_bf16_casts_on_gpus_stay_plain_conversions() -> None:
     assert ".to(tl.bfloat16)" in code and "_tc_to_bf16(" not in code, code
     interpreted = to_bf16.bind((torch.randn(64),))
     assert "_tc_to_bf16(" in interpreted.to_triton_code(interpreted.config_spec.default())
+
+
+@tc.kernel(static_shapes=True)
+def row_logsumexp(x: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        out[tm] = torch.logsumexp(x[tm, :], dim=-1)
+    return out
+
+
+def test_logsumexp_of_infinite_rows_follows_torch() -> None:
+    """A row of -inf (a masked-out row in CTC or an HMM) gives -inf, not NaN; +inf gives inf."""
+    inf = float("inf")
+    x = torch.tensor([[-inf] * 6, [0.0, 1.0, -inf, 2.0, -inf, 3.0], [inf, 1.0, 2.0, 3.0, 4.0, 5.0]])
+    x = torch.cat([x, torch.randn(4, 6) * 30])
+    for config in (tc.Config(block_sizes=[2]), tc.Config(block_sizes=[1], reduction_loops=[4])):
+        bound = row_logsumexp.bind((x,))
+        got = bound.run(bound.compile_config(config), x)
+        torch.testing.assert_close(got, torch.logsumexp(x, -1), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(row_logsumexp.run_ref(x), torch.logsumexp(x, -1))

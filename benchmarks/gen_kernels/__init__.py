@@ -23,6 +23,7 @@ from benchmarks.gen_kernels import (
     heldout_s19b,
     heldout_s21,
     heldout_s22,
+    heldout_s22b,
     norms,
     reductions,
 )
@@ -45,6 +46,7 @@ _HELDOUT_MODULES = (
     heldout_s19b,
     heldout_s21,
     heldout_s22,
+    heldout_s22b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # a dict keeps the last of two cases of one name: a new module must not shadow an old case

@@ -8,6 +8,7 @@ The helper is emitted by a second emit context over the combine graph (its param
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from tilecraft.codegen.registry import emits
@@ -24,7 +25,9 @@ def combine_helper(ctx: EmitContext, combine: Combine) -> str:
     key = id(combine)
     if key in ctx.helper_names:
         return ctx.helper_names[key]
-    name = f"_combine_{len(ctx.helper_names)}_{combine.name}"
+    # a lambda is named "<lambda>": keep only what an identifier may hold
+    label = re.sub(r"\W", "", combine.name) or "fn"
+    name = f"_combine_{len(ctx.helper_names)}_{label}"
     sub = ctx.sub_context()
     for n in combine.body:
         sub.ensure(n)

@@ -228,10 +228,12 @@ def _log_softmax(t: Any, x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> 
 
 @lowering(torch.logsumexp, T.logsumexp)
 def _logsumexp(t: Any, x: Any, dim: Any, keepdim: bool = False) -> Any:
-    """Along ``dim`` with ``keepdim``; computed in fp32 with the max subtracted."""
+    """Along ``dim`` with ``keepdim``; computed in fp32 with the max subtracted (an infinite
+    max is not subtracted: a row of -inf gives -inf, as torch does, not NaN)."""
     node = t.value_node(x)
     xf = t.to_dtype(x, torch.float32)
     m = t.reduce("max", xf, dim, True)
+    m = t.where(t.pointwise("eq", t.pointwise("abs", m), float("inf")), 0.0, m)
     s = t.reduce("sum", t.pointwise("exp", t.pointwise("sub", xf, m)), dim, keepdim)
     mk = m if keepdim else t.reduce("max", m, dim, False)
     return t.to_dtype(t.pointwise("add", t.pointwise("log", s), mk), node.dtype)
