@@ -61,10 +61,15 @@ class TunedCall:
 
 
 def max_error(got: Any, want: Any) -> float:
+    """The largest absolute difference over every tensor pair; equal values (an infinity on
+    both sides, a masked-out -inf) and NaN on both sides differ by 0."""
     pairs = zip(_tensors(got), _tensors(want), strict=True)
-    return max(
-        ((g.float().cpu() - w.float().cpu()).abs().max().item() for g, w in pairs), default=0.0
-    )
+    return max((_difference(g.float().cpu(), w.float().cpu()) for g, w in pairs), default=0.0)
+
+
+def _difference(g: torch.Tensor, w: torch.Tensor) -> float:
+    same = (g == w) | (g.isnan() & w.isnan())
+    return float(torch.where(same, 0.0, (g - w).abs()).max().item()) if g.numel() else 0.0
 
 
 def bench_one(

@@ -24,6 +24,15 @@ def test_max_error_over_nested_outputs() -> None:
     assert max_error((a, b), (a + 0.5, b)) == 0.5
 
 
+def test_max_error_counts_equal_infinities_and_nans_as_equal() -> None:
+    inf, nan = float("inf"), float("nan")
+    want = torch.tensor([-inf, inf, nan, 1.0])
+    assert max_error(want.clone(), want) == 0.0
+    assert max_error(torch.tensor([-inf, inf, nan, 1.25]), want) == 0.25
+    assert max_error(torch.tensor([0.0, inf, nan, 1.0]), want) == inf  # -inf against 0
+    assert max_error(torch.empty(0), torch.empty(0)) == 0.0
+
+
 def test_results_written_as_markdown_and_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
