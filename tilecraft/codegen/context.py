@@ -23,6 +23,7 @@ from tilecraft.codegen.writer import CodeWriter
 from tilecraft.config.plan import Plan
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind
+from tilecraft.ir.read_after_write import loads_after_stores
 
 _TILE_LEAVES = (Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID, Op.BLOCK_SIZE)
 
@@ -72,6 +73,8 @@ class EmitContext:
         for sym in loop.syms:
             if plan.looped(sym):
                 self.looped = sym
+        # loads that may read another thread's earlier store: a barrier first
+        self.loads_after_stores = loads_after_stores(loop)
         self.homes = Homes(plan, loop)  # carried values kept in memory
         for rows in self.homes.scratch:
             self.w.reserve(rows.name)

@@ -248,6 +248,8 @@ def _indexing(ctx: EmitContext, node: Node) -> str:
 
 @emits(Op.LOAD)
 def emit_load(ctx: EmitContext, node: Node) -> None:
+    if node.id in ctx.loads_after_stores:  # other threads' stores first (ir/read_after_write)
+        ctx.w.line("tl.debug_barrier()")
     mode = _indexing(ctx, node)
     if mode == "tensor_descriptor":
         ctx.bind(node, _descriptor(ctx, node).loaded())
