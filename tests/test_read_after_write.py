@@ -106,3 +106,18 @@ def test_barriers_cross_compile() -> None:
     assert len(rows) == 4
     for row in rows:
         assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_re_reads_see_every_thread_on_gpu() -> None:
+    """Without the barrier a shifted re-read may see another warp's element before its store
+    lands; many programs and wide rows give the race room (run repeatedly)."""
+    x = torch.randn(4096, 1024, device="cuda")
+    want = torch.roll(x * 2.0, -1, dims=1)
+    for _ in range(20):
+        torch.testing.assert_close(roll_through_scratch(x), want)
+    config = tc.Config(block_sizes=[16, 128], num_warps=8)
+    bound = shift_by_chunks.bind((x,))
+    program = bound.compile_config(config)
+    torch.testing.assert_close(bound.run(program, x), _shift_ref(x, 128).cuda())
