@@ -70,18 +70,3 @@ def test_programs_per_sm_from_compiled_registers() -> None:
     assert row(4, 32, shared=100_000).programs_per_sm == 2  # by shared memory
     rejected = CheckRow(target, tc.Config(block_sizes=[1]), "-", None, "bad config")
     assert rejected.programs_per_sm is None
-
-
-def test_check_runs_as_a_module() -> None:
-    """``python -m tilecraft.tools.check`` is the ``tilecraft check`` command (it printed
-    nothing and exited 0)."""
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-m", "tilecraft.tools.check", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0 and "usage: tilecraft check" in done.stdout, done

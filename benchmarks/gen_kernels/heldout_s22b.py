@@ -326,22 +326,24 @@ def segment_max_atomic(
 
 
 def _segment_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
-    """``shape = (N, D, S)``: values fp32 [N, D] (normal) and segment ids int64 [N] drawn
-    uniformly from [0, S) in random order (some segments empty when S is near N)."""
+    """``shape = (N, D, S)``: values fp32 [N, D] (normal), segment ids int64 [N] drawn
+    uniformly from [0, S) in random order (some segments empty when S is near N), and an
+    [S, D] tensor shaped like the output, which carries S (known on meta tensors too)."""
     n, d, s = shape
     g = gen(seed)
     values = randn((n, d), torch.float32, device, g)
+    out_like = randn((s, d), torch.float32, device, g)
     if device == "meta":
-        return values, torch.empty((n,), dtype=torch.int64, device=device)
+        return values, torch.empty((n,), dtype=torch.int64, device=device), out_like
     ids = torch.randint(0, s, (n,), generator=g)
     ids[0] = s - 1
-    return values, ids.to(device)
+    return values, ids.to(device), out_like
 
 
 def segment_max_atomic_reference(
-    values: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None
+    values: torch.Tensor, segment_ids: torch.Tensor, out_like: torch.Tensor | None = None
 ) -> torch.Tensor:
-    s = int(segment_ids.max()) + 1 if num_segments is None else num_segments
+    s = int(segment_ids.max()) + 1 if out_like is None else out_like.shape[0]
     out = torch.zeros(s, values.shape[1], dtype=torch.float32, device=values.device)
     idx = segment_ids[:, None].expand(-1, values.shape[1])
     return out.scatter_reduce(0, idx, values.float(), "amax", include_self=False)
@@ -515,7 +517,7 @@ CASES = [
         kernels=(segment_max_atomic,),
         make_inputs=_segment_inputs,
         reference=segment_max_atomic_reference,
-        run=lambda k, inp: k["segment_max_atomic"](*inp, int(inp[1].max()) + 1),
+        run=lambda k, inp: k["segment_max_atomic"](inp[0], inp[1], inp[2].shape[0]),
         gpu_shapes=((262144, 128, 4096),),
         cpu_shapes=((37, 20, 9), (50, 33, 70)),
         atol=1e-6,

@@ -203,8 +203,14 @@ def operand_stage_bytes(spec: ConfigSpec, config: Config) -> int:
                     if source.op is Op.LOAD:
                         total += size(operand) * (stages if id(source) in inside else 1)
                         continue
-                    # a computed operand (a masked or scaled tile) still has its loads staged
-                    total += sum(size(n) * stages for n in _loads_in_loop(operand, inside))
+                    # a computed operand (a masked or scaled tile) still has its loads staged;
+                    # a gathered one (a bias table read by computed buckets) also passes through
+                    # one buffer on its way into the dot's layout (T5 attention, [256, 64]
+                    # fp32 bias tiles at 2 stages, cross-compiled for sm_90: 294912 B, 65536
+                    # more than the staged loads; 163840 at [128, 64])
+                    loads = _loads_in_loop(operand, inside)
+                    total += sum(size(n) * stages for n in loads)
+                    total += max((size(n) for n in loads if _gathered(n)), default=0)
                     if k == 1:
                         total += size(operand)
             worst = max(worst, total)
@@ -255,6 +261,11 @@ def _through_views(node: Node) -> Node:
 
 
 _ELEMENTWISE = (Op.VIEW, Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE)
+
+
+def _gathered(load: Node) -> bool:
+    """A load indexed by a computed tile (a gather)."""
+    return any(item[0] == "value" for item in load.attrs["index"])
 
 
 def _loads_in_loop(operand: Node, inside: set[int]) -> list[Node]:

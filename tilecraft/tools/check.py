@@ -150,11 +150,3 @@ def format_rows(rows: list[CheckRow]) -> str:
             )
             lines.append(f"{'':<14} -> {reason}")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":  # python -m tilecraft.tools.check ...: the `tilecraft check` command
-    import sys
-
-    from tilecraft.cli import main
-
-    raise SystemExit(main(["check", *sys.argv[1:]]))
