@@ -673,3 +673,21 @@ def test_staged_load_estimate_matches_ptxas() -> None:
         estimate = spec.estimated_shared_bytes(spec.normalize(config, warn=False))
         assert row.report is not None and row.report.shared_bytes is not None
         assert estimate <= row.report.shared_bytes <= estimate + 8192, (config, row.report)
+
+
+def test_a_gathered_dot_operand_adds_a_layout_buffer() -> None:
+    """T5 relative-bias attention adds a bias gathered by computed buckets to its scores: at
+    [256, 64] x 2 stages Triton needed 294912 B (cross-compiled for sm_90), over the 232448 an
+    SM has, and the default did not launch; the model counted 229376. One more buffer of the
+    gathered tile (65536 B) matches it, and the default now fits (212992 at [128, 64] x 3,
+    predicted and compiled alike)."""
+    from benchmarks.default_change import case_calls
+    from benchmarks.gen_kernels import HELDOUT
+
+    case = HELDOUT["t5_relative_bias_attention"]
+    kernel, args = case_calls(case, case.gpu_shapes[0], "meta")[0]
+    spec = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=SM90).config_spec
+    wide = spec.default().replace(block_sizes=[256, 64], num_stages=2)
+    assert spec.estimated_shared_bytes(wide) == 294912
+    default = spec.default()
+    assert default.block_sizes[0] == 128 and spec.estimated_shared_bytes(default) == 212992
