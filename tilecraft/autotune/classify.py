@@ -18,7 +18,7 @@ from typing import Any
 from tilecraft.autotune.decisions import reads_memory
 from tilecraft.config.config import Config
 from tilecraft.errors import TilecraftError
-from tilecraft.ir.nodes import DeviceLoop, Op
+from tilecraft.ir.nodes import DeviceLoop, Op, value_indexed
 
 
 class Category(str, enum.Enum):
@@ -198,9 +198,7 @@ def racy_updates(loops: Sequence[DeviceLoop]) -> list[str]:
             tensor: Any = node.attrs.get("tensor")
             if node.op is not Op.STORE or id(tensor) not in loaded or tensor.name in found:
                 continue
-            if any(i[0] == "value" for i in node.attrs["index"]) and any(
-                reads_memory(v) for v in node.inputs[1:]
-            ):
+            if value_indexed(node) and any(reads_memory(v) for v in node.inputs[1:]):
                 found.append(
                     f"'{tensor.name}' (line {node.loc.lineno})" if node.loc else f"'{tensor.name}'"
                 )

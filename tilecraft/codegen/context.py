@@ -11,6 +11,7 @@ looks the op up in :data:`~tilecraft.codegen.registry.EMISSIONS`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import torch
@@ -73,11 +74,15 @@ class EmitContext:
         for sym in loop.syms:
             if plan.looped(sym):
                 self.looped = sym
-        # loads that may read another thread's earlier store: a barrier first
-        self.loads_after_stores = loads_after_stores(loop)
         self.homes = Homes(plan, loop)  # carried values kept in memory
         for rows in self.homes.scratch:
             self.w.reserve(rows.name)
+
+    @functools.cached_property
+    def loads_after_stores(self) -> set[int]:
+        """Loads that may read another thread's earlier store: a barrier first (found when a
+        load is first emitted: a combine helper's context emits none)."""
+        return loads_after_stores(self.loop)
 
     def sub_context(self) -> EmitContext:
         """A fresh context over the same loop and plan (the body of a combine helper)."""

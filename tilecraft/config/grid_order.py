@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, value_indexed, walk
 
 
 def contiguous_item(node: Node) -> tuple[Any, ...] | None:
@@ -89,7 +89,7 @@ def contiguous_first_order(loop: DeviceLoop) -> list[int]:
 
 def _scatters(node: Node) -> bool:
     """An atomic whose index takes a loaded value (rows picked by ids)."""
-    return node.op is Op.ATOMIC and any(item[0] == "value" for item in node.attrs["index"])
+    return node.op is Op.ATOMIC and value_indexed(node)
 
 
 __all__ = [

@@ -25,7 +25,7 @@ from tilecraft.config.fp32_dots import fma_dot_nodes
 from tilecraft.config.plan import Plan, RangePlan, block_dims, extent_hint, sym_block
 from tilecraft.config.tile_schedule import busiest_sm, uneven_work
 from tilecraft.errors import ConfigError
-from tilecraft.ir.nodes import Node, Op, walk
+from tilecraft.ir.nodes import Node, Op, value_indexed, walk
 from tilecraft.ir.split import readers
 from tilecraft.ir.tile_work import inner_loops
 from tilecraft.targets.target import Target
@@ -210,7 +210,7 @@ def operand_stage_bytes(spec: ConfigSpec, config: Config) -> int:
                     # more than the staged loads; 163840 at [128, 64])
                     loads = _loads_in_loop(operand, inside)
                     total += sum(size(n) * stages for n in loads)
-                    total += max((size(n) for n in loads if _gathered(n)), default=0)
+                    total += max((size(n) for n in loads if value_indexed(n)), default=0)
                     if k == 1:
                         total += size(operand)
             worst = max(worst, total)
@@ -261,11 +261,6 @@ def _through_views(node: Node) -> Node:
 
 
 _ELEMENTWISE = (Op.VIEW, Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE)
-
-
-def _gathered(load: Node) -> bool:
-    """A load indexed by a computed tile (a gather)."""
-    return any(item[0] == "value" for item in load.attrs["index"])
 
 
 def _loads_in_loop(operand: Node, inside: set[int]) -> list[Node]:

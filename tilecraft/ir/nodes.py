@@ -156,6 +156,12 @@ def walk(nodes: list[Node]):
             yield from walk(n.attrs["cond_body"])
 
 
+def value_indexed(node: Node) -> bool:
+    """Whether a load, store or atomic takes a tensor-valued index (a gather or a scatter: its
+    addresses come from computed values)."""
+    return any(item[0] == "value" for item in node.attrs["index"])
+
+
 def bodies(nodes: list[Node]) -> Iterator[list[Node]]:
     """``nodes`` and every node list nested in them (a loop's body, a branch's, a while's
     condition)."""

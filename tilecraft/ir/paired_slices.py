@@ -28,10 +28,10 @@ H200, s22_upsample_w4).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies, walk
 from tilecraft.ir.phases import phases
 
 
@@ -103,15 +103,6 @@ def _touches(nodes: Iterable[Node], tensor: str, ops: tuple[Op, ...]) -> bool:
     return any(n.op in ops and n.attrs["tensor"].name == tensor for n in walk(list(nodes)))
 
 
-def _blocks(nodes: list[Node]) -> Iterator[list[Node]]:
-    """Every block (list of nodes in program order) of a device loop's body."""
-    yield nodes
-    for n in nodes:
-        for sub in (n.body, n.attrs.get("orelse"), n.attrs.get("cond_body")):
-            if sub:
-                yield from _blocks(sub)
-
-
 def _pairs_in(block: list[Node], phase: dict[int, int], skip: set[int]) -> list[SlicePair]:
     pairs: list[SlicePair] = []
     taken: set[int] = set()
@@ -164,7 +155,7 @@ def slice_pairs(
     out: list[SlicePair] = []
     for loop in loops:
         rolled = next((s for s in loop.syms if looped(s)), None)
-        for block in _blocks(loop.body):
+        for block in bodies(loop.body):
             phase = phases(block, rolled)[0] if rolled is not None else {}
             out += _pairs_in(block, phase, skipped)
     return tuple(out)

@@ -14,7 +14,7 @@ apart by name (two host views of one buffer are not seen as one).
 
 from __future__ import annotations
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, value_indexed
 
 _LOOPS = (Op.LOOP, Op.WHILE)
 
@@ -69,10 +69,9 @@ def _may_follow(
 def _crosses_lanes(load: Node, store: Node) -> bool:
     """Whether the load's lanes may read elements other lanes stored: any difference in the
     index items, or a tensor-valued index."""
-    items = load.attrs["index"]
-    if any(item[0] == "value" for item in items) or load.attrs.get("positions") is not None:
+    if value_indexed(load) or load.attrs.get("positions") is not None:
         return True
-    return items != store.attrs["index"] or store.attrs.get("positions") is not None
+    return load.attrs["index"] != store.attrs["index"] or store.attrs.get("positions") is not None
 
 
 __all__ = ["loads_after_stores"]
