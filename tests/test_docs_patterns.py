@@ -1,7 +1,7 @@
 """docs/patterns.md: every ``python`` block there is a complete program that asserts its
 kernel against eager PyTorch; each runs here (in the interpreter) from a file of its own, so the
 kernels have source lines as a user's would, and the code the first two compile to is the one
-their sections promise (one paired access, one scale row per K step)."""
+their sections promise (one paired access, one scale row per K step, a register gather)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
 PROMISED = {
     0: ("complex_scale", ("x", "w"), "tl.split(span"),
     1: ("dequant_matmul", ("x", "q", "scales"), "tl.broadcast_to(tl.load(scales"),
+    5: ("ctc_nll", ("log_probs", "targets", "in_lens", "tgt_lens"), "tl.gather(alpha"),
 }
 
 

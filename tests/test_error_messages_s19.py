@@ -30,32 +30,32 @@ def _error_text(kernel: tc.Kernel, needle: str, *args: torch.Tensor) -> str:
 
 
 @tc.kernel
-def uses_torch_gather(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+def uses_torch_index_select(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     m, n = x.size()
     out = torch.empty([m], dtype=x.dtype, device=x.device)
     for tm in tc.tile(m):
-        out[tm] = torch.gather(x[tm, :], 1, idx[tm][:, None])[:, 0]
+        out[tm] = torch.index_select(x[tm, :], 1, idx[0:1])[:, 0]
     return out
 
 
 @tc.kernel
-def uses_method_gather(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+def uses_method_index_select(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     m, n = x.size()
     out = torch.empty([m], dtype=x.dtype, device=x.device)
     for tm in tc.tile(m):
-        out[tm] = x[tm, :].gather(1, idx[tm][:, None])[:, 0]
+        out[tm] = x[tm, :].index_select(1, idx[0:1])[:, 0]
     return out
 
 
 @pytest.mark.parametrize(
     ("kern", "needle", "name"),
     [
-        (uses_torch_gather, "torch.gather(x[tm, :]", "'torch.gather'"),
-        (uses_method_gather, "x[tm, :].gather(1", "'Tensor.gather'"),
+        (uses_torch_index_select, "torch.index_select(x[tm, :]", "'torch.index_select'"),
+        (uses_method_index_select, "x[tm, :].index_select(1", "'Tensor.index_select'"),
     ],
     ids=["torch", "method"],
 )
-def test_gather_names_the_public_op_and_suggests_index_tiles(
+def test_index_select_names_the_public_op_and_suggests_index_tiles(
     kern: tc.Kernel, needle: str, name: str
 ) -> None:
     x = torch.randn(8, 16)

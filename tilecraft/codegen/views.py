@@ -51,3 +51,11 @@ def emit_view(ctx: EmitContext, node: Node) -> None:
         ctx.scopes[-1][node.id] = text if text.isidentifier() else ctx.bind(node, text)
     else:
         ctx.bind(node, f"{text}[{', '.join(':' if s == ':' else 'None' for s in spec)}]")
+
+
+@emits(Op.GATHER)
+def emit_gather(ctx: EmitContext, node: Node) -> None:
+    """``torch.gather`` of a tile (frontend/tile_gather.py): a register gather, ``tl.gather``
+    (warp shuffles within a warp, shared memory across warps)."""
+    src, index = node.inputs
+    ctx.bind(node, f"tl.gather({ctx.expr(src)}, {ctx.expr(index)}, {node.attrs['axis']})")

@@ -29,7 +29,7 @@ from tilecraft.targets.target import Limits, Target
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
 
-_NOT_POINTWISE = (Op.DOT, Op.REDUCE, Op.SCAN, Op.LOOP)
+_NOT_POINTWISE = (Op.DOT, Op.REDUCE, Op.SCAN, Op.GATHER, Op.LOOP)
 OCCUPANCY_REGISTERS = 128  # per thread: above it an SM holds fewer than 16 warps
 MIN_CONTIGUOUS = 64  # a block over a contiguous dim keeps 128-byte rows of bf16
 REGISTER_GRANULE = 8  # ptxas allocates a thread's registers in steps of 8

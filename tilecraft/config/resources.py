@@ -69,7 +69,7 @@ MAX_REGISTERS = 255  # per thread on NVIDIA GPUs (and the VGPR budget we assume 
 _NO_VALUE = (Op.STORE,)
 _ELEMENTWISE = (Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE)
 # ops that need a whole tile of their inputs before anything after them runs
-_BARRIERS = (Op.REDUCE, Op.SCAN, Op.DOT, Op.LOOP, Op.IF, Op.WHILE, Op.EXTERN, Op.STORE)
+_BARRIERS = (Op.REDUCE, Op.SCAN, Op.GATHER, Op.DOT, Op.LOOP, Op.IF, Op.WHILE, Op.EXTERN, Op.STORE)
 # loops whose elementwise chains stream into these (a pure elementwise loop does not: ptxas
 # hoists its loads and computes whole output tiles before the stores; RoPE [8, 16] at 8 warps
 # compiles to 192 registers, which per-element chains would put at 104)

@@ -111,7 +111,7 @@ def default_chunk(r: ReductionSpec, chunk_rows: bool, target: Target) -> int | N
 def _left_alone(loop: DeviceLoop) -> bool:
     """Whether the row rule leaves ``loop`` alone: a scan along the row, or a ``tl.dot`` (its
     k loop walks a contiguous dim too, but its blocks are set by the dot tiles)."""
-    return any(n.op in (Op.SCAN, Op.DOT) for n in loop.walk())
+    return any(n.op in (Op.SCAN, Op.GATHER, Op.DOT) for n in loop.walk())
 
 
 def _chunked_rdims(spec: ConfigSpec, loop: DeviceLoop, chunks: list[int | None]) -> list[int]:

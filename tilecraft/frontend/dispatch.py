@@ -37,7 +37,7 @@ _OPS_HINT = "docs/ops.md lists the supported torch ops and tc.* names; or comput
 
 def _hint_for(name: str) -> str:
     short = name.rsplit(".", 1)[-1]
-    if short in ("gather", "take_along_dim", "index_select", "take"):
+    if short in ("index_select", "take"):
         return (
             "index the host tensor with index tiles instead: tensor indices pair up "
             "elementwise, so one element per row is `logits[tn.index, idx]` (see README.md, "

@@ -86,6 +86,8 @@ class Interpreter:
                     hint="use `tc.arange(n)` (compile-time bounds, e.g. a block size) or a "
                     "tile's `.index` (`tm.index`: the tile's positions in its dim)",
                 ) from None
+            if isinstance(exc, TypeError) and "not HostTensor" in text:
+                raise _host_tensor_operand(text, self.tracer) from None
             raise UnsupportedOpError(f"{type(exc).__name__}: {exc}", self.tracer.loc) from None
 
     def _located(self, expr: ast.expr) -> ast.Expression:
@@ -269,3 +271,15 @@ def _index_expr(expr: ast.expr) -> ast.expr:
     if isinstance(expr, ast.Tuple):
         return ast.Tuple([_index_expr(e) for e in expr.elts], ast.Load())
     return expr
+
+
+def _host_tensor_operand(text: str, tracer: Tracer) -> DeviceCodeError:
+    """A torch function given a host tensor where it takes a tensor (``torch.gather(x, ...)``
+    of a kernel argument): device code reaches host tensors only by indexing them."""
+    op = text.split("(", 1)[0]
+    return DeviceCodeError(
+        f"torch.{op} of a host tensor: {text}",
+        tracer.loc,
+        hint="index it to load a tile first (`x[tm, :]`); a gather from a host tensor is a "
+        "load with a tensor index (`x[tm.index, idx]`: tensor indices pair up elementwise)",
+    )

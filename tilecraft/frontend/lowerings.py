@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import UnsupportedOpError
-from tilecraft.frontend import dots, scans, views
+from tilecraft.frontend import dots, scans, tile_gather, views
 from tilecraft.ir.pointwise import POINTWISE
 
 Handler = Callable[..., Any]
@@ -352,6 +352,8 @@ lowering(T.expand_as)(views.expand_as)
 lowering(torch.broadcast_to, T.broadcast_to)(views.expand)
 lowering(torch.stack)(views.stack)
 lowering(torch.cat, torch.concat, torch.concatenate)(views.cat)
+lowering(torch.gather, T.gather)(tile_gather.gather)
+lowering(torch.take_along_dim, T.take_along_dim)(tile_gather.take_along_dim)
 
 
 @lowering(T.reshape, torch.reshape, T.view)

@@ -151,7 +151,7 @@ def _elementwise_init(init: Node, sym: Sym) -> bool:
         if node.id in seen:
             continue
         seen.add(node.id)
-        if node.op in (Op.CARRY, Op.LOOP, Op.SCAN, Op.DOT, Op.ATOMIC):
+        if node.op in (Op.CARRY, Op.LOOP, Op.SCAN, Op.GATHER, Op.DOT, Op.ATOMIC):
             return False
         if node.op is Op.REDUCE and node.inputs[0].shape[node.attrs["axis"]] is sym:
             return False

@@ -88,6 +88,7 @@ class Op(enum.Enum):
     DOT = "dot"  # inputs: a, b, [acc]
     PRINT = "print"  # inputs: values; attrs: prefix (tl.device_print; kept like a store)
     SCAN = "scan"  # attrs: kind ('sum', 'prod', 'combine'), axis, combine (frontend.scans.Combine)
+    GATHER = "gather"  # inputs: [src, index]; attrs: axis (tl.gather: src at index along axis)
     EXTERN = "extern"  # a user's @triton.jit function on the inputs; attrs: fn (frontend.extern)
     # control
     LOOP = "loop"  # attrs: sym; body: list[Node]; carried: list[Node] (CARRY nodes)

@@ -88,6 +88,11 @@ def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
             return False, f"{node.attrs['kind']} over it needs the whole dim"
         if node.op is Op.SCAN and node.inputs[0].shape[node.attrs["axis"]] is sym:
             return False, "a scan along it needs the whole dim"
+        if node.op is Op.GATHER and sym in (
+            node.inputs[0].shape[node.attrs["axis"]],
+            node.shape[node.attrs["axis"]],
+        ):
+            return False, "a torch.gather along it needs the whole dim"
         if node.op is Op.DOT and any(sym in i.shape for i in node.inputs):
             return False, "tl.dot uses it"
         if node.op in (Op.IF, Op.WHILE) and any(sym in n.shape for n in walk([node])):

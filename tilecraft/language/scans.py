@@ -2,7 +2,12 @@
 (stage: language; inside a traced device loop they build IR, elsewhere they run eagerly).
 
 ``fn(lhs, rhs)`` combines two values elementwise with torch ops and must be associative. Half-
-precision inputs are combined in fp32 (as device code does) and rounded once at the end.
+precision inputs are combined in fp32 (as device code does) and rounded once at the end. Eagerly
+(ref mode, the autotuner's accuracy baseline) both combine in a tree of ``log2(n)`` levels, as
+compiled code does, not one element after another: rounding then grows with the tree's depth, not
+with the length. (A logcumsumexp over rows of 131072 fp32 values combined in sequence was 4.3e-3
+off the exact result, the compiled scan 2.3e-4; measured against the sequential baseline, the
+accurate configs failed the tuner's check and a 2-wide one, 46x slower, passed.)
 """
 
 from __future__ import annotations
@@ -29,15 +34,23 @@ def associative_scan(fn: Callable[..., Any], values: Any, dim: int, reverse: boo
     if tracer is not None:
         return tracer.call("associative_scan", fn, values, dim, reverse=reverse)
     tiles = tuple(values) if isinstance(values, (tuple, list)) else (values,)
-    columns = list(zip(*(_upcast(v).unbind(dim) for v in tiles), strict=True))
-    order = columns[::-1] if reverse else columns
-    acc, out = order[0], [order[0]]
-    for part in order[1:]:
-        combined = call_combine(fn, list(acc), list(part))
-        acc = tuple(combined) if len(tiles) > 1 else (combined,)
-        out.append(acc)
-    out = out[::-1] if reverse else out
-    results = tuple(torch.stack([o[i] for o in out], dim).to(v.dtype) for i, v in enumerate(tiles))
+    # along the last dim, later elements first for a reverse scan (fn(later, earlier), as the
+    # compiled scan combines them)
+    runs = [_upcast(v).movedim(dim, -1) for v in tiles]
+    runs = [r.flip(-1) for r in runs] if reverse else runs
+    n, step = runs[0].shape[-1], 1
+    while step < n:  # Hillis-Steele: element i takes in the run ending at i - step
+        combined = call_combine(
+            fn, [r[..., : n - step] for r in runs], [r[..., step:] for r in runs]
+        )
+        parts = tuple(combined) if len(tiles) > 1 else (combined,)
+        runs = [
+            torch.cat([r[..., :step], torch.as_tensor(c).to(r.dtype).expand_as(r[..., step:])], -1)
+            for r, c in zip(runs, parts, strict=True)
+        ]
+        step *= 2
+    runs = [r.flip(-1) for r in runs] if reverse else runs
+    results = tuple(r.movedim(-1, dim).to(v.dtype) for r, v in zip(runs, tiles, strict=True))
     return results if isinstance(values, (tuple, list)) else results[0]
 
 
@@ -53,9 +66,10 @@ def reduce(
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("reduce", fn, values, dim, other=other, keep_dims=keep_dims)
-    parts = _upcast(values).unbind(dim)
-    acc = parts[0]
-    for p in parts[1:]:
-        acc = fn(acc, p)
-    acc = acc.to(values.dtype)
+    run = _upcast(values).movedim(dim, -1)
+    while run.shape[-1] > 1:  # neighbours pairwise, in order: a tree as the compiled one
+        pairs = run.shape[-1] // 2
+        combined = torch.as_tensor(fn(run[..., 0 : 2 * pairs : 2], run[..., 1 : 2 * pairs : 2]))
+        run = torch.cat([combined.to(run.dtype), run[..., 2 * pairs :]], -1)
+    acc = run[..., 0].to(values.dtype)
     return acc.unsqueeze(dim) if keep_dims else acc

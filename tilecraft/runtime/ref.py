@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from tilecraft.errors import IndexOutOfBoundsError
 from tilecraft.frontend.source import (
     REF_ADDMM,
     REF_CALL,
@@ -105,6 +106,7 @@ def ref_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     device code takes as a scalar, it runs again on 0-d tensors of those numbers. A result
     computed from numbers alone is a number again, as ``tile.begin`` arithmetic is. A matrix
     product of fp8 tiles (``torch.matmul``, ``x.mm(w)``) is :func:`ref_matmul`'s."""
+    _check_gather_index(fn, args, kwargs)
     if getattr(fn, "__name__", "") in _PRODUCTS and not kwargs:
         operands = _operands(fn, args)
         if _fp8_operands(operands):
@@ -123,6 +125,35 @@ def ref_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     if from_numbers and isinstance(out, torch.Tensor) and out.ndim == 0:
         return out.item()
     return out
+
+
+# torch.gather / take_along_dim: their parameters in order
+_GATHERS = {"gather": ("input", "dim", "index"), "take_along_dim": ("input", "indices", "dim")}
+
+
+def _check_gather_index(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """A tile gather's index out of range is a located error, before torch sees it: compiled
+    code does not check it (``tl.gather`` reads an unspecified lane), and torch on a GPU would
+    assert on the device, which poisons the process's CUDA context."""
+    names = _GATHERS.get(getattr(fn, "__name__", ""))
+    if names is None:
+        return
+    values = dict(zip(names, _operands(fn, args), strict=False)) | kwargs
+    src, dim = values.get("input"), values.get("dim")
+    index = values.get("index", values.get("indices"))
+    if not isinstance(src, torch.Tensor) or not isinstance(index, torch.Tensor) or dim is None:
+        return
+    size = src.shape[int(dim)] if src.ndim else 1
+    outside = (index < 0) | (index >= size)
+    if bool(outside.any()):
+        example = int(index[outside].flatten()[0])
+        raise IndexOutOfBoundsError(
+            f"torch.{fn.__name__}: an index along dim {int(dim)} (size {size}) is out of range: "
+            f"{example} is not in [0, {size})",
+            ref_access.user_loc(),
+            hint=f"clamp it (torch.clamp(idx, 0, {size - 1})) and mask the lanes that moved "
+            "past an edge with torch.where",
+        )
 
 
 def _numbers_as_tensors(

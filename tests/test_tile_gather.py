@@ -1,0 +1,199 @@
+"""torch.gather / torch.take_along_dim of a tile (frontend/tile_gather.py -> ``tl.gather``):
+generated code, numerics in the interpreter and in ref mode against eager PyTorch (padded whole
+dims, two configs), the gathered dim kept whole, errors naming what the user did, cross-compiles
+for cuda:90 and hip:gfx942, and a CTC-style recurrence on the GPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import DeviceCodeError, IndexOutOfBoundsError, ShapeError
+from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
+
+
+@tc.kernel(static_shapes=True)
+def shifted_and_reversed(x: torch.Tensor, perm: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row: x[s] + x[s - 1] (clamped), and x permuted by ``perm`` along the rows' tile dim
+    (a gather along dim 0 of a [n, tm] transpose)."""
+    m, n = x.size()
+    shifted, permuted = torch.empty_like(x), torch.empty_like(x)
+    for tm in tc.tile(m):
+        row = x[tm, :]
+        back = torch.clamp(tc.arange(n) - 1, min=0)
+        shifted[tm, :] = row + torch.gather(row, 1, back[None, :].expand(tm, n))
+        cols = row.t()  # [n, tm]
+        order = perm[:][:, None].expand(n, tm)
+        permuted[tm, :] = torch.gather(cols, 0, order).t()
+    return shifted, permuted
+
+
+def _expected(x: torch.Tensor, perm: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    n = x.shape[1]
+    back = torch.clamp(torch.arange(n) - 1, min=0).expand_as(x)
+    return x + torch.gather(x, 1, back), x[:, perm]
+
+
+@pytest.mark.parametrize("config", [None, tc.Config(block_sizes=[2])])
+def test_gather_matches_torch(config: tc.Config | None) -> None:
+    x = torch.randn(7, 37)  # 37 pads to 64: indices stay within the valid positions
+    perm = torch.randperm(37, generator=torch.Generator().manual_seed(1))
+    bound = shifted_and_reversed.bind((x, perm))
+    got = bound.run(bound.compile_config(config or bound.config_spec.default()), x, perm)
+    for have, want in zip(got, _expected(x, perm), strict=True):
+        torch.testing.assert_close(have, want)
+
+
+def test_gather_codegen_and_ref_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, perm = torch.randn(5, 12), torch.randperm(12)
+    bound = shifted_and_reversed.bind((x, perm))
+    code = bound.to_triton_code(bound.config_spec.default())
+    assert code.count("tl.gather(") == 2, code
+    assert ", 1)" in code.split("tl.gather(")[1].split("\n")[0]  # along the row's whole dim
+    for have, want in zip(shifted_and_reversed.run_ref(x, perm), _expected(x, perm), strict=True):
+        torch.testing.assert_close(have, want)
+
+
+@tc.kernel(static_shapes=True)
+def take_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, idx.size(0)], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.take_along_dim(x[tm, :], idx[:][None, :], dim=1)
+    return out
+
+
+def test_take_along_dim_broadcasts_the_index() -> None:
+    x, idx = torch.randn(6, 16), torch.tensor([3, 3, 0, 15, 7])
+    torch.testing.assert_close(take_rows(x, idx), x[:, idx])
+
+
+def test_gathered_dim_is_never_chunked() -> None:
+    spec = shifted_and_reversed.bind((torch.randn(8, 4096), torch.arange(4096))).config_spec
+    assert spec.reductions and all(not r.loopable for r in spec.reductions)
+    assert any("torch.gather" in r.reason for r in spec.reductions), spec.reductions
+
+
+@tc.kernel(static_shapes=True)
+def gather_along_block(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm] = torch.gather(x[tm], 0, torch.zeros_like(x[tm]).to(torch.int32))
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def gather_float_index(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = torch.gather(x[tm, :], 1, x[tm, :])
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def gather_rank_mismatch(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = torch.gather(x[tm, :], 1, tc.arange(x.size(1)))
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def gather_from_host(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = torch.gather(x, 1, tc.arange(x.size(1))[None, :].expand(tm, x.size(1)))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kernel", "error", "match", "hint"),
+    [
+        (gather_along_block, ShapeError, "BLOCK_0 is a tile loop's block", "whole dim"),
+        (gather_float_index, DeviceCodeError, "index must be an integer tile", "torch.int32"),
+        (gather_rank_mismatch, ShapeError, r"needs the rank of the tile", "unsqueeze"),
+        (gather_from_host, DeviceCodeError, "torch.gather of a host tensor", "index it"),
+    ],
+)
+def test_gather_errors_name_the_call(kernel: tc.Kernel, error: type, match: str, hint: str) -> None:
+    x = torch.randn(4, 8) if kernel is not gather_along_block else torch.randn(8)
+    with pytest.raises(error, match=match) as info:
+        kernel(x)
+    assert "test_tile_gather.py" in str(info.value) and hint in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def shift_recurrence(x: torch.Tensor, steps: int) -> torch.Tensor:
+    """A state over a whole dim, advanced ``steps`` times by state[s] = state[s] + 0.5 *
+    state[s - 1] (state[-1] = 0): each step a register shift, as a CTC forward's alpha."""
+    b, n = x.size()
+    out = torch.empty_like(x)
+    for tb in tc.tile(b, block_size=1):
+        pos = tc.arange(n)
+        state = x[tb.begin, :]
+        for _ in tc.grid(steps):
+            prev = torch.where(pos >= 1, torch.gather(state, 0, torch.clamp(pos - 1, min=0)), 0.0)
+            state = state + 0.5 * prev
+        out[tb.begin, :] = state
+    return out
+
+
+def _recurrence(x: torch.Tensor, steps: int) -> torch.Tensor:
+    state = x.double()
+    for _ in range(steps):
+        prev = torch.nn.functional.pad(state[:, :-1], (1, 0))
+        state = state + 0.5 * prev
+    return state.to(x.dtype)
+
+
+def test_recurrence_through_gathers() -> None:
+    x = torch.randn(3, 241)
+    torch.testing.assert_close(shift_recurrence(x, 6), _recurrence(x, 6), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.crosscompile
+def test_gathers_cross_compile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    cases = [
+        (shifted_and_reversed, (torch.randn(512, 1000), torch.arange(1000))),
+        (shift_recurrence, (torch.randn(64, 241), 100)),
+    ]
+    for kernel, args in cases:
+        rows = check_kernel(kernel, args, targets, lambda b: [b.config_spec.default()])
+        assert len(rows) == 2
+        for row in rows:
+            assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+@pytest.mark.gpu
+def test_recurrence_through_gathers_on_gpu() -> None:
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(64, 241, generator=gen, device="cuda")
+    want = _recurrence(x.cpu(), 20)  # values grow ~1.5x a step: atol scales with them
+    got = shift_recurrence(x, 20).cpu()
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5 * want.abs().max().item())
+    perm = torch.randperm(1000, device="cuda")
+    y = torch.randn(300, 1000, generator=gen, device="cuda")
+    for have, want in zip(shifted_and_reversed(y, perm), _expected(y, perm), strict=True):
+        torch.testing.assert_close(have, want)
+
+
+@tc.kernel(static_shapes=True)
+def shift_past_the_start(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        row = x[tm, :]
+        out[tm, :] = torch.gather(row, 1, (tc.arange(x.size(1)) - 1)[None, :].expand_as(row))
+    return out
+
+
+def test_ref_mode_names_an_index_out_of_range() -> None:
+    """Compiled code does not check a gather's index; ref mode (the tuner's baseline) does,
+    before torch would assert on a GPU."""
+    with pytest.raises(
+        IndexOutOfBoundsError, match=r"torch.gather: .* -1 is not in \[0, 8\)"
+    ) as info:
+        shift_past_the_start.run_ref(torch.randn(4, 8))
+    assert "test_tile_gather.py" in str(info.value) and "torch.clamp" in str(info.value)

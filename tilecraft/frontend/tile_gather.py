@@ -1,0 +1,99 @@
+"""Gathers within a tile (stage: frontend; in: ``torch.gather`` / ``torch.take_along_dim`` on a
+traced tile; out: a ``GATHER`` node, ``tl.gather`` in codegen).
+
+``torch.gather(x, dim, index)`` on a tile reads ``x`` at the positions ``index`` holds along
+``dim``, from registers: ``out[i][j] = x[index[i][j]][j]`` for ``dim=0``. This is how a
+recurrence shifts its state without a trip through memory (CTC's ``alpha[s - 1]``,
+``alpha[s - 2]``; a permutation of lanes). The gathered dim must be a whole dim of the tile (a
+``:`` or ``tc.arange(n)``): its positions are then 0..n-1 whatever the config, and the dim is
+kept whole, never looped in chunks (``ir/phases.rdim_loopable``). Every other dim of ``index``
+must be ``x``'s (as in torch, where a shorter one is not a tile). Index values must lie in
+``[0, n)``: compiled code does not check them (ref mode does, as torch does).
+
+A gather from a host tensor is a load with a tensor-valued index instead (``x[tm.index, idx]``;
+the interpreter says so when torch rejects a host tensor operand).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tilecraft.errors import DeviceCodeError, ShapeError
+from tilecraft.frontend import rdims
+from tilecraft.ir.nodes import Node, Op, Sym, SymKind, shape_str
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+    from tilecraft.frontend.values import TileValue
+
+
+def gather(t: Tracer, x: Any, dim: Any, index: Any, *, sparse_grad: bool = False) -> TileValue:
+    """``torch.gather(x, dim, index)`` of a tile: ``x`` at the positions ``index`` holds along
+    ``dim`` (a whole dim of ``x``); the result has ``index``'s shape and ``x``'s dtype."""
+    del sparse_grad  # a gradient option: device code has no autograd
+    src, idx = t.value_node(x), t.value_node(index)
+    if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
+        raise DeviceCodeError(
+            f"torch.gather: index must be an integer tile, got {idx.dtype}",
+            t.loc,
+            hint="cast it with .to(torch.int32)",
+        )
+    if src.ndim == 0 or idx.ndim != src.ndim:
+        raise ShapeError(
+            f"torch.gather: index {shape_str(idx.shape)} needs the rank of the tile "
+            f"{shape_str(src.shape)} (as in torch)",
+            t.loc,
+            hint="add the missing dims with [:, None] or unsqueeze",
+        )
+    axis = t._axis(src, dim)
+    _check_whole(t, src, axis)
+    idx = rdims.conform(t, idx, src.shape)
+    for d, (have, want) in enumerate(zip(idx.shape, src.shape, strict=True)):
+        if d != axis and not _same_dim(have, want):
+            raise ShapeError(
+                f"torch.gather along dim {axis}: index {shape_str(idx.shape)} differs from the "
+                f"tile {shape_str(src.shape)} in dim {d}",
+                t.loc,
+                hint="index every other dim with the tile's own dims (expand the index first)",
+            )
+    return t.wrap(t.emit(Op.GATHER, [src, idx], idx.shape, src.dtype, axis=axis))
+
+
+def take_along_dim(t: Tracer, x: Any, indices: Any, dim: Any = None) -> TileValue:
+    """``torch.take_along_dim(x, indices, dim)``: a gather, ``indices`` broadcast to ``x`` in
+    the other dims (``dim`` is required: a flattened tile has no whole dim)."""
+    if dim is None:
+        raise DeviceCodeError(
+            "torch.take_along_dim without dim flattens the tile", t.loc, hint="pass dim="
+        )
+    src, idx = t.value_node(x), t.value_node(indices)
+    axis = t._axis(src, dim)
+    idx = rdims.conform(t, t.expand_rank(idx, src.ndim), src.shape)
+    wanted = tuple(idx.shape[d] if d == axis else src.shape[d] for d in range(src.ndim))
+    if wanted != idx.shape:
+        if any(have != 1 and not _same_dim(have, want) for have, want in zip(idx.shape, wanted)):
+            raise ShapeError(
+                f"torch.take_along_dim: indices {shape_str(idx.shape)} do not broadcast to the "
+                f"tile {shape_str(src.shape)} outside dim {axis}",
+                t.loc,
+            )
+        idx = t.emit(Op.VIEW, [idx], wanted, idx.dtype, expand=True)
+    return gather(t, x, axis, t.wrap(idx))
+
+
+def _check_whole(t: Tracer, src: Node, axis: int) -> None:
+    d = src.shape[axis]
+    if isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar:
+        raise ShapeError(
+            f"torch.gather along dim {axis} of {shape_str(src.shape)}: {d.name} is a tile "
+            "loop's block, whose positions depend on the config",
+            t.loc,
+            hint="gather along a whole dim (`x[tm, :]` or tc.arange(n)); to read other rows, "
+            "load them with a tensor index",
+        )
+
+
+def _same_dim(a: Any, b: Any) -> bool:
+    return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
