@@ -116,3 +116,15 @@ def test_peak_dots_rows_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     assert len(idents) == 8 + 12
     assert {"kernel": "matmul", "shape": "1x4096x14336"} in idents
     assert {"kernel": "attention", "shape": "1x16x16384x128", "causal": True} in idents
+
+
+def test_code_ab_times_case_calls_with_the_tilecraft_on_the_path(tmp_path: Path) -> None:
+    """benchmarks.code_ab on the CPU (the interpreter): one row per call, its error against the
+    case's reference, and which tilecraft package ran (the A/B's two sides differ there)."""
+    from benchmarks import code_ab
+
+    out = tmp_path / "ab.json"
+    assert code_ab.main(["new", str(out), "bilinear_upsample2x_fp32@0", "--device", "cpu"]) == 0
+    (row,) = json.loads(out.read_text())
+    assert row["label"] == "new" and row["case"] == "bilinear_upsample2x_fp32"
+    assert row["max_err"] < 1e-5 and row["tilecraft"].endswith("tilecraft")

@@ -75,7 +75,8 @@ def test_a_shifted_reread_of_a_store_waits_for_every_thread() -> None:
     code = _code(roll_through_scratch, x)
     lines = code.splitlines()
     barrier = next(i for i, line in enumerate(lines) if BARRIER in line)
-    assert "tl.load(scratch" in lines[barrier + 1], code  # right before the shifted load
+    shifted = lines[barrier + 1]  # right before the shifted load (its lanes along the row)
+    assert "tl.load(" in shifted and "scratch + (" in shifted, code
     assert code.count(BARRIER) == 1, code
     torch.testing.assert_close(roll_through_scratch(x), torch.roll(x * 2.0, -1, dims=1))
 

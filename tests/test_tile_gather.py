@@ -32,7 +32,7 @@ def shifted_and_reversed(x: torch.Tensor, perm: torch.Tensor) -> tuple[torch.Ten
 
 def _expected(x: torch.Tensor, perm: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     n = x.shape[1]
-    back = torch.clamp(torch.arange(n) - 1, min=0).expand_as(x)
+    back = torch.clamp(torch.arange(n, device=x.device) - 1, min=0).expand_as(x)
     return x + torch.gather(x, 1, back), x[:, perm]
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tilecraft.codegen import paired
+from tilecraft.codegen import lane_order, paired
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.uniform import uniform_quotient
 from tilecraft.config.space import descriptor_order
@@ -263,11 +263,18 @@ def emit_load(ctx: EmitContext, node: Node) -> None:
     shared = {} if pair is not None else _uniform_items(ctx, node)
     span = paired.span(ctx, pair) if pair else None
     ptr, mask = access(ctx, node, node.inputs, span, shared)
+    # a gather along the contiguous dim: its lanes laid along it (codegen/lane_order.py)
+    first = None if pair or shared else lane_order.computed_contiguous_dim(ctx, node, node.inputs)
+    if first is not None:
+        ptr = lane_order.permuted(ctx, node, ptr, first)
+        mask = mask and lane_order.permuted(ctx, node, mask, first)
     # a float zero for fp8: Triton's interpreter cannot cast an int other= to fp8
     other = "0.0" if node.dtype in dtypes.FP8 else "0"
     args = f"{ptr}, {mask}, other={other}" if mask else ptr
     load = f"tl.load({args}{_eviction(ctx, node)})"
-    if pair is not None:  # one load of both slices' span binds both nodes
+    if first is not None:
+        ctx.bind(node, lane_order.restored(node, load, first))
+    elif pair is not None:  # one load of both slices' span binds both nodes
         paired.bind_halves(ctx, node, pair, load)
     elif shared:  # the rows every lane shares, loaded once and broadcast to the value's shape
         dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
@@ -306,8 +313,14 @@ def emit_store(ctx: EmitContext, node: Node) -> None:
             ctx.w.line(f"tl.store({ptr}, {paired.joined(ctx, node, pair)}{mask_arg})")
     else:
         ptr, mask = access(ctx, node, index_values)
+        text = ctx.expr(value)
+        # a scatter along the contiguous dim: its lanes laid along it (codegen/lane_order.py)
+        first = lane_order.computed_contiguous_dim(ctx, node, index_values)
+        if first is not None:
+            ptr, text = (lane_order.permuted(ctx, node, t, first) for t in (ptr, text))
+            mask = mask and lane_order.permuted(ctx, node, mask, first)
         mask_arg = f", {mask}" if mask else ""
-        ctx.w.line(f"tl.store({ptr}, {ctx.expr(value)}{mask_arg})")
+        ctx.w.line(f"tl.store({ptr}, {text}{mask_arg})")
     ctx.scopes[-1][node.id] = "None"
 
 

@@ -30,7 +30,17 @@ from __future__ import annotations
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
 from tilecraft.ir.phases import rolled_reduce
 
-_NOT_STRAIGHT = (Op.LOOP, Op.IF, Op.WHILE, Op.ATOMIC, Op.PRINT, Op.SCAN, Op.GATHER, Op.DOT, Op.EXTERN)
+_NOT_STRAIGHT = (
+    Op.LOOP,
+    Op.IF,
+    Op.WHILE,
+    Op.ATOMIC,
+    Op.PRINT,
+    Op.SCAN,
+    Op.GATHER,
+    Op.DOT,
+    Op.EXTERN,
+)
 
 
 def statistics(owner: Node, sym: Sym) -> list[Node]:

@@ -38,6 +38,7 @@ class CompileReport:
     max_shared: int | None = None
     num_warps: int | None = None  # warps the program runs (a warp-specialized one adds a group)
     ptx: str = ""  # CUDA: the PTX ptxas compiled (tests check which instructions it chose)
+    ttgir: str = ""  # the TritonGPU IR (tests check the layouts Triton chose)
 
     @property
     def fits(self) -> bool:
@@ -120,6 +121,7 @@ def compile_job(job: CompileJob) -> CompileReport:
     report.shared_bytes = int(getattr(compiled.metadata, "shared", 0) or 0)
     report.max_shared = target.limits.max_shared_bytes
     report.num_warps = getattr(compiled.metadata, "num_warps", None)
+    report.ttgir = compiled.asm.get("ttgir", "")
     if target.backend == "cuda":
         report.registers, report.spills = _cuda_resources(compiled.asm.get("cubin"))
         report.ptx = compiled.asm.get("ptx", "")

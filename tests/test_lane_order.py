@@ -1,0 +1,133 @@
+"""Gathers and scatters whose index along the tensor's contiguous dim is computed
+(codegen/lane_order.py): built with that dim first so Triton lays the warp's lanes along it.
+Generated code, numerics in the interpreter (2-D and 3-D tiles, a scatter, padded tiles),
+accesses left alone, and the layout Triton chose cross-compiled for sm_90."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
+
+
+@tc.kernel(static_shapes=True)
+def upsample_nearest(x: torch.Tensor) -> torch.Tensor:
+    """x [M, H, W] -> [M, 2H, 2W], each output pixel reading its source pixel: the column
+    index is computed (float math), as a resize's is."""
+    m, h, w = x.size()
+    out = torch.empty([m, 2 * h, 2 * w], dtype=x.dtype, device=x.device)
+    for tp, ty, tx in tc.tile([m, 2 * h, 2 * w], block_size=[1, None, None]):
+        sy = (ty.index.to(torch.float32) * 0.5).to(torch.int32)
+        sx = (tx.index.to(torch.float32) * 0.5).to(torch.int32)
+        out[tp.begin, ty, tx] = x[tp.begin, sy[:, None], sx[None, :]] * 2
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def rows_by_index(table: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """Embedding rows: the computed index picks rows, the contiguous dim is a tile's arange."""
+    (n,), d = idx.size(), table.size(1)
+    out = torch.empty([n, d], dtype=table.dtype, device=table.device)
+    for tn, td in tc.tile([n, d]):
+        out[tn, td] = table[idx[tn][:, None], td.index[None, :]]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def channel_shuffle_3d(x: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """x [A, B, C]: out[a, b, c] = x[a, b, perm[c]] over a 3-D tile (tl.permute)."""
+    a, b, c = x.size()
+    out = torch.empty_like(x)
+    for ta, tb, tc_ in tc.tile([a, b, c]):
+        out[ta, tb, tc_] = x[
+            ta.index[:, None, None], tb.index[None, :, None], perm[tc_][None, None, :]
+        ]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def scatter_columns(x: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """out[:, perm[j]] = x[:, j]: a scatter along the contiguous dim."""
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([m, n]):
+        out[tm.index[:, None], perm[tn][None, :]] = x[tm, tn]
+    return out
+
+
+def _code(
+    kernel: tc.Kernel, args: tuple[torch.Tensor, ...], config: tc.Config | None = None
+) -> str:
+    bound = kernel.bind(args)
+    return bound.to_triton_code(config or bound.config_spec.default())
+
+
+def test_gather_along_contiguous_dim_is_built_transposed() -> None:
+    x = torch.randn(3, 5, 9)
+    code = _code(upsample_nearest, (x,))
+    assert code.count("tl.trans(tl.load(tl.trans(tl.broadcast_to(x + (") == 1, code
+    # the output store's column index is the tile's own: left to Triton
+    assert "tl.store(tl.trans(" not in code
+    code = _code(channel_shuffle_3d, (torch.randn(4, 5, 6), torch.randperm(6)))
+    assert "tl.permute(tl.load(tl.permute(tl.broadcast_to(x + (" in code, code
+    assert ", [2, 0, 1])" in code and ", [1, 2, 0])" in code  # moved first, then back
+    code = _code(scatter_columns, (torch.randn(5, 7), torch.randperm(7)))
+    assert "tl.store(tl.trans(tl.broadcast_to(out + (" in code, code
+
+
+def test_accesses_whose_lanes_triton_sees_are_left_alone() -> None:
+    code = _code(rows_by_index, (torch.randn(50, 16), torch.randint(0, 50, (9,))))
+    assert "tl.trans(" not in code, code
+
+
+@pytest.mark.parametrize("config", [None, tc.Config(block_sizes=[4, 8])])
+def test_numerics_match_eager(config: tc.Config | None) -> None:
+    x = torch.randn(3, 5, 9)
+    bound = upsample_nearest.bind((x,))
+    got = bound.run(bound.compile_config(config or bound.config_spec.default()), x)
+    expected = 2 * x.repeat_interleave(2, dim=1).repeat_interleave(2, dim=2)
+    torch.testing.assert_close(got, expected)
+    y, perm = torch.randn(4, 5, 6), torch.randperm(6)
+    torch.testing.assert_close(channel_shuffle_3d(y, perm), y[:, :, perm])
+    z, cols = torch.randn(5, 7), torch.randperm(7)
+    want = torch.empty_like(z)
+    want[:, cols] = z
+    torch.testing.assert_close(scatter_columns(z, cols), want)
+
+
+def _load_layouts(ttgir: str) -> list[str]:
+    """The blocked layout of every tt.load in ``ttgir``."""
+    layouts = dict(re.findall(r"^(#blocked\d*) = #ttg\.blocked<(\{[^}]*\})>", ttgir, re.M))
+    used = re.findall(r"tt\.load [^\n]*, (#blocked\d*)>", ttgir)
+    return [layouts[name] for name in used]
+
+
+@pytest.mark.crosscompile
+def test_triton_lays_the_gathers_lanes_along_the_contiguous_dim() -> None:
+    """sm_90: the [16, 128] gather is loaded as [128, 16] with the 32 lanes of a warp on 32
+    columns (threadsPerWarp [32, 1]), where built untransposed Triton's tie gave [16, 2]."""
+    x = torch.randn(64, 256, 256)
+    config = tc.Config(block_sizes=[16, 128], num_warps=4)
+    (row,) = check_kernel(upsample_nearest, (x,), [Target.parse("cuda:90")], lambda b: [config])
+    assert row.report is not None and row.report.ok, row.report
+    layouts = _load_layouts(row.report.ttgir)
+    assert layouts and all("threadsPerWarp = [32, 1]" in lay for lay in layouts), layouts
+    assert "tensor<128x16x!tt.ptr<f32>" in row.report.ttgir
+
+
+@pytest.mark.crosscompile
+def test_permuted_accesses_cross_compile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    cases = [
+        (channel_shuffle_3d, (torch.randn(8, 64, 256), torch.randperm(256))),
+        (scatter_columns, (torch.randn(512, 1024), torch.randperm(1024))),
+        (upsample_nearest, (torch.randn(16, 128, 128),)),
+    ]
+    for kernel, args in cases:
+        for row in check_kernel(kernel, args, targets, lambda b: [b.config_spec.default()]):
+            assert row.report is not None and row.report.ok, (row.target, row.report)
