@@ -163,14 +163,52 @@ def reverse_scan_by_index(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_reverse_scan_is_refused_with_a_working_hint() -> None:
+def test_reverse_scan_along_a_whole_dim() -> None:
+    """Flipped, scanned forward and flipped back: the padding (37 -> 64) stays at the end."""
     x = torch.randn(5, 37)
-    with pytest.raises(DeviceCodeError, match=r"reverse=True\) is not supported") as info:
-        reverse_scan(x)
-    assert "reversed index" in str(info.value) and "test_scans.py" in str(info.value)
     expected = x.flip(1).cumsum(1).flip(1)
-    torch.testing.assert_close(reverse_scan_by_index(x), expected, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(reverse_scan_by_index.run_ref(x), expected, rtol=1e-5, atol=1e-5)
+    for got in (reverse_scan(x), reverse_scan.run_ref(x), reverse_scan_by_index(x)):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    code = reverse_scan.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    assert code.count("tl.gather(") == 2 and "tl.associative_scan(" in code, code
+
+
+@tc.kernel(static_shapes=True)
+def discounted_returns(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
+    """G_t = r_t + gamma G_{t+1}: a reverse linear recurrence, scanned as (a, b) pairs."""
+    m, n = rewards.size()
+    out = torch.empty_like(rewards)
+    for tm in tc.tile(m):
+        r = rewards[tm, :]
+        decay = torch.full_like(r, gamma)
+        _, returns = tc.associative_scan(linear_step, (decay, r), 1, reverse=True)
+        out[tm, :] = returns
+    return out
+
+
+def test_reverse_linear_recurrence() -> None:
+    r = torch.randn(4, 45)
+    want = torch.zeros_like(r)
+    running = torch.zeros(4)
+    for i in reversed(range(45)):
+        running = r[:, i] + 0.9 * running
+        want[:, i] = running
+    for got in (discounted_returns(r, 0.9), discounted_returns.run_ref(r, 0.9)):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@tc.kernel(static_shapes=True)
+def reverse_scan_of_a_block(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([x.size(0), x.size(1)]):
+        out[tm, tn] = tc.associative_scan(lambda a, b: a + b, x[tm, tn], 1, reverse=True)
+    return out
+
+
+def test_reverse_scan_of_a_block_is_refused_with_a_working_hint() -> None:
+    with pytest.raises(DeviceCodeError, match=r"reverse=True\) along a tile loop's block") as info:
+        reverse_scan_of_a_block(torch.randn(5, 37))
+    assert "reversed index" in str(info.value) and "test_scans.py" in str(info.value)
 
 
 def linear_step(
@@ -345,3 +383,25 @@ def test_eager_tree_scan_keeps_the_combine_order() -> None:
     x = torch.randn(2, 37, generator=gen)  # "first" and "last" are associative, not commutative
     torch.testing.assert_close(tc.reduce(lambda p, q: p, x, 1), x[:, 0])
     torch.testing.assert_close(tc.reduce(lambda p, q: q, x, 1, keep_dims=True), x[:, -1:])
+
+
+@pytest.mark.crosscompile
+def test_reverse_scans_cross_compile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    r = torch.randn(4096, 1000)
+    rows = check_kernel(discounted_returns, (r, 0.99), targets, lambda b: [b.config_spec.default()])
+    assert len(rows) == 2
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+@pytest.mark.gpu
+def test_reverse_linear_recurrence_on_gpu() -> None:
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    r = torch.randn(256, 1000, generator=gen, device="cuda")
+    want = torch.zeros_like(r)
+    running = torch.zeros(256, device="cuda", dtype=torch.float64)
+    for i in reversed(range(1000)):
+        running = r[:, i].double() + 0.99 * running
+        want[:, i] = running.float()
+    torch.testing.assert_close(discounted_returns(r, 0.99), want, rtol=1e-4, atol=1e-4)

@@ -197,3 +197,57 @@ def test_ref_mode_names_an_index_out_of_range() -> None:
     ) as info:
         shift_past_the_start.run_ref(torch.randn(4, 8))
     assert "test_tile_gather.py" in str(info.value) and "torch.clamp" in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def rolled(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch.roll of a row's whole dim, forward and back, and of a [n, n] tile along both."""
+    m, n = x.size()
+    ahead, both = torch.empty_like(x), torch.empty([n, n], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        row = x[tm, :]
+        ahead[tm, :] = torch.roll(row, 3, dims=1) - row.roll(-n - 1, 1)
+    for _ in tc.tile(1, block_size=1):
+        square = x[0:n, :]
+        both[:, :] = torch.roll(square, shifts=(1, -2), dims=(0, 1))
+    return ahead, both
+
+
+def test_roll_matches_torch() -> None:
+    x = torch.randn(13, 13)  # 13 pads to 16: the rolled positions wrap at 13, not 16
+    ahead, both = rolled(x)
+    torch.testing.assert_close(ahead, torch.roll(x, 3, 1) - torch.roll(x, -14, 1))
+    torch.testing.assert_close(both, torch.roll(x, (1, -2), (0, 1)))
+    code = rolled.bind((x,)).to_triton_code(tc.Config(block_sizes=[4]))
+    assert code.count("tl.gather(") == 4, code
+
+
+@tc.kernel(static_shapes=True)
+def roll_a_block(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm] = torch.roll(x[tm], 1, 0)
+    return out
+
+
+def test_roll_along_a_block_names_it() -> None:
+    with pytest.raises(
+        ShapeError, match="torch.roll along dim 0 .* BLOCK_0 is a tile loop's block"
+    ):
+        roll_a_block(torch.randn(8))
+
+
+@tc.kernel(static_shapes=False)
+def flipped_rows(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.flip(x[tm, :], dims=[1]) * 2
+    return out
+
+
+def test_flip_with_a_run_time_row_length() -> None:
+    """The mirror point is the row's length, a kernel argument here (one compile serves both)."""
+    for n in (37, 45):
+        x = torch.randn(5, n)
+        torch.testing.assert_close(flipped_rows(x), x.flip(1) * 2)

@@ -354,6 +354,8 @@ lowering(torch.stack)(views.stack)
 lowering(torch.cat, torch.concat, torch.concatenate)(views.cat)
 lowering(torch.gather, T.gather)(tile_gather.gather)
 lowering(torch.take_along_dim, T.take_along_dim)(tile_gather.take_along_dim)
+lowering(torch.roll, T.roll)(tile_gather.roll)
+lowering(torch.flip, T.flip)(tile_gather.flip)
 
 
 @lowering(T.reshape, torch.reshape, T.view)

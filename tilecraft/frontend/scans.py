@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError
+from tilecraft.frontend.tile_gather import flip
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Node, Op
+from tilecraft.ir.nodes import Node, Op, Sym, SymKind
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -120,13 +121,8 @@ def associative_scan(
     if any(n.shape != node.shape for n in nodes):
         shapes = ", ".join(str(list(n.shape)) for n in nodes)
         raise ShapeError(f"tc.associative_scan: the scanned tiles differ in shape ({shapes})")
-    if reverse:  # a reversed scan would meet a tile's padding first (it sits at the end)
-        raise DeviceCodeError(
-            "tc.associative_scan(reverse=True) is not supported",
-            t.loc,
-            hint="scan the data in reverse order instead: load it with a reversed index, e.g. "
-            "x[t, (n - 1) - tc.arange(n)], scan forward, and store with the same index",
-        )
+    if reverse:
+        return _reversed_scan(t, fn, xs, axis, many=isinstance(x, (tuple, list)))
     computes = tuple(dtypes.compute_dtype(n.dtype) for n in nodes)
     combine = trace_combine(t, fn, computes)
     inputs = [t.cast(n, c) for n, c in zip(nodes, computes, strict=True)]
@@ -143,6 +139,26 @@ def associative_scan(
         for i, (n, c) in enumerate(zip(nodes, computes, strict=True))
     )  # fmt: skip
     return outs if isinstance(x, (tuple, list)) else outs[0]
+
+
+def _reversed_scan(
+    t: Tracer, fn: Callable[..., Any], xs: tuple[Any, ...], axis: int, many: bool
+) -> TileValue | tuple[TileValue, ...]:
+    """A reverse scan along a whole dim: the tiles flipped (a tile's padding stays at the end,
+    after every valid element), scanned forward, flipped back. ``fn`` takes the later elements'
+    combination first, as the eager scan does."""
+    d = t.value_node(xs[0]).shape[axis]
+    if isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar:
+        raise DeviceCodeError(
+            "tc.associative_scan(reverse=True) along a tile loop's block is not supported",
+            t.loc,
+            hint="scan along a whole dim (`x[t, :]`), or load the data with a reversed index, "
+            "e.g. x[t, (n - 1) - tc.arange(n)], scan forward, and store with the same index",
+        )
+    scanned = associative_scan(t, fn, tuple(flip(t, v, axis) for v in xs), axis)
+    outs = scanned if isinstance(scanned, tuple) else (scanned,)
+    flipped = tuple(flip(t, v, axis) for v in outs)
+    return flipped if many else flipped[0]
 
 
 def reduce(

@@ -1,5 +1,6 @@
-"""Gathers within a tile (stage: frontend; in: ``torch.gather`` / ``torch.take_along_dim`` on a
-traced tile; out: a ``GATHER`` node, ``tl.gather`` in codegen).
+"""Gathers within a tile (stage: frontend; in: ``torch.gather`` / ``torch.take_along_dim`` /
+``torch.roll`` / ``torch.flip`` on a traced tile; out: a ``GATHER`` node, ``tl.gather`` in
+codegen).
 
 ``torch.gather(x, dim, index)`` on a tile reads ``x`` at the positions ``index`` holds along
 ``dim``, from registers: ``out[i][j] = x[index[i][j]][j]`` for ``dim=0``. This is how a
@@ -83,11 +84,77 @@ def take_along_dim(t: Tracer, x: Any, indices: Any, dim: Any = None) -> TileValu
     return gather(t, x, axis, t.wrap(idx))
 
 
-def _check_whole(t: Tracer, src: Node, axis: int) -> None:
+def roll(t: Tracer, x: Any, shifts: Any, dims: Any = None) -> TileValue:
+    """``torch.roll(x, shifts, dims)`` of a tile along whole dims: element ``i`` moves to
+    ``(i + shift) mod n`` (a gather from ``(i - shift) mod n``)."""
+    if dims is None:
+        raise DeviceCodeError("torch.roll without dims flattens the tile", t.loc, hint="pass dims=")
+    many = isinstance(shifts, (list, tuple))
+    shift_list, dim_list = (list(shifts), list(dims)) if many else ([shifts], [dims])
+    if len(shift_list) != len(dim_list):
+        raise DeviceCodeError(
+            f"torch.roll: {len(shift_list)} shifts for {len(dim_list)} dims", t.loc
+        )
+    out = x
+    for shift, dim in zip(shift_list, dim_list, strict=True):
+        out = _roll_dim(t, out, int(shift), dim)
+    return out
+
+
+def _roll_dim(t: Tracer, x: Any, shift: int, dim: Any) -> Any:
+    src = t.value_node(x)
+    axis = t._axis(src, dim)
+    _check_whole(t, src, axis, "torch.roll")
+    d = src.shape[axis]
+    if not isinstance(d, Sym):
+        return x  # a size-1 dim
+    if not isinstance(d.extent, int) or d.extent_args:
+        raise ShapeError(
+            f"torch.roll along dim {axis}: {d.name} has a size known only at run time",
+            t.loc,
+            hint="use static_shapes=True, or gather with an index you compute "
+            "(torch.gather(x, dim, (i - shift) % n))",
+        )
+    n = d.extent
+    if shift % n == 0:
+        return x
+    pos = t.tile_leaf(d, Op.TILE_INDEX)
+    source = t.pointwise("mod", t.pointwise("add", pos, n - shift % n), n)
+    return gather(t, x, axis, along(t, source, src, axis))
+
+
+def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
+    """``torch.flip(x, dims)`` of a tile along whole dims (a gather from ``n - 1 - i``; a
+    padded position past the end keeps its own)."""
+    out = x
+    for dim in dims if isinstance(dims, (list, tuple)) else [dims]:
+        src = t.value_node(out)
+        axis = t._axis(src, dim)
+        _check_whole(t, src, axis, "torch.flip")
+        d = src.shape[axis]
+        if isinstance(d, Sym):
+            pos, n = t.tile_leaf(d, Op.TILE_INDEX), t.extent_value(d)
+            mirrored = t.where(pos < n, t.pointwise("sub", n - 1, pos), pos)
+            out = gather(t, out, axis, along(t, mirrored, src, axis))
+    return out
+
+
+def along(t: Tracer, index: TileValue, src: Node, axis: int) -> TileValue:
+    """A 1-D index over ``src``'s dim ``axis`` placed there and broadcast to ``src``'s shape."""
+    node = index.node
+    if src.ndim == 1:
+        return index
+    spec = tuple(":" if i == axis else None for i in range(src.ndim))
+    shape = tuple(node.shape[0] if i == axis else 1 for i in range(src.ndim))
+    placed = t.emit(Op.VIEW, [node], shape, node.dtype, spec=spec)
+    return t.wrap(t.emit(Op.VIEW, [placed], src.shape, node.dtype, expand=True))
+
+
+def _check_whole(t: Tracer, src: Node, axis: int, op: str = "torch.gather") -> None:
     d = src.shape[axis]
     if isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar:
         raise ShapeError(
-            f"torch.gather along dim {axis} of {shape_str(src.shape)}: {d.name} is a tile "
+            f"{op} along dim {axis} of {shape_str(src.shape)}: {d.name} is a tile "
             "loop's block, whose positions depend on the config",
             t.loc,
             hint="gather along a whole dim (`x[tm, :]` or tc.arange(n)); to read other rows, "

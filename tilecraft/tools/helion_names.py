@@ -204,8 +204,8 @@ LANGUAGE: tuple[HelionName, ...] = (
         "associative_scan",
         "(combine_fn, input_tensor, dim: int, reverse: bool = False)",
         "differs",
-        "tc.associative_scan(fn, values, dim): values may be a tuple of tiles; reverse=True "
-        "is refused",
+        "tc.associative_scan(fn, values, dim, reverse=): values may be a tuple of tiles; "
+        "reverse=True along a whole dim only (a tile loop's block is refused)",
     ),
     _hl(
         "cumprod",
