@@ -18,6 +18,7 @@ PROMISED = {
     0: ("complex_scale", ("x", "w"), "tl.split(span"),
     1: ("dequant_matmul", ("x", "q", "scales"), "tl.broadcast_to(tl.load(scales"),
     5: ("ctc_nll", ("log_probs", "targets", "in_lens", "tgt_lens"), "tl.gather(alpha"),
+    6: ("discounted_returns", ("rewards", "done", "gamma"), "tl.associative_scan("),
 }
 
 
