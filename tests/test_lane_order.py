@@ -131,3 +131,21 @@ def test_permuted_accesses_cross_compile() -> None:
     for kernel, args in cases:
         for row in check_kernel(kernel, args, targets, lambda b: [b.config_spec.default()]):
             assert row.report is not None and row.report.ok, (row.target, row.report)
+
+
+@tc.kernel(static_shapes=True)
+def zero_columns(x: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """A constant scattered along the contiguous dim (``tl.broadcast_to`` takes no number)."""
+    m, k = x.size(0), cols.size(0)
+    for tm, tk in tc.tile([m, k]):
+        x[tm.index[:, None], cols[tk][None, :]] = 0.0
+    return x
+
+
+def test_a_scattered_constant() -> None:
+    x, cols = torch.randn(5, 9), torch.tensor([7, 0, 3])
+    want = x.clone()
+    want[:, cols] = 0.0
+    code = _code(zero_columns, (x, cols))
+    assert "tl.trans(tl.full([" in code, code
+    torch.testing.assert_close(zero_columns(x.clone(), cols), want)

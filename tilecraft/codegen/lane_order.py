@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
+
+from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
@@ -76,11 +79,17 @@ def _perm(rank: int, first: int) -> list[int]:
     return [first, *(d for d in range(rank) if d != first)]
 
 
-def permuted(ctx: EmitContext, node: Node, text: str, first: int) -> str:
-    """``text`` (a pointer, mask or value of ``node``'s tile, possibly broadcast) at the tile's
-    full shape, with dim ``first`` moved to the front."""
+def permuted(
+    ctx: EmitContext, node: Node, text: str, first: int, scalar: torch.dtype | None = None
+) -> str:
+    """``text`` (a pointer, mask or value of ``node``'s tile, possibly broadcast; ``scalar``:
+    the dtype of a 0-d value, which ``tl.broadcast_to`` does not take) at the tile's full shape,
+    with dim ``first`` moved to the front."""
     dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
-    full = f"tl.broadcast_to({text}, [{dims}])"
+    if scalar is not None:
+        full = f"tl.full([{dims}], {text}, {dtypes.triton_dtype(scalar)})"
+    else:
+        full = f"tl.broadcast_to({text}, [{dims}])"
     if node.ndim == 2:
         return f"tl.trans({full})"
     return f"tl.permute({full}, {_perm(node.ndim, first)})"

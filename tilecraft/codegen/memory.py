@@ -317,7 +317,9 @@ def emit_store(ctx: EmitContext, node: Node) -> None:
         # a scatter along the contiguous dim: its lanes laid along it (codegen/lane_order.py)
         first = lane_order.computed_contiguous_dim(ctx, node, index_values)
         if first is not None:
-            ptr, text = (lane_order.permuted(ctx, node, t, first) for t in (ptr, text))
+            ptr = lane_order.permuted(ctx, node, ptr, first)
+            scalar = value.dtype if value.ndim == 0 else None
+            text = lane_order.permuted(ctx, node, text, first, scalar)
             mask = mask and lane_order.permuted(ctx, node, mask, first)
         mask_arg = f", {mask}" if mask else ""
         ctx.w.line(f"tl.store({ptr}, {text}{mask_arg})")
