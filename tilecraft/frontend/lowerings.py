@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import UnsupportedOpError
-from tilecraft.frontend import dots, scans, tile_gather, views
+from tilecraft.frontend import dots, scans, tile_gather, tile_shifts, views
 from tilecraft.ir.pointwise import POINTWISE
 
 Handler = Callable[..., Any]
@@ -356,6 +356,7 @@ lowering(torch.gather, T.gather)(tile_gather.gather)
 lowering(torch.take_along_dim, T.take_along_dim)(tile_gather.take_along_dim)
 lowering(torch.roll, T.roll)(tile_gather.roll)
 lowering(torch.flip, T.flip)(tile_gather.flip)
+lowering(F.pad)(tile_shifts.pad)
 
 
 @lowering(T.reshape, torch.reshape, T.view)

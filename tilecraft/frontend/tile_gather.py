@@ -23,7 +23,7 @@ import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError
 from tilecraft.frontend import rdims
-from tilecraft.ir.nodes import Node, Op, Sym, SymKind, shape_str
+from tilecraft.ir.nodes import Node, Op, Shape, Sym, SymKind, shape_str
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -104,23 +104,14 @@ def roll(t: Tracer, x: Any, shifts: Any, dims: Any = None) -> TileValue:
 def _roll_dim(t: Tracer, x: Any, shift: int, dim: Any) -> Any:
     src = t.value_node(x)
     axis = t._axis(src, dim)
-    _check_whole(t, src, axis, "torch.roll")
-    d = src.shape[axis]
-    if not isinstance(d, Sym):
-        return x  # a size-1 dim
-    if not isinstance(d.extent, int) or d.extent_args:
-        raise ShapeError(
-            f"torch.roll along dim {axis}: {d.name} has a size known only at run time",
-            t.loc,
-            hint="use static_shapes=True, or gather with an index you compute "
-            "(torch.gather(x, dim, (i - shift) % n))",
-        )
-    n = d.extent
+    n = static_whole(t, src, axis, "torch.roll")
     if shift % n == 0:
         return x
+    d = src.shape[axis]
+    assert isinstance(d, Sym)  # a size-1 dim returned above (every shift is 0 mod 1)
     pos = t.tile_leaf(d, Op.TILE_INDEX)
     source = t.pointwise("mod", t.pointwise("add", pos, n - shift % n), n)
-    return gather(t, x, axis, along(t, source, src, axis))
+    return gather(t, x, axis, along(t, source, src.shape, axis))
 
 
 def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
@@ -135,19 +126,36 @@ def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
         if isinstance(d, Sym):
             pos, n = t.tile_leaf(d, Op.TILE_INDEX), t.extent_value(d)
             mirrored = t.where(pos < n, t.pointwise("sub", n - 1, pos), pos)
-            out = gather(t, out, axis, along(t, mirrored, src, axis))
+            out = gather(t, out, axis, along(t, mirrored, src.shape, axis))
     return out
 
 
-def along(t: Tracer, index: TileValue, src: Node, axis: int) -> TileValue:
-    """A 1-D index over ``src``'s dim ``axis`` placed there and broadcast to ``src``'s shape."""
+def along(t: Tracer, index: TileValue, shape: Shape, axis: int) -> TileValue:
+    """A 1-D index placed at dim ``axis`` and broadcast to ``shape`` (whose dim ``axis`` is the
+    index's own)."""
     node = index.node
-    if src.ndim == 1:
+    if len(shape) == 1:
         return index
-    spec = tuple(":" if i == axis else None for i in range(src.ndim))
-    shape = tuple(node.shape[0] if i == axis else 1 for i in range(src.ndim))
-    placed = t.emit(Op.VIEW, [node], shape, node.dtype, spec=spec)
-    return t.wrap(t.emit(Op.VIEW, [placed], src.shape, node.dtype, expand=True))
+    spec = tuple(":" if i == axis else None for i in range(len(shape)))
+    placed_shape = tuple(node.shape[0] if i == axis else 1 for i in range(len(shape)))
+    placed = t.emit(Op.VIEW, [node], placed_shape, node.dtype, spec=spec)
+    return t.wrap(t.emit(Op.VIEW, [placed], tuple(shape), node.dtype, expand=True))
+
+
+def static_whole(t: Tracer, src: Node, axis: int, op: str) -> int:
+    """The static length of ``src``'s dim ``axis``, a whole dim (an error otherwise)."""
+    _check_whole(t, src, axis, op)
+    d = src.shape[axis]
+    if not isinstance(d, Sym):
+        return int(d)
+    if not isinstance(d.extent, int) or d.extent_args:
+        raise ShapeError(
+            f"{op} along dim {axis}: {d.name} has a size known only at run time",
+            t.loc,
+            hint="use static_shapes=True, or gather with an index you compute "
+            "(torch.gather(x, dim, index))",
+        )
+    return d.extent
 
 
 def _check_whole(t: Tracer, src: Node, axis: int, op: str = "torch.gather") -> None:

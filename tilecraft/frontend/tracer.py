@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, UnsupportedOpError
-from tilecraft.frontend import dispatch, indexing, rdims
+from tilecraft.frontend import dispatch, indexing, rdims, tile_shifts
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str
@@ -345,9 +345,13 @@ class Tracer:
             if item is None:
                 spec.append(None)
                 shape.append(1)
-            elif isinstance(item, slice) and item == slice(None):
+            elif isinstance(item, slice):
                 if src >= node.ndim:
                     raise ShapeError(f"too many indices for a {node.ndim}-D tile")
+                if not all(b is None for b in (item.start, item.stop, item.step)):
+                    # constant bounds: a register gather (tile_shifts.py)
+                    x = tile_shifts.slice_dim(self, x, src, _int_slice(item, self.loc))
+                    node = x.node
                 spec.append(":")
                 shape.append(node.shape[src])
                 src += 1
@@ -362,7 +366,9 @@ class Tracer:
             else:
                 raise UnsupportedOpError(
                     f"indexing a tile with {item!r}",
-                    hint="tiles support [:, None]-style views; index host tensors to load data",
+                    hint="tiles take [:, None]-style views and constant slices (x[1:], "
+                    "x[:, ::2]); torch.gather reads other positions; index host tensors to "
+                    "load data",
                 )
         while src < node.ndim:
             spec.append(":")
@@ -389,3 +395,15 @@ class Tracer:
 
 
 _LEAF_OPS = {Op.CONST, Op.ARG, Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID, Op.BLOCK_SIZE}
+
+
+def _int_slice(item: slice, loc: Any) -> slice:
+    """A slice of a tile with Python int bounds (a device value cannot size a register tile)."""
+    parts = (item.start, item.stop, item.step)
+    if not all(p is None or (type(p) is int) for p in parts):  # not a bool or a DynamicInt
+        raise UnsupportedOpError(
+            f"slicing a tile with {item!r}: bounds must be Python ints",
+            loc,
+            hint="a slice's length sizes a register tile; mask with torch.where instead",
+        )
+    return item

@@ -1,0 +1,141 @@
+"""Constant slices and F.pad of register tiles (frontend/tile_shifts.py): register gathers.
+Numerics in the interpreter and ref mode against eager PyTorch (padded dims, two configs), a
+CTC forward written with torch's shift idiom, errors naming what the user did, cross-compiles
+for cuda:90 and hip:gfx942."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tilecraft as tc
+from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
+from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
+
+NEG = float("-inf")
+
+
+@tc.kernel(static_shapes=True)
+def shifts(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A row moved right with -inf in front, moved left with zeros behind, every other one."""
+    m, n = x.size()
+    right, left = torch.empty_like(x), torch.empty_like(x)
+    evens = torch.empty([m, (n + 1) // 2], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        row = x[tm, :]
+        right[tm, :] = F.pad(row[:, :-1], (1, 0), value=NEG)
+        left[tm, :] = F.pad(row[:, 2:], (0, 2)) + row
+        evens[tm, :] = row[:, ::2]
+    return right, left, evens
+
+
+def _expected(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return F.pad(x[:, :-1], (1, 0), value=NEG), F.pad(x[:, 2:], (0, 2)) + x, x[:, ::2]
+
+
+@pytest.mark.parametrize("config", [None, tc.Config(block_sizes=[2])])
+def test_slices_and_pads_match_torch(config: tc.Config | None) -> None:
+    x = torch.randn(5, 13)  # 13 pads to 16, 12 and 7 to 16 and 8
+    bound = shifts.bind((x,))
+    got = bound.run(bound.compile_config(config or bound.config_spec.default()), x)
+    for have, want in zip(got, _expected(x), strict=True):
+        torch.testing.assert_close(have, want)
+    for have, want in zip(shifts.run_ref(x), _expected(x), strict=True):
+        torch.testing.assert_close(have, want)
+    code = bound.to_triton_code(bound.config_spec.default())
+    assert code.count("tl.gather(") == 5, code  # two slices and a pad a shift, one slice
+
+
+@tc.kernel(static_shapes=True)
+def ctc_with_pads(
+    log_probs: torch.Tensor, targets: torch.Tensor, in_lens: torch.Tensor, tgt_lens: torch.Tensor
+) -> torch.Tensor:
+    """A CTC forward as torch code shifts a vector: alpha[s - 1] is F.pad(alpha[:-1], (1, 0))."""
+    _, b, _ = log_probs.size()
+    n_states = 2 * targets.size(1) + 1
+    nll = torch.empty([b], dtype=torch.float32, device=log_probs.device)
+    for tb in tc.tile(b, block_size=1):
+        pos = tc.arange(n_states)
+        is_label = (pos % 2) == 1
+        lab = torch.where(is_label, targets[tb.begin, torch.clamp((pos - 1) // 2, min=0)], 0)
+        skip = is_label & (pos >= 3) & (lab != F.pad(lab[:-2], (2, 0), value=-1))
+        alpha = torch.where(pos < 2, log_probs[0, tb.begin, lab], NEG)
+        for t in tc.grid(1, in_lens[tb.begin]):
+            a1 = F.pad(alpha[:-1], (1, 0), value=NEG)
+            a2 = torch.where(skip, F.pad(alpha[:-2], (2, 0), value=NEG), NEG)
+            top = torch.maximum(torch.maximum(alpha, a1), a2)
+            top = torch.where(top == NEG, 0.0, top)
+            total = torch.exp(alpha - top) + torch.exp(a1 - top) + torch.exp(a2 - top)
+            alpha = top + torch.log(total) + log_probs[t, tb.begin, lab]
+        n_s = tgt_lens[tb.begin]
+        last = (pos == 2 * n_s) | (pos == 2 * n_s - 1)
+        nll[tb.begin] = -torch.logsumexp(torch.where(last, alpha, NEG), dim=0)
+    return nll
+
+
+def test_ctc_written_with_pads() -> None:
+    g = torch.Generator().manual_seed(0)
+    log_probs = torch.log_softmax(torch.randn(12, 3, 5, generator=g), dim=-1)
+    targets = torch.randint(1, 5, (3, 4), generator=g)
+    tgt_lens, in_lens = torch.tensor([4, 2, 3]), torch.tensor([12, 9, 10])
+    want = F.ctc_loss(log_probs, targets, in_lens, tgt_lens, reduction="none")
+    torch.testing.assert_close(ctc_with_pads(log_probs, targets, in_lens, tgt_lens), want)
+
+
+@tc.kernel(static_shapes=True)
+def slice_a_block(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm] = F.pad(x[tm][1:], (0, 1))
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def slice_by_a_device_value(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        row = x[tm, :]
+        out[tm, :] = F.pad(row[:, : k[0]], (0, 1))
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def reflect_pad(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = F.pad(x[tm, :-1], (1, 0), mode="reflect")
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kernel", "args", "error", "match"),
+    [
+        (slice_a_block, (torch.randn(8),), ShapeError, "slicing a tile along dim 0 .* BLOCK_0"),
+        (
+            slice_by_a_device_value,
+            (torch.randn(4, 8), torch.tensor([3])),
+            UnsupportedOpError,
+            "bounds must be Python ints",
+        ),
+        (reflect_pad, (torch.randn(4, 8),), DeviceCodeError, "mode='reflect'"),
+    ],
+)
+def test_shift_errors_name_the_call(
+    kernel: tc.Kernel, args: tuple[torch.Tensor, ...], error: type, match: str
+) -> None:
+    with pytest.raises(error, match=match) as info:
+        kernel(*args)
+    assert "test_tile_shifts.py" in str(info.value)
+
+
+@pytest.mark.crosscompile
+def test_shifts_cross_compile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    rows = check_kernel(
+        shifts, (torch.randn(512, 1000),), targets, lambda b: [b.config_spec.default()]
+    )
+    assert len(rows) == 2
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.report)

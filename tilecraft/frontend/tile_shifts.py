@@ -1,0 +1,82 @@
+"""Slices and pads of register tiles (stage: frontend; in: ``tile[..., a:b:s]`` and
+``torch.nn.functional.pad`` of a traced tile along whole static dims; out: ``GATHER`` nodes).
+
+Torch code shifts a vector with slices and pads: ``F.pad(alpha[:-1], (1, 0), value=-inf)`` is
+``alpha`` moved one place right with ``-inf`` in front. Device code keeps a tile in registers,
+so each becomes a register gather (:mod:`tilecraft.frontend.tile_gather`): a slice reads
+``start + i * step`` into a whole dim of the slice's length; a pad reads ``i - left`` where that
+lies inside and takes ``value`` elsewhere. Indices of a padded tile's lanes past the end are
+clamped into the source, so no lane reads outside it (their values are never used).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tilecraft.errors import DeviceCodeError
+from tilecraft.frontend.tile_gather import along, gather, static_whole
+from tilecraft.ir.nodes import Node, Op
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+    from tilecraft.frontend.values import TileValue
+
+
+def slice_dim(t: Tracer, x: TileValue, axis: int, part: slice) -> TileValue:
+    """``x`` sliced by ``part`` (Python ints) along its whole dim ``axis``."""
+    src = x.node
+    n = static_whole(t, src, axis, "slicing a tile")
+    start, stop, step = part.indices(n)
+    length = len(range(start, stop, step))
+    if length == n and step == 1:
+        return x
+    if length == 0:
+        raise DeviceCodeError(f"slicing a tile's dim of {n} with {part} leaves no elements", t.loc)
+    wanted = t.pointwise("add", t.pointwise("mul", t.arange(length), step), start)
+    return _gathered(t, x, axis, wanted, n)
+
+
+def pad(t: Tracer, x: Any, widths: Any, mode: str = "constant", value: Any = None) -> TileValue:
+    """``F.pad(x, (left, right, ...), value=v)`` of a tile: the last dims grown (or cut, for
+    negative widths) by ``value`` (0 by default) on either side."""
+    if mode != "constant":
+        raise DeviceCodeError(f"F.pad of a tile with mode='{mode}'", t.loc, hint="mode='constant'")
+    pairs = list(widths)
+    node = t.value_node(x)
+    if len(pairs) % 2 or len(pairs) // 2 > node.ndim:
+        raise DeviceCodeError(f"F.pad: {pairs} for a {node.ndim}-D tile", t.loc)
+    out = t.wrap(node)
+    for k in range(len(pairs) // 2):
+        out = _pad_dim(t, out, node.ndim - 1 - k, int(pairs[2 * k]), int(pairs[2 * k + 1]), value)
+    return out
+
+
+def _pad_dim(t: Tracer, x: TileValue, axis: int, left: int, right: int, value: Any) -> TileValue:
+    n = static_whole(t, x.node, axis, "F.pad")
+    length = n + left + right
+    if length <= 0:
+        raise DeviceCodeError(f"F.pad: ({left}, {right}) leaves no elements of {n}", t.loc)
+    if (left, right) == (0, 0):
+        return x
+    wanted = t.pointwise("sub", t.arange(length), left)
+    inside = t.pointwise("bitwise_and", t.pointwise("ge", wanted, 0), t.pointwise("lt", wanted, n))
+    taken = _gathered(t, x, axis, wanted, n)
+    fill = 0 if value is None else value
+    return t.where(_placed(t, inside, taken.node, axis), taken, fill)
+
+
+def _gathered(t: Tracer, x: TileValue, axis: int, wanted: TileValue, n: int) -> TileValue:
+    """``x`` read at the positions ``wanted`` (1-D, a new whole dim) along ``axis``; lanes
+    whose position lies outside ``[0, n)`` read position 0 or ``n - 1``."""
+    index = t.pointwise("minimum", t.pointwise("maximum", wanted, 0), n - 1)
+    shape = tuple(index.node.shape[0] if i == axis else d for i, d in enumerate(x.node.shape))
+    return gather(t, x, axis, along(t, index, shape, axis))
+
+
+def _placed(t: Tracer, mask: TileValue, like: Node, axis: int) -> TileValue:
+    """A 1-D mask over ``like``'s dim ``axis``, placed there (broadcast by ``where``)."""
+    spec = tuple(":" if i == axis else None for i in range(like.ndim))
+    shape = tuple(like.shape[axis] if i == axis else 1 for i in range(like.ndim))
+    if like.ndim == 1:
+        return mask
+    return t.wrap(t.emit(Op.VIEW, [mask.node], shape, mask.node.dtype, spec=spec))
