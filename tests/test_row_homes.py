@@ -236,7 +236,7 @@ def _x_w() -> tuple[torch.Tensor, torch.Tensor]:
 def test_other_uses_after_the_loop_keep_the_accumulator_in_a_scratch_row(
     kernel: tc.Kernel,
 ) -> None:
-    x = torch.randn(45, 90)
+    x = torch.randn(45, 90, generator=torch.Generator().manual_seed(0))
     bound = kernel.bind((x,))
     (red,) = bound.config_spec.reductions
     assert red.loopable and [h.scratch for h in red.homes] == [True], red.reason
@@ -249,7 +249,9 @@ def test_other_uses_after_the_loop_keep_the_accumulator_in_a_scratch_row(
     got = bound.run(bound.compile_config(chunked), x)
     whole = bound.run(bound.compile_config(chunked.replace(reduction_loops=[None])), x)
     for a, b in zip(_tuple(got), _tuple(whole), strict=True):
-        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-5)
+        # fp32 sums in another order; a bf16 result may then round one ulp apart
+        tol = (1e-4, 1e-5) if a.dtype == torch.float32 else (1e-2, 2**-8)
+        torch.testing.assert_close(a, b, atol=tol[0], rtol=tol[1])
 
 
 def _tuple(value: object) -> tuple[torch.Tensor, ...]:
