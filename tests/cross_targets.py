@@ -24,3 +24,13 @@ def assert_cross_compiles(kernel: tc.Kernel, args: tuple[Any, ...], config: tc.C
             jobs += [CompileJob.of(k, loop, target) for k in (main, *main.companions)]
     for job, report in zip(jobs, run_compile_jobs(jobs, 300), strict=True):
         assert report.ok, f"{job.kernel_name} for {job.target.key}: {report.error}"
+
+
+def assert_defaults_cross_compile(kernel: tc.Kernel, args: tuple[Any, ...]) -> None:
+    """Each target's own default config for ``args`` compiles there (every device loop)."""
+    from tilecraft.tools.check import check_kernel
+
+    rows = check_kernel(kernel, args, list(TARGETS), lambda b: [b.config_spec.default()])
+    assert rows, kernel.__name__
+    for row in rows:
+        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)

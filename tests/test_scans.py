@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import tilecraft as tc
+from tests.cross_targets import assert_defaults_cross_compile
 from tilecraft.errors import DeviceCodeError, ShapeError
 from tilecraft.targets.target import Target
 from tilecraft.tools.check import check_kernel
@@ -387,12 +388,7 @@ def test_eager_tree_scan_keeps_the_combine_order() -> None:
 
 @pytest.mark.crosscompile
 def test_reverse_scans_cross_compile() -> None:
-    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
-    r = torch.randn(4096, 1000)
-    rows = check_kernel(discounted_returns, (r, 0.99), targets, lambda b: [b.config_spec.default()])
-    assert len(rows) == 2
-    for row in rows:
-        assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+    assert_defaults_cross_compile(discounted_returns, (torch.randn(4096, 1000), 0.99))
 
 
 @pytest.mark.gpu

@@ -9,9 +9,8 @@ import pytest
 import torch
 
 import tilecraft as tc
+from tests.cross_targets import assert_defaults_cross_compile
 from tilecraft.errors import DeviceCodeError, IndexOutOfBoundsError, ShapeError
-from tilecraft.targets.target import Target
-from tilecraft.tools.check import check_kernel
 
 
 @tc.kernel(static_shapes=True)
@@ -155,16 +154,10 @@ def test_recurrence_through_gathers() -> None:
 
 @pytest.mark.crosscompile
 def test_gathers_cross_compile() -> None:
-    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
-    cases = [
-        (shifted_and_reversed, (torch.randn(512, 1000), torch.arange(1000))),
-        (shift_recurrence, (torch.randn(64, 241), 100)),
-    ]
-    for kernel, args in cases:
-        rows = check_kernel(kernel, args, targets, lambda b: [b.config_spec.default()])
-        assert len(rows) == 2
-        for row in rows:
-            assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+    assert_defaults_cross_compile(
+        shifted_and_reversed, (torch.randn(512, 1000), torch.arange(1000))
+    )
+    assert_defaults_cross_compile(shift_recurrence, (torch.randn(64, 241), 100))
 
 
 @pytest.mark.gpu

@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 
 import tilecraft as tc
+from benchmarks.gen_kernels.rewritten import ctc_nll, ctc_states, ctc_step
+from tests.cross_targets import assert_defaults_cross_compile
 from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
-from tilecraft.targets.target import Target
-from tilecraft.tools.check import check_kernel
 
 NEG = float("-inf")
 
@@ -52,26 +52,19 @@ def test_slices_and_pads_match_torch(config: tc.Config | None) -> None:
 def ctc_with_pads(
     log_probs: torch.Tensor, targets: torch.Tensor, in_lens: torch.Tensor, tgt_lens: torch.Tensor
 ) -> torch.Tensor:
-    """A CTC forward as torch code shifts a vector: alpha[s - 1] is F.pad(alpha[:-1], (1, 0))."""
+    """A CTC forward as torch code shifts a vector: alpha[s - 1] is F.pad(alpha[:-1], (1, 0))
+    (the rewritten benchmark case's helpers around it)."""
     _, b, _ = log_probs.size()
-    n_states = 2 * targets.size(1) + 1
     nll = torch.empty([b], dtype=torch.float32, device=log_probs.device)
     for tb in tc.tile(b, block_size=1):
-        pos = tc.arange(n_states)
-        is_label = (pos % 2) == 1
-        lab = torch.where(is_label, targets[tb.begin, torch.clamp((pos - 1) // 2, min=0)], 0)
+        pos, is_label, lab = ctc_states(targets, tb.begin, 2 * targets.size(1) + 1)
         skip = is_label & (pos >= 3) & (lab != F.pad(lab[:-2], (2, 0), value=-1))
         alpha = torch.where(pos < 2, log_probs[0, tb.begin, lab], NEG)
         for t in tc.grid(1, in_lens[tb.begin]):
             a1 = F.pad(alpha[:-1], (1, 0), value=NEG)
             a2 = torch.where(skip, F.pad(alpha[:-2], (2, 0), value=NEG), NEG)
-            top = torch.maximum(torch.maximum(alpha, a1), a2)
-            top = torch.where(top == NEG, 0.0, top)
-            total = torch.exp(alpha - top) + torch.exp(a1 - top) + torch.exp(a2 - top)
-            alpha = top + torch.log(total) + log_probs[t, tb.begin, lab]
-        n_s = tgt_lens[tb.begin]
-        last = (pos == 2 * n_s) | (pos == 2 * n_s - 1)
-        nll[tb.begin] = -torch.logsumexp(torch.where(last, alpha, NEG), dim=0)
+            alpha = ctc_step(alpha, a1, a2, log_probs[t, tb.begin, lab])
+        nll[tb.begin] = ctc_nll(alpha, pos, tgt_lens[tb.begin])
     return nll
 
 
@@ -132,10 +125,4 @@ def test_shift_errors_name_the_call(
 
 @pytest.mark.crosscompile
 def test_shifts_cross_compile() -> None:
-    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
-    rows = check_kernel(
-        shifts, (torch.randn(512, 1000),), targets, lambda b: [b.config_spec.default()]
-    )
-    assert len(rows) == 2
-    for row in rows:
-        assert row.report is not None and row.report.ok, (row.target, row.report)
+    assert_defaults_cross_compile(shifts, (torch.randn(512, 1000),))

@@ -10,6 +10,8 @@ documented idiom (``docs/patterns.md``) costs.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 import tilecraft as tc
@@ -17,6 +19,30 @@ from benchmarks.gen_kernels.case import Case, one_kernel_case
 from benchmarks.gen_kernels.heldout_s22b import _ctc_inputs, ctc_loss_forward_reference
 
 NEG = float("-inf")
+
+
+def ctc_states(targets: torch.Tensor, row: Any, n_states: int) -> tuple[Any, Any, Any]:
+    """Device helper: the extended labels' positions, which are labels (odd) and the label of
+    each (blank 0 between them)."""
+    pos = tc.arange(n_states)
+    is_label = (pos % 2) == 1
+    lab = torch.where(is_label, targets[row, torch.clamp((pos - 1) // 2, min=0)], 0)
+    return pos, is_label, lab
+
+
+def ctc_step(alpha: Any, a1: Any, a2: Any, emitted: Any) -> Any:
+    """Device helper: one step, alpha_t[s] = logsumexp(alpha[s], alpha[s - 1], alpha[s - 2]) +
+    lp[t, l'[s]] from the shifted states (a state not reachable yet stays -inf)."""
+    top = torch.maximum(torch.maximum(alpha, a1), a2)
+    top = torch.where(top == NEG, 0.0, top)
+    total = torch.exp(alpha - top) + torch.exp(a1 - top) + torch.exp(a2 - top)
+    return top + torch.log(total) + emitted
+
+
+def ctc_nll(alpha: Any, pos: Any, n_s: Any) -> Any:
+    """Device helper: -logsumexp of the last two states of a target of ``n_s`` labels."""
+    last = (pos == 2 * n_s) | (pos == 2 * n_s - 1)
+    return -torch.logsumexp(torch.where(last, alpha, NEG), dim=0)
 
 
 @tc.kernel(static_shapes=True)
@@ -30,25 +56,17 @@ def ctc_loss_forward_gather(
     alpha over the L = 2S + 1 extended labels, its s - 1 and s - 2 neighbours gathered from
     registers each step. Returns fp32 [B]."""
     _, b, _ = log_probs.size()
-    n_states = 2 * targets.size(1) + 1
     nll = torch.empty([b], dtype=torch.float32, device=log_probs.device)
     for tb in tc.tile(b, block_size=1):
-        pos = tc.arange(n_states)
-        is_label = (pos % 2) == 1
-        lab = torch.where(is_label, targets[tb.begin, torch.clamp((pos - 1) // 2, min=0)], 0)
+        pos, is_label, lab = ctc_states(targets, tb.begin, 2 * targets.size(1) + 1)
         back1, back2 = torch.clamp(pos - 1, min=0), torch.clamp(pos - 2, min=0)
         skip = is_label & (pos >= 3) & (lab != torch.gather(lab, 0, back2))
         alpha = torch.where(pos < 2, log_probs[0, tb.begin, lab], NEG)
         for t in tc.grid(1, input_lengths[tb.begin]):
             a1 = torch.where(pos >= 1, torch.gather(alpha, 0, back1), NEG)
             a2 = torch.where(skip, torch.gather(alpha, 0, back2), NEG)
-            top = torch.maximum(torch.maximum(alpha, a1), a2)
-            top = torch.where(top == NEG, 0.0, top)
-            total = torch.exp(alpha - top) + torch.exp(a1 - top) + torch.exp(a2 - top)
-            alpha = top + torch.log(total) + log_probs[t, tb.begin, lab]
-        n_s = target_lengths[tb.begin]
-        last = (pos == 2 * n_s) | (pos == 2 * n_s - 1)
-        nll[tb.begin] = -torch.logsumexp(torch.where(last, alpha, NEG), dim=0)
+            alpha = ctc_step(alpha, a1, a2, log_probs[t, tb.begin, lab])
+        nll[tb.begin] = ctc_nll(alpha, pos, target_lengths[tb.begin])
     return nll
 
 
