@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import tilecraft as tc
-from benchmarks.gen_kernels.rewritten import ctc_nll, ctc_states, ctc_step
+from benchmarks.gen_kernels.rewritten import ctc_loss_forward_pads
 from tests.cross_targets import assert_defaults_cross_compile
 from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 
@@ -48,33 +48,14 @@ def test_slices_and_pads_match_torch(config: tc.Config | None) -> None:
     assert code.count("tl.gather(") == 5, code  # two slices and a pad a shift, one slice
 
 
-@tc.kernel(static_shapes=True)
-def ctc_with_pads(
-    log_probs: torch.Tensor, targets: torch.Tensor, in_lens: torch.Tensor, tgt_lens: torch.Tensor
-) -> torch.Tensor:
-    """A CTC forward as torch code shifts a vector: alpha[s - 1] is F.pad(alpha[:-1], (1, 0))
-    (the rewritten benchmark case's helpers around it)."""
-    _, b, _ = log_probs.size()
-    nll = torch.empty([b], dtype=torch.float32, device=log_probs.device)
-    for tb in tc.tile(b, block_size=1):
-        pos, is_label, lab = ctc_states(targets, tb.begin, 2 * targets.size(1) + 1)
-        skip = is_label & (pos >= 3) & (lab != F.pad(lab[:-2], (2, 0), value=-1))
-        alpha = torch.where(pos < 2, log_probs[0, tb.begin, lab], NEG)
-        for t in tc.grid(1, in_lens[tb.begin]):
-            a1 = F.pad(alpha[:-1], (1, 0), value=NEG)
-            a2 = torch.where(skip, F.pad(alpha[:-2], (2, 0), value=NEG), NEG)
-            alpha = ctc_step(alpha, a1, a2, log_probs[t, tb.begin, lab])
-        nll[tb.begin] = ctc_nll(alpha, pos, tgt_lens[tb.begin])
-    return nll
-
-
 def test_ctc_written_with_pads() -> None:
     g = torch.Generator().manual_seed(0)
     log_probs = torch.log_softmax(torch.randn(12, 3, 5, generator=g), dim=-1)
     targets = torch.randint(1, 5, (3, 4), generator=g)
     tgt_lens, in_lens = torch.tensor([4, 2, 3]), torch.tensor([12, 9, 10])
     want = F.ctc_loss(log_probs, targets, in_lens, tgt_lens, reduction="none")
-    torch.testing.assert_close(ctc_with_pads(log_probs, targets, in_lens, tgt_lens), want)
+    got = ctc_loss_forward_pads(log_probs, targets, in_lens, tgt_lens)
+    torch.testing.assert_close(got, want)
 
 
 @tc.kernel(static_shapes=True)

@@ -6,6 +6,8 @@ documented idiom (``docs/patterns.md``) costs.
 * ``ctc_loss_forward_gather``: ``ctc_loss_forward_nll`` (``heldout_s22b``) computed each step
   as a masked ``[L, L]`` logsumexp over (source, destination) states because device code could
   not shift a register tile; with ``torch.gather`` (``tl.gather``) a step is ``O(L)``.
+* ``ctc_loss_forward_pads``: the same with torch's shift idiom, ``F.pad(alpha[:-1], (1, 0))``
+  (constant slices and pads of register tiles, also gathers).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 import tilecraft as tc
 from benchmarks.gen_kernels.case import Case, one_kernel_case
@@ -70,10 +73,42 @@ def ctc_loss_forward_gather(
     return nll
 
 
+@tc.kernel(static_shapes=True)
+def ctc_loss_forward_pads(
+    log_probs: torch.Tensor,
+    targets: torch.Tensor,
+    input_lengths: torch.Tensor,
+    target_lengths: torch.Tensor,
+) -> torch.Tensor:
+    """The same CTC forward with torch's shift idiom: alpha[s - 1] is ``F.pad(alpha[:-1], (1,
+    0), value=-inf)`` (a slice and a pad of the register tile: ``frontend/tile_shifts.py``)."""
+    _, b, _ = log_probs.size()
+    nll = torch.empty([b], dtype=torch.float32, device=log_probs.device)
+    for tb in tc.tile(b, block_size=1):
+        pos, is_label, lab = ctc_states(targets, tb.begin, 2 * targets.size(1) + 1)
+        skip = is_label & (pos >= 3) & (lab != F.pad(lab[:-2], (2, 0), value=-1))
+        alpha = torch.where(pos < 2, log_probs[0, tb.begin, lab], NEG)
+        for t in tc.grid(1, input_lengths[tb.begin]):
+            a1 = F.pad(alpha[:-1], (1, 0), value=NEG)
+            a2 = torch.where(skip, F.pad(alpha[:-2], (2, 0), value=NEG), NEG)
+            alpha = ctc_step(alpha, a1, a2, log_probs[t, tb.begin, lab])
+        nll[tb.begin] = ctc_nll(alpha, pos, target_lengths[tb.begin])
+    return nll
+
+
 CASES: list[Case] = [
     one_kernel_case(
         "ctc_loss_forward_gather",
         ctc_loss_forward_gather,
+        _ctc_inputs,
+        ctc_loss_forward_reference,
+        ((1000, 64, 32, 120),),
+        ((13, 3, 7, 4), (9, 2, 5, 3)),
+        1e-3,
+    ),
+    one_kernel_case(
+        "ctc_loss_forward_pads",
+        ctc_loss_forward_pads,
         _ctc_inputs,
         ctc_loss_forward_reference,
         ((1000, 64, 32, 120),),
