@@ -401,3 +401,19 @@ def test_reverse_linear_recurrence_on_gpu() -> None:
         running = r[:, i].double() + 0.99 * running
         want[:, i] = running.float()
     torch.testing.assert_close(discounted_returns(r, 0.99), want, rtol=1e-4, atol=1e-4)
+
+
+@tc.kernel(static_shapes=True)
+def suffix_sums(x: torch.Tensor) -> torch.Tensor:
+    """Torch's idiom for a reverse cumsum: flip, cumsum, flip back (two register gathers)."""
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = x[tm, :].flip(1).cumsum(1).flip(1)
+    return out
+
+
+def test_suffix_sums_by_flips() -> None:
+    x = torch.randn(6, 37)  # 37 pads to 64: the padding stays after the flipped row
+    torch.testing.assert_close(suffix_sums(x), x.flip(1).cumsum(1).flip(1), rtol=1e-5, atol=1e-5)
+    code = suffix_sums.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    assert code.count("tl.gather(") == 2 and "tl.cumsum(" in code, code

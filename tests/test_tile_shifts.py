@@ -83,6 +83,14 @@ def reflect_pad(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@tc.kernel(static_shapes=True)
+def reversed_by_slice(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = x[tm, :][:, ::-1]
+    return out
+
+
 @pytest.mark.parametrize(
     ("kernel", "args", "error", "match"),
     [
@@ -94,6 +102,7 @@ def reflect_pad(x: torch.Tensor) -> torch.Tensor:
             "bounds must be Python ints",
         ),
         (reflect_pad, (torch.randn(4, 8),), DeviceCodeError, "mode='reflect'"),
+        (reversed_by_slice, (torch.randn(4, 8),), DeviceCodeError, "steps must be positive"),
     ],
 )
 def test_shift_errors_name_the_call(

@@ -26,6 +26,12 @@ def slice_dim(t: Tracer, x: TileValue, axis: int, part: slice) -> TileValue:
     """``x`` sliced by ``part`` (Python ints) along its whole dim ``axis``."""
     src = x.node
     n = static_whole(t, src, axis, "slicing a tile")
+    if part.step is not None and part.step <= 0:  # torch refuses them too
+        raise DeviceCodeError(
+            f"slicing a tile with step {part.step}: steps must be positive (as in torch)",
+            t.loc,
+            hint="torch.flip(x, [dim]) reverses a whole dim",
+        )
     start, stop, step = part.indices(n)
     length = len(range(start, stop, step))
     if length == n and step == 1:
