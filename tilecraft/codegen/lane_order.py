@@ -24,35 +24,28 @@ from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
+    from tilecraft.codegen.memory import IndexPlace
 
 
-def computed_contiguous_dim(ctx: EmitContext, node: Node, value_inputs: list[Node]) -> int | None:
+def computed_contiguous_dim(ctx: EmitContext, node: Node, places: list[IndexPlace]) -> int | None:
     """The position in ``node``'s tile along which a computed (tensor-valued) index walks the
     tensor's stride-1 dim, where it is not already dim 0 (whose lanes Triton's tie puts first);
-    None where the access is not such a gather or scatter."""
+    None where the access is not such a gather or scatter. ``places``: where each index item
+    lands (``codegen/memory.index_places``)."""
     if node.ndim < 2:
         return None
-    tensor, pos = node.attrs["tensor"], 0
-    positions = node.attrs.get("positions")  # set when advanced indices broadcast together
-    for k, item in enumerate(node.attrs["index"]):
-        if positions is not None:
-            pos = positions[k]
-        kind = item[0]
-        if kind in ("none", "int"):
-            pos += kind == "none"
+    tensor = node.attrs["tensor"]
+    for place in places:
+        value = place.value
+        if value is None or ctx.stride_expr(tensor, place.item[2]) != "1":
             continue
-        if kind != "value":
-            pos += 0 if item[1].scalar else 1
+        varying = [j for j, d in enumerate(value.shape) if d != 1]
+        if not varying:
             continue
-        value = value_inputs[item[1]]
-        shape = value.shape
-        varying = [j for j, d in enumerate(shape) if d != 1]
-        if ctx.stride_expr(tensor, item[2]) == "1" and varying:
-            if _tile_positions(value):  # Triton proves these contiguous itself
-                return None
-            at = pos + varying[-1]
-            return at if at > 0 and node.shape[at] != 1 else None
-        pos += len(shape)
+        if _tile_positions(value):  # Triton proves these contiguous itself
+            return None
+        at = place.pos + varying[-1]
+        return at if at > 0 and node.shape[at] != 1 else None
     return None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -50,6 +50,43 @@ def _inside(index: str, size: str) -> str | None:
     return f"(({index}) >= 0) & (({index}) < {size})"
 
 
+class IndexPlace(NamedTuple):
+    """Where one index item of an access lands in its tile: its number, the item, the first
+    tile dim it spans and how many (an int item spans none), and its value node if it is a
+    tensor-valued index."""
+
+    k: int
+    item: tuple[Any, ...]
+    pos: int
+    width: int
+    value: Node | None
+
+
+def index_places(node: Node, value_inputs: list[Node]) -> list[IndexPlace]:
+    """Each index item of a LOAD/STORE/ATOMIC but ``None`` (a size-1 dim only) with its place
+    in the tile, as :func:`access` builds the pointer."""
+    places: list[IndexPlace] = []
+    pos = 0
+    positions = node.attrs.get("positions")  # set when advanced indices broadcast together
+    for k, item in enumerate(node.attrs["index"]):
+        if positions is not None:
+            pos = positions[k]
+        kind = item[0]
+        if kind == "none":
+            pos += 1
+            continue
+        value = value_inputs[item[1]] if kind == "value" else None
+        if kind == "int":
+            width = 0
+        elif value is None:
+            width = 0 if item[1].scalar else 1
+        else:
+            width = value.ndim
+        places.append(IndexPlace(k, item, pos, width, value))
+        pos += width
+    return places
+
+
 def access(
     ctx: EmitContext,
     node: Node,
@@ -70,15 +107,8 @@ def access(
     ctx.tensors[param] = tensor
     terms: list[str] = []
     masks: list[str] = []
-    pos = 0
-    positions = node.attrs.get("positions")  # set when advanced indices broadcast together
-    for k, item in enumerate(node.attrs["index"]):
-        if positions is not None:
-            pos = positions[k]
+    for k, item, pos, width, vnode in index_places(node, value_inputs):
         kind = item[0]
-        if kind == "none":
-            pos += 1
-            continue
         stride = ctx.stride_expr(tensor, item[2])
         if kind == "int":
             if element and span is not None and span[0] == k:
@@ -89,10 +119,9 @@ def access(
                     f"{item[1]} * {stride}" if not stride.isdigit() else str(item[1] * int(stride))
                 )
             continue
-        if kind in ("tile", "rdim", "rslice"):
+        if vnode is None:  # a tile, whole dim or slice
             sym = item[1]
             st = ctx.state(sym)
-            width = 0 if sym.scalar else 1
             idx = _expand(
                 _sliced(st.index, item) if kind == "rslice" else st.index, pos, width, rank
             )
@@ -103,14 +132,11 @@ def access(
                     span[2] and _expand(span[2], pos, 1, rank),
                 )
         elif uniform and k in uniform:  # one scalar for all lanes: the dim stays size 1
-            vnode = value_inputs[item[1]]
-            width, idx, mask = vnode.ndim, uniform[k], None
+            idx, mask = uniform[k], None
             inside = _inside(idx, ctx.size_expr(tensor, item[2]))
             if inside and inside not in masks:
                 masks.append(inside)
         else:
-            vnode = value_inputs[item[1]]
-            width = vnode.ndim
             idx = _expand(ctx.expr(vnode), pos, width, rank)
             # a computed index outside the tensor reads 0 and is not written (never an illegal
             # address that would end the caller's CUDA context; ref mode reports it)
@@ -125,7 +151,6 @@ def access(
         terms.append(idx if stride == "1" else f"{idx} * {stride}")
         if mask and mask not in masks:
             masks.append(mask)
-        pos += width
     if (extra := node.attrs.get("extra_mask")) is not None:  # hl.load/store(extra_mask=...)
         masks.append(ctx.expr(node.inputs[extra]))
     offset = " + ".join(terms) if terms else "0"
@@ -264,7 +289,11 @@ def emit_load(ctx: EmitContext, node: Node) -> None:
     span = paired.span(ctx, pair) if pair else None
     ptr, mask = access(ctx, node, node.inputs, span, shared)
     # a gather along the contiguous dim: its lanes laid along it (codegen/lane_order.py)
-    first = None if pair or shared else lane_order.computed_contiguous_dim(ctx, node, node.inputs)
+    first = (
+        None
+        if pair or shared
+        else lane_order.computed_contiguous_dim(ctx, node, index_places(node, node.inputs))
+    )
     if first is not None:
         ptr = lane_order.permuted(ctx, node, ptr, first)
         mask = mask and lane_order.permuted(ctx, node, mask, first)
@@ -315,7 +344,7 @@ def emit_store(ctx: EmitContext, node: Node) -> None:
         ptr, mask = access(ctx, node, index_values)
         text = ctx.expr(value)
         # a scatter along the contiguous dim: its lanes laid along it (codegen/lane_order.py)
-        first = lane_order.computed_contiguous_dim(ctx, node, index_values)
+        first = lane_order.computed_contiguous_dim(ctx, node, index_places(node, index_values))
         if first is not None:
             ptr = lane_order.permuted(ctx, node, ptr, first)
             scalar = value.dtype if value.ndim == 0 else None

@@ -130,15 +130,20 @@ def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
     return out
 
 
-def along(t: Tracer, index: TileValue, shape: Shape, axis: int) -> TileValue:
-    """A 1-D index placed at dim ``axis`` and broadcast to ``shape`` (whose dim ``axis`` is the
-    index's own)."""
+def along(
+    t: Tracer, index: TileValue, shape: Shape, axis: int, broadcast: bool = True
+) -> TileValue:
+    """A 1-D index (or mask) placed at dim ``axis`` of a tile of ``shape`` (whose dim ``axis``
+    is the index's own), broadcast to ``shape`` unless ``broadcast`` is False (size-1 dims
+    elsewhere, for an op that broadcasts itself)."""
     node = index.node
     if len(shape) == 1:
         return index
     spec = tuple(":" if i == axis else None for i in range(len(shape)))
     placed_shape = tuple(node.shape[0] if i == axis else 1 for i in range(len(shape)))
     placed = t.emit(Op.VIEW, [node], placed_shape, node.dtype, spec=spec)
+    if not broadcast:
+        return t.wrap(placed)
     return t.wrap(t.emit(Op.VIEW, [placed], tuple(shape), node.dtype, expand=True))
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import DeviceCodeError
 from tilecraft.frontend.tile_gather import along, gather, static_whole
-from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -68,7 +67,7 @@ def _pad_dim(t: Tracer, x: TileValue, axis: int, left: int, right: int, value: A
     inside = t.pointwise("bitwise_and", t.pointwise("ge", wanted, 0), t.pointwise("lt", wanted, n))
     taken = _gathered(t, x, axis, wanted, n)
     fill = 0 if value is None else value
-    return t.where(_placed(t, inside, taken.node, axis), taken, fill)
+    return t.where(along(t, inside, taken.node.shape, axis, broadcast=False), taken, fill)
 
 
 def _gathered(t: Tracer, x: TileValue, axis: int, wanted: TileValue, n: int) -> TileValue:
@@ -77,12 +76,3 @@ def _gathered(t: Tracer, x: TileValue, axis: int, wanted: TileValue, n: int) -> 
     index = t.pointwise("minimum", t.pointwise("maximum", wanted, 0), n - 1)
     shape = tuple(index.node.shape[0] if i == axis else d for i, d in enumerate(x.node.shape))
     return gather(t, x, axis, along(t, index, shape, axis))
-
-
-def _placed(t: Tracer, mask: TileValue, like: Node, axis: int) -> TileValue:
-    """A 1-D mask over ``like``'s dim ``axis``, placed there (broadcast by ``where``)."""
-    spec = tuple(":" if i == axis else None for i in range(like.ndim))
-    shape = tuple(like.shape[axis] if i == axis else 1 for i in range(like.ndim))
-    if like.ndim == 1:
-        return mask
-    return t.wrap(t.emit(Op.VIEW, [mask.node], shape, mask.node.dtype, spec=spec))
