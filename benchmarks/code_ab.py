@@ -21,7 +21,7 @@ import torch
 
 import tilecraft
 from benchmarks.common import bench_best_ms
-from benchmarks.gen_kernels import CASES, HELDOUT, REWRITTEN
+from benchmarks.gen_kernels import ALL_CASES
 from benchmarks.run import max_error
 
 
@@ -31,7 +31,7 @@ def _tuple(value: Any) -> tuple[Any, ...]:
 
 def time_call(name: str, index: int, device: str) -> dict[str, Any]:
     """One case call's default on ``device``: its median time and its error."""
-    case = {**CASES, **HELDOUT, **REWRITTEN}[name]
+    case = ALL_CASES[name]
     shape = (case.gpu_shapes if device == "cuda" else case.cpu_shapes)[index]
     inputs = case.make_inputs(shape, device, 0)
     kernels = {k.__name__: k for k in case.kernels}

@@ -46,9 +46,9 @@ def _inputs(
         return example_call(EXAMPLES[name], shape, int(index), device)[1]
     if inputs and inputs.startswith("gen:"):  # gen:CASE, the arguments of its call of kernel
         from benchmarks.default_change import case_calls
-        from benchmarks.gen_kernels import CASES, HELDOUT
+        from benchmarks.gen_kernels import ALL_CASES
 
-        case = {**CASES, **HELDOUT}[inputs.removeprefix("gen:")]
+        case = ALL_CASES[inputs.removeprefix("gen:")]
         found = [args for k, args in case_calls(case, shape, device) if k is kernel]
         if not found:
             raise ValueError(f"{inputs}: the case never calls {kernel.__name__}")

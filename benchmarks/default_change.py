@@ -23,7 +23,7 @@ import torch
 
 import tilecraft as tc
 from benchmarks.common import bench_ms, write_results
-from benchmarks.gen_kernels import CASES, HELDOUT, Case
+from benchmarks.gen_kernels import ALL_CASES, Case
 from benchmarks.run import max_error
 from examples import EXAMPLES
 
@@ -87,7 +87,7 @@ def _entry_call(entry: dict[str, Any], device: str) -> tuple[str, Any, tuple[Any
     """(the entry's name, the kernel it measures, that call's arguments)."""
     shape, index = tuple(entry["shape"]), int(entry.get("call", 0))
     if "case" in entry:
-        kernel, args = case_calls({**CASES, **HELDOUT}[entry["case"]], shape, device)[index]
+        kernel, args = case_calls(ALL_CASES[entry["case"]], shape, device)[index]
         return entry["case"], kernel, args
     kernel, args = example_call(EXAMPLES[entry["example"]], shape, index, device)
     return entry["example"], kernel, args

@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from benchmarks.common import add_row, bench_best_ms, graph_ms, write_results
-from benchmarks.gen_kernels import CASES, HELDOUT, REWRITTEN, Case
+from benchmarks.gen_kernels import ALL_CASES, CASES, HELDOUT, REWRITTEN, Case
 from benchmarks.run import max_error
 
 NAME = "generalization"
@@ -44,7 +44,7 @@ SETS: dict[str, dict[str, Case]] = {
     "suite": CASES,
     "heldout": HELDOUT,
     "rewritten": REWRITTEN,
-    "all": {**CASES, **HELDOUT, **REWRITTEN},
+    "all": ALL_CASES,
 }
 COLUMNS = [
     "kernel",

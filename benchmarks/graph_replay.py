@@ -23,14 +23,14 @@ import torch
 import tilecraft as tc
 from benchmarks.common import bench_ms, graph_ms, write_results
 from benchmarks.default_change import case_calls
-from benchmarks.gen_kernels import CASES, HELDOUT
+from benchmarks.gen_kernels import ALL_CASES
 
 COLUMNS = ["case", "variant", "config", "do_bench_ms", "graph_ms"]
 
 
 def contenders(case_name: str, configs: list[str]) -> dict[str, tuple[str, Callable[[], Any]]]:
     """label -> (config, call) for the default, each config, eager and torch.compile."""
-    case = {**CASES, **HELDOUT}[case_name]
+    case = ALL_CASES[case_name]
     inputs = tuple(case.make_inputs(case.gpu_shapes[0], "cuda", 0))
     # the case's first kernel call as its run makes it (scalars such as a smoothing included)
     kernel, args = case_calls(case, case.gpu_shapes[0], "cuda", inputs)[0]
@@ -66,7 +66,7 @@ def measure(case_name: str, configs: list[str], rounds: int) -> list[dict[str, A
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("case", choices=sorted({**CASES, **HELDOUT}))
+    parser.add_argument("case", choices=sorted(ALL_CASES))
     parser.add_argument("configs", nargs="*", help="default.replace(...) or tc.Config(...)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--name", default="graph_replay")

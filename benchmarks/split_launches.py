@@ -17,7 +17,7 @@ import torch
 
 import tilecraft as tc
 from benchmarks.common import bench_ms, write_results
-from benchmarks.gen_kernels import CASES, HELDOUT
+from benchmarks.gen_kernels import ALL_CASES
 from benchmarks.gen_kernels.case import Case
 from tilecraft.targets.target import Target
 
@@ -67,7 +67,7 @@ def _max_error(fn: Callable[[], Any], reference: Any) -> float:
 
 
 def measure(name: str) -> dict[str, Any]:
-    case = {**CASES, **HELDOUT}[name]
+    case = ALL_CASES[name]
     shape = case.gpu_shapes[0]
     inputs = case.make_inputs(shape, "cuda", 0)
     reference = case.reference(*inputs)

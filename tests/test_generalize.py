@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import benchmarks.generalize as gen
-from benchmarks.gen_kernels import CASES, HELDOUT, REWRITTEN
+from benchmarks.gen_kernels import ALL_CASES, CASES, HELDOUT
 from benchmarks.gen_kernels.norms import ln_bwd_reference
 from benchmarks.run import max_error
 
@@ -41,9 +41,9 @@ def test_heldout_cases_are_not_suite_cases() -> None:
     assert not suite_fns & {k.fn for case in HELDOUT.values() for k in case.kernels}
 
 
-@pytest.mark.parametrize("name", sorted({**CASES, **HELDOUT, **REWRITTEN}))
+@pytest.mark.parametrize("name", sorted(ALL_CASES))
 def test_case_matches_its_reference(name: str, device: str) -> None:
-    case = {**CASES, **HELDOUT, **REWRITTEN}[name]
+    case = ALL_CASES[name]
     for shape in case.cpu_shapes:
         inputs = case.make_inputs(shape, device, 1)
         assert all(t.float().abs().amax() > 0 for t in inputs), "inputs must be random, never zeros"

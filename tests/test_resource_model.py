@@ -207,9 +207,9 @@ def test_amd_mfma_lanes_hold_more_rows_of_a_row_vector() -> None:
 
 
 def _case_spec(name: str) -> ConfigSpec:
-    from benchmarks.gen_kernels import CASES, HELDOUT
+    from benchmarks.gen_kernels import ALL_CASES
 
-    case = {**CASES, **HELDOUT}[name]
+    case = ALL_CASES[name]
     return _spec(case.kernels[0], *case.make_inputs(case.gpu_shapes[0], "meta", 0))
 
 

@@ -76,9 +76,9 @@ def attention(
 def heldout(case_name: str, variants: list[Variant]) -> dict[str, Any]:
     """A generalization case (``benchmarks.gen_kernels.CASES`` or the held-out ``HELDOUT``) at
     its first GPU shape."""
-    from benchmarks.gen_kernels import CASES, HELDOUT
+    from benchmarks.gen_kernels import ALL_CASES
 
-    case = {**CASES, **HELDOUT}[case_name]
+    case = ALL_CASES[case_name]
     kernel = case.kernels[0]
     return dict(
         name=case_name,

@@ -58,4 +58,7 @@ REWRITTEN: dict[str, Case] = {case.name: case for case in rewritten.CASES}
 _NAMES = [*CASES, *(case.name for mod in _HELDOUT_MODULES for case in mod.CASES), *REWRITTEN]
 assert len(_NAMES) == len(set(_NAMES)), sorted({n for n in _NAMES if _NAMES.count(n) > 1})
 
-__all__ = ["CASES", "HELDOUT", "REWRITTEN", "Case"]
+# every case by name: the tools that take a case name look it up here
+ALL_CASES: dict[str, Case] = {**CASES, **HELDOUT, **REWRITTEN}
+
+__all__ = ["ALL_CASES", "CASES", "HELDOUT", "REWRITTEN", "Case"]

@@ -53,6 +53,7 @@ from tilecraft.ir.deferred_sums import has_deferrable_sums
 from tilecraft.ir.dtypes import FP8
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, dot_roles, walk
 from tilecraft.ir.phases import rdim_loopable
+from tilecraft.ir.recurrence import exchanged_states
 from tilecraft.ir.tile_order import has_diagonal_selects
 from tilecraft.targets.target import Target, filter_launch_options
 
@@ -108,6 +109,8 @@ class ConfigSpec:
         self.has_dot = False
         self.dot_operands: list[tuple[ValueShape, int]] = []  # (tile, bytes per element)
         self.dot_outputs: list[ValueShape] = []  # fp32 accumulators: registers for their lifetime
+        # loop-carried tiles a step gathers across lanes (a recurrence's state, e.g. CTC's alpha)
+        self.exchanged_states: list[ValueShape] = []
         slots: dict[int, BlockSpec] = {}
         for slot, extent in host_slots.items():
             slots[slot] = BlockSpec(slot, extent, "host")
@@ -152,6 +155,9 @@ class ConfigSpec:
                     if ok
                     else ReductionSpec(sym.config_slot or 0, int(sym.extent), False, why)
                 )
+        self.exchanged_states += [
+            ValueShape(tuple(_dim_ref(d) for d in n.shape), n.loc) for n in exchanged_states(loop)
+        ]
         largest = max((tensor_bytes(n) for n in walk(loop.body) if "tensor" in n.attrs), default=0)
         for node in walk(loop.body):
             if node.op is Op.DOT:
@@ -279,6 +285,7 @@ class ConfigSpec:
         # need): split its inner loop (config/split.py)
         config = split.with_default_splits(self, config, REGISTER_BUDGET, self._settle_warps)
         config = occupancy.small_grid_warps(self, config)
+        config = occupancy.recurrence_warps(self, config)
         return self.normalize(self._fit_shared_memory(config), warn=False)
 
     def _settle_warps(self, config: Config) -> Config:

@@ -42,6 +42,7 @@ import torch
 
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 from tilecraft.ir.phases import phases, rolled_reduce
+from tilecraft.ir.recurrence import carry_dependent
 
 # the BINARY fn of an update -> the reduction it is (and its neutral element's kind)
 COMBINES = {"add": "sum", "maximum": "max", "minimum": "min"}
@@ -133,7 +134,7 @@ def _site(loop: DeviceLoop, position: int, node: Node) -> tuple[SplitSite | None
         return None, f"{where} stores inside the loop"
     if any(n.op in _EFFECTS for n in walk(loop.body[:position])):
         return None, f"code before {where} stores (it would run twice)"
-    dependent = _carry_dependent(body, carried)
+    dependent = carry_dependent(body, carried)
     users = readers(body)
     accumulators = []
     for carry in carried:
@@ -185,7 +186,7 @@ def accumulators(loop: Node) -> dict[int, Accumulator]:
     """The carried values of ``loop`` that are accumulators (the update rules above: one
     associative update by a value independent of the carries, read by nothing else), by id."""
     carried: list[Node] = list(loop.attrs.get("carried", []))
-    dependent = _carry_dependent(loop.body or [], carried)
+    dependent = carry_dependent(loop.body or [], carried)
     users = readers(loop.body or [])
     found = (_accumulator(c, dependent, users)[0] for c in carried)
     return {acc.carry.id: acc for acc in found if acc is not None}
@@ -235,32 +236,6 @@ def _nested_accumulator(carry: Node, users: dict[int, list[Node]]) -> Accumulato
     if found is None or any(u.id not in inside for u in users.get(nxt.id, []) if u is not inner):
         return None
     return Accumulator(carry, found.kind, found.fn)
-
-
-def _carry_dependent(body: list[Node], carried: list[Node]) -> set[int]:
-    """Ids of the body's values that depend on a carried value (a nested loop that reads one
-    makes everything in it dependent)."""
-    dependent = {c.id for c in carried}
-    changed = True
-    while changed:
-        changed = False
-        for node in walk(body):
-            if node.id in dependent:
-                continue
-            deps = list(node.inputs)
-            if node.op is Op.LOOP:
-                deps += _free_inputs(node)
-            if any(d.id in dependent for d in deps):
-                inner = [node, *walk(node.body or [])]
-                inner += [c for n in inner for c in n.attrs.get("carried", [])]
-                dependent.update(n.id for n in inner)
-                changed = True
-    return dependent
-
-
-def _free_inputs(loop: Node) -> list[Node]:
-    inputs = [c.inputs[0] for c in loop.attrs.get("carried", [])]
-    return inputs + [i for n in walk(loop.body or []) for i in n.inputs]
 
 
 def readers(body: list[Node]) -> dict[int, list[Node]]:
