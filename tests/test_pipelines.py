@@ -554,7 +554,7 @@ def test_computed_left_operand_loads_are_not_descriptors_on_sm90() -> None:
     spec = _heldout_spec("trmm_lower")
     loads, store = spec.space.indexing_choices[:2], spec.space.indexing_choices[2]
     assert all(TMA not in c for c in loads) and TMA in store
-    assert spec.space.descriptor_miscompiles == {0, 1}
+    assert spec.space.off_descriptors == {0, 1}
     config = spec.default()
     assert config.indexing[:2] == ("pointer", "pointer") and list(config.block_sizes) == [
         128,
@@ -562,7 +562,7 @@ def test_computed_left_operand_loads_are_not_descriptors_on_sm90() -> None:
         64,
     ]
     # a plain matmul (both operands loaded as they are) keeps its descriptors
-    assert _bound(SM90).config_spec.space.descriptor_miscompiles == set()
+    assert _bound(SM90).config_spec.space.off_descriptors == set()
 
 
 def test_computed_right_operand_keeps_the_plain_default() -> None:

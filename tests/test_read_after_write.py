@@ -122,3 +122,24 @@ def test_re_reads_see_every_thread_on_gpu() -> None:
     bound = shift_by_chunks.bind((x,))
     program = bound.compile_config(config)
     torch.testing.assert_close(bound.run(program, x), _shift_ref(x, 128).cuda())
+
+
+def test_tma_never_reads_or_writes_across_a_store() -> None:
+    """A TMA copy runs in the async proxy, which does not see the program's ordinary stores in
+    order: the loads that may follow a store to their tensor (own lanes or not) and those
+    stores are offered only pointer or block-pointer indexing on cuda:90; x, read by
+    nothing that a store wrote, keeps its tensor-descriptor choice."""
+    from tilecraft.runtime.kernel import BoundKernel
+
+    x = torch.empty(256, 256, device="meta")
+    target = Target.parse("cuda:90")
+    bound = BoundKernel(reread_own_lanes, reread_own_lanes.bind_arguments((x,), {}), target)
+    space = bound.config_spec.space
+    kinds = {
+        (n.op.name, n.attrs["tensor"].name): space.indexing_choices[n.attrs["mem_slot"]]
+        for n in space.accesses
+    }
+    for access in [("STORE", "scratch"), ("LOAD", "scratch"), ("LOAD", "total")]:
+        assert "tensor_descriptor" not in kinds[access], (access, kinds)
+    assert "tensor_descriptor" in kinds[("LOAD", "x")], kinds
+    assert "tensor_descriptor" in kinds[("STORE", "out")], kinds

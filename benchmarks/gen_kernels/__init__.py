@@ -2,7 +2,7 @@
 ``examples/`` versions, each with an eager reference, GPU shapes and tiny CPU shapes.
 
 :data:`CASES` maps each case name to its :class:`~benchmarks.gen_kernels.case.Case`: the eight
-kernels issue 11 measures. :data:`HELDOUT` holds ninety-nine more, written after the heuristic was
+kernels issue 11 measures. :data:`HELDOUT` holds more, written after the heuristic was
 frozen and timed to find where the default is weak (``benchmarks.generalize --set heldout``).
 :data:`REWRITTEN` holds held-out kernels rewritten with a feature built after they were timed
 (``--set rewritten``).
@@ -26,6 +26,7 @@ from benchmarks.gen_kernels import (
     heldout_s21,
     heldout_s22,
     heldout_s22b,
+    heldout_s24,
     norms,
     reductions,
     rewritten,
@@ -50,6 +51,7 @@ _HELDOUT_MODULES = (
     heldout_s21,
     heldout_s22,
     heldout_s22b,
+    heldout_s24,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

@@ -504,7 +504,7 @@ def legal_plan(spec: ConfigSpec, config: Config) -> Plan | None:
     if plan.repairs or any(
         a.indexing != "tensor_descriptor"
         for a in plan.accesses
-        if a.slot in dot_loads and a.slot not in spec.space.descriptor_miscompiles
+        if a.slot in dot_loads and a.slot not in spec.space.off_descriptors
     ):
         return None
     r = plan.resources

@@ -23,6 +23,7 @@ from tilecraft.config.pipelines import (
 )
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
+from tilecraft.ir.read_after_write import proxy_crossings
 
 MAX_GRID_YZ = 65535
 TMA_MAX_BOX = 256  # elements per dim of one tensor-descriptor block
@@ -127,20 +128,24 @@ class StrategySpace:
         self.accesses: list[Node] = mem  # loads and stores, in mem_slot order
         self.n_loads = sum(1 for n in mem if n.op is Op.LOAD)
         self.indexing_choices: list[tuple[str, ...]] = []
-        # loads kept off descriptors for a known miscompile (a pipeline streams them by pointer)
-        self.descriptor_miscompiles = {
+        # accesses kept off descriptors: loads for a known miscompile (a pipeline streams them
+        # by pointer), and the loads and stores of a read after a write (the async proxy)
+        self.off_descriptors = {
             n.attrs["mem_slot"]
             for loop in loops
             for dot_loop in loop.walk()
             if dot_loop.op is Op.LOOP
             for n in computed_left_operand_loads(target, dot_loop)
         }
+        # a load after a store to its tensor, and that store: TMA would not see the store
+        crossings = set().union(*(proxy_crossings(loop) for loop in loops))
+        self.off_descriptors |= {n.attrs["mem_slot"] for n in mem if n.id in crossings}
         for access in mem:
             kinds = ["pointer"]
             if _access_ok(access) and caps.block_pointers:
                 kinds.append("block_ptr")
             descriptor = target.tensor_descriptors and caps.block_pointers
-            descriptor = descriptor and access.attrs["mem_slot"] not in self.descriptor_miscompiles
+            descriptor = descriptor and access.attrs["mem_slot"] not in self.off_descriptors
             if descriptor and _access_ok(access, scalar_ok=True) and _descriptor_ok(access):
                 kinds.append("tensor_descriptor")
             self.indexing_choices.append(tuple(kinds))

@@ -261,7 +261,9 @@ class ConfigSpec:
     def _default(self, chunk_rows: bool) -> Config:
         """The heuristic config; ``chunk_rows``: also loop the reduction dims whose loop-carried
         accumulators need homes in memory (otherwise they stay whole, in registers)."""
-        reductions = [row_loops.default_chunk(r, chunk_rows, self.target) for r in self.reductions]
+        reductions = self.one_looped(
+            [row_loops.default_chunk(r, chunk_rows, self.target) for r in self.reductions]
+        )
         blocks = [self._preferred_block(b) for b in self.blocks]
         blocks, reductions = row_loops.row_blocks(self, blocks, reductions)
         blocks = tile_budget.fill_device(self, blocks)
@@ -574,7 +576,6 @@ class ConfigSpec:
                 f"reduction_loops has {len(given)} entries; this kernel has {len(self.reductions)} reduction dims"
             )
         out: list[int | None] = []
-        looped = 0
         for i, r in enumerate(self.reductions):
             chunk = given[i] if given else None
             if chunk is not None and chunk >= r.full:
@@ -585,11 +586,25 @@ class ConfigSpec:
                     f"{r.reason}; using None (the whole dim)"
                 )
                 chunk = None
-            looped += chunk is not None
             out.append(chunk)
-        if looped > 1:
-            raise ConfigError("reduction_loops: at most one reduction dim per kernel can be looped")
-        return out
+        kept = self.one_looped(out)
+        if kept != out:  # codegen rolls one dim (codegen/schedule.py): a repair, not an error
+            dropped = [f"[{i}]={c}" for i, c in enumerate(out) if c is not None and kept[i] is None]
+            repairs.append(
+                f"reduction_loops{', '.join(dropped)}: at most one reduction dim per kernel can "
+                f"be looped; keeping the longest dim's chunk, using None (the whole dim) for "
+                f"the others"
+            )
+        return kept
+
+    def one_looped(self, chunks: list[int | None]) -> list[int | None]:
+        """``chunks`` with only the longest looped reduction dim's chunk kept (a row quantized
+        and then packed by pairs has a K dim and a K / 2 dim: the default looped both)."""
+        looped = [i for i, c in enumerate(chunks) if c is not None]
+        if len(looped) <= 1:
+            return chunks
+        keep = max(looped, key=lambda i: self.reductions[i].full)
+        return [c if i == keep else None for i, c in enumerate(chunks)]
 
     def __repr__(self) -> str:
         return f"ConfigSpec(blocks={self.blocks}, reductions={self.reductions}, tunables={self.tunables})"

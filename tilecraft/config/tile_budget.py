@@ -127,9 +127,11 @@ def lanes_slot(spec: ConfigSpec, value: ValueShape) -> int | None:
 
 
 def _may_roll(spec: ConfigSpec, slot: int, chunks: list[int | None]) -> bool:
-    """Whether reduction dim ``slot`` is whole and may be looped in chunks by the default."""
+    """Whether reduction dim ``slot`` is whole and may be looped in chunks by the default (no
+    other dim is looped: codegen rolls one)."""
     r = spec.reductions[slot]
-    return chunks[slot] is None and r.loopable and not r.homes and r.full > 32
+    others = [c for i, c in enumerate(chunks) if i != slot and c is not None]
+    return chunks[slot] is None and not others and r.loopable and not r.homes and r.full > 32
 
 
 def fill_device(spec: ConfigSpec, blocks: list[int]) -> list[int]:

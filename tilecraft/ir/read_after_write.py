@@ -10,6 +10,11 @@ order, or an earlier position in a loop (inside the device loop) that also holds
 next iteration reads it. A load indexed exactly as every store to its tensor reads only what its
 own lanes wrote and needs none; tensor-valued indices always may cross lanes. Tensors are told
 apart by name (two host views of one buffer are not seen as one).
+
+A TMA copy (a ``tensor_descriptor`` load or store) runs in the async proxy, which does not see
+the program's ordinary stores in order even in the storing thread's own lanes:
+:func:`proxy_crossings` names the loads and stores of every such pair, which the config space
+keeps on pointers.
 """
 
 from __future__ import annotations
@@ -21,13 +26,7 @@ _LOOPS = (Op.LOOP, Op.WHILE)
 
 def loads_after_stores(loop: DeviceLoop) -> set[int]:
     """Ids of the loads of ``loop`` that may read another thread's earlier store."""
-    order: dict[int, int] = {}
-    enclosing: dict[int, tuple[int, ...]] = {}
-    _number(loop.body, (), order, enclosing)
-    writes: dict[str, list[Node]] = {}
-    for node in loop.walk():
-        if node.op in (Op.STORE, Op.ATOMIC):
-            writes.setdefault(node.attrs["tensor"].name, []).append(node)
+    order, enclosing, writes = _writes(loop)
     return {
         node.id
         for node in loop.walk()
@@ -37,6 +36,38 @@ def loads_after_stores(loop: DeviceLoop) -> set[int]:
             for store in writes.get(node.attrs["tensor"].name, ())
         )
     }
+
+
+def proxy_crossings(loop: DeviceLoop) -> set[int]:
+    """Ids of the loads of ``loop`` that may read an earlier store to their tensor (in any
+    lanes) and of those stores."""
+    order, enclosing, writes = _writes(loop)
+    found: set[int] = set()
+    for node in loop.walk():
+        if node.op is not Op.LOAD:
+            continue
+        earlier = [
+            store
+            for store in writes.get(node.attrs["tensor"].name, ())
+            if _may_follow(node, store, order, enclosing)
+        ]
+        if earlier:
+            found.update([node.id, *(store.id for store in earlier)])
+    return found
+
+
+def _writes(
+    loop: DeviceLoop,
+) -> tuple[dict[int, int], dict[int, tuple[int, ...]], dict[str, list[Node]]]:
+    """Program-order positions, enclosing loops, and the stores and atomics of each tensor."""
+    order: dict[int, int] = {}
+    enclosing: dict[int, tuple[int, ...]] = {}
+    _number(loop.body, (), order, enclosing)
+    writes: dict[str, list[Node]] = {}
+    for node in loop.walk():
+        if node.op in (Op.STORE, Op.ATOMIC):
+            writes.setdefault(node.attrs["tensor"].name, []).append(node)
+    return order, enclosing, writes
 
 
 def _number(
@@ -74,4 +105,4 @@ def _crosses_lanes(load: Node, store: Node) -> bool:
     return load.attrs["index"] != store.attrs["index"] or store.attrs.get("positions") is not None
 
 
-__all__ = ["loads_after_stores"]
+__all__ = ["loads_after_stores", "proxy_crossings"]
