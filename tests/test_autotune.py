@@ -113,6 +113,29 @@ def test_compare_integers_allow_rare_rounding_ties() -> None:
     assert not compare(flipped, flags).ok
 
 
+def test_compare_packed_codes_allow_spread_ties_only_where_the_kernel_rounds() -> None:
+    """Two int4 codes a byte: one code off moves the byte by 1, 15, 16 or 17. Where the kernel
+    rounds computed floats, such differences pass when spread like ties (under 1e-3 of the
+    bytes, no line holding more than 5% of its elements, no three in a run); a wrong row, a
+    wrong tile's run, or the same bytes in a kernel that rounds nothing do not."""
+    gen = torch.Generator().manual_seed(0)
+    want = torch.randint(0, 256, (512, 256), dtype=torch.uint8, generator=gen)
+    ties = want.clone()
+    rows = torch.randperm(512, generator=gen)[:100]
+    cols = torch.randint(0, 256, (100,), generator=gen)
+    steps = torch.tensor([1, 15, 16, 17], dtype=torch.int16)[torch.arange(100) % 4]
+    ties[rows, cols] = ((want[rows, cols].to(torch.int16) + steps) % 256).to(torch.uint8)
+    assert compare(ties, want, rounds_floats=True).ok
+    assert not compare(ties, want).ok  # nothing rounded: a count off by 16 is wrong
+    assert not compare(ties, want, decides_on_floats=True).ok  # an argmax: 1e-5 of flips
+    wrong_row = want.clone()
+    wrong_row[7, :] ^= 0x10
+    assert not compare(wrong_row, want, rounds_floats=True).ok
+    wrong_tile = want.clone()
+    wrong_tile[100:104, 32:36] ^= 0x10  # 16 bytes: under 1e-3 and under 5% a line, but runs
+    assert not compare(wrong_tile, want, rounds_floats=True).ok
+
+
 # -- classification ------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "text, phase, category",

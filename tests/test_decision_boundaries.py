@@ -11,7 +11,7 @@ import tilecraft as tc
 from benchmarks.gen_kernels import HELDOUT
 from tilecraft.autotune.classify import Category, NoWorkingConfigError
 from tilecraft.autotune.compare import compare, scattered
-from tilecraft.autotune.decisions import float_decisions
+from tilecraft.autotune.decisions import float_decisions, rounds_floats
 from tilecraft.autotune.discover import run_discovery
 
 ROWS, COLS = 64, 200  # 12800 elements: one boundary element may differ
@@ -78,6 +78,17 @@ def test_decisions_are_float_comparisons_of_loaded_data() -> None:
     assert len(found) == 1 and found[0].startswith("ge (line "), found
     assert float_decisions(double_rows.bind((x,)).traced.loops) == []
     assert float_decisions(first_half_doubled.bind((x[0],)).traced.loops) == []
+
+
+def test_rounding_to_integers_is_told_apart_from_comparisons() -> None:
+    """The int4 pack rounds x / scale to integer codes (ties may land either way); a row-mean
+    threshold only compares, and doubling rows decides nothing."""
+    x = _inputs()
+    int4 = HELDOUT["int4_row_quant_pack"].kernels[0]
+    packs = torch.randn(4, 64, dtype=torch.bfloat16)
+    assert rounds_floats(int4.bind((packs,)).traced.loops)
+    assert not rounds_floats(keep_above_row_mean.bind((x,)).traced.loops)
+    assert not rounds_floats(double_rows.bind((x,)).traced.loops)
 
 
 def test_top_p_bisection_decides_on_floats() -> None:

@@ -428,3 +428,36 @@ def test_non_contiguous_output() -> None:
     out = scale_into(x, out_base.t())
     torch.testing.assert_close(out, x * 3.0)
     torch.testing.assert_close(out_base, (x * 3.0).t())
+
+
+@tc.kernel(static_shapes=True)
+def stores_through_a_list(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    n = x.size(0)
+    outs = [torch.empty_like(x) for _ in range(2)]
+    for tn in tc.tile(n):
+        outs[0][tn] = x[tn] * 2
+        outs[1][tn] = x[tn] + 1
+    return outs[0], outs[1]
+
+
+@tc.kernel(static_shapes=True)
+def loads_through_a_tuple(x: torch.Tensor) -> torch.Tensor:
+    n = x.size(0)
+    ins = (x, x)
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = ins[1][tn] * 2
+    return out
+
+
+@pytest.mark.parametrize(
+    "kern, line", [(stores_through_a_list, "outs[0][tn] ="), (loads_through_a_tuple, "ins[1][tn]")]
+)
+def test_host_tensor_in_a_container_names_the_fix(kern: tc.Kernel, line: str) -> None:
+    """A host tensor reached through a Python container: the error says to name it before the
+    loop (it used to say the subscript was not a host tensor, or that Tensor.__getitem__ is
+    unsupported)."""
+    with pytest.raises(DeviceCodeError, match="inside a Python list, tuple or dict") as info:
+        kern(torch.randn(8))
+    text = str(info.value)
+    assert "test_errors.py" in text and line in text and "out0 = outs[0]" in text

@@ -37,6 +37,17 @@ def float_decisions(loops: Sequence[DeviceLoop]) -> list[str]:
     return found
 
 
+def rounds_floats(loops: Sequence[DeviceLoop]) -> bool:
+    """Whether ``loops`` round a float computed from loaded data to an integer (a
+    quantization: ``round``, ``floor``, ``//``, a cast to an integer dtype), where codes may
+    land one off at ties (``compare._rounding_ties``); an argmax or a comparison does not."""
+    return any(
+        _decision(node) in (*ROUNDINGS, "cast to an integer")
+        for loop in loops
+        for node in loop.walk()
+    )
+
+
 def _decision(node: Node) -> str | None:
     """The op's name if ``node`` decides on float data read from memory, else ``None``."""
     if node.op is Op.REDUCE and node.attrs.get("kind") in ARG_REDUCTIONS:

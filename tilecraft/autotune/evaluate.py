@@ -18,7 +18,7 @@ import torch
 from tilecraft.autotune.baseline import Baseline, clone_args, restrict
 from tilecraft.autotune.classify import STICKY, Category, classify, one_line
 from tilecraft.autotune.compare import Tolerances, compare
-from tilecraft.autotune.decisions import float_decisions
+from tilecraft.autotune.decisions import float_decisions, rounds_floats
 from tilecraft.config.config import Config
 from tilecraft.errors import ConfigError
 from tilecraft.runtime.kernel import BoundKernel, CompiledProgram
@@ -176,6 +176,7 @@ def check_config(
             arg_names=names[: len(a)] + list(kw),
             tolerances=tolerances,
             decides_on_floats=bool(float_decisions(bound.traced.loops)),
+            rounds_floats=rounds_floats(bound.traced.loops),
         )
         if cmp.boundary_cases:
             result["reason"] = cmp.summary()[:400]

@@ -56,7 +56,8 @@ def _operands(ctx: EmitContext, node: Node) -> tuple[list[str], torch.dtype]:
 def emit_pointwise(ctx: EmitContext, node: Node) -> None:
     op = POINTWISE[node.attrs["fn"]]
     texts, compute = _operands(ctx, node)
-    text = op.template.format(*texts)
+    template = op.fp32_template if op.fp32_template and compute == torch.float32 else op.template
+    text = template.format(*texts)
     if node.dtype != compute and node.dtype != torch.bool:
         text = ctx.cast_expr(text, compute, node.dtype)
     ctx.bind(node, text)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from tilecraft.errors import DeviceCodeError, UnsupportedOpError
 from tilecraft.frontend import dots, extern, indexing, random, scans, views
 from tilecraft.frontend.lowerings import lookup
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
 
 def torch_call(tr: Tracer, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     handler = lookup(func)
+    if args and type(args[0]) is torch.Tensor:  # noqa: E721 - a plain tensor, not a tile
+        raise contained_host_tensor(tr)
     if handler is None:
         from tilecraft.frontend.catalog import torch_name
 
@@ -30,6 +34,18 @@ def torch_call(tr: Tracer, func: Any, args: tuple[Any, ...], kwargs: dict[str, A
             f"torch op '{name}' is not supported in device code", tr.loc, hint=_hint_for(name)
         )
     return handler(tr, *args, **kwargs)
+
+
+def contained_host_tensor(tr: Tracer) -> DeviceCodeError:
+    """A tensor reached through a Python container (``outs[0][tn]``, ``ins[1][tn]``): device
+    code reaches a host tensor through the name it has when the loop starts."""
+    return DeviceCodeError(
+        "a host tensor inside a Python list, tuple or dict cannot be loaded or stored in "
+        "device code",
+        tr.loc,
+        hint="give it a name before the loop (`out0 = outs[0]`) and index that name "
+        "(`out0[tn] = ...`)",
+    )
 
 
 _OPS_HINT = "docs/ops.md lists the supported torch ops and tc.* names; or compute it on the host"

@@ -12,6 +12,8 @@ import ast
 import copy
 from typing import Any
 
+import torch
+
 from tilecraft.errors import (
     DeviceCodeError,
     SourceLoc,
@@ -20,6 +22,7 @@ from tilecraft.errors import (
 )
 from tilecraft.frontend import loop_nest
 from tilecraft.frontend.assigned import assigned_names
+from tilecraft.frontend.dispatch import contained_host_tensor
 from tilecraft.frontend.scalar_builtins import with_device_builtins
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
@@ -177,6 +180,8 @@ class Interpreter:
                     "updated with `accs = torch.where(tc.arange(4)[:, None] == k, accs + x, "
                     "accs)`), or unroll the loop with `tc.static_range` and use separate names",
                 )
+            if type(obj) is torch.Tensor:  # noqa: E721 - a plain tensor, not a tile
+                raise contained_host_tensor(self.tracer)
             if not isinstance(obj, HostTensor):
                 raise DeviceCodeError(
                     "assignment into a subscript of something that is not a host tensor",

@@ -29,6 +29,11 @@ class PointwiseOp:
     bool_result: bool = False
     int_only: bool = False  # bitwise ops: integer or bool operands only
     reached_by: str = ""  # how user code reaches an op no torch function names (docs/ops.md)
+    # the emission for fp32 operands where Triton's default rounds otherwise than torch: its
+    # fp32 ``/`` is div.full.f32 (within 2 ulp), so floor(21.0 / 7.0) could be 2. Floors of
+    # quotients divide exactly (tl.math.div_rn); plain ``/`` stays div.full.f32, as
+    # torch.compile's does (div_rn there cost 7-22% on softmax and Welford rows, exact_div_s24)
+    fp32_template: str = ""
 
 
 POINTWISE: dict[str, PointwiseOp] = {}
@@ -167,7 +172,15 @@ _op(
 # torch floors (Python semantics); Triton's // and % truncate like C, so the int forms correct the
 # result when the signs differ. The tracer picks the _int/_float variant by the result dtype.
 _FLOOR = T.__floordiv__, operator.floordiv
-_op("floordiv", 2, "tl.floor({0} / {1})", torch.floor_divide, torch.floor_divide, *_FLOOR)
+_op(
+    "floordiv",
+    2,
+    "tl.floor({0} / {1})",
+    torch.floor_divide,
+    torch.floor_divide,
+    *_FLOOR,
+    fp32_template="tl.floor(tl.math.div_rn({0}, {1}))",
+)
 _op(
     "mod",
     2,
@@ -176,6 +189,7 @@ _op(
     torch.remainder,
     T.__mod__,
     operator.mod,
+    fp32_template="({0} - {1} * tl.floor(tl.math.div_rn({0}, {1})))",
 )
 _op(
     "floordiv_int",

@@ -1,8 +1,9 @@
-"""Session 24: how wide a 2-D pointwise tile's rows must be on an H200, by the bytes each access
-reads or writes per row. Three kernels over one [M, N] tensor tiled [rows, cols]: an fp32 scale
-(4-byte loads and stores), a bf16 scale (2-byte) and an fp8 -> bf16 cast (1-byte loads, 2-byte
-stores). Timed with ``benchmarks.compare_configs benchmarks.experiments.rows2d_s24:KERNEL
-8192,8192 --inputs benchmarks.experiments.rows2d_s24:INPUTS default "default.replace(...)"``."""
+"""Kernels for ``benchmarks.compare_configs`` (session 24): how wide a 2-D pointwise tile's
+rows must be on an H200, by the bytes each access reads or writes per row. Three kernels over
+one [M, N] tensor tiled [rows, cols]: an fp32 scale (4-byte loads and stores), a bf16 scale
+(2-byte) and an fp8 -> bf16 cast (1-byte loads, 2-byte stores). Timed with
+``benchmarks.compare_configs benchmarks.row_widths:KERNEL 8192,8192 --inputs
+benchmarks.row_widths:INPUTS default "default.replace(...)"`` (results: rows2d_s24.md)."""
 
 from __future__ import annotations
 
