@@ -37,11 +37,12 @@ def torch_call(tr: Tracer, func: Any, args: tuple[Any, ...], kwargs: dict[str, A
 
 
 def contained_host_tensor(tr: Tracer) -> DeviceCodeError:
-    """A tensor reached through a Python container (``outs[0][tn]``, ``ins[1][tn]``): device
-    code reaches a host tensor through the name it has when the loop starts."""
+    """A tensor reached through a Python container (``outs[0][tn]``, ``ins[1][tn]``), an
+    attribute or a global: device code reaches a host tensor through the name it has in the
+    kernel when the loop starts."""
     return DeviceCodeError(
-        "a host tensor inside a Python list, tuple or dict cannot be loaded or stored in "
-        "device code",
+        "a host tensor inside a Python list, tuple or dict (or an attribute or global) cannot "
+        "be loaded or stored in device code",
         tr.loc,
         hint="give it a name before the loop (`out0 = outs[0]`) and index that name "
         "(`out0[tn] = ...`)",
