@@ -312,3 +312,36 @@ def test_while_on_gpu() -> None:
     x, lengths = _jagged_inputs(1000, 500, "cuda")
     for g, e in zip(jagged_sums(x, lengths), _jagged_ref(x, lengths), strict=True):
         torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+
+
+@tc.kernel(static_shapes=True)
+def per_row_mode(x: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+    """Each row by its code: doubled, centred on its max, or plus one (stores and a reduction
+    in the elif / else branches)."""
+    m, _ = x.size()
+    out = torch.zeros_like(x)
+    for tm in tc.tile(m, block_size=1):
+        if codes[tm.begin] == 0:
+            out[tm.begin, :] = x[tm.begin, :] * 2.0
+        elif codes[tm.begin] == 1:
+            out[tm.begin, :] = x[tm.begin, :] - torch.amax(x[tm.begin, :])
+        else:
+            out[tm.begin, :] = x[tm.begin, :] + 1.0
+    return out
+
+
+def test_else_branches_that_store_and_reduce() -> None:
+    """The resource model numbered only an if's body: a store or reduction in its else branch
+    had no program position (a KeyError from the default's register estimate)."""
+    x, codes = torch.randn(11, 21), torch.randint(0, 3, (11,))
+    first = (codes == 0)[:, None]
+    want = torch.where(first, x * 2, torch.where((codes == 1)[:, None], x - x.amax(1, True), x + 1))
+    torch.testing.assert_close(per_row_mode(x, codes), want)
+    torch.testing.assert_close(per_row_mode.run_ref(x, codes), want)
+    rows = check_kernel(
+        per_row_mode,
+        (torch.randn(4096, 1000), torch.randint(0, 3, (4096,))),
+        [Target.parse("cuda:90")],
+        lambda bound: [bound.config_spec.default()],
+    )
+    assert rows and all(r.report is not None and r.report.ok for r in rows), rows

@@ -360,8 +360,8 @@ def _values(body: list[Node], spans: dict[int, tuple[int, int]]) -> Iterable[tup
             yield from ((carry, spans[node.id][1]) for carry in node.attrs.get("carried", []))
         elif node.op not in _NO_VALUE:
             yield node, 0
-        if node.body is not None:
-            yield from _values(node.body, spans)
+        for block in _nested_bodies(node):
+            yield from _values(block, spans)
 
 
 def _thread_order(loop: DeviceLoop, block_of: Callable[[Sym], int]) -> tuple[list[Sym], int]:
@@ -431,9 +431,11 @@ def _number(body: list[Node]) -> tuple[dict[int, int], dict[int, tuple[int, int]
             positions[node.id] = len(positions)
             for carry in node.attrs.get("carried", []) if node.op is Op.LOOP else []:
                 positions[carry.id] = len(positions)  # defined (initialized) before the body
-            if node.body is not None:
+            nested = _nested_bodies(node)
+            if nested:
                 first = len(positions)
-                visit(node.body)
+                for block in nested:
+                    visit(block)
                 spans[node.id] = (first, len(positions) - 1)
 
     visit(body)
@@ -463,8 +465,15 @@ def _last_uses(
                         at = max(at, end)
                         break
                 last[used.id] = max(last.get(used.id, 0), at)
-            if node.body is not None:
-                visit(node.body, [*enclosing, node])
+            for block in _nested_bodies(node):
+                visit(block, [*enclosing, node])
 
     visit(body, [])
     return last
+
+
+def _nested_bodies(node: Node) -> list[list[Node]]:
+    """The node lists nested in ``node`` in program order: a while's condition, a loop's or
+    branch's body, an if's else branch (an else that stores or reduces had no position)."""
+    found = [node.attrs.get("cond_body"), node.body, node.attrs.get("orelse")]
+    return [block for block in found if block]

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import UnsupportedOpError
-from tilecraft.frontend import dots, scans, tile_gather, tile_shifts, views
+from tilecraft.frontend import composites, dots, scans, tile_gather, tile_shifts, views
 from tilecraft.ir.pointwise import POINTWISE
 
 Handler = Callable[..., Any]
@@ -197,6 +197,12 @@ def _var(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     )
 
 
+@lowering(torch.std, T.std)
+def _std(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """``sqrt(var)``, with ``var``'s ``dim`` / ``correction`` / ``unbiased`` / ``keepdim``."""
+    return t.pointwise("sqrt", _var(t, x, *args, **kwargs))
+
+
 def _softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool) -> Any:
     node = t.value_node(x)
     out_dtype = dtype or node.dtype
@@ -357,6 +363,14 @@ lowering(torch.take_along_dim, T.take_along_dim)(tile_gather.take_along_dim)
 lowering(torch.roll, T.roll)(tile_gather.roll)
 lowering(torch.flip, T.flip)(tile_gather.flip)
 lowering(F.pad)(tile_shifts.pad)
+lowering(torch.lerp, T.lerp)(composites.lerp)
+lowering(torch.addcmul, T.addcmul)(composites.addcmul)
+lowering(torch.addcdiv, T.addcdiv)(composites.addcdiv)
+lowering(torch.nan_to_num, T.nan_to_num)(composites.nan_to_num)
+lowering(F.softplus)(composites.softplus)
+lowering(F.mish)(composites.mish)
+lowering(F.hardsigmoid)(composites.hardsigmoid)
+lowering(F.hardswish)(composites.hardswish)
 
 
 @lowering(T.reshape, torch.reshape, T.view)

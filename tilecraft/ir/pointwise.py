@@ -130,6 +130,24 @@ _op(
     bool_result=True,
 )
 _op("isnan", 1, "({0} != {0})", torch.isnan, torch.isnan, T.isnan, bool_result=True)
+_op(
+    "isinf",
+    1,
+    "(tl.abs({0}) == float('inf'))",
+    torch.isinf,
+    torch.isinf,
+    T.isinf,
+    bool_result=True,
+)
+_op(
+    "isfinite",
+    1,
+    "(({0} == {0}) & (tl.abs({0}) != float('inf')))",
+    torch.isfinite,
+    torch.isfinite,
+    T.isfinite,
+    bool_result=True,
+)
 # binary
 _op(
     "add",

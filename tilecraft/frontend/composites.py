@@ -1,0 +1,74 @@
+"""Torch functions that are a few pointwise ops (stage: frontend; in: the tracer and the call's
+operands; out: traced values).
+
+Each builds the torch formula from the pointwise table's ops (``ir/pointwise.py``), so its
+rounding follows the formula PyTorch documents: ``torch.lerp``'s two-sided form, ``softplus``'s
+threshold, ``nan_to_num``'s dtype limits. Registered in :mod:`~tilecraft.frontend.lowerings`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def lerp(t: Any, start: Any, end: Any, weight: Any) -> Any:
+    """``start + weight * (end - start)`` for weights under 0.5, else ``end - (end - start) *
+    (1 - weight)`` (torch's form: exact at both ends)."""
+    diff = t.pointwise("sub", end, start)
+    low = t.pointwise("add", start, t.pointwise("mul", weight, diff))
+    high = t.pointwise("sub", end, t.pointwise("mul", diff, t.pointwise("sub", 1.0, weight)))
+    if isinstance(weight, (int, float)):
+        return low if abs(weight) < 0.5 else high
+    return t.where(t.pointwise("lt", t.pointwise("abs", weight), 0.5), low, high)
+
+
+def addcmul(t: Any, x: Any, a: Any, b: Any, *, value: float = 1) -> Any:
+    """``x + value * a * b``."""
+    return t.pointwise("add", x, t.pointwise("mul", value, t.pointwise("mul", a, b)))
+
+
+def addcdiv(t: Any, x: Any, a: Any, b: Any, *, value: float = 1) -> Any:
+    """``x + value * a / b``."""
+    return t.pointwise("add", x, t.pointwise("mul", value, t.pointwise("truediv", a, b)))
+
+
+def nan_to_num(
+    t: Any, x: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
+) -> Any:
+    """NaN to ``nan``, infinities to ``posinf`` / ``neginf`` (default: the dtype's largest
+    and smallest finite values); integer tiles unchanged."""
+    dtype = t.value_node(x).dtype
+    if not dtype.is_floating_point:
+        return x
+    info = torch.finfo(dtype)
+    big = info.max if posinf is None else posinf
+    small = info.min if neginf is None else neginf
+    out = t.where(t.pointwise("isnan", x), nan, x)
+    out = t.where(t.pointwise("eq", x, float("inf")), big, out)
+    return t.where(t.pointwise("eq", x, float("-inf")), small, out)
+
+
+def softplus(t: Any, x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    """``log1p(exp(beta x)) / beta``, and ``x`` itself where ``beta x > threshold``."""
+    scaled = t.pointwise("mul", x, beta)
+    soft = t.pointwise("truediv", t.pointwise("log1p", t.pointwise("exp", scaled)), beta)
+    return t.where(t.pointwise("gt", scaled, threshold), x, soft)
+
+
+def mish(t: Any, x: Any, inplace: bool = False) -> Any:
+    """``x * tanh(softplus(x))``."""
+    return t.pointwise("mul", x, t.pointwise("tanh", softplus(t, x)))
+
+
+def hardsigmoid(t: Any, x: Any, inplace: bool = False) -> Any:
+    """``min(max(x + 3, 0), 6) / 6``."""
+    relu6 = t.pointwise("minimum", t.pointwise("maximum", t.pointwise("add", x, 3.0), 0.0), 6.0)
+    return t.pointwise("truediv", relu6, 6.0)
+
+
+def hardswish(t: Any, x: Any, inplace: bool = False) -> Any:
+    """``x * min(max(x + 3, 0), 6) / 6``."""
+    relu6 = t.pointwise("minimum", t.pointwise("maximum", t.pointwise("add", x, 3.0), 0.0), 6.0)
+    return t.pointwise("truediv", t.pointwise("mul", x, relu6), 6.0)
