@@ -329,3 +329,24 @@ def test_a_whole_dim_in_a_load_or_store_index_list_is_slice_none() -> None:
     want = torch.where(keep[:, None] > 0, x * 2, 0.0)
     torch.testing.assert_close(masked_rows_whole_dim(x, keep), want)
     torch.testing.assert_close(masked_rows_whole_dim.run_ref(x, keep), want)
+
+
+@tc.kernel(static_shapes=True)
+def two_stores_at_once(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Tuple-unpacking stores and a chained store, in a tile loop whose last tile is partial."""
+    (n,) = x.size()
+    doubled, shifted, same = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
+    for tn in tc.tile(n, block_size=8):
+        doubled[tn], shifted[tn] = x[tn] * 2.0, x[tn] + 1.0
+        same[tn] = doubled[tn] = x[tn] * 2.0
+    return doubled, shifted, same
+
+
+def test_tuple_and_chained_stores_are_masked_in_ref_mode() -> None:
+    """`a[t], b[t] = v, w` in ref mode stored unmasked (an IndexError past the end of a
+    partial tile); each store now goes through the masked ref store."""
+    x = torch.randn(13)
+    want = (x * 2.0, x + 1.0, x * 2.0)
+    for got in (two_stores_at_once.run_ref(x), two_stores_at_once(x)):
+        for have, expect in zip(got, want, strict=True):
+            torch.testing.assert_close(have, expect)

@@ -417,3 +417,31 @@ def test_suffix_sums_by_flips() -> None:
     torch.testing.assert_close(suffix_sums(x), x.flip(1).cumsum(1).flip(1), rtol=1e-5, atol=1e-5)
     code = suffix_sums.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
     assert code.count("tl.gather(") == 2 and "tl.cumsum(" in code, code
+
+
+@tc.kernel(static_shapes=True)
+def running_extremes(
+    x: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """torch.cummax / Tensor.cummin along each row (values and indices)."""
+    m, n = x.size()
+    top, top_at = torch.empty_like(x), torch.empty(m, n, dtype=torch.int64, device=x.device)
+    low, low_at = torch.empty_like(x), torch.empty(m, n, dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        values, indices = torch.cummax(x[tm, :], dim=1)
+        top[tm, :], top_at[tm, :] = values, indices
+        smallest = x[tm, :].cummin(1)
+        low[tm, :], low_at[tm, :] = smallest.values, smallest.indices
+    return top, top_at, low, low_at
+
+
+def test_cummax_and_cummin_match_torch_on_ties_and_nans() -> None:
+    """Small integers give ties (torch takes the later index); a NaN, once met, stays (with
+    the last NaN's index); 37 columns pad to 64."""
+    x = torch.randint(0, 5, (7, 37)).float()
+    x[2, 5] = x[3, 9] = x[3, 20] = float("nan")
+    want = (*torch.cummax(x, 1), *torch.cummin(x, 1))
+    for got in (running_extremes(x), running_extremes.run_ref(x)):
+        for have, expect in zip(got, want, strict=True):
+            torch.testing.assert_close(have, expect, equal_nan=True)
+    assert_defaults_cross_compile(running_extremes, (torch.randn(512, 1000),))

@@ -260,6 +260,18 @@ lowering(torch.cumsum, T.cumsum)(_cumulative("sum"))
 lowering(torch.cumprod, T.cumprod)(_cumulative("prod"))
 
 
+def _extreme(kind: str) -> Handler:
+    def handler(t: Any, x: Any, dim: int) -> Any:
+        """``(values, indices)`` along ``dim`` (never chunked); ties take the later index."""
+        return scans.cumulative_extreme(t, kind, x, dim)
+
+    return handler
+
+
+lowering(torch.cummax, T.cummax)(_extreme("max"))
+lowering(torch.cummin, T.cummin)(_extreme("min"))
+
+
 @lowering(torch.rand_like, torch.rand, torch.randn_like, torch.randn, torch.bernoulli)
 def _torch_random(t: Any, *args: Any, **kwargs: Any) -> Any:
     """Not supported in device code: use ``tc.rand(shape, seed, offset)``."""

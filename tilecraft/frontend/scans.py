@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError
-from tilecraft.frontend.tile_gather import flip
+from tilecraft.frontend.tile_gather import along, flip
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind
 
@@ -106,6 +106,25 @@ def cumulative(t: Tracer, kind: str, x: Any, dim: Any, dtype: Any = None) -> Til
     inp = t.cast(node, compute)
     scan = t.emit(Op.SCAN, [inp], inp.shape, compute, kind=kind, axis=axis, reverse=False)
     return t.wrap(t.cast(scan, result))
+
+
+def cumulative_extreme(t: Tracer, kind: str, x: Any, dim: Any) -> Any:
+    """``torch.cummax`` / ``torch.cummin``: ``(values, indices)`` along ``dim``, a scan of
+    (value, position) pairs. As torch: a tie takes the later position, and a NaN, once met,
+    is kept (with the position of the last NaN)."""
+    node, axis = _scan_node(t, x, dim, f"cum{kind}")
+    d = node.shape[axis]
+    pos = t.tile_leaf(d, Op.TILE_INDEX) if isinstance(d, Sym) else t.arange(int(d))
+    positions = along(t, t.to_dtype(pos, torch.int64), node.shape, axis)
+    better = torch.ge if kind == "max" else torch.le
+
+    def combine(lv: Any, li: Any, rv: Any, ri: Any) -> tuple[Any, Any]:
+        take = better(rv, lv) | (rv != rv)
+        return torch.where(take, rv, lv), torch.where(take, ri, li)
+
+    pair: Any = associative_scan(t, combine, (x, positions), axis)
+    result = torch.return_types.cummax if kind == "max" else torch.return_types.cummin
+    return result(pair)
 
 
 def associative_scan(

@@ -139,6 +139,28 @@ class _LaunchRewriter(ast.NodeTransformer):
         return ast.fix_missing_locations(ast.copy_location(ast.Expr(call), node))
 
 
+def _ref_set(target: ast.Subscript, value: ast.expr) -> ast.stmt:
+    """``target = value`` for a subscript target in ref mode: ``__tc_ref_set__(a, i, value)``."""
+    call = ast.Call(
+        ast.Name(REF_SET, ast.Load()), [target.value, _slice_expr(target.slice), value], []
+    )
+    return ast.Expr(call)
+
+
+def _unpack(target: ast.expr, value: ast.expr) -> list[ast.stmt]:
+    """Statements that assign ``value`` to ``target``, a name, a subscript or a tuple of them
+    (each element from ``value[k]``)."""
+    if isinstance(target, ast.Subscript):
+        return [_ref_set(target, value)]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [
+            stmt
+            for k, elt in enumerate(target.elts)
+            for stmt in _unpack(elt, ast.Subscript(value, ast.Constant(k), ast.Load()))
+        ]
+    return [ast.Assign([target], value)]
+
+
 class _RefRewriter(ast.NodeTransformer):
     """Inside device loops: ``a[i]`` -> ``__tc_ref_get__(a, i)``; stores likewise."""
 
@@ -154,14 +176,16 @@ class _RefRewriter(ast.NodeTransformer):
     def visit_Assign(self, node: ast.Assign) -> Any:
         self.generic_visit(node)
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
-            target = node.targets[0]
-            call = ast.Call(
-                ast.Name(REF_SET, ast.Load()),
-                [target.value, _slice_expr(target.slice), node.value],
-                [],
-            )
-            return ast.copy_location(ast.Expr(call), node)
-        return node
+            return ast.copy_location(_ref_set(node.targets[0], node.value), node)
+        stores = [n for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Subscript)]
+        if not stores or any(isinstance(n, ast.Starred) for t in node.targets for n in ast.walk(t)):
+            return node
+        # `a[i], b[i] = v, w` (or `a[i] = b[i] = v`): the value once, then each store
+        rhs = f"__tc_ref_rhs{id(node)}__"
+        stmts: list[ast.stmt] = [ast.Assign([ast.Name(rhs, ast.Store())], node.value)]
+        for target in node.targets:
+            stmts += _unpack(target, ast.Name(rhs, ast.Load()))
+        return [ast.fix_missing_locations(ast.copy_location(s, node)) for s in stmts]
 
     def visit_Call(self, node: ast.Call) -> Any:
         """``x.addmm(a, b)`` / ``torch.baddbmm(x, a, b)`` -> ``__tc_ref_addmm__(f, ...)``: on
@@ -276,7 +300,8 @@ def ref_tree(src: KernelSource) -> ast.FunctionDef:
     _find_loops_in(tree, loops)
     rewriter = _RefRewriter()
     for loop in loops:
-        loop.body = [rewriter.visit(s) for s in loop.body]
+        visited = [rewriter.visit(s) for s in loop.body]  # a statement may become several
+        loop.body = [s for v in visited for s in (v if isinstance(v, list) else [v])]
     return tree
 
 
