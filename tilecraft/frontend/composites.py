@@ -64,11 +64,14 @@ def mish(t: Any, x: Any, inplace: bool = False) -> Any:
 
 def hardsigmoid(t: Any, x: Any, inplace: bool = False) -> Any:
     """``min(max(x + 3, 0), 6) / 6``."""
-    relu6 = t.pointwise("minimum", t.pointwise("maximum", t.pointwise("add", x, 3.0), 0.0), 6.0)
-    return t.pointwise("truediv", relu6, 6.0)
+    return t.pointwise("truediv", _relu6_shifted(t, x), 6.0)
 
 
 def hardswish(t: Any, x: Any, inplace: bool = False) -> Any:
     """``x * min(max(x + 3, 0), 6) / 6``."""
-    relu6 = t.pointwise("minimum", t.pointwise("maximum", t.pointwise("add", x, 3.0), 0.0), 6.0)
-    return t.pointwise("truediv", t.pointwise("mul", x, relu6), 6.0)
+    return t.pointwise("truediv", t.pointwise("mul", x, _relu6_shifted(t, x)), 6.0)
+
+
+def _relu6_shifted(t: Any, x: Any) -> Any:
+    """``min(max(x + 3, 0), 6)``."""
+    return t.pointwise("minimum", t.pointwise("maximum", t.pointwise("add", x, 3.0), 0.0), 6.0)
