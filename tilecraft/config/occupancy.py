@@ -122,16 +122,9 @@ def small_grid_warps(spec: ConfigSpec, config: Config) -> Config:
     if any(p is None or p * (splits[i] or 1) > 2 * limits.num_sms for i, p in enumerate(programs)):
         return config
     largest, _ = spec.largest_value(config)
-    warps = config.num_warps or 4
-    while (
-        warps < spec.target.max_warps
-        and largest // (2 * warps * warp_size) >= STEP_ELEMENTS_PER_THREAD
-    ):
-        warps *= 2
-    candidate = config.replace(num_warps=warps)
-    if warps == config.num_warps or spec.predicted(candidate).spills:
-        return config
-    return candidate
+    return _doubled_warps(
+        spec, config, lambda w: largest // (2 * w * warp_size) >= STEP_ELEMENTS_PER_THREAD
+    )
 
 
 def programs_per_sm(limits: Limits, threads: int, registers: int, shared_bytes: int) -> int:
@@ -208,8 +201,14 @@ def recurrence_warps(spec: ConfigSpec, config: Config) -> Config:
     if any(p is None or p > spec.target.limits.num_sms for p in programs):
         return config
     elements = max(spec.numel(state, config) for state in spec.exchanged_states)
+    return _doubled_warps(spec, config, lambda w: w * spec.target.warp_size < elements)
+
+
+def _doubled_warps(spec: ConfigSpec, config: Config, more: Callable[[int], bool]) -> Config:
+    """``config`` with its warps doubled while ``more(warps)`` holds (up to the target's
+    most), unless that changes nothing or the resource model predicts spills there."""
     warps = config.num_warps or 4
-    while warps < spec.target.max_warps and warps * spec.target.warp_size < elements:
+    while warps < spec.target.max_warps and more(warps):
         warps *= 2
     candidate = config.replace(num_warps=warps)
     if warps == config.num_warps or spec.predicted(candidate).spills:

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable
 
 import torch
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies, nested_bodies
 from tilecraft.ir.phases import chunk_loop_loads, phases
 
 # registers for pointers, program ids, loop counters and offsets: ptxas (sm_90) over the
@@ -360,7 +360,7 @@ def _values(body: list[Node], spans: dict[int, tuple[int, int]]) -> Iterable[tup
             yield from ((carry, spans[node.id][1]) for carry in node.attrs.get("carried", []))
         elif node.op not in _NO_VALUE:
             yield node, 0
-        for block in _nested_bodies(node):
+        for block in nested_bodies(node):
             yield from _values(block, spans)
 
 
@@ -431,10 +431,9 @@ def _number(body: list[Node]) -> tuple[dict[int, int], dict[int, tuple[int, int]
             positions[node.id] = len(positions)
             for carry in node.attrs.get("carried", []) if node.op is Op.LOOP else []:
                 positions[carry.id] = len(positions)  # defined (initialized) before the body
-            nested = _nested_bodies(node)
-            if nested:
+            if node.body is not None:  # an empty loop body still has a (first, last) span
                 first = len(positions)
-                for block in nested:
+                for block in nested_bodies(node):
                     visit(block)
                 spans[node.id] = (first, len(positions) - 1)
 
@@ -465,15 +464,8 @@ def _last_uses(
                         at = max(at, end)
                         break
                 last[used.id] = max(last.get(used.id, 0), at)
-            for block in _nested_bodies(node):
+            for block in nested_bodies(node):
                 visit(block, [*enclosing, node])
 
     visit(body, [])
     return last
-
-
-def _nested_bodies(node: Node) -> list[list[Node]]:
-    """The node lists nested in ``node`` in program order: a while's condition, a loop's or
-    branch's body, an if's else branch (an else that stores or reduces had no position)."""
-    found = [node.attrs.get("cond_body"), node.body, node.attrs.get("orelse")]
-    return [block for block in found if block]

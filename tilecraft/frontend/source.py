@@ -177,8 +177,9 @@ class _RefRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
             return ast.copy_location(_ref_set(node.targets[0], node.value), node)
-        stores = [n for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Subscript)]
-        if not stores or any(isinstance(n, ast.Starred) for t in node.targets for n in ast.walk(t)):
+        parts = [n for t in node.targets for n in ast.walk(t)]
+        stores = any(isinstance(n, ast.Subscript) for n in parts)
+        if not stores or any(isinstance(n, ast.Starred) for n in parts):
             return node
         # `a[i], b[i] = v, w` (or `a[i] = b[i] = v`): the value once, then each store
         rhs = f"__tc_ref_rhs{id(node)}__"

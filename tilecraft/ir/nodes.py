@@ -163,6 +163,13 @@ def value_indexed(node: Node) -> bool:
     return any(item[0] == "value" for item in node.attrs["index"])
 
 
+def nested_bodies(node: Node) -> list[list[Node]]:
+    """The node lists nested in ``node``, in program order: a while's condition, a loop's or a
+    branch's body, an if's else branch."""
+    found = [node.attrs.get("cond_body"), node.body, node.attrs.get("orelse")]
+    return [block for block in found if block]
+
+
 def bodies(nodes: list[Node]) -> Iterator[list[Node]]:
     """``nodes`` and every node list nested in them (a loop's body, a branch's, a while's
     condition)."""

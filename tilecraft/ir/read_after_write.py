@@ -19,7 +19,7 @@ keeps on pointers.
 
 from __future__ import annotations
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, value_indexed
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, nested_bodies, value_indexed
 
 _LOOPS = (Op.LOOP, Op.WHILE)
 
@@ -82,9 +82,8 @@ def _number(
         order[node.id] = len(order)
         enclosing[node.id] = loops
         inner = (*loops, node.id) if node.op in _LOOPS else loops
-        for body in (node.body, node.attrs.get("orelse"), node.attrs.get("cond_body")):
-            if body:
-                _number(body, inner, order, enclosing)
+        for body in nested_bodies(node):
+            _number(body, inner, order, enclosing)
 
 
 def _may_follow(
