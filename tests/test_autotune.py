@@ -116,8 +116,9 @@ def test_compare_integers_allow_rare_rounding_ties() -> None:
 def test_compare_packed_codes_allow_spread_ties_only_where_the_kernel_rounds() -> None:
     """Two int4 codes a byte: one code off moves the byte by 1, 15, 16 or 17. Where the kernel
     rounds computed floats, such differences pass when spread like ties (under 1e-3 of the
-    bytes, no line holding more than 5% of its elements, no three in a run); a wrong row, a
-    wrong tile's run, or the same bytes in a kernel that rounds nothing do not."""
+    bytes, no line holding more than 5% of its elements, no five in a run, none with more than
+    two differing neighbours); a wrong row, a wrong tile (even 2x2), a run of five, or the
+    same bytes in a kernel that rounds nothing do not."""
     gen = torch.Generator().manual_seed(0)
     want = torch.randint(0, 256, (512, 256), dtype=torch.uint8, generator=gen)
     ties = want.clone()
@@ -132,8 +133,18 @@ def test_compare_packed_codes_allow_spread_ties_only_where_the_kernel_rounds() -
     wrong_row[7, :] ^= 0x10
     assert not compare(wrong_row, want, rounds_floats=True).ok
     wrong_tile = want.clone()
-    wrong_tile[100:104, 32:36] ^= 0x10  # 16 bytes: under 1e-3 and under 5% a line, but runs
+    wrong_tile[100:104, 32:36] ^= 0x10  # 16 bytes: under 1e-3 and under 5% a line, but a block
     assert not compare(wrong_tile, want, rounds_floats=True).ok
+    small_tile = want.clone()
+    small_tile[200:202, 40:42] ^= 0x10  # each of the four has three differing neighbours
+    assert not compare(small_tile, want, rounds_floats=True).ok
+    long_run = ties.clone()
+    long_run[300, 10:15] ^= 0x10  # five in a row: a tile's row
+    assert not compare(long_run, want, rounds_floats=True).ok
+    side_by_side = ties.clone()
+    side_by_side[400, 20:23] ^= 0x01  # three ties in a row of a tie-heavy row still pass
+    side_by_side[401, 100] ^= 0x01
+    assert compare(side_by_side, want, rounds_floats=True).ok
 
 
 # -- classification ------------------------------------------------------------------------

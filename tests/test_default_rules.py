@@ -65,6 +65,47 @@ def test_a_loop_over_loaded_bounds_splits_finer() -> None:
     assert UNEVEN_WAVES * wave / 2 < programs < UNEVEN_WAVES * wave * 2
 
 
+@pytest.mark.parametrize("shape", [(4, 150, 512, 512), (8, 19, 512, 1024)])
+def test_a_grid_with_a_poor_last_wave_splits(shape: tuple[int, ...]) -> None:
+    """Dice loss per (image, class tile): 152 programs at one program an SM run two waves on
+    132 SMs, 58% busy; the default splits the pixel loop into the fewest shares that keep 90%
+    of the slots busy (4: five waves of a quarter the length) and keeps its tile (H200: 0.339 ->
+    0.261 ms and 0.321 -> 0.218; dice_split_s25)."""
+    from benchmarks.gen_kernels import ALL_CASES
+    from tilecraft.config.split import TAIL_FILL
+
+    case = ALL_CASES["dice_loss_per_class"]
+    spec = _spec(case.kernels[0], *case.make_inputs(shape, "meta", 0))
+    config = spec.default()
+    programs = spec.programs(0, config)
+    sms = H200.limits.num_sms
+    assert occupancy.resident_programs(spec, config) == 1
+    assert programs is not None and sms < programs < 2 * sms  # two waves, unsplit
+    split = config.split_reductions[0]
+    assert split == 4, config
+    total = programs * split
+    assert total >= TAIL_FILL * -(-total // sms) * sms
+
+
+def test_a_grid_of_whole_waves_is_not_split() -> None:
+    """The same kernel at a shape whose programs fall evenly on the SMs (4 x 132 class tiles
+    of 4: four on every SM) keeps its loop whole, and so does a masked mean pool whose 512
+    programs run about four an SM (97% even; H200: unsplit 0.080 ms, split 2 0.097, split 8
+    0.151; maskpool_tail_s25)."""
+    from benchmarks.gen_kernels import ALL_CASES
+
+    case = ALL_CASES["dice_loss_per_class"]
+    spec = _spec(case.kernels[0], *case.make_inputs((4, 528, 256, 256), "meta", 0))
+    config = spec.default()
+    programs = spec.programs(0, config)
+    assert programs is not None and programs % H200.limits.num_sms == 0, (programs, config)
+    assert config.split_reductions in ((), (1,)), config
+    case = ALL_CASES["masked_mean_pool"]
+    spec = _spec(case.kernels[0], *case.make_inputs((64, 512, 4096), "meta", 0))
+    config = spec.default()
+    assert spec.programs(0, config) == 512 and config.split_reductions in ((), (1,)), config
+
+
 def test_a_pooled_tile_keeps_whole_lines_of_its_contiguous_dim() -> None:
     """A masked mean over the middle dim of [64, 512, 4096] bf16 (tiles [batch, hidden] with a
     time loop): shrinking halves the batch and time blocks before the hidden dim, each row of

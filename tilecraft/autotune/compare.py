@@ -31,8 +31,11 @@ FLOAT8_TOLERANCE = (1.25e-1, 1.25e-1)
 # integer results may be one off in this share of elements (float math rounded to integers)
 INT_ROUNDING_SHARE = 1e-3
 # ... and packed codes (several integers a byte) may differ more than one where no line of any
-# dim holds more than this share of its elements
+# dim holds more than this share of its elements, no run is this long, and no differing element
+# has more than ``TIE_NEIGHBOURS`` differing neighbours in its row and the rows beside it
 ROUNDING_LINE_SHARE = 0.05
+TIE_RUN = 5
+TIE_NEIGHBOURS = 2
 # a kernel deciding on computed floats may differ in this share of a tensor's elements (at least
 # one), each alone in its row and column (at most two share an index) and no three in a run
 FLIP_SHARE = 1e-5
@@ -255,11 +258,24 @@ def scattered(bad: torch.Tensor) -> bool:
     return _no_runs(bad)
 
 
-def _no_runs(bad: torch.Tensor) -> bool:
-    """Whether no three elements set in ``bad`` are consecutive in memory order."""
+def _no_runs(bad: torch.Tensor, length: int = 3) -> bool:
+    """Whether no ``length`` elements set in ``bad`` are consecutive in memory order."""
     flat = bad.flatten().nonzero().flatten()
-    runs = (flat[2:] - flat[:-2] == 2) if flat.numel() >= 3 else flat.new_zeros(0, dtype=torch.bool)
+    k = length - 1
+    runs = (flat[k:] - flat[:-k] == k) if flat.numel() > k else flat.new_zeros(0, dtype=torch.bool)
     return not bool(runs.any())
+
+
+def _isolated(bad: torch.Tensor) -> bool:
+    """Whether no element set in ``bad`` has more than ``TIE_NEIGHBOURS`` set among its eight
+    neighbours in the last two dims (a wrong tile is a block of them; ties fall apart)."""
+    if bad.dim() < 2:
+        return True
+    planes = bad.reshape(-1, 1, *bad.shape[-2:]).to(torch.float32)
+    ring = torch.ones(1, 1, 3, 3, device=bad.device)
+    ring[0, 0, 1, 1] = 0
+    around = torch.nn.functional.conv2d(planes, ring, padding=1)
+    return not bool((around[planes > 0] > TIE_NEIGHBOURS).any())
 
 
 def _rounding_ties(
@@ -282,21 +298,24 @@ def _rounding_ties(
         return False
     # packed codes: one int4 code off moves its byte by 1, 15, 16 or 17 (a row-wise int4 pack of
     # 16384 x 8192 bf16, two codes a byte: 36296 of 67.1M bytes, at most 45 in a row of 4096
-    # and 22 in a column of 16384, on the H200): spread like ties, not a wrong line or tile
+    # and 22 in a column of 16384, some three in a run, on the H200): spread like ties, not a
+    # wrong line or tile
     return _spread(diff)
 
 
 def _spread(bad: torch.Tensor) -> bool:
     """Whether no index of any dim holds more than ``ROUNDING_LINE_SHARE`` of its line's
-    elements in ``bad`` (a wrong row, column or tail tile fills its line) and no three are
-    consecutive in memory (a wrong tile's row is a run; ties fall apart)."""
+    elements in ``bad`` (a wrong row, column or tail tile fills its line), no ``TIE_RUN`` are
+    consecutive in memory (a wrong tile's row is a run) and none has more than
+    ``TIE_NEIGHBOURS`` neighbours in ``bad`` (a wrong tile is a block). Ties fall apart, though
+    where a row's scale makes many of its values ties, a few sit side by side."""
     where = bad.nonzero()
     for dim in range(bad.dim()):
         line = bad.numel() // max(1, bad.shape[dim])
         counts = torch.unique(where[:, dim], return_counts=True)[1]
         if int(counts.max()) > max(2, int(line * ROUNDING_LINE_SHARE)):
             return False
-    return _no_runs(bad)
+    return _no_runs(bad, TIE_RUN) and _isolated(bad)
 
 
 def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:

@@ -137,10 +137,11 @@ def access(
             if inside and inside not in masks:
                 masks.append(inside)
         else:
-            idx = _expand(ctx.expr(vnode), pos, width, rank)
+            text = _offset_index(ctx, vnode)
+            idx = _expand(text, pos, width, rank)
             # a computed index outside the tensor reads 0 and is not written (never an illegal
             # address that would end the caller's CUDA context; ref mode reports it)
-            inside = _inside(ctx.expr(vnode), ctx.size_expr(tensor, item[2]))
+            inside = _inside(text, ctx.size_expr(tensor, item[2]))
             mask = ctx.value_mask(vnode.shape)
             if mask and width:
                 mask = _expand(f"({mask})", pos, width, rank)
@@ -155,6 +156,22 @@ def access(
         masks.append(ctx.expr(node.inputs[extra]))
     offset = " + ".join(terms) if terms else "0"
     return f"{param} + ({offset})", " & ".join(masks) if masks else None
+
+
+_NARROW_INTS = (torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+def _offset_index(ctx: EmitContext, value: Node) -> str:
+    """A computed index as the offsets take it: in int32 offsets, an int64 widened from a
+    narrower integer (``ir/int_ranges.py`` leaves ``cumsum(k) - k`` so) is read before the
+    widening; in int64 offsets a narrower index is widened (its product with a stride would
+    overflow int32)."""
+    if ctx.int64:
+        text = ctx.expr(value)
+        return text if value.dtype == torch.int64 else ctx.index_cast(text)
+    if value.op is Op.CAST and value.dtype == torch.int64 and value.inputs[0].dtype in _NARROW_INTS:
+        return ctx.expr(value.inputs[0])
+    return ctx.expr(value)
 
 
 def _block_geometry(

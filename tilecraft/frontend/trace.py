@@ -20,6 +20,7 @@ from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir.fuse_loops import fuse_sibling_loops
 from tilecraft.ir.hoist import hoist_operands
+from tilecraft.ir.int_ranges import narrow_int_accumulations
 from tilecraft.ir.masked_loads import mask_loads_by_where
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, SymKind, walk
 from tilecraft.ir.promote import promote_small_grids
@@ -221,7 +222,7 @@ def trace_kernel(
         loops = hoist_operands(loops)
         for loop in loops:
             loop.body = eliminate_dead_code(loop.body)
-    loops = [mask_loads_by_where(loop) for loop in loops]
+    loops = [narrow_int_accumulations(mask_loads_by_where(loop)) for loop in loops]
     assign_config_slots(loops)
     values = tuple(host.block_values.get(s, 0) for s in host.host_slot_order)
     return TracedKernel(
