@@ -9,23 +9,9 @@ import pytest
 import torch
 
 import tilecraft as tc
+from benchmarks.gen_kernels.heldout_s24 import compact_rows as compact
 from tests.cross_targets import assert_defaults_cross_compile
 from tilecraft.ir.nodes import Op
-
-
-@tc.kernel(static_shapes=True)
-def compact(values: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stream compaction of each row by the exclusive cumsum of its keep mask."""
-    r, _ = values.size()
-    out = torch.zeros_like(values)
-    counts = torch.empty([r], dtype=torch.int64, device=values.device)
-    for tr in tc.tile(r):
-        kept = keep[tr, :]
-        k = kept.to(torch.int32)
-        slot = torch.cumsum(k, dim=1) - k
-        tc.store(out, [tr.index[:, None], slot], values[tr, :], extra_mask=kept)
-        counts[tr] = torch.sum(k, dim=1)
-    return out, counts
 
 
 def _compact_expected(values: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, ...]:
