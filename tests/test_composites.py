@@ -1,8 +1,8 @@
 """Torch functions built from pointwise ops (frontend/composites.py, isinf / isfinite in
-ir/pointwise.py, torch.std in frontend/lowerings.py): interpreter and ref mode against eager
-PyTorch on values that hit each formula's edges (lerp weights on both sides of 0.5, softplus
-past its threshold, NaN and infinities), generated code, and cross-compiles for sm_90 and
-gfx942."""
+ir/pointwise.py, torch.std, var_mean and std_mean in frontend/lowerings.py): interpreter and ref
+mode against eager PyTorch on values that hit each formula's edges (lerp weights on both sides
+of 0.5, softplus past its threshold, NaN and infinities, sign of NaN and -0.0), a tile view
+through ``...``, generated code, and cross-compiles for sm_90 and gfx942."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 import tilecraft as tc
 from tests.cross_targets import assert_defaults_cross_compile
+from tilecraft.errors import ShapeError
 
 
 @tc.kernel(static_shapes=True)
@@ -65,6 +66,61 @@ def test_composites_match_eager_in_the_interpreter_and_ref_mode() -> None:
             torch.testing.assert_close(have, expect, rtol=1e-5, atol=1e-5)
 
 
+@tc.kernel(static_shapes=True)
+def signs_and_moments(
+    x: torch.Tensor, k: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """torch.sign of floats and ints, var_mean per row, std_mean kept 2-D and used through a
+    ``...`` view (a Lion step's sign, a group quantizer's ``scale[..., None]``)."""
+    m, n = x.size()
+    sx, sk, centred = torch.empty_like(x), torch.empty_like(k), torch.empty_like(x)
+    var = torch.empty([m], dtype=torch.float32, device=x.device)
+    mean = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        a = x[tm, :]
+        sx[tm, :] = torch.sign(a * 2.0)
+        sk[tm, :] = k[tm, :].sign()
+        var[tm], mean[tm] = torch.var_mean(a, dim=1)
+        std, mu = torch.std_mean(a, dim=1, keepdim=True, correction=0)
+        centred[tm, :] = (a - mu[..., 0][..., None]) / std[:, ...]
+    return sx, sk, var, mean, centred
+
+
+def _signs_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(6, 29, generator=gen)
+    x[0, :4] = torch.tensor([float("nan"), -0.0, 0.0, float("-inf")])
+    k = torch.randint(-3, 4, (6, 29), generator=gen, dtype=torch.int32)
+    return x, k
+
+
+def _signs_eager(x: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    var, mean = torch.var_mean(x, dim=1)
+    std, mu = torch.std_mean(x, dim=1, keepdim=True, correction=0)
+    return torch.sign(x * 2.0), k.sign(), var, mean, (x - mu) / std
+
+
+def test_sign_var_mean_and_ellipsis_match_eager() -> None:
+    args = _signs_inputs()
+    want = _signs_eager(*args)
+    for got in (signs_and_moments(*args), signs_and_moments.run_ref(*args)):
+        for have, expect in zip(got, want, strict=True):
+            torch.testing.assert_close(have, expect, rtol=1e-5, atol=1e-5, equal_nan=True)
+    assert not torch.signbit(signs_and_moments(*args)[0][0, 1])  # sign(-0.0) is +0.0
+
+
+def test_two_ellipses_are_an_error() -> None:
+    @tc.kernel(static_shapes=True)
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for tm in tc.tile(x.size(0)):
+            out[tm, :] = x[tm, :][..., ...]
+        return out
+
+    with pytest.raises(ShapeError, match="only one ellipsis"):
+        twice(torch.zeros(4, 8))
+
+
 def test_composites_generate_their_formulas() -> None:
     bound = activations.bind(_inputs())
     code = bound.to_triton_code(bound.config_spec.default())
@@ -76,6 +132,8 @@ def test_composites_generate_their_formulas() -> None:
 @pytest.mark.crosscompile
 def test_composites_cross_compile() -> None:
     assert_defaults_cross_compile(activations, _inputs(512, 1000))
+    x, k = _signs_inputs()
+    assert_defaults_cross_compile(signs_and_moments, (x.to("meta"), k.to("meta")))
 
 
 @pytest.mark.gpu
@@ -83,3 +141,6 @@ def test_composites_on_gpu() -> None:
     args = tuple(a.cuda() for a in _inputs(300, 1000))
     for have, expect in zip(activations(*args), _eager(*args), strict=True):
         torch.testing.assert_close(have, expect, rtol=1e-4, atol=1e-4)
+    signs = tuple(a.cuda() for a in _signs_inputs())
+    for have, expect in zip(signs_and_moments(*signs), _signs_eager(*signs), strict=True):
+        torch.testing.assert_close(have, expect, rtol=1e-4, atol=1e-4, equal_nan=True)

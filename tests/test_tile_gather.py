@@ -76,6 +76,69 @@ def test_gathered_dim_is_never_chunked() -> None:
 
 
 @tc.kernel(static_shapes=True)
+def target_logit_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy as users write it: the target's logit gathered out of the whole row (one
+    index a row), ignore_index -100."""
+    n, _ = logits.size()
+    out = torch.empty([n], dtype=torch.float32, device=logits.device)
+    for tn in tc.tile(n):
+        tgt = target[tn]
+        valid = tgt != -100
+        x = logits[tn, :].to(torch.float32)
+        picked = torch.gather(x, 1, torch.where(valid, tgt, 0)[:, None]).squeeze(1)
+        out[tn] = torch.where(valid, torch.logsumexp(x, dim=-1) - picked, 0.0)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def pick_one(x: torch.Tensor, k: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """One element a row by a [tm, 1] index, of floats (NaN, -0.0, -inf among them), ints and
+    bools."""
+    m, _ = x.size()
+    fx, fk = torch.empty([m, 1], dtype=x.dtype, device=x.device), torch.empty_like(idx)
+    fb = torch.empty([m, 1], dtype=torch.bool, device=x.device)
+    for tm in tc.tile(m):
+        at = idx[tm, :]
+        fx[tm, :] = torch.gather(x[tm, :], 1, at)
+        fk[tm, :] = torch.gather(k[tm, :], 1, at)
+        fb[tm, :] = torch.gather(k[tm, :] > 0, 1, at)
+    return fx, fk, fb
+
+
+def test_one_index_a_row_is_a_masked_max_that_chunks() -> None:
+    """A gather of one element a row (a target's logit) reads the row by a masked max: exact
+    for NaN, -0.0 and infinities, and the row loops in chunks. Gathered with tl.gather from a
+    whole [2, 32768] fp32 row, ptxas ran past 20 GB (sm_90)."""
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(9, 300, generator=gen)
+    x[0, 7], x[1, 8], x[2, 9] = float("nan"), -0.0, float("-inf")
+    k = torch.randint(-50, 50, (9, 300), generator=gen)
+    idx = torch.randint(0, 300, (9, 1), generator=gen)
+    idx[:3, 0] = torch.tensor([7, 8, 9])
+    got = pick_one(x, k, idx)
+    want = (x.gather(1, idx), k.gather(1, idx), (k > 0).gather(1, idx))
+    for have, expect in zip(got, want, strict=True):
+        torch.testing.assert_close(have, expect, rtol=0, atol=0, equal_nan=True)
+    assert torch.signbit(got[0][1, 0])  # -0.0 stays -0.0
+    bound = pick_one.bind((x, k, idx))
+    assert "tl.gather" not in bound.to_triton_code(bound.config_spec.default())
+    target = torch.randint(0, 300, (9,), generator=gen)
+    target[4] = -100
+    logits = torch.randn(9, 300, generator=gen).to(torch.bfloat16)
+    xf = logits.float()
+    expect = torch.logsumexp(xf, -1) - xf.gather(1, target.clamp(min=0)[:, None]).squeeze(1)
+    torch.testing.assert_close(
+        target_logit_loss(logits, target), torch.where(target != -100, expect, 0.0)
+    )
+    meta = (
+        torch.empty(4096, 32000, dtype=torch.bfloat16, device="meta"),
+        torch.empty(4096, dtype=torch.int64, device="meta"),
+    )
+    default = target_logit_loss.bind(meta).config_spec.default()
+    assert any(default.reduction_loops), default  # the vocabulary row runs in chunks
+
+
+@tc.kernel(static_shapes=True)
 def gather_along_block(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     for tm in tc.tile(x.size(0)):
@@ -158,6 +221,13 @@ def test_gathers_cross_compile() -> None:
         shifted_and_reversed, (torch.randn(512, 1000), torch.arange(1000))
     )
     assert_defaults_cross_compile(shift_recurrence, (torch.randn(64, 241), 100))
+    assert_defaults_cross_compile(  # a vocabulary row: tl.gather's code would not fit ptxas
+        target_logit_loss,
+        (
+            torch.empty(4096, 32000, dtype=torch.bfloat16, device="meta"),
+            torch.empty(4096, dtype=torch.int64, device="meta"),
+        ),
+    )
 
 
 @pytest.mark.gpu

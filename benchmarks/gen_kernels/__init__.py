@@ -27,6 +27,7 @@ from benchmarks.gen_kernels import (
     heldout_s22,
     heldout_s22b,
     heldout_s24,
+    heldout_s25,
     norms,
     reductions,
     rewritten,
@@ -52,6 +53,7 @@ _HELDOUT_MODULES = (
     heldout_s22,
     heldout_s22b,
     heldout_s24,
+    heldout_s25,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

@@ -50,6 +50,16 @@ def nan_to_num(
     return t.where(t.pointwise("eq", x, float("-inf")), small, out)
 
 
+def sign(t: Any, x: Any) -> Any:
+    """``torch.sign``: 1, -1 or 0 in ``x``'s dtype (NaN and -0.0 give 0, as in torch); a bool
+    tile is itself."""
+    dtype = t.value_node(x).dtype
+    if dtype == torch.bool:
+        return x
+    above = t.to_dtype(t.pointwise("gt", x, 0), dtype)
+    return t.pointwise("sub", above, t.to_dtype(t.pointwise("lt", x, 0), dtype))
+
+
 def softplus(t: Any, x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """``log1p(exp(beta x)) / beta``, and ``x`` itself where ``beta x > threshold``."""
     scaled = t.pointwise("mul", x, beta)

@@ -203,6 +203,20 @@ def _std(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     return t.pointwise("sqrt", _var(t, x, *args, **kwargs))
 
 
+def _with_mean(spread: Handler) -> Handler:
+    def handler(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        dim = _dim_arg(args, dict(kwargs))
+        mean = t.mean(x, dim, kwargs.get("keepdim", False))
+        return spread(t, x, *args, **kwargs), mean
+
+    handler.__doc__ = f"``({spread.__name__.strip('_')}, mean)`` over ``dim``, as torch gives them."
+    return handler
+
+
+lowering(torch.var_mean)(_with_mean(_var))
+lowering(torch.std_mean)(_with_mean(_std))
+
+
 def _softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool) -> Any:
     node = t.value_node(x)
     out_dtype = dtype or node.dtype
@@ -379,6 +393,7 @@ lowering(torch.lerp, T.lerp)(composites.lerp)
 lowering(torch.addcmul, T.addcmul)(composites.addcmul)
 lowering(torch.addcdiv, T.addcdiv)(composites.addcdiv)
 lowering(torch.nan_to_num, T.nan_to_num)(composites.nan_to_num)
+lowering(torch.sign, T.sign, torch.sgn, T.sgn)(composites.sign)
 lowering(F.softplus)(composites.softplus)
 lowering(F.mish)(composites.mish)
 lowering(F.hardsigmoid)(composites.hardsigmoid)

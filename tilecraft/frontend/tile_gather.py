@@ -59,7 +59,30 @@ def gather(t: Tracer, x: Any, dim: Any, index: Any, *, sparse_grad: bool = False
                 t.loc,
                 hint="index every other dim with the tile's own dims (expand the index first)",
             )
+    if idx.shape[axis] == 1 and src.shape[axis] != 1:
+        return _pick_one(t, src, idx, axis)
     return t.wrap(t.emit(Op.GATHER, [src, idx], idx.shape, src.dtype, axis=axis))
+
+
+def _pick_one(t: Tracer, src: Node, idx: Node, axis: int) -> TileValue:
+    """One element of each line along ``axis`` (an index of size 1 there: a target's logit out
+    of a vocabulary row): the max over the line of the element whose position is the index,
+    every other one at its dtype's lowest value, exact for every value (NaN, -0.0). Not
+    ``tl.gather``: gathering from a whole row unrolls a shuffle per register of the row (ptxas
+    ran past 20 GB on a [2, 32768] fp32 row, sm_90), and keeps the row whole where a reduction
+    can run in chunks."""
+    d = src.shape[axis]
+    assert isinstance(d, Sym)  # a size-1 dim has nothing to pick from
+    positions = along(t, t.tile_leaf(d, Op.TILE_INDEX), src.shape, axis, broadcast=False)
+    hit = t.pointwise("eq", positions, t.wrap(idx))
+    if src.dtype == torch.bool:
+        lowest: Any = False
+    elif src.dtype.is_floating_point:
+        lowest = float("-inf")
+    else:
+        lowest = torch.iinfo(src.dtype).min
+    picked = t.reduce("max", t.where(hit, t.wrap(src), lowest), axis, keepdim=True)
+    return t.to_dtype(picked, src.dtype)
 
 
 def take_along_dim(t: Tracer, x: Any, indices: Any, dim: Any = None) -> TileValue:

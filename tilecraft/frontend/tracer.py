@@ -337,7 +337,7 @@ class Tracer:
 
     def view(self, x: TileValue, index: Any) -> TileValue:
         node = x.node
-        items = index if isinstance(index, tuple) else (index,)
+        items = _without_ellipsis(index if isinstance(index, tuple) else (index,), node.ndim)
         spec: list[Any] = []
         shape: list[Dim] = []
         src = 0
@@ -407,3 +407,16 @@ def _int_slice(item: slice, loc: Any) -> slice:
             hint="a slice's length sizes a register tile; mask with torch.where instead",
         )
     return item
+
+
+def _without_ellipsis(items: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+    """``items`` with a ``...`` replaced by the ``:`` slices it stands for (the dims no other
+    item takes)."""
+    at = [k for k, item in enumerate(items) if item is Ellipsis]
+    if not at:
+        return items
+    if len(at) > 1:
+        raise ShapeError("an index can have only one ellipsis (...)")
+    taken = sum(1 for item in items if item is not None and item is not Ellipsis)
+    fill = (slice(None),) * max(0, ndim - taken)
+    return items[: at[0]] + fill + items[at[0] + 1 :]
