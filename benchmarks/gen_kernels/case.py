@@ -102,3 +102,12 @@ def randn(
     if device == "meta":
         return torch.empty(shape, dtype=dtype, device="meta")
     return torch.randn(shape, generator=g, dtype=torch.float32).to(device=device, dtype=dtype)
+
+
+def randint(
+    low: int, high: int, shape: tuple[int, ...], device: str, g: torch.Generator
+) -> torch.Tensor:
+    """int64 uniform in [low, high), drawn on the CPU (meta: shapes only)."""
+    if device == "meta":
+        return torch.empty(shape, dtype=torch.int64, device=device)
+    return torch.randint(low, high, shape, generator=g).to(device)

@@ -18,19 +18,10 @@ import math
 import torch
 
 import tilecraft as tc
-from benchmarks.gen_kernels.case import Inputs, gen, one_kernel_case, randn
+from benchmarks.gen_kernels.case import Inputs, gen, one_kernel_case, randint, randn
 
 GN_GROUPS = 32  # group_norm_bwd_dx: groups of channels
 GN_EPS = 1e-5
-
-
-def _randint(
-    low: int, high: int, shape: tuple[int, ...], device: str, g: torch.Generator
-) -> torch.Tensor:
-    """int64 uniform in [low, high), drawn on the CPU (meta: shapes only)."""
-    if device == "meta":
-        return torch.empty(shape, dtype=torch.int64, device=device)
-    return torch.randint(low, high, shape, generator=g).to(device)
 
 
 # --------------------------------------------------------------------------- GroupNorm backward
@@ -303,7 +294,7 @@ def _dice_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
     b, c, h, w = shape
     g = gen(seed)
     logits = randn(shape, torch.float32, device, g)
-    return torch.softmax(logits, dim=1), _randint(0, c, (b, h, w), device, g)
+    return torch.softmax(logits, dim=1), randint(0, c, (b, h, w), device, g)
 
 
 def dice_loss_per_class_reference(

@@ -22,21 +22,12 @@ from typing import Any
 import torch
 
 import tilecraft as tc
-from benchmarks.gen_kernels.case import Case, Inputs, gen, one_kernel_case, randn
+from benchmarks.gen_kernels.case import Case, Inputs, gen, one_kernel_case, randint, randn
 
 NUM_EXPERTS = 128  # moe_token_positions: experts of the router
 IGNORE_INDEX = -100  # cross_entropy_ignore_mean: torch's default ignore_index
 QUANT_GROUP = 128  # int8_group_quant: elements per scale along the last dim
 LION_LR, LION_BETAS, LION_WD = 1e-4, (0.9, 0.99), 0.1  # lion_step: lucidrains' defaults, wd 0.1
-
-
-def _randint(
-    low: int, high: int, shape: tuple[int, ...], device: str, g: torch.Generator
-) -> torch.Tensor:
-    """int64 uniform in [low, high), drawn on the CPU (meta: shapes only)."""
-    if device == "meta":
-        return torch.empty(shape, dtype=torch.int64, device=device)
-    return torch.randint(low, high, shape, generator=g).to(device)
 
 
 # --------------------------------------------------------------------------- MoE token positions
@@ -72,7 +63,7 @@ def moe_token_positions(
 
 def _moe_positions_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
     """``shape = (T,)``: top-1 expert ids, uniform over NUM_EXPERTS."""
-    return (_randint(0, NUM_EXPERTS, shape, device, gen(seed)),)
+    return (randint(0, NUM_EXPERTS, shape, device, gen(seed)),)
 
 
 def moe_token_positions_reference(
