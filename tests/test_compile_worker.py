@@ -1,9 +1,13 @@
 """The compile worker: a kernel made to hang Triton's compiler is killed at its own timeout and
-the rest of the batch still compiles (tools/worker.py)."""
+the rest of the batch still compiles; its address space is capped, and a worker past the cap is
+a report (tools/worker.py)."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -47,3 +51,26 @@ def test_hanging_compile_is_killed_and_the_batch_goes_on() -> None:
     assert [r.ok for r in reports] == [True, False, True], [r.error[:200] for r in reports]
     assert reports[1].error_class == "compile_timeout"
     assert elapsed < 150  # two worker start-ups + one 8 s timeout, not the whole compile
+
+
+def test_worker_caps_its_address_space() -> None:
+    """The cap a worker sets (``TILECRAFT_COMPILE_MEMORY_GB``) is its RLIMIT_AS, which the
+    compilers it runs inherit."""
+    code = (
+        "import resource; from tilecraft.tools import worker; worker._cap_memory(); "
+        "print(resource.getrlimit(resource.RLIMIT_AS)[0])"
+    )
+    env = {**os.environ, "TILECRAFT_COMPILE_MEMORY_GB": "3"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert int(done.stdout) == 3 << 30
+
+
+def test_a_compile_past_the_memory_cap_is_a_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compile that needs more than the cap (here any: 0.25 GB, under what the worker has
+    mapped already) comes back as a failed report naming the MemoryError; the caller goes on (a
+    ptxas once ran past 20 GB)."""
+    monkeypatch.setenv("TILECRAFT_COMPILE_MEMORY_GB", "0.25")
+    (report,) = run_compile_jobs([_job(256)], timeout_s=60)
+    assert not report.ok and "MemoryError" in report.error, report

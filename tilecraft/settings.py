@@ -34,6 +34,20 @@ def triton_interpret() -> bool:
     return _flag("TRITON_INTERPRET")
 
 
+def compile_memory_bytes() -> int:
+    """``TILECRAFT_COMPILE_MEMORY_GB``: the address space a cross-compile worker, and each
+    compiler it runs (ptxas), may map; 0: no cap. Default: half the machine's memory, at least
+    8 GB (a ptxas run past 20 GB on a tile it could not fit)."""
+    given = os.environ.get("TILECRAFT_COMPILE_MEMORY_GB", "").strip()
+    if given:
+        return int(float(given) * (1 << 30))
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 0
+    return max(8 << 30, physical // 2)
+
+
 def cache_dir() -> Path:
     """Root of tilecraft's caches (``TILECRAFT_CACHE_DIR`` or the user cache folder)."""
     override = os.environ.get("TILECRAFT_CACHE_DIR")

@@ -4,7 +4,8 @@ A worker gets a fresh environment without ``TRITON_INTERPRET`` and its own proce
 reads a batch of jobs and writes one report per job as soon as it is done, so the parent can give
 each job its own deadline: a compiler hang is killed as a group when *its* job overruns (that job
 is reported as a timeout, the rest of the batch goes to a fresh worker), and a compiler crash is a
-report, not a crash of the caller.
+report, not a crash of the caller. The worker caps its address space, which the compilers it
+runs inherit, so a compiler that would take the machine's memory dies instead (a crash report).
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ import tempfile
 import time
 from typing import IO
 
+try:
+    import resource
+except ImportError:  # not on Windows: no cap there
+    resource = None  # type: ignore[assignment]
+
+from tilecraft import settings
 from tilecraft.tools.crosscompile import CompileJob, CompileReport, compile_job
 
 _HEADER = struct.Struct("<Q")  # length prefix of each pickled report
@@ -121,7 +128,19 @@ def _read_report(proc: subprocess.Popen[bytes], timeout_s: float) -> bytes | Non
         return buffer
 
 
+def _cap_memory() -> None:
+    """Cap this worker's address space, which the compilers it runs inherit: a compile that
+    would take the machine's memory dies as a crash report (``settings.compile_memory_bytes``)."""
+    limit = settings.compile_memory_bytes()
+    if not limit or resource is None:
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 def main() -> None:
+    _cap_memory()
     jobs: list[CompileJob] = pickle.loads(sys.stdin.buffer.read())
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # anything the compiler prints must not corrupt the reports
