@@ -91,6 +91,30 @@ def test_unsupported_torch_op(kern: tc.Kernel, needle: str, opname: str) -> None
     assert re.search(rf"torch op '[\w.]*{opname}' is not supported in device code", text), text
 
 
+def _sorted_twice(v: torch.Tensor) -> torch.Tensor:
+    w = v * 2
+    return torch.sort(w, dim=-1).values
+
+
+@tc.kernel
+def calls_a_helper(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t, :] = _sorted_twice(x[t, :])
+    return out
+
+
+def test_unsupported_op_in_a_helper_names_the_helpers_line() -> None:
+    """The error points at the helper's line with the op and names the kernel line calling it."""
+    with pytest.raises(UnsupportedOpError) as info:
+        calls_a_helper(_rand(4, 8))
+    err = info.value
+    assert err.loc is not None and "return torch.sort(w, dim=-1).values" in err.loc.source_line()
+    text = str(err)
+    assert "(in `_sorted_twice`, called at test_errors.py:" in text, text
+    assert "out[t, :] = _sorted_twice(x[t, :])" not in text  # the caret is on the helper's line
+
+
 @tc.kernel
 def uses_with(x: torch.Tensor) -> torch.Tensor:
     (n,) = x.size()

@@ -9,11 +9,15 @@ Torch functions, ``Tensor`` methods and operators reach :func:`torch_call` throu
 
 from __future__ import annotations
 
+import inspect
+import linecache
+import os
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tilecraft.errors import DeviceCodeError, UnsupportedOpError
+import tilecraft
+from tilecraft.errors import DeviceCodeError, SourceLoc, UnsupportedOpError
 from tilecraft.frontend import dots, extern, indexing, random, scans, views
 from tilecraft.frontend.lowerings import lookup
 from tilecraft.frontend.values import HostTensor
@@ -30,10 +34,36 @@ def torch_call(tr: Tracer, func: Any, args: tuple[Any, ...], kwargs: dict[str, A
         from tilecraft.frontend.catalog import torch_name
 
         name = torch_name(func)
-        raise UnsupportedOpError(
-            f"torch op '{name}' is not supported in device code", tr.loc, hint=_hint_for(name)
-        )
+        message = f"torch op '{name}' is not supported in device code"
+        loc = tr.loc
+        if (inner := _helper_loc(tr.loc)) is not None:
+            message += f" (in `{inner[1]}`, called at {tr.loc.short if tr.loc else '?'})"
+            loc = inner[0]
+        raise UnsupportedOpError(message, loc, hint=_hint_for(name))
     return handler(tr, *args, **kwargs)
+
+
+_INTERNAL = tuple(os.path.dirname(module.__file__ or "") + os.sep for module in (torch, tilecraft))
+
+
+def _helper_loc(kernel_loc: SourceLoc | None) -> tuple[SourceLoc, str] | None:
+    """The line of the user's function that made the current call and its name, where that is
+    a helper the kernel line calls (not the kernel line itself): the innermost frame outside
+    torch and tilecraft."""
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    indent = len(line) - len(line.lstrip())
+    loc = SourceLoc(frame.f_code.co_filename, frame.f_lineno, indent)
+    if kernel_loc is not None and (loc.filename, loc.lineno) == (
+        kernel_loc.filename,
+        kernel_loc.lineno,
+    ):
+        return None
+    return loc, frame.f_code.co_name
 
 
 def contained_host_tensor(tr: Tracer) -> DeviceCodeError:
