@@ -117,15 +117,23 @@ def _widened_int(node: Node) -> bool:
 
 
 def _drop_unread(loop: DeviceLoop, candidates: set[int]) -> None:
-    """Remove the ``candidates`` nothing reads any more (the widening casts narrowing bypassed)."""
+    """Remove the ``candidates`` nothing reads any more (the widening casts narrowing bypassed):
+    read as an input, or named by an attribute (a carried value's init and next value, an if's
+    branch values, a while's condition)."""
     read: set[int] = set()
     for node in loop.walk():
-        refs = [*node.inputs, *node.attrs.values()]
-        read |= {r.id for r in refs if isinstance(r, Node)}
-        read |= {r.id for v in node.attrs.values() if isinstance(v, list) for r in v
-                 if isinstance(r, Node)}  # fmt: skip
+        for carry in node.attrs.get("carried", []):
+            read |= {r.id for r in _refs(carry)}
+        read |= {r.id for r in _refs(node)}
     for body in bodies(loop.body):
         body[:] = [n for n in body if n.id not in candidates or n.id in read]
+
+
+def _refs(node: Node) -> list[Node]:
+    """The nodes ``node`` reads: its inputs and the nodes its attributes name."""
+    named = [v for v in node.attrs.values() if isinstance(v, Node)]
+    listed = [r for v in node.attrs.values() if isinstance(v, list) for r in v]
+    return [*node.inputs, *named, *(r for r in listed if isinstance(r, Node))]
 
 
 def _count(dim: Sym | int) -> int | None:
