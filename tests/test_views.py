@@ -210,3 +210,59 @@ def test_regroup_with_dynamic_sizes_says_what_to_do() -> None:
     with pytest.raises(UnsupportedOpError, match=r"cannot become") as info:
         dynamic(_rand(13, 4, 32), _rand(13, 64))
     assert "static_shapes=True" in str(info.value) and "test_views.py" in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def stacks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Four shifted copies of a row stacked in the middle and last, eight in front."""
+    m, n = x.size()
+    mid = torch.empty([m, 4, n], dtype=x.dtype, device=x.device)
+    last = torch.empty([m, n, 4], dtype=x.dtype, device=x.device)
+    front = torch.empty([8, m, n], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        v = x[tm, :]
+        parts = [v, v * 2.0, v + 1.0, -v]
+        mid[tm, :, :] = torch.stack(parts, dim=1)
+        last[tm, :, :] = torch.stack(parts, dim=-1)
+        front[:, tm, :] = torch.stack([*parts, *(p * 3.0 for p in parts)])
+    return mid, last, front
+
+
+def _stacks_ref(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    parts = [x, x * 2.0, x + 1.0, -x]
+    eight = torch.stack([*parts, *(p * 3.0 for p in parts)])
+    return torch.stack(parts, dim=1), torch.stack(parts, dim=-1), eight
+
+
+@pytest.mark.parametrize("blocks", [[1], [4]])
+def test_stack_of_four_and_eight_tiles(blocks: list[int]) -> None:
+    x = _rand(7, 32)
+    bound = stacks.bind((x,))
+    got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)
+    for g, e in zip(got, _stacks_ref(x), strict=True):
+        torch.testing.assert_close(g, e)
+    for g, e in zip(stacks.run_ref(x), _stacks_ref(x), strict=True):
+        torch.testing.assert_close(g, e)
+
+
+@pytest.mark.crosscompile
+def test_stacks_crosscompile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    rows = check_kernel(stacks, (torch.randn(512, 128),), targets, _default)
+    assert len(rows) == 2 and all(r.report is not None and r.report.ok for r in rows), rows
+
+
+@tc.kernel(static_shapes=True)
+def stack_three(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, 3, n], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        v = x[tm, :]
+        out[tm, :, :] = torch.stack([v, v, v], dim=1)
+    return out
+
+
+def test_stack_of_three_says_what_to_do() -> None:
+    with pytest.raises(UnsupportedOpError, match="torch.stack of 3 tiles") as info:
+        stack_three(_rand(4, 8))
+    assert "power-of-two number of tiles" in str(info.value) and "test_views.py" in str(info.value)

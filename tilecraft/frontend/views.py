@@ -183,12 +183,22 @@ def split(t: Tracer, x: Any) -> tuple[TileValue, TileValue]:
 
 
 def stack(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
-    """``torch.stack([a, b], dim)`` of two tiles: a join, then the new dim moved to ``dim``."""
-    if not isinstance(tensors, (list, tuple)) or len(tensors) != 2:
+    """``torch.stack(tiles, dim)`` of 2, 4, 8... tiles: two are a join with the new dim moved to
+    ``dim``; more stack each half and concatenate the halves along ``dim``."""
+    from tilecraft.frontend.regroup import pow2
+
+    count = len(tensors) if isinstance(tensors, (list, tuple)) else 0
+    if count < 2 or not pow2(count):
         raise UnsupportedOpError(
-            "torch.stack of other than two tiles",
-            hint="stack tiles pairwise, or store each tile with its own index",
+            f"torch.stack of {count} tiles",
+            t.loc,
+            hint="stack a power-of-two number of tiles (2, 4, 8, ...: a tile's dims are powers "
+            "of two), or store each tile with its own index",
         )
+    if count > 2:
+        half = count // 2
+        halves = [stack(t, tensors[:half], dim), stack(t, tensors[half:], dim)]
+        return cat(t, halves, dim)
     joined = join(t, *tensors)
     rank = joined.node.ndim
     d = int(dim) % rank
