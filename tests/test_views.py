@@ -213,9 +213,11 @@ def test_regroup_with_dynamic_sizes_says_what_to_do() -> None:
 
 
 @tc.kernel(static_shapes=True)
-def stacks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Four shifted copies of a row stacked in the middle and last, eight in front."""
+def stacks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Four shifted copies of a row stacked in the middle and last, eight in front, and the
+    four concatenated."""
     m, n = x.size()
+    wide = torch.empty([m, 4 * n], dtype=x.dtype, device=x.device)
     mid = torch.empty([m, 4, n], dtype=x.dtype, device=x.device)
     last = torch.empty([m, n, 4], dtype=x.dtype, device=x.device)
     front = torch.empty([8, m, n], dtype=x.dtype, device=x.device)
@@ -225,17 +227,18 @@ def stacks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         mid[tm, :, :] = torch.stack(parts, dim=1)
         last[tm, :, :] = torch.stack(parts, dim=-1)
         front[:, tm, :] = torch.stack([*parts, *(p * 3.0 for p in parts)])
-    return mid, last, front
+        wide[tm, :] = torch.cat(parts, dim=1)
+    return mid, last, front, wide
 
 
-def _stacks_ref(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _stacks_ref(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     parts = [x, x * 2.0, x + 1.0, -x]
     eight = torch.stack([*parts, *(p * 3.0 for p in parts)])
-    return torch.stack(parts, dim=1), torch.stack(parts, dim=-1), eight
+    return torch.stack(parts, dim=1), torch.stack(parts, dim=-1), eight, torch.cat(parts, dim=1)
 
 
 @pytest.mark.parametrize("blocks", [[1], [4]])
-def test_stack_of_four_and_eight_tiles(blocks: list[int]) -> None:
+def test_stack_and_cat_of_four_and_eight_tiles(blocks: list[int]) -> None:
     x = _rand(7, 32)
     bound = stacks.bind((x,))
     got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)

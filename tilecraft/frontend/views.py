@@ -207,15 +207,21 @@ def stack(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
 
 
 def cat(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
-    """Two tiles of one shape along a whole dim whose size is a power of two (or 1)."""
+    """2, 4, 8... tiles of one shape along a whole dim whose size is a power of two (or 1):
+    more than two concatenate each half, then the halves."""
     from tilecraft.frontend.regroup import pow2, static_size
 
-    if not isinstance(tensors, (list, tuple)) or len(tensors) != 2:
+    count = len(tensors) if isinstance(tensors, (list, tuple)) else 0
+    if count < 2 or not pow2(count):
         raise UnsupportedOpError(
-            "torch.cat of other than two tiles",
+            f"torch.cat of {count} tiles",
             t.loc,
-            hint="concatenate pairwise, or store each part with sliced indices",
+            hint="concatenate a power-of-two number of tiles (2, 4, 8, ...), or store each "
+            "part with sliced indices",
         )
+    if count > 2:
+        half = count // 2
+        return cat(t, [cat(t, tensors[:half], dim), cat(t, tensors[half:], dim)], dim)
     a, b = (t.value_node(x) for x in tensors)
     axis = t._axis(a, dim)
     size = static_size(a.shape[axis])
