@@ -20,6 +20,7 @@ from tilecraft.codegen.registry import emits
 from tilecraft.codegen.uniform import uniform_quotient
 from tilecraft.config.space import descriptor_order
 from tilecraft.ir import dtypes
+from tilecraft.ir.int_ranges import NARROWER_INTS
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
@@ -158,9 +159,6 @@ def access(
     return f"{param} + ({offset})", " & ".join(masks) if masks else None
 
 
-_NARROW_INTS = (torch.int32, torch.int16, torch.int8, torch.uint8)
-
-
 def _offset_index(ctx: EmitContext, value: Node) -> str:
     """A computed index as the offsets take it: in int32 offsets, an int64 widened from a
     narrower integer (``ir/int_ranges.py`` leaves ``cumsum(k) - k`` so) is read before the
@@ -169,7 +167,11 @@ def _offset_index(ctx: EmitContext, value: Node) -> str:
     if ctx.int64:
         text = ctx.expr(value)
         return text if value.dtype == torch.int64 else ctx.index_cast(text)
-    if value.op is Op.CAST and value.dtype == torch.int64 and value.inputs[0].dtype in _NARROW_INTS:
+    if (
+        value.op is Op.CAST
+        and value.dtype == torch.int64
+        and value.inputs[0].dtype in NARROWER_INTS
+    ):
         return ctx.expr(value.inputs[0])
     return ctx.expr(value)
 

@@ -223,6 +223,8 @@ def trace_kernel(
         for loop in loops:
             loop.body = eliminate_dead_code(loop.body)
     loops = [narrow_int_accumulations(mask_loads_by_where(loop)) for loop in loops]
+    for loop in loops:  # the widening casts narrowing bypassed
+        loop.body = eliminate_dead_code(loop.body)
     assign_config_slots(loops)
     values = tuple(host.block_values.get(s, 0) for s in host.host_slot_order)
     return TracedKernel(

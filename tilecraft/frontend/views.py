@@ -182,19 +182,25 @@ def split(t: Tracer, x: Any) -> tuple[TileValue, TileValue]:
     )
 
 
-def stack(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
-    """``torch.stack(tiles, dim)`` of 2, 4, 8... tiles: two are a join with the new dim moved to
-    ``dim``; more stack each half and concatenate the halves along ``dim``."""
+def _tile_count(t: Tracer, op: str, tensors: Any, otherwise: str) -> int:
+    """How many tiles ``op`` (torch.stack / torch.cat) joins: 2, 4, 8, ... (an error else)."""
     from tilecraft.frontend.regroup import pow2
 
     count = len(tensors) if isinstance(tensors, (list, tuple)) else 0
     if count < 2 or not pow2(count):
         raise UnsupportedOpError(
-            f"torch.stack of {count} tiles",
+            f"{op} of {count} tiles",
             t.loc,
-            hint="stack a power-of-two number of tiles (2, 4, 8, ...: a tile's dims are powers "
-            "of two), or store each tile with its own index",
+            hint=f"use a power-of-two number of tiles (2, 4, 8, ...), {otherwise}",
         )
+    return count
+
+
+def stack(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
+    """``torch.stack(tiles, dim)`` of 2, 4, 8... tiles: two are a join with the new dim moved to
+    ``dim``; more stack each half and concatenate the halves along ``dim``."""
+    otherwise = "or store each tile with its own index (a tile's dims are powers of two)"
+    count = _tile_count(t, "torch.stack", tensors, otherwise)
     if count > 2:
         half = count // 2
         halves = [stack(t, tensors[:half], dim), stack(t, tensors[half:], dim)]
@@ -211,14 +217,7 @@ def cat(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
     more than two concatenate each half, then the halves."""
     from tilecraft.frontend.regroup import pow2, static_size
 
-    count = len(tensors) if isinstance(tensors, (list, tuple)) else 0
-    if count < 2 or not pow2(count):
-        raise UnsupportedOpError(
-            f"torch.cat of {count} tiles",
-            t.loc,
-            hint="concatenate a power-of-two number of tiles (2, 4, 8, ...), or store each "
-            "part with sliced indices",
-        )
+    count = _tile_count(t, "torch.cat", tensors, "or store each part with sliced indices")
     if count > 2:
         half = count // 2
         return cat(t, [cat(t, tensors[:half], dim), cat(t, tensors[half:], dim)], dim)

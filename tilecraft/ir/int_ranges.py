@@ -26,6 +26,8 @@ import torch
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies
 
 INT32_MAX = 2**31 - 1
+# the integers narrower than int64 that an int64 may be widened from (a bool too, below)
+NARROWER_INTS = (torch.int32, torch.int16, torch.int8, torch.uint8)
 _DTYPE_BOUND = {
     torch.bool: 1,
     torch.int8: 128,
@@ -51,9 +53,8 @@ def narrow_int_accumulations(loop: DeviceLoop) -> DeviceLoop:
     node keeps its id and users and becomes the widening cast. An int64 add, sub, mul, max or
     min of such a widened result and other widened integers (``cumsum(k) - k``) then narrows
     the same way, so the widening moves down to where an int64 is needed (a store, an
-    index)."""
+    index). The widening casts it bypasses are left for dead-code elimination."""
     bounds: dict[int, int | None] = {}
-    widened: list[Node] = []
     made: set[int] = set()  # the widening casts this pass left
     for body in bodies(loop.body):
         for node in list(body):
@@ -67,7 +68,6 @@ def narrow_int_accumulations(loop: DeviceLoop) -> DeviceLoop:
                 narrow, new = _narrowed(i) if i.op is not Op.CONST else (i, False)
                 inputs.append(narrow)
                 created += [narrow] if new else []
-                widened += [i] if i.op is Op.CAST else []
             narrowed = Node(
                 node.op, inputs, node.shape, torch.int32, dict(node.attrs), node.loc, node.hint
             )
@@ -75,7 +75,6 @@ def narrow_int_accumulations(loop: DeviceLoop) -> DeviceLoop:
             body[at:at] = [*created, narrowed]
             node.op, node.inputs, node.attrs = Op.CAST, [narrowed], {}
             made.add(node.id)
-    _drop_unread(loop, {n.id for n in widened})
     return loop
 
 
@@ -114,26 +113,6 @@ def _narrowable_pointwise(node: Node, bounds: dict[int, int | None]) -> bool:
 
 def _widened_int(node: Node) -> bool:
     return node.op is Op.CAST and node.dtype == torch.int64 and node.inputs[0].dtype in _DTYPE_BOUND
-
-
-def _drop_unread(loop: DeviceLoop, candidates: set[int]) -> None:
-    """Remove the ``candidates`` nothing reads any more (the widening casts narrowing bypassed):
-    read as an input, or named by an attribute (a carried value's init and next value, an if's
-    branch values, a while's condition)."""
-    read: set[int] = set()
-    for node in loop.walk():
-        for carry in node.attrs.get("carried", []):
-            read |= {r.id for r in _refs(carry)}
-        read |= {r.id for r in _refs(node)}
-    for body in bodies(loop.body):
-        body[:] = [n for n in body if n.id not in candidates or n.id in read]
-
-
-def _refs(node: Node) -> list[Node]:
-    """The nodes ``node`` reads: its inputs and the nodes its attributes name."""
-    named = [v for v in node.attrs.values() if isinstance(v, Node)]
-    listed = [r for v in node.attrs.values() if isinstance(v, list) for r in v]
-    return [*node.inputs, *named, *(r for r in listed if isinstance(r, Node))]
 
 
 def _count(dim: Sym | int) -> int | None:
