@@ -86,6 +86,29 @@ def test_gathers_and_scatters_at_bad_ids_touch_nothing_outside() -> None:
     torch.testing.assert_close(out[untouched], guard[:50][untouched])
 
 
+@tc.kernel(static_shapes=True)
+def table_rows(table: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([idx.size(0), table.size(1)], dtype=table.dtype, device=table.device)
+    for tn in tc.tile(idx.size(0)):
+        out[tn, :] = table[idx[tn], :]
+    return out
+
+
+def test_an_int32_index_into_a_table_past_2_31_elements_is_widened() -> None:
+    """Offsets past 2^31 elements are int64; an int32 id times the row stride (4096) would
+    wrap in int32 from id 524288 on, so the id is widened before the multiply."""
+    from tilecraft.targets.target import Target
+
+    args = (
+        torch.empty(1 << 20, 4096, dtype=torch.bfloat16, device="meta"),
+        torch.empty(64, dtype=torch.int32, device="meta"),
+    )
+    bound = BoundKernel(table_rows, table_rows.bind_arguments(args, {}), Target.parse("cuda:90"))
+    code = bound.to_triton_code(bound.config_spec.default())
+    load = next(line for line in code.splitlines() if "tl.load(table" in line)
+    assert "(load).to(tl.int64)[:, None] * 4096" in load, load
+
+
 def test_ref_mode_reports_the_bad_id() -> None:
     table, ids = torch.randn(50, 16), _bad_ids(40, 50)
     with pytest.raises(IndexOutOfBoundsError, match="table"):
