@@ -8,6 +8,7 @@ import torch
 
 import tilecraft as tc
 from benchmarks.gen_kernels.heldout_rows import logsumexp_middle  # strided whole reduction
+from benchmarks.gen_kernels.heldout_s24 import compact_rows  # a cumsum along whole rows
 from benchmarks.gen_kernels.reductions import online_softmax  # two loops over each row
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
@@ -68,3 +69,61 @@ def test_a_looped_strided_reduction_computes_logsumexp() -> None:
     config = tc.Config(block_sizes=[1, 32], reduction_loops=[128])
     got = bound.run(bound.compile_config(config), x)
     torch.testing.assert_close(got, torch.logsumexp(x, 1), rtol=1e-5, atol=1e-5)
+
+
+@tc.kernel(static_shapes=True)
+def middle_softmax(x: torch.Tensor) -> torch.Tensor:
+    b, _, h = x.size()
+    out = torch.empty_like(x)
+    for tb, th in tc.tile([b, h]):
+        out[tb, :, th] = torch.softmax(x[tb, :, th].to(torch.float32), dim=1).to(out.dtype)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def middle_sum(x: torch.Tensor) -> torch.Tensor:
+    b, _, h = x.size()
+    out = torch.empty([b, h], dtype=torch.float32, device=x.device)
+    for tb, th in tc.tile([b, h]):
+        out[tb, th] = torch.sum(x[tb, :, th].to(torch.float32), dim=1)
+    return out
+
+
+def test_a_two_pass_strided_reduction_stays_whole_in_sector_wide_columns() -> None:
+    """A softmax over the middle dim of [64, 2048, 1024] bf16 would read each column block
+    twice in chunks (statistics, then normalization): its 2048 rows stay one tile of 16 columns
+    (32 bytes, a sector), at the fewest warps that hold it without spilling."""
+    x = torch.empty(64, 2048, 1024, dtype=torch.bfloat16, device="meta")
+    config = _default(middle_softmax, x)
+    assert list(config.block_sizes) == [1, 16] and list(config.reduction_loops) == [None]
+    assert config.num_warps == 8
+    # a shorter dim keeps 64-byte rows whole
+    config = _default(
+        middle_softmax, torch.empty(32, 1024, 4096, dtype=torch.bfloat16, device="meta")
+    )
+    assert list(config.block_sizes) == [1, 32] and list(config.reduction_loops) == [None]
+
+
+def test_a_one_pass_strided_reduction_still_loops_in_chunks() -> None:
+    """A sum over the same dim streams its rows once either way: it keeps 64 bytes of each row
+    and loops the 2048 rows in chunks."""
+    config = _default(middle_sum, torch.empty(64, 2048, 1024, dtype=torch.bfloat16, device="meta"))
+    assert list(config.block_sizes) == [1, 32]
+    assert config.reduction_loops[0] is not None and config.reduction_loops[0] < 2048
+
+
+def test_a_whole_strided_softmax_computes_the_same_in_the_interpreter() -> None:
+    x = torch.randn(3, 40, 20)
+    bound = middle_softmax.bind((x,))
+    got = bound.run(bound.compile_config(tc.Config(block_sizes=[1, 16], num_warps=8)), x)
+    torch.testing.assert_close(got, torch.softmax(x, dim=1))
+
+
+def test_a_row_scanned_whole_takes_one_row_tile() -> None:
+    """A compaction by an exclusive cumsum of each 4096-wide row: one row a program at the
+    4096-element tile's 4 warps (each warp more is a cross-warp step of the scan), not the
+    pointwise budget's 2 rows at 8."""
+    values = torch.empty(16384, 4096, device="meta")
+    keep = torch.empty(16384, 4096, dtype=torch.bool, device="meta")
+    config = _default(compact_rows, values, keep)
+    assert list(config.block_sizes) == [1] and config.num_warps == 4

@@ -28,6 +28,7 @@ from benchmarks.gen_kernels import (
     heldout_s22b,
     heldout_s24,
     heldout_s25,
+    heldout_s26,
     norms,
     reductions,
     rewritten,
@@ -54,6 +55,7 @@ _HELDOUT_MODULES = (
     heldout_s22b,
     heldout_s24,
     heldout_s25,
+    heldout_s26,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

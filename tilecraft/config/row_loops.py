@@ -30,8 +30,9 @@ softmax 8192^2 0.155 at 32 rows x 256, 0.083 at 1 x 4096 / 4 warps, 0.072 at 1 x
 Welford 4096x16384 0.180 -> 0.098 (1 x 4096 / 4 warps) -> 0.073 (whole row, 8 warps, 2 stages);
 RMSNorm over full rows of 40920 0.283 at 2 rows x 4096 / 8 warps, 0.189 at 1 x 4096 / 32 warps.
 
-Loops that scan along the row (cumsum) keep ``ROW_LOOP_TILE`` chunks and the tile-size warps: a
-scan's cross-warp steps grow with the warps, and no measurement supports wider ones. Loops with
+Loops that scan along the row (cumsum) keep ``ROW_LOOP_TILE`` chunks (a whole row scanned in
+one tile counts as one chunk) and the tile-size warps: a scan's cross-warp steps grow with the
+warps, and no measurement supports wider ones. Loops with
 ``tl.dot`` keep their dot tiles (their k loop is not a row).
 """
 
@@ -114,6 +115,18 @@ def _left_alone(loop: DeviceLoop) -> bool:
     return any(n.op in (Op.SCAN, Op.GATHER, Op.DOT) for n in loop.walk())
 
 
+def _scanned_rows(spec: ConfigSpec, loop: DeviceLoop, chunks: list[int | None]) -> list[int]:
+    """The (padded) widths of ``loop``'s whole reduction dims when it scans along them (a
+    cumsum over a full-row tile ``x[tm, :]``): such a row takes ``ROW_LOOP_TILE`` elements of
+    tile like a chunked row, not the pointwise element budget, whose wider tile wants more
+    warps, and each warp more is another cross-warp step of the scan. (H200, a stream
+    compaction of 16384x4096 fp32 rows by an exclusive cumsum of the keep mask: 2 rows a program
+    at 8 warps 0.448 ms, at 4 warps 0.374, 1 row at 4 warps 0.343; one_pass_s26.)"""
+    if not any(n.op is Op.SCAN for n in loop.walk()):
+        return []
+    return [spec.reductions[i].full for i in _row_indices(spec, loop) if chunks[i] is None]
+
+
 def _chunked_rdims(spec: ConfigSpec, loop: DeviceLoop, chunks: list[int | None]) -> list[int]:
     """The chunks of ``loop``'s looped reduction dims (a full-row tile walked in chunks)."""
     return [c for i in _row_chunk_indices(spec, loop) if (c := chunks[i]) is not None]
@@ -178,6 +191,7 @@ def row_blocks(
                 b = spec.blocks[s]
                 blocks[s] = max(b.lo, min(b.hi, row_chunk(b.extent, spec.target)))
         widths = [blocks[s] for s in contiguous] + _chunked_rdims(spec, loop, chunks)
+        widths = widths or _scanned_rows(spec, loop, chunks)
         if not widths:
             continue
         for s, sym in _row_dims(spec, loop, grid):
