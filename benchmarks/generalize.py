@@ -130,18 +130,26 @@ def _tilecraft(
 ) -> dict[str, Any]:
     """First-call seconds, median ms, max error and configs of the case's kernels with
     ``options``, compiled on fresh caches."""
+    timed, timed_inputs = case.timed_run or case.run, _timed_inputs(case, inputs)
     with fresh_caches():
         kernels = {name: Recorder(k) for name, k in case.variants(**options).items()}
         got, first_s = _first_call(lambda: case.run(kernels, inputs), device)
-        ms = bench_best_ms(lambda: case.run(kernels, inputs), repeats)
-        graph = graph_ms(lambda: case.run(kernels, inputs))
+        ms = bench_best_ms(lambda: timed(kernels, timed_inputs), repeats)
+        graph = graph_ms(lambda: timed(kernels, timed_inputs))
         configs = "; ".join(f"{name}: {r.config()}" for name, r in kernels.items())
     err = max_error(got, want)
     return {"first_s": first_s, "ms": ms, "graph_ms": graph, "err": err, "configs": configs}
 
 
+def _timed_inputs(case: Case, inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """What the timed calls run on: for an in-place case (``Case.timed_run``) a copy of the
+    inputs, which those calls update again and again; otherwise the inputs themselves."""
+    return tuple(t.clone() for t in inputs) if case.timed_run is not None else inputs
+
+
 def _compiled_times(case: Case, inputs: Any, device: str, repeats: int) -> dict[str, Any]:
-    compiled = torch.compile(case.reference)
+    compiled = torch.compile(case.timed_reference or case.reference)
+    inputs = _timed_inputs(case, inputs)
     _, compile_s = _first_call(lambda: compiled(*inputs), device)
     return {
         "compile_ms": compile_s * 1e3,
@@ -173,7 +181,8 @@ def measure(
         row.update(quick_ms=quick["ms"], quick_wall_s=quick["first_s"])
         row["quick_graph_ms"] = quick["graph_ms"]
         row.update(quick_config=quick["configs"], max_err=max(default["err"], quick["err"]))
-    row["eager_ms"] = bench_best_ms(lambda: case.reference(*inputs), repeats)
+    eager, eager_inputs = case.timed_reference or case.reference, _timed_inputs(case, inputs)
+    row["eager_ms"] = bench_best_ms(lambda: eager(*eager_inputs), repeats)
     row["cpu_load"] = round(os.getloadavg()[0], 2)
     try:
         row.update(_compiled_times(case, inputs, device, repeats))

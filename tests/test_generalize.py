@@ -106,6 +106,35 @@ def test_a_reference_torch_compile_fails_on_keeps_the_tilecraft_columns(
     assert "torch_compile_ms" not in row and "default_vs_compile" not in row
 
 
+def test_an_in_place_case_times_in_place_calls_on_a_copy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The EMA update copies its state in ``run`` and ``reference`` (correctness); the timed
+    calls update a copy of the inputs in place on both sides, and the error is still measured
+    against the untouched inputs."""
+    _cpu_runner(monkeypatch, tmp_path)
+    case = ALL_CASES["ema_update_inplace"]
+    seen: list[tuple[str, torch.Tensor]] = []
+
+    def timed_run(kernels: Any, inputs: Any) -> Any:
+        seen.append(("run", inputs[0]))
+        return case.timed_run(kernels, inputs)
+
+    def timed_reference(*inputs: Any) -> Any:
+        seen.append(("reference", inputs[0]))
+        return case.timed_reference(*inputs)
+
+    spied = dataclasses.replace(case, timed_run=timed_run, timed_reference=timed_reference)
+    made = case.make_inputs(case.cpu_shapes[0], "cpu", 0)
+    row = gen.measure(spied, case.cpu_shapes[0], skip_quick=True, device="cpu")
+    assert {who for who, _ in seen} == {"run", "reference"}
+    assert row["max_err"] <= case.atol
+    # the copies the timed calls updated again and again have drifted from the inputs
+    assert all(not torch.equal(ema, made[0]) for _, ema in seen)
+    with pytest.raises(ValueError, match="go together"):
+        dataclasses.replace(case, timed_reference=None)
+
+
 def test_quick_row_on_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _cpu_runner(monkeypatch, tmp_path)
     case = CASES["rms_norm_full_row"]

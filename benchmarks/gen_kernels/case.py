@@ -28,7 +28,13 @@ class Case:
     """One benchmark kernel. ``make_inputs(shape, device, seed)`` returns random (never zero)
     inputs; ``reference(*inputs)`` is the eager PyTorch a user would write (fp32 math where the
     kernel upcasts), also what eager and ``torch.compile`` are timed on; ``atol`` bounds the max
-    absolute error of tilecraft's outputs against it at the CPU shapes."""
+    absolute error of tilecraft's outputs against it at the CPU shapes.
+
+    An in-place kernel's ``run`` and ``reference`` copy the state first (the inputs must stay
+    as they were), so each timed call would pay the copy: tilecraft's as separate copy
+    kernels, ``torch.compile``'s fused into its update. ``timed_run`` / ``timed_reference``
+    then update the state in place on both sides, with no copy, and are what the benchmark
+    times (on a copy of the inputs that the correctness checks never read)."""
 
     name: str
     kernels: tuple[tc.Kernel, ...]
@@ -38,12 +44,16 @@ class Case:
     gpu_shapes: tuple[tuple[int, ...], ...]
     cpu_shapes: tuple[tuple[int, ...], ...]
     atol: float
+    timed_run: Runner | None = None
+    timed_reference: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.kernels or not self.gpu_shapes or not self.cpu_shapes:
             raise ValueError(f"case {self.name!r}: needs kernels, GPU shapes and CPU shapes")
         if self.atol <= 0:
             raise ValueError(f"case {self.name!r}: atol must be positive")
+        if (self.timed_run is None) != (self.timed_reference is None):
+            raise ValueError(f"case {self.name!r}: timed_run and timed_reference go together")
 
     def variants(self, **options: Any) -> dict[str, tc.Kernel]:
         """The case's kernels by name, re-decorated with ``options`` (none: the kernels as

@@ -322,6 +322,10 @@ CASES = [
         gpu_shapes=((67108864,), (25165827,)),
         cpu_shapes=((1000,), (77,)),
         atol=1e-7,
+        timed_run=lambda k, inputs: k["ema_update"](*inputs),
+        timed_reference=lambda ema, model: ema.mul_(EMA_DECAY).add_(
+            model.float(), alpha=1.0 - EMA_DECAY
+        ),
     ),
     one_kernel_case(
         "column_max_argmax",
