@@ -9,6 +9,7 @@ import torch
 import tilecraft as tc
 from benchmarks.gen_kernels.heldout_rows import logsumexp_middle  # strided whole reduction
 from benchmarks.gen_kernels.heldout_s24 import compact_rows  # a cumsum along whole rows
+from benchmarks.gen_kernels.heldout_s26 import column_max_argmax  # a where-merged column walk
 from benchmarks.gen_kernels.reductions import online_softmax  # two loops over each row
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
@@ -127,3 +128,25 @@ def test_a_row_scanned_whole_takes_one_row_tile() -> None:
     keep = torch.empty(16384, 4096, dtype=torch.bool, device="meta")
     config = _default(compact_rows, values, keep)
     assert list(config.block_sizes) == [1] and config.num_warps == 4
+
+
+def test_a_column_walk_under_its_resident_slots_takes_taller_steps() -> None:
+    """A running column max + argmax (a merge by torch.where: no split is offered) of
+    4096x32000 bf16: [128 columns, 64 rows] a step leaves 250 programs for 132 SMs that each
+    hold more; the column block halves and the step doubles (the tile stays). At 32768x4096
+    the column block is at its 64-byte floor already."""
+    x = torch.empty(4096, 32000, dtype=torch.bfloat16, device="meta")
+    assert list(_default(column_max_argmax, x).block_sizes) == [64, 128]
+    x = torch.empty(32768, 4096, dtype=torch.bfloat16, device="meta")
+    assert list(_default(column_max_argmax, x).block_sizes) == [32, 256]
+
+
+def test_a_reshaped_column_walk_computes_max_and_argmax() -> None:
+    x = ((torch.randn(300, 70) * 8).round() / 8).to(torch.bfloat16)  # ties
+    bound = column_max_argmax.bind((x,))
+    values, indices = bound.run(
+        bound.compile_config(tc.Config(block_sizes=[16, 64], num_warps=4)), x
+    )
+    want = torch.max(x.float(), dim=0)
+    torch.testing.assert_close(values.float(), want.values)
+    assert torch.equal(indices, want.indices)

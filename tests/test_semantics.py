@@ -363,3 +363,39 @@ def test_logsumexp_of_infinite_rows_follows_torch() -> None:
         got = bound.run(bound.compile_config(config), x)
         torch.testing.assert_close(got, torch.logsumexp(x, -1), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(row_logsumexp.run_ref(x), torch.logsumexp(x, -1))
+
+
+@tc.kernel(config=ROWS)
+def row_max_and_index(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    values = torch.empty([m], dtype=x.dtype, device=x.device)
+    indices = torch.empty([m], dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        best, where = torch.max(x[tm, :], dim=-1)
+        values[tm] = best
+        indices[tm] = where
+    return values, indices
+
+
+def test_max_and_its_index_are_one_tuple_reduction() -> None:
+    """``torch.max(x, dim)``'s values and indices come from one (value, index) reduction (each
+    reduction crosses the warps once); NaN wins and ties keep the first index, as torch."""
+    x = _with_nans()
+    x[0, 2] = x[0, 9] = x[0].nan_to_num().max() + 1  # a tie: the first index
+    code = row_max_and_index.bind((x,)).to_triton_code(ROWS)
+    body = code.split("def launch")[0]
+    assert body.count("tl.reduce(") == 1 and "_tc_argmax_nan)" in body
+    values, indices = row_max_and_index(x)
+    want = torch.max(x, dim=-1)
+    torch.testing.assert_close(values, want.values, equal_nan=True)
+    assert torch.equal(indices, want.indices)
+
+
+@pytest.mark.gpu
+def test_max_and_its_index_match_torch_on_the_gpu() -> None:
+    x = torch.randn(1000, 700, device="cuda").round(decimals=1)  # many ties
+    x[3, 5] = float("nan")
+    values, indices = row_max_and_index(x)
+    want = torch.max(x, dim=-1)
+    torch.testing.assert_close(values, want.values, equal_nan=True)
+    assert torch.equal(indices, want.indices)

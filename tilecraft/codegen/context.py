@@ -68,6 +68,10 @@ class EmitContext:
         # a tuple scan's results by (combine, inputs, axis): the scope it was emitted in and the
         # variable holding its tuple (each used output of the scan indexes that one tuple)
         self.tuple_scans: dict[tuple[int, tuple[int, ...], int], tuple[dict[int, str], str]] = {}
+        # a max/argmax pair's (value, index) tuple by (input, axis, keepdim, arg kind), as
+        # tuple_scans; reduce_pairs: the keys the loop reduces both ways (codegen/reduce.py)
+        self.arg_pairs: dict[tuple[int, int, bool, str], tuple[dict[int, str], str]] = {}
+        self.reduce_pairs: set[tuple[int, int, bool, str]] | None = None
         self.split: SplitPass | None = None  # one pass of a split inner loop (codegen/split.py)
         for name in (*loop.tensors, *loop.scalar_args):  # temporaries never shadow parameters
             self.w.reserve(name)

@@ -58,15 +58,25 @@ def reduce_expr(
         return f"{REDUCE_FN[kind]}({text}, {axis}{keep_arg})"
     if kind in NAN_COMBINE:
         return f"tl.reduce({text}, {axis}, {NAN_COMBINE[kind]}{keep_arg})"
+    return arg_reduce_expr(kind, text, _element_indices(axis, dims), axis, keep)
+
+
+def _element_indices(axis: int, dims: Sequence[str]) -> str:
+    """Each element's index along ``axis`` of a tile of block dims ``dims``."""
     index = along_axis(f"tl.arange(0, {dims[axis]})", axis, len(dims))
-    return arg_reduce_expr(kind, text, f"tl.broadcast_to({index}, [{', '.join(dims)}])", axis, keep)
+    return f"tl.broadcast_to({index}, [{', '.join(dims)}])"
 
 
 def arg_reduce_expr(kind: str, values: str, indices: str, axis: int, keep: bool) -> str:
     """The index of the first best of ``values`` along ``axis`` (NaN counts as best), given
     each element's index ``indices`` (a rolled reduction passes each lane's best so far)."""
+    return f"{_best_and_index(kind, values, indices, axis, keep)}[1]"
+
+
+def _best_and_index(kind: str, values: str, indices: str, axis: int, keep: bool) -> str:
+    """The (first best value, its index) tuple of ``values`` along ``axis``."""
     keep_arg = ", keep_dims=True" if keep else ""
-    return f"tl.reduce(({values}, {indices}), {axis}, {NAN_ARG_COMBINE[kind]}{keep_arg})[1]"
+    return f"tl.reduce(({values}, {indices}), {axis}, {NAN_ARG_COMBINE[kind]}{keep_arg})"
 
 
 def along_axis(text: str, axis: int, ndim: int) -> str:
@@ -103,6 +113,49 @@ def emit_reduce(ctx: EmitContext, node: Node) -> None:
     src = node.inputs[0]
     if ctx.looped is not None and src.shape[axis] is ctx.looped:
         raise AssertionError("rolled reductions are emitted by schedule.emit_chunk_loop")
+    if src.dtype.is_floating_point and _paired(ctx, node):
+        ctx.bind(node, f"{_value_and_index(ctx, node)}[{0 if kind in NAN_COMBINE else 1}]")
+        return
     text = masked_for_reduce(ctx, src, axis, kind)
     dims = [ctx.dim_expr(d) for d in src.shape]
     ctx.bind(node, reduce_expr(kind, text, axis, keep, src.dtype, dims))
+
+
+_ARG_OF = {"max": "argmax", "min": "argmin", "argmax": "argmax", "argmin": "argmin"}
+
+
+def _pair_key(node: Node) -> tuple[int, int, bool, str]:
+    a = node.attrs
+    return (node.inputs[0].id, a["axis"], a["keepdim"], _ARG_OF.get(a["kind"], a["kind"]))
+
+
+def _paired(ctx: EmitContext, node: Node) -> bool:
+    """Whether ``node`` is a float max (min) of a tile whose argmax (argmin) over the same
+    axis the loop also takes (``torch.max(x, dim)`` returns both): one tuple reduction then
+    gives both, instead of a max and an arg reduction each crossing the warps."""
+    if node.attrs["kind"] not in _ARG_OF:
+        return False
+    if ctx.reduce_pairs is None:
+        kinds: dict[tuple[int, int, bool, str], set[str]] = {}
+        for n in ctx.loop.walk():
+            if n.op is Op.REDUCE and n.attrs["kind"] in _ARG_OF:
+                kinds.setdefault(_pair_key(n), set()).add(n.attrs["kind"])
+        ctx.reduce_pairs = {key for key, found in kinds.items() if len(found) == 2}
+    return _pair_key(node) in ctx.reduce_pairs
+
+
+def _value_and_index(ctx: EmitContext, node: Node) -> str:
+    """The variable holding the (best value, its first index) tuple of ``node``'s input along
+    its axis: emitted once, reused by the partner reduction while its scope is open."""
+    src, axis, keep = node.inputs[0], node.attrs["axis"], node.attrs["keepdim"]
+    key = _pair_key(node)
+    found = ctx.arg_pairs.get(key)
+    if found is not None and any(scope is found[0] for scope in ctx.scopes):
+        return found[1]
+    arg = _ARG_OF[node.attrs["kind"]]
+    text = masked_for_reduce(ctx, src, axis, arg)
+    indices = _element_indices(axis, [ctx.dim_expr(d) for d in src.shape])
+    name = ctx.w.fresh("best")
+    ctx.w.line(f"{name} = {_best_and_index(arg, text, indices, axis, keep)}")
+    ctx.arg_pairs[key] = (ctx.scopes[-1], name)
+    return name

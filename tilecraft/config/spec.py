@@ -286,6 +286,7 @@ class ConfigSpec:
         # a grid under one wave of resident programs (by these warps and the registers they
         # need): split its inner loop (config/split.py)
         config = split.with_default_splits(self, config, REGISTER_BUDGET, self._settle_warps)
+        config = tile_budget.fill_resident_slots(self, config)
         config = occupancy.small_grid_warps(self, config)
         config = occupancy.recurrence_warps(self, config)
         return self.normalize(self._fit_shared_memory(config), warn=False)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from tilecraft.config import occupancy
 from tilecraft.config.config import Config
 from tilecraft.config.dims import cdiv
 from tilecraft.config.eviction import reread_bytes
 from tilecraft.config.fp32_dots import fma_dot_k_slots
-from tilecraft.config.occupancy import OCCUPANCY_REGISTERS
 from tilecraft.config.resolve import predicted_registers
 from tilecraft.config.resources import FMA_K_STEP
 from tilecraft.ir.nodes import Op
@@ -139,7 +139,7 @@ def _one_pass_lanes(
     while True:
         candidate = config.replace(block_sizes=blocks)
         estimate = predicted_registers(spec, candidate, warps)
-        if not estimate.spills and estimate.per_thread <= OCCUPANCY_REGISTERS:
+        if not estimate.spills and estimate.per_thread <= occupancy.OCCUPANCY_REGISTERS:
             return candidate
         narrower = blocks[lane] // 2
         if narrower < spec.blocks[lane].lo or narrower * spec.blocks[lane].itemsize < SECTOR_BYTES:
@@ -207,6 +207,43 @@ def fill_device(spec: ConfigSpec, blocks: list[int]) -> list[int]:
     return blocks
 
 
+def fill_resident_slots(spec: ConfigSpec, config: Config) -> Config:
+    """Reshape the tile of each device loop whose programs walk the rows of a column tile (a
+    contiguous grid block, an inner loop over a dim that is not) while its grid leaves resident
+    slots empty (fewer programs than SMs x ``occupancy.resident_programs``): the column block
+    halves (not below its 64-byte row floor) and the loop's step takes twice the rows. The tile
+    and its registers stay; each step still moves as many bytes, and twice the programs walk
+    the columns at once. Such a loop waits on each step's loads (its running result feeds the
+    next step), so its time is its steps, not its bytes. H200, a column max + argmax of
+    4096x32000 bf16 (colmax_s26a, colmax_s26c): [128 columns, 64 rows] a step (250
+    programs) 0.399 ms, [64, 128] (500: the rule's) 0.237 at 8 warps and 0.173 at 4, [32, 256]
+    0.186 at 8; torch.compile 0.207. Loops that split (``config/split.py``) fill the slots with
+    their shares instead."""
+    blocks, splits = list(config.block_sizes), list(config.split_reductions)
+    for index, (grid, inner) in enumerate(zip(spec.grid_slots, spec.loop_slots, strict=True)):
+        if index < len(splits) and (splits[index] or 1) > 1:
+            continue  # a split loop fills the slots with its shares (config/split.py)
+        columns = [s for s in grid if spec.blocks[s].contiguous and spec.blocks[s].row_floor]
+        rows = [s for s in inner if not spec.blocks[s].contiguous and not spec.blocks[s].dot_role]
+        if len(columns) != 1 or len(rows) != 1:
+            continue
+        column, row = columns[0], rows[0]
+        while True:
+            current = config.replace(block_sizes=blocks)
+            programs = spec.programs(index, current)
+            slots = spec.target.limits.num_sms * occupancy.resident_programs(spec, current)
+            narrower = blocks[column] // 2
+            if (
+                programs is None
+                or programs >= slots
+                or narrower < (spec.blocks[column].row_floor or 1)
+                or blocks[row] * 2 > spec.blocks[row].hi
+            ):
+                break
+            blocks[column], blocks[row] = narrower, blocks[row] * 2
+    return config.replace(block_sizes=blocks)
+
+
 def _refills(spec: ConfigSpec, slot: int, loop: int) -> bool:
     """Whether a grid block at its segment floor may still halve (while the grid is under a
     wave): a dim without a row floor (not a contiguous loaded one, whose 64-byte segments
@@ -217,4 +254,11 @@ def _refills(spec: ConfigSpec, slot: int, loop: int) -> bool:
     return spec.blocks[slot].row_floor is None and looping
 
 
-__all__ = ["DOT_MAX_WARPS", "fill_device", "shrink_dot_tiles", "shrink_to", "spread_live_values"]
+__all__ = [
+    "DOT_MAX_WARPS",
+    "fill_device",
+    "fill_resident_slots",
+    "shrink_dot_tiles",
+    "shrink_to",
+    "spread_live_values",
+]
