@@ -5,7 +5,10 @@ The heuristic default starts from preferred tiles and brings them within budget 
 tile value within an element budget (:func:`shrink_to`), then enough warps that the values the
 resource model predicts live at once fit a thread's registers (:func:`spread_live_values`); a dot
 kernel stops at 8 warps and shrinks its tiles instead (:func:`shrink_dot_tiles`). Before that,
-:func:`fill_device` halves grid blocks of a grid under a wave.
+:func:`fill_device` halves grid blocks of a grid under a wave; after the splits, a column walk
+whose grid still leaves resident slots empty reshapes its tile (:func:`fill_resident_slots`).
+A strided reduction that chunks would read twice stays whole in narrower columns where it fits
+(:func:`shrink_to`, one pass).
 """
 
 from __future__ import annotations
