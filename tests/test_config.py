@@ -12,7 +12,7 @@ from kernels import matmul, rms_norm
 
 import tilecraft
 import tilecraft as tc
-from tilecraft.config.spec import MAX_NUMEL
+from tilecraft.config.normalize import MAX_NUMEL
 from tilecraft.errors import ConfigError, TilecraftError
 
 # ----------------------------------------------------------------------------------------------

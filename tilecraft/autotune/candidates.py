@@ -18,8 +18,9 @@ from tilecraft.autotune.classify import Attempt, Category, classify
 from tilecraft.config import flags
 from tilecraft.config.config import Config
 from tilecraft.config.dims import cdiv
+from tilecraft.config.normalize import HARD_ELEMS_PER_THREAD, MAX_NUMEL
 from tilecraft.config.plan import next_pow2
-from tilecraft.config.spec import HARD_ELEMS_PER_THREAD, MAX_NUMEL, ConfigSpec
+from tilecraft.config.spec import ConfigSpec
 from tilecraft.config.split import split_moves
 from tilecraft.errors import ConfigError
 

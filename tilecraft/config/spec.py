@@ -24,7 +24,6 @@ from tilecraft.config import (
     split,
     tile_budget,
 )
-from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
 from tilecraft.config.dims import BlockSpec, ReductionSpec, ValueShape, cdiv
 from tilecraft.config.grid_order import (
@@ -33,8 +32,8 @@ from tilecraft.config.grid_order import (
     contiguous_item,
     tensor_bytes,
 )
+from tilecraft.config.normalize import normalize_config
 from tilecraft.config.pipelines import (
-    fit_specialized_stages,
     hopper_default,
     operand_stage_bytes,
     pipelined_load_bytes,
@@ -55,14 +54,10 @@ from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, dot_roles, wa
 from tilecraft.ir.phases import rdim_loopable
 from tilecraft.ir.recurrence import exchanged_states
 from tilecraft.ir.tile_order import has_diagonal_selects
-from tilecraft.targets.target import Target, filter_launch_options
+from tilecraft.targets.target import Target
 
-MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
 REGISTER_BUDGET = 8192  # elements per tile value that the default aims to stay under
 RANDOM_ELEMS_PER_THREAD = 256
-# elements per thread of the largest tile: explicit configs above this are shrunk, and the tuner
-# skips candidates above it (Triton's compiler runs for many minutes on such tiles)
-HARD_ELEMS_PER_THREAD = 512
 
 
 class ConfigSpec:
@@ -453,7 +448,7 @@ class ConfigSpec:
         plan = self._plans.get(key)
         if plan is None:
             self.normalizations += 1
-            normalized, repairs = self._normalize(config)
+            normalized, repairs = normalize_config(self, config)
             plan = build_plan(self, normalized, repairs)
             _report(list(plan.repairs), self._warned if warn else None)
             self._plans[key] = plan
@@ -466,137 +461,6 @@ class ConfigSpec:
     def normalize(self, config: Config, warn: bool = True) -> Config:
         """``config`` repaired for this kernel (the resolved plan's config)."""
         return self.resolve(config, warn).config
-
-    def _normalize(self, config: Config) -> tuple[Config, list[str]]:
-        """Check ``config`` against this kernel; return it repaired with what was repaired and
-        why, or raise ConfigError.
-
-        Fields the target cannot honor (``maxnreg`` on HIP/XPU, tensor descriptors before sm_90)
-        are dropped (the caller warns once naming the field and the target, or rejects in strict
-        mode); the interpreter drops launch options it lacks silently (CPU runs of GPU configs).
-        """
-        default = None
-        fields = config.to_dict()
-        repairs: list[str] = []
-        fields.update(self.space.normalize_fields(config, repairs))
-        wanted = {"maxnreg": config.maxnreg}
-        kept, dropped = filter_launch_options(self.target, wanted)
-        if "maxnreg" not in kept:
-            fields.pop("maxnreg", None)
-            if self.target.backend != "interpret" or settings.strict():
-                repairs += dropped
-        if len(config.block_sizes) != len(self.blocks):
-            if config.block_sizes:
-                raise ConfigError(
-                    f"block_sizes has {len(config.block_sizes)} entries; this kernel has {len(self.blocks)} "
-                    f"block sizes (one per tunable tile dimension, in order of appearance)"
-                )
-            default = default or self.default()
-            fields["block_sizes"] = list(default.block_sizes)
-        blocks = list(fields.get("block_sizes", ()))
-        for i, b in enumerate(self.blocks):
-            if blocks[i] < b.lo:
-                raise ConfigError(
-                    f"block_sizes[{i}]={blocks[i]} is below {b.lo} (tl.dot needs every dim >= 16, "
-                    "and K >= 32 for 8-bit operands)"
-                )
-            blocks[i] = min(blocks[i], b.hi)
-        fields["block_sizes"] = blocks
-        fields["reduction_loops"] = self._normalize_reductions(config, repairs)
-        fields["split_reductions"] = split.normalize_splits(
-            self, Config(**fields), fields["pid_type"], fields["reduction_loops"], repairs
-        )
-        fields["split_atomics"] = split.normalize_atomics(
-            self, config, fields["split_reductions"], repairs
-        )
-        chunked = config.replace(
-            reduction_loops=fields["reduction_loops"], split_reductions=fields["split_reductions"]
-        )
-        fields.update(flags.normalize_flags(self, chunked, repairs))
-        for name in ("num_warps", "num_stages"):
-            if fields.get(name) is None:
-                default = default or self.default()
-                fields[name] = getattr(default, name)
-        fields["maxnreg"] = occupancy.fit_maxnreg(
-            self.target, fields.get("maxnreg"), fields["num_warps"], repairs
-        )
-        specialized = any(fields.get("range_warp_specializes") or ())
-        fields["num_stages"] = fit_specialized_stages(
-            self.target, fields["num_stages"], specialized, repairs
-        )
-        for name, choices in self.tunables.items():
-            value = config.user_values.get(name, choices[0])
-            if value not in choices:
-                raise ConfigError(f"tunable {name}={value!r} is not one of {list(choices)}")
-            fields[name] = value
-        for name in config.user_values:
-            if name not in self.tunables:
-                known = [f.name for f in dataclasses.fields(Config) if f.name != "user"]
-                raise unknown_name_error("Config field or tunable", name, [*known, *self.tunables])
-        return self._fit_tiles(Config(**fields), repairs), repairs
-
-    def _fit_tiles(self, config: Config, repairs: list[str]) -> Config:
-        """Tiles over Triton's 2^20-element limit fail to compile, and tiles of many thousand
-        elements per thread make its compiler run for many minutes (seed 000): shrink the blocks
-        (and add warps) until they fit, with one warning, or reject in strict mode."""
-        largest, value = self.largest_value(config)
-        warps = config.num_warps or 4
-        if largest <= MAX_NUMEL and largest <= warps * 32 * HARD_ELEMS_PER_THREAD:
-            return config
-        where = f" (the value at {value.loc.short})" if value and value.loc else ""
-        if largest > MAX_NUMEL:
-            problem = f"a tile of {largest} elements{where} is over Triton's limit of {MAX_NUMEL}"
-        else:
-            problem = (
-                f"a tile of {largest} elements{where} is {largest // (warps * 32)} per thread with "
-                f"{warps} warps (over {HARD_ELEMS_PER_THREAD}: Triton takes minutes to compile it)"
-            )
-        while largest > warps * 32 * HARD_ELEMS_PER_THREAD and warps < min(
-            16, self.target.max_warps
-        ):
-            warps *= 2  # more threads first: it does not change what the kernel computes
-        fitted = tile_budget.shrink_to(
-            self, config, min(MAX_NUMEL, warps * 32 * HARD_ELEMS_PER_THREAD)
-        )
-        largest, _ = self.largest_value(fitted)
-        while largest > warps * 32 * HARD_ELEMS_PER_THREAD and warps < self.target.max_warps:
-            warps *= 2
-        fitted = fitted.replace(num_warps=warps)
-        if largest > MAX_NUMEL:
-            raise ConfigError(
-                f"{problem} exceeds Triton's limit of {MAX_NUMEL} even with the smallest blocks",
-                hint="use a looped reduction (reduction_loops=[...]) if the kernel allows it",
-            )
-        repairs.append(f"{problem}; use smaller block_sizes or reduction_loops; using {fitted!r}")
-        return fitted
-
-    def _normalize_reductions(self, config: Config, repairs: list[str]) -> list[int | None]:
-        given = list(config.reduction_loops)
-        if given and len(given) != len(self.reductions):
-            raise ConfigError(
-                f"reduction_loops has {len(given)} entries; this kernel has {len(self.reductions)} reduction dims"
-            )
-        out: list[int | None] = []
-        for i, r in enumerate(self.reductions):
-            chunk = given[i] if given else None
-            if chunk is not None and chunk >= r.full:
-                chunk = None
-            if chunk is not None and not r.loopable:  # a repair, as the README promises
-                repairs.append(
-                    f"reduction_loops[{i}]={chunk}: this reduction dim cannot be looped: "
-                    f"{r.reason}; using None (the whole dim)"
-                )
-                chunk = None
-            out.append(chunk)
-        kept = self.one_looped(out)
-        if kept != out:  # codegen rolls one dim (codegen/schedule.py): a repair, not an error
-            dropped = [f"[{i}]={c}" for i, c in enumerate(out) if c is not None and kept[i] is None]
-            repairs.append(
-                f"reduction_loops{', '.join(dropped)}: at most one reduction dim per kernel can "
-                f"be looped; keeping the longest dim's chunk, using None (the whole dim) for "
-                f"the others"
-            )
-        return kept
 
     def one_looped(self, chunks: list[int | None]) -> list[int | None]:
         """``chunks`` with only the longest looped reduction dim's chunk kept (a row quantized

@@ -1,0 +1,162 @@
+"""Checking and repairing a user's config for one kernel (stage: config; in: a ConfigSpec and a
+Config; out: the repaired Config and the repairs made, or a ConfigError naming the field).
+
+``ConfigSpec.resolve`` calls :func:`normalize_config` once per config and builds the Plan from
+its result: block sizes clamped to each dim's range, reduction chunks a dim can take, splits and
+flags the kernel allows, launch options the target supports (dropped with a repair otherwise),
+tunables among their choices, and tiles that Triton can compile (:func:`_fit_tiles`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from tilecraft import settings
+from tilecraft.config import flags, occupancy, split, tile_budget
+from tilecraft.config.compat_names import unknown_name_error
+from tilecraft.config.config import Config
+from tilecraft.config.pipelines import fit_specialized_stages
+from tilecraft.errors import ConfigError
+from tilecraft.targets.target import filter_launch_options
+
+if TYPE_CHECKING:
+    from tilecraft.config.spec import ConfigSpec
+
+MAX_NUMEL = 1 << 20  # Triton's limit on elements in one tensor
+# elements per thread of the largest tile: explicit configs above this are shrunk, and the tuner
+# skips candidates above it (Triton's compiler runs for many minutes on such tiles)
+HARD_ELEMS_PER_THREAD = 512
+
+
+def normalize_config(spec: ConfigSpec, config: Config) -> tuple[Config, list[str]]:
+    """Check ``config`` against this kernel; return it repaired with what was repaired and
+    why, or raise ConfigError.
+
+    Fields the target cannot honor (``maxnreg`` on HIP/XPU, tensor descriptors before sm_90)
+    are dropped (the caller warns once naming the field and the target, or rejects in strict
+    mode); the interpreter drops launch options it lacks silently (CPU runs of GPU configs).
+    """
+    default = None
+    fields = config.to_dict()
+    repairs: list[str] = []
+    fields.update(spec.space.normalize_fields(config, repairs))
+    wanted = {"maxnreg": config.maxnreg}
+    kept, dropped = filter_launch_options(spec.target, wanted)
+    if "maxnreg" not in kept:
+        fields.pop("maxnreg", None)
+        if spec.target.backend != "interpret" or settings.strict():
+            repairs += dropped
+    if len(config.block_sizes) != len(spec.blocks):
+        if config.block_sizes:
+            raise ConfigError(
+                f"block_sizes has {len(config.block_sizes)} entries; this kernel has {len(spec.blocks)} "
+                f"block sizes (one per tunable tile dimension, in order of appearance)"
+            )
+        default = default or spec.default()
+        fields["block_sizes"] = list(default.block_sizes)
+    blocks = list(fields.get("block_sizes", ()))
+    for i, b in enumerate(spec.blocks):
+        if blocks[i] < b.lo:
+            raise ConfigError(
+                f"block_sizes[{i}]={blocks[i]} is below {b.lo} (tl.dot needs every dim >= 16, "
+                "and K >= 32 for 8-bit operands)"
+            )
+        blocks[i] = min(blocks[i], b.hi)
+    fields["block_sizes"] = blocks
+    fields["reduction_loops"] = _normalize_reductions(spec, config, repairs)
+    fields["split_reductions"] = split.normalize_splits(
+        spec, Config(**fields), fields["pid_type"], fields["reduction_loops"], repairs
+    )
+    fields["split_atomics"] = split.normalize_atomics(
+        spec, config, fields["split_reductions"], repairs
+    )
+    chunked = config.replace(
+        reduction_loops=fields["reduction_loops"], split_reductions=fields["split_reductions"]
+    )
+    fields.update(flags.normalize_flags(spec, chunked, repairs))
+    for name in ("num_warps", "num_stages"):
+        if fields.get(name) is None:
+            default = default or spec.default()
+            fields[name] = getattr(default, name)
+    fields["maxnreg"] = occupancy.fit_maxnreg(
+        spec.target, fields.get("maxnreg"), fields["num_warps"], repairs
+    )
+    specialized = any(fields.get("range_warp_specializes") or ())
+    fields["num_stages"] = fit_specialized_stages(
+        spec.target, fields["num_stages"], specialized, repairs
+    )
+    for name, choices in spec.tunables.items():
+        value = config.user_values.get(name, choices[0])
+        if value not in choices:
+            raise ConfigError(f"tunable {name}={value!r} is not one of {list(choices)}")
+        fields[name] = value
+    for name in config.user_values:
+        if name not in spec.tunables:
+            known = [f.name for f in dataclasses.fields(Config) if f.name != "user"]
+            raise unknown_name_error("Config field or tunable", name, [*known, *spec.tunables])
+    return _fit_tiles(spec, Config(**fields), repairs), repairs
+
+
+def _fit_tiles(spec: ConfigSpec, config: Config, repairs: list[str]) -> Config:
+    """Tiles over Triton's 2^20-element limit fail to compile, and tiles of many thousand
+    elements per thread make its compiler run for many minutes (seed 000): shrink the blocks
+    (and add warps) until they fit, with one warning, or reject in strict mode."""
+    largest, value = spec.largest_value(config)
+    warps = config.num_warps or 4
+    if largest <= MAX_NUMEL and largest <= warps * 32 * HARD_ELEMS_PER_THREAD:
+        return config
+    where = f" (the value at {value.loc.short})" if value and value.loc else ""
+    if largest > MAX_NUMEL:
+        problem = f"a tile of {largest} elements{where} is over Triton's limit of {MAX_NUMEL}"
+    else:
+        problem = (
+            f"a tile of {largest} elements{where} is {largest // (warps * 32)} per thread with "
+            f"{warps} warps (over {HARD_ELEMS_PER_THREAD}: Triton takes minutes to compile it)"
+        )
+    while largest > warps * 32 * HARD_ELEMS_PER_THREAD and warps < min(16, spec.target.max_warps):
+        warps *= 2  # more threads first: it does not change what the kernel computes
+    fitted = tile_budget.shrink_to(spec, config, min(MAX_NUMEL, warps * 32 * HARD_ELEMS_PER_THREAD))
+    largest, _ = spec.largest_value(fitted)
+    while largest > warps * 32 * HARD_ELEMS_PER_THREAD and warps < spec.target.max_warps:
+        warps *= 2
+    fitted = fitted.replace(num_warps=warps)
+    if largest > MAX_NUMEL:
+        raise ConfigError(
+            f"{problem} exceeds Triton's limit of {MAX_NUMEL} even with the smallest blocks",
+            hint="use a looped reduction (reduction_loops=[...]) if the kernel allows it",
+        )
+    repairs.append(f"{problem}; use smaller block_sizes or reduction_loops; using {fitted!r}")
+    return fitted
+
+
+def _normalize_reductions(spec: ConfigSpec, config: Config, repairs: list[str]) -> list[int | None]:
+    given = list(config.reduction_loops)
+    if given and len(given) != len(spec.reductions):
+        raise ConfigError(
+            f"reduction_loops has {len(given)} entries; this kernel has {len(spec.reductions)} reduction dims"
+        )
+    out: list[int | None] = []
+    for i, r in enumerate(spec.reductions):
+        chunk = given[i] if given else None
+        if chunk is not None and chunk >= r.full:
+            chunk = None
+        if chunk is not None and not r.loopable:  # a repair, as the README promises
+            repairs.append(
+                f"reduction_loops[{i}]={chunk}: this reduction dim cannot be looped: "
+                f"{r.reason}; using None (the whole dim)"
+            )
+            chunk = None
+        out.append(chunk)
+    kept = spec.one_looped(out)
+    if kept != out:  # codegen rolls one dim (codegen/schedule.py): a repair, not an error
+        dropped = [f"[{i}]={c}" for i, c in enumerate(out) if c is not None and kept[i] is None]
+        repairs.append(
+            f"reduction_loops{', '.join(dropped)}: at most one reduction dim per kernel can "
+            f"be looped; keeping the longest dim's chunk, using None (the whole dim) for "
+            f"the others"
+        )
+    return kept
+
+
+__all__ = ["HARD_ELEMS_PER_THREAD", "MAX_NUMEL", "normalize_config"]
