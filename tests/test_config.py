@@ -371,3 +371,21 @@ def test_user_tunable_value_reaches_device_code(bounds: dict[str, tc.BoundKernel
     for factor in (2, 4):
         program = bound.compile_config(tc.Config(block_sizes=[128], factor=factor))
         torch.testing.assert_close(bound.run(program, x), x * factor)
+
+
+@tc.kernel(static_shapes=True)
+def row_totals_by_grid(x: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for i in tc.grid(m):  # one row a program: no tunable block at all
+        out[i] = torch.sum(x[i, :].to(torch.float32))
+    return out
+
+
+def test_a_kernel_without_blocks_normalizes_an_empty_config() -> None:
+    """No block sizes given and none to give: the default is not consulted for them (it
+    normalizes its own config, which would recurse), and the kernel runs."""
+    x = torch.randn(5, 33)
+    spec = row_totals_by_grid.bind((x,)).config_spec
+    assert spec.blocks == [] and list(spec.normalize(tc.Config(num_warps=2)).block_sizes) == []
+    torch.testing.assert_close(row_totals_by_grid(x), x.sum(1))

@@ -10,7 +10,8 @@ tunables among their choices, and tiles that Triton can compile (:func:`_fit_til
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from tilecraft import settings
 from tilecraft.config import flags, occupancy, split, tile_budget
@@ -36,34 +37,24 @@ def normalize_config(spec: ConfigSpec, config: Config) -> tuple[Config, list[str
     Fields the target cannot honor (``maxnreg`` on HIP/XPU, tensor descriptors before sm_90)
     are dropped (the caller warns once naming the field and the target, or rejects in strict
     mode); the interpreter drops launch options it lacks silently (CPU runs of GPU configs).
+    Fields left unset (no block sizes, warps or stages) take the heuristic default's.
     """
-    default = None
+    found: list[Config] = []
+
+    def default() -> Config:  # computed once, and only if a field needs it
+        if not found:
+            found.append(spec.default())
+        return found[0]
+
     fields = config.to_dict()
     repairs: list[str] = []
     fields.update(spec.space.normalize_fields(config, repairs))
-    wanted = {"maxnreg": config.maxnreg}
-    kept, dropped = filter_launch_options(spec.target, wanted)
+    kept, dropped = filter_launch_options(spec.target, {"maxnreg": config.maxnreg})
     if "maxnreg" not in kept:
         fields.pop("maxnreg", None)
         if spec.target.backend != "interpret" or settings.strict():
             repairs += dropped
-    if len(config.block_sizes) != len(spec.blocks):
-        if config.block_sizes:
-            raise ConfigError(
-                f"block_sizes has {len(config.block_sizes)} entries; this kernel has {len(spec.blocks)} "
-                f"block sizes (one per tunable tile dimension, in order of appearance)"
-            )
-        default = default or spec.default()
-        fields["block_sizes"] = list(default.block_sizes)
-    blocks = list(fields.get("block_sizes", ()))
-    for i, b in enumerate(spec.blocks):
-        if blocks[i] < b.lo:
-            raise ConfigError(
-                f"block_sizes[{i}]={blocks[i]} is below {b.lo} (tl.dot needs every dim >= 16, "
-                "and K >= 32 for 8-bit operands)"
-            )
-        blocks[i] = min(blocks[i], b.hi)
-    fields["block_sizes"] = blocks
+    fields["block_sizes"] = _block_sizes(spec, config, default)
     fields["reduction_loops"] = _normalize_reductions(spec, config, repairs)
     fields["split_reductions"] = split.normalize_splits(
         spec, Config(**fields), fields["pid_type"], fields["reduction_loops"], repairs
@@ -77,8 +68,7 @@ def normalize_config(spec: ConfigSpec, config: Config) -> tuple[Config, list[str
     fields.update(flags.normalize_flags(spec, chunked, repairs))
     for name in ("num_warps", "num_stages"):
         if fields.get(name) is None:
-            default = default or spec.default()
-            fields[name] = getattr(default, name)
+            fields[name] = getattr(default(), name)
     fields["maxnreg"] = occupancy.fit_maxnreg(
         spec.target, fields.get("maxnreg"), fields["num_warps"], repairs
     )
@@ -86,16 +76,45 @@ def normalize_config(spec: ConfigSpec, config: Config) -> tuple[Config, list[str
     fields["num_stages"] = fit_specialized_stages(
         spec.target, fields["num_stages"], specialized, repairs
     )
+    fields.update(_tunables(spec, config))
+    return _fit_tiles(spec, Config(**fields), repairs), repairs
+
+
+def _block_sizes(spec: ConfigSpec, config: Config, default: Callable[[], Config]) -> list[int]:
+    """``config``'s block sizes (the default's when it gives none), each at most its dim's
+    padded extent; too few or too many, or one below a dot's least, is a ConfigError."""
+    if len(config.block_sizes) != len(spec.blocks) and config.block_sizes:
+        raise ConfigError(
+            f"block_sizes has {len(config.block_sizes)} entries; this kernel has {len(spec.blocks)} "
+            f"block sizes (one per tunable tile dimension, in order of appearance)"
+        )
+    given = len(config.block_sizes) == len(spec.blocks)  # (a kernel without blocks has none)
+    blocks = list(config.block_sizes if given else default().block_sizes)
+    for i, b in enumerate(spec.blocks):
+        if blocks[i] < b.lo:
+            raise ConfigError(
+                f"block_sizes[{i}]={blocks[i]} is below {b.lo} (tl.dot needs every dim >= 16, "
+                "and K >= 32 for 8-bit operands)"
+            )
+        blocks[i] = min(blocks[i], b.hi)
+    return blocks
+
+
+def _tunables(spec: ConfigSpec, config: Config) -> dict[str, Any]:
+    """The kernel's tunables from ``config`` (each its first choice when not given); a value
+    not among the choices, or a name that is neither a Config field nor a tunable, is an
+    error naming it."""
+    values = {}
     for name, choices in spec.tunables.items():
         value = config.user_values.get(name, choices[0])
         if value not in choices:
             raise ConfigError(f"tunable {name}={value!r} is not one of {list(choices)}")
-        fields[name] = value
+        values[name] = value
     for name in config.user_values:
         if name not in spec.tunables:
             known = [f.name for f in dataclasses.fields(Config) if f.name != "user"]
             raise unknown_name_error("Config field or tunable", name, [*known, *spec.tunables])
-    return _fit_tiles(spec, Config(**fields), repairs), repairs
+    return values
 
 
 def _fit_tiles(spec: ConfigSpec, config: Config, repairs: list[str]) -> Config:
