@@ -14,6 +14,7 @@ from kernels import matmul, rms_norm
 
 import tilecraft as tc
 from tilecraft.codegen.kernel import generate
+from tilecraft.config import spec as spec_module
 from tilecraft.config.plan import Plan
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.runtime.kernel import BoundKernel
@@ -120,13 +121,13 @@ def test_a_config_is_normalized_once_per_specialization(
     later calls normalize each distinct config once."""
     monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
     counts: Counter[str] = Counter()
-    original = ConfigSpec._normalize
+    original = spec_module.normalize_config
 
-    def counting(self: ConfigSpec, config: tc.Config) -> Any:
+    def counting(spec: ConfigSpec, config: tc.Config) -> Any:
         counts[config.key()] += 1
-        return original(self, config)
+        return original(spec, config)
 
-    monkeypatch.setattr(ConfigSpec, "_normalize", counting)
+    monkeypatch.setattr(spec_module, "normalize_config", counting)
     rms_norm.reset()
     x, w = torch.randn(33, 64, device=device), torch.randn(64, device=device)
     for _ in range(3):
