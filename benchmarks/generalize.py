@@ -123,14 +123,16 @@ def _first_call(fn: Callable[[], Any], device: str) -> tuple[Any, float]:
 def _tilecraft(
     case: Case,
     inputs: tuple[torch.Tensor, ...],
+    timed_inputs: tuple[torch.Tensor, ...],
     want: Any,
     device: str,
     repeats: int = REPEATS,
     **options: Any,
 ) -> dict[str, Any]:
     """First-call seconds, median ms, max error and configs of the case's kernels with
-    ``options``, compiled on fresh caches."""
-    timed, timed_inputs = case.timed_run or case.run, _timed_inputs(case, inputs)
+    ``options``, compiled on fresh caches (the first call on ``inputs``, the timed ones on
+    ``timed_inputs``: :func:`_timed_inputs`)."""
+    timed = case.timed_run or case.run
     with fresh_caches():
         kernels = {name: Recorder(k) for name, k in case.variants(**options).items()}
         got, first_s = _first_call(lambda: case.run(kernels, inputs), device)
@@ -149,7 +151,6 @@ def _timed_inputs(case: Case, inputs: tuple[torch.Tensor, ...]) -> tuple[torch.T
 
 def _compiled_times(case: Case, inputs: Any, device: str, repeats: int) -> dict[str, Any]:
     compiled = torch.compile(case.timed_reference or case.reference)
-    inputs = _timed_inputs(case, inputs)
     _, compile_s = _first_call(lambda: compiled(*inputs), device)
     return {
         "compile_ms": compile_s * 1e3,
@@ -170,22 +171,25 @@ def measure(
     ``torch.compile``; times in ms except the first-call walls (s)."""
     inputs = case.make_inputs(shape, device, 0)
     want = case.reference(*inputs)
+    timed = _timed_inputs(case, inputs)  # every timed call's inputs, one copy for in-place cases
     row: dict[str, Any] = {"kernel": case.name, "shape": "x".join(map(str, shape))}
-    default = _tilecraft(case, inputs, want, device, repeats)
+    default = _tilecraft(case, inputs, timed, want, device, repeats)
     row.update(default_ms=default["ms"], default_first_s=default["first_s"])
     row["default_graph_ms"] = default["graph_ms"]
     row.update(default_config=default["configs"], max_err=default["err"])
     if not skip_quick:
         budget = {} if quick_budget is None else {"autotune_budget_s": quick_budget}
-        quick = _tilecraft(case, inputs, want, device, repeats, autotune_effort="quick", **budget)
+        quick = _tilecraft(
+            case, inputs, timed, want, device, repeats, autotune_effort="quick", **budget
+        )
         row.update(quick_ms=quick["ms"], quick_wall_s=quick["first_s"])
         row["quick_graph_ms"] = quick["graph_ms"]
         row.update(quick_config=quick["configs"], max_err=max(default["err"], quick["err"]))
-    eager, eager_inputs = case.timed_reference or case.reference, _timed_inputs(case, inputs)
-    row["eager_ms"] = bench_best_ms(lambda: eager(*eager_inputs), repeats)
+    eager = case.timed_reference or case.reference
+    row["eager_ms"] = bench_best_ms(lambda: eager(*timed), repeats)
     row["cpu_load"] = round(os.getloadavg()[0], 2)
     try:
-        row.update(_compiled_times(case, inputs, device, repeats))
+        row.update(_compiled_times(case, timed, device, repeats))
     except Exception as exc:  # torch.compile's own failure: our columns stand, its are empty
         row["error"] = f"torch.compile of the reference: {type(exc).__name__}: {exc}"[:300]
         return row

@@ -44,8 +44,8 @@ def main(mode: str) -> None:
         softmax = CASES["online_softmax_two_pass"]
         y = softmax.make_inputs(softmax.gpu_shapes[0], "cuda", 0)
         want = softmax.reference(*y)
-        _tilecraft(softmax, y, want, "cuda", 1)
-        _tilecraft(softmax, y, want, "cuda", 1, autotune_effort="quick")
+        _tilecraft(softmax, y, y, want, "cuda", 1)
+        _tilecraft(softmax, y, y, want, "cuda", 1, autotune_effort="quick")
         del y, want
     x = column.make_inputs(column.gpu_shapes[0], "cuda", 0)
     with fresh_caches():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -65,12 +66,10 @@ class EmitContext:
         self.descriptor_mark = 0
         self.helpers: list[str] = []  # @triton.jit helpers the kernel calls (combine functions)
         self.helper_names: dict[int, str] = {}
-        # a tuple scan's results by (combine, inputs, axis): the scope it was emitted in and the
-        # variable holding its tuple (each used output of the scan indexes that one tuple)
-        self.tuple_scans: dict[tuple[int, tuple[int, ...], int], tuple[dict[int, str], str]] = {}
-        # a max/argmax pair's (value, index) tuple by (input, axis, keepdim, arg kind), as
-        # tuple_scans; reduce_pairs: the keys the loop reduces both ways (codegen/reduce.py)
-        self.arg_pairs: dict[tuple[int, int, bool, str], tuple[dict[int, str], str]] = {}
+        # tuples several nodes index (a tuple scan's outputs; a max/argmax pair, codegen/
+        # reduce.py), by a key of what computes them: the scope each was emitted in, its variable
+        self.shared_tuples: dict[tuple[Any, ...], tuple[dict[int, str], str]] = {}
+        # (input, axis, keepdim, arg kind) of the reductions the loop takes both ways
         self.reduce_pairs: set[tuple[int, int, bool, str]] | None = None
         self.split: SplitPass | None = None  # one pass of a split inner loop (codegen/split.py)
         for name in (*loop.tensors, *loop.scalar_args):  # temporaries never shadow parameters
@@ -204,6 +203,18 @@ class EmitContext:
     def emit_node(self, node: Node) -> None:
         self.w.src_comment(node.loc)
         emission(node.op, node.loc)(self, node)
+
+    def shared_tuple(self, key: tuple[Any, ...], hint: str, make: Callable[[], str]) -> str:
+        """The variable holding the tuple ``make()`` computes, emitted once under ``key`` and
+        reused while the scope it was emitted in is open (each user indexes that one tuple)."""
+        found = self.shared_tuples.get(key)
+        if found is not None and any(scope is found[0] for scope in self.scopes):
+            return found[1]
+        text = make()
+        name = self.w.fresh(hint)
+        self.w.line(f"{name} = {text}")
+        self.shared_tuples[key] = (self.scopes[-1], name)
+        return name
 
     def bind(self, node: Node, text: str) -> str:
         """Assign ``text`` to a fresh variable named after the node; the node's value is it."""

@@ -148,14 +148,11 @@ def _value_and_index(ctx: EmitContext, node: Node) -> str:
     """The variable holding the (best value, its first index) tuple of ``node``'s input along
     its axis: emitted once, reused by the partner reduction while its scope is open."""
     src, axis, keep = node.inputs[0], node.attrs["axis"], node.attrs["keepdim"]
-    key = _pair_key(node)
-    found = ctx.arg_pairs.get(key)
-    if found is not None and any(scope is found[0] for scope in ctx.scopes):
-        return found[1]
     arg = _ARG_OF[node.attrs["kind"]]
-    text = masked_for_reduce(ctx, src, axis, arg)
-    indices = _element_indices(axis, [ctx.dim_expr(d) for d in src.shape])
-    name = ctx.w.fresh("best")
-    ctx.w.line(f"{name} = {_best_and_index(arg, text, indices, axis, keep)}")
-    ctx.arg_pairs[key] = (ctx.scopes[-1], name)
-    return name
+
+    def reduction() -> str:
+        text = masked_for_reduce(ctx, src, axis, arg)
+        indices = _element_indices(axis, [ctx.dim_expr(d) for d in src.shape])
+        return _best_and_index(arg, text, indices, axis, keep)
+
+    return ctx.shared_tuple(("arg", *_pair_key(node)), "best", reduction)

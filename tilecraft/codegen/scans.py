@@ -57,15 +57,13 @@ def emit_scan(ctx: EmitContext, node: Node) -> None:
 def _tuple_scan(ctx: EmitContext, node: Node, axis: int, helper: str) -> str:
     """The variable holding the tuple that a tuple scan's results index: emitted once, and
     reused by the scan's other results while the scope it was emitted in is open."""
-    key = (id(node.attrs["combine"]), tuple(n.id for n in node.inputs), axis)
-    found = ctx.tuple_scans.get(key)
-    if found is not None and any(scope is found[0] for scope in ctx.scopes):
-        return found[1]
-    tiles = ", ".join(ctx.expr(n) for n in node.inputs)
-    name = ctx.w.fresh("scanned")
-    ctx.w.line(f"{name} = tl.associative_scan(({tiles}), {axis}, {helper})")
-    ctx.tuple_scans[key] = (ctx.scopes[-1], name)
-    return name
+    key = ("scan", id(node.attrs["combine"]), tuple(n.id for n in node.inputs), axis)
+
+    def scan() -> str:
+        tiles = ", ".join(ctx.expr(n) for n in node.inputs)
+        return f"tl.associative_scan(({tiles}), {axis}, {helper})"
+
+    return ctx.shared_tuple(key, "scanned", scan)
 
 
 def emit_combine_reduce(ctx: EmitContext, node: Node) -> None:

@@ -10,6 +10,7 @@ tunables among their choices, and tiles that Triton can compile (:func:`_fit_til
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -39,13 +40,7 @@ def normalize_config(spec: ConfigSpec, config: Config) -> tuple[Config, list[str
     mode); the interpreter drops launch options it lacks silently (CPU runs of GPU configs).
     Fields left unset (no block sizes, warps or stages) take the heuristic default's.
     """
-    found: list[Config] = []
-
-    def default() -> Config:  # computed once, and only if a field needs it
-        if not found:
-            found.append(spec.default())
-        return found[0]
-
+    default = functools.cache(spec.default)  # computed once, and only if a field needs it
     fields = config.to_dict()
     repairs: list[str] = []
     fields.update(spec.space.normalize_fields(config, repairs))
