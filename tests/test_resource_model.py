@@ -256,3 +256,35 @@ def test_random_numbers_hold_philox_counters() -> None:
     ).config_spec
     config = tc.Config(block_sizes=[1], reduction_loops=[8192], num_warps=16)
     assert 90 <= predicted_registers(spec, config, 16).per_thread <= 120
+
+
+@tc.kernel(static_shapes=True)
+def column_max_with_index(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch.max over the rows of each column tile: a value and an index reduction of one
+    input, which codegen emits as one tuple reduction."""
+    values = torch.empty([x.size(1)], dtype=x.dtype, device=x.device)
+    indices = torch.empty([x.size(1)], dtype=torch.int64, device=x.device)
+    for tn in tc.tile(x.size(1)):
+        v, i = torch.max(x[:, tn].to(torch.float32), dim=0)
+        values[tn] = v.to(x.dtype)
+        indices[tn] = i
+    return values, indices
+
+
+@tc.kernel(static_shapes=True)
+def column_max_only(x: torch.Tensor) -> torch.Tensor:
+    values = torch.empty([x.size(1)], dtype=x.dtype, device=x.device)
+    for tn in tc.tile(x.size(1)):
+        values[tn] = torch.amax(x[:, tn].to(torch.float32), dim=0).to(x.dtype)
+    return values
+
+
+def test_a_max_and_argmax_pair_streams_its_input_like_one_reduction() -> None:
+    """The fp32 cast feeding both members of a torch.max pair is not held to the second: the
+    pair is one reduction (a [512, 64] bf16 tile at 4 warps held it as 256 more registers
+    than ptxas allocated)."""
+    config = tc.Config(block_sizes=[64], reduction_loops=[None], num_warps=4)
+    x = _bf16(512, 4096)
+    pair = predicted_registers(_spec(column_max_with_index, x), config, 4).per_thread
+    single = predicted_registers(_spec(column_max_only, x), config, 4).per_thread
+    assert pair - single <= 4  # the [64] index result, not a [512, 64] fp32 tile

@@ -11,6 +11,7 @@ from benchmarks.gen_kernels.heldout_rows import logsumexp_middle  # strided whol
 from benchmarks.gen_kernels.heldout_s24 import compact_rows  # a cumsum along whole rows
 from benchmarks.gen_kernels.heldout_s26 import column_max_argmax  # a where-merged column walk
 from benchmarks.gen_kernels.reductions import online_softmax  # two loops over each row
+from tilecraft.config import tile_budget
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
 
@@ -133,12 +134,19 @@ def test_a_row_scanned_whole_takes_one_row_tile() -> None:
 def test_a_column_walk_under_its_resident_slots_takes_taller_steps() -> None:
     """A running column max + argmax (a merge by torch.where: no split is offered) of
     4096x32000 bf16: [128 columns, 64 rows] a step leaves 250 programs for 132 SMs that each
-    hold more; the column block halves and the step doubles (the tile stays). At 32768x4096
-    the column block is at its 64-byte floor already."""
-    x = torch.empty(4096, 32000, dtype=torch.bfloat16, device="meta")
-    assert list(_default(column_max_argmax, x).block_sizes) == [64, 128]
-    x = torch.empty(32768, 4096, dtype=torch.bfloat16, device="meta")
-    assert list(_default(column_max_argmax, x).block_sizes) == [32, 256]
+    hold more; the column block halves and the step doubles (the tile stays) down to the
+    64-byte floor of 32 bf16 columns. At 32768x4096 the column block is at its floor
+    already. (The default then sizes the step: tests/test_streamed_steps.py.)"""
+    for shape, blocks, want in [
+        ((4096, 32000), [128, 64], [32, 256]),
+        ((32768, 4096), [32, 256], [32, 256]),
+    ]:
+        x = torch.empty(*shape, dtype=torch.bfloat16, device="meta")
+        spec = BoundKernel(
+            column_max_argmax, column_max_argmax.bind_arguments((x,), {}), target=H200
+        ).config_spec
+        config = tc.Config(block_sizes=blocks, num_warps=8)
+        assert list(tile_budget.fill_resident_slots(spec, config).block_sizes) == want
 
 
 def test_a_reshaped_column_walk_computes_max_and_argmax() -> None:

@@ -18,7 +18,7 @@ import torch
 
 from tilecraft.codegen import scans
 from tilecraft.codegen.registry import emits
-from tilecraft.ir import dtypes
+from tilecraft.ir import dtypes, reduce_pairs
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def emit_reduce(ctx: EmitContext, node: Node) -> None:
     src = node.inputs[0]
     if ctx.looped is not None and src.shape[axis] is ctx.looped:
         raise AssertionError("rolled reductions are emitted by schedule.emit_chunk_loop")
-    if src.dtype.is_floating_point and _paired(ctx, node):
+    if _paired(ctx, node):
         ctx.bind(node, f"{_value_and_index(ctx, node)}[{0 if kind in NAN_COMBINE else 1}]")
         return
     text = masked_for_reduce(ctx, src, axis, kind)
@@ -121,38 +121,26 @@ def emit_reduce(ctx: EmitContext, node: Node) -> None:
     ctx.bind(node, reduce_expr(kind, text, axis, keep, src.dtype, dims))
 
 
-_ARG_OF = {"max": "argmax", "min": "argmin", "argmax": "argmax", "argmin": "argmin"}
-
-
-def _pair_key(node: Node) -> tuple[int, int, bool, str]:
-    a = node.attrs
-    return (node.inputs[0].id, a["axis"], a["keepdim"], _ARG_OF.get(a["kind"], a["kind"]))
-
-
 def _paired(ctx: EmitContext, node: Node) -> bool:
     """Whether ``node`` is a float max (min) of a tile whose argmax (argmin) over the same
     axis the loop also takes (``torch.max(x, dim)`` returns both): one tuple reduction then
     gives both, instead of a max and an arg reduction each crossing the warps."""
-    if node.attrs["kind"] not in _ARG_OF:
+    if not reduce_pairs.pairable(node):
         return False
     if ctx.reduce_pairs is None:
-        kinds: dict[tuple[int, int, bool, str], set[str]] = {}
-        for n in ctx.loop.walk():
-            if n.op is Op.REDUCE and n.attrs["kind"] in _ARG_OF:
-                kinds.setdefault(_pair_key(n), set()).add(n.attrs["kind"])
-        ctx.reduce_pairs = {key for key, found in kinds.items() if len(found) == 2}
-    return _pair_key(node) in ctx.reduce_pairs
+        ctx.reduce_pairs = reduce_pairs.paired_keys(ctx.loop.walk())
+    return reduce_pairs.pair_key(node) in ctx.reduce_pairs
 
 
 def _value_and_index(ctx: EmitContext, node: Node) -> str:
     """The variable holding the (best value, its first index) tuple of ``node``'s input along
     its axis: emitted once, reused by the partner reduction while its scope is open."""
     src, axis, keep = node.inputs[0], node.attrs["axis"], node.attrs["keepdim"]
-    arg = _ARG_OF[node.attrs["kind"]]
+    arg = reduce_pairs.ARG_OF[node.attrs["kind"]]
 
     def reduction() -> str:
         text = masked_for_reduce(ctx, src, axis, arg)
         indices = _element_indices(axis, [ctx.dim_expr(d) for d in src.shape])
         return _best_and_index(arg, text, indices, axis, keep)
 
-    return ctx.shared_tuple(("arg", *_pair_key(node)), "best", reduction)
+    return ctx.shared_tuple(("arg", *reduce_pairs.pair_key(node)), "best", reduction)

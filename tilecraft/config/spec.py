@@ -282,6 +282,7 @@ class ConfigSpec:
         # need): split its inner loop (config/split.py)
         config = split.with_default_splits(self, config, REGISTER_BUDGET, self._settle_warps)
         config = tile_budget.fill_resident_slots(self, config)
+        config = tile_budget.stream_walk_steps(self, config)
         config = occupancy.small_grid_warps(self, config)
         config = occupancy.recurrence_warps(self, config)
         return self.normalize(self._fit_shared_memory(config), warn=False)
