@@ -7,7 +7,10 @@ from __future__ import annotations
 import torch
 
 import tilecraft as tc
-from benchmarks.gen_kernels.heldout_rows import logsumexp_middle  # strided whole reduction
+from benchmarks.gen_kernels.heldout_rows import (  # strided whole reductions
+    column_softmax,
+    logsumexp_middle,
+)
 from benchmarks.gen_kernels.heldout_s24 import compact_rows  # a cumsum along whole rows
 from benchmarks.gen_kernels.heldout_s26 import column_max_argmax  # a where-merged column walk
 from benchmarks.gen_kernels.reductions import online_softmax  # two loops over each row
@@ -158,3 +161,15 @@ def test_a_reshaped_column_walk_computes_max_and_argmax() -> None:
     want = torch.max(x.float(), dim=0)
     torch.testing.assert_close(values.float(), want.values)
     assert torch.equal(indices, want.indices)
+
+
+def test_a_chunked_column_counts_its_column_block_in_the_tile() -> None:
+    """A softmax down the columns of 4096x4096 bf16 (x[:, tn], the reduction dim strided):
+    [32 columns, 256 rows] chunks are an 8192-element tile, 16 elements a thread at 16 warps
+    (counted as a 256-element row it took 8). A row loop's chunk keeps its rule."""
+    x = torch.empty(4096, 4096, dtype=torch.bfloat16, device="meta")
+    config = _default(column_softmax, x)
+    assert list(config.block_sizes) == [32] and list(config.reduction_loops) == [256]
+    assert config.num_warps == 16
+    config = _default(online_softmax, torch.empty(8192, 8192, dtype=torch.bfloat16, device="meta"))
+    assert config.num_warps == 16 and list(config.block_sizes) == [1, 8192, 8192]

@@ -104,3 +104,14 @@ def test_the_streamed_default_computes_max_and_argmax_in_the_interpreter() -> No
     want = torch.max(x.float(), dim=0)
     torch.testing.assert_close(values.float(), want.values)
     assert torch.equal(indices, want.indices)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(32768, 512), (4096, 32000)])
+def test_the_streamed_default_matches_torch_on_the_gpu(shape: tuple[int, int]) -> None:
+    """The default's 2048- and 1024-row steps, with ties, on the GPU."""
+    x = ((torch.randn(*shape, device="cuda") * 4).round() / 4).to(torch.bfloat16)
+    values, indices = column_max_argmax(x)
+    want = torch.max(x.float(), dim=0)
+    torch.testing.assert_close(values.float(), want.values)
+    assert torch.equal(indices, want.indices)
