@@ -78,15 +78,51 @@ def test_deferred_sums_match_eager(shape: tuple[int, int], split: int) -> None:
     assert "acc_rows" in bound.to_triton_code(config)
 
 
-def test_only_the_sum_defers_and_both_match_eager() -> None:
-    x = torch.randn(300, 40)
-    config = tc.Config(block_sizes=[32, 64], num_warps=4, deferred_sums=True)
+@pytest.mark.parametrize("split", [1, 3])
+def test_a_running_max_defers_like_the_sum_and_both_match_eager(split: int) -> None:
+    """``top = maximum(top, amax(x))`` keeps a -inf tile accumulator too; values all below
+    zero and 300 rows in 64-row steps: a padded lane taken as 0 would win the max."""
+    x = -torch.rand(300, 40) - 0.5
+    config = tc.Config(
+        block_sizes=[32, 64], num_warps=4, split_reductions=[split], deferred_sums=True
+    )
     code = _code(column_sum_and_max, config, x)
-    assert "acc_rows" in code and "top_rows" not in code
+    assert "acc_rows" in code and "top_rows = tl.full(" in code
+    assert "top_rows = tl.maximum(top_rows, tl.where(mask_1[:, None], xf, float('-inf'))" in code
     bound = column_sum_and_max.bind((x,))
     total, peak = bound.run(bound.compile_config(config), x)
     torch.testing.assert_close(total, x.sum(0), rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(peak, x.amax(0))
+
+
+@tc.kernel(static_shapes=True)
+def column_min_and_flag(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A running min of fp32 values and a running int32 max of a NaN flag."""
+    m, n = x.size()
+    low = torch.empty([n], dtype=torch.float32, device=x.device)
+    flag = torch.empty([n], dtype=torch.int32, device=x.device)
+    for tn in tc.tile(n):
+        lo = tc.full([tn], float("inf"), dtype=torch.float32)
+        found = tc.zeros([tn], dtype=torch.int32)
+        for tm in tc.tile(m):
+            t = x[tm, tn]
+            lo = torch.minimum(lo, torch.amin(t, dim=0))
+            found = torch.maximum(found, torch.amax(torch.isnan(t).to(torch.int32), dim=0))
+        low[tn] = lo
+        flag[tn] = found
+    return low, flag
+
+
+def test_a_deferred_min_propagates_nan_and_an_int_flag_defers_exactly() -> None:
+    x = torch.rand(77, 50) + 1.0  # above zero: a padded lane taken as 0 would win the min
+    x[40, 7] = float("nan")
+    config = tc.Config(block_sizes=[16, 32], num_warps=4, deferred_sums=True)
+    code = _code(column_min_and_flag, config, x)
+    assert "lo_rows = tl.minimum(" in code and "found_rows = tl.maximum(" in code
+    bound = column_min_and_flag.bind((x,))
+    low, flag = bound.run(bound.compile_config(config), x)
+    torch.testing.assert_close(low, x.amin(0), equal_nan=True)
+    assert torch.equal(flag, torch.isnan(x).any(0).to(torch.int32))
 
 
 def test_a_sum_read_inside_the_loop_is_not_deferred() -> None:

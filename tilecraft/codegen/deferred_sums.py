@@ -7,11 +7,14 @@ iteration (a tall column sum ran 0.0641 ms at 8 warps against 0.0542 at 4 with t
 the H200: the wider the cross-warp reduction, the slower). Deferring it keeps a tile-shaped
 accumulator: each iteration adds its (masked) tile element-wise in registers, and one reduction
 after the loop folds the rows, ``acc = acc + rows.sum(0)``, as Inductor's looped reductions do.
+A running max or min (``top = torch.maximum(top, x.amax(0))``) keeps a tile of its neutral
+element and takes the element-wise max (NaN propagating, as torch) instead.
 
-A config knob, ``deferred_sums`` (off by default: not yet timed on a GPU; the search tries it),
+A config knob, ``deferred_sums`` (on where offered, ``config/flags.py``; the search flips it),
 for the sums ``ir/deferred_sums.py`` finds legal, where the tile accumulator is small
 (``MAX_ELEMS_PER_THREAD`` fp32 values a thread): it lives in registers through the loop. The
-result differs from the per-step reduction only in the order of the additions.
+result differs from the per-step reduction only in the order of the additions (a max or min:
+not at all).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
+from tilecraft.codegen.reduce import combine_expr, reduce_expr
 from tilecraft.ir import dtypes
 from tilecraft.ir.deferred_sums import MAX_ELEMS_PER_THREAD, DeferredSum, deferred_plan
 from tilecraft.ir.nodes import Node
@@ -66,7 +70,13 @@ def open_rows(ctx: EmitContext, plan: list[DeferredSum]) -> list[OpenSum]:
     for d in plan:
         rows = ctx.w.fresh(f"{d.carry.hint}_rows")
         shape = ", ".join(ctx.dim_expr(dim) for dim in d.kept)
-        ctx.w.line(f"{rows} = tl.zeros([{shape}], {dtypes.triton_dtype(d.root.dtype)})")
+        dtype = dtypes.triton_dtype(d.root.dtype)
+        if d.kind == "sum":
+            ctx.w.line(f"{rows} = tl.zeros([{shape}], {dtype})")
+        else:  # a running max or min starts at its neutral element
+            ctx.w.line(
+                f"{rows} = tl.full([{shape}], {dtypes.neutral(d.kind, d.root.dtype)}, {dtype})"
+            )
         out.append(OpenSum(d, rows))
     return out
 
@@ -79,17 +89,18 @@ def add_rows(ctx: EmitContext, deferred: list[OpenSum]) -> None:
         text = ctx.expr(d.root)
         for axis in d.axes:
             mask = ctx.mask_at(d.root.shape[axis], axis, d.root.ndim)
-            text = text if mask is None else f"tl.where({mask}, {text}, 0)"
+            neutral = dtypes.neutral(d.kind, d.root.dtype)
+            text = text if mask is None else f"tl.where({mask}, {text}, {neutral})"
         for axis in sorted(d.step_axes, reverse=True):
-            text = f"tl.sum({text}, {axis})"
-        ctx.w.line(f"{o.rows} = {o.rows} + {text}")
+            text = reduce_expr(d.kind, text, axis, False, d.root.dtype, [])
+        ctx.w.line(f"{o.rows} = {combine_expr(d.kind, o.rows, text, d.root.dtype)}")
 
 
 def close_rows(ctx: EmitContext, deferred: list[OpenSum]) -> None:
     """After the loop: each carried value plus its accumulator's remaining sums."""
     for o in deferred:
-        name = ctx.lookup(o.carry)
-        total = o.rows
-        for axis in o.plan.after_axes:
-            total = f"tl.sum({total}, {axis})"
-        ctx.w.line(f"{name} = {name} + {total}")
+        d, name, total = o.plan, ctx.lookup(o.carry), o.rows
+        assert name is not None, "a deferred carry is bound before its loop"
+        for axis in d.after_axes:
+            total = reduce_expr(d.kind, total, axis, False, d.root.dtype, [])
+        ctx.w.line(f"{name} = {combine_expr(d.kind, name, total, d.root.dtype)}")

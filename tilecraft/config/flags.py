@@ -1,8 +1,8 @@
 """On/off strategy knobs a kernel offers only where its IR allows them (stage: config; in: the
 kernel's spec and a user's or the search's config; out: each knob's resolved value, repairs).
 
-* ``deferred_sums``: ``acc + x.sum(0)`` in a row loop keeps a tile accumulator and reduces once
-  after the loop (``ir/deferred_sums.py``);
+* ``deferred_sums``: ``acc + x.sum(0)`` (or ``torch.maximum(acc, x.amax(0))``, a min likewise)
+  in a row loop keeps a tile accumulator and reduces once after the loop (``ir/deferred_sums.py``);
 * ``chunk_outer``: a row loop whose ``[n]`` accumulators live in memory runs its row statistics
   first, then column chunks outer with its rows inner and the accumulators in registers
   (``ir/chunk_outer.py``);
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 WHY_NOT = {
     "deferred_sums": "no inner loop adds a sum over its own tile to a carried value "
-    "(acc = acc + x.sum(0))",
+    "(acc = acc + x.sum(0)) or takes its max or min (torch.maximum(acc, x.amax(0)))",
     "chunk_outer": "no row loop keeps [n] accumulators in memory that could run column chunks "
     "outer (see ir/chunk_outer.py)",
     "diagonal_splits": "no select compares a loop's indices with an enclosing tile's "

@@ -38,6 +38,7 @@ warps, and no measurement supports wider ones. Loops with
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -332,12 +333,30 @@ def _elements(shape: Shape, skip: Sym) -> int:
 
 
 def row_tiles(spec: ConfigSpec, config: Config) -> list[int]:
-    """Elements of each row loop's tile under ``config`` (rows x chunk), scanning loops left out."""
-    return [rows * width for rows, width, _ in _row_loop_tiles(spec, config)]
+    """Elements of each row loop's tile under ``config`` (rows x chunk), scanning loops left out;
+    a chunked column's at most :func:`chunk_limit` (its chunk, sized as a row's, is a number of
+    rows: the element budget then shrinks it to the limit with its column block)."""
+    limit = chunk_limit(spec.target)
+    return [
+        min(tile.elements, limit) if tile.column else tile.elements
+        for tile in _row_loop_tiles(spec, config)
+    ]
 
 
-def _row_loop_tiles(spec: ConfigSpec, config: Config) -> list[tuple[int, int, DeviceLoop]]:
-    """Each row loop's (rows per program, widest chunk, loop) under ``config``."""
+@dataclasses.dataclass(frozen=True)
+class _RowTile:
+    rows: int  # rows per program (a chunked column: its column block)
+    width: int  # the widest chunk
+    loop: DeviceLoop
+    column: bool  # the chunks walk a strided dim (_column_chunks)
+
+    @property
+    def elements(self) -> int:
+        return self.rows * self.width
+
+
+def _row_loop_tiles(spec: ConfigSpec, config: Config) -> list[_RowTile]:
+    """Each row loop's tile under ``config``."""
     out = []
     blocks, chunks = list(config.block_sizes), list(config.reduction_loops)
     for loop, grid, inner in zip(spec.loops, spec.grid_slots, spec.loop_slots, strict=True):
@@ -348,12 +367,12 @@ def _row_loop_tiles(spec: ConfigSpec, config: Config) -> list[tuple[int, int, De
         if widths:
             # a chunked column (a reduction down the leading dim of x[:, tn]): the lanes run
             # along the grid's contiguous block, which the tile holds whole beside the chunk
-            lanes = not _column_chunks(spec, loop, inner, chunks)
+            column = _column_chunks(spec, loop, inner, chunks)
             rows = 1
             for s in grid:
-                if not spec.blocks[s].dot_role and not (lanes and spec.blocks[s].contiguous):
+                if not spec.blocks[s].dot_role and (column or not spec.blocks[s].contiguous):
                     rows *= blocks[s]
-            out.append((rows, max(widths), loop))
+            out.append(_RowTile(rows, max(widths), loop, column))
     return out
 
 
@@ -363,8 +382,10 @@ def _column_chunks(
     """Whether ``loop`` walks chunks of a reduction dim that no load reads contiguously (and
     walks no contiguous inner block): its tile is the chunk times the grid's column block.
     (H200, a softmax down the columns of 4096x4096 bf16, [32 columns, 256 rows] chunks:
-    counted as a 256-element row at 8 warps 0.0535 ms, as the 8192-element tile at 16 warps
-    0.0449; LayerNorm of the columns of 4096x16384, 0.175 -> 0.158; rolled_*_s27.)"""
+    counted as a 256-element row at 8 warps 0.0529 ms, as the 8192-element tile at 16 warps
+    0.0441; LayerNorm of the columns of 4096x16384 0.174 -> 0.158; softmax over the middle dim
+    of 16x8192x256 0.139 -> 0.097; logsumexp over the middle dim of 16x4096x1024 0.0799 ->
+    0.097, the one loss; default_change_col_s27.)"""
     if any(spec.blocks[s].contiguous for s in inner):
         return False
     looped = [spec.reductions[i] for i in _row_chunk_indices(spec, loop) if chunks[i] is not None]
@@ -412,12 +433,10 @@ def row_warps(spec: ConfigSpec, config: Config) -> int | None:
     tiles = _row_loop_tiles(spec, config)
     if not tiles:
         return None
-    rows, width, loop = max(tiles, key=lambda t: t[0] * t[1])
-    threads = rows * width // ROW_ELEMS_PER_THREAD
-    inner = spec.loop_slots[spec.loops.index(loop)]
-    if not _column_chunks(spec, loop, inner, list(config.reduction_loops)):
-        # along a row chunk; a column chunk's threads each load 16 bytes of its column block
-        threads = min(threads, vector_threads(loop, width))
+    tile = max(tiles, key=lambda t: t.elements)
+    threads = tile.elements // ROW_ELEMS_PER_THREAD
+    if not tile.column:  # a column chunk's threads each load 16 bytes of its column block
+        threads = min(threads, vector_threads(tile.loop, tile.width))
     warps = next_pow2(max(1, threads // spec.target.warp_size))
     return max(MIN_WARPS, min(warps, spec.target.max_warps))
 

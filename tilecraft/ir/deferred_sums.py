@@ -7,7 +7,9 @@ and reduces once after the loop. Legal when ``c`` is an accumulator by split red
 (``ir/split.py``: read by nothing else in the loop, updated by a value that does not depend on a
 carried one), the sum (a chain of plain sums: ``sum(x, dim=[0, 2])`` traces as two) covers the
 loop's own tile, nothing else reads it, and it is fp32/fp64 (the additions only change order).
-The spec offers the knob where some loop has one (``ConfigSpec.deferrable_sums``).
+A running max or min, ``c = torch.maximum(c, amax(x, dims))``, defers the same way in any dtype
+(its result does not depend on the order). The spec offers the knob where some loop has one
+(``ConfigSpec.deferrable_sums``).
 """
 
 from __future__ import annotations
@@ -42,10 +44,10 @@ def _deferrable_chains(loop: Node) -> list[tuple[Node, list[Node], int]]:
     out = []
     for acc in accumulators(loop).values():
         update = acc.carry.attrs["next"]
-        if update.op is not Op.BINARY or acc.fn != "add" or acc.carry.dtype not in _FLOATS:
+        if update.op is not Op.BINARY or acc.kind == "sum" and acc.carry.dtype not in _FLOATS:
             continue
         reduce = summed(acc.carry)
-        if reduce.op is not Op.REDUCE or not _plain_sum(reduce):
+        if reduce.op is not Op.REDUCE or not _plain(reduce, acc.kind):
             continue
         if reduce.dtype != acc.carry.dtype or len(users.get(reduce.id, [])) != 1:
             continue
@@ -64,8 +66,12 @@ def _own_level(loop: Node, chain: list[Node]) -> int | None:
     return next((i for i, r in enumerate(chain) if r.inputs[0].shape[r.attrs["axis"]] is sym), None)
 
 
-def _plain_sum(node: Node) -> bool:
-    return node.attrs["kind"] == "sum" and not node.attrs["keepdim"] and node.dtype in _FLOATS
+def _plain(node: Node, kind: str) -> bool:
+    """A reduction of ``kind`` without keepdim; a sum in fp32/fp64 (a max or min is exact in
+    any dtype, so any order of its steps gives the same result)."""
+    if node.attrs["kind"] != kind or node.attrs["keepdim"]:
+        return False
+    return kind != "sum" or node.dtype in _FLOATS
 
 
 def summed(carry: Node) -> Node:
@@ -81,7 +87,7 @@ def sum_chain(carry: Node, users: dict[int, list[Node]]) -> list[Node]:
         src = chain[-1].inputs[0]
         if src.op is not Op.REDUCE or len(users.get(src.id, [])) != 1:
             break
-        if not _plain_sum(src) or src.dtype != chain[-1].dtype:
+        if not _plain(src, chain[0].attrs["kind"]) or src.dtype != chain[-1].dtype:
             break
         chain.append(src)
     return chain
@@ -109,6 +115,11 @@ class DeferredSum:
     @property
     def root(self) -> Node:
         return self.chain[-1].inputs[0]
+
+    @property
+    def kind(self) -> str:
+        """The reduction: "sum", or "max" / "min" (a running ``torch.maximum(acc, amax(x))``)."""
+        return str(self.chain[0].attrs["kind"])
 
     @property
     def step_axes(self) -> tuple[int, ...]:
