@@ -204,3 +204,16 @@ def test_deferred_sums_on_gpu() -> None:
     total, peak = both.run(program, y)
     torch.testing.assert_close(total, y.sum(0), rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(peak, y.amax(0))
+
+
+@pytest.mark.gpu
+def test_deferred_min_and_flag_on_gpu() -> None:
+    """The running min and int flag deferred at the default (a split tall input) on the GPU."""
+    x = torch.rand(32768, 1000, device="cuda") + 1.0
+    x[12345, 17] = float("nan")
+    bound = column_min_and_flag.bind((x,))
+    config = bound.config_spec.default()
+    assert config.deferred_sums is not False
+    low, flag = bound.run(bound.compile_config(config), x)
+    torch.testing.assert_close(low, x.amin(0), equal_nan=True)
+    assert torch.equal(flag, torch.isnan(x).any(0).to(torch.int32))

@@ -64,14 +64,15 @@ def test_a_max_and_argmax_walk_streams_sums_and_a_reused_tile_do_not() -> None:
 @pytest.mark.parametrize(
     ("shape", "blocks", "warps"),
     [
-        # 1000 programs of 32 columns, 8 an SM: 4 warps, 256 elements a thread
-        ((4096, 32000), [32, 1024], 4),
-        # 128 programs, one an SM: 16 warps; 4096 rows (256 a thread) would pass the 128
-        # registers a thread of 512 may have, so 2048
-        ((32768, 4096), [32, 2048], 16),
+        # 128 programs of 32 columns, one an SM: 1024 threads an SM capped at 16 warps, 64
+        # elements a thread a step
+        ((32768, 4096), [32, 1024], 16),
+        # 1000 programs, 8 an SM: 4 warps would take 256-row steps, no more than the
+        # resident-slot rule's: the config stays
+        ((4096, 32000), [32, 256], 8),
     ],
 )
-def test_a_streamed_column_walk_takes_256_elements_a_thread_a_step(
+def test_a_streamed_column_walk_takes_64_elements_a_thread_a_step(
     shape: tuple[int, int], blocks: list[int], warps: int
 ) -> None:
     spec = _bound(column_max_argmax, _bf16(*shape)).config_spec
@@ -81,9 +82,13 @@ def test_a_streamed_column_walk_takes_256_elements_a_thread_a_step(
 
 
 def test_on_wave64_the_threads_per_sm_decide_the_waves() -> None:
+    """MI300 (304 CUs, wave64): 1000 programs, 4 a CU, 256 threads each: 4 wave64s taking
+    64 elements a thread, 512 rows of 32 columns; one program a CU: 8 wave64s (half the
+    most), 1024 rows."""
+    config = _bound(column_max_argmax, _bf16(4096, 32000), target=MI300).config_spec.default()
+    assert list(config.block_sizes) == [32, 512] and config.num_warps == 4
     config = _bound(column_max_argmax, _bf16(32768, 4096), target=MI300).config_spec.default()
-    assert config.num_warps == 8  # 512 threads of wave64s
-    assert config.block_sizes[1] * config.block_sizes[0] >= 256 * 8 * 64 // 2
+    assert list(config.block_sizes) == [32, 1024] and config.num_warps == 8
 
 
 def test_column_sums_keep_their_steps() -> None:
@@ -109,7 +114,7 @@ def test_the_streamed_default_computes_max_and_argmax_in_the_interpreter() -> No
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(32768, 512), (4096, 32000)])
 def test_the_streamed_default_matches_torch_on_the_gpu(shape: tuple[int, int]) -> None:
-    """The default's 2048- and 1024-row steps, with ties, on the GPU."""
+    """The default's 1024- and 256-row steps, with ties, on the GPU."""
     x = ((torch.randn(*shape, device="cuda") * 4).round() / 4).to(torch.bfloat16)
     values, indices = column_max_argmax(x)
     want = torch.max(x.float(), dim=0)

@@ -38,8 +38,8 @@ LANE_ROW_BYTES = 256
 SECTOR_BYTES = 32  # a DRAM sector: the narrowest row segment a one-pass reduction's tile takes
 # a column walk whose steps stream into reductions (stream_walk_steps): elements a thread
 # reduces each step, and the threads each SM's programs hold together
-STREAM_ELEMENTS_PER_THREAD = 256
-STREAM_THREADS_PER_SM = 512
+STREAM_ELEMENTS_PER_THREAD = 64
+STREAM_THREADS_PER_SM = 1024
 
 
 def spread_live_values(spec: ConfigSpec, config: Config) -> Config:
@@ -269,11 +269,14 @@ def stream_walk_steps(spec: ConfigSpec, config: Config) -> Config:
     cross-warp combine and the load latency it waits on, and holds nothing of its tile after,
     so the step grows to ``STREAM_ELEMENTS_PER_THREAD`` elements a thread (while the model
     predicts no spill) at the warps that put ``STREAM_THREADS_PER_SM`` threads on each SM
-    (the grid's programs per SM decide: few programs, more warps each). H200, column max +
-    argmax bf16 (walk_*_s27): 4096x32000 (500 programs of 64 columns), [64, 128] at 8 warps
-    0.238 ms, [64, 512] at 4 (the rule's) 0.106, at 8 0.138; 32768x4096 (128 programs of 32),
-    [32, 256] at 8 0.336, [32, 4096] at 16 (the rule's) 0.117, [32, 2048] at 16 0.133.
-    Column sums measured no gain from larger steps (0.0187 -> 0.0221 ms for a 4096^2 sum)."""
+    (the grid's programs per SM decide; at most half the target's warps). Never a smaller
+    step. H200 (walk_*_s27, argmin_s27, stream_*_s27): column max+argmax bf16 32768x4096 (128
+    programs of 32 columns) [32, 256] at 8 warps 0.336 ms -> [32, 1024] at 16 (the rule's)
+    0.171; at 4096x32000 (1000 programs) the step stays [32, 256] at 8, 0.186. Larger steps
+    measured faster on that kernel ([32, 2048] at 16 0.133; [32, 1024] at 4 0.106) but slower
+    on a column argmin of 16384x8192 fp32 ([16, 1024] at 8 0.19, at 4 0.286; [16, 2048] at 8
+    0.289), so the rule keeps to 64 elements a thread. Column sums gain nothing from larger
+    steps (0.0187 -> 0.0221 ms for a 4096^2 sum): they defer into tile accumulators instead."""
     if len(spec.loops) != 1 or (walk := _column_walk(spec, config, 0)) is None:
         return config
     column, row = walk
@@ -284,7 +287,8 @@ def stream_walk_steps(spec: ConfigSpec, config: Config) -> Config:
     target = spec.target
     per_sm = cdiv(programs, target.limits.num_sms)
     threads = max(STREAM_THREADS_PER_SM // per_sm, 4 * target.warp_size)
-    warps = min(1 << (threads // target.warp_size).bit_length() - 1, target.max_warps)
+    # at most half the most warps: a program of them holds an SM alone (chunk_limit's reason)
+    warps = min(1 << (threads // target.warp_size).bit_length() - 1, target.max_warps // 2)
     elements = STREAM_ELEMENTS_PER_THREAD * warps * target.warp_size
     step = min(1 << max(elements // config.block_sizes[column], 1).bit_length() - 1,
                spec.blocks[row].hi)  # fmt: skip
