@@ -29,6 +29,7 @@ from benchmarks.gen_kernels import (
     heldout_s24,
     heldout_s25,
     heldout_s26,
+    heldout_s27,
     norms,
     reductions,
     rewritten,
@@ -56,6 +57,7 @@ _HELDOUT_MODULES = (
     heldout_s24,
     heldout_s25,
     heldout_s26,
+    heldout_s27,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
