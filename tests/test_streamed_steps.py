@@ -67,9 +67,9 @@ def test_a_max_and_argmax_walk_streams_sums_and_a_reused_tile_do_not() -> None:
         # 128 programs of 32 columns, one an SM: 1024 threads an SM capped at 16 warps, 64
         # elements a thread a step
         ((32768, 4096), [32, 1024], 16),
-        # 1000 programs, 8 an SM: 4 warps would take 256-row steps, no more than the
-        # resident-slot rule's: the config stays
-        ((4096, 32000), [32, 256], 8),
+        # 1000 programs, 8 an SM: 4 warps, whose 64 elements a thread are the resident-slot
+        # rule's 256-row step already
+        ((4096, 32000), [32, 256], 4),
     ],
 )
 def test_a_streamed_column_walk_takes_64_elements_a_thread_a_step(

@@ -272,11 +272,13 @@ def stream_walk_steps(spec: ConfigSpec, config: Config) -> Config:
     (the grid's programs per SM decide; at most half the target's warps). Never a smaller
     step. H200 (walk_*_s27, argmin_s27, stream_*_s27): column max+argmax bf16 32768x4096 (128
     programs of 32 columns) [32, 256] at 8 warps 0.336 ms -> [32, 1024] at 16 (the rule's)
-    0.171; at 4096x32000 (1000 programs) the step stays [32, 256] at 8, 0.186. Larger steps
-    measured faster on that kernel ([32, 2048] at 16 0.133; [32, 1024] at 4 0.106) but slower
-    on a column argmin of 16384x8192 fp32 ([16, 1024] at 8 0.19, at 4 0.286; [16, 2048] at 8
-    0.289), so the rule keeps to 64 elements a thread. Column sums gain nothing from larger
-    steps (0.0187 -> 0.0221 ms for a 4096^2 sum): they defer into tile accumulators instead."""
+    0.171; at 4096x32000 (1000 programs) the step stays [32, 256], 8 warps 0.186 -> 4 (the
+    rule's) 0.157; a column argmin of 4096x50000 fp32 [64, 128], 8 warps 0.362 -> 4 0.287.
+    Larger steps measured faster on the max+argmax ([32, 2048] at 16 0.133; [32, 1024] at 4
+    0.106) but slower on a column argmin of 16384x8192 fp32 ([16, 1024] at 8 0.19, at 4 0.286;
+    [16, 2048] at 8 0.289), so the rule keeps to 64 elements a thread. Column sums gain
+    nothing from larger steps (0.0187 -> 0.0221 ms for a 4096^2 sum): they defer into tile
+    accumulators instead."""
     if len(spec.loops) != 1 or (walk := _column_walk(spec, config, 0)) is None:
         return config
     column, row = walk
@@ -293,7 +295,7 @@ def stream_walk_steps(spec: ConfigSpec, config: Config) -> Config:
     step = min(1 << max(elements // config.block_sizes[column], 1).bit_length() - 1,
                spec.blocks[row].hi)  # fmt: skip
     blocks = list(config.block_sizes)
-    while step > config.block_sizes[row]:
+    while step >= config.block_sizes[row]:
         blocks[row] = step
         stepped = config.replace(block_sizes=blocks, num_warps=warps)
         if not predicted_registers(spec, stepped, warps).spills:
