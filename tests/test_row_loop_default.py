@@ -13,6 +13,7 @@ from benchmarks.gen_kernels.heldout_rows import (  # strided whole reductions
 )
 from benchmarks.gen_kernels.heldout_s24 import compact_rows  # a cumsum along whole rows
 from benchmarks.gen_kernels.heldout_s26 import column_max_argmax  # a where-merged column walk
+from benchmarks.gen_kernels.heldout_s27 import channel_absmax_whole  # amax of x[:, tn]
 from benchmarks.gen_kernels.reductions import online_softmax  # two loops over each row
 from tilecraft.config import tile_budget
 from tilecraft.runtime.kernel import BoundKernel
@@ -173,3 +174,15 @@ def test_a_chunked_column_counts_its_column_block_in_the_tile() -> None:
     assert config.num_warps == 16
     config = _default(online_softmax, torch.empty(8192, 8192, dtype=torch.bfloat16, device="meta"))
     assert config.num_warps == 16 and list(config.block_sizes) == [1, 8192, 8192]
+
+
+def test_a_tall_chunked_column_keeps_its_tile_to_the_chunk_limit() -> None:
+    """amax of x[:, tn] over 32768 rows: a row's chunk rule gives 8192 *rows*, which with the
+    32-column block would be a 262144-element budget (a first version took 4096-row chunks at
+    32 warps and spilled 360 bytes on sm_90); the tile stays at the 8192-element limit."""
+    x = torch.empty(32768, 4096, dtype=torch.bfloat16, device="meta")
+    bound = BoundKernel(channel_absmax_whole, channel_absmax_whole.bind_arguments((x,), {}), H200)
+    config = bound.config_spec.default()
+    (chunk,) = config.reduction_loops
+    assert chunk is not None and config.block_sizes[0] * chunk <= 8192
+    assert not bound.config_spec.predicted(config).spills
