@@ -120,3 +120,28 @@ def test_the_streamed_default_matches_torch_on_the_gpu(shape: tuple[int, int]) -
     want = torch.max(x.float(), dim=0)
     torch.testing.assert_close(values.float(), want.values)
     assert torch.equal(indices, want.indices)
+
+
+@tc.kernel(static_shapes=True)
+def column_max_and_copy(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A running column max that also stores each step's tile: the tile is a store's value,
+    not only a reduction's input."""
+    m, n = x.size()
+    top = torch.empty([n], dtype=torch.float32, device=x.device)
+    copy = torch.empty_like(x)
+    for tn in tc.tile(n):
+        best = tc.full([tn], float("-inf"), dtype=torch.float32)
+        for tm in tc.tile(m):
+            t = x[tm, tn]
+            copy[tm, tn] = t
+            v, i = torch.max(t.to(torch.float32), dim=0)
+            best = torch.where(v > best, v, best + 0 * i.to(torch.float32))
+        top[tn] = best
+    return top, copy
+
+
+def test_a_walk_that_stores_its_tile_does_not_stream() -> None:
+    assert not _walk(column_max_and_copy, _bf16(4096, 1024))
+    spec = _bound(column_max_and_copy, _bf16(32768, 4096)).config_spec
+    config = spec.default()
+    assert tile_budget.stream_walk_steps(spec, config) == config
