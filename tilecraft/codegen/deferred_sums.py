@@ -86,10 +86,9 @@ def add_rows(ctx: EmitContext, deferred: list[OpenSum]) -> None:
     summed over the dims summed each step, added to its accumulator."""
     for o in deferred:
         d = o.plan
-        text = ctx.expr(d.root)
+        text, neutral = ctx.expr(d.root), dtypes.neutral(d.kind, d.root.dtype)
         for axis in d.axes:
             mask = ctx.mask_at(d.root.shape[axis], axis, d.root.ndim)
-            neutral = dtypes.neutral(d.kind, d.root.dtype)
             text = text if mask is None else f"tl.where({mask}, {text}, {neutral})"
         for axis in sorted(d.step_axes, reverse=True):
             text = reduce_expr(d.kind, text, axis, False, d.root.dtype, [])

@@ -26,6 +26,11 @@ def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
 
 
+def prev_pow2(n: int) -> int:
+    """The largest power of two not above ``n`` (1 for ``n`` <= 1)."""
+    return 1 if n <= 1 else 1 << (int(n).bit_length() - 1)
+
+
 def extent_hint(sym: Sym) -> int:
     """An upper bound of a loop's trip extent: its int extent, or for a loop over another tile's
     ``[begin, end)`` that tile's extent."""
@@ -270,5 +275,6 @@ __all__ = [
     "Resources",
     "extent_hint",
     "next_pow2",
+    "prev_pow2",
     "sym_block",
 ]

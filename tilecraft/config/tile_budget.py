@@ -21,8 +21,10 @@ from tilecraft.config.config import Config
 from tilecraft.config.dims import cdiv
 from tilecraft.config.eviction import reread_bytes
 from tilecraft.config.fp32_dots import fma_dot_k_slots
+from tilecraft.config.plan import prev_pow2
 from tilecraft.config.resolve import predicted_registers
 from tilecraft.config.resources import FMA_K_STEP
+from tilecraft.config.row_loops import MIN_WARPS
 from tilecraft.ir.nodes import Op
 from tilecraft.ir.streamed_steps import streamed_step
 
@@ -288,12 +290,11 @@ def stream_walk_steps(spec: ConfigSpec, config: Config) -> Config:
         return config
     target = spec.target
     per_sm = cdiv(programs, target.limits.num_sms)
-    threads = max(STREAM_THREADS_PER_SM // per_sm, 4 * target.warp_size)
+    threads = max(STREAM_THREADS_PER_SM // per_sm, MIN_WARPS * target.warp_size)
     # at most half the most warps: a program of them holds an SM alone (chunk_limit's reason)
-    warps = min(1 << (threads // target.warp_size).bit_length() - 1, target.max_warps // 2)
+    warps = min(prev_pow2(threads // target.warp_size), target.max_warps // 2)
     elements = STREAM_ELEMENTS_PER_THREAD * warps * target.warp_size
-    step = min(1 << max(elements // config.block_sizes[column], 1).bit_length() - 1,
-               spec.blocks[row].hi)  # fmt: skip
+    step = min(prev_pow2(elements // config.block_sizes[column]), spec.blocks[row].hi)
     blocks = list(config.block_sizes)
     while step >= config.block_sizes[row]:
         blocks[row] = step

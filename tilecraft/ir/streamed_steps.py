@@ -12,14 +12,11 @@ sizes those steps. Sums are left out: they defer their reduction into a tile acc
 from __future__ import annotations
 
 from tilecraft.ir.nodes import Node, Op, Sym
+from tilecraft.ir.phases import rolled_reduce
 from tilecraft.ir.split import readers
 
 _STREAMED = (Op.LOAD, Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE, Op.VIEW)
 _CHAIN = (Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE, Op.VIEW)
-
-
-def _reduces_step(node: Node, sym: Sym) -> bool:
-    return node.op is Op.REDUCE and node.inputs[0].shape[node.attrs["axis"]] is sym
 
 
 def streamed_step(loop: Node) -> bool:
@@ -37,7 +34,7 @@ def streamed_step(loop: Node) -> bool:
             reduced.add(node.id)
         if node.op in (Op.LOOP, Op.IF, Op.WHILE, Op.SCAN, Op.DOT, Op.GATHER):
             return False
-        if _reduces_step(node, sym):
+        if rolled_reduce(node, sym):
             reduced.add(node.id)
             found_other |= node.attrs["kind"] != "sum"
             continue
@@ -46,7 +43,7 @@ def streamed_step(loop: Node) -> bool:
         if node.op not in _STREAMED or node.id in reduced:
             return False
         for user in users.get(node.id, []):
-            if not (user.op in _CHAIN or _reduces_step(user, sym)):
+            if not (user.op in _CHAIN or rolled_reduce(user, sym)):
                 return False
     return found_other
 
