@@ -1,6 +1,7 @@
-"""More warps for small grids whose loops reduce each step only into carried sums
-(config/occupancy.py: small_grid_warps; ir/deferred_sums.py: step_reductions_only_sum): which
-loops qualify, which defaults move on cuda:90, and the moved default's numerics."""
+"""More warps for small grids whose loops reduce each step only into carried sums, maxima or
+minima (config/occupancy.py: small_grid_warps; ir/deferred_sums.py:
+step_reductions_only_accumulate): which loops qualify, which defaults move on cuda:90, and the
+moved default's numerics."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from examples.cumsum import cumsum_rows
 from tilecraft.config.occupancy import small_grid_warps
 from tilecraft.config.resolve import deferred_reductions
 from tilecraft.config.spec import ConfigSpec
-from tilecraft.ir.deferred_sums import step_reductions_only_sum
+from tilecraft.ir.deferred_sums import step_reductions_only_accumulate
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
 
@@ -37,13 +38,26 @@ def test_batchnorm_statistics_reduce_only_into_sums_and_get_16_warps() -> None:
     into the carried total: 8192 elements a step, 16 a thread at 16 warps. Deferred, whole
     tiles are added each step and nothing is reduced in the loop (then the warps stay)."""
     spec = _case_spec("batchnorm_stats_nchw")
-    assert all(step_reductions_only_sum(loop.body, set()) for loop in spec.loops)
+    assert all(step_reductions_only_accumulate(loop.body, set()) for loop in spec.loops)
     plain = spec.default().replace(deferred_sums=False, num_warps=8)
     assert small_grid_warps(spec, plain).num_warps == 16
     deferred = deferred_reductions(spec, plain.replace(deferred_sums=True))
-    assert not any(step_reductions_only_sum(loop.body, deferred) for loop in spec.loops)
+    assert not any(step_reductions_only_accumulate(loop.body, deferred) for loop in spec.loops)
     default = spec.default()  # deferred whole tiles (0.0398 ms on the H200; 8 warps 0.0635)
     assert default.num_warps == 16 and default.deferred_sums
+
+
+def test_a_column_range_reduces_into_a_running_max_and_min_and_gets_16_warps() -> None:
+    """A column range of [32768, 4096] bf16: 128 column tiles split in 2 (under two programs
+    an SM), each step's amax and amin only update the running max and min. A column argmin's
+    step minimum feeds a comparison that picks the index (a ``torch.where``, not an
+    accumulator), so its walk does not qualify."""
+    spec = _case_spec("column_range", (32768, 4096))
+    assert all(step_reductions_only_accumulate(loop.body, set()) for loop in spec.loops)
+    default = spec.default()
+    assert default.split_reductions == (2,) and default.num_warps == 16
+    argmin = _case_spec("column_argmin", (16384, 8192))
+    assert not any(step_reductions_only_accumulate(loop.body, set()) for loop in argmin.loops)
 
 
 def test_a_large_batchnorm_grid_keeps_its_warps() -> None:
@@ -58,7 +72,7 @@ def test_a_step_max_that_feeds_the_elements_keeps_the_warps() -> None:
     """Decode attention's loop: the step's max and sum feed exp() of the step's scores."""
     spec = _case_spec("decode_attention")
     deferred = deferred_reductions(spec, spec.default())
-    assert not any(step_reductions_only_sum(loop.body, deferred) for loop in spec.loops)
+    assert not any(step_reductions_only_accumulate(loop.body, deferred) for loop in spec.loops)
     assert spec.default().num_warps == 8
 
 
@@ -70,7 +84,7 @@ def test_scans_keep_the_warps_and_deferred_sums_count_as_sums() -> None:
     assert scan.default().num_warps == 4
     norm = _case_spec("instance_norm_nhwc")
     deferred = deferred_reductions(norm, norm.default())
-    assert not all(step_reductions_only_sum(loop.body, deferred) for loop in norm.loops)
+    assert not all(step_reductions_only_accumulate(loop.body, deferred) for loop in norm.loops)
     assert norm.default().num_warps == 16
 
 
@@ -98,3 +112,9 @@ def test_batchnorm_at_16_warps_matches_eager_in_the_interpreter() -> None:
 def test_the_16_warp_batchnorm_default_matches_eager_on_gpu() -> None:
     case = HELDOUT["batchnorm_stats_nchw"]
     assert_matches_reference(case, case.gpu_shapes[0], "cuda")
+
+
+@pytest.mark.gpu
+def test_the_16_warp_column_range_default_matches_eager_on_gpu() -> None:
+    case = HELDOUT["column_range"]
+    assert_matches_reference(case, (32768, 4096), "cuda")

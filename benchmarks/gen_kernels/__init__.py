@@ -30,6 +30,7 @@ from benchmarks.gen_kernels import (
     heldout_s25,
     heldout_s26,
     heldout_s27,
+    heldout_s28,
     norms,
     reductions,
     rewritten,
@@ -58,6 +59,7 @@ _HELDOUT_MODULES = (
     heldout_s25,
     heldout_s26,
     heldout_s27,
+    heldout_s28,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

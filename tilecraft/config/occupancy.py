@@ -22,7 +22,7 @@ from tilecraft.config.config import Config
 from tilecraft.config.grid_order import tensor_bytes
 from tilecraft.config.resolve import deferred_reductions, predicted_registers
 from tilecraft.config.resources import register_limit
-from tilecraft.ir.deferred_sums import keeps_step_reductions, step_reductions_only_sum
+from tilecraft.ir.deferred_sums import keeps_step_reductions, step_reductions_only_accumulate
 from tilecraft.ir.nodes import Op, walk
 from tilecraft.targets.target import Limits, Target
 
@@ -94,22 +94,24 @@ SMALL_GRID_MIN_BYTES = 16 << 20  # small_grid_warps: the largest loaded tensor a
 
 def small_grid_warps(spec: ConfigSpec, config: Config) -> Config:
     """``config`` with more warps where each SM runs at most two programs of it and its loops
-    reduce only into carried sums (each step or, deferred, after the loop): the cross-warp
-    reduction's barrier makes every step wait for its loads, then for the step's work per
-    thread, and with so few programs no other program fills that time; more warps shorten each
-    thread's share (down to ``STEP_ELEMENTS_PER_THREAD`` elements of the largest tile) while
-    what is in flight stays one tile. With the sums deferred no step waits, but the SM still
-    holds only those few programs' threads to keep loads in flight. Not where a step's
-    reduction feeds the step's elements (an online softmax: more warps add cross-warp phases),
-    nor with scans or dots. (H200: BatchNorm statistics over 32x256x56x56, 256 programs, a
-    [32, 256] step: 8 warps 0.0543 ms, 16 warps 0.0429; deferred whole tiles 8 warps 0.0635,
-    16 warps 0.0398, default_change_s21c; default_change_small_grids_s17 measured the same
-    step on decode attention's softmax loop: 0.528 -> 0.808 ms, and on a cumsum: 1.36x.)"""
+    reduce only into carried sums, maxima or minima (each step or, deferred, after the loop):
+    the cross-warp reduction's barrier makes every step wait for its loads, then for the step's
+    work per thread, and with so few programs no other program fills that time; more warps
+    shorten each thread's share (down to ``STEP_ELEMENTS_PER_THREAD`` elements of the largest
+    tile) while what is in flight stays one tile. With the sums deferred no step waits, but the
+    SM still holds only those few programs' threads to keep loads in flight (a column range,
+    running max and min, 256 programs of [32, 256] steps: 8 warps 0.102 ms, 16 warps 0.081,
+    range16_s28). Not where a step's reduction feeds the step's elements (an online softmax:
+    more warps add cross-warp phases), nor with scans or dots. (H200: BatchNorm statistics over
+    32x256x56x56, 256 programs, a [32, 256] step: 8 warps 0.0543 ms, 16 warps 0.0429; deferred
+    whole tiles 8 warps 0.0635, 16 warps 0.0398, default_change_s21c;
+    default_change_small_grids_s17 measured the same step on decode attention's softmax loop:
+    0.528 -> 0.808 ms, and on a cumsum: 1.36x.)"""
     limits, warp_size = spec.target.limits, spec.target.warp_size
     if any(n.op in (Op.DOT, Op.SCAN) for loop in spec.loops for n in walk(loop.body)):
         return config
-    # deferred or not, every sum counts: a deferred one still only feeds its carried total
-    if not all(step_reductions_only_sum(loop.body, set()) for loop in spec.loops):
+    # deferred or not, every reduction counts: a deferred one still only feeds its carried total
+    if not all(step_reductions_only_accumulate(loop.body, set()) for loop in spec.loops):
         return config
     # a kernel of a few microseconds is its launch: more warps only cost (a 1000x1000 sum
     # 0.007 -> 0.008 ms at 16 warps, default_change_s21d)

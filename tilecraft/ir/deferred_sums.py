@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from tilecraft.ir.nodes import Node, Op, walk
-from tilecraft.ir.split import accumulators, readers
+from tilecraft.ir.split import COMBINES, accumulators, readers
 
 _FLOATS = (torch.float32, torch.float64)
 # a deferred accumulator's fp32 values per thread (registers it keeps through the loop); larger
@@ -187,21 +187,24 @@ def has_deferrable_sums(body: list[Node]) -> bool:
     return any(n.op is Op.LOOP and deferrable_sums(n) for n in walk(body))
 
 
-def step_reductions_only_sum(body: list[Node], deferred: set[int]) -> bool:
+def step_reductions_only_accumulate(body: list[Node], deferred: set[int]) -> bool:
     """Whether the loops in ``body`` reduce their tile each step (cross-warp, with a barrier)
-    and every such reduction only feeds the loop's carried sums: each is read by other
-    reductions or by a sum accumulator's update, so no value computed from it flows back into
-    the step's elements (an online softmax's max does). ``deferred``: the ids of the sums a
-    config reduces once after their loop (:func:`deferred_plan`), not each step. BatchNorm's
-    statistics, ``sum(x, dim=[0, 2])`` over two nested loops, reduce only into sums."""
+    and every such reduction only feeds the loop's carried accumulators (a running sum, max or
+    min, ``ir/split.py``): each is read by other reductions or by an accumulator's update, so
+    no value computed from it flows back into the step's elements (an online softmax's max
+    does). ``deferred``: the ids of the reductions a config runs once after their loop
+    (:func:`deferred_plan`), not each step. BatchNorm's statistics, ``sum(x, dim=[0, 2])`` over
+    two nested loops, reduce only into sums; a column range into a running max and min."""
     found = False
     for loop in (n for n in walk(body) if n.op is Op.LOOP):
         users = readers(loop.body or [])
-        sums = {a.carry.attrs["next"].id for a in accumulators(loop).values() if a.fn == "add"}
+        updates = {
+            a.carry.attrs["next"].id for a in accumulators(loop).values() if a.fn in COMBINES
+        }
         for node in loop.body or []:
             if node.op is not Op.REDUCE or node.id in deferred:
                 continue
-            if not all(u.op is Op.REDUCE or u.id in sums for u in users.get(node.id, [])):
+            if not all(u.op is Op.REDUCE or u.id in updates for u in users.get(node.id, [])):
                 return False
             found = True
     return found
