@@ -300,24 +300,44 @@ def test_scalar_rows_dynamic_shapes_and_broadcast_values() -> None:
         torch.testing.assert_close(bound.run(bound.compile_config(config), *args), expected)
 
 
-def test_element_pairs_are_one_access_each_way() -> None:
+def test_element_pairs_of_consecutive_pairs_are_one_contiguous_access_each_way() -> None:
+    """``xc[tm, tk, 0]`` with ``tk`` over a dim of stride 2 (and ``w[tk, 0]`` of a [K, 2]
+    table): both items are one span of 2 * BK elements, loaded as a slice pair's (a trailing
+    dim of 2 left Triton's lanes down the rows, heldout_s28's complex multiply)."""
     x, w = _rand(9, 38), _rand(19, 2)
     bound = complex_mul.bind((x, w))
     config = tc.Config(block_sizes=[4, 8])
     plan = bound.config_spec.resolve(config)
     assert [(p.op, p.kind) for p in plan.slice_pairs] == [
-        ("load", "element"),
-        ("load", "element"),
-        ("store", "element"),
+        ("load", "merged"),
+        ("load", "merged"),
+        ("store", "merged"),
     ]
-    assert "one load of both elements" in plan.describe()
+    assert "one contiguous load" in plan.describe()
     code = bound.to_triton_code(config)
     assert code.count("tl.load(") == 2 and code.count("tl.store(") == 1, code
-    assert code.count("tl.arange(0, 2)") == 3 and code.count("tl.split(span") == 2, code
-    assert "tl.join(" in code and "tl.reshape" not in code, code
+    assert "tl.arange(0, 2)" not in code and code.count("tl.split(tl.reshape(span") == 2, code
+    assert code.count("2 * offset_1 + tl.arange(0, 16)") == 3, code  # the span of 8 pairs
+    assert "tl.reshape(tl.join(" in code, code
     for each in (config, tc.Config(block_sizes=[16, 32])):  # masked rows and pairs
         got = bound.run(bound.compile_config(each), x, w)
         torch.testing.assert_close(got, _complex_ref(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_element_pairs_of_rows_apart_load_a_trailing_dim_of_two() -> None:
+    """The pairs of a [19, 3] tensor's first two columns lie 3 elements apart: one load of
+    ``[..., 2]`` each (``tl.arange(0, 2)``), no span."""
+    x, base = _rand(9, 38), _rand(19, 3)
+    w = base[:, :2]
+    bound = complex_mul.bind((x, w))
+    config = tc.Config(block_sizes=[4, 8])
+    kinds = [(p.op, p.kind) for p in bound.config_spec.resolve(config).slice_pairs]
+    assert kinds == [("load", "merged"), ("load", "element"), ("store", "merged")]
+    code = bound.to_triton_code(config)
+    assert code.count("tl.arange(0, 2)") == 1 and code.count("tl.split(span") == 1, code
+    assert "one load of both elements" in bound.config_spec.resolve(config).describe()
+    got = bound.run(bound.compile_config(config), x, w)
+    torch.testing.assert_close(got, _complex_ref(x, w), rtol=1e-5, atol=1e-5)
 
 
 def test_element_pairs_need_a_contiguous_dim_of_two() -> None:
@@ -327,7 +347,7 @@ def test_element_pairs_need_a_contiguous_dim_of_two() -> None:
         (p.op, p.kind)
         for p in complex_mul.bind((x, w)).config_spec.resolve(tc.Config()).slice_pairs
     ]
-    assert kinds == [("load", "element"), ("store", "element")]
+    assert kinds == [("load", "merged"), ("store", "merged")]
     torch.testing.assert_close(complex_mul(x, w), _complex_ref(x, w), rtol=1e-5, atol=1e-5)
 
     @tc.kernel(static_shapes=True)
@@ -429,3 +449,15 @@ def test_rope_interleaved_vectorizes_like_rotate_half() -> None:
     assert "ld.global.v4.b32" in interleaved and "st.global.v4.b32" in interleaved, interleaved
     assert not any(op.endswith(".b16") for op in interleaved), interleaved
     assert interleaved == _ptx_memory_ops(rope.rope_rotate_half, args)
+
+
+@pytest.mark.crosscompile
+def test_consecutive_element_pairs_vectorize() -> None:
+    """A [4096, 2048, 2] bf16 view's pairs (and a [2048, 2] table's) were 4-byte loads, one row
+    per lane; merged into spans, x's loads and the stores are 16-byte vectors (the table's
+    row, broadcast down the tile, may load narrower)."""
+    x = torch.empty(4096, 4096, dtype=torch.bfloat16, device="meta")
+    w = torch.empty(2048, 2, dtype=torch.bfloat16, device="meta")
+    ops = _ptx_memory_ops(complex_mul, (x, w))
+    assert "ld.global.v4.b32" in ops and "st.global.v4.b32" in ops, ops
+    assert "st.global.b32" not in ops, ops

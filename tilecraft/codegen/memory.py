@@ -102,7 +102,7 @@ def access(
     tensor = node.attrs["tensor"]
     rank = node.ndim
     # an element pair's int item becomes a trailing dim of 2, after the value's own dims
-    element = span is not None and node.attrs["index"][span[0]][0] == "int"
+    element = span is not None and span.trailing
     rank += element
     param = tensor.name
     ctx.tensors[param] = tensor
@@ -112,10 +112,10 @@ def access(
         kind = item[0]
         stride = ctx.stride_expr(tensor, item[2])
         if kind == "int":
-            if element and span is not None and span[0] == k:
-                idx = _expand(span[1], rank - 1, 1, rank)
+            if element and span is not None and span.item == k:
+                idx = _expand(span.index, rank - 1, 1, rank)
                 terms.append(idx if stride == "1" else f"{idx} * {stride}")
-            elif item[1]:
+            elif item[1] and not (span is not None and span.absorbed == k):
                 terms.append(
                     f"{item[1]} * {stride}" if not stride.isdigit() else str(item[1] * int(stride))
                 )
@@ -127,11 +127,13 @@ def access(
                 _sliced(st.index, item) if kind == "rslice" else st.index, pos, width, rank
             )
             mask = st.mask if width == 0 else ctx.mask_at(sym, pos, rank)
-            if span is not None and span[0] == k:
+            if span is not None and span.item == k:
                 idx, mask = (
-                    _expand(span[1], pos, 1, rank),
-                    span[2] and _expand(span[2], pos, 1, rank),
+                    _expand(span.index, pos, 1, rank),
+                    span.mask and _expand(span.mask, pos, 1, rank),
                 )
+                if span.absorbed is not None:  # a merged pair's span steps by the pair's dim
+                    stride = ctx.stride_expr(tensor, node.attrs["index"][span.absorbed][2])
         elif uniform and k in uniform:  # one scalar for all lanes: the dim stays size 1
             idx, mask = uniform[k], None
             inside = _inside(idx, ctx.size_expr(tensor, item[2]))

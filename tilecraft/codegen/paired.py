@@ -11,12 +11,14 @@ text and the load/store lines themselves stay in ``memory.py``.
 
 An element pair (``x2[t, 0]`` and ``x2[t, 1]`` of a size-2 contiguous dim) is the same walk
 with the two elements as a trailing dim of the access: its index there is ``tl.arange(0, 2)``,
-``tl.split`` gives both values and ``tl.join`` interleaves them, with no reshape.
+``tl.split`` gives both values and ``tl.join`` interleaves them, with no reshape. A merged one
+(``x2[t, tp, 0]``, the tile ``tp`` over a dim of stride 2) is a slice pair's span on the tile's
+item, and its int item adds nothing.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tilecraft.ir.nodes import Node, Sym
 from tilecraft.ir.paired_slices import SlicePair
@@ -24,8 +26,15 @@ from tilecraft.ir.paired_slices import SlicePair
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
 
-# (position of the sliced index item, its index text, its mask text or None)
-Span = tuple[int, str, str | None]
+
+class Span(NamedTuple):
+    """What replaces a pair's index item in ``memory.access``."""
+
+    item: int  # position of the replaced index item
+    index: str  # its index text
+    mask: str | None  # its mask text
+    trailing: bool = False  # an element pair's: the index runs along a trailing dim of 2
+    absorbed: int | None = None  # a merged pair's int item, spanned by ``item``
 
 
 def _node(ctx: EmitContext, slot: int) -> Node:
@@ -36,9 +45,10 @@ def span(ctx: EmitContext, pair: SlicePair) -> Span:
     """The contiguous index (and mask) replacing the sliced item of both accesses (an element
     pair's: the index of its trailing dim of 2, which ``memory.access`` places last)."""
     if pair.kind == "element":
-        return pair.item, "tl.arange(0, 2)", None
+        return Span(pair.item, "tl.arange(0, 2)", None, trailing=True)
     even = _node(ctx, pair.even)
-    _, sym, _, start, _ = even.attrs["index"][pair.item]
+    item = even.attrs["index"][pair.item]
+    sym, start = item[1], item[3] if item[0] == "rslice" else 0
     st = ctx.state(sym)
     width = _span_width(ctx, even)
     base = "" if st.offset == "0" else f"2 * {ctx.index_cast(st.offset)} + "
@@ -49,7 +59,8 @@ def span(ctx: EmitContext, pair: SlicePair) -> Span:
         mask = ctx.w.fresh(f"span_mask_{sym.index}")
         end = str(2 * int(st.end)) if st.end.isdigit() else f"2 * {st.end}"
         ctx.w.line(f"{mask} = {index} < {end}")
-    return pair.item, f"({start} + {index})" if start else index, mask
+    text = f"({start} + {index})" if start else index
+    return Span(pair.item, text, mask, absorbed=pair.item + 1 if pair.kind == "merged" else None)
 
 
 def _span_width(ctx: EmitContext, node: Node) -> int:
