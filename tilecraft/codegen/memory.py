@@ -113,7 +113,7 @@ def access(
         stride = ctx.stride_expr(tensor, item[2])
         if kind == "int":
             if element and span is not None and span.item == k:
-                idx = _expand(span.index, rank - 1, 1, rank)
+                idx = _expand(span.text, rank - 1, 1, rank)
                 terms.append(idx if stride == "1" else f"{idx} * {stride}")
             elif item[1] and not (span is not None and span.absorbed == k):
                 terms.append(
@@ -129,7 +129,7 @@ def access(
             mask = st.mask if width == 0 else ctx.mask_at(sym, pos, rank)
             if span is not None and span.item == k:
                 idx, mask = (
-                    _expand(span.index, pos, 1, rank),
+                    _expand(span.text, pos, 1, rank),
                     span.mask and _expand(span.mask, pos, 1, rank),
                 )
                 if span.absorbed is not None:  # a merged pair's span steps by the pair's dim

@@ -31,7 +31,7 @@ class Span(NamedTuple):
     """What replaces a pair's index item in ``memory.access``."""
 
     item: int  # position of the replaced index item
-    index: str  # its index text
+    text: str  # its index text
     mask: str | None  # its mask text
     trailing: bool = False  # an element pair's: the index runs along a trailing dim of 2
     absorbed: int | None = None  # a merged pair's int item, spanned by ``item``
