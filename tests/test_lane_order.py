@@ -146,3 +146,53 @@ def test_a_scattered_constant() -> None:
     code = _code(zero_columns, (x, cols))
     assert "tl.trans(tl.full([" in code, code
     torch.testing.assert_close(zero_columns(x.clone(), cols), want)
+
+
+@tc.kernel(static_shapes=True)
+def group_center(x: torch.Tensor) -> torch.Tensor:
+    """x [M, G, K]: each group of K minus its mean; ``tg`` continues the whole K dim in memory."""
+    m, g, _ = x.size()
+    out = torch.empty_like(x)
+    for tm, tg in tc.tile([m, g]):
+        v = x[tm, tg, :]
+        out[tm, tg, :] = v - torch.mean(v, dim=-1, keepdim=True)
+    return out
+
+
+def _center_ref(x: torch.Tensor) -> torch.Tensor:
+    return x - x.mean(-1, keepdim=True)
+
+
+def test_a_tile_that_continues_a_whole_contiguous_dim_is_built_first() -> None:
+    """[tm, tg, :] of [M, G, 16]: tg's stride is K, so the load and the store move it first; a
+    K that the block pads (12 -> 16), a G dim that is not next to K in memory, and 2-D tiles
+    keep their order."""
+    x = torch.randn(5, 7, 16)
+    code = _code(group_center, (x,))
+    assert "tl.permute(tl.load(tl.permute(tl.broadcast_to(x + (" in code, code
+    assert "tl.store(tl.permute(tl.broadcast_to(out + (" in code and "[1, 0, 2]" in code, code
+    for config in (None, tc.Config(block_sizes=[4, 2])):
+        bound = group_center.bind((x,))
+        got = bound.run(bound.compile_config(config or bound.config_spec.default()), x)
+        torch.testing.assert_close(got, _center_ref(x))
+    padded = torch.randn(5, 7, 12)
+    assert "tl.permute(" not in _code(group_center, (padded,))
+    torch.testing.assert_close(group_center(padded), _center_ref(padded))
+    strided = torch.randn(5, 16, 7).transpose(1, 2)  # [5, 7, 16], G of stride 1
+    assert "tl.permute(" not in _code(group_center, (strided,))
+    torch.testing.assert_close(group_center(strided), _center_ref(strided))
+
+
+@pytest.mark.crosscompile
+def test_triton_lays_the_lanes_along_the_groups() -> None:
+    """sm_90, [16, 32, 16] bf16 tiles, loaded as [32, 16, 16] (groups first): the warp's lanes
+    cover 16 consecutive groups (before: the same threadsPerWarp [16, 1, 2] over the [16, 32,
+    16] tile, 16 rows of 32 bytes)."""
+    x = torch.randn(4096, 256, 16, dtype=torch.bfloat16)
+    config = tc.Config(block_sizes=[16, 32], num_warps=8)
+    (row,) = check_kernel(group_center, (x,), [Target.parse("cuda:90")], lambda b: [config])
+    assert row.report is not None and row.report.ok, row.report
+    layouts = _load_layouts(row.report.ttgir)
+    assert layouts and all("threadsPerWarp = [16, 1, 2]" in lay for lay in layouts), layouts
+    assert "tensor<32x16x16x!tt.ptr<bf16>" in row.report.ttgir
+    assert_defaults_cross_compile(group_center, (x,))

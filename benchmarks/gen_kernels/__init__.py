@@ -31,6 +31,7 @@ from benchmarks.gen_kernels import (
     heldout_s26,
     heldout_s27,
     heldout_s28,
+    heldout_s28b,
     norms,
     reductions,
     rewritten,
@@ -60,6 +61,7 @@ _HELDOUT_MODULES = (
     heldout_s26,
     heldout_s27,
     heldout_s28,
+    heldout_s28b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

@@ -309,11 +309,12 @@ def emit_load(ctx: EmitContext, node: Node) -> None:
     shared = {} if pair is not None else _uniform_items(ctx, node)
     span = paired.span(ctx, pair) if pair else None
     ptr, mask = access(ctx, node, node.inputs, span, shared)
-    # a gather along the contiguous dim: its lanes laid along it (codegen/lane_order.py)
+    # a gather along the contiguous dim, or a tile continuing a short whole row: its lanes
+    # laid along it (codegen/lane_order.py)
     first = (
         None
         if pair or shared
-        else lane_order.computed_contiguous_dim(ctx, node, index_places(node, node.inputs))
+        else lane_order.lane_first_dim(ctx, node, index_places(node, node.inputs))
     )
     if first is not None:
         ptr = lane_order.permuted(ctx, node, ptr, first)
@@ -364,8 +365,9 @@ def emit_store(ctx: EmitContext, node: Node) -> None:
     else:
         ptr, mask = access(ctx, node, index_values)
         text = ctx.expr(value)
-        # a scatter along the contiguous dim: its lanes laid along it (codegen/lane_order.py)
-        first = lane_order.computed_contiguous_dim(ctx, node, index_places(node, index_values))
+        # a scatter along the contiguous dim (or a tile continuing a short whole row): its
+        # lanes laid along it (codegen/lane_order.py)
+        first = lane_order.lane_first_dim(ctx, node, index_places(node, index_values))
         if first is not None:
             ptr = lane_order.permuted(ctx, node, ptr, first)
             scalar = value.dtype if value.ndim == 0 else None
