@@ -4,6 +4,8 @@ configs, padded tiles), ref mode, dtypes, cross-compiles for cuda:90 and hip:gfx
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -445,3 +447,34 @@ def test_cummax_and_cummin_match_torch_on_ties_and_nans() -> None:
         for have, expect in zip(got, want, strict=True):
             torch.testing.assert_close(have, expect, equal_nan=True)
     assert_defaults_cross_compile(running_extremes, (torch.randn(512, 1000),))
+
+
+@tc.kernel(static_shapes=True)
+def running_max_only(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The values of one cummax and the indices of another: a running max needs no positions,
+    a running argmax needs both."""
+    m, n = x.size()
+    top = torch.empty_like(x)
+    at = torch.empty(m, n, dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        values, _ = torch.cummax(x[tm, :], dim=1)
+        top[tm, :] = values
+        at[tm, :] = torch.cummin(x[tm, :], dim=1).indices
+    return top, at
+
+
+def test_a_cummax_whose_indices_are_unused_scans_the_values_alone() -> None:
+    """ir/tuple_scans.py: the positions' scan member goes with its dead result (a [16, 512]
+    fp32 column cummax: 190 -> 128 registers on sm_90); the cummin's indices keep both members
+    (its pick reads the values)."""
+    x = torch.randint(0, 5, (7, 37)).float()
+    x[2, 5] = x[3, 9] = x[3, 20] = float("nan")
+    bound = running_max_only.bind((x,))
+    code = bound.to_triton_code(bound.config_spec.default())
+    helpers = re.findall(r"def (_combine_\d+_\w+)\((.*)\):", code)
+    assert sorted(params for _, params in helpers) == ["lhs, rhs", "lhs0, lhs1, rhs0, rhs1"], code
+    assert code.count("tl.associative_scan(") == 2, code
+    top, at = running_max_only(x)
+    torch.testing.assert_close(top, torch.cummax(x, 1).values, equal_nan=True)
+    torch.testing.assert_close(at, torch.cummin(x, 1).indices)
+    assert_defaults_cross_compile(running_max_only, (torch.randn(512, 1000),))

@@ -69,8 +69,15 @@ def trace_combine(t: Tracer, fn: Callable[..., Any], dtypes_: tuple[torch.dtype,
     if not callable(fn):
         raise DeviceCodeError(f"the combine function must be callable, got {type(fn).__name__}")
     combine = Combine(name, dtypes_, [], ())
-    params = iter(combine.params)
-    sides = [[t.emit(Op.ARG, [], (), dt, name=next(params)) for dt in dtypes_] for _ in range(2)]
+    names = combine.params
+    # ``param``: the placeholder's position among the helper's parameters (ir/tuple_scans.py)
+    sides = [
+        [
+            t.emit(Op.ARG, [], (), dt, name=names[k], param=k)
+            for k, dt in enumerate(dtypes_, start=side * len(dtypes_))
+        ]
+        for side in range(2)
+    ]
     t.blocks.append([])
     try:
         lhs, rhs = ([t.wrap(n) for n in side] for side in sides)

@@ -24,6 +24,7 @@ from tilecraft.ir.int_ranges import narrow_int_accumulations
 from tilecraft.ir.masked_loads import mask_loads_by_where
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, SymKind, walk
 from tilecraft.ir.promote import promote_small_grids
+from tilecraft.ir.tuple_scans import narrow_tuple_scans
 from tilecraft.language import _context
 from tilecraft.language.loops import TileSpec
 from tilecraft.language.tunables import BlockSize, DynamicInt, Specialized
@@ -223,8 +224,8 @@ def trace_kernel(
         for loop in loops:
             loop.body = eliminate_dead_code(loop.body)
     loops = [narrow_int_accumulations(mask_loads_by_where(loop)) for loop in loops]
-    for loop in loops:  # the widening casts narrowing bypassed
-        loop.body = eliminate_dead_code(loop.body)
+    for loop in loops:  # the widening casts narrowing bypassed, the members scans drop
+        loop.body = eliminate_dead_code(narrow_tuple_scans(eliminate_dead_code(loop.body)))
     assign_config_slots(loops)
     values = tuple(host.block_values.get(s, 0) for s in host.host_slot_order)
     return TracedKernel(
