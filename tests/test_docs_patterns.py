@@ -15,7 +15,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "patterns.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
 # block -> (kernel, its arguments' names in the block, what its compiled code must hold)
 PROMISED = {
-    0: ("complex_scale", ("x", "w"), "tl.split(span"),
+    0: ("complex_scale", ("x", "w"), "tl.split(tl.reshape(span"),
     1: ("dequant_matmul", ("x", "q", "scales"), "tl.broadcast_to(tl.load(scales"),
     5: ("ctc_nll", ("log_probs", "targets", "in_lens", "tgt_lens"), "tl.gather(alpha"),
     6: ("discounted_returns", ("rewards", "done", "gamma"), "tl.associative_scan("),

@@ -196,3 +196,12 @@ def test_triton_lays_the_lanes_along_the_groups() -> None:
     assert layouts and all("threadsPerWarp = [16, 1, 2]" in lay for lay in layouts), layouts
     assert "tensor<32x16x16x!tt.ptr<bf16>" in row.report.ttgir
     assert_defaults_cross_compile(group_center, (x,))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_groups_built_first_match_eager_on_gpu() -> None:
+    """fp32 groups of 16 (64 bytes, built first) and of 8, 37 groups (masked)."""
+    for shape in ((4096, 256, 16), (1000, 37, 8)):
+        x = torch.randn(shape, device="cuda")
+        torch.testing.assert_close(group_center(x), _center_ref(x), atol=1e-5, rtol=1e-5)
