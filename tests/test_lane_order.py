@@ -108,17 +108,21 @@ def _load_layouts(ttgir: str) -> list[str]:
     return [layouts[name] for name in used]
 
 
+def _sm90_loads(kernel: tc.Kernel, x: torch.Tensor, config: tc.Config) -> tuple[list[str], str]:
+    """The load layouts and the TTGIR of ``kernel`` on ``x`` at ``config``, compiled for sm_90."""
+    (row,) = check_kernel(kernel, (x,), [Target.parse("cuda:90")], lambda b: [config])
+    assert row.report is not None and row.report.ok, row.report
+    return _load_layouts(row.report.ttgir), row.report.ttgir
+
+
 @pytest.mark.crosscompile
 def test_triton_lays_the_gathers_lanes_along_the_contiguous_dim() -> None:
     """sm_90: the [16, 128] gather is loaded as [128, 16] with the 32 lanes of a warp on 32
     columns (threadsPerWarp [32, 1]), where built untransposed Triton's tie gave [16, 2]."""
-    x = torch.randn(64, 256, 256)
     config = tc.Config(block_sizes=[16, 128], num_warps=4)
-    (row,) = check_kernel(upsample_nearest, (x,), [Target.parse("cuda:90")], lambda b: [config])
-    assert row.report is not None and row.report.ok, row.report
-    layouts = _load_layouts(row.report.ttgir)
+    layouts, ttgir = _sm90_loads(upsample_nearest, torch.randn(64, 256, 256), config)
     assert layouts and all("threadsPerWarp = [32, 1]" in lay for lay in layouts), layouts
-    assert "tensor<128x16x!tt.ptr<f32>" in row.report.ttgir
+    assert "tensor<128x16x!tt.ptr<f32>" in ttgir
 
 
 @pytest.mark.crosscompile
@@ -189,12 +193,9 @@ def test_triton_lays_the_lanes_along_the_groups() -> None:
     cover 16 consecutive groups (before: the same threadsPerWarp [16, 1, 2] over the [16, 32,
     16] tile, 16 rows of 32 bytes)."""
     x = torch.randn(4096, 256, 16, dtype=torch.bfloat16)
-    config = tc.Config(block_sizes=[16, 32], num_warps=8)
-    (row,) = check_kernel(group_center, (x,), [Target.parse("cuda:90")], lambda b: [config])
-    assert row.report is not None and row.report.ok, row.report
-    layouts = _load_layouts(row.report.ttgir)
+    layouts, ttgir = _sm90_loads(group_center, x, tc.Config(block_sizes=[16, 32], num_warps=8))
     assert layouts and all("threadsPerWarp = [16, 1, 2]" in lay for lay in layouts), layouts
-    assert "tensor<32x16x16x!tt.ptr<bf16>" in row.report.ttgir
+    assert "tensor<32x16x16x!tt.ptr<bf16>" in ttgir
     assert_defaults_cross_compile(group_center, (x,))
 
 

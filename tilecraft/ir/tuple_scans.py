@@ -15,6 +15,7 @@ narrower helper's parameters.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
 from tilecraft.ir.nodes import Node, Op, walk
@@ -59,17 +60,22 @@ def _needed(used: set[int], results: tuple[Node, ...], width: int) -> list[int]:
 
 def _params_read(result: Node) -> set[int]:
     """Indices into ``lhs0, .., rhs0, ..`` of the placeholders ``result`` depends on."""
-    seen: set[int] = set()
-    found: set[int] = set()
-    stack = [result]
+    return {
+        n.attrs["param"]
+        for n in _reached([result]).values()
+        if n.op is Op.ARG and "param" in n.attrs
+    }
+
+
+def _reached(roots: Iterable[Node]) -> dict[int, Node]:
+    """``roots`` and every node they read, transitively, by id."""
+    found: dict[int, Node] = {}
+    stack = list(roots)
     while stack:
         node = stack.pop()
-        if node.id in seen:
-            continue
-        seen.add(node.id)
-        if node.op is Op.ARG and "param" in node.attrs:
-            found.add(node.attrs["param"])
-        stack.extend(node.inputs)
+        if node.id not in found:
+            found[node.id] = node
+            stack.extend(node.inputs)
     return found
 
 
@@ -78,13 +84,7 @@ def _narrowed_combine(combine: Any, keep: list[int]) -> Any:
     read, its placeholders renamed (``lhs``/``rhs`` for one member)."""
     width = len(combine.value_dtypes)
     results = tuple(combine.results[k] for k in keep)
-    needed: dict[int, Node] = {}
-    stack = list(results)
-    while stack:
-        node = stack.pop()
-        if node.id not in needed:
-            needed[node.id] = node
-            stack.extend(node.inputs)
+    needed = _reached(results)
     narrowed = dataclasses.replace(
         combine,
         value_dtypes=tuple(combine.value_dtypes[k] for k in keep),
