@@ -32,6 +32,7 @@ from benchmarks.gen_kernels import (
     heldout_s27,
     heldout_s28,
     heldout_s28b,
+    heldout_s28c,
     norms,
     reductions,
     rewritten,
@@ -62,6 +63,7 @@ _HELDOUT_MODULES = (
     heldout_s27,
     heldout_s28,
     heldout_s28b,
+    heldout_s28c,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
