@@ -45,7 +45,7 @@ import torch
 
 from tilecraft.ir import reduce_pairs
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies, nested_bodies
-from tilecraft.ir.phases import chunk_loop_loads, phases
+from tilecraft.ir.phases import chunk_loop_loads, phases, rolled_reduce
 
 # registers for pointers, program ids, loop counters and offsets: ptxas (sm_90) over the
 # examples' unspilled configs (benchmarks/results/resource_model.md) has a median error of +9 at
@@ -354,7 +354,7 @@ def _rolled_accumulators(
     for sym in (d for d in dims.values() if isinstance(d, Sym) and looped(d)):
         phase, _ = phases(nodes, sym)
         for node in nodes:
-            if node.op is Op.REDUCE and node.inputs[0].shape[node.attrs["axis"]] is sym:
+            if rolled_reduce(node, sym):
                 key = (id(sym), phase.get(node.inputs[0].id, 0))
                 acc = _chunk_tile(node.inputs[0], block_of, parent, threads, mma)
                 per_phase[key] = per_phase.get(key, 0.0) + acc

@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
-from tilecraft.ir.phases import phases
+from tilecraft.ir.phases import phases, rolled_reduce
 
 _ELEMENTWISE = (Op.BINARY, Op.UNARY, Op.CAST, Op.WHERE)
 _PER_PROGRAM = (Op.TILE_ID, Op.TILE_BEGIN)  # scalars that differ between the grid's programs
@@ -153,7 +153,7 @@ def _elementwise_init(init: Node, sym: Sym) -> bool:
         seen.add(node.id)
         if node.op in (Op.CARRY, Op.LOOP, Op.SCAN, Op.GATHER, Op.DOT, Op.ATOMIC):
             return False
-        if node.op is Op.REDUCE and node.inputs[0].shape[node.attrs["axis"]] is sym:
+        if rolled_reduce(node, sym):
             return False
         if node.op is Op.VIEW and node.attrs.get("perm"):
             return False

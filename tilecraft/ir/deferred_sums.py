@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from tilecraft.ir.nodes import Node, Op, walk
+from tilecraft.ir.phases import rolled_reduce
 from tilecraft.ir.split import COMBINES, accumulators, readers
 
 _FLOATS = (torch.float32, torch.float64)
@@ -63,7 +64,7 @@ def _own_level(loop: Node, chain: list[Node]) -> int | None:
     sym = loop.attrs["sym"]
     if sym.scalar:
         return None
-    return next((i for i, r in enumerate(chain) if r.inputs[0].shape[r.attrs["axis"]] is sym), None)
+    return next((i for i, r in enumerate(chain) if rolled_reduce(r, sym)), None)
 
 
 def _plain(node: Node, kind: str) -> bool:
