@@ -186,3 +186,41 @@ def test_a_tall_chunked_column_keeps_its_tile_to_the_chunk_limit() -> None:
     (chunk,) = config.reduction_loops
     assert chunk is not None and config.block_sizes[0] * chunk <= 8192
     assert not bound.config_spec.predicted(config).spills
+
+
+def test_short_whole_rows_grow_to_a_thousand_elements_a_program() -> None:
+    """Quaternions q [N, 4] fp32 and pixels of 3 channels, whole rows ``x[tn, :]``: 32 rows a
+    program moved 512 bytes (H200: 0.32 ms for 16.7M quaternions, 0.13 at 256 rows; the
+    NHWC3 -> NCHW transpose 0.32 -> 0.061 ms, heldout_s28c)."""
+    from benchmarks.gen_kernels.heldout_s28c import nhwc3_to_nchw, quaternion_normalize
+
+    q = torch.empty(1 << 24, 4, device="meta")
+    assert list(_default(quaternion_normalize, q).block_sizes) == [256]
+    img = torch.empty(64, 512, 512, 3, dtype=torch.bfloat16, device="meta")
+    assert list(_default(nhwc3_to_nchw, img).block_sizes) == [256]
+
+
+def test_rows_of_a_thousand_elements_a_program_keep_their_rows() -> None:
+    """[32, 32] fp32 rows already hold 1024 elements: 64 or 128 rows ran 2-4% slower (H200,
+    short_rows_softmax 4194304 x 32); and a small input still fills the device first."""
+    from benchmarks.gen_kernels.heldout_s28 import short_rows_softmax
+    from benchmarks.gen_kernels.heldout_s28c import quaternion_normalize
+
+    x = torch.empty(4194304, 32, device="meta")
+    assert list(_default(short_rows_softmax, x).block_sizes) == [32]
+    q = torch.empty(4096, 4, device="meta")  # 4096 rows: 16 a program keeps 256 programs
+    assert _default(quaternion_normalize, q).block_sizes[0] * 132 <= 4096
+
+
+def test_grown_short_rows_compute_the_same_in_the_interpreter() -> None:
+    from benchmarks.gen_kernels.heldout_s28c import (
+        nhwc3_to_nchw,
+        nhwc3_to_nchw_reference,
+        quaternion_normalize,
+        quaternion_normalize_reference,
+    )
+
+    q = torch.randn(3000, 4)
+    torch.testing.assert_close(quaternion_normalize(q), quaternion_normalize_reference(q))
+    img = torch.randn(2, 30, 33, 3)
+    torch.testing.assert_close(nhwc3_to_nchw(img), nhwc3_to_nchw_reference(img))

@@ -39,10 +39,12 @@ warps, and no measurement supports wider ones. Loops with
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
+from tilecraft.config.dims import cdiv
 from tilecraft.config.occupancy import OCCUPANCY_REGISTERS
 from tilecraft.config.plan import next_pow2
 from tilecraft.config.resolve import predicted_registers
@@ -65,6 +67,7 @@ PROGRAM_BYTES_SHARE = 1 / 3
 # the tile of a program raised to several rows (4 x 2048 beat 4 x 4096 and 4 x 8192 for RMSNorm
 # backward at 40920 and 128256 columns; benchmarks/results/cc_rmsbwd_*.md)
 MULTI_ROW_TILE = 2 * ROW_LOOP_TILE
+SHORT_ROW_TILE = 1024  # elements a whole-row program's tile grows to (short_row_blocks)
 MIN_CHUNK = 512  # a chunk shrunk for more rows keeps at least this many elements (1 KB of bf16)
 # bytes of a row one thread loads at once: 128-bit loads. RMSNorm backward 4 rows x 2048 bf16 at
 # 16 warps (4 elements of each row a thread) ran 0.786 ms, at 8 warps (8: 16 bytes) 0.586
@@ -205,6 +208,43 @@ def row_blocks(
                 narrowed = [] if _left_alone(loop) else inner
                 _resize_widths(spec, loop, narrowed, blocks, chunks, partial(min, width))
     return blocks, chunks
+
+
+def short_row_blocks(spec: ConfigSpec, blocks: list[int], chunks: list[int | None]) -> list[int]:
+    """Grid blocks of each loop whose rows stay whole tiles (``x[tn, :]``, every reduction dim
+    unrolled, no inner loop) doubled while the loop's largest tile holds fewer than
+    ``SHORT_ROW_TILE`` elements: the default's 32 rows of a short row (quaternions of 4 fp32,
+    pixels of 3 channels) leave a program a few hundred bytes to move. The grid dim with the
+    most programs grows first."""
+    blocks = list(blocks)
+    for loop, grid, inner in zip(spec.loops, spec.grid_slots, spec.loop_slots, strict=True):
+        rows = _row_indices(spec, loop)
+        if inner or not rows or any(chunks[i] is not None for i in rows) or _left_alone(loop):
+            continue
+        while _tile_elements(spec, loop, blocks) < SHORT_ROW_TILE:
+            growable = [
+                s for s in grid if blocks[s] < min(spec.blocks[s].hi, spec.blocks[s].extent)
+            ]
+            if not growable:
+                break
+            slot = max(growable, key=lambda s: cdiv(spec.blocks[s].extent, blocks[s]))
+            blocks[slot] *= 2
+    return blocks
+
+
+def _tile_elements(spec: ConfigSpec, loop: DeviceLoop, blocks: list[int]) -> int:
+    """Elements of ``loop``'s largest tile value with these grid blocks, whole rows padded."""
+    full = {r.slot: r.full for r in spec.reductions}
+
+    def size(d: int | Sym) -> int:
+        if isinstance(d, int):
+            return d
+        if d.kind is SymKind.RDIM:
+            return full[d.config_slot or 0]
+        return blocks[d.config_slot] if d.config_slot is not None else d.fixed_block or 1
+
+    shapes = [n.shape for n in loop.walk() if n.shape and n.op is not Op.LOOP]
+    return max((math.prod(size(d) for d in shape) for shape in shapes), default=0)
 
 
 def amortize_whole_rows(spec: ConfigSpec, config: Config) -> Config:

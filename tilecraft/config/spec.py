@@ -261,6 +261,7 @@ class ConfigSpec:
         )
         blocks = [self._preferred_block(b) for b in self.blocks]
         blocks, reductions = row_loops.row_blocks(self, blocks, reductions)
+        blocks = row_loops.short_row_blocks(self, blocks, reductions)
         blocks = tile_budget.fill_device(self, blocks)
         config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
         # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits; a row
