@@ -5,6 +5,9 @@ sides; only the generated code differs).
 
 ``python -m benchmarks.code_ab LABEL OUT.json CASE@SHAPE_INDEX ... [--device cpu]``
 
+Each run keeps its autotune cache in a fresh folder: a cached discovered default (keyed by the
+same tilecraft version on both sides) would otherwise hide a change of the heuristic default.
+
 Each row: the label, case, shape, do_bench median (the faster of two), the max error against the
 case's reference and which ``tilecraft`` ran. ``benchmarks/results/lane_order_ab_s23.md`` came
 from it (``git archive <rev> tilecraft | tar -x -C old/``, then both runs twice, alternating).
@@ -14,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("calls", nargs="+", help="CASE@SHAPE_INDEX")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ns = parser.parse_args(argv)
+    os.environ["TILECRAFT_CACHE_DIR"] = tempfile.mkdtemp(prefix="code_ab_")
     rows = []
     for call in ns.calls:
         name, _, index = call.partition("@")

@@ -45,7 +45,7 @@ def span(ctx: EmitContext, pair: SlicePair) -> Span:
     """The contiguous index (and mask) replacing the sliced item of both accesses (an element
     pair's: the index of its trailing dim of 2, which ``memory.access`` places last)."""
     if pair.kind == "element":
-        return Span(pair.item, "tl.arange(0, 2)", None, trailing=True)
+        return Span(pair.item, f"tl.arange(0, {len(pair.slots)})", None, trailing=True)
     even = _node(ctx, pair.even)
     item = even.attrs["index"][pair.item]
     sym, start = item[1], item[3] if item[0] == "rslice" else 0
@@ -70,32 +70,54 @@ def _span_width(ctx: EmitContext, node: Node) -> int:
 
 
 def bind_halves(ctx: EmitContext, node: Node, pair: SlicePair, load: str) -> None:
-    """Bind both paired loads to the halves of ``load`` (the span), in the current scope."""
-    even, odd = _node(ctx, pair.even), _node(ctx, pair.odd)
+    """Bind all paired loads to the parts of ``load`` (the span), in the current scope."""
     value = ctx.w.fresh("span")
     ctx.w.line(f"{value} = {load}")
-    e, o = ctx.w.fresh(even.hint), ctx.w.fresh(odd.hint)
-    if pair.kind == "element":  # already [..., 2]
-        ctx.w.line(f"{e}, {o} = tl.split({value})")
+    nodes = [_node(ctx, slot) for slot in pair.slots]
+    parts = [ctx.w.fresh(n.hint) for n in nodes]
+    if pair.kind == "element":  # already [..., G]
+        _split_elements(ctx, value, [ctx.dim_expr(d) for d in node.shape], parts)
     else:
         dims = ", ".join([*(ctx.dim_expr(d) for d in node.shape), "2"])
-        ctx.w.line(f"{e}, {o} = tl.split(tl.reshape({value}, [{dims}]))")
-    ctx.scopes[-1][even.id] = e
-    ctx.scopes[-1][odd.id] = o
+        ctx.w.line(f"{parts[0]}, {parts[1]} = tl.split(tl.reshape({value}, [{dims}]))")
+    for n, part in zip(nodes, parts, strict=True):
+        ctx.scopes[-1][n.id] = part
+
+
+def _split_elements(ctx: EmitContext, value: str, dims: list[str], names: list[str]) -> None:
+    """Bind ``names`` to the elements of ``value``'s trailing dim, in order: ``tl.split`` of
+    ``[..., G // 2, 2]`` gives the even elements and the odd ones, each split again."""
+    if len(names) == 2:
+        ctx.w.line(f"{names[0]}, {names[1]} = tl.split({value})")
+        return
+    even, odd = ctx.w.fresh("even"), ctx.w.fresh("odd")
+    shape = ", ".join([*dims, str(len(names) // 2), "2"])
+    ctx.w.line(f"{even}, {odd} = tl.split(tl.reshape({value}, [{shape}]))")
+    _split_elements(ctx, even, dims, names[0::2])
+    _split_elements(ctx, odd, dims, names[1::2])
+
+
+def _joined_elements(values: list[str], dims: list[str]) -> str:
+    """``values`` as the trailing dim of one value, in order (the inverse of
+    :func:`_split_elements`)."""
+    if len(values) == 2:
+        return f"tl.join({values[0]}, {values[1]})"
+    even, odd = _joined_elements(values[0::2], dims), _joined_elements(values[1::2], dims)
+    return f"tl.reshape(tl.join({even}, {odd}), [{', '.join([*dims, str(len(values))])}])"
 
 
 def joined(ctx: EmitContext, node: Node, pair: SlicePair) -> str:
-    """The span to store: both stores' values interleaved (each broadcast to the store's shape)."""
+    """The span to store: all stores' values interleaved (each broadcast to the store's shape)."""
     dims = [ctx.dim_expr(d) for d in node.shape]
     values = []
-    for slot in (pair.even, pair.odd):
+    for slot in pair.slots:
         value = _node(ctx, slot).inputs[0]
         text = ctx.expr(value)
         if tuple(value.shape) != tuple(node.shape):
             text = f"tl.broadcast_to({text}, [{', '.join(dims)}])"
         values.append(text)
-    if pair.kind == "element":  # [..., 2], the access's trailing dim
-        return f"tl.join({values[0]}, {values[1]})"
+    if pair.kind == "element":  # [..., G], the access's trailing dim
+        return _joined_elements(values, dims)
     shape = ", ".join([*dims[:-1], str(_span_width(ctx, node))])
     return f"tl.reshape(tl.join({values[0]}, {values[1]}), [{shape}])"
 

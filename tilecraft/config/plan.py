@@ -217,7 +217,7 @@ class Plan:
 
     def slice_pair(self, slot: int) -> SlicePair | None:
         """The pair that access ``slot`` belongs to (None: emitted on its own)."""
-        return next((p for p in self.slice_pairs if slot in (p.even, p.odd)), None)
+        return next((p for p in self.slice_pairs if slot in p.slots), None)
 
     def range(self, slot: int) -> RangePlan:
         return self.ranges[slot] if 0 <= slot < len(self.ranges) else RangePlan()

@@ -41,41 +41,53 @@ from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies, walk
 from tilecraft.ir.phases import phases
 
 KINDS = ("slice", "element", "merged")
+GROUP_SIZES = (2, 4, 8)  # elements of one access: a pair, or a whole dim of 4 or 8
 
 
 @dataclasses.dataclass(frozen=True)
 class SlicePair:
     """Two accesses (``mem_slot`` numbers) emitted as one contiguous access of ``2 * L`` elements
-    starting at the even access's slice start."""
+    starting at the even access's slice start; an element group's four or eight (``rest``:
+    the accesses of elements 2, 3, ...) as one access of the whole dim."""
 
     op: str  # "load" or "store"
-    even: int  # mem_slot of the access whose slice starts at a
-    odd: int  # mem_slot of the access whose slice starts at a + 1
+    even: int  # mem_slot of the access whose slice starts at a (an element group's element 0)
+    odd: int  # mem_slot of the access whose slice starts at a + 1 (element 1)
     item: int  # position of the sliced item in the accesses' index
-    # "slice": ``[a::2]`` / ``[a+1::2]`` items; "element": ``[0]`` / ``[1]`` of a size-2 dim;
-    # "merged": an element pair whose previous item (``item``, a tile of stride 2) spans both
+    # "slice": ``[a::2]`` / ``[a+1::2]`` items; "element": ``[0]``, ``[1]``, ... of a size-2
+    # (4, 8) dim; "merged": an element pair whose previous item (``item``, a tile of stride 2)
+    # spans both
     kind: str = "slice"
+    rest: tuple[int, ...] = ()  # an element group's elements 2, 3, ... (mem_slots)
 
     def __post_init__(self) -> None:
         if self.op not in ("load", "store"):
             raise ValueError(f"SlicePair.op: {self.op!r} is neither 'load' nor 'store'")
-        if self.even == self.odd:
+        if len(set(self.slots)) != len(self.slots):
             raise ValueError("SlicePair: an access cannot pair with itself")
         if self.kind not in KINDS:
             raise ValueError(f"SlicePair.kind: {self.kind!r} is not one of {KINDS}")
+        if len(self.slots) not in GROUP_SIZES or (self.rest and self.kind != "element"):
+            raise ValueError(
+                f"SlicePair: {len(self.slots)} accesses; groups of 4 or 8 are elements"
+            )
+
+    @property
+    def slots(self) -> tuple[int, ...]:
+        """The accesses' mem_slots in element order."""
+        return (self.even, self.odd, *self.rest)
 
     @property
     def later(self) -> int:
         """The slot emitted last in program order (mem_slots follow program order)."""
-        return max(self.even, self.odd)
+        return max(self.slots)
 
     def describe(self) -> str:
-        one = (
-            f"one {self.op} of both elements"
-            if self.kind == "element"
-            else f"one contiguous {self.op}"
-        )
-        return f"{self.op}s {self.even} (even) + {self.odd} (odd): {one}"
+        if self.kind != "element":
+            return f"{self.op}s {self.even} (even) + {self.odd} (odd): one contiguous {self.op}"
+        slots = " + ".join(map(str, self.slots))
+        which = "both" if len(self.slots) == 2 else f"all {len(self.slots)}"
+        return f"{self.op}s {slots}: one {self.op} of {which} elements"
 
 
 def _sliced(node: Node) -> tuple[Any, ...] | None:
@@ -95,10 +107,12 @@ def _sliced(node: Node) -> tuple[Any, ...] | None:
         return None  # a value of another rank (``out[t, 0:1] = row.sum(-1, keepdim=True)``)
     tensor, last = attrs["tensor"], index[-1]
     policy = attrs.get("eviction_policy", "")
-    if last[0] == "int" and last[1] in (0, 1):
+    if last[0] == "int":
         dim = last[2]
-        if tensor.stride[dim] != 1 or tensor.shape[dim] != 2:
+        if tensor.stride[dim] != 1 or tensor.shape[dim] not in GROUP_SIZES:
             return None
+        if not 0 <= last[1] < tensor.shape[dim]:
+            return None  # a negative index of the dim
         return (tensor.name, index[:-1], "int", dim, last[1], policy)
     if last[0] != "rslice" or last[4] != 2:
         return None
@@ -122,42 +136,72 @@ def _touches(nodes: Iterable[Node], tensor: str, ops: tuple[Op, ...]) -> bool:
     return any(n.op in ops and n.attrs["tensor"].name == tensor for n in walk(list(nodes)))
 
 
+def _group_size(node: Node, key: tuple[Any, ...]) -> int:
+    """Accesses one contiguous access replaces: a slice pair's two, an element dim's size."""
+    return int(node.attrs["tensor"].shape[key[3]]) if key[2] == "int" else 2
+
+
+def _partners(
+    block: list[Node],
+    i: int,
+    keys: dict[int, Any],
+    ok: Callable[[int], bool],
+    phase: dict[int, int],
+) -> dict[int, int]:
+    """Start -> block position of the accesses that group with ``block[i]`` (itself included):
+    later accesses of the same tensor, items and shape, up to the first hazard (an access of
+    the tensor that is not one of the group's)."""
+    first, key = block[i], keys[i]
+    load = first.op is Op.LOAD
+    # what may not happen between them: a write between two loads, anything between stores
+    hazards = (Op.STORE, Op.ATOMIC) if load else (Op.LOAD, Op.STORE, Op.ATOMIC)
+    size = _group_size(first, key)
+    members = {key[4]: i}
+    for j in range(i + 1, len(block)):
+        between = [block[k] for k in range(i + 1, j) if k not in members.values()]
+        if len(members) == size or _touches(between, key[0], hazards):
+            break
+        other, second = keys.get(j), block[j]
+        if (
+            other is None
+            or not ok(j)
+            or second.op is not first.op
+            or tuple(second.shape) != tuple(first.shape)  # out[t, 0:1] beside out[t, 1]
+            or other[:4] != key[:4]
+            or other[5] != key[5]
+            or other[4] in members
+            or phase.get(second.id, 0) != phase.get(first.id, 0)
+            or (key[2] != "int" and abs(other[4] - key[4]) != 1)
+        ):
+            continue
+        members[other[4]] = j
+    return members if len(members) == size else {}
+
+
 def _pairs_in(block: list[Node], phase: dict[int, int], skip: set[int]) -> list[SlicePair]:
     pairs: list[SlicePair] = []
     taken: set[int] = set()
     keys = {i: k for i, n in enumerate(block) if (k := _sliced(n)) is not None}
-    for i, key in keys.items():
-        if i in taken or block[i].attrs["mem_slot"] in skip:
-            continue
+
+    def ok(j: int) -> bool:
+        node = block[j]
+        return j not in taken and node.attrs["mem_slot"] not in skip
+
+    for i in keys:
         first = block[i]
-        load = first.op is Op.LOAD
-        # what may not happen between them: a write between two loads, anything between stores
-        hazards = (Op.STORE, Op.ATOMIC) if load else (Op.LOAD, Op.STORE, Op.ATOMIC)
-        for j in range(i + 1, len(block)):
-            if _touches(block[i + 1 : j], key[0], hazards):
-                break
-            other = keys.get(j)
-            second = block[j]
-            if (
-                other is None
-                or j in taken
-                or second.op is not first.op
-                or tuple(second.shape) != tuple(first.shape)  # out[t, 0:1] beside out[t, 1]
-                or second.attrs["mem_slot"] in skip
-                or other[:4] != key[:4]
-                or other[5] != key[5]
-                or abs(other[4] - key[4]) != 1
-                or phase.get(first.id, 0) != phase.get(second.id, 0)
-            ):
-                continue
-            even, odd = (first, second) if key[4] < other[4] else (second, first)
-            item, kind = len(first.attrs["index"]) - 1, "slice"
-            if key[2] == "int":
-                item, kind = (item - 1, "merged") if _merges(first) else (item, "element")
-            op = "load" if load else "store"
-            pairs.append(SlicePair(op, even.attrs["mem_slot"], odd.attrs["mem_slot"], item, kind))
-            taken.update((i, j))
-            break
+        if not ok(i):
+            continue
+        members = _partners(block, i, keys, ok, phase)
+        if not members:
+            continue
+        slots = [block[members[start]].attrs["mem_slot"] for start in sorted(members)]
+        item, kind = len(first.attrs["index"]) - 1, "slice"
+        if keys[i][2] == "int":
+            merged = len(slots) == 2 and _merges(first)
+            item, kind = (item - 1, "merged") if merged else (item, "element")
+        op = "load" if first.op is Op.LOAD else "store"
+        pairs.append(SlicePair(op, slots[0], slots[1], item, kind, tuple(slots[2:])))
+        taken.update(members.values())
     return pairs
 
 
