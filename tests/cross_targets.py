@@ -34,3 +34,20 @@ def assert_defaults_cross_compile(kernel: tc.Kernel, args: tuple[Any, ...]) -> N
     assert rows, kernel.__name__
     for row in rows:
         assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
+
+
+def default_memory_ops(kernel: tc.Kernel, args: tuple[Any, ...]) -> list[str]:
+    """The global load/store instructions (``ld.global.v4.b32``, ...) of the first device loop
+    of ``kernel``'s sm_90 default for ``args``, in PTX order, compiled with 16-byte aligned
+    pointers as a launch specializes torch's allocations. Compiled in a worker process: an
+    in-process compile after interpreter runs can meet the interpreter's patches."""
+    import re
+
+    target = TARGETS[0]
+    bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
+    _, _, traced, kernels = bound.generate(bound.config_spec.default())
+    job = CompileJob.of(kernels[0], traced.loops[0], target)
+    assert job.aligned  # every pointer 16-byte aligned, as a launch specializes it
+    (report,) = run_compile_jobs([job], 300)
+    assert report.ok, report.error
+    return re.findall(r"(?:ld|st)\.global[\w.]*", report.ptx)

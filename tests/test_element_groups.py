@@ -13,10 +13,7 @@ import torch
 
 import tilecraft as tc
 from benchmarks.gen_kernels.heldout_s28c import bbox_iou_pairs, bbox_iou_pairs_reference
-from tilecraft.runtime.kernel import BoundKernel
-from tilecraft.targets.target import Target
-from tilecraft.tools.crosscompile import CompileJob
-from tilecraft.tools.worker import run_compile_jobs
+from tests.cross_targets import default_memory_ops
 
 
 @tc.kernel(static_shapes=True)
@@ -115,23 +112,14 @@ def test_groups_compute_the_same_in_the_interpreter(block: int) -> None:
     torch.testing.assert_close(got, bbox_iou_pairs_reference(boxes_a, boxes_b))
 
 
-def _ptx_memory_ops(kernel: tc.Kernel, args: tuple[torch.Tensor, ...]) -> list[str]:
-    target = Target.parse("cuda:90")
-    bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
-    _, _, traced, kernels = bound.generate(bound.config_spec.default())
-    (report,) = run_compile_jobs([CompileJob.of(kernels[0], traced.loops[0], target)], 300)
-    assert report.ok, report.error
-    return re.findall(r"(?:ld|st)\.global[\w.]*", report.ptx)
-
-
 @pytest.mark.crosscompile
 def test_groups_of_four_fp32_are_16_byte_vectors_on_sm90() -> None:
     """Paired boxes [N, 4] fp32 were four 4-byte loads a row, lanes 16 bytes apart (H200:
     0.27 ms for 16.7M box pairs against torch.compile's 0.147)."""
     a = torch.empty(1 << 24, 4, device="meta")
-    ops = _ptx_memory_ops(bbox_iou_pairs, (a, a))
+    ops = default_memory_ops(bbox_iou_pairs, (a, a))
     assert ops and all(op == "ld.global.v4.b32" for op in ops if op.startswith("ld")), ops
-    ops = _ptx_memory_ops(rotate_quaternions, (a,))
+    ops = default_memory_ops(rotate_quaternions, (a,))
     assert "st.global.v4.b32" in ops and "st.global.b32" not in ops, ops
 
 

@@ -7,7 +7,6 @@ whole dim of 2."""
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 import torch
 
 import tilecraft as tc
+from tests.cross_targets import default_memory_ops
 from tilecraft.errors import ShapeError
 from tilecraft.ir.paired_slices import SlicePair
 from tilecraft.targets.target import Target
@@ -423,21 +423,7 @@ def test_paired_slices_on_gpu() -> None:
 
 
 def _ptx_memory_ops(kernel: tc.Kernel, args: tuple[torch.Tensor, ...]) -> set[str]:
-    """The global load/store instructions of the kernel's default config compiled for sm_90, with
-    16-byte aligned pointers as Triton assumes for torch's allocations. Compiled in a worker
-    process: an in-process compile after interpreter runs can meet the interpreter's patches."""
-    from tilecraft.runtime.kernel import BoundKernel
-    from tilecraft.tools.crosscompile import CompileJob
-    from tilecraft.tools.worker import run_compile_jobs
-
-    target = Target.parse("cuda:90")
-    bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
-    _, _, traced, kernels = bound.generate(bound.config_spec.default())
-    job = CompileJob.of(kernels[0], traced.loops[0], target)
-    assert job.aligned  # every pointer 16-byte aligned, as a launch specializes it
-    (report,) = run_compile_jobs([job], 300)
-    assert report.ok, report.error
-    return set(re.findall(r"(?:ld|st)\.global[\w.]*", report.ptx))
+    return set(default_memory_ops(kernel, args))
 
 
 @pytest.mark.crosscompile

@@ -33,6 +33,7 @@ from benchmarks.gen_kernels import (
     heldout_s28,
     heldout_s28b,
     heldout_s28c,
+    heldout_s29,
     norms,
     reductions,
     rewritten,
@@ -64,6 +65,7 @@ _HELDOUT_MODULES = (
     heldout_s28,
     heldout_s28b,
     heldout_s28c,
+    heldout_s29,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

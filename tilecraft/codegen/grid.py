@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from tilecraft.codegen.context import SymState
-from tilecraft.codegen.schedule import emit_block
+from tilecraft.codegen.grid_diagonal import emit_grid_body
 from tilecraft.ir.nodes import Sym
 from tilecraft.ir.tile_work import growing_dims
 
@@ -158,7 +158,7 @@ def emit_program_loop(em: EmitContext, grid: GridLayout) -> None:
     pid_type = em.plan.pid_type
     if not em.plan.persistent:
         decompose(em, grid, "tl.program_id(0)")
-        emit_block(em, em.loop.body)
+        emit_grid_body(em, em.loop.body)
         return
     total = em.w.fresh("total_tiles")
     em.w.line(f"{total} = {total_tiles(grid)}")
@@ -180,7 +180,7 @@ def emit_program_loop(em: EmitContext, grid: GridLayout) -> None:
         )
     with em.w.indented():
         decompose(em, grid, "virtual_pid")
-        emit_block(em, em.loop.body)
+        emit_grid_body(em, em.loop.body)
 
 
 def _interpreted_program_loop(em: EmitContext, grid: GridLayout, total: str, knobs: str) -> None:
@@ -199,4 +199,4 @@ def _interpreted_program_loop(em: EmitContext, grid: GridLayout, total: str, kno
         em.w.line(f"if virtual_pid < {total}:")
         with em.w.indented():
             decompose(em, grid, "virtual_pid")
-            emit_block(em, em.loop.body)
+            emit_grid_body(em, em.loop.body)
