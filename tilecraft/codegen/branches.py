@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from tilecraft.codegen.loops import init_carried
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.schedule import emit_block
-from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
@@ -53,7 +52,7 @@ def _typed(em: EmitContext, value: Node, carry: Node) -> str:
     against an int64 / fp16 variable from before the ``if``."""
     text = em.expr(value)
     if value.op in (Op.CONST, Op.ARG) and value.ndim == 0:
-        text = f"tl.full([], {text}, {dtypes.triton_dtype(carry.dtype)})"
+        text = em.full_expr("", text, carry.dtype)
     return text
 
 

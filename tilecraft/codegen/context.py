@@ -263,6 +263,13 @@ class EmitContext:
             return text
         return f"_tc_index({text})"
 
+    def full_expr(self, dims: str, value: object, dtype: torch.dtype) -> str:
+        """``tl.full([dims], value, dtype)``; Triton's interpreter builds no bf16 or fp8
+        constants (its builder has no ``get_bf16``): there an fp32 one, converted."""
+        if self.interpret and (dtype == torch.bfloat16 or dtype in dtypes.FP8):
+            return self.cast_expr(f"tl.full([{dims}], {value}, tl.float32)", torch.float32, dtype)
+        return f"tl.full([{dims}], {value}, {dtypes.triton_dtype(dtype)})"
+
     def cast_expr(self, text: str, src: torch.dtype, dst: torch.dtype) -> str:
         if src == dst:
             return text

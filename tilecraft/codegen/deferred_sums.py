@@ -74,9 +74,8 @@ def open_rows(ctx: EmitContext, plan: list[DeferredSum]) -> list[OpenSum]:
         if d.kind == "sum":
             ctx.w.line(f"{rows} = tl.zeros([{shape}], {dtype})")
         else:  # a running max or min starts at its neutral element
-            ctx.w.line(
-                f"{rows} = tl.full([{shape}], {dtypes.neutral(d.kind, d.root.dtype)}, {dtype})"
-            )
+            neutral = dtypes.neutral(d.kind, d.root.dtype)
+            ctx.w.line(f"{rows} = {ctx.full_expr(shape, neutral, d.root.dtype)}")
         out.append(OpenSum(d, rows))
     return out
 

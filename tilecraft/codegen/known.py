@@ -42,9 +42,7 @@ def fold_known(ctx: EmitContext, node: Node) -> bool:
     value = known_value(ctx, node, memo)
     if value is not None:
         dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
-        ctx.bind(
-            node, f"tl.full([{dims}], {dtypes.literal(value, node.dtype)}, {_type(node.dtype)})"
-        )
+        ctx.bind(node, ctx.full_expr(dims, dtypes.literal(value, node.dtype), node.dtype))
         return True
     if node.op is Op.WHERE:
         cond = known_value(ctx, node.inputs[0], memo)
@@ -162,10 +160,6 @@ def _convert(value: Scalar, dtype: torch.dtype) -> Scalar:
     if dtype == torch.bool:
         return bool(value)
     return float(value) if dtype.is_floating_point else int(value)
-
-
-def _type(dtype: torch.dtype) -> str:
-    return "tl.int1" if dtype == torch.bool else dtypes.triton_dtype(dtype)
 
 
 __all__ = ["fold_known", "known_value"]

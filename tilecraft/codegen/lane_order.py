@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op, Sym
 
 if TYPE_CHECKING:
@@ -122,7 +121,7 @@ def permuted(
     with dim ``first`` moved to the front."""
     dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
     if scalar is not None:
-        full = f"tl.full([{dims}], {text}, {dtypes.triton_dtype(scalar)})"
+        full = ctx.full_expr(dims, text, scalar)
     else:
         full = f"tl.broadcast_to({text}, [{dims}])"
     if node.ndim == 2:

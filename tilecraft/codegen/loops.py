@@ -15,7 +15,6 @@ from tilecraft.codegen.loop_header import tile_loop
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.schedule import emit_block
 from tilecraft.codegen.split import COMBINE, SplitPass
-from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
@@ -32,7 +31,7 @@ def init_carried(ctx: EmitContext, node: Node, split: SplitPass | None = None) -
         text = ctx.expr(init)
         if init.op is Op.CONST or init.ndim == 0 and init.op in (Op.ARG,):
             # a Python number would not be a tensor the loop can reassign
-            text = f"tl.full([], {text}, {dtypes.triton_dtype(carry.dtype)})"
+            text = ctx.full_expr("", text, carry.dtype)
         if split is not None and split.phase == COMBINE:
             split.combine(ctx, text, carry)  # the loop ran in the partials kernel
             continue

@@ -31,7 +31,7 @@ def emit_print(ctx: EmitContext, node: Node) -> None:
 def emit_full(ctx: EmitContext, node: Node) -> None:
     dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
     lit = dtypes.literal(node.attrs["value"], node.dtype)
-    ctx.bind(node, f"tl.full([{dims}], {lit}, {dtypes.triton_dtype(node.dtype)})")
+    ctx.bind(node, ctx.full_expr(dims, lit, node.dtype))
 
 
 @emits(Op.CAST)

@@ -70,7 +70,7 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
             dims = ", ".join(ctx.dim_expr(d) for d in src.shape)
             acc = ctx.w.fresh(f"{n.hint}_acc")
             neutral = dtypes.neutral(n.attrs["kind"], src.dtype)
-            ctx.w.line(f"{acc} = tl.full([{dims}], {neutral}, {dtypes.triton_dtype(src.dtype)})")
+            ctx.w.line(f"{acc} = {ctx.full_expr(dims, neutral, src.dtype)}")
             accs[n.id] = acc
             if n.attrs["kind"] in ARG_PICK:
                 # the first chunk's lane numbers: a row that never beats the neutral gives 0

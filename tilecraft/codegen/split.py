@@ -113,7 +113,7 @@ class SplitPass:
         kind, _ = self._combine(carry)
         dims = ", ".join(ctx.dim_expr(d) for d in carry.shape)
         neutral = dtypes.neutral(kind, carry.dtype)
-        return f"tl.full([{dims}], {neutral}, {dtypes.triton_dtype(carry.dtype)})"
+        return ctx.full_expr(dims, neutral, carry.dtype)
 
     def bounds(
         self, ctx: EmitContext, sym: Sym, begin: str, end: str, block: str

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tilecraft.codegen.registry import emits
-from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
@@ -28,7 +27,7 @@ def emit_view(ctx: EmitContext, node: Node) -> None:
         return
     if node.attrs.get("expand"):
         if src.ndim == 0 and src.op is Op.CONST:  # a Python number has no type to broadcast
-            text = f"tl.full([{dims}], {text}, {dtypes.triton_dtype(node.dtype)})"
+            text = ctx.full_expr(dims, text, node.dtype)
         else:
             text = f"tl.broadcast_to({text}, [{dims}])"
         ctx.bind(node, text)
@@ -44,7 +43,7 @@ def emit_view(ctx: EmitContext, node: Node) -> None:
         return
     spec = node.attrs["spec"]
     if src.ndim == 0:
-        ctx.bind(node, f"tl.full([{dims}], {text}, {dtypes.triton_dtype(node.dtype)})")
+        ctx.bind(node, ctx.full_expr(dims, text, node.dtype))
     elif 0 in spec:
         ctx.bind(node, f"tl.reshape({text}, [{dims}])")
     elif all(s == ":" for s in spec):
