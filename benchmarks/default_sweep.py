@@ -45,7 +45,7 @@ def _cpu(args: tuple[Any, ...]) -> tuple[Any, ...]:
 Calls = list[tuple[Any, tuple[Any, ...]]]
 
 
-def _sources(examples: list[str], cases: str, which: str) -> list[tuple[str, str, Calls]]:
+def call_sources(examples: list[str], cases: str, which: str) -> list[tuple[str, str, Calls]]:
     """(name, shape, calls) of every example shape, then every case's GPU shapes."""
     out = []
     for name in examples:
@@ -66,7 +66,7 @@ def jobs_for(
 ) -> tuple[list[CompileJob], list[dict[str, Any]]]:
     """One compile job (and the start of its row) per device loop of every call."""
     jobs, rows = [], []
-    for name, shape, calls in _sources(examples, cases, which):
+    for name, shape, calls in call_sources(examples, cases, which):
         for i, (kernel, args) in enumerate(calls):
             bound = BoundKernel(kernel, kernel.bind_arguments(_cpu(args), {}), target=target)
             config = bound.config_spec.default()

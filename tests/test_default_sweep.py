@@ -76,6 +76,6 @@ def test_case_calls_bind_the_generalization_kernels_at_gpu_shapes() -> None:
     seed = CASES["layer_norm_bwd_seed"]
     ((kernel, args),) = default_sweep.case_calls(seed, seed.gpu_shapes[0])
     assert kernel is seed.kernels[0] and args[1].shape == (4608, 40920)
-    sources = default_sweep._sources([], "heldout", "bench")
+    sources = default_sweep.call_sources([], "heldout", "bench")
     assert len(sources) == sum(len(c.gpu_shapes) for c in HELDOUT.values())
     assert all(calls for _, _, calls in sources)
