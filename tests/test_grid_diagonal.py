@@ -11,7 +11,7 @@ import torch
 
 import tilecraft as tc
 from benchmarks.gen_kernels.heldout_s29 import causal_mask_fill_, causal_mask_fill_reference
-from tests.cross_targets import default_memory_ops
+from tests.cross_targets import assert_cross_compiles, default_memory_ops
 
 
 @tc.kernel(static_shapes=True)
@@ -113,3 +113,21 @@ def test_per_side_bodies_on_gpu() -> None:
     x = torch.randn(1000, 1500, device="cuda")
     torch.testing.assert_close(lower_triangle(x), torch.tril(x))
     torch.testing.assert_close(band(x), torch.triu(torch.tril(x, 3), -3))
+
+
+@pytest.mark.parametrize("pid_type", ["persistent_blocked", "persistent_interleaved"])
+def test_per_side_bodies_inside_a_persistent_loop(pid_type: str) -> None:
+    x = torch.randn(37, 45)
+    config = tc.Config(block_sizes=[8, 16], pid_type=pid_type)
+    bound = lower_triangle.bind((x,))
+    assert "if offset_1 + _BLOCK_1 <= offset_0:" in bound.to_triton_code(config)
+    torch.testing.assert_close(bound.run(bound.compile_config(config), x), torch.tril(x))
+
+
+@pytest.mark.crosscompile
+def test_per_side_bodies_cross_compile() -> None:
+    x = torch.empty(2048, 2048, dtype=torch.bfloat16, device="meta")
+    for pid_type in ("flat", "persistent_blocked"):
+        assert_cross_compiles(
+            lower_triangle, (x,), tc.Config(block_sizes=[32, 64], pid_type=pid_type)
+        )
