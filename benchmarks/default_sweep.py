@@ -9,12 +9,14 @@ tensors: nothing runs), resolves the default for each target, compiles it with T
 pipeline (``tools/crosscompile.py``, in worker processes) and writes one row per call: registers
 compiled and predicted, spilled bytes (VGPRs on AMD), shared memory. Exits 1 when a default does
 not compile or needs more shared memory than the target has (its launch would fail); spills are
-reported, not failures.
+reported, not failures. ``memory_ops`` / ``narrow``: the global loads and stores of each
+CUDA default by width, and its scalar ones under 4 bytes (the accesses to look at first).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -29,7 +31,29 @@ from tilecraft.tools.crosscompile import CompileJob
 from tilecraft.tools.worker import run_compile_jobs
 
 COLUMNS = ["target", "example", "shape", "call", "kernel", "ok", "registers", "predicted",
-           "spills", "shared", "max_shared", "config", "error"]  # fmt: skip
+           "spills", "shared", "max_shared", "memory_ops", "narrow", "config",
+           "error"]  # fmt: skip
+_GLOBAL_OP = re.compile(r"\b(ld|st)\.global((?:\.[\w:]+)*)")
+_WIDTH = re.compile(r"\.(?:v(\d))?\.?[bfsu](8|16|32|64)$")
+
+
+def memory_ops(ptx: str) -> tuple[str, int]:
+    """The global loads and stores in ``ptx`` by bytes moved per thread and instruction
+    (``"ld 16B x4, st 2B x32"``: each counted once in the code, not per execution), and how
+    many are scalars under 4 bytes: a contiguous access Triton did not vectorize (a flip, a
+    stride-2 or masked one) or a gather; sort a sweep by it to find both."""
+    counts: dict[tuple[str, int], int] = {}
+    narrow = 0
+    for op, suffix in _GLOBAL_OP.findall(ptx):
+        width = _WIDTH.search(suffix)
+        if width is None:
+            continue
+        lanes, bits = int(width.group(1) or 1), int(width.group(2))
+        size = lanes * bits // 8
+        counts[op, size] = counts.get((op, size), 0) + 1
+        narrow += lanes == 1 and bits < 32
+    text = ", ".join(f"{op} {size}B x{n}" for (op, size), n in sorted(counts.items()))
+    return text, narrow
 
 
 def _cpu(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -97,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             row.update(ok=report.ok and report.fits, registers=report.registers)
             row.update(spills=report.spills, shared=report.shared_bytes)
             row.update(max_shared=report.max_shared, error=report.error[:200])
+            row["memory_ops"], row["narrow"] = memory_ops(report.ptx)
             rows.append(row)
     failed = [r for r in rows if not r["ok"]]
     spilled = [r for r in rows if r["spills"]]

@@ -22,6 +22,23 @@ def test_sweep_compiles_example_defaults(tmp_path: Path, monkeypatch: pytest.Mon
     assert code == 0 and rows
     assert {r["target"].rsplit(":", 1)[0] for r in rows} == {"cuda:90", "hip:gfx942"}
     assert all(r["ok"] and r["registers"] and r["predicted"] for r in rows)
+    cuda = [r for r in rows if r["target"].startswith("cuda")]
+    assert all("ld " in r["memory_ops"] and "st " in r["memory_ops"] for r in cuda), cuda
+
+
+def test_memory_ops_count_widths_and_narrow_scalars() -> None:
+    ptx = """
+        ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd1];
+        ld.global.L1::evict_last.b16 %rs1, [%rd2];
+        @%p1 ld.global.nc.u8 %rs2, [%rd3];
+        st.global.v2.b64 [%rd4], {%rd5, %rd6};
+        st.global.b16 [%rd7], %rs3;
+        st.global.b32 [%rd8], %r5;
+        ld.shared.b16 %rs4, [%r6];
+    """
+    text, narrow = default_sweep.memory_ops(ptx)
+    assert text == "ld 1B x1, ld 2B x1, ld 16B x1, st 2B x1, st 4B x1, st 16B x1"
+    assert narrow == 3  # the 1- and 2-byte scalars, not the 4-byte store or shared memory
 
 
 @pytest.mark.crosscompile
