@@ -1,7 +1,8 @@
 """docs/patterns.md: every ``python`` block there is a complete program that asserts its
 kernel against eager PyTorch; each runs here (in the interpreter) from a file of its own, so the
 kernels have source lines as a user's would, and the code the first two compile to is the one
-their sections promise (one paired access, one scale row per K step, a register gather)."""
+their sections promise (one paired access, one scale row per K step, a register gather, one
+load of a row of four, a body per side of a diagonal)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ PROMISED = {
     1: ("dequant_matmul", ("x", "q", "scales"), "tl.broadcast_to(tl.load(scales"),
     5: ("ctc_nll", ("log_probs", "targets", "in_lens", "tgt_lens"), "tl.gather(alpha"),
     6: ("discounted_returns", ("rewards", "done", "gamma"), "tl.associative_scan("),
+    7: ("box_areas_clipped", ("boxes", "width", "height"), "tl.arange(0, 4)[None, :]"),
+    8: ("causal_fill_", ("scores",), "elif offset_1 + _BLOCK_1 <= offset_2:"),
 }
 
 
