@@ -1,6 +1,6 @@
 """docs/patterns.md: every ``python`` block there is a complete program that asserts its
 kernel against eager PyTorch; each runs here (in the interpreter) from a file of its own, so the
-kernels have source lines as a user's would, and the code the first two compile to is the one
+kernels have source lines as a user's would, and the code five of them compile to is the one
 their sections promise (one paired access, one scale row per K step, a register gather, one
 load of a row of four, a body per side of a diagonal)."""
 
