@@ -4,6 +4,7 @@ changes: 1-D accesses walk no row, 2-D grids without an inner loop keep their ti
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import tilecraft as tc
@@ -224,3 +225,14 @@ def test_grown_short_rows_compute_the_same_in_the_interpreter() -> None:
     torch.testing.assert_close(quaternion_normalize(q), quaternion_normalize_reference(q))
     img = torch.randn(2, 30, 33, 3)
     torch.testing.assert_close(nhwc3_to_nchw(img), nhwc3_to_nchw_reference(img))
+
+
+@pytest.mark.crosscompile
+def test_grown_quaternion_rows_are_16_byte_vectors_on_sm90() -> None:
+    """At 32 rows the [32, 4] fp32 tile was laid out one element a thread (``ld.global.b32``);
+    at the grown rows each thread's row is one 16-byte vector each way."""
+    from benchmarks.gen_kernels.heldout_s28c import quaternion_normalize
+    from tests.cross_targets import default_memory_ops
+
+    ops = default_memory_ops(quaternion_normalize, (torch.empty(1 << 24, 4, device="meta"),))
+    assert set(ops) == {"ld.global.v4.b32", "st.global.v4.b32"}, ops
