@@ -9,6 +9,7 @@ tensors: nothing runs), resolves the target's default and generates its code, an
 whose config or code differs (``code only`` where the config is the same), and the count: the
 calls a change must be timed on, and the proof that a refactor changed none (every session's
 "no behaviour change" check). A call that fails to bind or generate is recorded with its error.
+``--show --only TEXT`` prints the matching calls' defaults and generated code instead.
 """
 
 from __future__ import annotations
@@ -45,22 +46,30 @@ def _sources(only: list[str]) -> Iterator[tuple[str, str, Any]]:
             yield name, "x".join(map(str, shape)), calls
 
 
-def dump(target: Target, only: list[str]) -> dict[str, dict[str, str]]:
-    """``{"name|shape|index|kernel": {"config", "code"}}`` for every call (see the module)."""
-    out: dict[str, dict[str, str]] = {}
+def defaults(target: Target, only: list[str]) -> Iterator[tuple[str, str, str]]:
+    """(call key ``name|shape|index|kernel``, default config, generated code) of every call;
+    a call that fails to bind or generate gives its error as the config and "error" as code."""
     for name, shape, calls in _sources(only):
         for i, (kernel, args) in enumerate(calls()):
             key = f"{name}|{shape}|{i}|{kernel.__name__}"
             try:
                 bound = BoundKernel(kernel, kernel.bind_arguments(_cpu(args), {}), target=target)
                 config = bound.config_spec.default()
-                code = bound.to_triton_code(config)
+                yield key, repr(config), bound.to_triton_code(config)
             except Exception as exc:  # noqa: BLE001 - a call that fails is a row, not the end
-                out[key] = {"config": f"{type(exc).__name__}: {exc}"[:300], "code": "error"}
-                continue
-            sha = hashlib.sha1(code.encode()).hexdigest()[:12]
-            out[key] = {"config": repr(config), "code": sha}
-    return out
+                yield key, f"{type(exc).__name__}: {exc}"[:300], "error"
+
+
+def dump(target: Target, only: list[str]) -> dict[str, dict[str, str]]:
+    """``{"name|shape|index|kernel": {"config", "code"}}`` for every call (see the module)."""
+    return {
+        key: {"config": config, "code": code if code == "error" else _sha(code)}
+        for key, config, code in defaults(target, only)
+    }
+
+
+def _sha(code: str) -> str:
+    return hashlib.sha1(code.encode()).hexdigest()[:12]
 
 
 def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
@@ -85,7 +94,12 @@ def main(argv: list[str] | None = None) -> int:
         "--only", nargs="*", default=[], help="examples/cases whose name|shape holds a text"
     )
     parser.add_argument("--diff", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    parser.add_argument("--show", action="store_true", help="print each call's default and code")
     ns = parser.parse_args(argv)
+    if ns.show:
+        for key, config, code in defaults(Target.parse(ns.target), ns.only):
+            print(f"# {key}\n# {config}\n{code}")
+        return 0
     if ns.diff:
         before, after = (json.loads(p.read_text()) for p in ns.diff)
         lines = differences(before, after)

@@ -51,3 +51,10 @@ def test_main_writes_and_diffs(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert default_dump.main(["--diff", str(out), str(changed)]) == 0
     printed = capsys.readouterr().out
     assert f"{key}: code only" in printed and "1 of 1 calls differ" in printed
+
+
+def test_show_prints_the_default_and_its_code(capsys: pytest.CaptureFixture[str]) -> None:
+    assert default_dump.main(["--show", "--only", "bbox_iou_pairs"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("# bbox_iou_pairs|16777216|0|bbox_iou_pairs\n# tc.Config(")
+    assert "def _tc_bbox_iou_pairs_0(" in printed and "tl.arange(0, 4)" in printed
