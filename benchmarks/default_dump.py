@@ -18,42 +18,25 @@ import argparse
 import hashlib
 import json
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from benchmarks.default_change import case_calls, example_calls
-from benchmarks.default_sweep import _cpu
+from benchmarks.default_sweep import call_sources, cpu_args
 from examples import EXAMPLES
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
 
 
-def _sources(only: list[str]) -> Iterator[tuple[str, str, Any]]:
-    """(name, shape, a function giving its calls) of every example and case shape whose
-    ``name|shape`` holds one of ``only`` (all without it), calls made only when asked for."""
-    from benchmarks.generalize import SETS
-
-    sources = [
-        *((name, shape, partial(example_calls, module, shape, "meta"))
-          for name, module in EXAMPLES.items() for shape in module.BENCH_SHAPES),
-        *((name, shape, partial(case_calls, case, shape))
-          for name, case in SETS["all"].items() for shape in case.gpu_shapes),
-    ]  # fmt: skip
-    for name, shape, calls in sources:
-        text = f"{name}|{'x'.join(map(str, shape))}"
-        if not only or any(o in text for o in only):
-            yield name, "x".join(map(str, shape)), calls
-
-
 def defaults(target: Target, only: list[str]) -> Iterator[tuple[str, str, str]]:
     """(call key ``name|shape|index|kernel``, default config, generated code) of every call;
     a call that fails to bind or generate gives its error as the config and "error" as code."""
-    for name, shape, calls in _sources(only):
-        for i, (kernel, args) in enumerate(calls()):
+    for name, shape, calls in call_sources(list(EXAMPLES), "all", "bench", tuple(only)):
+        for i, (kernel, args) in enumerate(calls):
             key = f"{name}|{shape}|{i}|{kernel.__name__}"
             try:
-                bound = BoundKernel(kernel, kernel.bind_arguments(_cpu(args), {}), target=target)
+                bound = BoundKernel(
+                    kernel, kernel.bind_arguments(cpu_args(args), {}), target=target
+                )
                 config = bound.config_spec.default()
                 yield key, repr(config), bound.to_triton_code(config)
             except Exception as exc:  # noqa: BLE001 - a call that fails is a row, not the end

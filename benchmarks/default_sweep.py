@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -56,7 +58,7 @@ def memory_ops(ptx: str) -> tuple[str, int]:
     return text, narrow
 
 
-def _cpu(args: tuple[Any, ...]) -> tuple[Any, ...]:
+def cpu_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """Meta tensors as empty CPU tensors of the same shapes and strides (binding reads none)."""
     return tuple(
         torch.empty_strided(a.shape, a.stride(), dtype=a.dtype)
@@ -69,19 +71,28 @@ def _cpu(args: tuple[Any, ...]) -> tuple[Any, ...]:
 Calls = list[tuple[Any, tuple[Any, ...]]]
 
 
-def call_sources(examples: list[str], cases: str, which: str) -> list[tuple[str, str, Calls]]:
-    """(name, shape, calls) of every example shape, then every case's GPU shapes."""
+def call_sources(
+    examples: list[str], cases: str, which: str, only: tuple[str, ...] = ()
+) -> list[tuple[str, str, Calls]]:
+    """(name, shape, calls) of every example shape, then every case's GPU shapes; ``only``:
+    those whose ``name|shape`` holds one of the texts (the others' calls are never made)."""
     out = []
+
+    def add(name: str, shape: tuple[int, ...], calls: Callable[[], Calls]) -> None:
+        text = "x".join(map(str, shape))
+        if not only or any(o in f"{name}|{text}" for o in only):
+            out.append((name, text, calls()))
+
     for name in examples:
         module = EXAMPLES[name]
         for shape in module.BENCH_SHAPES if which == "bench" else module.TEST_SHAPES:
-            out.append((name, "x".join(map(str, shape)), example_calls(module, shape, "meta")))
+            add(name, shape, partial(example_calls, module, shape, "meta"))
     if cases != "none":
         from benchmarks.generalize import SETS
 
         for name, case in SETS["all" if cases == "all" else cases].items():
             for shape in case.gpu_shapes:
-                out.append((name, "x".join(map(str, shape)), case_calls(case, shape)))
+                add(name, shape, partial(case_calls, case, shape))
     return out
 
 
@@ -92,7 +103,7 @@ def jobs_for(
     jobs, rows = [], []
     for name, shape, calls in call_sources(examples, cases, which):
         for i, (kernel, args) in enumerate(calls):
-            bound = BoundKernel(kernel, kernel.bind_arguments(_cpu(args), {}), target=target)
+            bound = BoundKernel(kernel, kernel.bind_arguments(cpu_args(args), {}), target=target)
             config = bound.config_spec.default()
             plan, _, traced, generated = bound.generate(config)
             for g, loop in zip(generated, traced.loops, strict=True):
