@@ -39,11 +39,11 @@ warps, and no measurement supports wider ones. Loops with
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
+from tilecraft.config.config import Config
 from tilecraft.config.dims import cdiv
 from tilecraft.config.occupancy import OCCUPANCY_REGISTERS
 from tilecraft.config.plan import next_pow2
@@ -52,7 +52,6 @@ from tilecraft.ir.nodes import DeviceLoop, Node, Op, Shape, Sym, SymKind
 from tilecraft.targets.target import Target
 
 if TYPE_CHECKING:
-    from tilecraft.config.config import Config
     from tilecraft.config.dims import ReductionSpec
     from tilecraft.config.spec import ConfigSpec
 
@@ -217,11 +216,12 @@ def short_row_blocks(spec: ConfigSpec, blocks: list[int], chunks: list[int | Non
     pixels of 3 channels) leave a program a few hundred bytes to move. The grid dim with the
     most programs grows first."""
     blocks = list(blocks)
-    for loop, grid, inner in zip(spec.loops, spec.grid_slots, spec.loop_slots, strict=True):
+    loops = zip(spec.loops, spec.grid_slots, spec.loop_slots, strict=True)
+    for index, (loop, grid, inner) in enumerate(loops):
         rows = _row_indices(spec, loop)
         if inner or not rows or any(chunks[i] is not None for i in rows) or _left_alone(loop):
             continue
-        while _tile_elements(spec, loop, blocks) < SHORT_ROW_TILE:
+        while _tile_elements(spec, index, blocks, chunks) < SHORT_ROW_TILE:
             growable = [
                 s for s in grid if blocks[s] < min(spec.blocks[s].hi, spec.blocks[s].extent)
             ]
@@ -232,19 +232,12 @@ def short_row_blocks(spec: ConfigSpec, blocks: list[int], chunks: list[int | Non
     return blocks
 
 
-def _tile_elements(spec: ConfigSpec, loop: DeviceLoop, blocks: list[int]) -> int:
-    """Elements of ``loop``'s largest tile value with these grid blocks, whole rows padded."""
-    full = {r.slot: r.full for r in spec.reductions}
-
-    def size(d: int | Sym) -> int:
-        if isinstance(d, int):
-            return d
-        if d.kind is SymKind.RDIM:
-            return full[d.config_slot or 0]
-        return blocks[d.config_slot] if d.config_slot is not None else d.fixed_block or 1
-
-    shapes = [n.shape for n in loop.walk() if n.shape and n.op is not Op.LOOP]
-    return max((math.prod(size(d) for d in shape) for shape in shapes), default=0)
+def _tile_elements(
+    spec: ConfigSpec, index: int, blocks: list[int], chunks: list[int | None]
+) -> int:
+    """Elements of device loop ``index``'s largest tile value with these blocks and chunks."""
+    config = Config(block_sizes=blocks, reduction_loops=chunks)
+    return max((spec.numel(v, config) for v in spec.loop_values[index]), default=0)
 
 
 def amortize_whole_rows(spec: ConfigSpec, config: Config) -> Config:

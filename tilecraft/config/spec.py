@@ -98,6 +98,7 @@ class ConfigSpec:
         self.diagonal_selects = any(has_diagonal_selects(loop.body) for loop in loops)
         self.reductions: list[ReductionSpec] = []
         self.values: list[ValueShape] = []
+        self.loop_values: list[list[ValueShape]] = []  # per device loop: its values of self.values
         # reduction slots some 2-D+ load reads along its unit stride (a ':' row: lanes run on it)
         self.contiguous_reductions: set[int] = set()
         self.tunables = tunables
@@ -154,6 +155,7 @@ class ConfigSpec:
             ValueShape(tuple(_dim_ref(d) for d in n.shape), n.loc) for n in exchanged_states(loop)
         ]
         largest = max((tensor_bytes(n) for n in walk(loop.body) if "tensor" in n.attrs), default=0)
+        values: list[ValueShape] = []
         for node in walk(loop.body):
             if node.op is Op.DOT:
                 self.has_dot = True
@@ -183,7 +185,9 @@ class ConfigSpec:
                     elif bulk_store(node, largest):
                         block.store_itemsize = min(block.store_itemsize or size, size)
             if node.shape and node.op not in (Op.LOOP,):
-                self.values.append(ValueShape(tuple(_dim_ref(d) for d in node.shape), node.loc))
+                values.append(ValueShape(tuple(_dim_ref(d) for d in node.shape), node.loc))
+        self.values += values
+        self.loop_values.append(values)
         self.reductions.sort(key=lambda r: r.slot)
 
     # -- sizes ----------------------------------------------------------------------------
