@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from tilecraft.codegen.known import known_value
+from tilecraft.codegen.known import known_order, known_value
 from tilecraft.config.space import outer_tile
 from tilecraft.ir.nodes import Node, Op, Sym, walk
 from tilecraft.ir.tile_order import compared_tiles
@@ -112,12 +112,8 @@ def ordered(ctx: EmitContext, diagonal: Diagonal, part: int) -> Iterator[None]:
         if diagonal.first_below
         else (diagonal.outer, diagonal.inner)
     )
-    key = (id(lower), id(upper))
-    ctx.ordered.add(key)
-    try:
+    with known_order(ctx, lower, upper):
         yield
-    finally:
-        ctx.ordered.discard(key)
 
 
 __all__ = ["Diagonal", "find_diagonal", "ordered", "split_point"]

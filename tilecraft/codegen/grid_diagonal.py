@@ -18,10 +18,9 @@ at a diagonal inside a program are :mod:`~tilecraft.codegen.diagonal`'s.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from tilecraft.codegen.known import known_value
+from tilecraft.codegen.known import known_order, known_value
 from tilecraft.codegen.schedule import emit_block
 from tilecraft.ir.nodes import Node, Op, Sym, walk
 from tilecraft.ir.tile_order import compared_tiles
@@ -48,7 +47,7 @@ def grid_diagonal(ctx: EmitContext) -> tuple[Sym, Sym] | None:
         a, b = pair
         if a is b or id(a) not in grid or id(b) not in grid or a.scalar or b.scalar:
             continue
-        with ordered(ctx, (a, b)):
+        with known_order(ctx, a, b):
             if known_value(ctx, node, {}) is not None:
                 return a, b
     return None
@@ -68,7 +67,7 @@ def emit_grid_body(ctx: EmitContext, body: list[Node]) -> None:
     ]
     for header, order in sides:
         ctx.w.line(header)
-        with ctx.w.indented(), ordered(ctx, order):
+        with ctx.w.indented(), _ordered(ctx, order):
             ctx.scopes.append({})
             emit_block(ctx, body)
             ctx.w.line("pass")  # a side whose stores all fold away may have nothing else
@@ -82,20 +81,11 @@ def _below(ctx: EmitContext, lower: Sym, upper: Sym) -> str:
     return f"{lo.offset} + {lo.block} <= {up.offset}"
 
 
-@contextlib.contextmanager
-def ordered(ctx: EmitContext, order: tuple[Sym, Sym] | None) -> Iterator[None]:
-    """While emitting one side: ``order``'s first tile wholly below its second (known.py)."""
-    if order is None:
-        yield
-        return
-    key = (id(order[0]), id(order[1]))
-    added = key not in ctx.ordered
-    ctx.ordered.add(key)
-    try:
-        yield
-    finally:
-        if added:
-            ctx.ordered.discard(key)
+def _ordered(
+    ctx: EmitContext, order: tuple[Sym, Sym] | None
+) -> contextlib.AbstractContextManager[None]:
+    """While emitting one side: ``order``'s first tile wholly below its second."""
+    return contextlib.nullcontext() if order is None else known_order(ctx, *order)
 
 
 __all__ = ["emit_grid_body", "grid_diagonal"]

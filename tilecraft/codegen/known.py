@@ -15,7 +15,9 @@ sums/max/min over an unmasked dim of such values; and in the part of a loop spli
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import torch
@@ -121,6 +123,20 @@ def _tile_order(ctx: EmitContext, a: Node, b: Node) -> bool | None:
     return None if sa is None or sb is None else _order_of(ctx, sa, sb)
 
 
+@contextlib.contextmanager
+def known_order(ctx: EmitContext, lower: Sym, upper: Sym) -> Iterator[None]:
+    """While code is emitted inside: every index of tile ``lower`` lies below every index of
+    ``upper`` (a part of a loop split at a diagonal, a program wholly on one side of one)."""
+    key = (id(lower), id(upper))
+    added = key not in ctx.ordered
+    ctx.ordered.add(key)
+    try:
+        yield
+    finally:
+        if added:
+            ctx.ordered.discard(key)
+
+
 def _order_of(ctx: EmitContext, a: Sym, b: Sym) -> bool | None:
     if (id(a), id(b)) in ctx.ordered:
         return True
@@ -162,4 +178,4 @@ def _convert(value: Scalar, dtype: torch.dtype) -> Scalar:
     return float(value) if dtype.is_floating_point else int(value)
 
 
-__all__ = ["fold_known", "known_value"]
+__all__ = ["fold_known", "known_order", "known_value"]
