@@ -236,3 +236,26 @@ def test_grown_quaternion_rows_are_16_byte_vectors_on_sm90() -> None:
 
     ops = default_memory_ops(quaternion_normalize, (torch.empty(1 << 24, 4, device="meta"),))
     assert set(ops) == {"ld.global.v4.b32", "st.global.v4.b32"}, ops
+
+
+def test_a_small_tile_of_a_grid_of_single_indices_grows_to_a_thousand_elements() -> None:
+    """``block_size=[1, 1, None]`` (one sample and channel a program, the channel's scale as a
+    scalar) left the voxel dim its pointwise [128]: one 2-byte element a thread, 262144
+    programs of 256 bytes (H200: 0.162 ms; at [1024] 0.038 ms, short_row_ab_s30)."""
+    from benchmarks.gen_kernels.heldout_s29b import channel_affine_ncdhw
+
+    x = torch.empty(4, 64, 32, 64, 64, dtype=torch.bfloat16, device="meta")
+    s = torch.empty(64, dtype=torch.bfloat16, device="meta")
+    assert list(_default(channel_affine_ncdhw, x, s, s).block_sizes) == [1024]
+
+
+@pytest.mark.crosscompile
+def test_the_grown_voxel_block_is_16_byte_vectors_on_sm90() -> None:
+    from benchmarks.gen_kernels.heldout_s29b import channel_affine_ncdhw
+    from tests.cross_targets import default_memory_ops
+
+    x = torch.empty(4, 64, 32, 64, 64, dtype=torch.bfloat16, device="meta")
+    s = torch.empty(64, dtype=torch.bfloat16, device="meta")
+    ops = default_memory_ops(channel_affine_ncdhw, (x, s, s))
+    assert "ld.global.v4.b32" in ops and "st.global.v4.b32" in ops, ops
+    assert "st.global.b16" not in ops, ops
