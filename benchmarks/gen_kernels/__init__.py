@@ -35,6 +35,7 @@ from benchmarks.gen_kernels import (
     heldout_s28c,
     heldout_s29,
     heldout_s29b,
+    heldout_s30,
     norms,
     reductions,
     rewritten,
@@ -68,6 +69,7 @@ _HELDOUT_MODULES = (
     heldout_s28c,
     heldout_s29,
     heldout_s29b,
+    heldout_s30,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
