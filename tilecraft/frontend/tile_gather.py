@@ -23,6 +23,7 @@ import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError
 from tilecraft.frontend import rdims
+from tilecraft.frontend.gather_loads import gather_load
 from tilecraft.ir.nodes import Node, Op, Shape, Sym, SymKind, shape_str
 
 if TYPE_CHECKING:
@@ -30,9 +31,13 @@ if TYPE_CHECKING:
     from tilecraft.frontend.values import TileValue
 
 
-def gather(t: Tracer, x: Any, dim: Any, index: Any, *, sparse_grad: bool = False) -> TileValue:
+def gather(
+    t: Tracer, x: Any, dim: Any, index: Any, *, sparse_grad: bool = False, reread: bool = True
+) -> TileValue:
     """``torch.gather(x, dim, index)`` of a tile: ``x`` at the positions ``index`` holds along
-    ``dim`` (a whole dim of ``x``); the result has ``index``'s shape and ``x``'s dtype."""
+    ``dim`` (a whole dim of ``x``); the result has ``index``'s shape and ``x``'s dtype. A tile
+    that is a plain load is re-read at the positions instead (:mod:`.gather_loads`) unless
+    ``reread`` is False (a roll or flip: a register gather keeps its loads 16-byte vectors)."""
     del sparse_grad  # a gradient option: device code has no autograd
     src, idx = t.value_node(x), t.value_node(index)
     if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
@@ -59,6 +64,8 @@ def gather(t: Tracer, x: Any, dim: Any, index: Any, *, sparse_grad: bool = False
                 t.loc,
                 hint="index every other dim with the tile's own dims (expand the index first)",
             )
+    if reread and (loaded := gather_load(t, src, idx, axis)) is not None:
+        return loaded
     if idx.shape[axis] == 1 and src.shape[axis] != 1:
         return _pick_one(t, src, idx, axis)
     return t.wrap(t.emit(Op.GATHER, [src, idx], idx.shape, src.dtype, axis=axis))
@@ -134,7 +141,7 @@ def _roll_dim(t: Tracer, x: Any, shift: int, dim: Any) -> Any:
     assert isinstance(d, Sym)  # a size-1 dim returned above (every shift is 0 mod 1)
     pos = t.tile_leaf(d, Op.TILE_INDEX)
     source = t.pointwise("mod", t.pointwise("add", pos, n - shift % n), n)
-    return gather(t, x, axis, along(t, source, src.shape, axis))
+    return gather(t, x, axis, along(t, source, src.shape, axis), reread=False)
 
 
 def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
@@ -149,7 +156,7 @@ def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
         if isinstance(d, Sym):
             pos, n = t.tile_leaf(d, Op.TILE_INDEX), t.extent_value(d)
             mirrored = t.where(pos < n, t.pointwise("sub", n - 1, pos), pos)
-            out = gather(t, out, axis, along(t, mirrored, src.shape, axis))
+            out = gather(t, out, axis, along(t, mirrored, src.shape, axis), reread=False)
     return out
 
 

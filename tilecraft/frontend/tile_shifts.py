@@ -75,4 +75,4 @@ def _gathered(t: Tracer, x: TileValue, axis: int, wanted: TileValue, n: int) -> 
     whose position lies outside ``[0, n)`` read position 0 or ``n - 1``."""
     index = t.pointwise("minimum", t.pointwise("maximum", wanted, 0), n - 1)
     shape = tuple(index.node.shape[0] if i == axis else d for i, d in enumerate(x.node.shape))
-    return gather(t, x, axis, along(t, index, shape, axis))
+    return gather(t, x, axis, along(t, index, shape, axis), reread=False)

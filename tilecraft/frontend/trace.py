@@ -8,6 +8,7 @@ traced into IR by the :class:`Interpreter` with the host's local variables as ca
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -22,7 +23,7 @@ from tilecraft.ir.fuse_loops import fuse_sibling_loops
 from tilecraft.ir.hoist import hoist_operands
 from tilecraft.ir.int_ranges import narrow_int_accumulations
 from tilecraft.ir.masked_loads import mask_loads_by_where
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, SymKind, walk
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 from tilecraft.ir.promote import promote_small_grids
 from tilecraft.ir.tuple_scans import narrow_tuple_scans
 from tilecraft.language import _context
@@ -124,20 +125,19 @@ class _TraceHost:
         except TilecraftError as exc:
             raise exc.with_loc(tracer.loc) from None
         self.next_slot = tracer.next_block_slot
-        for sym in tracer.syms:
-            if sym.kind is SymKind.RDIM and sym.config_slot is not None:
-                sym.config_slot += self.n_rdims
-        self.n_rdims += tracer.n_rdims
         body = eliminate_dead_code(tracer.blocks[0])
+        syms = _without_dead_rdims(tracer.syms, body)
+        rdims = [s for s in syms if s.kind is SymKind.RDIM]
+        for slot, sym in enumerate(rdims, start=self.n_rdims):
+            sym.config_slot = slot
+        self.n_rdims += len(rdims)
         tensors = {name: v for name, v in captures.items() if isinstance(v, HostTensor)}
         scalars = {
             name: v.node
             for name, v in captures.items()
             if isinstance(v, TileValue) and v.node.op is Op.ARG
         }
-        self.loops[index] = DeviceLoop(
-            index, grid_syms, body, tensors, scalars, source.loc, tracer.syms
-        )
+        self.loops[index] = DeviceLoop(index, grid_syms, body, tensors, scalars, source.loc, syms)
 
     def _check_relaunch(self, index: int, env: dict[str, Any]) -> None:
         """A loop launched again (from a host loop) must see the same shapes; host ints that
@@ -258,6 +258,37 @@ def assign_config_slots(loops: list[DeviceLoop]) -> None:
             if node.op is Op.LOOP:
                 node.attrs["range_slot"] = ranges
                 ranges += 1
+
+
+def _without_dead_rdims(syms: list[Sym], body: list[Node]) -> list[Sym]:
+    """``syms`` less the whole dims no live node uses (in its shape, its attributes or a leaf
+    it reads): a row load ``x[tb, :]`` whose only use became a load at gathered positions
+    (``frontend/gather_loads.py``) would otherwise keep a reduction-loop slot in the config
+    and a whole row's width in the default's tile budget."""
+    used: set[int] = set()
+    seen: set[int] = set()
+    stack = list(walk(body))
+    while stack:
+        node = stack.pop()
+        if node.id in seen:
+            continue
+        seen.add(node.id)
+        stack += node.inputs
+        used |= {id(d) for d in node.shape if isinstance(d, Sym)}
+        used |= {id(s) for s in _attr_syms(node.attrs)}
+    return [s for s in syms if s.kind is not SymKind.RDIM or id(s) in used]
+
+
+def _attr_syms(value: Any) -> Iterator[Sym]:
+    """The syms in a node attribute (a sym, or tuples, lists and dicts holding them)."""
+    if isinstance(value, Sym):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _attr_syms(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _attr_syms(v)
 
 
 def eliminate_dead_code(body: list[Node]) -> list[Node]:
