@@ -119,3 +119,16 @@ def test_the_take_along_dim_default_does_not_spill_on_sm90() -> None:
     (row,) = rows
     assert row.report is not None and row.report.ok, row
     assert row.report.spills == 0 and (row.report.registers or 0) <= 128, row.report
+
+
+@pytest.mark.gpu
+def test_gathers_of_loaded_tiles_on_gpu() -> None:
+    gen = torch.Generator(device="cuda").manual_seed(6)
+    x = torch.randn(2048, 4096, generator=gen, device="cuda").to(torch.bfloat16)
+    idx = torch.randint(0, 4096, (2048, 1000), generator=gen, device="cuda")
+    torch.testing.assert_close(take_along_last_dim(x, idx), torch.take_along_dim(x, idx, 1))
+    v = torch.randn(2, 2048, 4096, generator=gen, device="cuda").to(torch.bfloat16)
+    cast, odd, plane = picks(x, idx, v)
+    torch.testing.assert_close(cast, torch.take_along_dim(x.float(), idx, dim=1))
+    torch.testing.assert_close(odd, torch.gather(x[:, 1::2], 1, idx // 2))
+    torch.testing.assert_close(plane, torch.take_along_dim(v[1], idx, dim=1))

@@ -9,6 +9,12 @@ slice's element ``i`` and ``2i + 1`` the odd one's, so ``tl.reshape(span, [..., 
 ``tl.split`` gives both halves and ``tl.join`` + ``tl.reshape`` interleaves them back. The pointer
 text and the load/store lines themselves stay in ``memory.py``.
 
+A lone stride-2 load (``x[t, 1::2]``, ``x[t, 2 * tj.index]``: no access reads the elements
+between) loads the same span and keeps the even half: the same DRAM sectors as the stride-2
+access (each 32-byte sector holds elements of both halves), in a quarter as many 16-byte vector
+loads as bf16 scalar loads. Its span is masked at the tensor's end too, where the last element's
+partner may lie past it.
+
 An element pair (``x2[t, 0]`` and ``x2[t, 1]`` of a size-2 contiguous dim) is the same walk
 with the two elements as a trailing dim of the access: its index there is ``tl.arange(0, 2)``,
 ``tl.split`` gives both values and ``tl.join`` interleaves them, with no reshape. A merged one
@@ -18,7 +24,7 @@ item, and its int item adds nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tilecraft.ir.nodes import Node, Sym
 from tilecraft.ir.paired_slices import SlicePair
@@ -54,13 +60,30 @@ def span(ctx: EmitContext, pair: SlicePair) -> Span:
     base = "" if st.offset == "0" else f"2 * {ctx.index_cast(st.offset)} + "
     index = ctx.w.fresh(f"span_{sym.index}")
     ctx.w.line(f"{index} = {base}tl.arange(0, {width})")
-    mask = None
+    bounds = []
     if st.mask:  # the slice does not fill its block: the span ends at 2L
+        bounds.append(str(2 * int(st.end)) if st.end.isdigit() else f"2 * {st.end}")
+    past = _past_the_end(ctx, even, item) if pair.kind == "lone" else None
+    if past is not None and past not in bounds:
+        bounds.append(past)
+    mask = None
+    if bounds:
         mask = ctx.w.fresh(f"span_mask_{sym.index}")
-        end = str(2 * int(st.end)) if st.end.isdigit() else f"2 * {st.end}"
-        ctx.w.line(f"{mask} = {index} < {end}")
+        compares = [f"{index} < {b}" for b in bounds]
+        both = " & ".join(f"({c})" for c in compares)
+        ctx.w.line(f"{mask} = {compares[0] if len(compares) == 1 else both}")
     text = f"({start} + {index})" if start else index
     return Span(pair.item, text, mask, absorbed=pair.item + 1 if pair.kind == "merged" else None)
+
+
+def _past_the_end(ctx: EmitContext, node: Node, item: tuple[Any, ...]) -> str | None:
+    """A lone slice's span bound where its last element's partner (``start + 2 L - 1``, read
+    and dropped) may lie past the tensor: the dim's size less the start; None where it cannot."""
+    sym, dim, start = item[1], item[2], item[3]
+    size = ctx.size_expr(node.attrs["tensor"], dim)
+    if size.isdigit() and isinstance(sym.extent, int) and start + 2 * sym.extent <= int(size):
+        return None
+    return str(int(size) - start) if size.isdigit() else f"{size} - {start}"
 
 
 def _span_width(ctx: EmitContext, node: Node) -> int:
@@ -77,6 +100,9 @@ def bind_halves(ctx: EmitContext, node: Node, pair: SlicePair, load: str) -> Non
     parts = [ctx.w.fresh(n.hint) for n in nodes]
     if pair.kind == "element":  # already [..., G]
         _split_elements(ctx, value, [ctx.dim_expr(d) for d in node.shape], parts)
+    elif pair.kind == "lone":
+        dims = ", ".join([*(ctx.dim_expr(d) for d in node.shape), "2"])
+        ctx.w.line(f"{parts[0]}, _ = tl.split(tl.reshape({value}, [{dims}]))")
     else:
         dims = ", ".join([*(ctx.dim_expr(d) for d in node.shape), "2"])
         ctx.w.line(f"{parts[0]}, {parts[1]} = tl.split(tl.reshape({value}, [{dims}]))")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tilecraft.frontend.rdims import along
 from tilecraft.ir.nodes import Node, Op, walk
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ def _load_at(t: Tracer, src: Node, idx: Node, axis: int) -> TileValue:
     positions placed to broadcast with ``idx`` (all indices advanced: the result is ``idx``'s
     shape, as torch lays out adjacent advanced indices)."""
     from tilecraft.frontend import indexing
-    from tilecraft.frontend.tile_gather import along
 
     index: list[Any] = []
     result_axis = 0

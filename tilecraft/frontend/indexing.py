@@ -14,7 +14,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
-from tilecraft.frontend import advanced_index, rdims
+from tilecraft.frontend import advanced_index, rdims, strided_tiles
 from tilecraft.frontend.coverage import check_tile_covers, known_int
 from tilecraft.frontend.slices import slice_item
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
@@ -135,6 +135,8 @@ def load(
     tr: Tracer, t: HostTensor, index: Any, extra_mask: Any = None, eviction_policy: str = ""
 ) -> TileValue:
     items, inputs, shape, placed = resolve_index(tr, t, index)
+    if (sliced := strided_tiles.as_tile_slices(t, items, inputs, shape)) is not None:
+        (items, inputs), placed = sliced, {}
     if extra_mask is not None:
         placed["extra_mask"] = len(inputs)
         inputs = [*inputs, advanced_index.extra_mask(tr, t.name, extra_mask, shape)]
@@ -147,6 +149,8 @@ def load(
 
 def store(tr: Tracer, t: HostTensor, index: Any, value: Any, extra_mask: Any = None) -> None:
     items, inputs, shape, placed = resolve_index(tr, t, index)
+    if (sliced := strided_tiles.as_tile_slices(t, items, inputs, shape)) is not None:
+        (items, inputs), placed = sliced, {}
     if extra_mask is not None:
         placed["extra_mask"] = len(inputs) + 1  # after the stored value
         inputs = [*inputs, advanced_index.extra_mask(tr, t.name, extra_mask, shape)]

@@ -10,6 +10,9 @@ reshape also keeps both dims whole, never looped in chunks: ``ir/phases.py``). D
 extent (``static_shapes=False``) interchange with each other only: the one that takes the other's
 place also takes its size sources, so the launch checks that both sizes still agree
 (``codegen/guards.py``).
+
+:func:`along` places a 1-D index (a whole dim's positions) at one dim of a tile's shape, as the
+gathers, shifts and scans over a whole dim need it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
+    from tilecraft.frontend.values import TileValue
 
 
 def interchangeable(a: Dim, b: Dim) -> bool:
@@ -95,3 +99,20 @@ def distinct(tr: Tracer, shape: Shape) -> Shape:
 
 
 __all__ = ["conform", "conform_all", "distinct", "interchangeable", "relabel", "unify"]
+
+
+def along(
+    t: Tracer, index: TileValue, shape: Shape, axis: int, broadcast: bool = True
+) -> TileValue:
+    """A 1-D index (or mask) placed at dim ``axis`` of a tile of ``shape`` (whose dim ``axis``
+    is the index's own), broadcast to ``shape`` unless ``broadcast`` is False (size-1 dims
+    elsewhere, for an op that broadcasts itself)."""
+    node = index.node
+    if len(shape) == 1:
+        return index
+    spec = tuple(":" if i == axis else None for i in range(len(shape)))
+    placed_shape = tuple(node.shape[0] if i == axis else 1 for i in range(len(shape)))
+    placed = t.emit(Op.VIEW, [node], placed_shape, node.dtype, spec=spec)
+    if not broadcast:
+        return t.wrap(placed)
+    return t.wrap(t.emit(Op.VIEW, [placed], tuple(shape), node.dtype, expand=True))

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError
-from tilecraft.frontend.tile_gather import along, flip
+from tilecraft.frontend.rdims import along
+from tilecraft.frontend.tile_gather import flip
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind
 

@@ -24,7 +24,8 @@ import torch
 from tilecraft.errors import DeviceCodeError, ShapeError
 from tilecraft.frontend import rdims
 from tilecraft.frontend.gather_loads import gather_load
-from tilecraft.ir.nodes import Node, Op, Shape, Sym, SymKind, shape_str
+from tilecraft.frontend.rdims import along
+from tilecraft.ir.nodes import Node, Op, Sym, SymKind, shape_str
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -36,8 +37,9 @@ def gather(
 ) -> TileValue:
     """``torch.gather(x, dim, index)`` of a tile: ``x`` at the positions ``index`` holds along
     ``dim`` (a whole dim of ``x``); the result has ``index``'s shape and ``x``'s dtype. A tile
-    that is a plain load is re-read at the positions instead (:mod:`.gather_loads`) unless
-    ``reread`` is False (a roll or flip: a register gather keeps its loads 16-byte vectors)."""
+    that is a plain load of a tensor is read from memory at the positions instead."""
+    # reread=False: a roll, flip or shift keeps its register gather (its row loads stay
+    # 16-byte vectors where loads at computed positions would be one element each)
     del sparse_grad  # a gradient option: device code has no autograd
     src, idx = t.value_node(x), t.value_node(index)
     if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
@@ -158,23 +160,6 @@ def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
             mirrored = t.where(pos < n, t.pointwise("sub", n - 1, pos), pos)
             out = gather(t, out, axis, along(t, mirrored, src.shape, axis), reread=False)
     return out
-
-
-def along(
-    t: Tracer, index: TileValue, shape: Shape, axis: int, broadcast: bool = True
-) -> TileValue:
-    """A 1-D index (or mask) placed at dim ``axis`` of a tile of ``shape`` (whose dim ``axis``
-    is the index's own), broadcast to ``shape`` unless ``broadcast`` is False (size-1 dims
-    elsewhere, for an op that broadcasts itself)."""
-    node = index.node
-    if len(shape) == 1:
-        return index
-    spec = tuple(":" if i == axis else None for i in range(len(shape)))
-    placed_shape = tuple(node.shape[0] if i == axis else 1 for i in range(len(shape)))
-    placed = t.emit(Op.VIEW, [node], placed_shape, node.dtype, spec=spec)
-    if not broadcast:
-        return t.wrap(placed)
-    return t.wrap(t.emit(Op.VIEW, [placed], tuple(shape), node.dtype, expand=True))
 
 
 def static_whole(t: Tracer, src: Node, axis: int, op: str) -> int:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import DeviceCodeError
-from tilecraft.frontend.tile_gather import along, gather, static_whole
+from tilecraft.frontend.rdims import along
+from tilecraft.frontend.tile_gather import gather, static_whole
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer

@@ -40,7 +40,7 @@ from typing import Any
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies, walk
 from tilecraft.ir.phases import phases
 
-KINDS = ("slice", "element", "merged")
+KINDS = ("slice", "element", "merged", "lone")
 GROUP_SIZES = (2, 4, 8)  # elements of one access: a pair, or a whole dim of 4 or 8
 
 
@@ -52,7 +52,8 @@ class SlicePair:
 
     op: str  # "load" or "store"
     even: int  # mem_slot of the access whose slice starts at a (an element group's element 0)
-    odd: int  # mem_slot of the access whose slice starts at a + 1 (element 1)
+    odd: int | None  # mem_slot of the access whose slice starts at a + 1 (element 1); None: a
+    # lone stride-2 load, whose span's odd half no access reads
     item: int  # position of the sliced item in the accesses' index
     # "slice": ``[a::2]`` / ``[a+1::2]`` items; "element": ``[0]``, ``[1]``, ... of a size-2
     # (4, 8) dim; "merged": an element pair whose previous item (``item``, a tile of stride 2)
@@ -67,6 +68,10 @@ class SlicePair:
             raise ValueError("SlicePair: an access cannot pair with itself")
         if self.kind not in KINDS:
             raise ValueError(f"SlicePair.kind: {self.kind!r} is not one of {KINDS}")
+        if (self.odd is None) != (self.kind == "lone") or (self.odd is None and self.op != "load"):
+            raise ValueError("SlicePair: a lone slice (no odd access) is a load of kind 'lone'")
+        if self.kind == "lone":
+            return
         if len(self.slots) not in GROUP_SIZES or (self.rest and self.kind != "element"):
             raise ValueError(
                 f"SlicePair: {len(self.slots)} accesses; groups of 4 or 8 are elements"
@@ -75,7 +80,7 @@ class SlicePair:
     @property
     def slots(self) -> tuple[int, ...]:
         """The accesses' mem_slots in element order."""
-        return (self.even, self.odd, *self.rest)
+        return (self.even,) if self.odd is None else (self.even, self.odd, *self.rest)
 
     @property
     def later(self) -> int:
@@ -83,6 +88,8 @@ class SlicePair:
         return max(self.slots)
 
     def describe(self) -> str:
+        if self.odd is None:
+            return f"load {self.even}: the stride-2 slice's contiguous span, its even half kept"
         if self.kind != "element":
             return f"{self.op}s {self.even} (even) + {self.odd} (odd): one contiguous {self.op}"
         slots = " + ".join(map(str, self.slots))
@@ -181,6 +188,7 @@ def _partners(
 def _pairs_in(block: list[Node], phase: dict[int, int], skip: set[int]) -> list[SlicePair]:
     pairs: list[SlicePair] = []
     taken: set[int] = set()
+    lone: list[int] = []  # stride-2 slice loads no other access pairs with
     keys = {i: k for i, n in enumerate(block) if (k := _sliced(n)) is not None}
 
     def ok(j: int) -> bool:
@@ -193,6 +201,8 @@ def _pairs_in(block: list[Node], phase: dict[int, int], skip: set[int]) -> list[
             continue
         members = _partners(block, i, keys, ok, phase)
         if not members:
+            if first.op is Op.LOAD and keys[i][2] != "int":
+                lone.append(i)
             continue
         slots = [block[members[start]].attrs["mem_slot"] for start in sorted(members)]
         item, kind = len(first.attrs["index"]) - 1, "slice"
@@ -202,7 +212,16 @@ def _pairs_in(block: list[Node], phase: dict[int, int], skip: set[int]) -> list[
         op = "load" if first.op is Op.LOAD else "store"
         pairs.append(SlicePair(op, slots[0], slots[1], item, kind, tuple(slots[2:])))
         taken.update(members.values())
+    for i in lone:
+        if ok(i):  # no later access took it as its partner
+            pairs.append(
+                SlicePair("load", block[i].attrs["mem_slot"], None, _last(block[i]), "lone")
+            )
     return pairs
+
+
+def _last(node: Node) -> int:
+    return len(node.attrs["index"]) - 1
 
 
 def slice_pairs(

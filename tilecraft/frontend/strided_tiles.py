@@ -1,0 +1,101 @@
+"""Computed indices that are a tile's positions scaled and shifted (stage: frontend; in: a load's
+resolved index items; out: the same load with each ``a * t.index + c`` index value as a slice
+item ``("rslice", t's sym, dim, c, a)``, or the items unchanged).
+
+``x[tb, tc, 2 * to.index + 1]`` (a stride-2 window, a 2x downsample's ``(2 * tj.index)[None,
+:]``) is a tensor-valued index: codegen masks it to the tensor's bounds and Triton, proving no
+contiguity of a computed value, loads it one element at a time. As a slice item it is what
+``x[t, 1::2]`` is: ``1 + 2 * indices`` with the tile's own mask, which Triton's axis analysis
+follows, and which ``ir/paired_slices.py`` can pair with ``2 * to.index`` or widen into one
+contiguous span.
+
+Rewritten only where nothing changes but the form: every tensor-valued index of the load is such
+a value (through the ``[:, None]`` placements that lay advanced indices out), the rewritten items
+give the load the same shape, and the positions provably stay inside the tensor (static sizes,
+``a >= 1``): a computed index past the tensor reads 0, a slice has no such mask.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tilecraft.ir.nodes import Node, Op, Shape, Sym, SymKind
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.values import HostTensor
+
+
+def as_tile_slices(
+    t: HostTensor, items: tuple[Any, ...], inputs: list[Node], shape: Shape
+) -> tuple[tuple[Any, ...], list[Node]] | None:
+    """``items`` and ``inputs`` with each tensor-valued index a slice of a tile, where all of
+    them are (see the module docstring); None otherwise."""
+    if t.dynamic or not any(item[0] == "value" and inputs[item[1]].ndim for item in items):
+        return None
+    out: list[Any] = []
+    kept: list[Node] = []  # 0-d index values (``x[tb.begin, ...]``) stay as they are
+    for item in items:
+        value = inputs[item[1]] if item[0] == "value" else None
+        if value is None:
+            out.append(item)
+        elif value.ndim == 0:
+            out.append(("value", len(kept), item[2]))
+            kept.append(value)
+        elif (affine := _tile_affine(value)) and _inside(affine, int(t.shape[item[2]])):
+            sym, scale, shift = affine
+            out.append(("rslice", sym, item[2], shift, scale))
+        else:
+            return None
+    if _shape(out) != tuple(shape):
+        return None
+    return tuple(out), kept
+
+
+def _tile_affine(node: Node) -> tuple[Sym, int, int] | None:
+    """(sym, a, c) where ``node`` is ``a * t.index + c`` of a tile ``t`` (a >= 1, ints), placed
+    along any dim of size-1 dims; None otherwise."""
+    while node.op is Op.VIEW and not node.attrs.get("expand") and len(node.syms()) == 1:
+        node = node.inputs[0]
+    if node.op is Op.TILE_INDEX:
+        sym = node.attrs["sym"]
+        ok = sym.kind is SymKind.BLOCK and not sym.scalar and node.shape == (sym,)
+        return (sym, 1, 0) if ok else None
+    if node.op is not Op.BINARY or node.attrs["fn"] not in ("add", "sub", "mul"):
+        return None
+    a, b = node.inputs
+    fn = node.attrs["fn"]
+    if fn != "sub" and _const(a) is not None:
+        a, b = b, a
+    c, inner = _const(b), _tile_affine(a)
+    if c is None or inner is None:
+        return None
+    sym, scale, shift = inner
+    if fn == "mul":
+        return (sym, scale * c, shift * c) if c >= 1 else None
+    return (sym, scale, shift + c if fn == "add" else shift - c)
+
+
+def _const(node: Node) -> int | None:
+    value = node.attrs.get("value") if node.op is Op.CONST else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _inside(affine: tuple[Sym, int, int], size: int) -> bool:
+    """Whether every position of the tile, scaled and shifted, indexes a dim of ``size``."""
+    sym, scale, shift = affine
+    if not isinstance(sym.begin, int) or not isinstance(sym.extent, int) or sym.extent_args:
+        return False
+    if sym.extent <= sym.begin:
+        return False
+    return shift + scale * sym.begin >= 0 and shift + scale * (sym.extent - 1) < size
+
+
+def _shape(items: list[Any]) -> Shape:
+    """The load's shape from basic items only (no tensor-valued index)."""
+    dims: list[Any] = []
+    for item in items:
+        if item[0] == "none":
+            dims.append(1)
+        elif item[0] in ("tile", "rdim", "rslice") and not item[1].scalar:
+            dims.append(item[1])
+    return tuple(dims)
