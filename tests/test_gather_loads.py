@@ -70,6 +70,25 @@ def test_an_index_past_the_row_reads_zero() -> None:
 
 
 @tc.kernel(static_shapes=True)
+def column_picks(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """torch.gather along dim 0 of whole columns x[:, tn]: row idx[k, j] of column j."""
+    _, n = x.size()
+    k = idx.size(0)
+    out = torch.empty([k, n], dtype=x.dtype, device=x.device)
+    for tk, tn in tc.tile([k, n]):
+        out[tk, tn] = torch.gather(x[:, tn], 0, idx[tk, tn])
+    return out
+
+
+def test_a_gather_down_whole_columns_reads_memory_too() -> None:
+    gen = torch.Generator().manual_seed(8)
+    x, idx = torch.randn(70, 33, generator=gen), torch.randint(0, 70, (9, 33), generator=gen)
+    bound = column_picks.bind((x, idx))
+    assert "tl.gather" not in bound.to_triton_code(bound.config_spec.default())
+    torch.testing.assert_close(column_picks(x, idx), torch.gather(x, 0, idx))
+
+
+@tc.kernel(static_shapes=True)
 def doubled_in_place(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     """x doubled in place after its rows were loaded, then gathered from the loaded rows."""
     m, _ = x.size()
