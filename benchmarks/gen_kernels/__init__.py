@@ -36,6 +36,7 @@ from benchmarks.gen_kernels import (
     heldout_s29,
     heldout_s29b,
     heldout_s30,
+    heldout_s30b,
     norms,
     reductions,
     rewritten,
@@ -70,6 +71,7 @@ _HELDOUT_MODULES = (
     heldout_s29,
     heldout_s29b,
     heldout_s30,
+    heldout_s30b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
