@@ -173,7 +173,9 @@ def test_reverse_scan_along_a_whole_dim() -> None:
     for got in (reverse_scan(x), reverse_scan.run_ref(x), reverse_scan_by_index(x)):
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
     code = reverse_scan.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
-    assert code.count("tl.gather(") == 2 and "tl.associative_scan(" in code, code
+    # the loaded row's flip reads x at the mirrored positions (37 > 32 elements a line: a
+    # register gather costs shuffles per element); the scanned values' flip back is a gather
+    assert code.count("tl.gather(") == 1 and "tl.associative_scan(" in code, code
 
 
 @tc.kernel(static_shapes=True)
@@ -407,7 +409,7 @@ def test_reverse_linear_recurrence_on_gpu() -> None:
 
 @tc.kernel(static_shapes=True)
 def suffix_sums(x: torch.Tensor) -> torch.Tensor:
-    """Torch's idiom for a reverse cumsum: flip, cumsum, flip back (two register gathers)."""
+    """Torch's idiom for a reverse cumsum: flip, cumsum, flip back."""
     out = torch.empty_like(x)
     for tm in tc.tile(x.size(0)):
         out[tm, :] = x[tm, :].flip(1).cumsum(1).flip(1)
@@ -418,7 +420,7 @@ def test_suffix_sums_by_flips() -> None:
     x = torch.randn(6, 37)  # 37 pads to 64: the padding stays after the flipped row
     torch.testing.assert_close(suffix_sums(x), x.flip(1).cumsum(1).flip(1), rtol=1e-5, atol=1e-5)
     code = suffix_sums.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
-    assert code.count("tl.gather(") == 2 and "tl.cumsum(" in code, code
+    assert code.count("tl.gather(") == 1 and "tl.cumsum(" in code, code  # as reverse_scan's
 
 
 @tc.kernel(static_shapes=True)

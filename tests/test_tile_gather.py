@@ -327,3 +327,78 @@ def test_flip_with_a_run_time_row_length() -> None:
     for n in (37, 45):
         x = torch.randn(5, n)
         torch.testing.assert_close(flipped_rows(x), x.flip(1) * 2)
+
+
+@tc.kernel(static_shapes=True)
+def reversed_sums(x: torch.Tensor) -> torch.Tensor:
+    """A suffix sum of each row written with flips: the outer flip is of a computed tile."""
+    m, _ = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.flip(torch.cumsum(torch.flip(x[tm, :], [1]), dim=1), [1])
+    return out
+
+
+def test_a_flip_along_a_whole_power_of_two_dim_is_tl_flip() -> None:
+    """Rows of 64: both flips are ``tl.flip`` (log2(n) butterfly steps, no per-element gather);
+    rows of 48 pad to 64, where tl.flip would move the padding first: they stay gathers."""
+    gen = torch.Generator().manual_seed(9)
+    for n, flips in ((64, 2), (48, 0)):
+        x = torch.randn(6, n, generator=gen)
+        code = reversed_sums.bind((x,)).to_triton_code(
+            reversed_sums.bind((x,)).config_spec.default()
+        )
+        assert code.count("tl.flip(") == flips, code
+        expect = torch.flip(torch.cumsum(torch.flip(x, [1]), 1), [1])
+        torch.testing.assert_close(reversed_sums(x), expect)
+
+
+@tc.kernel(static_shapes=True)
+def rolled_rows(x: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.roll(x[tm, :], 5, dims=-1)
+    return out
+
+
+def test_a_roll_of_a_long_loaded_line_reads_memory() -> None:
+    """Past 32 elements a line the roll re-reads x at the rolled positions (a register gather
+    along 4096-element rows compiled to 16384 shuffles a thread); a short line stays a gather."""
+    gen = torch.Generator().manual_seed(10)
+    for n, gathers in ((100, 0), (24, 1)):
+        x = torch.randn(7, n, generator=gen)
+        bound = rolled_rows.bind((x,))
+        assert bound.to_triton_code(bound.config_spec.default()).count("tl.gather(") == gathers
+        torch.testing.assert_close(rolled_rows(x), torch.roll(x, 5, -1))
+
+
+@pytest.mark.crosscompile
+def test_reversed_sums_of_long_rows_shuffle_little_on_sm90() -> None:
+    """[8192, 4096] fp32: two register gathers compiled to 32768 ``shfl.sync.idx`` a thread at
+    164 registers; memory-free tl.flip butterflies instead."""
+    import re
+
+    from tests.cross_targets import TARGETS
+    from tilecraft.runtime.kernel import BoundKernel
+    from tilecraft.tools.crosscompile import CompileJob
+    from tilecraft.tools.worker import run_compile_jobs
+
+    x = torch.empty(8192, 4096, device="meta")
+    bound = BoundKernel(reversed_sums, reversed_sums.bind_arguments((x,), {}), target=TARGETS[0])
+    _, _, traced, kernels = bound.generate(bound.config_spec.default())
+    (report,) = run_compile_jobs([CompileJob.of(kernels[0], traced.loops[0], TARGETS[0])], 300)
+    assert report.ok, report.error
+    shuffles = len(re.findall(r"shfl\.sync", report.ptx))
+    assert "shfl.sync.idx" not in report.ptx and shuffles < 1024, shuffles
+    assert report.spills == 0 and (report.registers or 0) <= 128, report
+
+
+@pytest.mark.gpu
+def test_flips_and_rolls_of_long_rows_on_gpu() -> None:
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    x = torch.randn(512, 4096, generator=gen, device="cuda")
+    expect = torch.flip(torch.cumsum(torch.flip(x, [1]), 1), [1])
+    torch.testing.assert_close(reversed_sums(x), expect, rtol=1e-4, atol=1e-3)
+    y = torch.randn(512, 3000, generator=gen, device="cuda").to(torch.bfloat16)
+    torch.testing.assert_close(rolled_rows(y), torch.roll(y, 5, -1))

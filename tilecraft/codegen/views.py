@@ -57,4 +57,7 @@ def emit_gather(ctx: EmitContext, node: Node) -> None:
     """``torch.gather`` of a tile (frontend/tile_gather.py): a register gather, ``tl.gather``
     (warp shuffles within a warp, shared memory across warps)."""
     src, index = node.inputs
+    if node.attrs.get("flip"):  # a flip along a whole power-of-two dim (frontend/tile_gather)
+        ctx.bind(node, f"tl.flip({ctx.expr(src)}, {node.attrs['axis']})")
+        return
     ctx.bind(node, f"tl.gather({ctx.expr(src)}, {ctx.expr(index)}, {node.attrs['axis']})")

@@ -25,7 +25,11 @@ from tilecraft.errors import DeviceCodeError, ShapeError
 from tilecraft.frontend import rdims
 from tilecraft.frontend.gather_loads import gather_load
 from tilecraft.frontend.rdims import along
-from tilecraft.ir.nodes import Node, Op, Sym, SymKind, shape_str
+from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str
+
+# a roll, flip or shift of a loaded tile along a line of at most a warp's lanes permutes it in
+# registers (a few shuffles an element); a longer one re-reads memory (long_line)
+REGISTER_GATHER_LINE = 32
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -38,8 +42,9 @@ def gather(
     """``torch.gather(x, dim, index)`` of a tile: ``x`` at the positions ``index`` holds along
     ``dim`` (a whole dim of ``x``); the result has ``index``'s shape and ``x``'s dtype. A tile
     that is a plain load of a tensor is read from memory at the positions instead."""
-    # reread=False: a roll, flip or shift keeps its register gather (its row loads stay
-    # 16-byte vectors where loads at computed positions would be one element each)
+    # reread=False: a roll, flip or shift along a short line keeps its register gather (a few
+    # shuffles; its loads stay 16-byte vectors where loads at computed positions are one
+    # element each): long_line
     del sparse_grad  # a gradient option: device code has no autograd
     src, idx = t.value_node(x), t.value_node(index)
     if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
@@ -143,7 +148,7 @@ def _roll_dim(t: Tracer, x: Any, shift: int, dim: Any) -> Any:
     assert isinstance(d, Sym)  # a size-1 dim returned above (every shift is 0 mod 1)
     pos = t.tile_leaf(d, Op.TILE_INDEX)
     source = t.pointwise("mod", t.pointwise("add", pos, n - shift % n), n)
-    return gather(t, x, axis, along(t, source, src.shape, axis), reread=False)
+    return gather(t, x, axis, along(t, source, src.shape, axis), reread=long_line(d))
 
 
 def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
@@ -158,8 +163,37 @@ def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
         if isinstance(d, Sym):
             pos, n = t.tile_leaf(d, Op.TILE_INDEX), t.extent_value(d)
             mirrored = t.where(pos < n, t.pointwise("sub", n - 1, pos), pos)
-            out = gather(t, out, axis, along(t, mirrored, src.shape, axis), reread=False)
+            whole = _whole_power_of_two(d) and src.dtype != torch.bool
+            placed = along(t, mirrored, src.shape, axis)
+            out = gather(t, out, axis, placed, reread=long_line(d) and not whole)
+            if whole and out.node.op is Op.GATHER:
+                out.node.attrs["flip"] = True  # codegen: tl.flip (see _whole_power_of_two)
     return out
+
+
+def _whole_power_of_two(d: Sym) -> bool:
+    """Whether a flip along ``d`` is ``tl.flip`` of the tile: a static extent that is a power of
+    two, so no padding lies past the valid positions (``tl.flip`` moves padding to the front).
+    Its log2(n) butterfly steps cost a few shuffles where a gather costs shuffles per element
+    per element (a [32, 128] bf16 block: 128 ``shfl`` a thread, cross-compiled for sm_90)."""
+    n = d.extent if isinstance(d.extent, int) and not d.extent_args else 0
+    return d.begin == 0 and n > 1 and n & (n - 1) == 0
+
+
+def long_line(d: Dim) -> bool:
+    """Whether a roll, flip or shift along ``d`` re-reads a loaded tile from memory rather than
+    permuting its registers: a register gather along a line holding more than
+    ``REGISTER_GATHER_LINE`` elements (or a run-time number) costs shuffles per element for
+    every element a thread holds (a roll of 4096-element bf16 rows, 2 rows at 8 warps, compiled
+    to 16384 ``shfl.sync.idx`` a thread and 123 registers on sm_90; re-read: 32 scalar loads,
+    42 registers; a take_along_dim's register gather of such rows ran 208 ms, its memory read
+    0.122, gather_loads_ab_s30)."""
+    if not isinstance(d, Sym):
+        return False
+    extent = d.extent if isinstance(d.extent, int) and not d.extent_args else None
+    return extent is None or extent - (d.begin if isinstance(d.begin, int) else 0) > (
+        REGISTER_GATHER_LINE
+    )
 
 
 def static_whole(t: Tracer, src: Node, axis: int, op: str) -> int:

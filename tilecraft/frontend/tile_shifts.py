@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import DeviceCodeError
 from tilecraft.frontend.rdims import along
-from tilecraft.frontend.tile_gather import gather, static_whole
+from tilecraft.frontend.tile_gather import gather, long_line, static_whole
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -76,4 +76,4 @@ def _gathered(t: Tracer, x: TileValue, axis: int, wanted: TileValue, n: int) -> 
     whose position lies outside ``[0, n)`` read position 0 or ``n - 1``."""
     index = t.pointwise("minimum", t.pointwise("maximum", wanted, 0), n - 1)
     shape = tuple(index.node.shape[0] if i == axis else d for i, d in enumerate(x.node.shape))
-    return gather(t, x, axis, along(t, index, shape, axis), reread=False)
+    return gather(t, x, axis, along(t, index, shape, axis), reread=long_line(x.node.shape[axis]))
