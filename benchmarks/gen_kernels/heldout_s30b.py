@@ -53,6 +53,11 @@ of base is torch's. ``masked_fill_rows_by_length``: [8, 8, 128] of (sequence, po
 8 warps (8192 programs), 32 registers, the x load masked by the keep condition (padded rows not
 read) as 16-byte vectors, 16-byte stores. ``index_select_rows``: [4] rows at 8 warps (8192
 programs), 31 registers, 16-byte loads and stores. Every default also compiles for gfx942.
+
+Since this batch was written (session 30, not yet timed on a GPU): ``roll_last_dim``'s roll of
+4096-element rows re-reads x at the rolled positions (``tile_gather.long_line``: 42 registers,
+32 scalar loads, no shuffles on sm_90), and ``reverse_cumsum_rows``'s flips along 4096 (a power
+of two) are ``tl.flip`` butterflies (56 registers, 448 shuffles a thread).
 """
 
 from __future__ import annotations
