@@ -293,6 +293,25 @@ class HostTensor:
     ) -> TileValue:
         return self._new(size, fill_value, dtype)
 
+    def index_select(self, dim: int, index: Any) -> TileValue:
+        """``x.index_select(dim, index)``: the rows (along ``dim``) at the positions of a 1-D
+        index tile, every other dim whole: the load ``x[:, .., index]`` (an embedding lookup,
+        a batch of table rows)."""
+        if not isinstance(dim, int) or not -self.ndim <= dim < self.ndim:
+            raise DeviceCodeError(
+                f"'{self.name}'.index_select: dim {dim!r} is out of range for {self.ndim}-D "
+                f"{list(self.shape)}"
+            )
+        rank = getattr(index, "ndim", None)
+        if rank != 1:
+            raise DeviceCodeError(
+                f"'{self.name}'.index_select: the index must be a 1-D tile of positions, got "
+                f"{'a value of rank ' + str(rank) if rank is not None else type(index).__name__}",
+                hint="load the positions first (`idx[tn]`); for one element per row index with "
+                "tiles directly (`x[tn.index, idx[tn]]`)",
+            )
+        return self.tracer.load(self, (slice(None),) * (dim % self.ndim) + (index,))
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
