@@ -151,3 +151,15 @@ def test_gathers_of_loaded_tiles_on_gpu() -> None:
     torch.testing.assert_close(cast, torch.take_along_dim(x.float(), idx, dim=1))
     torch.testing.assert_close(odd, torch.gather(x[:, 1::2], 1, idx // 2))
     torch.testing.assert_close(plane, torch.take_along_dim(v[1], idx, dim=1))
+
+
+@pytest.mark.crosscompile
+def test_memory_gathers_rolls_and_flips_cross_compile_for_both_targets() -> None:
+    from tests.cross_targets import assert_defaults_cross_compile
+    from tests.test_tile_gather import reversed_sums, rolled_rows
+
+    x = torch.empty(4096, 4096, dtype=torch.bfloat16, device="meta")
+    idx = torch.empty(4096, 512, dtype=torch.int64, device="meta")
+    assert_defaults_cross_compile(take_along_last_dim, (x, idx))
+    assert_defaults_cross_compile(reversed_sums, (torch.empty(1024, 4096, device="meta"),))
+    assert_defaults_cross_compile(rolled_rows, (x[:1024, :3000],))

@@ -118,3 +118,13 @@ def test_strided_windows_on_gpu() -> None:
     z = torch.randn(64, 3001, generator=gen, device="cuda")
     o = torch.arange((3001 - 2) // 3 + 1, device="cuda")
     torch.testing.assert_close(strided_windows(z), z[:, 2 * o + 1] - z[:, 3 * o])
+
+
+@pytest.mark.crosscompile
+def test_strided_windows_cross_compile_for_both_targets() -> None:
+    from tests.cross_targets import assert_defaults_cross_compile
+
+    pool = torch.empty(8, 64, 4097, dtype=torch.bfloat16, device="meta")
+    assert_defaults_cross_compile(max_pool1d_k3s2, (pool,))
+    image = torch.empty(4, 16, 256, 256, dtype=torch.bfloat16, device="meta")
+    assert_defaults_cross_compile(downsample2x_nchw, (image,))
