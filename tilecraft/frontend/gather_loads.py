@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tilecraft.frontend import indexing
 from tilecraft.frontend.rdims import along
 from tilecraft.ir.nodes import Node, Op, walk
 
@@ -50,8 +51,6 @@ def _load_at(t: Tracer, src: Node, idx: Node, axis: int) -> TileValue:
     """The load ``src`` with its dim ``axis`` indexed by ``idx`` and every other dim by its own
     positions placed to broadcast with ``idx`` (all indices advanced: the result is ``idx``'s
     shape, as torch lays out adjacent advanced indices)."""
-    from tilecraft.frontend import indexing
-
     index: list[Any] = []
     result_axis = 0
     positions = None
