@@ -20,7 +20,7 @@ def activations(
     x: torch.Tensor, y: torch.Tensor, w: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per element: lerp by a tensor weight, addcmul + addcdiv, softplus / mish /
-    hardswish / hardsigmoid summed, and nan_to_num; per row: std and counts of inf / finite."""
+    hardswish / hardsigmoid summed (times relu6, plus hardtanh), and nan_to_num; per row: std and counts of inf / finite."""
     m, n = x.size()
     mixed, fused, acts, clean = (torch.empty_like(x) for _ in range(4))
     stats = torch.empty([m, 3], dtype=torch.float32, device=x.device)
@@ -28,7 +28,9 @@ def activations(
         a, b, wt = x[tm, :], y[tm, :], w[tm, :]
         mixed[tm, :] = torch.lerp(a, b, wt)
         fused[tm, :] = torch.addcdiv(torch.addcmul(a, a, b, value=0.5), a, wt, value=2.0)
-        acts[tm, :] = F.softplus(a, beta=2.0) + F.mish(b) + F.hardswish(a) + F.hardsigmoid(b)
+        acts[tm, :] = (
+            F.softplus(a, beta=2.0) + F.mish(b) + F.hardswish(a) + F.hardsigmoid(b)
+        ) * F.relu6(b) + F.hardtanh(a, -2.0, 3.0)
         clean[tm, :] = torch.nan_to_num(a / b, nan=0.0, posinf=1e4)
         inf = torch.isinf(a / b).to(torch.float32).sum(dim=1)
         finite = torch.isfinite(a / b).to(torch.float32).sum(dim=1)
@@ -40,6 +42,7 @@ def activations(
 
 def _eager(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
     acts = F.softplus(x, beta=2.0) + F.mish(y) + F.hardswish(x) + F.hardsigmoid(y)
+    acts = acts * F.relu6(y) + F.hardtanh(x, -2.0, 3.0)
     q = x / y
     stats = torch.stack(
         [x.std(dim=1), torch.isinf(q).float().sum(1), torch.isfinite(q).float().sum(1)], dim=1

@@ -8,8 +8,9 @@ device loops in one kernel); a hardswish with a per-column scale, a shift and a 
 layer-scaled residual over the middle (channel) dim of [B, C, L]. Each comes with its eager
 reference (see :mod:`.case`).
 
-Notes: ``torch.nn.functional.relu6`` is not supported in device code (``UnsupportedOpError``
-at the user's line; docs/ops.md lists ``F.hardswish`` and ``F.hardsigmoid`` but not relu6):
+Notes: ``torch.nn.functional.relu6`` was not supported in device code (``UnsupportedOpError``
+at the user's line; docs/ops.md listed ``F.hardswish`` and ``F.hardsigmoid`` but not relu6;
+``F.relu6`` and ``F.hardtanh`` lower since session 30, the kernel keeps its clamp as written):
 ``hardswish_clamp_scale`` writes it as ``torch.clamp(x + 3, 0, 6)`` (``F.hardswish`` compiles
 alike, 44 registers). Everything else was supported as first written (``torch.take_along_dim`` of
 a row tile, ``tr.index // R`` rows, ``torch.cumprod`` of whole rows, ``x[tj, ti].t()``, two
@@ -227,7 +228,7 @@ def hardswish_clamp_scale(
     out = torch.empty_like(x)
     for tm, tn in tc.tile([m, n]):
         xf = x[tm, tn].to(torch.float32)
-        hs = xf * torch.clamp(xf + 3.0, 0.0, 6.0) / 6.0  # F.relu6: unsupported
+        hs = xf * torch.clamp(xf + 3.0, 0.0, 6.0) / 6.0  # F.relu6 (unsupported when written)
         y = hs * scale[tn].to(torch.float32)[None, :] + shift
         out[tm, tn] = torch.clamp(y, -bound, bound).to(out.dtype)
     return out

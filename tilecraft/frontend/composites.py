@@ -82,6 +82,18 @@ def hardswish(t: Any, x: Any, inplace: bool = False) -> Any:
     return t.pointwise("truediv", t.pointwise("mul", x, _relu6_shifted(t, x)), 6.0)
 
 
+def hardtanh(
+    t: Any, x: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> Any:
+    """``min(max(x, min_val), max_val)`` (NaN stays NaN, as in torch)."""
+    return t.pointwise("minimum", t.pointwise("maximum", x, min_val), max_val)
+
+
+def relu6(t: Any, x: Any, inplace: bool = False) -> Any:
+    """``min(max(x, 0), 6)``."""
+    return hardtanh(t, x, 0.0, 6.0)
+
+
 def _relu6_shifted(t: Any, x: Any) -> Any:
     """``min(max(x + 3, 0), 6)``."""
     return t.pointwise("minimum", t.pointwise("maximum", t.pointwise("add", x, 3.0), 0.0), 6.0)

@@ -398,6 +398,8 @@ lowering(F.softplus)(composites.softplus)
 lowering(F.mish)(composites.mish)
 lowering(F.hardsigmoid)(composites.hardsigmoid)
 lowering(F.hardswish)(composites.hardswish)
+lowering(F.hardtanh)(composites.hardtanh)
+lowering(F.relu6)(composites.relu6)
 
 
 @lowering(T.reshape, torch.reshape, T.view)
