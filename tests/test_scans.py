@@ -176,6 +176,10 @@ def test_reverse_scan_along_a_whole_dim() -> None:
     # the loaded row's flip reads x at the mirrored positions (37 > 32 elements a line: a
     # register gather costs shuffles per element); the scanned values' flip back is a gather
     assert code.count("tl.gather(") == 1 and "tl.associative_scan(" in code, code
+    x = torch.randn(5, 64)  # a whole power-of-two row: both flips are tl.flip butterflies
+    torch.testing.assert_close(reverse_scan(x), x.flip(1).cumsum(1).flip(1), rtol=1e-5, atol=1e-5)
+    code = reverse_scan.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    assert code.count("tl.flip(") == 2 and "tl.gather(" not in code, code
 
 
 @tc.kernel(static_shapes=True)
