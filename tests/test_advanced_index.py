@@ -192,3 +192,21 @@ def test_crosscompile_for_gpus() -> None:
     reports = run_compile_jobs(jobs, 600)
     failed = [f"{n}: {r.error}" for n, r in zip(names, reports, strict=True) if not r.ok]
     assert not failed, "\n".join(failed)
+
+
+@helion.kernel(static_shapes=True)
+def pairs_then_every_other(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``x[a, b, 1::2]``: a strided slice after two paired index tensors keeps its dim."""
+    out = torch.empty([a.size(0), x.size(2) // 2], dtype=x.dtype, device=x.device)
+    for tn in hl.tile(a.size(0)):
+        out[tn, :] = x[a[tn], b[tn], 1::2]
+    return out
+
+
+def test_a_strided_slice_beside_paired_indices_keeps_its_dim() -> None:
+    """The slice's dim was dropped from the advanced layout: a [BLOCK] value for a
+    [BLOCK, 5] store."""
+    gen = torch.Generator().manual_seed(13)
+    x = torch.randn(6, 7, 10, generator=gen)
+    a, b = torch.randint(0, 6, (9,), generator=gen), torch.randint(0, 7, (9,), generator=gen)
+    torch.testing.assert_close(pairs_then_every_other(x, a, b), x[a, b, 1::2])

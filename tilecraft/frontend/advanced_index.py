@@ -27,12 +27,12 @@ if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
 
 
-def _item_dims(item: tuple[Any, ...], inputs: list[Node]) -> Shape:
+def item_dims(item: tuple[Any, ...], inputs: list[Node]) -> Shape:
     """The result dims one index item contributes when it is not part of an advanced group."""
     kind = item[0]
     if kind == "none":
         return (1,)
-    if kind in ("tile", "rdim"):
+    if kind in ("tile", "rdim", "rslice"):
         return () if item[1].scalar else (item[1],)
     if kind == "value":
         return inputs[item[1]].shape
@@ -46,7 +46,7 @@ def _is_advanced(item: tuple[Any, ...], inputs: list[Node]) -> bool:
 def _adjacent(items: tuple[Any, ...], inputs: list[Node], advanced: list[int]) -> bool:
     """Only ints (which vanish) may sit between advanced indices for ``B`` to stay in place."""
     between = items[advanced[0] : advanced[-1] + 1]
-    return all(_is_advanced(i, inputs) or not _item_dims(i, inputs) for i in between)
+    return all(_is_advanced(i, inputs) or not item_dims(i, inputs) for i in between)
 
 
 def place(
@@ -82,7 +82,7 @@ def place(
             positions.append(group_at)
             continue
         positions.append(len(shape))
-        shape.extend(_item_dims(item, inputs))
+        shape.extend(item_dims(item, inputs))
     return inputs, tuple(shape), tuple(positions)
 
 
