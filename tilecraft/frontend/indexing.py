@@ -131,12 +131,21 @@ def resolve_index(
     return tuple(out.resolved), out.inputs, tuple(out.shape), {}
 
 
+def _resolve_strided(
+    tr: Tracer, t: HostTensor, index: Any
+) -> tuple[tuple[Any, ...], list[Node], Shape, dict[str, Any]]:
+    """:func:`resolve_index`, with computed indices that are a tile's scaled positions as slice
+    items (``strided_tiles.py``; loads and stores, not atomics)."""
+    items, inputs, shape, placed = resolve_index(tr, t, index)
+    if (sliced := strided_tiles.as_tile_slices(t, items, inputs, shape)) is not None:
+        return *sliced, shape, {}
+    return items, inputs, shape, placed
+
+
 def load(
     tr: Tracer, t: HostTensor, index: Any, extra_mask: Any = None, eviction_policy: str = ""
 ) -> TileValue:
-    items, inputs, shape, placed = resolve_index(tr, t, index)
-    if (sliced := strided_tiles.as_tile_slices(t, items, inputs, shape)) is not None:
-        (items, inputs), placed = sliced, {}
+    items, inputs, shape, placed = _resolve_strided(tr, t, index)
     if extra_mask is not None:
         placed["extra_mask"] = len(inputs)
         inputs = [*inputs, advanced_index.extra_mask(tr, t.name, extra_mask, shape)]
@@ -148,9 +157,7 @@ def load(
 
 
 def store(tr: Tracer, t: HostTensor, index: Any, value: Any, extra_mask: Any = None) -> None:
-    items, inputs, shape, placed = resolve_index(tr, t, index)
-    if (sliced := strided_tiles.as_tile_slices(t, items, inputs, shape)) is not None:
-        (items, inputs), placed = sliced, {}
+    items, inputs, shape, placed = _resolve_strided(tr, t, index)
     if extra_mask is not None:
         placed["extra_mask"] = len(inputs) + 1  # after the stored value
         inputs = [*inputs, advanced_index.extra_mask(tr, t.name, extra_mask, shape)]

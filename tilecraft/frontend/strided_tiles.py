@@ -1,6 +1,6 @@
 """Computed indices that are a tile's positions scaled and shifted (stage: frontend; in: a load's
-resolved index items; out: the same load with each ``a * t.index + c`` index value as a slice
-item ``("rslice", t's sym, dim, c, a)``, or the items unchanged).
+or store's resolved index items; out: the same access with each ``a * t.index + c`` index value
+as a slice item ``("rslice", t's sym, dim, c, a)``, or the items unchanged).
 
 ``x[tb, tc, 2 * to.index + 1]`` (a stride-2 window, a 2x downsample's ``(2 * tj.index)[None,
 :]``) is a tensor-valued index: codegen masks it to the tensor's bounds and Triton, proving no
@@ -9,16 +9,18 @@ contiguity of a computed value, loads it one element at a time. As a slice item 
 follows, and which ``ir/paired_slices.py`` can pair with ``2 * to.index`` or widen into one
 contiguous span.
 
-Rewritten only where nothing changes but the form: every tensor-valued index of the load is such
-a value (through the ``[:, None]`` placements that lay advanced indices out), the rewritten items
-give the load the same shape, and the positions provably stay inside the tensor (static sizes,
-``a >= 1``): a computed index past the tensor reads 0, a slice has no such mask.
+Rewritten only where nothing changes but the form: every tensor-valued index of the access is
+such a value (through the ``[:, None]`` placements that lay advanced indices out), the rewritten
+items give the access the same shape, and the positions provably stay inside the tensor (static
+sizes, ``a >= 1``): a computed index past the tensor reads 0 (a store skips it), a slice has no
+such mask.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tilecraft.frontend.advanced_index import item_dims
 from tilecraft.ir.nodes import Node, Op, Shape, Sym, SymKind
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ def as_tile_slices(
             out.append(("rslice", sym, item[2], shift, scale))
         else:
             return None
-    if _shape(out) != tuple(shape):
+    if tuple(d for item in out for d in item_dims(item, kept)) != tuple(shape):
         return None
     return tuple(out), kept
 
@@ -88,14 +90,3 @@ def _inside(affine: tuple[Sym, int, int], size: int) -> bool:
     if sym.extent <= sym.begin:
         return False
     return shift + scale * sym.begin >= 0 and shift + scale * (sym.extent - 1) < size
-
-
-def _shape(items: list[Any]) -> Shape:
-    """The load's shape from basic items only (no tensor-valued index)."""
-    dims: list[Any] = []
-    for item in items:
-        if item[0] == "none":
-            dims.append(1)
-        elif item[0] in ("tile", "rdim", "rslice") and not item[1].scalar:
-            dims.append(item[1])
-    return tuple(dims)

@@ -176,7 +176,7 @@ def _whole_power_of_two(d: Sym) -> bool:
     two, so no padding lies past the valid positions (``tl.flip`` moves padding to the front).
     Its log2(n) butterfly steps cost a few shuffles where a gather costs shuffles per element
     per element (a [32, 128] bf16 block: 128 ``shfl`` a thread, cross-compiled for sm_90)."""
-    n = d.extent if isinstance(d.extent, int) and not d.extent_args else 0
+    n = _static_length(d) or 0
     return d.begin == 0 and n > 1 and n & (n - 1) == 0
 
 
@@ -190,10 +190,15 @@ def long_line(d: Dim) -> bool:
     0.122, gather_loads_ab_s30)."""
     if not isinstance(d, Sym):
         return False
-    extent = d.extent if isinstance(d.extent, int) and not d.extent_args else None
-    return extent is None or extent - (d.begin if isinstance(d.begin, int) else 0) > (
-        REGISTER_GATHER_LINE
-    )
+    n = _static_length(d)
+    return n is None or n > REGISTER_GATHER_LINE
+
+
+def _static_length(d: Sym) -> int | None:
+    """The positions a whole dim covers, where both its ends are known when tracing."""
+    if not isinstance(d.extent, int) or d.extent_args:
+        return None
+    return d.extent - (d.begin if isinstance(d.begin, int) else 0)
 
 
 def static_whole(t: Tracer, src: Node, axis: int, op: str) -> int:
