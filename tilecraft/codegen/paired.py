@@ -100,12 +100,10 @@ def bind_halves(ctx: EmitContext, node: Node, pair: SlicePair, load: str) -> Non
     parts = [ctx.w.fresh(n.hint) for n in nodes]
     if pair.kind == "element":  # already [..., G]
         _split_elements(ctx, value, [ctx.dim_expr(d) for d in node.shape], parts)
-    elif pair.kind == "lone":
+    else:  # a lone slice keeps the even half only
         dims = ", ".join([*(ctx.dim_expr(d) for d in node.shape), "2"])
-        ctx.w.line(f"{parts[0]}, _ = tl.split(tl.reshape({value}, [{dims}]))")
-    else:
-        dims = ", ".join([*(ctx.dim_expr(d) for d in node.shape), "2"])
-        ctx.w.line(f"{parts[0]}, {parts[1]} = tl.split(tl.reshape({value}, [{dims}]))")
+        odd = parts[1] if len(parts) == 2 else "_"
+        ctx.w.line(f"{parts[0]}, {odd} = tl.split(tl.reshape({value}, [{dims}]))")
     for n, part in zip(nodes, parts, strict=True):
         ctx.scopes[-1][n.id] = part
 
