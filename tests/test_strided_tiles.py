@@ -128,3 +128,26 @@ def test_strided_windows_cross_compile_for_both_targets() -> None:
     assert_defaults_cross_compile(max_pool1d_k3s2, (pool,))
     image = torch.empty(4, 16, 256, 256, dtype=torch.bfloat16, device="meta")
     assert_defaults_cross_compile(downsample2x_nchw, (image,))
+
+
+@tc.kernel(static_shapes=True)
+def spread_to_even_columns(x: torch.Tensor) -> torch.Tensor:
+    """out[.., 2 j] = x[.., j], odd columns 0: a store at scaled tile positions."""
+    m, n = x.size()
+    out = torch.zeros([m, 2 * n], dtype=x.dtype, device=x.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, 2 * tn.index] = x[tm, tn]
+    return out
+
+
+def test_a_store_at_scaled_tile_positions_is_a_slice_too() -> None:
+    from tilecraft.ir.nodes import Op
+
+    x = torch.randn(5, 21)
+    loop = spread_to_even_columns.bind((x,)).traced.loops[0]
+    (store,) = [n for n in loop.walk() if n.op is Op.STORE]
+    last = store.attrs["index"][-1]
+    assert (last[0], last[3], last[4]) == ("rslice", 0, 2), last
+    expect = torch.zeros(5, 42)
+    expect[:, 0::2] = x
+    torch.testing.assert_close(spread_to_even_columns(x), expect)
