@@ -121,3 +121,15 @@ def test_small_side_outputs_do_not_set_segment_floors() -> None:
     spec = _bound(kernel, *args).config_spec
     assert spec.blocks[1].store_itemsize == 0 and spec.blocks[1].row_floor is None
     assert spec.default().block_sizes == (1, 1)
+
+
+def test_a_shifted_tile_walks_its_row() -> None:
+    """Four shifted loads ``x[tb, tch, tw.index + k]`` of a window-of-4 unfold read x's rows in
+    order (slice items of the window block, step 1): the window block is contiguous, varies
+    fastest and keeps 256-byte rows when the tile shrinks (it was halved to 32 columns, 64
+    bytes of each row, with 16 x 16 batches and channels)."""
+    spec = _case_spec("unfold_1d_k4")
+    assert [b.contiguous for b in spec.blocks] == [False, False, True]
+    default = spec.default()
+    assert default.loop_orders == ((2, 0, 1),)
+    assert default.block_sizes[2] * 2 >= 256

@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 
 import tilecraft as tc
+from benchmarks.gen_kernels import HELDOUT
 from examples.matmul import matmul
 from examples.rms_norm import rms_norm_bwd
 from examples.softmax import softmax
@@ -288,3 +289,14 @@ def test_a_max_and_argmax_pair_streams_its_input_like_one_reduction() -> None:
     pair = predicted_registers(_spec(column_max_with_index, x), config, 4).per_thread
     single = predicted_registers(_spec(column_max_only, x), config, 4).per_thread
     assert pair - single <= 4  # the [64] index result, not a [512, 64] fp32 tile
+
+
+def test_grouped_stores_hold_every_value_of_the_group() -> None:
+    """A window-of-4 unfold stores four shifted loads into the four elements of each window:
+    codegen emits the group as one store at the last (ir/paired_slices.py), so all four loaded
+    tiles are live there. [8, 8, 128] bf16 tiles at 8 warps: 32 elements a thread each, four
+    tiles 64 registers; ptxas allocates 80 for sm_90 (one tile alone predicted 32)."""
+    case = HELDOUT["unfold_1d_k4"]
+    spec = _spec(case.kernels[0], *case.make_inputs(case.gpu_shapes[0], "meta", 0))
+    config = tc.Config(block_sizes=[8, 8, 128], num_warps=8)
+    assert predicted_registers(spec, config, 8).per_thread >= 16 + 64

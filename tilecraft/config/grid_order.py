@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, value_indexed, walk
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, value_indexed, walk
 
 
 def contiguous_item(node: Node) -> tuple[Any, ...] | None:
@@ -45,7 +45,13 @@ def contiguous_index_sym(node: Node) -> Sym | None:
     dim when no dim has stride 1 (None: an int, slice or value there, or a 1-D access, which
     walks no row). A channels_last [B, C, H, W] tensor's rows run along C, not W."""
     item = contiguous_item(node)
-    if item is not None and item[0] == "tile" and isinstance(item[1], Sym):
+    if item is None or not isinstance(item[1], Sym):
+        return None
+    if item[0] == "tile":
+        return item[1]
+    # a shifted tile (``t.index + c``, ``x[t, c:]`` of a grid block: ``("rslice", sym, dim, c,
+    # 1)``) walks the row in order too; its lanes lie along the block as a tile's do
+    if item[0] == "rslice" and item[1].kind is SymKind.BLOCK and item[4] == 1:
         return item[1]
     return None
 
