@@ -37,6 +37,7 @@ from benchmarks.gen_kernels import (
     heldout_s29b,
     heldout_s30,
     heldout_s30b,
+    heldout_s31,
     norms,
     reductions,
     rewritten,
@@ -72,6 +73,7 @@ _HELDOUT_MODULES = (
     heldout_s29b,
     heldout_s30,
     heldout_s30b,
+    heldout_s31,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

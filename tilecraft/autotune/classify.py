@@ -214,8 +214,10 @@ def _what_to_do(categories: set[Category | None]) -> str:
         )
     if categories == {Category.WRONG_RESULT}:
         return (
-            "every config disagrees with the baseline: compare kernel.run_ref(...) with what you "
-            "expect, or pass baseline= / autotune_tolerances= to @tc.kernel"
+            "every config disagrees with the baseline: if kernel.run_ref(...) gives what you "
+            "expect, the compiled code is wrong (report the repro script as a tilecraft bug); "
+            "if it does not, fix the kernel; for float error within your needs, pass "
+            "autotune_tolerances= (or baseline=) to @tc.kernel"
         )
     return (
         "the configs ran out of resources or time: pass a smaller @tc.kernel(config=tc.Config(...))"

@@ -36,10 +36,11 @@ class _Items:
 
 
 def _whole_dim(tr: Tracer, t: HostTensor, dim: int, out: _Items) -> None:
-    """``:`` over a dim: a reduction dim of its extent (a size-1 dim is just index 0)."""
+    """``:`` over a dim: a reduction dim of its extent (a size-1 dim is index 0 kept as a new
+    size-1 dim, as ``None`` adds one: every item places its dims in the value)."""
     extent = t.shape[dim]
     if extent == 1:
-        out.resolved.append(("int", 0, dim))
+        out.resolved += [("int", 0, dim), ("none",)]
         out.shape.append(1)
         return
     occurrence = sum(1 for s in out.used if s.extent == extent)
@@ -107,7 +108,7 @@ def resolve_index(
 ) -> tuple[tuple[Any, ...], list[Node], Shape, dict[str, Any]]:
     """Index items of a host tensor access -> (items, value inputs, result shape, extra node
     attrs: where advanced indices land, see :mod:`tilecraft.frontend.advanced_index`)."""
-    items = index if isinstance(index, tuple) else (index,)
+    items = _without_ellipsis(tr, t, index if isinstance(index, tuple) else (index,))
     n_real = sum(1 for i in items if i is not None)
     if n_real > t.ndim:
         raise ShapeError(
@@ -129,6 +130,18 @@ def resolve_index(
         inputs, placed_shape, positions = placed
         return tuple(out.resolved), inputs, placed_shape, {"positions": positions}
     return tuple(out.resolved), out.inputs, tuple(out.shape), {}
+
+
+def _without_ellipsis(tr: Tracer, t: HostTensor, items: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``...`` as the whole dims it stands for (``x[t, ...]``: ``x[t, :, :]`` of a 3-D x)."""
+    at = [k for k, item in enumerate(items) if item is Ellipsis]
+    if not at:
+        return items
+    if len(at) > 1:
+        raise ShapeError(f"an index of '{t.name}' can only have a single ellipsis (...)", tr.loc)
+    real = sum(1 for i in items if i is not None and i is not Ellipsis)
+    whole = (slice(None),) * max(0, t.ndim - real)
+    return items[: at[0]] + whole + items[at[0] + 1 :]
 
 
 def _resolve_strided(
