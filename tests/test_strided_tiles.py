@@ -151,3 +151,42 @@ def test_a_store_at_scaled_tile_positions_is_a_slice_too() -> None:
     expect = torch.zeros(5, 42)
     expect[:, 0::2] = x
     torch.testing.assert_close(spread_to_even_columns(x), expect)
+
+
+@tc.kernel(static_shapes=True)
+def padded_pairs(x: torch.Tensor) -> torch.Tensor:
+    """out[.., j] = x[.., j] + x[.., j - 1] for j in [0, L]: a tile loop one longer than x
+    (a transposed conv's output pairs), each read masked to x by the bounds of its index."""
+    m, n = x.size()
+    out = torch.empty([m, n + 1], dtype=x.dtype, device=x.device)
+    for tm, tj in tc.tile([m, n + 1]):
+        cur = tc.load(x, [tm, tj.index], extra_mask=(tj.index < n)[None, :])
+        prev = tc.load(x, [tm, tj.index - 1], extra_mask=(tj.index >= 1)[None, :])
+        out[tm, tj] = cur + prev
+    return out
+
+
+def _padded_pairs_eager(x: torch.Tensor) -> torch.Tensor:
+    zero = torch.zeros_like(x[:, :1])
+    return torch.cat([x, zero], dim=1) + torch.cat([zero, x], dim=1)
+
+
+@pytest.mark.parametrize("n", [37, 64, 100])
+def test_a_bounds_check_that_ends_the_tile_replaces_its_mask(n: int) -> None:
+    """x[tm, tj.index] with tj over n + 1 positions: ``j < n`` leaves out every lane past the
+    loop's end, so the loop's own ``j < n + 1`` mask is dropped from the load (and with it the
+    mask Triton could not prove constant over a vector); the values are unchanged."""
+    x = torch.randn(5, n)
+    code = _code(padded_pairs, x)
+    mask = next(line.split(" = ")[0].strip() for line in code.splitlines() if f"< {n + 1}" in line)
+    loads = [line for line in code.splitlines() if " = tl.load(" in line]
+    assert len(loads) == 2 and all(mask not in line and f"< {n})" in line for line in loads), loads
+    torch.testing.assert_close(padded_pairs(x), _padded_pairs_eager(x))
+
+
+@pytest.mark.crosscompile
+def test_reads_of_a_longer_tile_loop_are_16_byte_vectors_on_sm90() -> None:
+    """The aligned read vectorizes on sm_90; the read one element back stays scalar."""
+    x = torch.empty(4096, 4096, dtype=torch.bfloat16, device="meta")
+    ops = Counter(default_memory_ops(padded_pairs, (x,)))
+    assert ops["ld.global.v4.b32"] or ops["ld.global.v2.b32"], ops

@@ -22,6 +22,7 @@ from tilecraft.config.space import descriptor_order
 from tilecraft.ir import dtypes
 from tilecraft.ir.int_ranges import NARROWER_INTS
 from tilecraft.ir.nodes import Node, Op
+from tilecraft.ir.tile_affine import static_extent, tile_affine
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
@@ -49,6 +50,20 @@ def _inside(index: str, size: str) -> str | None:
     if index.lstrip("-").isdigit():
         return None if size.isdigit() and 0 <= int(index) < int(size) else "False"
     return f"(({index}) >= 0) & (({index}) < {size})"
+
+
+def _bounds_end_tile(index: Node, size: str) -> bool:
+    """Whether the bounds check of ``index``, ``a * t.index + c``, leaves out every lane past
+    the tile loop's end (``a * end + c >= size``): the tile's own mask is then implied, and
+    dropping it lets Triton prove the check constant over a vector. (A transposed conv's
+    ``x[tb, tch, tj.index]`` with tj over L + 1 output pairs and x of length L: the mask ``j <
+    L + 1`` beside ``j < L`` made every load a 2-byte scalar.)"""
+    affine = tile_affine(index)
+    if affine is None or not size.isdigit():
+        return False
+    sym, scale, shift = affine
+    end = static_extent(sym)
+    return end is not None and scale * end + shift >= int(size)
 
 
 class IndexPlace(NamedTuple):
@@ -144,8 +159,9 @@ def access(
             idx = _expand(text, pos, width, rank)
             # a computed index outside the tensor reads 0 and is not written (never an illegal
             # address that would end the caller's CUDA context; ref mode reports it)
-            inside = _inside(text, ctx.size_expr(tensor, item[2]))
-            mask = ctx.value_mask(vnode.shape)
+            size = ctx.size_expr(tensor, item[2])
+            inside = _inside(text, size)
+            mask = None if inside and _bounds_end_tile(vnode, size) else ctx.value_mask(vnode.shape)
             if mask and width:
                 mask = _expand(f"({mask})", pos, width, rank)
             if inside and width:

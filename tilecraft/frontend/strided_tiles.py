@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.frontend.advanced_index import item_dims
-from tilecraft.ir.nodes import Node, Op, Shape, Sym, SymKind
+from tilecraft.ir.nodes import Node, Shape, Sym
+from tilecraft.ir.tile_affine import static_extent, tile_affine
 
 if TYPE_CHECKING:
     from tilecraft.frontend.values import HostTensor
@@ -43,7 +44,7 @@ def as_tile_slices(
         elif value.ndim == 0:
             out.append(("value", len(kept), item[2]))
             kept.append(value)
-        elif (affine := _tile_affine(value)) and _inside(affine, int(t.shape[item[2]])):
+        elif (affine := tile_affine(value)) and _inside(affine, int(t.shape[item[2]])):
             sym, scale, shift = affine
             out.append(("rslice", sym, item[2], shift, scale))
         else:
@@ -53,40 +54,10 @@ def as_tile_slices(
     return tuple(out), kept
 
 
-def _tile_affine(node: Node) -> tuple[Sym, int, int] | None:
-    """(sym, a, c) where ``node`` is ``a * t.index + c`` of a tile ``t`` (a >= 1, ints), placed
-    along any dim of size-1 dims; None otherwise."""
-    while node.op is Op.VIEW and not node.attrs.get("expand") and len(node.syms()) == 1:
-        node = node.inputs[0]
-    if node.op is Op.TILE_INDEX:
-        sym = node.attrs["sym"]
-        ok = sym.kind is SymKind.BLOCK and not sym.scalar and node.shape == (sym,)
-        return (sym, 1, 0) if ok else None
-    if node.op is not Op.BINARY or node.attrs["fn"] not in ("add", "sub", "mul"):
-        return None
-    a, b = node.inputs
-    fn = node.attrs["fn"]
-    if fn != "sub" and _const(a) is not None:
-        a, b = b, a
-    c, inner = _const(b), _tile_affine(a)
-    if c is None or inner is None:
-        return None
-    sym, scale, shift = inner
-    if fn == "mul":
-        return (sym, scale * c, shift * c) if c >= 1 else None
-    return (sym, scale, shift + c if fn == "add" else shift - c)
-
-
-def _const(node: Node) -> int | None:
-    value = node.attrs.get("value") if node.op is Op.CONST else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _inside(affine: tuple[Sym, int, int], size: int) -> bool:
     """Whether every position of the tile, scaled and shifted, indexes a dim of ``size``."""
     sym, scale, shift = affine
-    if not isinstance(sym.begin, int) or not isinstance(sym.extent, int) or sym.extent_args:
+    extent = static_extent(sym)
+    if extent is None or not isinstance(sym.begin, int) or extent <= sym.begin:
         return False
-    if sym.extent <= sym.begin:
-        return False
-    return shift + scale * sym.begin >= 0 and shift + scale * (sym.extent - 1) < size
+    return shift + scale * sym.begin >= 0 and shift + scale * (extent - 1) < size
