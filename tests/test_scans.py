@@ -11,7 +11,7 @@ import torch
 
 import tilecraft as tc
 from tests.cross_targets import assert_defaults_cross_compile
-from tilecraft.errors import DeviceCodeError, ShapeError
+from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 from tilecraft.targets.target import Target
 from tilecraft.tools.check import check_kernel
 
@@ -484,3 +484,19 @@ def test_a_cummax_whose_indices_are_unused_scans_the_values_alone() -> None:
     torch.testing.assert_close(top, torch.cummax(x, 1).values, equal_nan=True)
     torch.testing.assert_close(at, torch.cummin(x, 1).indices)
     assert_defaults_cross_compile(running_max_only, (torch.randn(512, 1000),))
+
+
+@tc.kernel(static_shapes=True)
+def reduce_a_pair(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(x.size(0)):
+        row = x[tm, :]
+        best, _ = tc.reduce(lambda a, b: (a, b), (row, row), 1)
+        out[tm] = best
+    return out
+
+
+def test_a_tuple_reduce_names_the_call_and_what_to_use() -> None:
+    with pytest.raises(UnsupportedOpError, match="tc.reduce of a tuple of 2 tiles") as info:
+        reduce_a_pair(torch.randn(4, 8))
+    assert "torch.max(x, dim)" in str(info.value) and "test_scans.py" in str(info.value)

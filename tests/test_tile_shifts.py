@@ -99,7 +99,7 @@ def reversed_by_slice(x: torch.Tensor) -> torch.Tensor:
             slice_by_a_device_value,
             (torch.randn(4, 8), torch.tensor([3])),
             UnsupportedOpError,
-            "bounds must be Python ints",
+            "bounds must be ints known when the kernel compiles",
         ),
         (reflect_pad, (torch.randn(4, 8),), DeviceCodeError, "mode='reflect'"),
         (reversed_by_slice, (torch.randn(4, 8),), DeviceCodeError, "steps must be positive"),
@@ -116,3 +116,36 @@ def test_shift_errors_name_the_call(
 @pytest.mark.crosscompile
 def test_shifts_cross_compile() -> None:
     assert_defaults_cross_compile(shifts, (torch.randn(512, 1000),))
+
+
+@tc.kernel(static_shapes=True)
+def rotate_halves(x: torch.Tensor) -> torch.Tensor:
+    """A rotary-style half swap of a computed row, its halves sliced at a specialized int."""
+    out = torch.empty_like(x)
+    half = tc.specialize(x.size(1) // 2)
+    for tm in tc.tile(x.size(0)):
+        row = x[tm, :] * 2.0
+        out[tm, :] = torch.cat([-row[:, half:], row[:, :half]], dim=1)
+    return out
+
+
+@tc.kernel(static_shapes=False)
+def slice_at_run_time_int(x: torch.Tensor, k: int) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        row = x[tm, :]
+        out[tm, :] = F.pad(row[:, :k], (0, 1))
+    return out
+
+
+def test_tile_slices_take_specialized_ints() -> None:
+    """tc.specialize's int (an int subclass) bounds a tile slice like a literal int does."""
+    x = torch.randn(5, 8)
+    expect = torch.cat([-2.0 * x[:, 4:], 2.0 * x[:, :4]], dim=1)
+    torch.testing.assert_close(rotate_halves(x), expect)
+
+
+def test_a_run_time_int_slice_bound_names_what_to_do() -> None:
+    with pytest.raises(UnsupportedOpError, match=r"\[:7\]: 7 is a run-time int") as info:
+        slice_at_run_time_int(torch.randn(4, 8), 7)
+    assert "tc.specialize" in str(info.value) and "test_tile_shifts.py" in str(info.value)

@@ -38,6 +38,7 @@ from benchmarks.gen_kernels import (
     heldout_s30,
     heldout_s30b,
     heldout_s31,
+    heldout_s31b,
     norms,
     reductions,
     rewritten,
@@ -74,6 +75,7 @@ _HELDOUT_MODULES = (
     heldout_s30,
     heldout_s30b,
     heldout_s31,
+    heldout_s31b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

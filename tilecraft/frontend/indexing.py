@@ -108,7 +108,8 @@ def resolve_index(
 ) -> tuple[tuple[Any, ...], list[Node], Shape, dict[str, Any]]:
     """Index items of a host tensor access -> (items, value inputs, result shape, extra node
     attrs: where advanced indices land, see :mod:`tilecraft.frontend.advanced_index`)."""
-    items = _without_ellipsis(tr, t, index if isinstance(index, tuple) else (index,))
+    items = index if isinstance(index, tuple) else (index,)
+    items = without_ellipsis(items, t.ndim, f"'{t.name}'", tr.loc)
     n_real = sum(1 for i in items if i is not None)
     if n_real > t.ndim:
         raise ShapeError(
@@ -132,16 +133,18 @@ def resolve_index(
     return tuple(out.resolved), out.inputs, tuple(out.shape), {}
 
 
-def _without_ellipsis(tr: Tracer, t: HostTensor, items: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``...`` as the whole dims it stands for (``x[t, ...]``: ``x[t, :, :]`` of a 3-D x)."""
+def without_ellipsis(items: tuple[Any, ...], ndim: int, name: str, loc: Any) -> tuple[Any, ...]:
+    """``items`` with a ``...`` replaced by the ``:`` slices it stands for (the dims no other
+    item takes: ``x[t, ...]`` is ``x[t, :, :]`` of a 3-D x); ``name`` and ``loc`` for the error
+    of a second one."""
     at = [k for k, item in enumerate(items) if item is Ellipsis]
     if not at:
         return items
     if len(at) > 1:
-        raise ShapeError(f"an index of '{t.name}' can only have a single ellipsis (...)", tr.loc)
-    real = sum(1 for i in items if i is not None and i is not Ellipsis)
-    whole = (slice(None),) * max(0, t.ndim - real)
-    return items[: at[0]] + whole + items[at[0] + 1 :]
+        raise ShapeError(f"an index of {name} can only have a single ellipsis (...)", loc)
+    taken = sum(1 for item in items if item is not None and item is not Ellipsis)
+    fill = (slice(None),) * max(0, ndim - taken)
+    return items[: at[0]] + fill + items[at[0] + 1 :]
 
 
 def _resolve_strided(

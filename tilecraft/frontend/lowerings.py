@@ -404,7 +404,9 @@ lowering(F.relu6)(composites.relu6)
 
 @lowering(T.reshape, torch.reshape, T.view)
 def _reshape(t: Any, x: Any, *shape: Any) -> Any:
-    """Only adds or drops size-1 dims (tile dims keep their order); not a dtype view."""
+    """Adds or drops size-1 dims; merges or splits whole dims of static size where every dim
+    after the first of a group is a power of two (``x[t, :].view(t, g, 128)``); tile dims keep
+    their place; not a dtype view."""
     if len(shape) == 1 and isinstance(shape[0], torch.dtype):
         raise UnsupportedOpError(f"Tensor.view({shape[0]}) (a bitcast) on a tile")
     return views.reshape(t, x, *shape)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tilecraft.errors import DeviceCodeError, ShapeError
+from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.tile_gather import flip
 from tilecraft.ir import dtypes
@@ -196,6 +196,13 @@ def reduce(
     other: Any = 0,
     keep_dims: bool = False,
 ) -> TileValue:
+    if isinstance(x, (tuple, list)):
+        raise UnsupportedOpError(
+            f"tc.reduce of a {type(x).__name__} of {len(x)} tiles: it reduces one tile",
+            t.loc,
+            hint="a value with its index is torch.max(x, dim) / torch.min(x, dim); several "
+            "statistics are one reduction each (tc.associative_scan takes tuples)",
+        )
     node = t.value_node(x)
     axis = t._axis(node, dim)
     if not isinstance(other, (int, float, bool)):

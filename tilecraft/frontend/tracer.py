@@ -337,7 +337,8 @@ class Tracer:
 
     def view(self, x: TileValue, index: Any) -> TileValue:
         node = x.node
-        items = _without_ellipsis(index if isinstance(index, tuple) else (index,), node.ndim)
+        items = index if isinstance(index, tuple) else (index,)
+        items = indexing.without_ellipsis(items, node.ndim, "a tile", self.loc)
         spec: list[Any] = []
         shape: list[Dim] = []
         src = 0
@@ -400,23 +401,20 @@ _LEAF_OPS = {Op.CONST, Op.ARG, Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TIL
 def _int_slice(item: slice, loc: Any) -> slice:
     """A slice of a tile with Python int bounds (a device value cannot size a register tile)."""
     parts = (item.start, item.stop, item.step)
-    if not all(p is None or (type(p) is int) for p in parts):  # not a bool or a DynamicInt
-        raise UnsupportedOpError(
-            f"slicing a tile with {item!r}: bounds must be Python ints",
-            loc,
-            hint="a slice's length sizes a register tile; mask with torch.where instead",
-        )
-    return item
+    for p in parts:
+        # tc.specialize's ints are baked in; a run-time int (DynamicInt) or a bool is not
+        if p is not None and (not isinstance(p, int) or isinstance(p, (bool, DynamicInt))):
+            what = "a run-time int" if isinstance(p, DynamicInt) else type(p).__name__
+            raise UnsupportedOpError(
+                f"slicing a tile with [{_bound(item.start)}:{_bound(item.stop)}"
+                f"{'' if item.step is None else ':' + _bound(item.step)}]: {p!r} is {what}, "
+                "and a tile slice's bounds must be ints known when the kernel compiles",
+                loc,
+                hint="a slice's length sizes a register tile: use a static bound "
+                "(static_shapes=True, or tc.specialize(n)), or mask with torch.where instead",
+            )
+    return slice(*(None if p is None else int(p) for p in parts))
 
 
-def _without_ellipsis(items: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
-    """``items`` with a ``...`` replaced by the ``:`` slices it stands for (the dims no other
-    item takes)."""
-    at = [k for k, item in enumerate(items) if item is Ellipsis]
-    if not at:
-        return items
-    if len(at) > 1:
-        raise ShapeError("an index can have only one ellipsis (...)")
-    taken = sum(1 for item in items if item is not None and item is not Ellipsis)
-    fill = (slice(None),) * max(0, ndim - taken)
-    return items[: at[0]] + fill + items[at[0] + 1 :]
+def _bound(p: Any) -> str:
+    return "" if p is None else repr(p)

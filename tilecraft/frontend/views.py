@@ -107,7 +107,8 @@ def expand_as(t: Tracer, x: Any, other: Any) -> TileValue:
 
 
 def reshape(t: Tracer, x: Any, *shape: Any) -> TileValue:
-    """Reshapes that only add or drop size-1 dims (the tile dims keep their order)."""
+    """Reshapes that add or drop size-1 dims (the tile dims keep their order), or merge and
+    split whole dims of static size (``frontend/regroup.py``)."""
     node = t.value_node(x)
     wanted = _dims(shape)
     kept = [d for d in node.shape if d != 1]

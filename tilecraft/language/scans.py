@@ -61,8 +61,9 @@ def reduce(
     other: float | int | bool = 0,
     keep_dims: bool = False,
 ) -> Any:
-    """Reduce ``values`` along ``dim`` with ``fn`` (``tl.reduce``). ``other`` is the value that
-    padded elements of a tile hold: the identity of ``fn`` (0 for +, 1 for *, -inf for max)."""
+    """Reduce one tile ``values`` along ``dim`` with ``fn(a, b)`` (``tl.reduce``; not a tuple of
+    tiles: a value with its index is ``torch.max(x, dim)``). ``other`` is the value that padded
+    elements of a tile hold: the identity of ``fn`` (0 for +, 1 for *, -inf for max)."""
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("reduce", fn, values, dim, other=other, keep_dims=keep_dims)
