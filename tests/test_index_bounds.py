@@ -115,6 +115,15 @@ def test_ref_mode_reports_the_bad_id() -> None:
         embedding_rows.run_ref(table, ids)
 
 
+def test_a_negative_id_is_reported_as_not_wrapping() -> None:
+    """PyTorch counts a negative index from the end; compiled code reads 0 there: ref mode
+    says so, with the fix."""
+    table, ids = torch.randn(50, 16), torch.tensor([3, -1, 7])
+    with pytest.raises(IndexOutOfBoundsError, match="-1 is not in") as info:
+        embedding_rows.run_ref(table, ids)
+    assert "torch.where(idx < 0, idx + 50, idx)" in str(info.value)
+
+
 def test_bounded_gathers_cross_compile() -> None:
     table = torch.empty(32000, 4096, dtype=torch.bfloat16, device="meta")
     ids = torch.empty(8192, dtype=torch.int64, device="meta")

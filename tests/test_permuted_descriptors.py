@@ -135,3 +135,25 @@ def test_transposed_weight_on_the_gpu() -> None:
     bt = torch.randn(4, 384, 256, device="cuda", generator=gen, dtype=torch.bfloat16) / 16
     want = a @ bt.transpose(1, 2)
     torch.testing.assert_close(bmm_bt(a, bt.transpose(1, 2)), want, rtol=2e-2, atol=2e-2)
+
+
+@tc.kernel(static_shapes=True)
+def fill_rows(x: torch.Tensor) -> torch.Tensor:
+    """A constant and a per-row value stored through descriptors (neither has the block's shape)."""
+    out = torch.empty_like(x)
+    rows = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = 3.5
+        rows[tm, :] = torch.sum(x[tm, :], dim=1, keepdim=True)
+    return out, rows
+
+
+def test_descriptor_stores_of_scalars_and_broadcasts_fill_the_block() -> None:
+    """``out[tm, :] = 3.5`` through a tensor descriptor stored a Python float, which has no
+    shape (a crash of any config with descriptor stores)."""
+    x = torch.randn(33, 100)
+    bound = fill_rows.bind((x,))
+    config = tc.Config(block_sizes=[16], indexing="tensor_descriptor")
+    out, rows = bound.run(bound.compile_config(config), x)
+    torch.testing.assert_close(out, torch.full_like(x, 3.5))
+    torch.testing.assert_close(rows, x.sum(dim=1, keepdim=True).expand_as(x))

@@ -75,3 +75,31 @@ def test_two_ellipses_name_the_tensor_and_line() -> None:
     with pytest.raises(ShapeError, match=r"'x' can only have a single ellipsis") as info:
         two_ellipses(torch.randn(4, 2, 3))
     assert info.value.loc is not None and info.value.loc.lineno > 0
+
+
+@tc.kernel(static_shapes=True)
+def odd_rows(x: torch.Tensor) -> torch.Tensor:
+    """Every other row of x, taken by column tiles: one row where x has two or three."""
+    m, n = x.size()
+    out = torch.empty([len(range(m)[1::2]), n], dtype=x.dtype, device=x.device)
+    for tn in tc.tile(n):
+        out[:, tn] = x[1::2, tn]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def last_column_times_rows(x: torch.Tensor) -> torch.Tensor:
+    """x[tm, -1:] (one column, kept as a dim) broadcast against each whole row."""
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = x[tm, -1:] * x[tm, :]
+    return out
+
+
+@pytest.mark.parametrize("rows", [2, 3, 4, 7])
+def test_one_element_slices_keep_their_dim(rows: int) -> None:
+    """A slice that selects one element keeps a size-1 dim in the access, in place (``1::2``
+    of two rows put the tile's indices on that dim and failed to compile)."""
+    x = torch.randn(rows, 5)
+    torch.testing.assert_close(odd_rows(x), x[1::2])
+    torch.testing.assert_close(last_column_times_rows(x), x[:, -1:] * x)

@@ -366,7 +366,12 @@ def emit_store(ctx: EmitContext, node: Node) -> None:
     value, *index_values = node.inputs
     mode = _indexing(ctx, node)
     if mode == "tensor_descriptor":
-        ctx.w.line(_descriptor(ctx, node).store(ctx.expr(value)))
+        text = ctx.expr(value)
+        if tuple(value.shape) != tuple(node.shape):  # a scalar or broadcast value: a block of it
+            dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+            tl_dtype = dtypes.triton_dtype(node.attrs["tensor"].dtype)
+            text = f"(tl.zeros([{dims}], {tl_dtype}) + ({text})).to({tl_dtype})"
+        ctx.w.line(_descriptor(ctx, node).store(text))
     elif mode == "block_ptr":
         ptr, check = _block_ptr(ctx, node)
         text = ctx.expr(value)

@@ -27,6 +27,8 @@ The model:
   (``ir/phases.py``); each loop holds its reductions' chunk-wide accumulators and the chunks of
   the loads it reads, and only the largest loop counts. Values on the dim never exist whole,
   and masks computed from tile indices alone are recomputed where used.
+* **Expansions.** An op far heavier than one instruction holds temporaries per element while
+  it runs (``PointwiseOp.expansion_registers``: Philox rounds, libdevice's erff).
 * **Registers.** 32-bit registers per element by dtype (16-bit values pack two to a register);
   the peak over program points plus a fixed overhead for pointers, offsets and loop counters.
 
@@ -47,6 +49,7 @@ from tilecraft.ir import reduce_pairs
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies, nested_bodies
 from tilecraft.ir.paired_slices import slice_pairs
 from tilecraft.ir.phases import chunk_loop_loads, phases, rolled_reduce
+from tilecraft.ir.pointwise import POINTWISE
 
 # registers for pointers, program ids, loop counters and offsets: ptxas (sm_90) over the
 # examples' unspilled configs (benchmarks/results/resource_model.md) has a median error of +9 at
@@ -63,10 +66,6 @@ MFMA_ROW_GROUPS = 2
 # bytes each thread loads at once along the fastest dim (Triton's blocked layouts give a thread
 # a 16-byte vector of it, and the lanes spread over the other dims after it)
 VECTOR_BYTES = 16
-# tl.rand's Philox 4x32 holds four 32-bit counter words per element through its rounds (Gumbel
-# sampling over 8192-wide chunks at 16 warps, 16 elements a thread: ptxas 104 registers, 41
-# predicted without them, 104 with; 2048-wide chunks: 32, 23 without, 38 with)
-PHILOX_WORDS = 4
 MAX_REGISTERS = 255  # per thread on NVIDIA GPUs (and the VGPR budget we assume elsewhere)
 _NO_VALUE = (Op.STORE,)
 _ELEMENTWISE = (Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE)
@@ -169,10 +168,15 @@ def predict_registers(
     if fma_dots:
         events += _fma_operand_events(loop, positions, block_of, value_cost)
     for node in loop.walk():
-        if node.op is Op.BINARY and node.attrs.get("fn") == "philox_rand" and not skip(node):
-            # the rounds keep each element's four counter words live at once
-            cost = PHILOX_WORDS * value_cost(node)
-            events += [(positions[node.id], cost, node), (positions[node.id] + 1, -cost, node)]
+        if program.streams and (words := _expansion_registers(node)) and not skip(node):
+            # an op far heavier than one instruction (Philox rounds, libdevice erff) holds
+            # temporaries per element while it runs (ir/pointwise.py), beside the tiles its
+            # elementwise chain streams from (a GEMM epilogue's accumulator). A pure
+            # elementwise loop's whole tiles already hold more than ptxas keeps (GEGLU's
+            # gelu(a) * b at [32, 128], 4 warps: 112 predicted without its erf, 71 compiled)
+            cost = words * value_cost(node)
+            start = _chain_start(node, positions, program.skipped)
+            events += [(start, cost, node), (positions[node.id] + 1, -cost, node)]
     for nodes in bodies(loop.body):
         accumulators = _rolled_accumulators(nodes, looped, block_of, parent, threads, mma_rows)
         if accumulators is not None:
@@ -457,6 +461,30 @@ def _threads_per_dim(
         spread[id(sym)] = along
         left = max(1, left // along)
     return spread
+
+
+def _chain_start(node: Node, positions: dict[int, int], skipped: set[int]) -> int:
+    """The first position of the elementwise chain that computes ``node``, element by element
+    from the tiles it reads (index values, recomputed where used, end the chain)."""
+    start = positions[node.id]
+    stack, seen = [node], {node.id}
+    while stack:
+        for i in stack.pop().inputs:
+            if i.id in seen or i.id in skipped or i.id not in positions:
+                continue
+            if i.op in (*_ELEMENTWISE, Op.VIEW):
+                seen.add(i.id)
+                start = min(start, positions[i.id])
+                stack.append(i)
+    return start
+
+
+def _expansion_registers(node: Node) -> float:
+    """Registers per element an elementwise op's expansion holds beyond its operands."""
+    if node.op not in (Op.UNARY, Op.BINARY):
+        return 0.0
+    op = POINTWISE.get(node.attrs.get("fn", ""))
+    return op.expansion_registers if op is not None else 0.0
 
 
 def _per_thread(node: Node, block_of: Callable[[Sym], int], spread: dict[int, int]) -> int:

@@ -64,6 +64,8 @@ def _item(tr: Tracer, t: HostTensor, dim: int, item: Any, out: _Items) -> None:
         if any(b is not None for b in (item.start, item.stop, item.step)):
             sliced, out_dim = slice_item(tr, t, dim, item, out.used)
             out.resolved.append(sliced)
+            if sliced[0] == "int":  # one element: its index, kept as a size-1 dim
+                out.resolved.append(("none",))
             out.shape.append(out_dim)
         else:
             _whole_dim(tr, t, dim, out)

@@ -34,6 +34,14 @@ class PointwiseOp:
     # quotients divide exactly (tl.math.div_rn); plain ``/`` stays div.full.f32, as
     # torch.compile's does (div_rn there cost 7-22% on softmax and Welford rows, exact_div_s24)
     fp32_template: str = ""
+    # 32-bit registers per element that the op's expansion holds at once beyond its operands,
+    # for ops far heavier than one instruction (config/resources.py counts them where the op
+    # runs): tl.rand's Philox rounds keep four counter words per element (Gumbel sampling over
+    # 8192-wide chunks at 16 warps, 16 elements a thread: ptxas 104 registers, 41 predicted
+    # without them); libdevice's erff evaluates its polynomial branches side by side (a GEMM
+    # epilogue gelu(acc + bias) at 128x256 tiles, 8 warps, sm_90: 158 registers with the bias
+    # alone, 169 with tanh's gelu, 255 and 56 bytes spilled with erf's)
+    expansion_registers: float = 0.0
 
 
 POINTWISE: dict[str, PointwiseOp] = {}
@@ -58,7 +66,7 @@ _op("sqrt", 1, "tl.sqrt({0})", torch.sqrt, torch.sqrt, T.sqrt, float_only=True)
 _op("rsqrt", 1, "tl.rsqrt({0})", torch.rsqrt, torch.rsqrt, T.rsqrt, float_only=True)
 _op("sin", 1, "tl.sin({0})", torch.sin, torch.sin, T.sin, float_only=True)
 _op("cos", 1, "tl.cos({0})", torch.cos, torch.cos, T.cos, float_only=True)
-_op("erf", 1, "tl.erf({0})", torch.erf, torch.erf, T.erf, float_only=True)
+_op("erf", 1, "tl.erf({0})", torch.erf, torch.erf, T.erf, float_only=True, expansion_registers=1)
 _op("floor", 1, "tl.floor({0})", torch.floor, torch.floor, T.floor, float_only=True)
 _op("ceil", 1, "tl.ceil({0})", torch.ceil, torch.ceil, T.ceil, float_only=True)
 # torch.round: half to even, from floor and exact arithmetic only (x - floor(x) is exact; no
@@ -111,6 +119,7 @@ _op(
     torch.nn.functional.gelu,
     torch.nn.functional.gelu,
     float_only=True,
+    expansion_registers=1,  # its erf's
 )
 _op(
     "gelu_tanh",
@@ -273,7 +282,7 @@ _op(
     bool_result=True,
 )
 # random numbers: (seed, global element number) -> U[0, 1); built by tc.rand, no torch function
-_op("philox_rand", 2, "tl.rand({0}, {1})", philox.rand)
+_op("philox_rand", 2, "tl.rand({0}, {1})", philox.rand, expansion_registers=4)
 _op(
     "xor",
     2,

@@ -184,13 +184,19 @@ def _raise_unmasked(op: str, tensor: torch.Tensor, which: _OutOfRange, masked: b
     else:
         kind, valid = "an int", f"[-{which.size}, {which.size})"
     where = "where extra_mask is True" if masked else "and no extra_mask covers it"
+    negative = ""
+    if kind == "a tensor" and -which.size <= int(which.example) < 0:
+        negative = (
+            f" A negative tensor index does not count from the end as in PyTorch: add the "
+            f"size first (torch.where(idx < 0, idx + {which.size}, idx))."
+        )
     raise IndexOutOfBoundsError(
         f"{what}: index item {which.position} ({kind} index of dim {which.dim}, size "
         f"{which.size}) is out of range {where}: {which.example} is not in {valid}",
         loc,
         hint="compiled code reads 0 there and skips the write. Mask those lanes "
         f"off with tc.load/tc.store(..., extra_mask=(idx >= 0) & (idx < {which.size})), or "
-        f"clamp the index into range (torch.clamp(idx, 0, {which.size - 1}))",
+        f"clamp the index into range (torch.clamp(idx, 0, {which.size - 1})).{negative}",
     )
 
 
