@@ -149,3 +149,79 @@ def test_a_run_time_int_slice_bound_names_what_to_do() -> None:
     with pytest.raises(UnsupportedOpError, match=r"\[:7\]: 7 is a run-time int") as info:
         slice_at_run_time_int(torch.randn(4, 8), 7)
     assert "tc.specialize" in str(info.value) and "test_tile_shifts.py" in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def rotate_blocks(x: torch.Tensor) -> torch.Tensor:
+    """Aligned blocks of a computed row: halves swapped and negated (rotary's rotate-half), and
+    the second quarter added to the last (quarters of 4)."""
+    out = torch.empty_like(x)
+    n = x.size(1)
+    h, q = n // 2, n // 4
+    for tm in tc.tile(x.size(0)):
+        row = x[tm, :].to(torch.float32) * 2.0
+        rotated = torch.cat([-row[:, h:], row[:, :h]], dim=1)
+        mixed = torch.cat([row[:, q : 2 * q], row[:, 3 * q :]], dim=1)
+        out[tm, :] = (rotated + torch.cat([mixed, mixed], dim=1)).to(out.dtype)
+    return out
+
+
+def _rotate_blocks_eager(x: torch.Tensor) -> torch.Tensor:
+    row = x.float() * 2.0
+    n = x.shape[1]
+    h, q = n // 2, n // 4
+    rotated = torch.cat([-row[:, h:], row[:, :h]], dim=1)
+    mixed = torch.cat([row[:, q : 2 * q], row[:, 3 * q :]], dim=1)
+    return (rotated + torch.cat([mixed, mixed], dim=1)).to(x.dtype)
+
+
+@pytest.mark.parametrize("n", [8, 64, 128])
+def test_aligned_blocks_of_a_computed_tile_split_its_layout(n: int) -> None:
+    """A half or quarter of a whole power-of-two dim, at a multiple of its length, is a reshape
+    into dims of 2, permutes and ``tl.split``: no register gather (each element through warp
+    shuffles)."""
+    x = torch.randn(5, n).to(torch.bfloat16)
+    bound = rotate_blocks.bind((x,))
+    code = bound.to_triton_code(bound.config_spec.default())
+    assert "tl.split(" in code and "tl.gather(" not in code, code
+    torch.testing.assert_close(rotate_blocks(x), _rotate_blocks_eager(x))
+
+
+def test_unaligned_or_loaded_slices_keep_their_gathers() -> None:
+    """An unaligned slice of a computed tile stays a register gather; a slice of a loaded long
+    row re-reads memory (no split either way)."""
+    x = torch.randn(4, 16)
+    bound = middle_of_a_row.bind((x,))  # [4, 12) of 16: not at a multiple of its length
+    code = bound.to_triton_code(bound.config_spec.default())
+    assert "tl.split(" not in code and "tl.gather(" in code, code
+    torch.testing.assert_close(middle_of_a_row(x), x[:, 4:12] * 2.0)
+    y = torch.randn(4, 64)
+    bound = halves_of_a_load.bind((y,))
+    code = bound.to_triton_code(bound.config_spec.default())
+    assert "tl.split(" not in code and "tl.gather(" not in code, code
+    torch.testing.assert_close(halves_of_a_load(y), y[:, 32:] - y[:, :32])
+
+
+@tc.kernel(static_shapes=True)
+def halves_of_a_load(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), x.size(1) // 2], dtype=x.dtype, device=x.device)
+    h = x.size(1) // 2
+    for tm in tc.tile(x.size(0)):
+        row = x[tm, :]
+        out[tm, :] = row[:, h:] - row[:, :h]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def middle_of_a_row(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), x.size(1) // 2], dtype=x.dtype, device=x.device)
+    q = x.size(1) // 4
+    for tm in tc.tile(x.size(0)):
+        row = x[tm, :] * 2.0
+        out[tm, :] = row[:, q : 3 * q]
+    return out
+
+
+@pytest.mark.crosscompile
+def test_aligned_blocks_cross_compile() -> None:
+    assert_defaults_cross_compile(rotate_blocks, (torch.randn(512, 128).to(torch.bfloat16),))

@@ -47,6 +47,13 @@ def gather_load(t: Tracer, src: Node, idx: Node, axis: int) -> TileValue | None:
     return loaded
 
 
+def rereadable(t: Tracer, src: Node) -> bool:
+    """Whether a gather from ``src`` would re-read memory (:func:`gather_load` applies)."""
+    while src.op is Op.CAST:
+        src = src.inputs[0]
+    return _plain_load(t, src)
+
+
 def _load_at(t: Tracer, src: Node, idx: Node, axis: int) -> TileValue:
     """The load ``src`` with its dim ``axis`` indexed by ``idx`` and every other dim by its own
     positions placed to broadcast with ``idx`` (all indices advanced: the result is ``idx``'s
