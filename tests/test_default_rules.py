@@ -546,3 +546,19 @@ def test_deferred_sums_stay_unless_plain_sums_hold_more_threads_within_the_model
     assert occupancy.resident_threads(spec, plain) > occupancy.resident_threads(
         spec, config.replace(deferred_sums=True)
     )  # the unguarded rule would have switched
+
+
+# -- pointwise loops beside reductions --------------------------------------------------------
+def test_a_pointwise_loop_keeps_its_tiles_beside_a_reduction_loop() -> None:
+    """A global-norm clip: row norms (whole rows) in one loop, then [R, C] scaled in another.
+    The scaling loop is pointwise and takes the 2-D pointwise tile's 128 contiguous columns;
+    the row loop of the same kernel used to make every loop look like a reduction's ([32, 32]
+    tiles: 8192 programs of 4 KB)."""
+    from benchmarks.gen_kernels import HELDOUT
+
+    case = HELDOUT["multi_tensor_l2norm_clip"]
+    spec = _spec(case.kernels[0], *case.make_inputs(case.gpu_shapes[0], "meta", 0))
+    pointwise = spec.grid_slots[1]
+    assert [spec.default().block_sizes[s] for s in pointwise] == [32, 128]
+    assert spec.blocks[pointwise[-1]].whole_dims is False
+    assert spec.blocks[spec.grid_slots[0][0]].whole_dims is True

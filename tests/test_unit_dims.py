@@ -72,7 +72,7 @@ def two_ellipses(x: torch.Tensor) -> torch.Tensor:
 
 
 def test_two_ellipses_name_the_tensor_and_line() -> None:
-    with pytest.raises(ShapeError, match=r"'x' can only have a single ellipsis") as info:
+    with pytest.raises(ShapeError, match=r"'x' can have only one ellipsis") as info:
         two_ellipses(torch.randn(4, 2, 3))
     assert info.value.loc is not None and info.value.loc.lineno > 0
 

@@ -38,6 +38,8 @@ class BlockSpec:
     dot_min: int = 16  # tl.dot's smallest size for the dim (K of 8-bit operands: 32)
     load_itemsize: int = 0  # bytes of the narrowest element loaded along it contiguously
     store_itemsize: int = 0  # bytes of the narrowest element stored along it contiguously
+    # its loop has whole dims (``:`` slices, reduced or kept): not a pointwise loop
+    whole_dims: bool = False
 
     @property
     def itemsize(self) -> int:

@@ -137,6 +137,7 @@ class ConfigSpec:
                         role,
                         grid_rank=len(loop.grid_syms),
                         innermost=len(loop.grid_syms) > 1 and sym is loop.grid_syms[-1],
+                        whole_dims=any(s.kind is SymKind.RDIM for s in loop.syms),
                     )
                 elif extent:
                     spec.extent = max(spec.extent, extent) if spec.role != "host" else spec.extent
@@ -337,9 +338,9 @@ class ConfigSpec:
             want = 64
         elif b.dot_role == "mn":
             want = 128 if b.role == "grid" else 64
-        elif b.role == "grid" and b.grid_rank == 1 and not self.reductions:
+        elif b.role == "grid" and b.grid_rank == 1 and not b.whole_dims:
             want = 1024
-        elif b.role == "grid" and b.innermost and not self.reductions:
+        elif b.role == "grid" and b.innermost and not b.whole_dims:
             want = 128
         elif b.role == "loop":
             want = ROW_LOOP_TILE if b.contiguous else 256

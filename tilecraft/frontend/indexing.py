@@ -143,7 +143,7 @@ def without_ellipsis(items: tuple[Any, ...], ndim: int, name: str, loc: Any) -> 
     if not at:
         return items
     if len(at) > 1:
-        raise ShapeError(f"an index of {name} can only have a single ellipsis (...)", loc)
+        raise ShapeError(f"an index of {name} can have only one ellipsis (...)", loc)
     taken = sum(1 for item in items if item is not None and item is not Ellipsis)
     fill = (slice(None),) * max(0, ndim - taken)
     return items[: at[0]] + fill + items[at[0] + 1 :]
