@@ -157,3 +157,34 @@ def test_descriptor_stores_of_scalars_and_broadcasts_fill_the_block() -> None:
     out, rows = bound.run(bound.compile_config(config), x)
     torch.testing.assert_close(out, torch.full_like(x, 3.5))
     torch.testing.assert_close(rows, x.sum(dim=1, keepdim=True).expand_as(x))
+
+
+@tc.kernel(static_shapes=True)
+def clamp_rows(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = torch.clamp(x[tm, :], min=1)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def row_any(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=torch.bool, device=x.device)
+    for tm in tc.tile(x.size(0)):
+        out[tm] = torch.max(x[tm, :], dim=-1)[0]
+    return out
+
+
+def test_block_stores_write_the_tensors_element_type() -> None:
+    """An int8 clamp (int32 in Triton) through a block pointer is cast back to int8; a bool
+    tensor is never offered a descriptor (Triton's i1 has no byte size: '16 * 0 = 0 bytes')."""
+    x = torch.randint(-3, 4, (3, 5), dtype=torch.int8)
+    bound = clamp_rows.bind((x,))
+    config = tc.Config(block_sizes=[2], indexing=["pointer", "block_ptr"])
+    torch.testing.assert_close(bound.run(bound.compile_config(config), x), x.clamp(min=1))
+    flags = torch.rand(17, 33, generator=torch.Generator().manual_seed(0)) > 0.7
+    bound = row_any.bind((flags,))
+    config = tc.Config(block_sizes=[16], indexing=["pointer", "tensor_descriptor"])
+    plan = bound.config_spec.resolve(config, warn=False)
+    assert all(a.indexing != "tensor_descriptor" for a in plan.accesses), plan.accesses
+    torch.testing.assert_close(bound.run(bound.compile_config(config), flags), flags.max(-1)[0])

@@ -103,3 +103,42 @@ def test_one_element_slices_keep_their_dim(rows: int) -> None:
     x = torch.randn(rows, 5)
     torch.testing.assert_close(odd_rows(x), x[1::2])
     torch.testing.assert_close(last_column_times_rows(x), x[:, -1:] * x)
+
+
+@tc.kernel(static_shapes=True)
+def stacked_pair(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, 2, n], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :, :] = torch.stack([x[tm, :], y[tm, :]], dim=1)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def neighbour_diff(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, n - 1], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        row = x[tm, :] * 2.0
+        out[tm, :] = row[:, 1:] - row[:, :-1]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def unit_total(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(x.size(0), block_size=1):
+        out[tm] = x[tm, :, :].sum()
+    return out
+
+
+def test_literal_and_whole_unit_dims_fit_each_other() -> None:
+    """A stack's dim of 2 stores into a whole dim of 2; a one-element slice of a computed row
+    stores into a whole dim of 1; a load whose every dim is 1 (a one-row tile of [.., 1, 1]) is
+    a [1, 1] tile that reduces (three shapes that raised or failed to compile)."""
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    torch.testing.assert_close(stacked_pair(x, y), torch.stack([x, y], 1))
+    two = torch.randn(3, 2)
+    torch.testing.assert_close(neighbour_diff(two), 2 * two[:, 1:] - 2 * two[:, :-1])
+    cube = torch.randn(3, 1, 1)
+    torch.testing.assert_close(unit_total(cube), cube.sum([1, 2]))

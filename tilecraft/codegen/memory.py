@@ -174,6 +174,9 @@ def access(
     if (extra := node.attrs.get("extra_mask")) is not None:  # hl.load/store(extra_mask=...)
         masks.append(ctx.expr(node.inputs[extra]))
     offset = " + ".join(terms) if terms else "0"
+    if rank and not any(p.width for p in index_places(node, value_inputs)):
+        # every dim a size-1 one (scalar indices, kept unit dims): a [1, .., 1] access
+        offset = f"({offset}) + tl.zeros([{', '.join(['1'] * rank)}], tl.int32)"
     return f"{param} + ({offset})", " & ".join(masks) if masks else None
 
 
@@ -361,23 +364,30 @@ def _uniform_items(ctx: EmitContext, node: Node) -> dict[int, str]:
     return out
 
 
+def _block_value(ctx: EmitContext, node: Node, value: Node) -> str:
+    """A block store's value as the block it writes, in the tensor's element type: block
+    pointers and descriptors neither broadcast a scalar (``out[tm, :] = 3.5``) nor convert
+    (an int8 clamp computes in int32; a block pointer to bool holds int8)."""
+    text = ctx.expr(value)
+    dtype = node.attrs["tensor"].dtype
+    tl_dtype = "tl.int8" if dtype == torch.bool else dtypes.triton_dtype(dtype)
+    if tuple(value.shape) != tuple(node.shape):
+        dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+        return f"(tl.zeros([{dims}], {tl_dtype}) + ({text})).to({tl_dtype})"
+    # Triton computes narrow integers in int32 whatever the IR's dtype says
+    narrow_int = not dtype.is_floating_point and dtype.itemsize < 4
+    return f"({text}).to({tl_dtype})" if narrow_int or value.dtype != dtype else text
+
+
 @emits(Op.STORE)
 def emit_store(ctx: EmitContext, node: Node) -> None:
     value, *index_values = node.inputs
     mode = _indexing(ctx, node)
     if mode == "tensor_descriptor":
-        text = ctx.expr(value)
-        if tuple(value.shape) != tuple(node.shape):  # a scalar or broadcast value: a block of it
-            dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
-            tl_dtype = dtypes.triton_dtype(node.attrs["tensor"].dtype)
-            text = f"(tl.zeros([{dims}], {tl_dtype}) + ({text})).to({tl_dtype})"
-        ctx.w.line(_descriptor(ctx, node).store(text))
+        ctx.w.line(_descriptor(ctx, node).store(_block_value(ctx, node, value)))
     elif mode == "block_ptr":
         ptr, check = _block_ptr(ctx, node)
-        text = ctx.expr(value)
-        if node.attrs["tensor"].dtype == torch.bool:  # a block pointer to bool holds int8
-            text = f"{text}.to(tl.int8)"
-        ctx.w.line(f"tl.store({ptr}, {text}{check})")
+        ctx.w.line(f"tl.store({ptr}, {_block_value(ctx, node, value)}{check})")
     elif (pair := ctx.plan.slice_pair(node.attrs.get("mem_slot", -1))) is not None:
         if not paired.is_first_store(pair, node):  # the later store writes both values
             ptr, mask = access(ctx, node, index_values, paired.span(ctx, pair))

@@ -14,6 +14,8 @@ import itertools
 import random
 from typing import Any
 
+import torch
+
 from tilecraft.config.config import Config
 from tilecraft.config.grid_order import contiguous_first_order
 from tilecraft.config.pipelines import (
@@ -103,7 +105,7 @@ def _descriptor_ok(node: Node) -> bool:
     documented for strides that step through memory, so such a load stays a pointer load)."""
     tensor = node.attrs["tensor"]
     order = descriptor_order(tensor)
-    if order is None:
+    if order is None or tensor.dtype == torch.bool:  # Triton's i1 element has no byte size
         return False
     size = tensor.dtype.itemsize
     outer = [(tensor.shape[d], tensor.stride[d]) for d in order[:-1]]

@@ -145,7 +145,26 @@ lowering(torch.amax, T.amax)(_reducer("max"))
 lowering(torch.amin, T.amin)(_reducer("min"))
 lowering(torch.argmax, T.argmax)(_reducer("argmax"))
 lowering(torch.argmin, T.argmin)(_reducer("argmin"))
-lowering(torch.prod, T.prod)(_reducer("prod"))
+
+
+@lowering(torch.prod, T.prod)
+def _prod(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """Over ``dim`` (an int; every dim without one) with ``keepdim``; integers and bools in
+    int64 as in torch (or ``dtype=``), half precision in fp32."""
+    dim = _dim_arg(args, kwargs)
+    keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
+    dtype = kwargs.pop("dtype", None)
+    if dtype is None and not t.dtype_of(x).is_floating_point:
+        dtype = torch.int64
+    out = t.to_dtype(x, dtype) if dtype is not None else x
+    ndim = t.value_node(out).ndim
+    for d in range(ndim - 1, -1, -1) if dim is None else [dim]:
+        out = scans.reduce(t, _times, out, d, other=1, keep_dims=bool(keepdim) and dim is not None)
+    return out
+
+
+def _times(a: Any, b: Any) -> Any:
+    return a * b
 
 
 def _max_min(kind: str) -> Handler:

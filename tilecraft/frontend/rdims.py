@@ -39,6 +39,19 @@ def interchangeable(a: Dim, b: Dim) -> bool:
     )
 
 
+def _holds_literal(want: Dim, n: int) -> bool:
+    """Whether a literal dim of ``n`` elements (a power of two: ``tc.join``, ``torch.stack``)
+    fills the whole static dim ``want`` exactly (its block is ``n``, no padding)."""
+    return (
+        isinstance(want, Sym)
+        and want.kind is SymKind.RDIM
+        and not want.extent_args
+        and want.begin == 0
+        and want.extent == n
+        and n & (n - 1) == 0
+    )
+
+
 def unify(keep: Sym, other: Sym) -> None:
     """``other`` is used as ``keep`` from here on: ``keep``'s launch check covers its sizes."""
     keep.extent_args.extend(a for a in other.extent_args if a not in keep.extent_args)
@@ -59,6 +72,8 @@ def conform(tr: Tracer, node: Node, shape: Shape) -> Node:
                 continue
             taken.append((want, d))
             dims[i] = want
+        elif isinstance(d, int) and d > 1 and _holds_literal(want, d):
+            dims[i] = want  # a join's or stack's dim of 2 (4, ...) as the whole dim it fills
     relabeled = relabel(tr, node, tuple(dims))
     if relabeled is not node:
         for keep, other in taken:

@@ -85,10 +85,16 @@ def _pick_one(t: Tracer, src: Node, idx: Node, axis: int) -> TileValue:
     ``tl.gather``: gathering from a whole row unrolls a shuffle per register of the row (ptxas
     ran past 20 GB on a [2, 32768] fp32 row, sm_90), and keeps the row whole where a reduction
     can run in chunks."""
+    return pick_position(t, src, axis, t.wrap(idx))
+
+
+def pick_position(t: Tracer, src: Node, axis: int, position: Any) -> TileValue:
+    """The element at ``position`` (an int, or a tile of size 1 along ``axis``) of each line of
+    ``src`` along ``axis``, keeping that dim as size 1 (see :func:`_pick_one`)."""
     d = src.shape[axis]
     assert isinstance(d, Sym)  # a size-1 dim has nothing to pick from
     positions = along(t, t.tile_leaf(d, Op.TILE_INDEX), src.shape, axis, broadcast=False)
-    hit = t.pointwise("eq", positions, t.wrap(idx))
+    hit = t.pointwise("eq", positions, position)
     if src.dtype == torch.bool:
         lowest: Any = False
     elif src.dtype.is_floating_point:

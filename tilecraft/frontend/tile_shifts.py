@@ -17,8 +17,9 @@ from tilecraft.errors import DeviceCodeError
 from tilecraft.frontend.gather_loads import rereadable
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.regroup import pow2, regroup
-from tilecraft.frontend.tile_gather import gather, long_line, static_whole
+from tilecraft.frontend.tile_gather import gather, long_line, pick_position, static_whole
 from tilecraft.frontend.views import permute, split
+from tilecraft.ir.nodes import Sym
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -42,6 +43,8 @@ def slice_dim(t: Tracer, x: TileValue, axis: int, part: slice) -> TileValue:
         return x
     if length == 0:
         raise DeviceCodeError(f"slicing a tile's dim of {n} with {part} leaves no elements", t.loc)
+    if length == 1 and isinstance(src.shape[axis], Sym):  # one element: a size-1 dim
+        return pick_position(t, src, axis, start)
     # a loaded tile's long line is re-read from memory instead (tile_gather.long_line)
     reread = long_line(src.shape[axis]) and rereadable(t, src)
     if step == 1 and _aligned_block(src, n, start, length) and not reread:
@@ -54,7 +57,7 @@ def _aligned_block(src: Node, n: int, start: int, length: int) -> bool:
     """Whether ``[start, start + length)`` is one of the equal power-of-two blocks a dim of
     ``n`` (a power of two) splits into, in a tile without size-1 dims (which regroup drops)."""
     return (
-        pow2(n) and pow2(length) and length < n and start % length == 0
+        pow2(n) and pow2(length) and 1 < length < n and start % length == 0
         and all(d != 1 for d in src.shape)
     )  # fmt: skip
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, UnsupportedOpError
-from tilecraft.frontend import dispatch, indexing, rdims, tile_shifts
+from tilecraft.frontend import dispatch, indexing, rdims, tile_gather, tile_shifts
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str
@@ -362,6 +362,18 @@ class Tracer:
                 and node.shape[src] == 1
                 and item in (0, -1)
             ):
+                src += 1
+                spec.append(0)
+            elif isinstance(item, int) and not isinstance(item, bool) and src < node.ndim:
+                # one element of a whole static dim: the slice [k:k+1], its size-1 dim dropped
+                n = tile_gather.static_whole(self, node, src, "indexing a tile")
+                if not -n <= item < n:
+                    raise ShapeError(
+                        f"index {item} is out of range for a tile dim of {n}", self.loc
+                    )
+                k = item % n
+                x = tile_shifts.slice_dim(self, x, src, slice(k, k + 1))
+                node = x.node
                 src += 1
                 spec.append(0)
             else:

@@ -61,7 +61,13 @@ _op("exp", 1, "tl.exp({0})", torch.exp, torch.exp, T.exp, float_only=True)
 _op("exp2", 1, "tl.exp2({0})", torch.exp2, torch.exp2, T.exp2, float_only=True)
 _op("log", 1, "tl.log({0})", torch.log, torch.log, T.log, float_only=True)
 _op("log2", 1, "tl.log2({0})", torch.log2, torch.log2, T.log2, float_only=True)
-_op("log1p", 1, "tl.log(1.0 + {0})", torch.log1p, torch.log1p, T.log1p, float_only=True)
+# log1p: log(u) * x / (u - 1) for u = 1 + x (Goldberg), exact to a few ulp where log(1 + x)
+# loses every digit of a tiny x (1e-8 gave 0); no libdevice, so the interpreter runs it too
+_LOG1P = (
+    "tl.where(1.0 + {0} == 1.0, {0}, tl.where(1.0 + {0} == float('inf'), 1.0 + {0}, "
+    "tl.log(1.0 + {0}) * ({0} / ((1.0 + {0}) - 1.0))))"
+)
+_op("log1p", 1, _LOG1P, torch.log1p, torch.log1p, T.log1p, float_only=True)
 _op("sqrt", 1, "tl.sqrt({0})", torch.sqrt, torch.sqrt, T.sqrt, float_only=True)
 _op("rsqrt", 1, "tl.rsqrt({0})", torch.rsqrt, torch.rsqrt, T.rsqrt, float_only=True)
 _op("sin", 1, "tl.sin({0})", torch.sin, torch.sin, T.sin, float_only=True)
