@@ -75,3 +75,65 @@ def test_an_int_index_picks_one_element_of_a_tile_dim() -> None:
     torch.testing.assert_close(corners(boxes), expect)
     with pytest.raises(ShapeError, match="index 4 is out of range for a tile dim of 4"):
         past_the_end(boxes)
+
+
+@tc.kernel(static_shapes=True)
+def row_stats(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m = x.size(0)
+    anys = torch.empty([m], dtype=torch.bool, device=x.device)
+    alls = torch.empty([m], dtype=torch.bool, device=x.device)
+    norms = torch.empty([m, 3], dtype=x.dtype, device=x.device)
+    filled = torch.empty_like(x)
+    for tm in tc.tile(m):
+        row = x[tm, :]
+        anys[tm] = torch.any(row > 1.0, dim=1)
+        alls[tm] = (row > -1.0).all(dim=1)
+        norms[tm, 0] = torch.linalg.vector_norm(row, dim=1)
+        norms[tm, 1] = torch.linalg.vector_norm(row, ord=1, dim=1)
+        norms[tm, 2] = torch.linalg.vector_norm(row, ord=float("inf"), dim=1)
+        filled[tm, :] = row.masked_fill(row < 0, 0.5) + torch.square(row)
+    return anys, alls, norms, filled
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_any_all_norms_masked_fill_and_square_match_torch(dtype: torch.dtype) -> None:
+    x = torch.randn(9, 37, generator=torch.Generator().manual_seed(1)).to(dtype)
+    anys, alls, norms, filled = row_stats(x)
+    assert torch.equal(anys, torch.any(x > 1.0, dim=1))
+    assert torch.equal(alls, (x > -1.0).all(dim=1))
+    want = torch.stack(
+        [torch.linalg.vector_norm(x.float(), ord=o, dim=1) for o in (2, 1, float("inf"))], 1
+    ).to(dtype)
+    torch.testing.assert_close(norms, want)
+    torch.testing.assert_close(filled, x.masked_fill(x < 0, 0.5) + torch.square(x))
+
+
+@tc.kernel(static_shapes=True)
+def half_where(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        row = x[tm, :]
+        out[tm, :] = torch.where(row < 0, 0.5, row)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_constant_selected_into_half_precision_runs_in_the_interpreter(
+    dtype: torch.dtype,
+) -> None:
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(2)).to(dtype)
+    assert torch.equal(half_where(x), torch.where(x < 0, 0.5, x))
+
+
+@tc.kernel(static_shapes=True)
+def cropped(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), x.size(1) - 1], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = torch.nn.functional.pad(x[tm, :] * 1.0, (-1, 0))
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 3, 9])
+def test_a_negative_pad_crops_like_a_slice(n: int) -> None:
+    x = torch.randn(3, n)
+    torch.testing.assert_close(cropped(x), torch.nn.functional.pad(x, (-1, 0)))

@@ -65,5 +65,15 @@ def emit_pointwise(ctx: EmitContext, node: Node) -> None:
 
 @emits(Op.WHERE)
 def emit_where(ctx: EmitContext, node: Node) -> None:
-    c, a, b = (ctx.expr(i) for i in node.inputs)
+    c, a, b = (_where_operand(ctx, i, node.dtype) for i in node.inputs)
     ctx.bind(node, f"tl.where({c}, {a}, {b})")
+
+
+def _where_operand(ctx: EmitContext, value: Node, dtype: torch.dtype) -> str:
+    """A select's operand; a constant selected into bf16 or fp8 is a 0-d tile of that dtype in
+    the interpreter, whose builder makes no such constants (``torch.where(row < 0, 0.5, row)``
+    of a bf16 row had no working config on the CPU)."""
+    text = ctx.expr(value)
+    if ctx.interpret and value.op is Op.CONST and (dtype == torch.bfloat16 or dtype in dtypes.FP8):
+        return ctx.full_expr("", text, dtype)
+    return text

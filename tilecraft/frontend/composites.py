@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from tilecraft.errors import UnsupportedOpError
+
 
 def lerp(t: Any, start: Any, end: Any, weight: Any) -> Any:
     """``start + weight * (end - start)`` for weights under 0.5, else ``end - (end - start) *
@@ -97,3 +99,46 @@ def relu6(t: Any, x: Any, inplace: bool = False) -> Any:
 def _relu6_shifted(t: Any, x: Any) -> Any:
     """``min(max(x + 3, 0), 6)``."""
     return t.pointwise("minimum", t.pointwise("maximum", t.pointwise("add", x, 3.0), 0.0), 6.0)
+
+
+def square(t: Any, x: Any) -> Any:
+    """``x * x``."""
+    return t.pointwise("mul", x, x)
+
+
+def masked_fill(t: Any, x: Any, mask: Any, value: Any) -> Any:
+    """``value`` where ``mask``, else ``x``, in ``x``'s dtype."""
+    return t.to_dtype(t.where(mask, value, x), t.dtype_of(x))
+
+
+def any_true(t: Any, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """``torch.any``: whether some element is nonzero (the max of ``x != 0``), a bool."""
+    return t.reduce("max", t.pointwise("ne", x, 0), dim, keepdim)
+
+
+def all_true(t: Any, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """``torch.all``: whether every element is nonzero (the min of ``x != 0``), a bool."""
+    return t.reduce("min", t.pointwise("ne", x, 0), dim, keepdim)
+
+
+def vector_norm(
+    t: Any, x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
+) -> Any:
+    """``torch.linalg.vector_norm`` for ``ord`` 2, 1, inf and -inf: half precision computes in
+    fp32 and rounds once."""
+    if dtype is not None:
+        x = t.to_dtype(x, dtype)
+    result = t.dtype_of(x)
+    xf = t.to_dtype(x, torch.float32) if result in (torch.float16, torch.bfloat16) else x
+    if ord == 2:
+        out = t.pointwise("sqrt", t.reduce("sum", t.pointwise("mul", xf, xf), dim, keepdim))
+    elif ord == 1:
+        out = t.reduce("sum", t.pointwise("abs", xf), dim, keepdim)
+    elif ord in (float("inf"), float("-inf")):
+        out = t.reduce("max" if ord > 0 else "min", t.pointwise("abs", xf), dim, keepdim)
+    else:
+        raise UnsupportedOpError(
+            f"torch.linalg.vector_norm with ord={ord!r}",
+            hint="ord 2, 1, inf and -inf compile; write others from torch.sum and torch.pow",
+        )
+    return t.to_dtype(out, result)

@@ -419,6 +419,11 @@ lowering(F.hardsigmoid)(composites.hardsigmoid)
 lowering(F.hardswish)(composites.hardswish)
 lowering(F.hardtanh)(composites.hardtanh)
 lowering(F.relu6)(composites.relu6)
+lowering(torch.square, T.square)(composites.square)
+lowering(T.masked_fill, torch.masked_fill)(composites.masked_fill)
+lowering(torch.any, T.any)(composites.any_true)
+lowering(torch.all, T.all)(composites.all_true)
+lowering(torch.linalg.vector_norm)(composites.vector_norm)
 
 
 @lowering(T.reshape, torch.reshape, T.view)

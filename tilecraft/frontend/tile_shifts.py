@@ -102,6 +102,8 @@ def _pad_dim(t: Tracer, x: TileValue, axis: int, left: int, right: int, value: A
         raise DeviceCodeError(f"F.pad: ({left}, {right}) leaves no elements of {n}", t.loc)
     if (left, right) == (0, 0):
         return x
+    if left <= 0 and right <= 0:  # a crop: the slice it is
+        return slice_dim(t, x, axis, slice(-left, n + right))
     wanted = t.pointwise("sub", t.arange(length), left)
     inside = t.pointwise("bitwise_and", t.pointwise("ge", wanted, 0), t.pointwise("lt", wanted, n))
     taken = _gathered(t, x, axis, wanted, n)
