@@ -1,6 +1,6 @@
 """Source variants behind benchmarks/results/bmm_tiles_s8.md (python -m benchmarks.source_variants
 benchmarks/experiments/bmm_tiles_s8.py --name bmm_tiles_s8): bmm 16x1024^3 warp-specialized at
-other tiles and stage counts; 5+ stages computed NaN (led to pipelines.WS_MAX_STAGES_SM9X).
+other tiles and stage counts; 5+ stages computed NaN (led to warp_specialize.WS_MAX_STAGES_SM9X).
 """
 
 from benchmarks.experiments._cases import PTR, bmm_16x1024, bookended

@@ -18,7 +18,7 @@ from tilecraft import settings
 from tilecraft.config import flags, occupancy, split, tile_budget
 from tilecraft.config.compat_names import unknown_name_error
 from tilecraft.config.config import Config
-from tilecraft.config.pipelines import fit_specialized_stages
+from tilecraft.config.warp_specialize import fit_specialized_stages
 from tilecraft.errors import ConfigError
 from tilecraft.targets.target import filter_launch_options
 

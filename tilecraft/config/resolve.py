@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from tilecraft.config import flags
 from tilecraft.config.config import Config
 from tilecraft.config.fp32_dots import dot_precision, fma_dots
-from tilecraft.config.pipelines import compute_threads, consumer_register_file
 from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, block_dims, sym_block
 from tilecraft.config.resources import (
     BASE_REGISTERS,
@@ -26,6 +25,7 @@ from tilecraft.config.resources import (
     predict_registers,
 )
 from tilecraft.config.space import TMA_MAX_BOX, descriptor_order, outer_tile
+from tilecraft.config.warp_specialize import compute_threads, consumer_register_file
 from tilecraft.ir.deferred_sums import (
     MAX_ELEMS_PER_THREAD,
     DeferredSum,

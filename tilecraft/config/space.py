@@ -18,7 +18,7 @@ import torch
 
 from tilecraft.config.config import Config
 from tilecraft.config.grid_order import contiguous_first_order
-from tilecraft.config.pipelines import (
+from tilecraft.config.warp_specialize import (
     computed_left_operand_loads,
     warp_specialize_carry_problem,
     warp_specialize_problem,
