@@ -128,3 +128,16 @@ def test_code_ab_times_case_calls_with_the_tilecraft_on_the_path(tmp_path: Path)
     (row,) = json.loads(out.read_text())
     assert row["label"] == "new" and row["case"] == "bilinear_upsample2x_fp32"
     assert row["max_err"] < 1e-5 and row["tilecraft"].endswith("tilecraft")
+
+
+@pytest.mark.crosscompile
+def test_ptx_counts_reads_a_cases_compiled_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """benchmarks/ptx_counts.py: registers, spills and the grouped store of the unfold's four
+    shifted loads (one 8-byte store of each window) at a small shape, for sm_90."""
+    from benchmarks.ptx_counts import counts
+
+    (row,) = counts("unfold_1d_k4", (2, 3, 37), [], "cuda:90")
+    assert row["registers"] and row["spills"] == 0
+    assert row["ops"].get("st.global.v2.b32") and not row["ops"].get("st.global.b16"), row
