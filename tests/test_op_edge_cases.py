@@ -137,3 +137,112 @@ def cropped(x: torch.Tensor) -> torch.Tensor:
 def test_a_negative_pad_crops_like_a_slice(n: int) -> None:
     x = torch.randn(3, n)
     torch.testing.assert_close(cropped(x), torch.nn.functional.pad(x, (-1, 0)))
+
+
+@tc.kernel(static_shapes=True)
+def int8_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    n = b.size(1)
+    out = torch.empty([m, n], dtype=torch.int32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.int32)
+        for tk in tc.tile(k):
+            acc = tc.dot(a[tm, tk], b[tk, tn], acc=acc)
+        out[tm, tn] = acc
+    return out
+
+
+def test_int8_dots_accumulate_in_int32() -> None:
+    """int8 x int8 into an int32 accumulator: the dot sums in int32 (it went through an fp32
+    accumulator, and the interpreter returned its bits)."""
+    gen = torch.Generator().manual_seed(3)
+    a = torch.randint(-128, 128, (19, 96), generator=gen, dtype=torch.int8)
+    b = torch.randint(-128, 128, (96, 33), generator=gen, dtype=torch.int8)
+    assert torch.equal(int8_matmul(a, b), a.int() @ b.int())
+
+
+@pytest.mark.crosscompile
+def test_int8_dots_cross_compile() -> None:
+    from tests.cross_targets import assert_defaults_cross_compile
+
+    a = torch.empty(512, 256, dtype=torch.int8)
+    b = torch.empty(256, 512, dtype=torch.int8)
+    assert_defaults_cross_compile(int8_matmul, (a, b))
+
+
+@tc.kernel(static_shapes=True)
+def sum_then_reread(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m = x.size(0)
+    s = torch.empty([m], dtype=torch.float32, device=x.device)
+    y = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        s[tm] = x[tm, :].sum(1)
+        y[tm] = s[tm] * 2.0
+    return s, y
+
+
+def test_a_load_after_a_store_stays_after_it_when_the_sum_rolls() -> None:
+    """``s[tm] = x.sum(1); y = s[tm]``: with the row summed in chunks the load of ``s`` was
+    emitted before the chunk loop and the store (ir/phases.py), reading garbage."""
+    x = torch.randn(3, 40, generator=torch.Generator().manual_seed(0))
+    bound = sum_then_reread.bind((x,))
+    config = bound.config_spec.default().replace(reduction_loops=[16])
+    s, y = bound.run(bound.compile_config(config), x)
+    torch.testing.assert_close(y, x.sum(1) * 2, rtol=1e-5, atol=1e-5)
+
+
+@tc.kernel(static_shapes=True)
+def best_score(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    n = b.size(1)
+    out = torch.empty([m], dtype=torch.float32, device=a.device)
+    for tm in tc.tile(m):
+        best = tc.full([tm], float("-inf"), dtype=torch.float32)
+        for tn in tc.tile(n):
+            acc = tc.zeros([tm, tn], dtype=torch.float32)
+            for tk in tc.tile(k):
+                acc = tc.dot(a[tm, tk], b[tk, tn], acc=acc)
+            masked = torch.where(tn.index[None, :] < n, acc, float("-inf"))
+            best = torch.maximum(best, masked.amax(1))
+        out[tm] = best
+    return out
+
+
+def test_a_dot_in_an_inner_loop_over_a_short_dim_gets_a_working_default() -> None:
+    """n = 5 columns walked by an inner loop holding a dot: the split rule halved that loop's
+    block to 4, below tl.dot's 16, and the default was a ConfigError."""
+    a, b = torch.randn(17, 33), torch.randn(33, 5)
+    spec = best_score.bind((a, b)).config_spec
+    assert all(blk >= s.lo for blk, s in zip(spec.default().block_sizes, spec.blocks, strict=True))
+    torch.testing.assert_close(best_score(a, b), (a @ b).amax(1), rtol=1e-4, atol=1e-4)
+
+
+@tc.kernel(static_shapes=True)
+def positions_one_hot(idx: torch.Tensor, e: int) -> torch.Tensor:
+    out = torch.empty([idx.size(0), e], dtype=torch.int32, device=idx.device)
+    for tt in tc.tile(idx.size(0)):
+        out[tt, :] = (tc.arange(e)[None, :] == idx[tt][:, None]).to(torch.int32)
+    return out
+
+
+@pytest.mark.parametrize("e", [1, 7])
+def test_a_whole_dim_of_one_position_stores_into_a_size_1_dim(e: int) -> None:
+    idx = torch.randint(0, e, (45,), generator=torch.Generator().manual_seed(4))
+    want = torch.nn.functional.one_hot(idx, e).int()
+    assert torch.equal(positions_one_hot(idx, e), want)
+
+
+@tc.kernel(static_shapes=True)
+def negate_flags(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([x.size(0), x.size(1)]):
+        out[tm, tn] = ~x[tm, tn]
+    return out
+
+
+def test_bool_tiles_through_block_pointers_stay_bool() -> None:
+    """A block pointer to bool loads int8: ``~`` of it flipped every bit (all True)."""
+    x = torch.rand(5, 17, generator=torch.Generator().manual_seed(0)) < 0.5
+    bound = negate_flags.bind((x,))
+    config = bound.config_spec.default().replace(indexing=["block_ptr", "pointer"])
+    assert torch.equal(bound.run(bound.compile_config(config), x), ~x)

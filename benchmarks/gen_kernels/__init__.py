@@ -39,6 +39,7 @@ from benchmarks.gen_kernels import (
     heldout_s30b,
     heldout_s31,
     heldout_s31b,
+    heldout_s31c,
     norms,
     reductions,
     rewritten,
@@ -76,6 +77,7 @@ _HELDOUT_MODULES = (
     heldout_s30b,
     heldout_s31,
     heldout_s31b,
+    heldout_s31c,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

@@ -51,8 +51,11 @@ def _dot_call(ctx: EmitContext, at: str, bt: str, dtype: torch.dtype, acc: str |
         # the interpreter computes half-precision dots wrongly (numpy has no bf16); products
         # of bf16/fp16 values are exact in fp32, so upcasting changes nothing numerically
         at, bt, extra = f"{at}.to(tl.float32)", f"{bt}.to(tl.float32)", ", input_precision='ieee'"
+    out = "tl.int32" if dtype == torch.int8 else "tl.float32"  # int8 products sum in int32
     if acc is None:
-        return f"tl.dot({at}, {bt}, out_dtype=tl.float32{extra})"
+        return f"tl.dot({at}, {bt}, out_dtype={out}{extra})"
+    if dtype == torch.int8:
+        extra += f", out_dtype={out}"
     return f"tl.dot({at}, {bt}, acc={acc}{extra})"
 
 

@@ -322,7 +322,9 @@ def emit_load(ctx: EmitContext, node: Node) -> None:
     if mode == "block_ptr":
         ptr, check = _block_ptr(ctx, node)
         pad = ", padding_option='zero'" if check else ""
-        ctx.bind(node, f"tl.load({ptr}{check}{pad}{_eviction(ctx, node)})")
+        load = f"tl.load({ptr}{check}{pad}{_eviction(ctx, node)})"
+        # a block pointer to bool holds int8: back to bool (``~x`` of an int8 flips every bit)
+        ctx.bind(node, f"({load} != 0)" if node.dtype == torch.bool else load)
         return
     pair = ctx.plan.slice_pair(node.attrs.get("mem_slot", -1))
     shared = {} if pair is not None else _uniform_items(ctx, node)

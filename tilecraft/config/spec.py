@@ -291,6 +291,9 @@ class ConfigSpec:
         config = tile_budget.stream_walk_steps(self, config)
         config = occupancy.small_grid_warps(self, config)
         config = occupancy.recurrence_warps(self, config)
+        # no rule may leave a dot's dim below tl.dot's least (a default must always compile)
+        least = [max(b, spec.lo) for b, spec in zip(config.block_sizes, self.blocks, strict=True)]
+        config = config.replace(block_sizes=least)
         return self.normalize(self._fit_shared_memory(config), warn=False)
 
     def _settle_warps(self, config: Config) -> Config:

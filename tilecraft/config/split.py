@@ -374,7 +374,11 @@ def _shift_to_nested(
     if not _nested_chain(site) or slot is None:
         return config
     blocks = list(config.block_sizes)
-    while trips(spec, index, config.replace(block_sizes=blocks)) < wanted and blocks[slot] > 1:
+    least = spec.blocks[slot].lo  # a dot's dims stay at tl.dot's least (16)
+    while (
+        trips(spec, index, config.replace(block_sizes=blocks)) < wanted
+        and blocks[slot] // 2 >= least
+    ):
         blocks[slot] //= 2
     return config.replace(block_sizes=blocks)
 

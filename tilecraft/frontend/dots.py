@@ -105,8 +105,8 @@ def dot(
     out_dtype: torch.dtype | None = None,
     op: str = "tc.dot",
 ) -> TileValue:
-    """``a @ b`` (+ ``acc``), accumulated in fp32; the result has ``acc``'s dtype, else
-    ``out_dtype``, else the operands' common dtype."""
+    """``a @ b`` (+ ``acc``), accumulated in fp32 (int8 operands: int32); the result has
+    ``acc``'s dtype, else ``out_dtype``, else the operands' common dtype."""
     an, bn = t.value_node(a), t.value_node(b)
     common = operand_dtype(an.dtype, bn.dtype)
     if an.dtype not in FP8 or bn.dtype not in FP8:
@@ -115,18 +115,20 @@ def dot(
     shape = rdims.distinct(t, (*an.shape[:-1], bn.shape[-1]))
     result = out_dtype or (torch.float32 if common in FP8 else common)
     an, bn, attrs = _exact_operands(t, an, bn) if common == torch.float32 else (an, bn, {})
+    # int8 products accumulate in int32 (tl.dot's only integer form); all others in fp32
+    accum = torch.int32 if common == torch.int8 else torch.float32
     if acc is None:
-        return t.wrap(t.cast(t.emit(Op.DOT, [an, bn], shape, torch.float32, **attrs), result))
+        return t.wrap(t.cast(t.emit(Op.DOT, [an, bn], shape, accum, **attrs), result))
     accn = rdims.conform(t, t.value_node(acc), shape)
     if accn.ndim != len(shape) or t.broadcast_shapes(accn.shape, shape) != shape:
         raise ShapeError(
             f"{op}: acc {shape_str(accn.shape)} does not match the product {shape_str(shape)}",
             t.loc,
         )
-    accf = t.cast(accn, torch.float32)
+    accf = t.cast(accn, accum)
     if accf.shape != shape:
-        accf = t.emit(Op.VIEW, [accf], shape, torch.float32, expand=True)
-    out = t.emit(Op.DOT, [an, bn, accf], shape, torch.float32, **attrs)
+        accf = t.emit(Op.VIEW, [accf], shape, accum, expand=True)
+    out = t.emit(Op.DOT, [an, bn, accf], shape, accum, **attrs)
     return t.wrap(t.cast(out, out_dtype or accn.dtype))
 
 

@@ -48,7 +48,7 @@ def _holds_literal(want: Dim, n: int) -> bool:
         and not want.extent_args
         and want.begin == 0
         and want.extent == n
-        and n & (n - 1) == 0
+        and n & (n - 1) == 0  # (1 is 2 ** 0)
     )
 
 
@@ -74,6 +74,8 @@ def conform(tr: Tracer, node: Node, shape: Shape) -> Node:
             dims[i] = want
         elif isinstance(d, int) and d > 1 and _holds_literal(want, d):
             dims[i] = want  # a join's or stack's dim of 2 (4, ...) as the whole dim it fills
+        elif isinstance(want, int) and want == 1 and _holds_literal(d, 1):
+            dims[i] = 1  # a whole dim of one position (tc.arange(1)) as a size-1 dim
     relabeled = relabel(tr, node, tuple(dims))
     if relabeled is not node:
         for keep, other in taken:

@@ -41,13 +41,44 @@ def phases(nodes: list[Node], sym: Sym) -> tuple[dict[int, int], int]:
     def of(n: Node) -> int:
         return phase.get(n.id, 0) if n.id in in_block else 0
 
+    stored: dict[str, int] = {}  # tensor name -> latest phase of a store or atomic to it
+    loaded: dict[str, int] = {}  # tensor name -> latest phase of a load of it
     for n in nodes:
         deps = free_inputs(n) if n.op in (Op.LOOP, Op.IF, Op.WHILE) else n.inputs
         p = max((of(i) for i in deps), default=0)
         if rolled_reduce(n, sym):
             p = of(n.inputs[0]) + 1
+        p = _after_memory_order(n, p, stored, loaded)
         phase[n.id] = p
     return phase, max(phase.values(), default=0)
+
+
+def _after_memory_order(n: Node, p: int, stored: dict[str, int], loaded: dict[str, int]) -> int:
+    """``n``'s phase ``p`` raised so that it stays after the earlier accesses to the tensors it
+    touches that it must follow: a load after a store (``s[tm] = x.sum(1); y = s[tm]`` reads
+    the sum, so with the sum rolled the load cannot hoist above the store), a store after a
+    load or a store. Updates ``stored`` / ``loaded``."""
+    accesses = [n] if n.body is None else [a for a in walk(_bodies(n))]
+    accesses = [a for a in accesses if a.op in (Op.LOAD, Op.STORE, Op.ATOMIC)]
+    for a in accesses:
+        name = a.attrs["tensor"].name
+        p = max(p, stored.get(name, 0))
+        if a.op is not Op.LOAD:
+            p = max(p, loaded.get(name, 0))
+    for a in accesses:
+        name = a.attrs["tensor"].name
+        table = loaded if a.op is Op.LOAD else stored
+        table[name] = max(table.get(name, 0), p)
+    return p
+
+
+def _bodies(n: Node) -> list[Node]:
+    out = list(n.body or [])
+    if n.op is Op.IF:
+        out += n.attrs["orelse"]
+    if n.op is Op.WHILE:
+        out += n.attrs["cond_body"]
+    return out
 
 
 def chunk_loop_loads(nodes: list[Node], sym: Sym) -> dict[int, list[Node]]:
