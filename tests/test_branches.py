@@ -345,3 +345,32 @@ def test_else_branches_that_store_and_reduce() -> None:
         lambda bound: [bound.config_spec.default()],
     )
     assert rows and all(r.report is not None and r.report.ok for r in rows), rows
+
+
+@tc.kernel(static_shapes=True)
+def bag_sums(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """Sums of the rows of x in each bag [offsets[i], offsets[i + 1]) (the last bag runs to
+    the end), its end chosen by a ternary on device data."""
+    n, d = x.size()
+    b = offsets.size(0)
+    out = torch.empty([b, d], dtype=torch.float32, device=x.device)
+    for tb in tc.tile(b, block_size=1):
+        start = offsets[tb.begin]
+        end = offsets[tb.begin + 1] if tb.begin + 1 < b else n
+        scale = 2.0 if d > 4 else 1.0  # a host condition: plain Python
+        acc = tc.zeros([d], dtype=torch.float32)
+        for tk in tc.tile(start, end, block_size=4):
+            rows = torch.where(tk.index[:, None] < end, x[tk, :], 0.0)
+            acc = acc + torch.sum(rows, dim=0)
+        out[tb.begin, :] = acc * scale
+    return out
+
+
+def test_a_ternary_on_device_data_branches_like_an_if() -> None:
+    """``end = offsets[i + 1] if i + 1 < b else n`` raised 'a scalar device value was used as
+    a Python bool'; it is the ``if`` statement it stands for."""
+    x = torch.randn(11, 6)
+    offsets = torch.tensor([0, 3, 3, 7])
+    ends = [3, 3, 7, 11]
+    want = torch.stack([x[s:e].sum(0) for s, e in zip(offsets.tolist(), ends, strict=True)]) * 2
+    torch.testing.assert_close(bag_sums(x, offsets), want)

@@ -110,7 +110,11 @@ class Interpreter:
                 raise exc.with_loc(self.loc(stmt)) from None
 
     def exec_stmt(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, ast.Assign):
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.IfExp):
+            # ``t = a if c else b``: the ``if`` statement it means, so a condition on device
+            # data branches (an IF node) instead of asking a traced value for a Python bool
+            self.exec_stmt(_as_if_statement(stmt, stmt.value))
+        elif isinstance(stmt, ast.Assign):
             value = self.eval(stmt.value)
             for target in stmt.targets:
                 self.assign(target, value)
@@ -259,6 +263,14 @@ class Interpreter:
         for target in ast.walk(stmt.target):
             if isinstance(target, ast.Name):
                 self.env.pop(target.id, None)
+
+
+def _as_if_statement(stmt: ast.Assign, choice: ast.IfExp) -> ast.If:
+    """``targets = a if c else b`` as ``if c: targets = a`` / ``else: targets = b``."""
+    branch = [ast.Assign(stmt.targets, choice.body), ast.Assign(stmt.targets, choice.orelse)]
+    for node in branch:
+        ast.copy_location(node, stmt)
+    return ast.copy_location(ast.If(choice.test, [branch[0]], [branch[1]]), stmt)
 
 
 def _as_load(target: ast.expr) -> ast.expr:
