@@ -246,3 +246,26 @@ def test_bool_tiles_through_block_pointers_stay_bool() -> None:
     bound = negate_flags.bind((x,))
     config = bound.config_spec.default().replace(indexing=["block_ptr", "pointer"])
     assert torch.equal(bound.run(bound.compile_config(config), x), ~x)
+
+
+@tc.kernel(static_shapes=True)
+def int8_sum_of_products(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    n = b.size(1)
+    out = torch.empty([m, n], dtype=torch.int32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.int32)
+        for tk in tc.tile(k):
+            acc = acc + tc.dot(a[tm, tk], b[tk, tn])
+        out[tm, tn] = acc
+    return out
+
+
+def test_an_int8_dot_without_acc_is_an_int32_product() -> None:
+    """``acc + tc.dot(a, b)`` of int8 blocks: each block's product is int32 (an int8 one
+    wrapped, so the sum depended on the K block, and ref mode agreed with no config)."""
+    gen = torch.Generator().manual_seed(5)
+    a = torch.randint(-128, 128, (3, 100), generator=gen, dtype=torch.int8)
+    b = torch.randint(-128, 128, (100, 2), generator=gen, dtype=torch.int8)
+    assert torch.equal(int8_sum_of_products(a, b), a.int() @ b.int())
+    assert tc.dot(a, b).dtype == torch.int32  # the eager meaning (ref mode) is the same

@@ -114,6 +114,8 @@ def dot(
     _check_shapes(t, op, an, bn)
     shape = rdims.distinct(t, (*an.shape[:-1], bn.shape[-1]))
     result = out_dtype or (torch.float32 if common in FP8 else common)
+    if out_dtype is None and common == torch.int8 and op == "tc.dot":
+        result = torch.int32  # as the eager tc.dot: an int8 result would wrap
     an, bn, attrs = _exact_operands(t, an, bn) if common == torch.float32 else (an, bn, {})
     # int8 products accumulate in int32 (tl.dot's only integer form); all others in fp32
     accum = torch.int32 if common == torch.int8 else torch.float32

@@ -55,18 +55,23 @@ def arange(*args: Any, dtype: torch.dtype | None = None, device: Any = None) -> 
 
 
 def dot(a: Any, b: Any, acc: Any = None, out_dtype: torch.dtype | None = None) -> Any:
-    """Matrix product of two 2-D (or 3-D, batched) tiles in fp32, into ``acc`` when given; the
-    result has ``acc``'s dtype, else ``out_dtype``, else the operands' (fp32 for fp8 operands).
-    The inner dim is at least 16 (32 for 8-bit operands)."""
+    """Matrix product of two 2-D (or 3-D, batched) tiles in fp32 (int8 ones exactly, in int32),
+    into ``acc`` when given; the result has ``acc``'s dtype, else ``out_dtype``, else the
+    operands' (fp32 for fp8 operands, int32 for int8 ones: an int8 result would wrap, and a
+    K loop's sum of wrapped blocks would depend on the block size). The inner dim is at least
+    16 (32 for 8-bit operands)."""
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("dot", a, b, acc=acc, out_dtype=out_dtype)
-    result = torch.matmul(a.to(torch.float32), b.to(torch.float32))
+    exact = a.dtype == torch.int8 and b.dtype == torch.int8
+    wide = torch.int64 if exact else torch.float32
+    result = torch.matmul(a.to(wide), b.to(wide))
     if acc is not None:
-        return (acc.to(torch.float32) + result).to(out_dtype or acc.dtype)
+        return (acc.to(wide) + result).to(out_dtype or acc.dtype)
     if out_dtype is None:
         both_fp8 = a.dtype in FP8 and b.dtype in FP8
         out_dtype = torch.float32 if both_fp8 else _promote_dot(a.dtype, b.dtype, FP8)
+        out_dtype = torch.int32 if exact else out_dtype
     return result.to(out_dtype)
 
 
