@@ -57,3 +57,24 @@ def test_ref_atomic_returns_previous_values() -> None:
     target = torch.zeros(4)
     old = tc.atomic_add(target, slice(None), torch.ones(4))  # eager meaning: no tracer
     assert torch.equal(old, torch.zeros(4)) and torch.equal(target, torch.ones(4))
+
+
+@tc.kernel(static_shapes=True)
+def scatter_rows_by_tiles(x: torch.Tensor, idx: torch.Tensor, nb: int) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.zeros([nb, n], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        for tk in tc.tile(n):
+            tc.atomic_add(out, [idx[tm], tk], x[tm, tk])
+    return out
+
+
+def test_a_one_row_tiles_scatter_adds_every_column_in_the_interpreter() -> None:
+    """Rows added at ids by [1, 2] tiles: Triton's interpreter dropped every column but the
+    first of an atomic whose mask is a broadcast view; the mask is materialized there."""
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    idx = torch.tensor([0, 1, 0])
+    bound = scatter_rows_by_tiles.bind((x, idx, 2))
+    config = bound.config_spec.default().replace(block_sizes=[1, 2])
+    got = bound.run(bound.compile_config(config), x, idx, 2)
+    assert torch.equal(got, torch.zeros(2, 2).index_add_(0, idx, x))

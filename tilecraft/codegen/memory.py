@@ -415,6 +415,11 @@ def emit_store(ctx: EmitContext, node: Node) -> None:
 def emit_atomic(ctx: EmitContext, node: Node) -> None:
     value, *index_values = node.inputs
     ptr, mask = access(ctx, node, index_values)
+    if mask and ctx.interpret and node.shape:
+        # Triton 3.6's interpreter drops lanes of an atomic whose mask is a broadcast view (a
+        # 1-row tile's scatter-add added column 0 only): a fresh array of the full shape
+        dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+        mask = f"(({mask}) & tl.full([{dims}], 1, tl.int1))"
     mask_arg = f", mask={mask}" if mask else ""
     fn = f"tl.atomic_{node.attrs['kind']}"  # add, max, min, xchg, and, or, xor
     sem = node.attrs.get("sem", "relaxed")
