@@ -269,3 +269,25 @@ def test_an_int8_dot_without_acc_is_an_int32_product() -> None:
     b = torch.randint(-128, 128, (100, 2), generator=gen, dtype=torch.int8)
     assert torch.equal(int8_sum_of_products(a, b), a.int() @ b.int())
     assert tc.dot(a, b).dtype == torch.int32  # the eager meaning (ref mode) is the same
+
+
+@tc.kernel(static_shapes=True)
+def scaled_by_host_max(x: torch.Tensor) -> torch.Tensor:
+    """Row maxima in one loop, their max on the host (a 0-d tensor), then every element minus
+    it in a second loop."""
+    m, n = x.size()
+    row_max = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        row_max[tm] = torch.amax(x[tm, :], dim=1)
+    top = row_max.max()
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = x[tm, tn] - top
+    return out
+
+
+def test_a_0d_host_tensor_is_read_as_a_scalar_in_device_code() -> None:
+    """``x[tm, tn] - top`` with ``top = row_max.max()`` computed on the host raised 'cannot use
+    a HostTensor as a device value'."""
+    x = torch.randn(7, 33, generator=torch.Generator().manual_seed(6))
+    torch.testing.assert_close(scaled_by_host_max(x), x - x.max())

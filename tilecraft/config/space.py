@@ -88,7 +88,7 @@ def descriptor_order(tensor: Any) -> tuple[int, ...] | None:
     last (TMA's inner dim), the others as they are. A transposed view (a linear layer's weight
     passed as ``w.t()``) gets a descriptor over its storage order whose loaded blocks codegen
     permutes back. None: no single unit-stride dim, or strides only known at run time."""
-    if tensor.dynamic:
+    if tensor.dynamic or tensor.ndim == 0:
         return None
     dims = range(tensor.ndim)
     if tensor.stride[-1] == 1:
@@ -144,7 +144,8 @@ class StrategySpace:
         self.off_descriptors |= {n.attrs["mem_slot"] for n in mem if n.id in crossings}
         for access in mem:
             kinds = ["pointer"]
-            if _access_ok(access) and caps.block_pointers:
+            # (a 0-d tensor's one element has no block: pointers only)
+            if _access_ok(access) and caps.block_pointers and access.attrs["tensor"].ndim:
                 kinds.append("block_ptr")
             descriptor = target.tensor_descriptors and caps.block_pointers
             descriptor = descriptor and access.attrs["mem_slot"] not in self.off_descriptors

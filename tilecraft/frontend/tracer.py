@@ -75,10 +75,9 @@ class Tracer:
             dtype = dtypes.scalar_dtype(x)
             return self.emit(Op.CONST, [], (), dtype, value=dtypes.fit_literal(x, dtype, self.loc))
         if isinstance(x, HostTensor):
-            raise DeviceCodeError(
-                f"host tensor '{x.name}' used as a value in device code",
-                hint=f"index it to load a tile, e.g. {x.name}[tile, :]",
-            )
+            if x.ndim == 0:  # a 0-d tensor (a global norm the host computed): its one element
+                return indexing.load(self, x, ()).node
+            raise _host_tensor_value(x)
         raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")
 
     def dtype_of(self, x: Any) -> Any:
@@ -94,6 +93,10 @@ class Tracer:
         if isinstance(x, (bool, int, float)):
             dtypes.fit_literal(x, torch.int64, self.loc)  # past 64 bits: a located error
             return x
+        if isinstance(x, HostTensor):
+            if x.ndim == 0:
+                return x.dtype
+            raise _host_tensor_value(x)
         raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")
 
     # -- syms -----------------------------------------------------------------------------
@@ -408,6 +411,13 @@ class Tracer:
 
 
 _LEAF_OPS = {Op.CONST, Op.ARG, Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID, Op.BLOCK_SIZE}
+
+
+def _host_tensor_value(x: HostTensor) -> DeviceCodeError:
+    return DeviceCodeError(
+        f"host tensor '{x.name}' used as a value in device code",
+        hint=f"index it to load a tile, e.g. {x.name}[tile, :] (a 0-d tensor is read whole)",
+    )
 
 
 def _int_slice(item: slice, loc: Any) -> slice:
