@@ -140,14 +140,18 @@ def test_a_negative_pad_crops_like_a_slice(n: int) -> None:
 
 
 @tc.kernel(static_shapes=True)
-def int8_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def int8_matmul(a: torch.Tensor, b: torch.Tensor, into_acc: bool = True) -> torch.Tensor:
+    """An int8 GEMM, each K block's product into ``acc=`` or added to it (``acc + dot``)."""
     m, k = a.size()
     n = b.size(1)
     out = torch.empty([m, n], dtype=torch.int32, device=a.device)
     for tm, tn in tc.tile([m, n]):
         acc = tc.zeros([tm, tn], dtype=torch.int32)
         for tk in tc.tile(k):
-            acc = tc.dot(a[tm, tk], b[tk, tn], acc=acc)
+            if into_acc:
+                acc = tc.dot(a[tm, tk], b[tk, tn], acc=acc)
+            else:
+                acc = acc + tc.dot(a[tm, tk], b[tk, tn])
         out[tm, tn] = acc
     return out
 
@@ -248,26 +252,13 @@ def test_bool_tiles_through_block_pointers_stay_bool() -> None:
     assert torch.equal(bound.run(bound.compile_config(config), x), ~x)
 
 
-@tc.kernel(static_shapes=True)
-def int8_sum_of_products(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.size()
-    n = b.size(1)
-    out = torch.empty([m, n], dtype=torch.int32, device=a.device)
-    for tm, tn in tc.tile([m, n]):
-        acc = tc.zeros([tm, tn], dtype=torch.int32)
-        for tk in tc.tile(k):
-            acc = acc + tc.dot(a[tm, tk], b[tk, tn])
-        out[tm, tn] = acc
-    return out
-
-
 def test_an_int8_dot_without_acc_is_an_int32_product() -> None:
     """``acc + tc.dot(a, b)`` of int8 blocks: each block's product is int32 (an int8 one
     wrapped, so the sum depended on the K block, and ref mode agreed with no config)."""
     gen = torch.Generator().manual_seed(5)
     a = torch.randint(-128, 128, (3, 100), generator=gen, dtype=torch.int8)
     b = torch.randint(-128, 128, (100, 2), generator=gen, dtype=torch.int8)
-    assert torch.equal(int8_sum_of_products(a, b), a.int() @ b.int())
+    assert torch.equal(int8_matmul(a, b, False), a.int() @ b.int())
     assert tc.dot(a, b).dtype == torch.int32  # the eager meaning (ref mode) is the same
 
 
