@@ -282,3 +282,17 @@ def test_a_0d_host_tensor_is_read_as_a_scalar_in_device_code() -> None:
     a HostTensor as a device value'."""
     x = torch.randn(7, 33, generator=torch.Generator().manual_seed(6))
     torch.testing.assert_close(scaled_by_host_max(x), x - x.max())
+
+
+@tc.kernel(static_shapes=True)
+def labels_one_hot(labels: torch.Tensor, c: int) -> torch.Tensor:
+    out = torch.empty([labels.size(0), c], dtype=torch.int64, device=labels.device)
+    for tn in tc.tile(labels.size(0)):
+        out[tn, :] = torch.nn.functional.one_hot(labels[tn], num_classes=c)
+    return out
+
+
+@pytest.mark.parametrize("c", [1, 5, 16])
+def test_one_hot_of_a_tile_matches_torch(c: int) -> None:
+    labels = torch.randint(0, c, (37,), generator=torch.Generator().manual_seed(7))
+    assert torch.equal(labels_one_hot(labels, c), torch.nn.functional.one_hot(labels, c))

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import UnsupportedOpError
+from tilecraft.frontend.views import unsqueeze
 
 
 def lerp(t: Any, start: Any, end: Any, weight: Any) -> Any:
@@ -142,3 +143,16 @@ def vector_norm(
             hint="ord 2, 1, inf and -inf compile; write others from torch.sum and torch.pow",
         )
     return t.to_dtype(out, result)
+
+
+def one_hot(t: Any, x: Any, num_classes: int = -1) -> Any:
+    """``F.one_hot``: int64 ``x[..., None] == arange(num_classes)``; ``num_classes`` must be
+    given (the largest label is not known when the kernel compiles)."""
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+        raise UnsupportedOpError(
+            f"F.one_hot with num_classes={num_classes!r} in device code",
+            hint="pass the class count as an int: F.one_hot(labels, num_classes=c)",
+        )
+    labels = unsqueeze(t, x, -1)
+    hits = t.pointwise("eq", labels, t.arange(num_classes, dtype=torch.int64))
+    return t.to_dtype(hits, torch.int64)

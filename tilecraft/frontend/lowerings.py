@@ -424,6 +424,7 @@ lowering(T.masked_fill, torch.masked_fill)(composites.masked_fill)
 lowering(torch.any, T.any)(composites.any_true)
 lowering(torch.all, T.all)(composites.all_true)
 lowering(torch.linalg.vector_norm)(composites.vector_norm)
+lowering(F.one_hot)(composites.one_hot)
 
 
 @lowering(T.reshape, torch.reshape, T.view)
