@@ -5,8 +5,11 @@ Torch code shifts a vector with slices and pads: ``F.pad(alpha[:-1], (1, 0), val
 ``alpha`` moved one place right with ``-inf`` in front. Device code keeps a tile in registers,
 so each becomes a register gather (:mod:`tilecraft.frontend.tile_gather`): a slice reads
 ``start + i * step`` into a whole dim of the slice's length; a pad reads ``i - left`` where that
-lies inside and takes ``value`` elsewhere. Indices of a padded tile's lanes past the end are
-clamped into the source, so no lane reads outside it (their values are never used).
+lies inside and takes ``value`` elsewhere (a pad of negative widths is the slice it crops).
+Indices of a padded tile's lanes past the end are clamped into the source, so no lane reads
+outside it (their values are never used). Two slices need no gather: one element is a size-1
+dim picked by a masked max (``tile_gather.pick_position``), and an aligned power-of-two block of
+a power-of-two dim (rotary's halves) is a reshape into dims of 2 and ``tl.split``.
 """
 
 from __future__ import annotations
