@@ -89,6 +89,6 @@ def _load(ctx: EmitContext, stat: Node, rows: ScratchRows, row: SymState) -> str
     mask = f", {row.mask}, other=0" if row.mask else ""
     text = f"tl.load({rows.name} + {_at(ctx, rows, row)}{mask})"
     if stat.ndim > 1:
-        dims = ", ".join(ctx.dim_expr(d) for d in stat.shape)
+        dims = ctx.shape_expr(stat.shape)
         text = f"tl.reshape({text}, [{dims}])"
     return text

@@ -108,6 +108,10 @@ class EmitContext:
     def dim_expr(self, d: Any) -> str:
         return str(d) if isinstance(d, int) else self.block_expr(d)
 
+    def shape_expr(self, shape: Any) -> str:
+        """A tile shape's block sizes as the list items of a Triton shape (``_BLOCK_0, 4``)."""
+        return ", ".join(self.dim_expr(d) for d in shape)
+
     def state(self, sym: Sym) -> SymState:
         return self.syms[id(sym)]
 

@@ -43,7 +43,7 @@ def fold_known(ctx: EmitContext, node: Node) -> bool:
     memo: dict[int, Scalar | None] = {}
     value = known_value(ctx, node, memo)
     if value is not None:
-        dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+        dims = ctx.shape_expr(node.shape)
         ctx.bind(node, ctx.full_expr(dims, dtypes.literal(value, node.dtype), node.dtype))
         return True
     if node.op is Op.WHERE:
@@ -52,7 +52,7 @@ def fold_known(ctx: EmitContext, node: Node) -> bool:
             chosen = node.inputs[1] if cond else node.inputs[2]
             text = ctx.cast_expr(ctx.expr(chosen), chosen.dtype, node.dtype)
             if chosen.shape != node.shape:
-                dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+                dims = ctx.shape_expr(node.shape)
                 text = f"tl.broadcast_to({text}, [{dims}])"
             ctx.bind(node, text)
             return True

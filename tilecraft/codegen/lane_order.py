@@ -119,7 +119,7 @@ def permuted(
     """``text`` (a pointer, mask or value of ``node``'s tile, possibly broadcast; ``scalar``:
     the dtype of a 0-d value, which ``tl.broadcast_to`` does not take) at the tile's full shape,
     with dim ``first`` moved to the front."""
-    dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+    dims = ctx.shape_expr(node.shape)
     if scalar is not None:
         full = ctx.full_expr(dims, text, scalar)
     else:

@@ -123,7 +123,8 @@ def access(
     ctx.tensors[param] = tensor
     terms: list[str] = []
     masks: list[str] = []
-    for k, item, pos, width, vnode in index_places(node, value_inputs):
+    places = index_places(node, value_inputs)
+    for k, item, pos, width, vnode in places:
         kind = item[0]
         stride = ctx.stride_expr(tensor, item[2])
         if kind == "int":
@@ -174,7 +175,7 @@ def access(
     if (extra := node.attrs.get("extra_mask")) is not None:  # hl.load/store(extra_mask=...)
         masks.append(ctx.expr(node.inputs[extra]))
     offset = " + ".join(terms) if terms else "0"
-    if rank and not any(p.width for p in index_places(node, value_inputs)):
+    if rank and not any(p.width for p in places):
         # every dim a size-1 one (scalar indices, kept unit dims): a [1, .., 1] access
         offset = f"({offset}) + tl.zeros([{', '.join(['1'] * rank)}], tl.int32)"
     return f"{param} + ({offset})", " & ".join(masks) if masks else None
@@ -349,7 +350,7 @@ def emit_load(ctx: EmitContext, node: Node) -> None:
     elif pair is not None:  # one load of both slices' span binds both nodes
         paired.bind_halves(ctx, node, pair, load)
     elif shared:  # the rows every lane shares, loaded once and broadcast to the value's shape
-        dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+        dims = ctx.shape_expr(node.shape)
         ctx.bind(node, f"tl.broadcast_to({load}, [{dims}])")
     else:
         ctx.bind(node, load)
@@ -374,7 +375,7 @@ def _block_value(ctx: EmitContext, node: Node, value: Node) -> str:
     dtype = node.attrs["tensor"].dtype
     tl_dtype = "tl.int8" if dtype == torch.bool else dtypes.triton_dtype(dtype)
     if tuple(value.shape) != tuple(node.shape):
-        dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+        dims = ctx.shape_expr(node.shape)
         return f"(tl.zeros([{dims}], {tl_dtype}) + ({text})).to({tl_dtype})"
     # Triton computes narrow integers in int32 whatever the IR's dtype says
     narrow_int = not dtype.is_floating_point and dtype.itemsize < 4
@@ -418,7 +419,7 @@ def emit_atomic(ctx: EmitContext, node: Node) -> None:
     if mask and ctx.interpret and node.shape:
         # Triton 3.6's interpreter drops lanes of an atomic whose mask is a broadcast view (a
         # 1-row tile's scatter-add added column 0 only): a fresh array of the full shape
-        dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+        dims = ctx.shape_expr(node.shape)
         mask = f"(({mask}) & tl.full([{dims}], 1, tl.int1))"
     mask_arg = f", mask={mask}" if mask else ""
     fn = f"tl.atomic_{node.attrs['kind']}"  # add, max, min, xchg, and, or, xor

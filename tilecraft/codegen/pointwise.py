@@ -29,7 +29,7 @@ def emit_print(ctx: EmitContext, node: Node) -> None:
 
 @emits(Op.FULL)
 def emit_full(ctx: EmitContext, node: Node) -> None:
-    dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+    dims = ctx.shape_expr(node.shape)
     lit = dtypes.literal(node.attrs["value"], node.dtype)
     ctx.bind(node, ctx.full_expr(dims, lit, node.dtype))
 

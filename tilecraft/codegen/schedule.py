@@ -67,7 +67,7 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
     for n in sinks:
         if n.op is Op.REDUCE:
             src = n.inputs[0]
-            dims = ", ".join(ctx.dim_expr(d) for d in src.shape)
+            dims = ctx.shape_expr(src.shape)
             acc = ctx.w.fresh(f"{n.hint}_acc")
             neutral = dtypes.neutral(n.attrs["kind"], src.dtype)
             ctx.w.line(f"{acc} = {ctx.full_expr(dims, neutral, src.dtype)}")

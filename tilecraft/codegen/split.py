@@ -111,7 +111,7 @@ class SplitPass:
     def carry_init(self, ctx: EmitContext, carry: Node) -> str:
         """Every share starts from the neutral element (the real init joins in the combine)."""
         kind, _ = self._combine(carry)
-        dims = ", ".join(ctx.dim_expr(d) for d in carry.shape)
+        dims = ctx.shape_expr(carry.shape)
         neutral = dtypes.neutral(kind, carry.dtype)
         return ctx.full_expr(dims, neutral, carry.dtype)
 

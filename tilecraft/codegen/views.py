@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def emit_view(ctx: EmitContext, node: Node) -> None:
     src = node.inputs[0]
     text = ctx.expr(src)
-    dims = ", ".join(ctx.dim_expr(d) for d in node.shape)
+    dims = ctx.shape_expr(node.shape)
     perm = node.attrs.get("perm")
     if perm:
         ctx.bind(node, f"tl.trans({text})" if len(perm) == 2 else f"tl.permute({text}, {perm})")

@@ -125,6 +125,7 @@ class ConfigSpec:
                 if s.kind is SymKind.BLOCK and s.config_slot is not None and s not in loop.grid_syms
             ]
         )
+        whole_dims = any(s.kind is SymKind.RDIM for s in loop.syms)
         for sym in loop.syms:
             if sym.kind is SymKind.BLOCK and sym.config_slot is not None:
                 extent = _extent_hint(sym)
@@ -137,7 +138,7 @@ class ConfigSpec:
                         role,
                         grid_rank=len(loop.grid_syms),
                         innermost=len(loop.grid_syms) > 1 and sym is loop.grid_syms[-1],
-                        whole_dims=any(s.kind is SymKind.RDIM for s in loop.syms),
+                        whole_dims=whole_dims,
                     )
                 elif extent:
                     spec.extent = max(spec.extent, extent) if spec.role != "host" else spec.extent
@@ -292,7 +293,7 @@ class ConfigSpec:
         config = occupancy.small_grid_warps(self, config)
         config = occupancy.recurrence_warps(self, config)
         # no rule may leave a dot's dim below tl.dot's least (a default must always compile)
-        least = [max(b, spec.lo) for b, spec in zip(config.block_sizes, self.blocks, strict=True)]
+        least = [max(b, blk.lo) for b, blk in zip(config.block_sizes, self.blocks, strict=True)]
         config = config.replace(block_sizes=least)
         return self.normalize(self._fit_shared_memory(config), warn=False)
 

@@ -14,6 +14,7 @@ import torch
 
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend.views import unsqueeze
+from tilecraft.ir import dtypes
 
 
 def lerp(t: Any, start: Any, end: Any, weight: Any) -> Any:
@@ -130,7 +131,7 @@ def vector_norm(
     if dtype is not None:
         x = t.to_dtype(x, dtype)
     result = t.dtype_of(x)
-    xf = t.to_dtype(x, torch.float32) if result in (torch.float16, torch.bfloat16) else x
+    xf = t.to_dtype(x, dtypes.compute_dtype(result))
     if ord == 2:
         out = t.pointwise("sqrt", t.reduce("sum", t.pointwise("mul", xf, xf), dim, keepdim))
     elif ord == 1:
