@@ -57,4 +57,4 @@ def test_show_prints_the_default_and_its_code(capsys: pytest.CaptureFixture[str]
     assert default_dump.main(["--show", "--only", "bbox_iou_pairs"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("# bbox_iou_pairs|16777216|0|bbox_iou_pairs\n# tc.Config(")
-    assert "def _tc_bbox_iou_pairs_0(" in printed and "tl.arange(0, 4)" in printed
+    assert "def _tc_bbox_iou_pairs_0(" in printed and "4 * offset_0 + tl.arange(0, " in printed

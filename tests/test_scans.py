@@ -428,6 +428,37 @@ def test_suffix_sums_by_flips() -> None:
 
 
 @tc.kernel(static_shapes=True)
+def suffix_products(x: torch.Tensor) -> torch.Tensor:
+    """A reverse cumprod of bf16 rows by flips: scanned in fp32, rounded to bf16 once."""
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = torch.flip(torch.cumprod(torch.flip(x[tm, :], [1]), dim=1), [1]).to(x.dtype)
+    return out
+
+
+def test_flip_scan_flip_of_a_power_of_two_row_is_one_reverse_scan() -> None:
+    """Along a whole power-of-two dim (no padding to move) the flips around a sum or product
+    scan become ``reverse=True`` (H200, suffix sums of 4096 fp32 a row: the two tl.flip
+    butterflies ran 1.18 ms against torch.compile's 0.223)."""
+    x = torch.randn(6, 64)
+    code = suffix_sums.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    assert "tl.cumsum(" in code and "reverse=True" in code, code
+    assert "tl.flip(" not in code and "tl.gather(" not in code, code
+    for blocks in ([1], [4]):
+        bound = suffix_sums.bind((x,))
+        got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)
+        torch.testing.assert_close(got, x.flip(1).cumsum(1).flip(1), rtol=1e-5, atol=1e-5)
+    y = (1.0 + 0.05 * torch.randn(5, 32)).to(torch.bfloat16)
+    code = suffix_products.bind((y,)).to_triton_code(tc.Config(block_sizes=[2]))
+    assert "tl.cumprod(" in code and "reverse=True" in code and "tl.flip(" not in code, code
+    want = y.float().flip(1).cumprod(1).flip(1).to(torch.bfloat16)
+    torch.testing.assert_close(suffix_products(y), want)
+    # a combine function's reverse scan keeps its flips (its argument order is the eager one's)
+    code = reverse_scan.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    assert code.count("tl.flip(") == 2 and not re.search(r"tl\.\w+\(.*reverse=True", code), code
+
+
+@tc.kernel(static_shapes=True)
 def running_extremes(
     x: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

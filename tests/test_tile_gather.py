@@ -331,11 +331,13 @@ def test_flip_with_a_run_time_row_length() -> None:
 
 @tc.kernel(static_shapes=True)
 def reversed_sums(x: torch.Tensor) -> torch.Tensor:
-    """A suffix sum of each row written with flips: the outer flip is of a computed tile."""
+    """Flips of a loaded row and of a computed one (a cumsum's; flipped on both sides it would
+    be one reverse scan: tests/test_scans.py)."""
     m, _ = x.size()
     out = torch.empty_like(x)
     for tm in tc.tile(m):
-        out[tm, :] = torch.flip(torch.cumsum(torch.flip(x[tm, :], [1]), dim=1), [1])
+        row = x[tm, :]
+        out[tm, :] = torch.flip(torch.cumsum(row, dim=1), [1]) + torch.flip(row, [1])
     return out
 
 
@@ -349,7 +351,7 @@ def test_a_flip_along_a_whole_power_of_two_dim_is_tl_flip() -> None:
             reversed_sums.bind((x,)).config_spec.default()
         )
         assert code.count("tl.flip(") == flips, code
-        expect = torch.flip(torch.cumsum(torch.flip(x, [1]), 1), [1])
+        expect = torch.flip(torch.cumsum(x, 1), [1]) + torch.flip(x, [1])
         torch.testing.assert_close(reversed_sums(x), expect)
 
 

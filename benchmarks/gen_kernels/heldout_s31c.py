@@ -331,8 +331,15 @@ def _roi_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
 def roi_max_pool_1d_reference(
     x: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor
 ) -> torch.Tensor:
-    cols = [x[:, s:e].amax(dim=1) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
-    return torch.stack(cols, dim=0)
+    # Vectorized (one gather over the longest window, the tail masked) so that eager and
+    # torch.compile time one graph, not a Python loop of R slices.
+    starts, ends = starts.long(), ends.long()
+    width = int((ends - starts).max())
+    pos = starts[:, None] + torch.arange(width, device=x.device)[None, :]  # [R, W]
+    inside = pos < ends[:, None]
+    vals = x[:, pos.clamp(max=x.size(1) - 1)]  # [C, R, W]
+    vals = vals.masked_fill(~inside[None], float("-inf"))
+    return vals.amax(dim=2).t().contiguous()
 
 
 # --------------------------------------------------------------------------- Hann frames

@@ -19,7 +19,8 @@ An element pair (``x2[t, 0]`` and ``x2[t, 1]`` of a size-2 contiguous dim) is th
 with the two elements as a trailing dim of the access: its index there is ``tl.arange(0, 2)``,
 ``tl.split`` gives both values and ``tl.join`` interleaves them, with no reshape. A merged one
 (``x2[t, tp, 0]``, the tile ``tp`` over a dim of stride 2) is a slice pair's span on the tile's
-item, and its int item adds nothing.
+item, and its int item adds nothing; a merged group of 4 or 8 spans ``G B`` elements, split from
+(joined to) ``[..., B, G]``.
 """
 
 from __future__ import annotations
@@ -56,13 +57,14 @@ def span(ctx: EmitContext, pair: SlicePair) -> Span:
     item = even.attrs["index"][pair.item]
     sym, start = item[1], item[3] if item[0] == "rslice" else 0
     st = ctx.state(sym)
-    width = _span_width(ctx, even)
-    base = "" if st.offset == "0" else f"2 * {ctx.index_cast(st.offset)} + "
+    width = _span_width(ctx, even, pair)
+    base = "" if st.offset == "0" else f"{pair.width} * {ctx.index_cast(st.offset)} + "
     index = ctx.w.fresh(f"span_{sym.index}")
     ctx.w.line(f"{index} = {base}tl.arange(0, {width})")
     bounds = []
-    if st.mask:  # the slice does not fill its block: the span ends at 2L
-        bounds.append(str(2 * int(st.end)) if st.end.isdigit() else f"2 * {st.end}")
+    if st.mask:  # the slice does not fill its block: the span ends at G L
+        g = pair.width
+        bounds.append(str(g * int(st.end)) if st.end.isdigit() else f"{g} * {st.end}")
     past = _past_the_end(ctx, even, item) if pair.kind == "lone" else None
     if past is not None and past not in bounds:
         bounds.append(past)
@@ -86,10 +88,10 @@ def _past_the_end(ctx: EmitContext, node: Node, item: tuple[Any, ...]) -> str | 
     return str(int(size) - start) if size.isdigit() else f"{size} - {start}"
 
 
-def _span_width(ctx: EmitContext, node: Node) -> int:
+def _span_width(ctx: EmitContext, node: Node, pair: SlicePair) -> int:
     sym = node.shape[-1]
     assert isinstance(sym, Sym), node  # ir/paired_slices.py pairs only a slice in the last dim
-    return 2 * ctx.block_value(sym)
+    return pair.width * ctx.block_value(sym)
 
 
 def bind_halves(ctx: EmitContext, node: Node, pair: SlicePair, load: str) -> None:
@@ -98,12 +100,15 @@ def bind_halves(ctx: EmitContext, node: Node, pair: SlicePair, load: str) -> Non
     ctx.w.line(f"{value} = {load}")
     nodes = [_node(ctx, slot) for slot in pair.slots]
     parts = [ctx.w.fresh(n.hint) for n in nodes]
-    if pair.kind == "element":  # already [..., G]
-        _split_elements(ctx, value, [ctx.dim_expr(d) for d in node.shape], parts)
-    else:  # a lone slice keeps the even half only
-        dims = ", ".join([*(ctx.dim_expr(d) for d in node.shape), "2"])
+    dims = [ctx.dim_expr(d) for d in node.shape]
+    # an element group's access is [..., G] already; a merged group's [..., G B] splits as
+    # [..., B, G // 2, 2] does
+    if pair.kind == "element" or (pair.kind == "merged" and len(parts) > 2):
+        _split_elements(ctx, value, dims, parts)
+    else:  # a pair's span as [..., B, 2]; a lone slice keeps the even half only
         odd = parts[1] if len(parts) == 2 else "_"
-        ctx.w.line(f"{parts[0]}, {odd} = tl.split(tl.reshape({value}, [{dims}]))")
+        halves = ", ".join([*dims, "2"])
+        ctx.w.line(f"{parts[0]}, {odd} = tl.split(tl.reshape({value}, [{halves}]))")
     for n, part in zip(nodes, parts, strict=True):
         ctx.scopes[-1][n.id] = part
 
@@ -121,13 +126,15 @@ def _split_elements(ctx: EmitContext, value: str, dims: list[str], names: list[s
     _split_elements(ctx, odd, dims, names[1::2])
 
 
-def _joined_elements(values: list[str], dims: list[str]) -> str:
+def _joined_elements(values: list[str], dims: list[str], shape: list[str] | None = None) -> str:
     """``values`` as the trailing dim of one value, in order (the inverse of
-    :func:`_split_elements`)."""
+    :func:`_split_elements`), reshaped to ``shape`` where given."""
     if len(values) == 2:
-        return f"tl.join({values[0]}, {values[1]})"
+        joined = f"tl.join({values[0]}, {values[1]})"
+        return joined if shape is None else f"tl.reshape({joined}, [{', '.join(shape)}])"
     even, odd = _joined_elements(values[0::2], dims), _joined_elements(values[1::2], dims)
-    return f"tl.reshape(tl.join({even}, {odd}), [{', '.join([*dims, str(len(values))])}])"
+    shape = shape or [*dims, str(len(values))]
+    return f"tl.reshape(tl.join({even}, {odd}), [{', '.join(shape)}])"
 
 
 def joined(ctx: EmitContext, node: Node, pair: SlicePair) -> str:
@@ -142,8 +149,7 @@ def joined(ctx: EmitContext, node: Node, pair: SlicePair) -> str:
         values.append(text)
     if pair.kind == "element":  # [..., G], the access's trailing dim
         return _joined_elements(values, dims)
-    shape = ", ".join([*dims[:-1], str(_span_width(ctx, node))])
-    return f"tl.reshape(tl.join({values[0]}, {values[1]}), [{shape}])"
+    return _joined_elements(values, dims, [*dims[:-1], str(_span_width(ctx, node, pair))])
 
 
 def is_first_store(pair: SlicePair, node: Node) -> bool:

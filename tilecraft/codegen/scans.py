@@ -51,7 +51,8 @@ def emit_scan(ctx: EmitContext, node: Node) -> None:
             return
         ctx.bind(node, f"tl.associative_scan({text}, {axis}, {helper})")
         return
-    ctx.bind(node, f"tl.{'cumsum' if kind == 'sum' else 'cumprod'}({text}, {axis})")
+    reverse = ", reverse=True" if node.attrs.get("reverse") else ""
+    ctx.bind(node, f"tl.{'cumsum' if kind == 'sum' else 'cumprod'}({text}, {axis}{reverse})")
 
 
 def _tuple_scan(ctx: EmitContext, node: Node, axis: int, helper: str) -> str:

@@ -166,6 +166,9 @@ def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
         axis = t._axis(src, dim)
         _check_whole(t, src, axis, "torch.flip")
         d = src.shape[axis]
+        if isinstance(d, Sym) and (scanned := _reverse_scan(t, src, axis)) is not None:
+            out = t.wrap(scanned)
+            continue
         if isinstance(d, Sym):
             pos, n = t.tile_leaf(d, Op.TILE_INDEX), t.extent_value(d)
             mirrored = t.where(pos < n, t.pointwise("sub", n - 1, pos), pos)
@@ -175,6 +178,27 @@ def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
             if whole and out.node.op is Op.GATHER:
                 out.node.attrs["flip"] = True  # codegen: tl.flip (see _whole_power_of_two)
     return out
+
+
+def _reverse_scan(t: Tracer, src: Node, axis: int) -> Node | None:
+    """``flip(cumsum(flip(x)))`` along one whole power-of-two dim as one reverse scan of ``x``
+    (``tl.cumsum(x, axis, reverse=True)``): no butterfly of either flip (a suffix sum of 4096
+    fp32 a row, one row at 4 warps: 1.18 ms flipped twice against torch.compile's 0.223 on an
+    H200, heldout_s30b). Sums and products only, each maybe cast before or after the scan; a
+    combine function keeps its flips (Triton's reverse order of combine arguments is not the
+    eager scan's)."""
+    after = src.inputs[0] if src.op is Op.CAST else src
+    if after.op is not Op.SCAN or after.attrs["kind"] not in ("sum", "prod"):
+        return None
+    if after.attrs["axis"] != axis or after.attrs.get("reverse"):
+        return None
+    before = after.inputs[0].inputs[0] if after.inputs[0].op is Op.CAST else after.inputs[0]
+    if before.op is not Op.GATHER or not before.attrs.get("flip") or before.attrs["axis"] != axis:
+        return None
+    x = t.cast(before.inputs[0], after.dtype)
+    attrs = {**after.attrs, "reverse": True}
+    scan = t.emit(Op.SCAN, [x], x.shape, after.dtype, **attrs)
+    return t.cast(scan, src.dtype)
 
 
 def _whole_power_of_two(d: Sym) -> bool:
