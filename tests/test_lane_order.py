@@ -81,9 +81,30 @@ def test_gather_along_contiguous_dim_is_built_transposed() -> None:
     assert "tl.store(tl.trans(tl.broadcast_to(out + (" in code, code
 
 
+@tc.kernel(static_shapes=True)
+def overlapping_frames(x: torch.Tensor) -> torch.Tensor:
+    """x [L] cut into frames of 16 every 4 samples: out[f, k] = x[4 f + k], a computed index
+    that is a sum of a frame tile's positions and an arange along the contiguous dim."""
+    nf = 1 + (x.size(0) - 16) // 4
+    out = torch.empty([nf, 16], dtype=x.dtype, device=x.device)
+    for tf in tc.tile(nf):
+        out[tf, :] = x[tf.index[:, None] * 4 + tc.arange(16)[None, :]] * 2
+    return out
+
+
 def test_accesses_whose_lanes_triton_sees_are_left_alone() -> None:
     code = _code(rows_by_index, (torch.randn(50, 16), torch.randint(0, 50, (9,))))
     assert "tl.trans(" not in code, code
+    # frames: the row offset is constant along the arange's dim, which Triton proves
+    # contiguous (transposed, an STFT's frames took 11 barriers of layout conversion on sm_90)
+    x = torch.randn(101)
+    code = _code(overlapping_frames, (x,))
+    assert "tl.trans(" not in code and "tl.permute(" not in code, code
+    want = x.unfold(0, 16, 4) * 2
+    torch.testing.assert_close(overlapping_frames(x), want)
+    bound = overlapping_frames.bind((x,))
+    got = bound.run(bound.compile_config(tc.Config(block_sizes=[4])), x)
+    torch.testing.assert_close(got, want)
 
 
 @pytest.mark.parametrize("config", [None, tc.Config(block_sizes=[4, 8])])

@@ -100,12 +100,25 @@ def _tile_positions(node: Node) -> bool:
         if viewed or (node.op is Op.CAST and not node.dtype.is_floating_point):
             node = node.inputs[0]
         elif node.op is Op.BINARY and node.attrs["fn"] in ("add", "sub"):
-            tiles = [i for i in node.inputs if i.ndim]
+            tiles = _varying_along_last(node)
             if len(tiles) != 1 or (node.attrs["fn"] == "sub" and tiles[0] is node.inputs[1]):
                 return False
             node = tiles[0]
         else:
             return False
+
+
+def _varying_along_last(node: Node) -> list[Node]:
+    """The tile inputs of an add that vary along its last varying dim; the other input is
+    constant along it, so the sum is as contiguous there as that input (a frame's positions
+    ``tf.index[:, None] * hop + tc.arange(n)[None, :]``)."""
+    tiles = [i for i in node.inputs if i.ndim]
+    varying = [j for j, d in enumerate(node.shape) if d != 1]
+    if len(tiles) < 2 or not varying:
+        return tiles
+    if any(i.ndim != node.ndim for i in tiles):
+        return []  # broadcast by rank: leave it to the lane order
+    return [i for i in tiles if i.shape[varying[-1]] != 1]
 
 
 def _perm(rank: int, first: int) -> list[int]:
