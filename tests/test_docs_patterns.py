@@ -20,7 +20,7 @@ PROMISED = {
     1: ("dequant_matmul", ("x", "q", "scales"), "tl.broadcast_to(tl.load(scales"),
     5: ("ctc_nll", ("log_probs", "targets", "in_lens", "tgt_lens"), "tl.gather(alpha"),
     6: ("discounted_returns", ("rewards", "done", "gamma"), "tl.associative_scan("),
-    7: ("box_areas_clipped", ("boxes", "width", "height"), "tl.arange(0, 4)[None, :]"),
+    7: ("box_areas_clipped", ("boxes", "width", "height"), "4 * offset_0 + tl.arange(0, "),
     8: ("causal_fill_", ("scores",), "elif offset_1 + _BLOCK_1 <= offset_2:"),
 }
 
