@@ -137,3 +137,33 @@ def test_on_gpu() -> None:
         wide = x.to(torch.int64)
         assert torch.equal(sums, wide.sum(1)) and torch.equal(maxes, wide.amax(1))
         assert torch.equal(csums, torch.cumsum(x * 2 - 1, dim=1))
+
+
+@tc.kernel(static_shapes=True)
+def positions_divided(x: torch.Tensor) -> torch.Tensor:
+    """Floor divisions and moduli of a tile's positions: by a constant, shifted up (still
+    non-negative), shifted down (negative for the first positions), of a signed load."""
+    (n,) = x.size()
+    out = torch.empty([4, n], dtype=torch.int64, device=x.device)
+    for tn in tc.tile(n):
+        out[0, tn] = tn.index // 3
+        out[1, tn] = (tn.index + 5) % 4
+        out[2, tn] = (tn.index - 5) // 3
+        out[3, tn] = x[tn] % 4
+    return out
+
+
+def test_non_negative_divisions_truncate_without_the_sign_fix_up() -> None:
+    """A tile's positions are >= 0, so their floor division and modulo by a positive constant
+    are Triton's ``//`` and ``%`` (a capacity-limited MoE dispatch's ``tt.index // bt``); a
+    value that may be negative keeps torch's floor semantics."""
+    x = torch.randint(-20, 20, (37,), dtype=torch.int32)
+    code = positions_divided.bind((x,)).to_triton_code(tc.Config(block_sizes=[16]))
+    assert "(indices_0 // 3)" in code and "% 4)" in code, code
+    assert code.count("tl.where(") == 2, code  # (positions - 5) // 3 and x % 4
+    n = torch.arange(37)
+    want = torch.stack([n // 3, (n + 5) % 4, (n - 5) // 3, (x % 4).long()])
+    for blocks in ([16], [64]):
+        bound = positions_divided.bind((x,))
+        got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)
+        torch.testing.assert_close(got, want)

@@ -13,6 +13,7 @@ import torch
 
 from tilecraft.codegen.registry import emits
 from tilecraft.ir import dtypes
+from tilecraft.ir.int_ranges import nonnegative
 from tilecraft.ir.nodes import Node, Op
 from tilecraft.ir.pointwise import POINTWISE
 
@@ -57,6 +58,8 @@ def emit_pointwise(ctx: EmitContext, node: Node) -> None:
     op = POINTWISE[node.attrs["fn"]]
     texts, compute = _operands(ctx, node)
     template = op.fp32_template if op.fp32_template and compute == torch.float32 else op.template
+    if op.nonneg_template and all(nonnegative(i) for i in node.inputs):
+        template = op.nonneg_template
     text = template.format(*texts)
     if node.dtype != compute and node.dtype != torch.bool:
         text = ctx.cast_expr(text, compute, node.dtype)

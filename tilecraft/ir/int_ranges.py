@@ -171,6 +171,35 @@ def _bound(node: Node, bounds: dict[int, int | None]) -> int | None:
     return found if by_dtype is None else min(found, by_dtype)
 
 
+# no mul: a product of two int32 positions may wrap past 2^31 to a negative value
+_NONNEG_BINARY = ("add", "maximum", "minimum", "floordiv_int", "mod_int")
+
+
+def nonnegative(node: Node) -> bool:
+    """Whether an integer value is provably >= 0: a non-negative constant, a tile's positions
+    from a non-negative begin, a bool or unsigned load, and sums, extremes, floor divisions and
+    moduli of such values (an int cast that keeps every value of its source)."""
+    if node.dtype.is_floating_point or node.dtype.is_complex:
+        return False
+    if node.op is Op.CONST:
+        value = node.attrs.get("value")
+        return isinstance(value, (int, bool)) and value >= 0
+    if node.op in (Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_ID, Op.BLOCK_SIZE):
+        begin = node.attrs["sym"].begin
+        return isinstance(begin, int) and begin >= 0
+    if node.op is Op.LOAD:
+        return node.dtype in (torch.bool, torch.uint8)
+    if node.op is Op.VIEW:
+        return nonnegative(node.inputs[0])
+    if node.op is Op.CAST:
+        src = node.inputs[0]
+        keeps = src.dtype == torch.bool or node.dtype.itemsize >= src.dtype.itemsize
+        return keeps and nonnegative(src)
+    if node.op is Op.BINARY and node.attrs["fn"] in _NONNEG_BINARY:
+        return all(nonnegative(i) for i in node.inputs)
+    return False
+
+
 def _combine(fn: Callable[[int, int], int], values: list[int | None]) -> int | None:
     known = [v for v in values if v is not None]
     if not known or len(known) < len(values):

@@ -42,6 +42,10 @@ class PointwiseOp:
     # epilogue gelu(acc + bias) at 128x256 tiles, 8 warps, sm_90: 158 registers with the bias
     # alone, 169 with tanh's gelu, 255 and 56 bytes spilled with erf's)
     expansion_registers: float = 0.0
+    # the emission where both operands are provably >= 0 (ir/int_ranges.nonnegative): an int
+    # floor division or modulo is Triton's truncating ``//`` / ``%`` there, without the sign
+    # fix-up (a tile's positions // a block size)
+    nonneg_template: str = ""
 
 
 POINTWISE: dict[str, PointwiseOp] = {}
@@ -229,12 +233,14 @@ _op(
     2,
     "tl.where((({0} % {1}) != 0) & (({0} < 0) != ({1} < 0)), {0} // {1} - 1, {0} // {1})",
     torch.floor_divide,
+    nonneg_template="({0} // {1})",
 )
 _op(
     "mod_int",
     2,
     "tl.where((({0} % {1}) != 0) & ((({0} % {1}) < 0) != ({1} < 0)), {0} % {1} + {1}, {0} % {1})",
     torch.remainder,
+    nonneg_template="({0} % {1})",
 )
 _op(
     "pow",
