@@ -241,3 +241,52 @@ def test_merged_group_store_lays_a_warp_along_the_windows_on_sm90() -> None:
     assert layout, report.ttgir
     lanes = [int(v) for v in layout.group(1).split(",")]
     assert lanes[-1] >= 16, (lanes, report.ttgir)
+
+
+@tc.kernel(static_shapes=True)
+def mixed_group_store(x: torch.Tensor) -> torch.Tensor:
+    """Stores of one group from a constant, a computed value (fp32 for half inputs), a copy
+    and a scalar read from the tensor: joined in the tensor's dtype."""
+    n, _ = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn, 0] = 0
+        out[tn, 1] = x[tn, 1] * 2
+        out[tn, 2] = x[tn, 2]
+        out[tn, 3] = x[0, 3]
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32])
+def test_a_group_store_joins_constants_scalars_and_computed_values(dtype: torch.dtype) -> None:
+    """A constant (``out[tn, 0] = 0``) was ``tl.broadcast_to(0.0, ...)``, which Triton cannot
+    build, and a half tile computed in fp32 met a half copy in one ``tl.join``."""
+    x = (torch.randn(37, 4) * 10).to(dtype)
+    want = torch.stack([torch.zeros_like(x[:, 0]), x[:, 1] * 2, x[:, 2], x[0, 3].expand(37)], 1)
+    assert _groups(mixed_group_store, x) == [("store", "merged", 4)]
+    for blocks in ([16], [64]):
+        bound = mixed_group_store.bind((x,))
+        got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)
+        torch.testing.assert_close(got, want)
+
+
+@tc.kernel(static_shapes=False)
+def weighted_quads(x: torch.Tensor) -> torch.Tensor:
+    """A group of four read with dynamic shapes: rows back to back in one call, a view of
+    wider rows in the next (one compile: the same size buckets and unit strides)."""
+    n, _ = x.size()
+    out = torch.empty([n], dtype=x.dtype, device=x.device)
+    for tn in tc.tile(n):
+        out[tn] = x[tn, 0] + x[tn, 1] * 2.0 + x[tn, 2] * 3.0 + x[tn, 3] * 4.0
+    return out
+
+
+def test_dynamic_shapes_never_merge_a_group_with_its_row_stride() -> None:
+    """The row stride is a kernel argument with dynamic shapes: a span that assumed rows of
+    4 read a [5, 4] view of [5, 6] rows wrong on the second call."""
+    w = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    packed = torch.randn(5, 4)
+    torch.testing.assert_close(weighted_quads(packed), packed @ w)
+    view = torch.randn(5, 6)[:, :4]
+    torch.testing.assert_close(weighted_quads(view), view @ w)
+    assert _groups(weighted_quads, view) == [("load", "element", 4)]

@@ -212,6 +212,45 @@ def test_dynamic_shapes_share_one_specialization() -> None:
     assert "< 37" not in code and "< 100" not in code  # extents are arguments, not constants
 
 
+@tc.kernel(static_shapes=False)
+def spread_rows(x: torch.Tensor) -> torch.Tensor:
+    """out [4, n] made by the host code: its dim 0 has stride 1 when n is 1, n otherwise."""
+    n = x.size(0) // 8
+    out = torch.empty([4, n], dtype=x.dtype, device=x.device)
+    for t in tc.tile(n):
+        for r in tc.static_range(4):
+            out[r, t] = x[t] + r
+    return out
+
+
+@tc.kernel(static_shapes=False)
+def transposed_output(x: torch.Tensor) -> torch.Tensor:
+    """out = empty([4, n]).t(): its last dim has stride 1 only when n is 1."""
+    n = x.size(0) // 8
+    out = torch.empty([4, n], dtype=x.dtype, device=x.device).t()
+    for t in tc.tile(n):
+        for r in tc.static_range(4):
+            out[t, r] = x[t] + r
+    return out
+
+
+def test_dynamic_strides_of_host_made_tensors_follow_the_launch() -> None:
+    """Two calls in one size bucket (9 and 16 elements) make out [4, 1] then [4, 2]: the
+    first call's stride of 1 along dim 0 was compiled in and the second call wrote every row
+    over the first. A host-made tensor's strides are arguments except its last dim's 1, which
+    the launcher checks."""
+    spread_rows.reset()
+    for n in (9, 16):
+        x = torch.arange(float(n))
+        want = x[: n // 8][None, :] + torch.arange(4.0)[:, None]
+        torch.testing.assert_close(spread_rows(x), want)
+    assert len(spread_rows._bound) == 1
+    transposed_output.reset()
+    torch.testing.assert_close(transposed_output(torch.arange(9.0))[:, 1], torch.ones(1))
+    with pytest.raises(tc.TilecraftError, match="'out' had stride 1 along its last dim"):
+        transposed_output(torch.arange(16.0))
+
+
 def test_dynamic_shapes_mismatched_extents_raise() -> None:
     x, w = _rand(37, 100), _rand(100)
     rms_norm_dynamic(x, w)

@@ -126,9 +126,9 @@ class EmitContext:
 
     def stride_expr(self, tensor: Any, dim: int) -> str:
         """A tensor's stride: a literal, or with dynamic shapes a kernel argument (a stride of 1
-        stays literal: the specialization key records which strides are 1)."""
+        stays literal where every launch of the compile has it: ``HostTensor.unit_stride``)."""
         stride = tensor.stride[dim]
-        if not tensor.dynamic or stride == 1:
+        if not tensor.dynamic or tensor.unit_stride(dim):
             return str(stride)
         name = f"{tensor.name}_stride_{dim}"
         self.scalars[name] = ("stride", tensor.name, dim)

@@ -84,6 +84,32 @@ def _coverage_guards(loop: DeviceLoop) -> list[str]:
     return lines
 
 
+def _unit_stride_guards(loop: DeviceLoop) -> list[str]:
+    """Dynamic shapes: a tensor the host code made keeps its last dim's stride of 1 literal in
+    the kernel (``HostTensor.unit_stride``); a launch where it is not 1 (a transposed view whose
+    other dim was 1 when traced) must not read the wrong elements."""
+    lines, seen = [], set()
+    for node in loop.walk():
+        if node.op not in (Op.LOAD, Op.STORE, Op.ATOMIC):
+            continue
+        tensor = node.attrs["tensor"]
+        if not tensor.dynamic or tensor.argument or tensor.name in seen or not tensor.ndim:
+            continue
+        seen.add(tensor.name)
+        if not tensor.unit_stride(tensor.ndim - 1):
+            continue
+        stride = f"env[{tensor.name!r}].stride({tensor.ndim - 1})"
+        message = (
+            f"{node.loc}: tensor '{tensor.name}' had stride 1 along its last dim when this "
+            "kernel was compiled (static_shapes=False) and has another now; use "
+            "static_shapes=True or make it contiguous: stride = "
+        )
+        lines.append(
+            f"    if {stride} != 1:\n        raise ShapeError({message!r} + str({stride}))\n"
+        )
+    return lines
+
+
 def _empty_grid_guard(loop: DeviceLoop) -> list[str]:
     """A grid over an empty range launches nothing (outputs stay as the host code made them)."""
     tests = []
@@ -101,4 +127,9 @@ def _empty_grid_guard(loop: DeviceLoop) -> list[str]:
 
 def launch_guards(loop: DeviceLoop) -> list[str]:
     """Every check of a launcher's prologue, the cheapest (an empty grid) first."""
-    return _empty_grid_guard(loop) + _extent_guards(loop) + _coverage_guards(loop)
+    return (
+        _empty_grid_guard(loop)
+        + _extent_guards(loop)
+        + _coverage_guards(loop)
+        + _unit_stride_guards(loop)
+    )

@@ -75,7 +75,7 @@ def continued_contiguous_dim(ctx: EmitContext, node: Node, places: list[IndexPla
     if whole is None or whole.item[0] != "rdim" or node.ndim < 3:
         return None
     extent, dim = tensor.shape[whole.item[2]], whole.item[2]
-    if tensor.stride[dim] != 1 or not isinstance(extent, int) or ctx.state(whole.item[1]).mask:
+    if not tensor.unit_stride(dim) or not isinstance(extent, int) or ctx.state(whole.item[1]).mask:
         return None
     if extent * tensor.dtype.itemsize >= LINE_BYTES:
         return None  # whole lines a row already (int8 groups of 128: 0.122 -> 0.127 ms moved)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Sym
 from tilecraft.ir.paired_slices import SlicePair
 
@@ -140,13 +141,18 @@ def _joined_elements(values: list[str], dims: list[str], shape: list[str] | None
 def joined(ctx: EmitContext, node: Node, pair: SlicePair) -> str:
     """The span to store: all stores' values interleaved (each broadcast to the store's shape)."""
     dims = [ctx.dim_expr(d) for d in node.shape]
+    dtype = node.attrs["tensor"].dtype
     values = []
     for slot in pair.slots:
         value = _node(ctx, slot).inputs[0]
         text = ctx.expr(value)
-        if tuple(value.shape) != tuple(node.shape):
+        if value.ndim == 0:  # a constant or scalar: a tile of it (tl.join takes tiles only)
+            zeros = f"tl.zeros([{', '.join(dims)}], {dtypes.triton_dtype(value.dtype)})"
+            text = f"({zeros} + ({text}))"
+        elif tuple(value.shape) != tuple(node.shape):
             text = f"tl.broadcast_to({text}, [{', '.join(dims)}])"
-        values.append(text)
+        # tl.join takes one dtype: each value as the tensor holds it (a store would convert)
+        values.append(ctx.cast_expr(text, value.dtype, dtype))
     if pair.kind == "element":  # [..., G], the access's trailing dim
         return _joined_elements(values, dims)
     return _joined_elements(values, dims, [*dims[:-1], str(_span_width(ctx, node, pair))])

@@ -71,6 +71,7 @@ class _TraceHost:
         self.first_env: dict[int, dict[str, Any]] = {}
         self.varying: set[str] = set()  # host ints that change between launches of one loop
         self.force_dynamic: set[str] = set()
+        self.arguments: set[int] = set()  # ids of the kernel's tensor arguments (meta copies)
 
     def block_size(self, lo: int, hi: int | None) -> int:
         slot = self.next_slot
@@ -159,7 +160,10 @@ class _TraceHost:
         if isinstance(value, torch.Tensor):
             shape, stride = tuple(value.shape), tuple(value.stride())
             dynamic = not self.static_shapes
-            return HostTensor(name, value.dtype, shape, stride, self.device_type, tracer, dynamic)
+            argument = id(value) in self.arguments
+            return HostTensor(
+                name, value.dtype, shape, stride, self.device_type, tracer, dynamic, argument
+            )
         if isinstance(value, (BlockSize, Specialized, bool)):
             return value
         if isinstance(value, int):
@@ -208,12 +212,15 @@ def trace_kernel(
     current: list[_TraceHost] = []
     fn = build_function(src, launch_tree(src), {LAUNCH: lambda *a: current[-1].launch(*a)})
     force_dynamic: set[str] = set()
+    meta_args, meta_kwargs = _meta(args), _meta(kwargs)
+    arguments = {id(v) for v in (*meta_args, *meta_kwargs.values()) if isinstance(v, torch.Tensor)}
     while True:
         host = _TraceHost(src, device_type, static_shapes, block_values or {})
+        host.arguments = arguments
         current.append(host)
         host.force_dynamic = force_dynamic
         with _context.host_context(host):
-            fn(*_meta(args), **_meta(kwargs))
+            fn(*meta_args, **meta_kwargs)
         if host.varying <= force_dynamic:
             break
         force_dynamic = force_dynamic | host.varying  # re-trace with those ints as arguments

@@ -252,10 +252,22 @@ class HostTensor:
     device_type: str
     tracer: Any = None
     dynamic: bool = False  # sizes and strides are kernel arguments (static_shapes=False)
+    argument: bool = False  # a kernel argument itself (not a tensor the host code made)
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    def unit_stride(self, dim: int) -> bool:
+        """Whether the generated code may take ``dim``'s stride to be 1 on every launch of a
+        compile: static shapes re-trace per stride; with dynamic ones the specialization key
+        records which strides of an argument are 1, and a tensor the host code made keeps a
+        stride of 1 along its last dim only (``torch.empty([4, n])`` has stride 1 along dim 0
+        when ``n`` is 1 and ``n`` otherwise; the launcher checks the last dim:
+        ``codegen/guards.py``)."""
+        if self.stride[dim] != 1:
+            return False
+        return not self.dynamic or self.argument or dim == self.ndim - 1
 
     def dim(self) -> int:
         return len(self.shape)

@@ -128,7 +128,7 @@ def _sliced(node: Node) -> tuple[Any, ...] | None:
     policy = attrs.get("eviction_policy", "")
     if last[0] == "int":
         dim = last[2]
-        if tensor.stride[dim] != 1 or tensor.shape[dim] not in GROUP_SIZES:
+        if not tensor.unit_stride(dim) or tensor.shape[dim] not in GROUP_SIZES:
             return None
         if not 0 <= last[1] < tensor.shape[dim]:
             return None  # a negative index of the dim
@@ -136,7 +136,7 @@ def _sliced(node: Node) -> tuple[Any, ...] | None:
     if last[0] != "rslice" or last[4] != 2:
         return None
     _, sym, dim, start, _ = last
-    if tensor.stride[dim] != 1 or not node.shape or node.shape[-1] is not sym:
+    if not tensor.unit_stride(dim) or not node.shape or node.shape[-1] is not sym:
         return None
     return (tensor.name, index[:-1], sym, dim, start, policy)
 
@@ -148,6 +148,8 @@ def _merges(node: Node, size: int) -> bool:
     if len(index) < 2 or index[-2][0] not in ("tile", "rdim"):
         return False
     _, sym, dim = index[-2]
+    if tensor.dynamic:
+        return False  # a stride other than 1 is a kernel argument: no span can assume it
     return bool(node.shape) and node.shape[-1] is sym and tensor.stride[dim] == size
 
 
