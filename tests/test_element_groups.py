@@ -290,3 +290,27 @@ def test_dynamic_shapes_never_merge_a_group_with_its_row_stride() -> None:
     view = torch.randn(5, 6)[:, :4]
     torch.testing.assert_close(weighted_quads(view), view @ w)
     assert _groups(weighted_quads, view) == [("load", "element", 4)]
+
+
+@tc.kernel(static_shapes=True)
+def rotate_groups_(x: torch.Tensor) -> torch.Tensor:
+    """In place: each row of four rotated left by one (the first element read before its
+    store, stored last)."""
+    n, _ = x.size()
+    for tn in tc.tile(n):
+        first = x[tn, 0]
+        x[tn, 0] = x[tn, 1]
+        x[tn, 1] = x[tn, 2]
+        x[tn, 2] = x[tn, 3]
+        x[tn, 3] = first
+    return x
+
+
+def test_in_place_rotation_reads_values_not_views() -> None:
+    """Ref mode took ``first = x[tn, 0]`` as torch's view, which the next store overwrote:
+    every compiled config "differed from ref mode" and a plain call found none. A load in ref
+    mode is a value, as compiled (copy on write, ``language/ref_views.py``)."""
+    x = torch.randn(37, 4)
+    want = x.roll(-1, 1)
+    torch.testing.assert_close(rotate_groups_.run_ref(x.clone()), want)
+    torch.testing.assert_close(rotate_groups_(x.clone()), want)

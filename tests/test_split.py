@@ -271,6 +271,36 @@ def test_counters_stay_zero_between_launches() -> None:
     assert counters.numel() >= 3 and not counters.any()
 
 
+def test_a_candidate_stopped_part_way_leaves_the_counters_zeroed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A time limit that interrupts a split launch in the interpreter (or an error in one of
+    its programs) leaves the counts of tiles whose last program never ran: every later split
+    launch in the process combined those tiles early, from partials not yet written (CI: a
+    RoI pool's first candidate ran past 60 s, then all 14 others and two tests here read
+    1e36). The runner zeroes the counters after a failed candidate."""
+    from tilecraft.autotune import runner as runner_module
+    from tilecraft.autotune.alarm import CandidateTimeout
+    from tilecraft.autotune.classify import Category
+    from tilecraft.runtime.device import split_counters
+
+    x = torch.randn(1000, 48)
+    config = tc.Config(block_sizes=[16, 32], split_reductions=[4])
+    counters = split_counters(x, 3)
+    counters[:3] = 2  # as a launch of 4 shares a tile, stopped after two, leaves them
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise CandidateTimeout("candidate ran past its time limit of 1s")
+
+    bound = _bind(col_max_and_sum, x)
+    monkeypatch.setattr(runner_module, "check_config", stopped)
+    attempt = runner_module.InProcessRunner(bound, (x,), {}, None)._check_one(config, 1.0)
+    assert attempt.category is Category.RUNTIME_TIMEOUT
+    assert not counters.any()
+    _, total = _run(col_max_and_sum, config, x)
+    torch.testing.assert_close(total, x.sum(0) * 0.5, rtol=1e-5, atol=1e-4)
+
+
 def test_two_launch_combine_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:
     """The second-kernel combine (AMD, XPU), run in the interpreter."""
     monkeypatch.setattr(Target, "arrival_counters", property(lambda self: False))

@@ -201,7 +201,9 @@ def rope_interleaved_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
 
 
 def _rope_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
-    """``shape = (B, S, H, D)``: x bf16 randn and the cos / sin tables of base 10000."""
+    """``shape = (B, S, H, D)``: x bf16 randn and the cos / sin tables of base 10000 for the
+    positions of a decode step past a prompt of 7 tokens (position 0 alone would make a sin
+    table of zeros at S = 1)."""
     b, s, h, d = shape
     x = randn(shape, BF16, device, gen(seed))
     if device == "meta":
@@ -211,7 +213,7 @@ def _rope_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
             torch.empty((s, d // 2), dtype=F32, device=device),
         )
     inv_freq = 1.0 / 10000.0 ** (torch.arange(0, d, 2, dtype=F32) / d)
-    angles = torch.arange(s, dtype=F32)[:, None] * inv_freq[None, :]
+    angles = torch.arange(7, 7 + s, dtype=F32)[:, None] * inv_freq[None, :]
     return x, torch.cos(angles).to(device), torch.sin(angles).to(device)
 
 

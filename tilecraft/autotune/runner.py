@@ -14,6 +14,7 @@ from tilecraft.autotune.classify import Attempt, Category
 from tilecraft.autotune.compare import Tolerances
 from tilecraft.autotune.evaluate import check_config, failure, time_config
 from tilecraft.config.config import Config
+from tilecraft.runtime.device import reset_split_counters
 from tilecraft.runtime.kernel import BoundKernel
 
 OnResult = Callable[[Attempt], None]
@@ -148,11 +149,15 @@ class InProcessRunner(Runner):
         except CandidateTimeout:
             fired = [True]
         if fired:  # the interpreter may have wrapped the raise into another error
+            reset_split_counters()  # the stopped launch's counts would poison the next one
             return Attempt(
                 config, Category.RUNTIME_TIMEOUT, f"ran past the {timeout_s:g}s time limit",
                 time.perf_counter() - start,
             )  # fmt: skip
-        return attempt_from(config, result)
+        attempt = attempt_from(config, result)
+        if not attempt.ok:
+            reset_split_counters()
+        return attempt
 
     def bench(self, config: Config, *, timeout_s: float, rep_ms: float = 100.0) -> Attempt:
         start = time.perf_counter()

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import DeviceCodeError
-from tilecraft.language import _context, ref_access
+from tilecraft.language import _context, ref_access, ref_views
 from tilecraft.language.loops import RefTile
 
 SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")
@@ -88,6 +88,7 @@ def store(tensor: Any, index: Any, value: Any, extra_mask: Any = None) -> None:
 def _ref_atomic(kind: str, target: torch.Tensor, items: tuple[Any, ...], value: Any) -> Any:
     """Every indexed element once, in order, duplicates included; returns the previous values."""
     idx = ref_access.checked_items(f"tc.atomic_{kind}", target, _ref_items(items))
+    ref_views.before_write(target)
     old = target[idx].clone()
     flat_index = torch.arange(target.numel(), device=target.device).view(target.shape)[idx]
     lin = flat_index.reshape(-1)

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import IndexOutOfBoundsError, ShapeError, SourceLoc
-from tilecraft.language import ref_sample
+from tilecraft.language import ref_sample, ref_views
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -225,7 +225,7 @@ def load(op: str, tensor: torch.Tensor, items: tuple[Any, ...], mask: Any = None
         return tensor[items]
     safe, view, fitted = _access(op, tensor, items, mask)
     if view is None:
-        return tensor[safe]
+        return ref_views.remember(tensor, tensor[safe])
     zero = torch.zeros((), dtype=view.dtype, device=view.device)  # the compiled load's other=0
     return torch.where(fitted, view, zero)
 
@@ -239,6 +239,7 @@ def store(
         tensor[items] = value
         return
     safe, target, fitted = _access(op, tensor, items, mask)
+    ref_views.before_write(tensor)
     sample = ref_sample.active()
     if target is None:
         tensor[safe] = value

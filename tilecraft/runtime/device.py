@@ -53,6 +53,15 @@ def capturing(device_type: str) -> bool:
 _SPLIT_COUNTERS: dict[tuple[str, int, int], torch.Tensor] = {}
 
 
+def reset_split_counters() -> None:
+    """Zero every arrival-counter buffer: a launch stopped part-way (a candidate's time limit
+    interrupting the interpreter, an error raised in one of its programs) leaves the counts of
+    the tiles whose last program never ran, and the next split launch on the buffer would
+    combine those tiles early, from partials not yet written."""
+    for counters in _SPLIT_COUNTERS.values():
+        counters.zero_()
+
+
 def split_counters(tensor: Any, tiles: int) -> torch.Tensor:
     """At least ``tiles`` zeroed int32 arrival counters on ``tensor``'s device, for a split
     reduction combined in one launch (``codegen/split.py``): its last program per tile resets
