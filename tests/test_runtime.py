@@ -234,6 +234,28 @@ def transposed_output(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@tc.kernel(static_shapes=False)
+def doubled_transpose(w: torch.Tensor) -> torch.Tensor:
+    """A transposed view made on the host: its dim 0 has stride 1 whatever the sizes."""
+    wt = w.t()
+    out = torch.empty(wt.size(), dtype=w.dtype, device=w.device)
+    for ti, tj in tc.tile([wt.size(0), wt.size(1)]):
+        out[ti, tj] = wt[ti, tj] * 2
+    return out
+
+
+def test_dynamic_unit_strides_of_host_views_without_unit_dims_stay_literal() -> None:
+    """A host-made tensor with no dim of size 1 keeps its strides of 1 in the code (Triton
+    vectorizes along them), guarded at launch."""
+    w = torch.randn(6, 5)
+    code = doubled_transpose.bind((w,)).to_triton_code(tc.Config(block_sizes=[8, 8]))
+    assert "wt_stride_0" not in code and "out_stride_1" not in code, code
+    assert "env['wt'].stride(0) != 1" in code, code
+    for shape in ((6, 5), (7, 3)):
+        w = torch.randn(shape)
+        torch.testing.assert_close(doubled_transpose(w), w.t() * 2)
+
+
 def test_dynamic_strides_of_host_made_tensors_follow_the_launch() -> None:
     """Two calls in one size bucket (9 and 16 elements) make out [4, 1] then [4, 2]: the
     first call's stride of 1 along dim 0 was compiled in and the second call wrote every row
@@ -247,7 +269,7 @@ def test_dynamic_strides_of_host_made_tensors_follow_the_launch() -> None:
     assert len(spread_rows._bound) == 1
     transposed_output.reset()
     torch.testing.assert_close(transposed_output(torch.arange(9.0))[:, 1], torch.ones(1))
-    with pytest.raises(tc.TilecraftError, match="'out' had stride 1 along its last dim"):
+    with pytest.raises(tc.TilecraftError, match="'out' had stride 1 along dim 1"):
         transposed_output(torch.arange(16.0))
 
 

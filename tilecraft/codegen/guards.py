@@ -85,28 +85,27 @@ def _coverage_guards(loop: DeviceLoop) -> list[str]:
 
 
 def _unit_stride_guards(loop: DeviceLoop) -> list[str]:
-    """Dynamic shapes: a tensor the host code made keeps its last dim's stride of 1 literal in
-    the kernel (``HostTensor.unit_stride``); a launch where it is not 1 (a transposed view whose
+    """Dynamic shapes: a tensor the host code made keeps some strides of 1 literal in the
+    kernel (``HostTensor.unit_stride``); a launch where one is not 1 (a transposed view whose
     other dim was 1 when traced) must not read the wrong elements."""
     lines, seen = [], set()
     for node in loop.walk():
         if node.op not in (Op.LOAD, Op.STORE, Op.ATOMIC):
             continue
         tensor = node.attrs["tensor"]
-        if not tensor.dynamic or tensor.argument or tensor.name in seen or not tensor.ndim:
+        if not tensor.dynamic or tensor.argument or tensor.name in seen:
             continue
         seen.add(tensor.name)
-        if not tensor.unit_stride(tensor.ndim - 1):
-            continue
-        stride = f"env[{tensor.name!r}].stride({tensor.ndim - 1})"
-        message = (
-            f"{node.loc}: tensor '{tensor.name}' had stride 1 along its last dim when this "
-            "kernel was compiled (static_shapes=False) and has another now; use "
-            "static_shapes=True or make it contiguous: stride = "
-        )
-        lines.append(
-            f"    if {stride} != 1:\n        raise ShapeError({message!r} + str({stride}))\n"
-        )
+        for dim in (d for d in range(tensor.ndim) if tensor.unit_stride(d)):
+            stride = f"env[{tensor.name!r}].stride({dim})"
+            message = (
+                f"{node.loc}: tensor '{tensor.name}' had stride 1 along dim {dim} when this "
+                "kernel was compiled (static_shapes=False) and has another now; use "
+                "static_shapes=True or make it contiguous: stride = "
+            )
+            lines.append(
+                f"    if {stride} != 1:\n        raise ShapeError({message!r} + str({stride}))\n"
+            )
     return lines
 
 

@@ -261,13 +261,16 @@ class HostTensor:
     def unit_stride(self, dim: int) -> bool:
         """Whether the generated code may take ``dim``'s stride to be 1 on every launch of a
         compile: static shapes re-trace per stride; with dynamic ones the specialization key
-        records which strides of an argument are 1, and a tensor the host code made keeps a
-        stride of 1 along its last dim only (``torch.empty([4, n])`` has stride 1 along dim 0
-        when ``n`` is 1 and ``n`` otherwise; the launcher checks the last dim:
-        ``codegen/guards.py``)."""
+        records which strides of an argument are 1. A tensor the host code made (or viewed)
+        keeps its strides of 1 while none of its dims has size 1 (a transposed weight
+        ``w.t()``: dim 0), else along its last dim only: ``torch.empty([4, n])`` has stride 1
+        along dim 0 when ``n`` is 1 and ``n`` otherwise. The launcher checks each stride of 1
+        kept (``codegen/guards.py``)."""
         if self.stride[dim] != 1:
             return False
-        return not self.dynamic or self.argument or dim == self.ndim - 1
+        if not self.dynamic or self.argument:
+            return True
+        return dim == self.ndim - 1 or 1 not in self.shape
 
     def dim(self) -> int:
         return len(self.shape)
