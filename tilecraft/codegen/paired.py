@@ -140,17 +140,16 @@ def _joined_elements(values: list[str], dims: list[str], shape: list[str] | None
 
 def joined(ctx: EmitContext, node: Node, pair: SlicePair) -> str:
     """The span to store: all stores' values interleaved (each broadcast to the store's shape)."""
-    dims = [ctx.dim_expr(d) for d in node.shape]
+    dims, shape = [ctx.dim_expr(d) for d in node.shape], ctx.shape_expr(node.shape)
     dtype = node.attrs["tensor"].dtype
     values = []
     for slot in pair.slots:
         value = _node(ctx, slot).inputs[0]
         text = ctx.expr(value)
         if value.ndim == 0:  # a constant or scalar: a tile of it (tl.join takes tiles only)
-            zeros = f"tl.zeros([{', '.join(dims)}], {dtypes.triton_dtype(value.dtype)})"
-            text = f"({zeros} + ({text}))"
+            text = f"(tl.zeros([{shape}], {dtypes.triton_dtype(value.dtype)}) + ({text}))"
         elif tuple(value.shape) != tuple(node.shape):
-            text = f"tl.broadcast_to({text}, [{', '.join(dims)}])"
+            text = f"tl.broadcast_to({text}, [{shape}])"
         # tl.join takes one dtype: each value as the tensor holds it (a store would convert)
         values.append(ctx.cast_expr(text, value.dtype, dtype))
     if pair.kind == "element":  # [..., G], the access's trailing dim

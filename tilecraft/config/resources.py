@@ -515,12 +515,12 @@ def _scalar_load(node: Node) -> bool:
     if node.op is not Op.LOAD or node.attrs.get("positions") is not None:
         return False
     tensor, index = node.attrs["tensor"], node.attrs["index"]
-    if getattr(tensor, "dynamic", False) or len(index) != len(tensor.stride):
+    if tensor.dynamic or len(index) != len(tensor.stride):
         return False
     offsets: list[int] = []
     along = False  # a unit-step tile, whole dim or slice runs along the contiguous dim
     for item in index:
-        kind, stride = item[0], tensor.stride[item[2]] if len(item) > 2 else 0
+        kind = item[0]
         if kind == "int":
             offsets.append(item[1] * tensor.stride[item[2]])
         elif kind in ("tile", "rdim", "rslice"):
@@ -528,8 +528,8 @@ def _scalar_load(node: Node) -> bool:
             if sym.scalar:
                 continue  # tc.grid: one element of the dim a program
             start = item[3] if kind == "rslice" else 0
-            if stride != 1:
-                offsets.append(stride)
+            if tensor.stride[item[2]] != 1:
+                offsets.append(tensor.stride[item[2]])
                 continue
             if step != 1:
                 return False  # a strided slice: ir/paired_slices.py
