@@ -41,6 +41,7 @@ from benchmarks.gen_kernels import (
     heldout_s31b,
     heldout_s31c,
     heldout_s32,
+    heldout_s33,
     norms,
     reductions,
     rewritten,
@@ -80,6 +81,7 @@ _HELDOUT_MODULES = (
     heldout_s31b,
     heldout_s31c,
     heldout_s32,
+    heldout_s33,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
