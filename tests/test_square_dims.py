@@ -61,6 +61,33 @@ def uses_a_property(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@tc.kernel(static_shapes=True)
+def rotate_points(rots: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
+    """``[BP, 3]`` points times a ``[3, 3]`` tile broadcast by position, points first: the
+    points' 3 shares its name with the rotation's first dim, not its last."""
+    n, p, _ = points.size()
+    out = torch.empty_like(points)
+    for tn, tp in tc.tile([n, p], block_size=[1, None]):
+        rot = rots[tn.begin, :, :]
+        pts = points[tn.begin, tp, :]
+        out[tn.begin, tp, :] = torch.sum(pts[:, None, :] * rot[None, :, :], dim=-1)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def rotate_points_sliced(transforms: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
+    """The same with the rotation sliced out of ``[N, 4, 4]`` and the sum taken with ``where``
+    (a three-operand broadcast)."""
+    n, p, _ = points.size()
+    out = torch.empty_like(points)
+    for tn, tp in tc.tile([n, p], block_size=[1, None]):
+        rot = transforms[tn.begin, :3, :3]
+        pts = points[tn.begin, tp, :]
+        prod = torch.where(pts[:, None, :] > 100.0, 0.0, pts[:, None, :] * rot[None, :, :])
+        out[tn.begin, tp, :] = torch.sum(prod, dim=-1)
+    return out
+
+
 def _rand(*shape: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
 
@@ -171,3 +198,14 @@ def test_equal_sized_dims_in_atomics_and_branches(flag: int, device: str) -> Non
     want = x @ h if flag else x
     got = rotate_accumulate(x, h, torch.tensor([flag], device=device))
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_broadcast_whose_first_operand_names_a_place_like_another_dim(device: str) -> None:
+    """torch broadcasts by position: ``pts[:, None, :] * rot[None, :, :]`` is ``R @ p`` for each
+    point whichever operand comes first (it raised ShapeError ... do not broadcast)."""
+    tf, pts = _rand(2, 4, 4), _rand(2, 37, 3, seed=1)
+    want = pts @ tf[:, :3, :3].transpose(1, 2)
+    rots = tf[:, :3, :3].contiguous()
+    torch.testing.assert_close(rotate_points(rots.to(device), pts.to(device)).cpu(), want)
+    got = rotate_points_sliced(tf.to(device), pts.to(device)).cpu()
+    torch.testing.assert_close(got, want)

@@ -19,9 +19,9 @@ by position, but tracing fails with ``ShapeError: ...: shapes [BLOCK_1, 1, RDIM_
 RDIM_3] do not broadcast``: the two size-3 dims of rot get distinct names and ``rdims.conform_all``
 relabels every operand to the widest (the first, pts), which would give rot two dims of one name, so
 nothing is relabeled. The same product with the operands swapped (``rot[None, :, :] * pts[:, None,
-:]``) traces and is exact, so the kernel is written that way; a [N, 3, 3] tensor's whole dims fail
-the same way (repro: /work/s33helper/repro_rdim_broadcast.py, prints ``whole FAILS``, ``sliced
-FAILS``, ``whole_swapped 0.0``). Not bugs: ``tc.store`` index lists need ``slice(None)`` for ``:``
+:]``) traced; a [N, 3, 3] tensor's whole dims failed the same way. Fixed in session 33
+(``rdims._common_shape``: a place whose names differ takes a name used nowhere else), and the
+kernel is written points-first again. Not bugs: ``tc.store`` index lists need ``slice(None)`` for ``:``
 (documented; ``[blk, th, :, off, :]`` is a SyntaxError in a list); ``(q @ k.t()).to(F32)`` on bf16
 tiles rounds the scores to bf16 as torch does (the Swin kernel keeps the form, an autocast forward's
 numerics); the interpreter warns "invalid value encountered in divide" for min-p (padded rows read
@@ -512,8 +512,7 @@ def rigid_transform_points(transforms: torch.Tensor, points: torch.Tensor) -> to
         rot = transforms[tn.begin, :3, :3]
         shift = transforms[tn.begin, :3, 3]
         pts = points[tn.begin, tp, :]
-        # written rot-first: pts[:, None, :] * rot[None, :, :] fails to trace (module notes)
-        out[tn.begin, tp, :] = torch.sum(rot[None, :, :] * pts[:, None, :], dim=-1) + shift[None, :]
+        out[tn.begin, tp, :] = torch.sum(pts[:, None, :] * rot[None, :, :], dim=-1) + shift[None, :]
     return out
 
 

@@ -93,9 +93,40 @@ def relabel(tr: Tracer, node: Node, dims: Shape) -> Node:
 
 
 def conform_all(tr: Tracer, nodes: list[Node]) -> list[Node]:
-    """Operands of one pointwise op, each relabeled to the widest one's dims."""
+    """Operands of one pointwise op, each relabeled to one name a place (:func:`_common_shape`)."""
+    shape = _common_shape(nodes)
+    return [conform(tr, n, shape) for n in nodes]
+
+
+def _common_shape(nodes: list[Node]) -> Shape:
+    """The widest operand's dims, except where operands name one place differently and the
+    widest's name also stands at another place of some operand: there a name used nowhere else
+    is taken. ``pts[:, None, :] * rot[None, :, :]`` of ``[BP, 3]`` and a ``[3, 3]`` tile names
+    the points' 3 like the rotation's first dim; relabeling the rotation's last dim to it would
+    name two of its dims alike, so the points take the rotation's last dim's name instead."""
     widest = max(nodes, key=lambda n: n.ndim)
-    return [conform(tr, n, widest.shape) for n in nodes]
+    ndim = widest.ndim
+    shape = list(widest.shape)
+    for place in range(ndim):
+        names = [
+            n.shape[place - ndim + n.ndim]
+            for n in nodes
+            if place >= ndim - n.ndim and isinstance(n.shape[place - ndim + n.ndim], Sym)
+        ]
+        if len({id(d) for d in names}) < 2 or not _named_elsewhere(shape[place], place, nodes):
+            continue
+        free = [d for d in names if not _named_elsewhere(d, place, nodes)]
+        if free and interchangeable(free[0], shape[place]):
+            shape[place] = free[0]
+    return tuple(shape)
+
+
+def _named_elsewhere(dim: Dim, place: int, nodes: list[Node]) -> bool:
+    """Whether some operand has ``dim`` at a place other than ``place`` (right-aligned)."""
+    ndim = max(n.ndim for n in nodes)
+    return any(
+        d is dim and i + ndim - n.ndim != place for n in nodes for i, d in enumerate(n.shape)
+    )
 
 
 def distinct(tr: Tracer, shape: Shape) -> Shape:
