@@ -194,6 +194,15 @@ class EmitContext:
             assert name is not None, node
         return name
 
+    def mask_expr(self, node: Node) -> str:
+        """A bool value to ``&``/``|`` with a tile: Triton 3.6's interpreter cannot combine a
+        block with a 0-d bool as computed (``mask & (tl.max(x, 0) > 0)`` raises a numpy
+        TypeError), but can with the same bool compared to 0."""
+        text = self.expr(node)
+        if self.interpret and node.ndim == 0 and node.dtype == torch.bool:
+            return f"({text} != 0)"
+        return text
+
     def ensure(self, node: Node) -> None:
         if self.leaf_expr(node) is not None or self.lookup(node) is not None:
             return

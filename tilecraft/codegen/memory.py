@@ -173,7 +173,7 @@ def access(
         if mask and mask not in masks:
             masks.append(mask)
     if (extra := node.attrs.get("extra_mask")) is not None:  # hl.load/store(extra_mask=...)
-        masks.append(ctx.expr(node.inputs[extra]))
+        masks.append(ctx.mask_expr(node.inputs[extra]))
     offset = " + ".join(terms) if terms else "0"
     if rank and not any(p.width for p in places):
         # every dim a size-1 one (scalar indices, kept unit dims): a [1, .., 1] access

@@ -46,7 +46,7 @@ def _operands(ctx: EmitContext, node: Node) -> tuple[list[str], torch.dtype]:
     compute = dtypes.compute_dtype(operand_dtype)
     texts = []
     for inp in node.inputs:
-        text = ctx.expr(inp)
+        text = ctx.mask_expr(inp) if compute == torch.bool else ctx.expr(inp)
         if inp.op is not Op.CONST and inp.dtype != compute:
             text = ctx.cast_expr(text, inp.dtype, compute)
         texts.append(text)

@@ -14,7 +14,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
-from tilecraft.frontend import advanced_index, rdims, strided_tiles
+from tilecraft.frontend import advanced_index, rdims, strided_tiles, views
 from tilecraft.frontend.coverage import check_tile_covers, known_int
 from tilecraft.frontend.slices import slice_item
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
@@ -179,7 +179,11 @@ def store(tr: Tracer, t: HostTensor, index: Any, value: Any, extra_mask: Any = N
     if extra_mask is not None:
         placed["extra_mask"] = len(inputs) + 1  # after the stored value
         inputs = [*inputs, advanced_index.extra_mask(tr, t.name, extra_mask, shape)]
-    v = rdims.conform(tr, tr.value_node(value), tuple(shape))
+    v = tr.value_node(value)
+    extra = v.ndim - len(shape)
+    if extra > 0 and all(d == 1 for d in v.shape[:extra]):  # torch drops leading 1s too
+        v = tr.value_node(views.squeeze(tr, tr.wrap(v), list(range(extra))))
+    v = rdims.conform(tr, v, tuple(shape))
     try:
         out = tr.broadcast_shapes(shape, v.shape)
     except ShapeError:

@@ -94,39 +94,58 @@ def relabel(tr: Tracer, node: Node, dims: Shape) -> Node:
 
 def conform_all(tr: Tracer, nodes: list[Node]) -> list[Node]:
     """Operands of one pointwise op, each relabeled to one name a place (:func:`_common_shape`)."""
-    shape = _common_shape(nodes)
+    shape = _common_shape(tr, nodes)
     return [conform(tr, n, shape) for n in nodes]
 
 
-def _common_shape(nodes: list[Node]) -> Shape:
-    """The widest operand's dims, except where operands name one place differently and the
-    widest's name also stands at another place of some operand: there a name used nowhere else
-    is taken. ``pts[:, None, :] * rot[None, :, :]`` of ``[BP, 3]`` and a ``[3, 3]`` tile names
-    the points' 3 like the rotation's first dim; relabeling the rotation's last dim to it would
-    name two of its dims alike, so the points take the rotation's last dim's name instead."""
+def _common_shape(tr: Tracer, nodes: list[Node]) -> Shape:
+    """One name for each place of a broadcast (right-aligned), no name at two places: the
+    widest operand's where it is free, else another operand's name for that place, else a
+    fresh whole dim of that extent. Each operand relabeled to it then names its dims distinctly,
+    whatever places its names held: ``pts[:, None, :] * rot[None, :, :]`` (``[BP, 3]`` points,
+    a ``[3, 3]`` tile: the points' 3 is named like the rotation's first dim) and ``v[:, :, :,
+    None] * u[:, None, :, :]`` (``v @ u`` written as a broadcast) broadcast as torch does."""
     widest = max(nodes, key=lambda n: n.ndim)
     ndim = widest.ndim
-    shape = list(widest.shape)
+    shape: list[Dim] = []
+    used: set[int] = set()
     for place in range(ndim):
         names = [
-            n.shape[place - ndim + n.ndim]
+            d
             for n in nodes
-            if place >= ndim - n.ndim and isinstance(n.shape[place - ndim + n.ndim], Sym)
+            if place >= ndim - n.ndim and isinstance(d := n.shape[place - ndim + n.ndim], Sym)
         ]
-        if len({id(d) for d in names}) < 2 or not _named_elsewhere(shape[place], place, nodes):
-            continue
-        free = [d for d in names if not _named_elsewhere(d, place, nodes)]
-        if free and interchangeable(free[0], shape[place]):
-            shape[place] = free[0]
+        first = widest.shape[place]
+        pick = next((d for d in (first, *names) if _fits_place(d, names, used)), None)
+        if pick is None and names and _static_whole(names[0]):
+            pick = _fresh(tr, names[0], used)
+        chosen = pick if pick is not None else first
+        if isinstance(chosen, Sym):
+            used.add(id(chosen))
+        shape.append(chosen)
     return tuple(shape)
 
 
-def _named_elsewhere(dim: Dim, place: int, nodes: list[Node]) -> bool:
-    """Whether some operand has ``dim`` at a place other than ``place`` (right-aligned)."""
-    ndim = max(n.ndim for n in nodes)
-    return any(
-        d is dim and i + ndim - n.ndim != place for n in nodes for i, d in enumerate(n.shape)
+def _fits_place(d: Dim, names: list[Sym], used: set[int]) -> bool:
+    """Whether ``d`` can name a place whose operands name it ``names``: not taken by an earlier
+    place, and each of ``names`` is ``d`` or can be relabeled to it."""
+    return (
+        isinstance(d, Sym)
+        and id(d) not in used
+        and all(o is d or interchangeable(o, d) for o in names)
     )
+
+
+def _static_whole(d: Sym) -> bool:
+    return interchangeable(d, d) and not d.extent_args
+
+
+def _fresh(tr: Tracer, like: Sym, used: set[int]) -> Sym:
+    """The first whole dim of ``like``'s extent that no earlier place took."""
+    occurrence = 0
+    while id(sym := tr.rdim_for(int(like.extent), occurrence)) in used:
+        occurrence += 1
+    return sym
 
 
 def distinct(tr: Tracer, shape: Shape) -> Shape:

@@ -16,6 +16,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import UnsupportedOpError
+from tilecraft.frontend import rdims
 from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind
 
 if TYPE_CHECKING:
@@ -94,7 +95,10 @@ def regroup(t: Tracer, node: Node, target: list[Any], what: str) -> TileValue:
                 used.append(dim)
             out.append(dim)
         i, j = ends
-    return t.wrap(t.emit(Op.VIEW, [node], tuple(out), node.dtype, reshape=True))
+    # a new dim named like a kept one of its extent ([B, 4, 16] viewed [B, 4, 4, 4]: the split's
+    # first 4 and the kept 4) takes the next free whole dim: names in a tile stay distinct
+    shape = rdims.distinct(t, tuple(out))
+    return t.wrap(t.emit(Op.VIEW, [node], shape, node.dtype, reshape=True))
 
 
 def resolve_minus_one(node: Node, target: list[Any]) -> list[Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import ShapeError, UnsupportedOpError
+from tilecraft.frontend import rdims
 from tilecraft.frontend.values import TileProxy
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind
@@ -93,9 +94,15 @@ def expand(t: Tracer, x: Any, *sizes: Any) -> TileValue:
             out.append(have)
             continue
         dim = t.size_dim(want, [s for s in out if not isinstance(s, int)])
-        if have != 1 and have is not dim and have != dim:
+        if have != 1 and have is not dim and have != dim and not rdims.interchangeable(have, dim):
             raise ShapeError(f"expand: a dim of size {have} cannot become {dim}")
         out.append(dim)
+    # a whole dim named otherwise than the one of its extent it stands for (expand_as(y) of a
+    # tile whose 16 is y's other 16) takes that name, as torch's positional sizes say
+    named = tuple(d if d == 1 else o for d, o in zip(node.shape, out, strict=True))
+    node = rdims.relabel(t, node, named)
+    if any(d != 1 and d is not o for d, o in zip(node.shape, out, strict=True)):
+        raise ShapeError(f"expand: dims {list(node.shape)} cannot become {list(out)}")
     if tuple(out) == node.shape:
         return t.wrap(node)
     return _view(t, node, tuple(out), expand=True)
@@ -152,6 +159,7 @@ def join(t: Tracer, a: Any, b: Any) -> TileValue:
     """``tc.join(a, b)``: one tile with a new last dim of 2 (``a`` at 0, ``b`` at 1)."""
     result = dtypes.promote(t.dtype_of(a), t.dtype_of(b))
     an, bn = t.cast(t.value_node(a), result), t.cast(t.value_node(b), result)
+    an, bn = rdims.conform_all(t, [an, bn])
     shape = t.broadcast_shapes(an.shape, bn.shape)
     an, bn = (_broadcast(t, n, shape) for n in (an, bn))
     return t.wrap(t.emit(Op.VIEW, [an, bn], (*shape, 2), result, join=True))
@@ -222,7 +230,7 @@ def cat(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
     if count > 2:
         half = count // 2
         return cat(t, [cat(t, tensors[:half], dim), cat(t, tensors[half:], dim)], dim)
-    a, b = (t.value_node(x) for x in tensors)
+    a, b = rdims.conform_all(t, [t.value_node(x) for x in tensors])
     axis = t._axis(a, dim)
     size = static_size(a.shape[axis])
     if a.shape != b.shape or size is None or not pow2(size):
