@@ -85,6 +85,49 @@ def reads_back(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@tc.kernel(static_shapes=True)
+def standardize_columns(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean, then the variance about it, then every row normalized (a GroupNorm's three
+    passes): the second loop is split in turn (a chain), the third shared."""
+    m, n = x.size()
+    out = torch.empty([m, n], dtype=torch.float32, device=x.device)
+    rstds = torch.empty([n], dtype=torch.float32, device=x.device)
+    for tn in tc.tile(n):
+        acc = tc.zeros([tn], dtype=torch.float32)
+        for tm in tc.tile(m):
+            acc = acc + x[tm, tn].to(torch.float32).sum(dim=0)
+        mean = acc / m
+        sq = tc.zeros([tn], dtype=torch.float32)
+        for tm in tc.tile(m):
+            d = x[tm, tn].to(torch.float32) - mean[None, :]
+            sq = sq + (d * d).sum(dim=0)
+        rstd = torch.rsqrt(sq / m + 1e-5)
+        rstds[tn] = rstd  # stored by every share of the last kernel, the same value
+        for tm in tc.tile(m):
+            out[tm, tn] = (x[tm, tn].to(torch.float32) - mean[None, :]) * rstd[None, :]
+    return out, rstds
+
+
+@tc.kernel(static_shapes=True)
+def pass_between_sums(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A carry-free loop between two accumulator loops: it would run whole in every share of
+    the second loop's kernel, so there is no chain."""
+    m, n = x.size()
+    out = torch.empty([m, n], dtype=torch.float32, device=x.device)
+    sums = torch.empty([n], dtype=torch.float32, device=x.device)
+    for tn in tc.tile(n):
+        acc = tc.zeros([tn], dtype=torch.float32)
+        for tm in tc.tile(m):
+            acc = acc + x[tm, tn].to(torch.float32).sum(dim=0)
+        for tm in tc.tile(m):
+            out[tm, tn] = x[tm, tn].to(torch.float32) - acc[None, :]
+        sq = tc.zeros([tn], dtype=torch.float32)
+        for tm in tc.tile(m):
+            sq = sq + x[tm, tn].to(torch.float32).sum(dim=0)
+        sums[tn] = sq
+    return out, sums
+
+
 def _bind(kernel: tc.Kernel, *args: torch.Tensor, target: Target | None = None) -> BoundKernel:
     return BoundKernel(kernel, kernel.bind_arguments(args, {}), target=target)
 
@@ -102,6 +145,54 @@ def test_carry_free_loops_that_store_their_own_rows_are_shared() -> None:
     assert _site(center_then_sum, x).shared == ()  # carries a sum
     assert _site(last_row_wins, x).shared == ()  # iterations write one element
     assert _site(reads_back, x).shared == ()  # it reads what the shared loop stores
+
+
+def test_accumulator_loops_after_the_split_one_are_chained() -> None:
+    x = torch.randn(64, 32)
+    site = _site(standardize_columns, x)
+    assert [c.position for c in site.chained] == [site.position + 3] and len(site.shared) == 1
+    assert len(_site(center_then_sum, x).chained) == 1  # no loop after it: a 1-D combine
+    assert _site(pass_between_sums, x).chained == ()
+    assert _site(center_columns, x).chained == ()  # shared as before
+
+
+def test_a_chain_is_one_kernel_per_accumulator_loop_then_the_shared_combine() -> None:
+    x = torch.randn(300, 40)
+    bound = _bind(standardize_columns, x, target=Target.parse("cuda:90"))
+    config = tc.Config(block_sizes=[16, 32, 64, 64], split_reductions=[4])
+    _, _, _, kernels = bound.generate(config)
+    main = kernels[0]
+    assert len(main.companions) == 2 and "split_counters(" not in main.launcher_source
+    assert main.launcher_source.count("[(split_tiles, 4,)]") == 3
+    second = main.companions[0].device_source
+    # the second kernel combines the first loop's partials, then writes its share's own
+    assert "_tc_split_acc_0" in second and "tl.store(_tc_split1_sq_0" in second
+    assert "split_start_2 = 0 + tl.program_id(1) * split_span_2" in second
+    combine = main.companions[1].device_source
+    assert "tl.store(_tc_split" not in combine and "split_start_3" in combine
+    center = _bind(center_then_sum, x, target=Target.parse("cuda:90"))
+    source = center.generate(tc.Config(block_sizes=[16, 32, 64], split_reductions=[4]))[3][0]
+    assert source.launcher_source.count("[(split_tiles, 4,)]") == 2  # then the 1-D combine
+    assert "[(split_tiles,)]" in source.launcher_source
+
+
+@pytest.mark.parametrize("split", [1, 2, 3, 8])
+def test_chained_loops_match_eager(split: int) -> None:
+    x = torch.randn(301, 45) * 3 + 1
+    config = tc.Config(block_sizes=[16, 16, 32, 64], split_reductions=[split])
+    kernel = tc.kernel(standardize_columns.fn, static_shapes=True, config=config)
+    out, rstds = kernel(x)
+    var = x.var(0, unbiased=False)
+    torch.testing.assert_close(rstds, torch.rsqrt(var + 1e-5), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out, (x - x.mean(0)) * torch.rsqrt(var + 1e-5), rtol=1e-4, atol=1e-4)
+    kernel = tc.kernel(
+        pass_between_sums.fn,
+        static_shapes=True,
+        config=config.replace(block_sizes=[16, 16, 32, 64]),
+    )
+    out, sums = kernel(x)
+    torch.testing.assert_close(sums, x.sum(0), rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(out, x - x.sum(0), rtol=1e-4, atol=1e-3)
 
 
 def test_combine_runs_on_the_split_grid_and_shares_the_later_loop() -> None:
@@ -155,6 +246,8 @@ def test_shared_combine_cross_compiles() -> None:
     x = torch.empty(65536, 1024, dtype=torch.bfloat16, device="meta")
     config = tc.Config(block_sizes=[32, 256, 256], split_reductions=[8])
     assert_cross_compiles(center_columns, (x,), config)
+    config = tc.Config(block_sizes=[32, 256, 256, 256], split_reductions=[8])
+    assert_cross_compiles(standardize_columns, (x,), config)
 
 
 @pytest.mark.gpu
@@ -171,3 +264,12 @@ def test_shared_split_on_gpu() -> None:
     out, means = center_columns(x)
     torch.testing.assert_close(means, x.float().mean(0), rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(out, x.float() - x.float().mean(0), rtol=1e-4, atol=1e-3)
+    xf = x.float()
+    var = xf.var(0, unbiased=False)
+    for split in (1, 8, 16):
+        config = tc.Config(block_sizes=[32, 256, 256, 256], split_reductions=[split])
+        kernel = tc.kernel(standardize_columns.fn, static_shapes=True, config=config)
+        out, rstds = kernel(x)
+        torch.testing.assert_close(rstds, torch.rsqrt(var + 1e-5), rtol=1e-4, atol=1e-4)
+        want = (xf - xf.mean(0)) * torch.rsqrt(var + 1e-5)
+        torch.testing.assert_close(out, want, rtol=1e-3, atol=1e-3)

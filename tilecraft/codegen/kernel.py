@@ -100,7 +100,7 @@ def _emit(
     Triton calls rather than inlines."""
     interpret = plan.target.backend == "interpret"
     em, tiles = emit_device_loop(loop, plan, _needs_int64(loop, plan), interpret, split)
-    scratch = list(split.scratch.values()) if split is not None else []
+    scratch = split.buffers if split is not None else []
     params = list(em.tensors) + [name for name in em.scalars if name not in em.tensors]
     params += [b.name for b in scratch]
     param_types = {name: "*" + TYPE_NAMES[t.dtype] for name, t in em.tensors.items()}
@@ -241,6 +241,8 @@ def _generate_split(
     assert site is not None, "the plan splits a loop that has no split site"
     factor = plan.split(loop.grid_slot)
     first = loop
+    if isinstance(site, SplitSite) and site.chained:
+        return _generate_chain(loop, plan, fn_name, site, factor, prepasses)
     if isinstance(site, SplitSite):  # the partials kernel ends with the inner loop
         first = dataclasses.replace(loop, body=loop.body[: site.position + 1])
     # one launch: a rolled site's combine runs every share (all S programs need all partials),
@@ -271,12 +273,56 @@ def _generate_split(
     return out
 
 
+def _generate_chain(
+    loop: DeviceLoop,
+    plan: Plan,
+    fn_name: str,
+    site: SplitSite,
+    factor: int,
+    prepasses: tuple[DeviceLoop, ...],
+) -> GeneratedKernel:
+    """A chain of split loops (``ir/split.chained_sites``): one partials kernel per loop on the
+    ``(tiles, S)`` grid, each combining the earlier loops' partials first, then the last
+    combine, whose programs share the carry-free loops after the chain."""
+    sites = (site, *site.chained)
+
+    def combines(upto: int) -> tuple[SplitPass, ...]:
+        return tuple(SplitPass(s, factor, COMBINE, link=j) for j, s in enumerate(sites[:upto]))
+
+    partials = []
+    for j, s in enumerate(sites):
+        passed = SplitPass(s, factor, PARTIALS, combined=combines(j), link=j)
+        body = dataclasses.replace(loop, body=loop.body[: s.position + 1])
+        name = f"_tc_{fn_name}_{loop.index}_partials{j or ''}"
+        partials.append((_emit(body, plan, name, passed), passed))
+    last = len(sites) - 1
+    final_pass = SplitPass(sites[last], factor, COMBINE, combined=combines(last), link=last)
+    final = _emit(loop, plan, f"_tc_{fn_name}_{loop.index}", final_pass)
+    lines = _split_buffers(partials[0][0], final_pass, grid.host_grid(final.em, final.tiles))
+    emitted = [e for e, _ in partials] + [final]
+    launcher_name = f"launch_{loop.index}"
+    launcher_source = (
+        f"def {launcher_name}(env, spec):\n"
+        + "".join(_prologue(loop, plan, emitted, prepasses))
+        + "".join(lines)
+        + "".join(_launch(e, p.grid("split_tiles")) for e, p in partials)
+        + _launch(final, final_pass.grid("split_tiles"))
+    )
+    first, first_pass = partials[0]
+    out = _generated(first, launcher_name, launcher_source, first_pass.grid("split_tiles"), plan)
+    out.device_source = "\n\n".join(e.device_source for e in emitted)
+    out.companions = [
+        _generated(e, launcher_name, "", p.grid("split_tiles"), plan) for e, p in partials[1:]
+    ] + [_generated(final, launcher_name, "", final_pass.grid("split_tiles"), plan)]
+    return out
+
+
 def _split_buffers(partials: _Emitted, combine_pass: SplitPass, tiles: str) -> list[str]:
     """Launcher lines: the split's tile count, its partials buffers and, in one launch, its
     arrival counters."""
     tensor = f"env[{next(iter(partials.em.tensors))!r}]"
     lines = [f"    split_tiles = {tiles}\n"]
-    lines += [combine_pass.allocation(b, tensor) for b in combine_pass.scratch.values()]
+    lines += [combine_pass.allocation(b, tensor) for b in combine_pass.buffers]
     if combine_pass.one_launch:
         lines.append(f"    {COUNTERS} = split_counters({tensor}, split_tiles)\n")
     return lines

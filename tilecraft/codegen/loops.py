@@ -46,9 +46,9 @@ def init_carried(ctx: EmitContext, node: Node, split: SplitPass | None = None) -
 def emit_loop(ctx: EmitContext, node: Node) -> None:
     if chunk_outer.emit_chunk_outer(ctx, node):
         return  # row statistics, then column chunks outer (codegen/chunk_outer.py)
-    split = ctx.split if ctx.split is not None and ctx.split.is_site(node) else None
-    if ctx.split is not None and ctx.split.shares(node):
-        split = ctx.split  # the combine's share of a carry-free loop after the split one
+    # the split loop, a combine's share of a carry-free loop after it, or in a chain's kernel
+    # an earlier loop whose partials it combines
+    split = ctx.split.for_loop(node) if ctx.split is not None else None
     homes.emit_init(ctx, node)
     init_carried(ctx, node, split)
     if split is not None and split.phase == COMBINE and split.is_site(node):

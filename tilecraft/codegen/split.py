@@ -29,6 +29,12 @@ it summed, ``ir/split.shared_loops``), the combine kernel runs on the ``(tiles, 
 every program combines the partials alike and runs its share of each such loop (two launches:
 one launch's last-arriving program would run them alone).
 
+Where the loops after the split one carry accumulators of their own before any carry-free loop
+(a GroupNorm's variance pass after its mean, ``ir/split.chained_sites``), each such loop is split
+in turn: one more partials kernel per loop on the ``(tiles, S)`` grid, whose programs first
+combine the earlier loops' partials alike (a :class:`SplitPass` per earlier loop in
+``combined``), then the last combine, whose programs share the carry-free loops after the chain.
+
 A split **rolled** reduction dim (``RolledSite``) runs both kernels on the ``(tiles, S)`` grid:
 the partials kernel runs the code before the reductions and its share of their chunk loop, then
 stores each reduction's result; the combine kernel sets each reduction to
@@ -77,9 +83,25 @@ class SplitPass:
     one_launch: bool = False  # the combine runs in the partials kernel's last program per tile
     then_call: str = ""  # partials pass of one launch: the call of the combine function
     scratch: dict[int, Scratch] = dataclasses.field(default_factory=dict)  # value id -> buffer
+    # a chain's kernel (ir/split.chained_sites): the earlier loops' combine passes, and this
+    # site's place in the chain (it names its buffers apart from the other sites')
+    combined: tuple[SplitPass, ...] = ()
+    link: int = 0
 
     def is_site(self, node: Node) -> bool:
         return node is self.site.loop
+
+    def for_loop(self, node: Node) -> SplitPass | None:
+        """The pass that renders inner loop ``node``: this one (its site or a loop it shares),
+        an earlier chained loop's combine, or None (a loop it does not touch)."""
+        if self.is_site(node) or self.shares(node):
+            return self
+        return next((p for p in self.combined if p.is_site(node)), None)
+
+    @property
+    def buffers(self) -> list[Scratch]:
+        """Every partials buffer this kernel reads or writes: the combined passes' too."""
+        return [b for p in (*self.combined, self) for b in p.scratch.values()]
 
     @property
     def rolled(self) -> Sym | None:
@@ -207,7 +229,7 @@ class SplitPass:
         if buffer is None:
             numel = math.prod(d if isinstance(d, int) else ctx.block_value(d) for d in carry.shape)
             k = next(i for i, v in enumerate(self.values) if v is carry)
-            name = f"_tc_split_{carry.hint}_{k}"
+            name = f"_tc_split{self.link or ''}_{carry.hint}_{k}"
             ctx.w.reserve(name)
             buffer = Scratch(name, numel, carry.dtype)
             self.scratch[carry.id] = buffer

@@ -294,7 +294,8 @@ def _unshared_loops_after(loop: DeviceLoop, site: Site | None) -> bool:
     if not isinstance(site, SplitSite):
         return False
     after = loop.body[site.position + 1 :]
-    return any(n.op is Op.LOOP and n not in site.shared for n in after)
+    divided = [*site.shared, *(c.loop for c in site.chained)]
+    return any(n.op is Op.LOOP and not any(n is d for d in divided) for n in after)
 
 
 def _data_trips(sym: Sym) -> bool:

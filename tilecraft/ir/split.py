@@ -65,6 +65,8 @@ class SplitSite:
     accumulators: tuple[Accumulator, ...]
     # the loops after it that the combine kernel's S programs share (see shared_loops)
     shared: tuple[Node, ...] = ()
+    # later loops with accumulators, each split in turn in a kernel of its own (chained_sites)
+    chained: tuple[SplitSite, ...] = ()
 
     @property
     def sym(self) -> Sym:
@@ -126,14 +128,24 @@ def _rolled_site(loop: DeviceLoop, sym: Sym) -> tuple[RolledSite | None, str]:
 
 def _site(loop: DeviceLoop, position: int, node: Node) -> tuple[SplitSite | None, str]:
     where = f"the loop at {node.loc.short}" if node.loc else "the inner loop"
+    if any(n.op in _EFFECTS for n in walk(loop.body[:position])):
+        return None, f"code before {where} stores (it would run twice)"
+    site, why = _loop_site(loop, position, node)
+    if site is None or site.shared:
+        return site, why
+    chained, shared = chained_sites(loop, position)
+    return dataclasses.replace(site, chained=chained, shared=shared), ""
+
+
+def _loop_site(loop: DeviceLoop, position: int, node: Node) -> tuple[SplitSite | None, str]:
+    """``node`` as a split site by its own body (the code before it is the caller's rule)."""
+    where = f"the loop at {node.loc.short}" if node.loc else "the inner loop"
     carried: list[Node] = list(node.attrs.get("carried", []))
     if not carried:
         return None, f"{where} carries no accumulator"
     body = node.body or []
     if any(n.op in _EFFECTS for n in walk(body)):
         return None, f"{where} stores inside the loop"
-    if any(n.op in _EFFECTS for n in walk(loop.body[:position])):
-        return None, f"code before {where} stores (it would run twice)"
     dependent = carry_dependent(body, carried)
     users = readers(body)
     accumulators = []
@@ -162,24 +174,66 @@ def shared_loops(loop: DeviceLoop, position: int) -> tuple[Node, ...]:
     (a share could read rows another has not written yet), and nothing after the split loop
     adds atomically or prints; what the code between them stores is stored by every share
     with the same value."""
+    loops = _loops_after(loop, position)
+    if not loops or any(n.attrs.get("carried") or not _stores_own_rows(n) for n in loops):
+        return ()
+    return tuple(loops)
+
+
+def chained_sites(
+    loop: DeviceLoop, position: int
+) -> tuple[tuple[SplitSite, ...], tuple[Node, ...]]:
+    """The loops after the split one at ``position`` that carry accumulators, each split in turn
+    (a kernel of its own on the ``(tiles, S)`` grid whose programs combine the earlier loops'
+    partials alike, run the code between, and write their share's partials), and the carry-free
+    loops after them that the last kernel's programs share; ``((), ())`` when the loops after it
+    are not such a chain. A GroupNorm's mean, then its variance about the mean, then the
+    normalizing pass: with one combine program per (image, group) the last two passes ran on 128
+    programs (H200, 4x128x128x320 bf16: 0.212 ms; torch.compile 0.0698). The rules are
+    :func:`shared_loops`' with accumulators allowed in the chain's loops, each an accumulator
+    loop by :func:`_site`'s rules (nothing stored inside it); the code between them may store
+    (every share stores the same value: partials combine in a fixed order)."""
+    loops = _loops_after(loop, position)
+    chained: list[SplitSite] = []
+    for n in loops:
+        if not n.attrs.get("carried"):
+            break
+        site, _ = _loop_site(loop, loop.body.index(n), n)
+        if site is None:
+            return (), ()
+        chained.append(site)
+    rest = loops[len(chained) :]
+    if not chained or any(n.attrs.get("carried") or not _stores_own_rows(n) for n in rest):
+        return (), ()
+    return tuple(chained), tuple(rest)
+
+
+def _loops_after(loop: DeviceLoop, position: int) -> list[Node]:
+    """The loops after ``position`` in the device loop's body, where the programs of a split
+    may share them: nothing after it adds atomically or prints, nothing in the device loop reads
+    a tensor stored after it (a share could read rows another share has not written yet), and no
+    loop sits under a branch (it would run whole in every share); [] otherwise."""
     after = loop.body[position + 1 :]
     loops = [n for n in after if n.op is Op.LOOP]
     if not loops or any(n.op in (Op.ATOMIC, Op.PRINT) for n in walk(after)):
-        return ()
+        return []
     stored = {n.attrs["tensor"].name for n in walk(after) if n.op is Op.STORE}
     if any(n.op is Op.LOAD and n.attrs["tensor"].name in stored for n in loop.walk()):
-        return ()  # a share could read rows another share has not written yet
-    for n in after:
-        if n.op in (Op.IF, Op.WHILE) and any(m.op is Op.LOOP for m in walk([n])):
-            return ()  # a loop under a branch would run whole in every share
-    for n in loops:
-        sym = n.attrs["sym"]
-        if n.attrs.get("carried"):
-            return ()
-        for store in (m for m in walk(n.body or []) if m.op is Op.STORE):
-            if not any(item[0] == "tile" and item[1] is sym for item in store.attrs["index"]):
-                return ()
-    return tuple(loops)
+        return []
+    if any(n.op in (Op.IF, Op.WHILE) and any(m.op is Op.LOOP for m in walk([n])) for n in after):
+        return []
+    return loops
+
+
+def _stores_own_rows(node: Node) -> bool:
+    """Whether every store in loop ``node`` is indexed by the loop's own tile (no two of its
+    iterations write one element, so their order does not matter)."""
+    sym = node.attrs["sym"]
+    return all(
+        any(item[0] == "tile" and item[1] is sym for item in store.attrs["index"])
+        for store in walk(node.body or [])
+        if store.op is Op.STORE
+    )
 
 
 def accumulators(loop: Node) -> dict[int, Accumulator]:
@@ -269,6 +323,7 @@ __all__ = [
     "RolledSite",
     "Site",
     "SplitSite",
+    "chained_sites",
     "shared_loops",
     "split_site",
 ]
