@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tilecraft as tc
-from tilecraft.errors import ShapeError
+from tilecraft.errors import DeviceCodeError, ShapeError
 
 
 @tc.kernel(static_shapes=True)
@@ -260,6 +260,37 @@ def test_an_int8_dot_without_acc_is_an_int32_product() -> None:
     b = torch.randint(-128, 128, (100, 2), generator=gen, dtype=torch.int8)
     assert torch.equal(int8_matmul(a, b, False), a.int() @ b.int())
     assert tc.dot(a, b).dtype == torch.int32  # the eager meaning (ref mode) is the same
+
+
+@tc.kernel(static_shapes=True)
+def bounded_by_a_0d_tensor(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """A 0-d tensor argument as an operand of torch functions, either side."""
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        xt = x[t]
+        hi = torch.minimum(s, torch.maximum(xt, -s))
+        out[t] = torch.where(xt > 0, hi, torch.clamp(xt * s, min=-s)) + (1.0 - s) * (s > 0)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def gathers_a_whole_row(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(idx, dtype=x.dtype)
+    for t in tc.tile(idx.size(0)):
+        out[t] = torch.take_along_dim(x, idx[t], dim=0)
+    return out
+
+
+def test_a_0d_tensor_is_an_operand_of_torch_functions(device: str) -> None:
+    """torch.maximum / minimum / where / clamp raised 'must be Tensor, not HostTensor' for a 0-d
+    tensor argument that arithmetic reads as a scalar; a 1-D one is still a located error."""
+    x = torch.randn(50, generator=torch.Generator().manual_seed(3)).to(device)
+    s = torch.tensor(0.5, device=device)
+    want = torch.where(x > 0, torch.minimum(s, torch.maximum(x, -s)), torch.clamp(x * s, min=-s))
+    want = want + (1.0 - s) * (s > 0)
+    torch.testing.assert_close(bounded_by_a_0d_tensor(x, s), want)
+    with pytest.raises(DeviceCodeError, match="torch.take_along_dim of a host tensor.*1-D"):
+        gathers_a_whole_row(x, torch.zeros(4, dtype=torch.int64, device=device))
 
 
 @tc.kernel(static_shapes=True)

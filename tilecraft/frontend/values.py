@@ -258,6 +258,15 @@ class HostTensor:
     def ndim(self) -> int:
         return len(self.shape)
 
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        """A torch function given a 0-d host tensor reads its one element, as arithmetic does
+        (``torch.maximum(x[t], s)``, ``torch.where(c, x[t], s)``); a larger one is refused by
+        :func:`_whole_operands` with a hint to index it."""
+        kwargs = kwargs or {}
+        _whole_operands(func, args, kwargs)
+        return _find_tracer(args, kwargs).torch_call(func, args, kwargs)
+
     def unit_stride(self, dim: int) -> bool:
         """Whether the generated code may take ``dim``'s stride to be 1 on every launch of a
         compile: static shapes re-trace per stride; with dynamic ones the specialization key
@@ -349,6 +358,32 @@ class HostTensor:
 
 def _tracer_of(value: Any) -> Tracer:
     return value.tracer  # type: ignore[no-any-return]
+
+
+# a 0-d host tensor in arithmetic reads its one element (``-s``, ``s + 1``, ``s > 0``); a dataclass,
+# it keeps its own == (the compiler compares host tensors): compare it with ``torch.eq(s, v)``
+for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__"):
+    setattr(HostTensor, _name, _binary(_name))
+    setattr(HostTensor, "__r" + _name[2:], _binary(_name, reflected=True))
+for _name in ("__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(HostTensor, _name, _binary(_name))
+HostTensor.__neg__ = lambda self: self.tracer.torch_call(torch.neg, (self,), {})  # type: ignore
+HostTensor.__abs__ = lambda self: self.tracer.torch_call(torch.abs, (self,), {})  # type: ignore
+
+
+def _whole_operands(func: Any, args: Any, kwargs: dict[str, Any]) -> None:
+    """Device code reaches a host tensor of rank >= 1 only by indexing it: given whole to a
+    torch function (``torch.gather(x, ...)`` of a kernel argument), it is a located error."""
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, HostTensor) and a.ndim:
+            name = getattr(func, "__name__", str(func))
+            raise DeviceCodeError(
+                f"torch.{name} of a host tensor: '{a.name}' is {a.ndim}-D",
+                a.tracer.loc if a.tracer is not None else None,
+                hint="index it to load a tile first (`x[tm, :]`); a gather from a host tensor "
+                "is a load with a tensor index (`x[tm.index, idx]`: tensor indices pair up "
+                "elementwise)",
+            )
 
 
 def _find_tracer(args: Any, kwargs: dict[str, Any]) -> Tracer:
