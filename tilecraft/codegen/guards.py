@@ -25,6 +25,8 @@ def arg_expr(name: str, source: Any) -> str:
         return f"env[{source[1]!r}].stride({source[2]})"
     if kind == "spec":
         return f"spec.{source[1]}s[{source[2]}]"
+    if kind == "int":  # a bool flag a host loop changes: 0 or 1
+        return f"int(env[{source[1]!r}])"
     if kind == "programs":
         return "num_programs"
     raise AssertionError(source)

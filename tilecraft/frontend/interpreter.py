@@ -29,6 +29,7 @@ from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir.nodes import Node, Sym
 from tilecraft.language import _context
 from tilecraft.language.loops import TileSpec
+from tilecraft.language.tunables import DynamicInt
 
 
 class Interpreter:
@@ -128,6 +129,8 @@ class Interpreter:
                 self.eval(stmt.value)
         elif isinstance(stmt, ast.If):
             test = self.eval(stmt.test)
+            if isinstance(test, DynamicInt):  # a run-time int (or flag): a branch on data
+                test = self.tracer.wrap(self.tracer.value_node(test))
             if isinstance(test, (TileValue, TileProxy)):  # a branch on data: an IF node
                 from tilecraft.frontend.branches import exec_if
 

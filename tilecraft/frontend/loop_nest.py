@@ -66,9 +66,10 @@ def block_sym(
     return sym
 
 
-def grid_bound(tr: Tracer, value: int, which: str, dim: int) -> Any:
-    """A grid dim's begin/end: baked in, or with dynamic shapes a launcher-passed argument."""
-    if not tr.dynamic or (which == "begin" and value == 0):
+def grid_bound(tr: Tracer, value: int, which: str, dim: int, varies: bool = False) -> Any:
+    """A grid dim's begin/end: baked in, or with dynamic shapes (or bounds a host loop changes
+    between launches, ``varies``) a launcher-passed argument."""
+    if not (tr.dynamic or varies) or (which == "begin" and value == 0 and not varies):
         return value
     return tr.arg_node(f"_{which}_{dim}", value, ("spec", which, dim))
 

@@ -28,7 +28,7 @@ from tilecraft.ir.promote import promote_small_grids
 from tilecraft.ir.tuple_scans import narrow_tuple_scans
 from tilecraft.language import _context
 from tilecraft.language.loops import TileSpec
-from tilecraft.language.tunables import BlockSize, DynamicInt, Specialized
+from tilecraft.language.tunables import BlockSize, DynamicFlag, DynamicInt, Specialized
 
 PROVISIONAL_BLOCK = 32
 
@@ -94,9 +94,11 @@ class _TraceHost:
 
     def launch(self, index: int, spec: Any, env: dict[str, Any]) -> None:
         if index in self.loops:
-            self._check_relaunch(index, env)  # the same device loop reached again (a host loop)
+            self._check_relaunch(index, spec, env)  # the same loop reached again (a host loop)
             return
         self.first_env[index] = {k: _fingerprint(v) for k, v in env.items()}
+        if isinstance(spec, TileSpec):
+            self.first_env[index].update(_bound_fingerprints(index, spec))
         source = self.src.loops[index]
         if not isinstance(spec, TileSpec):
             raise DeviceCodeError(
@@ -112,8 +114,8 @@ class _TraceHost:
                 if not isinstance(begin, int) or not isinstance(end, int):
                     raise DeviceCodeError("the bounds of a top-level device loop must be host ints")
                 lo, hi = (
-                    loop_nest.grid_bound(tracer, int(begin), "begin", i),
-                    loop_nest.grid_bound(tracer, int(end), "end", i),
+                    loop_nest.grid_bound(tracer, int(begin), "begin", i, self._varies(index, i)),
+                    loop_nest.grid_bound(tracer, int(end), "end", i, self._varies(index, i)),
                 )
                 grid_syms.append(
                     loop_nest.block_sym(tracer, hi, lo, block, scalar=spec.kind == "grid")
@@ -140,11 +142,19 @@ class _TraceHost:
         }
         self.loops[index] = DeviceLoop(index, grid_syms, body, tensors, scalars, source.loc, syms)
 
-    def _check_relaunch(self, index: int, env: dict[str, Any]) -> None:
-        """A loop launched again (from a host loop) must see the same shapes; host ints that
-        changed are re-traced as runtime arguments instead of baked constants."""
+    def _varies(self, index: int, dim: int) -> bool:
+        """Whether grid dim ``dim`` of loop ``index`` had other bounds on a later launch."""
+        return _bound_name(index, dim) in self.force_dynamic
+
+    def _check_relaunch(self, index: int, spec: Any, env: dict[str, Any]) -> None:
+        """A loop launched again (from a host loop) must see the same shapes; host ints and
+        bools that changed, and grid bounds that did (``tc.tile(m - off)``), are re-traced as
+        runtime arguments instead of baked constants."""
+        now_env = {k: _fingerprint(v) for k, v in env.items()}
+        if isinstance(spec, TileSpec):
+            now_env.update(_bound_fingerprints(index, spec))
         for name, first in self.first_env[index].items():
-            now = _fingerprint(env.get(name))
+            now: Any = now_env.get(name)
             if now == first:
                 continue
             if isinstance(first, tuple) and first[:1] == ("tensor",):
@@ -153,7 +163,7 @@ class _TraceHost:
                     self.src.loops[index].loc,
                     hint="make the tensor's shape the same on every launch, or use @tc.kernel(static_shapes=False)",
                 )
-            if isinstance(first, int) and not isinstance(first, bool):
+            if isinstance(first, int) or name.startswith("<bounds"):  # (bools too: a flag)
                 self.varying.add(name)
 
     def _capture(self, name: str, value: Any, tracer: Tracer) -> Any:
@@ -164,6 +174,8 @@ class _TraceHost:
             return HostTensor(
                 name, value.dtype, shape, stride, self.device_type, tracer, dynamic, argument
             )
+        if isinstance(value, bool) and name in self.force_dynamic:
+            return DynamicFlag(int(value), name)  # a flag that changes between launches
         if isinstance(value, (BlockSize, Specialized, bool)):
             return value
         if isinstance(value, int):
@@ -175,6 +187,18 @@ class _TraceHost:
             )
             return TileValue(node, tracer)
         return value
+
+
+def _bound_name(index: int, dim: int) -> str:
+    """The name a grid dim's bounds vary under (not an identifier host code can bind)."""
+    return f"<bounds of loop {index} dim {dim}>"
+
+
+def _bound_fingerprints(index: int, spec: TileSpec) -> dict[str, Any]:
+    return {
+        _bound_name(index, i): (begin, end)
+        for i, (begin, end) in enumerate(zip(spec.begins, spec.ends, strict=True))
+    }
 
 
 def _fingerprint(value: Any) -> Any:

@@ -21,7 +21,7 @@ from tilecraft.frontend import dispatch, indexing, rdims, tile_gather, tile_shif
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str
-from tilecraft.language.tunables import DynamicInt
+from tilecraft.language.tunables import DynamicFlag, DynamicInt
 
 
 class Tracer:
@@ -68,7 +68,8 @@ class Tracer:
         if isinstance(x, TileValue):
             return x.node
         if isinstance(x, DynamicInt):
-            return self.arg_node(x.arg, int(x))
+            source = ("int", x.arg) if isinstance(x, DynamicFlag) else None
+            return self.arg_node(x.arg, int(x), source)
         if isinstance(x, TileProxy):
             return self.tile_leaf(x.sym, Op.TILE_INDEX).node
         if isinstance(x, (bool, int, float)):

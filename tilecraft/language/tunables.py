@@ -25,7 +25,11 @@ class Specialized(int):
 
 
 class DynamicInt(int):
-    """A host int passed to a ``static_shapes=False`` kernel at run time (not baked in)."""
+    """A host int passed to a ``static_shapes=False`` kernel at run time (not baked in), or one
+    a host loop changes between launches of a device loop. Arithmetic and ordering in device
+    code give device values (``n // 2``, ``i > 0``: computed at run time from the argument);
+    as an int Python would fold them with the traced value and bake that in. (``==`` stays
+    int equality: the compiler compares sizes; write ``torch.eq(i, 1)`` for a run-time test.)"""
 
     arg: str
 
@@ -33,6 +37,35 @@ class DynamicInt(int):
         obj = super().__new__(cls, value)
         obj.arg = arg
         return obj
+
+
+class DynamicFlag(DynamicInt):
+    """A host bool that a host loop changes between launches of a device loop: 0 or 1 at run
+    time (the launcher passes ``int(flag)``)."""
+
+
+def _device_op(name: str, reflected: bool = False) -> Any:
+    import torch
+
+    method = getattr(torch.Tensor, name)
+    fallback = getattr(int, ("__r" + name[2:]) if reflected else name)
+
+    def fn(self: DynamicInt, other: Any) -> Any:
+        tracer: Any = _context.device()
+        if tracer is None:
+            return fallback(self, other)
+        args = (other, self) if reflected else (self, other)
+        return tracer.torch_call(method, args, {})
+
+    fn.__name__ = name
+    return fn
+
+
+for _name in ("__add__", "__sub__", "__mul__", "__floordiv__", "__mod__", "__truediv__"):
+    setattr(DynamicInt, _name, _device_op(_name))
+    setattr(DynamicInt, "__r" + _name[2:], _device_op(_name, reflected=True))
+for _name in ("__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(DynamicInt, _name, _device_op(_name))
 
 
 class constexpr:  # noqa: N801 - the name users know from Triton and Helion
