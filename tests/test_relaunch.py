@@ -71,3 +71,63 @@ def test_arithmetic_on_a_run_time_size_is_computed_at_run_time(device: str) -> N
         x = torch.randn(n, generator=torch.Generator().manual_seed(n)).to(device)
         want = x + n // 2 if n > 9 else x - n // 2
         torch.testing.assert_close(half_offsets(x), want)
+
+
+@tc.kernel(static_shapes=True)
+def prefix_double(x: torch.Tensor, frac: float) -> torch.Tensor:
+    """A grid bound the host derives from a float argument (floats are not in the key)."""
+    k = int(x.size(0) * frac)
+    out = torch.zeros_like(x)
+    for t in tc.tile(k):
+        out[t] = x[t] * 2.0
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def signed_branch(x: torch.Tensor, a: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    if a > 0:
+        for t in tc.tile(x.size(0)):
+            out[t] = x[t] * a
+    else:
+        for t in tc.tile(x.size(0)):
+            out[t] = x[t] - a
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def copy_then_prefix(x: torch.Tensor, frac: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t]
+    for t in tc.tile(int(x.size(0) * frac)):
+        out[t] = out[t] * 2.0
+    return out
+
+
+def test_host_code_that_reads_a_float_gets_a_variant_per_path(device: str) -> None:
+    """The second call's loop length (or branch) came from the first call's float: elements
+    left 0, or a KeyError inside tilecraft."""
+    x = torch.randn(12, generator=torch.Generator().manual_seed(3)).to(device)
+    for frac in (0.5, 1.0, 0.5, 0.25):
+        want = torch.zeros_like(x)
+        k = int(12 * frac)
+        want[:k] = x[:k] * 2.0
+        torch.testing.assert_close(prefix_double(x, frac), want)
+    for a in (2.0, -1.0, 3.0):
+        want = x * a if a > 0 else x - a
+        torch.testing.assert_close(signed_branch(x, a), want)
+
+
+def test_other_bounds_after_an_earlier_launch_is_a_located_error(device: str) -> None:
+    """The first loop already ran: the call cannot start again, so it says what to do."""
+    import pytest
+
+    from tilecraft.errors import DeviceCodeError
+
+    x = torch.randn(12, generator=torch.Generator().manual_seed(4)).to(device)
+    want = x.clone()
+    want[:6] *= 2.0
+    torch.testing.assert_close(copy_then_prefix(x, 0.5), want)
+    with pytest.raises(DeviceCodeError, match="device loop 1 got other bounds.*float"):
+        copy_then_prefix(x, 1.0)

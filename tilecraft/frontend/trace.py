@@ -141,6 +141,10 @@ class _TraceHost:
             if isinstance(v, TileValue) and v.node.op is Op.ARG
         }
         self.loops[index] = DeviceLoop(index, grid_syms, body, tensors, scalars, source.loc, syms)
+        self.loops[index].host_bounds = tuple(
+            None if isinstance(s.begin, Node) or isinstance(s.extent, Node) else (b, e)
+            for s, b, e in zip(grid_syms, spec.begins, spec.ends, strict=True)
+        )
 
     def _varies(self, index: int, dim: int) -> bool:
         """Whether grid dim ``dim`` of loop ``index`` had other bounds on a later launch."""

@@ -141,6 +141,9 @@ class DeviceLoop:
     # a pre-pass computing a dot operand (ir/hoist.py): the index of the loop it runs before,
     # whose launcher launches it (the host code never reaches it)
     prepass_for: int | None = None
+    # the (begin, end) of each grid dim the host code gave it when traced, where baked in (None
+    # where a launch argument): a call whose host code computes others must re-specialize
+    host_bounds: tuple[tuple[int, int] | None, ...] = ()
 
     def walk(self) -> list[Node]:
         return list(walk(self.body))

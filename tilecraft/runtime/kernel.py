@@ -38,6 +38,8 @@ from tilecraft.language.tunables import BlockSize
 from tilecraft.runtime import direct_launch, fastpath, hooks, torch_op
 from tilecraft.runtime.device import capturing
 from tilecraft.runtime.export import standalone_source
+from tilecraft.runtime.host_paths import Respecialize as _Respecialize
+from tilecraft.runtime.host_paths import host_path_changed, same_bounds
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.ref import build_ref
 from tilecraft.runtime.validate import check_has_data, check_tensor_args, host_code_error
@@ -365,10 +367,6 @@ def _named_options() -> set[str]:
     return {p.name for p in params if p.kind is p.KEYWORD_ONLY}
 
 
-class _Respecialize(Exception):
-    """Host code called tc.specialize with a value other than the traced one."""
-
-
 class _RunHost:
     """Host context of a compiled run: block sizes and tunables come from the config."""
 
@@ -380,6 +378,7 @@ class _RunHost:
         self.expected = traced.specializations
         self.calls = 0
         self.specializations = 0
+        self.launched = 0  # device loops launched so far in this call
 
     def block_size(self, lo: int, hi: int | None) -> int:
         slot = self.slot_order[self.calls]
@@ -544,8 +543,17 @@ class BoundKernel:
             loop.index: launcher for loop, launcher in zip(traced.loops, launchers, strict=True)
         }
 
+        bounds = {loop.index: loop.host_bounds for loop in traced.loops}
+
         def launch(index: int, spec: Any, env: dict[str, Any]) -> None:
-            by_index[index](env, spec)
+            launcher = by_index.get(index)
+            host = _context.host()
+            launched = host.launched if isinstance(host, _RunHost) else 0
+            if launcher is None or not same_bounds(bounds[index], spec):
+                host_path_changed(self.kernel, index, launched)
+            launcher(env, spec)
+            if isinstance(host, _RunHost):
+                host.launched += 1
 
         host_fn = build_function(
             self.kernel.source, launch_tree(self.kernel.source), {LAUNCH: launch}

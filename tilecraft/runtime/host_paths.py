@@ -1,0 +1,44 @@
+"""Which host path a compiled variant serves (stage: runtime; in: a launch's loop index and grid
+bounds; out: nothing, or the signal to trace another variant, or a located error).
+
+A specialization keys on tensor shapes and int/bool values, not on floats; host code that derives
+a grid bound or a branch from a float (``k = int(n * frac)``, ``if a > 0:``) reaches other device
+loops, or gives one other bounds, than the call the variant was traced on. Baked bounds (and a
+loop the trace never reached) are checked at each launch: before any launch of the call another
+variant is traced for these arguments (as ``tc.specialize`` does); after one, the call cannot be
+re-run without repeating its side effects, and it stops with a located error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from tilecraft.errors import DeviceCodeError
+
+
+class Respecialize(Exception):
+    """Host code took another path than the traced one (``tc.specialize`` saw another value, a
+    device loop got other bounds, or one the trace never reached): trace another variant."""
+
+
+def same_bounds(traced: tuple[tuple[int, int] | None, ...], spec: Any) -> bool:
+    """Whether a launch's grid bounds are the ones baked in when its loop was traced."""
+    return all(
+        want is None or want == (b, e)
+        for want, b, e in zip(traced, spec.begins, spec.ends, strict=False)
+    )
+
+
+def host_path_changed(kernel: Any, index: int, launched: int) -> NoReturn:
+    """Device loop ``index`` was reached with other bounds, or at all, where the traced call did
+    not: another variant if no loop of this call has launched yet, else a located error."""
+    if launched == 0:
+        raise Respecialize(("loop", index))
+    raise DeviceCodeError(
+        f"{kernel.__name__}(): device loop {index} got other bounds, or was reached, where the "
+        "traced call did not, after this call had launched other loops: the host code derives "
+        "them from a value the compiled kernel does not key on (a float argument)",
+        kernel.source.loops[index].loc,
+        hint="compute the bound from ints (pass it as an int argument) or mark the float with "
+        "tc.specialize(...), so each value gets its own compiled variant",
+    )
