@@ -378,7 +378,6 @@ class _RunHost:
         self.expected = traced.specializations
         self.calls = 0
         self.specializations = 0
-        self.launched = 0  # device loops launched so far in this call
 
     def block_size(self, lo: int, hi: int | None) -> int:
         slot = self.slot_order[self.calls]
@@ -545,19 +544,23 @@ class BoundKernel:
 
         bounds = {loop.index: loop.host_bounds for loop in traced.loops}
 
+        launched = [0]  # device loops this call has launched (the fast path has no context)
+
         def launch(index: int, spec: Any, env: dict[str, Any]) -> None:
             launcher = by_index.get(index)
-            host = _context.host()
-            launched = host.launched if isinstance(host, _RunHost) else 0
             if launcher is None or not same_bounds(bounds[index], spec):
-                host_path_changed(self.kernel, index, launched)
+                host_path_changed(self.kernel, index, launched[0])
             launcher(env, spec)
-            if isinstance(host, _RunHost):
-                host.launched += 1
+            launched[0] += 1
 
-        host_fn = build_function(
+        host_code = build_function(
             self.kernel.source, launch_tree(self.kernel.source), {LAUNCH: launch}
         )
+
+        def host_fn(*args: Any, **kwargs: Any) -> Any:
+            launched[0] = 0
+            return host_code(*args, **kwargs)
+
         program = CompiledProgram(plan, traced, kernels, host_fn, module)
         self._programs[config.key()] = program
         return program
