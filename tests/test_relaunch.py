@@ -31,7 +31,9 @@ def flagged_steps(x: torch.Tensor) -> torch.Tensor:
         for t in tc.tile(x.size(0)):
             if flag:
                 out[t] = out[t] + x[t]
-            elif i > 2:
+            elif (i == 3) & (i != 0):
+                out[t] = out[t] + 0.5
+            if i > 2:
                 out[t] = out[t] + scale // 2
             else:
                 out[t] = out[t] - 100.0
@@ -61,7 +63,10 @@ def test_a_relaunched_loop_reads_its_bounds_each_launch(device: str) -> None:
 
 def test_a_flag_and_ints_a_host_loop_changes_are_run_time_values(device: str) -> None:
     x = torch.randn(7, generator=torch.Generator().manual_seed(2)).to(device)
-    want = x - 200.0 + (9 // 2)
+    want = torch.zeros_like(x)
+    for i in range(4):
+        want += x if i == 1 else 0.5 if i == 3 else 0.0
+        want += (i * 3) // 2 if i > 2 else -100.0
     torch.testing.assert_close(flagged_steps(x), want)
 
 

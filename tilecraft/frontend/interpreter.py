@@ -46,6 +46,7 @@ class Interpreter:
         self.tracer = tracer
         self.env = env
         self.globals = with_device_builtins(dict(globals_))
+        self.globals[_EQ], self.globals[_NE] = _runtime_eq, _runtime_ne
         self.filename = filename
         self.line_offset = line_offset
         # keyed by the AST node itself (identity hash): the dict keeps nodes alive, so an id() is
@@ -98,7 +99,7 @@ class Interpreter:
         """``expr`` to compile, at its line of the user's file: the AST counts lines from the
         kernel's first line, and a traceback through the evaluated code would otherwise show
         whatever line of the file has that number (an import line, the ``def``)."""
-        tree = ast.Expression(body=copy.deepcopy(expr))
+        tree = ast.Expression(body=_RuntimeEquality().visit(copy.deepcopy(expr)))
         return ast.increment_lineno(ast.fix_missing_locations(tree), self.line_offset)
 
     # -- statements -----------------------------------------------------------------------
@@ -266,6 +267,46 @@ class Interpreter:
         for target in ast.walk(stmt.target):
             if isinstance(target, ast.Name):
                 self.env.pop(target.id, None)
+
+
+_EQ, _NE = "__tc_eq__", "__tc_ne__"
+
+
+class _RuntimeEquality(ast.NodeTransformer):
+    """``a == b`` / ``a != b`` in device code as calls that compare a run-time int on the device
+    (``if i == 1:`` with ``i`` a host loop's varying int): ``DynamicInt`` keeps int equality for
+    the compiler's own size comparisons, so the user's are rewritten instead."""
+
+    def visit_Compare(self, node: ast.Compare) -> ast.expr:
+        self.generic_visit(node)
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            return node
+        name = _EQ if isinstance(node.ops[0], ast.Eq) else _NE
+        call = ast.Call(ast.Name(name, ast.Load()), [node.left, node.comparators[0]], [])
+        return ast.copy_location(call, node)
+
+
+def _runtime_eq(a: Any, b: Any) -> Any:
+    if _both_ints_one_dynamic(a, b):
+        tracer: Any = _context.device()
+        return tracer.torch_call(torch.eq, (a, b), {})
+    return a == b
+
+
+def _runtime_ne(a: Any, b: Any) -> Any:
+    if _both_ints_one_dynamic(a, b):
+        tracer: Any = _context.device()
+        return tracer.torch_call(torch.ne, (a, b), {})
+    return a != b
+
+
+def _both_ints_one_dynamic(a: Any, b: Any) -> bool:
+    return (
+        (isinstance(a, DynamicInt) or isinstance(b, DynamicInt))
+        and isinstance(a, int)
+        and isinstance(b, int)
+        and _context.device() is not None
+    )
 
 
 def _as_if_statement(stmt: ast.Assign, choice: ast.IfExp) -> ast.If:
