@@ -42,6 +42,7 @@ from benchmarks.gen_kernels import (
     heldout_s31c,
     heldout_s32,
     heldout_s33,
+    heldout_s33b,
     norms,
     reductions,
     rewritten,
@@ -82,6 +83,7 @@ _HELDOUT_MODULES = (
     heldout_s31c,
     heldout_s32,
     heldout_s33,
+    heldout_s33b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

@@ -72,6 +72,7 @@ class _TraceHost:
         self.varying: set[str] = set()  # host ints that change between launches of one loop
         self.force_dynamic: set[str] = set()
         self.arguments: set[int] = set()  # ids of the kernel's tensor arguments (meta copies)
+        self.alias_groups: dict[int, int] = {}  # id of a host-allocated buffer -> its group
 
     def block_size(self, lo: int, hi: int | None) -> int:
         slot = self.next_slot
@@ -170,13 +171,22 @@ class _TraceHost:
             if isinstance(first, int) or name.startswith("<bounds"):  # (bools too: a flag)
                 self.varying.add(name)
 
+    def _alias_group(self, value: torch.Tensor) -> int:
+        """0 for an argument or a view of one (arguments may alias each other), else a number
+        per buffer the host code allocated, numbered in capture order (views share it)."""
+        base = value._base if value._base is not None else value
+        if id(base) in self.arguments:
+            return 0
+        return self.alias_groups.setdefault(id(base), len(self.alias_groups) + 1)
+
     def _capture(self, name: str, value: Any, tracer: Tracer) -> Any:
         if isinstance(value, torch.Tensor):
             shape, stride = tuple(value.shape), tuple(value.stride())
             dynamic = not self.static_shapes
             argument = id(value) in self.arguments
+            group = self._alias_group(value)
             return HostTensor(
-                name, value.dtype, shape, stride, self.device_type, tracer, dynamic, argument
+                name, value.dtype, shape, stride, self.device_type, tracer, dynamic, argument, group
             )
         if isinstance(value, bool) and name in self.force_dynamic:
             return DynamicFlag(int(value), name)  # a flag that changes between launches

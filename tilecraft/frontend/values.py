@@ -253,6 +253,9 @@ class HostTensor:
     tracer: Any = None
     dynamic: bool = False  # sizes and strides are kernel arguments (static_shapes=False)
     argument: bool = False  # a kernel argument itself (not a tensor the host code made)
+    # tensors of one group may share memory: 0 for the kernel's arguments and views of them
+    # (two arguments may be one tensor), else one group per buffer the host code allocated
+    alias_group: int = 0
 
     @property
     def ndim(self) -> int:

@@ -12,8 +12,10 @@ Two accesses pair when they are both loads or both stores of the same tensor in 
 their index items are equal except for one ``("rslice", sym, dim, a, 2)`` / ``(..., a + 1, 2)``
 item on the same slice dim ``sym`` (equal lengths), that item is the last index item and the last
 dim of the value, the tensor's ``dim`` is contiguous (stride 1), and nothing between them could
-change the result: no store or atomic on that tensor between two loads, no access to it at all
-between two stores (the first store moves down to the second). With a rolled reduction dim, both
+change the result: no store or atomic on that tensor, nor on one that may share its memory
+(another view of its buffer, or any argument if it is one: one tensor may be passed twice),
+between two loads;
+no access to it at all between two stores (the first store moves down to the second). With a rolled reduction dim, both
 must fall in the same chunk loop (equal phases). An access the config does not emit as a pointer
 access, or a store that the row-does-not-fit schedule drops, never pairs.
 
@@ -153,8 +155,20 @@ def _merges(node: Node, size: int) -> bool:
     return bool(node.shape) and node.shape[-1] is sym and tensor.stride[dim] == size
 
 
-def _touches(nodes: Iterable[Node], tensor: str, ops: tuple[Op, ...]) -> bool:
-    return any(n.op in ops and n.attrs["tensor"].name == tensor for n in walk(list(nodes)))
+def _touches(nodes: Iterable[Node], tensor: Any, ops: tuple[Op, ...], alias: bool) -> bool:
+    """Whether ``nodes`` access ``tensor`` with ``ops``; with ``alias`` also a tensor that may
+    share its memory (``HostTensor.alias_group``: ``x.view(...)`` twice, or one tensor passed as
+    two arguments): a load moved up past a store through the other name would read the old
+    value. A buffer the host code allocated (``torch.empty``) aliases only its own views."""
+    group = getattr(tensor, "alias_group", 0)
+    return any(
+        n.op in ops
+        and (
+            n.attrs["tensor"].name == tensor.name
+            or (alias and getattr(n.attrs["tensor"], "alias_group", 0) == group)
+        )
+        for n in walk(list(nodes))
+    )
 
 
 def _group_size(node: Node, key: tuple[Any, ...]) -> int:
@@ -180,7 +194,7 @@ def _partners(
     members = {key[4]: i}
     for j in range(i + 1, len(block)):
         between = [block[k] for k in range(i + 1, j) if k not in members.values()]
-        if len(members) == size or _touches(between, key[0], hazards):
+        if len(members) == size or _touches(between, first.attrs["tensor"], hazards, load):
             break
         other, second = keys.get(j), block[j]
         if (
