@@ -34,10 +34,37 @@ def counts(
     """One row per config: the config, registers, spill bytes and PTX instruction counts of
     every device loop's kernel."""
     c = ALL_CASES[case]
-    kernel = c.kernels[0]
-    args = c.make_inputs(shape, "meta", 0)
     tgt = Target.parse(target)
-    bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=tgt)
+    rows = []
+    for kernel, args in _kernel_calls(c, shape):
+        bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=tgt)
+        rows += _config_rows(case, shape, bound, exprs, tgt)
+    return rows
+
+
+def _kernel_calls(c: Any, shape: tuple[int, ...]) -> list[tuple[Any, tuple[Any, ...]]]:
+    """Each kernel of a case with the meta arguments the case calls it with: the case runs on
+    meta inputs with every kernel's ref mode standing in for it (a second kernel gets the
+    first's outputs: dropout's backward takes the forward's mask)."""
+    inputs = c.make_inputs(shape, "meta", 0)
+    if len(c.kernels) == 1:
+        return [(c.kernels[0], inputs)]
+    calls: list[tuple[Any, tuple[Any, ...]]] = []
+
+    def recorder(kernel: Any) -> Any:
+        def call(*args: Any) -> Any:
+            calls.append((kernel, args))
+            return kernel.run_ref(*args)
+
+        return call
+
+    c.run({k.__name__: recorder(k) for k in c.kernels}, inputs)
+    return calls
+
+
+def _config_rows(
+    case: str, shape: tuple[int, ...], bound: BoundKernel, exprs: list[str], tgt: Target
+) -> list[dict[str, Any]]:
     default = bound.config_spec.default()
     rows = []
     for expr in exprs or ["default"]:
@@ -49,6 +76,7 @@ def counts(
             rows.append(
                 {
                     "case": case,
+                    "kernel": bound.kernel.__name__,
                     "shape": "x".join(map(str, shape)),
                     "loop": i,
                     "config": str(config),
@@ -75,7 +103,7 @@ def main() -> None:
         rows += counts(case, tuple(int(s) for s in shape.split(",")), expr, a.target)
     for r in rows:
         r["ops"] = ", ".join(f"{k} {v}" for k, v in r["ops"].items())
-    columns = ["case", "shape", "loop", "config", "registers", "spills", "ops"]
+    columns = ["case", "shape", "kernel", "loop", "config", "registers", "spills", "ops"]
     write_results(a.name, rows, columns, notes=f"target {a.target}. {a.notes}".strip())
 
 

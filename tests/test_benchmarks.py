@@ -143,3 +143,7 @@ def test_ptx_counts_reads_a_cases_compiled_default(
     assert row["registers"] and row["spills"] == 0
     stores = [op for op in row["ops"] if op.startswith("st.global")]
     assert stores and not row["ops"].get("st.global.b16"), row
+    # a case of two kernels: the backward gets the forward's mask (it got every input before)
+    fwd, bwd = counts("dropout_packbits", (16, 96), [], "cuda:90")
+    assert (fwd["kernel"], bwd["kernel"]) == ("dropout_packbits_fwd", "dropout_packbits_bwd")
+    assert fwd["registers"] and bwd["registers"]
