@@ -34,13 +34,14 @@ from tilecraft.frontend.source import (
 from tilecraft.frontend.trace import TracedKernel, trace_kernel
 from tilecraft.ir.index_width import needs_int64
 from tilecraft.language import _context
-from tilecraft.language.tunables import BlockSize
 from tilecraft.runtime import direct_launch, fastpath, hooks, torch_op
 from tilecraft.runtime.device import capturing
 from tilecraft.runtime.export import standalone_source
 from tilecraft.runtime.host_paths import Respecialize as _Respecialize
 from tilecraft.runtime.host_paths import host_path_changed, same_bounds
 from tilecraft.runtime.module import load_source
+from tilecraft.runtime.program import CompiledProgram
+from tilecraft.runtime.program import RunHost as _RunHost
 from tilecraft.runtime.ref import build_ref
 from tilecraft.runtime.validate import check_has_data, check_tensor_args, host_code_error
 from tilecraft.targets.target import Target, check_runnable, detect
@@ -365,69 +366,6 @@ EXTRA_KERNEL_OPTIONS: frozenset[str] = frozenset()
 def _named_options() -> set[str]:
     params = inspect.signature(Kernel.__init__).parameters.values()
     return {p.name for p in params if p.kind is p.KEYWORD_ONLY}
-
-
-class _RunHost:
-    """Host context of a compiled run: block sizes and tunables come from the config."""
-
-    mode = "run"
-
-    def __init__(self, config: Config, traced: TracedKernel):
-        self.config = config
-        self.slot_order = traced.host_slot_order
-        self.expected = traced.specializations
-        self.calls = 0
-        self.specializations = 0
-
-    def block_size(self, lo: int, hi: int | None) -> int:
-        slot = self.slot_order[self.calls]
-        self.calls += 1
-        return BlockSize(self.config.block_sizes[slot], slot)
-
-    def tunable(self, name: str, choices: tuple[Any, ...]) -> Any:
-        return self.config.user_values.get(name, choices[0])
-
-    def specialized(self, value: int) -> None:
-        k = self.specializations
-        self.specializations += 1
-        if k >= len(self.expected) or self.expected[k] != value:
-            raise _Respecialize(value)
-
-
-@dataclasses.dataclass
-class CompiledProgram:
-    plan: Plan
-    traced: TracedKernel
-    kernels: list[GeneratedKernel]
-    host_fn: Callable[..., Any]
-    module: Any = None
-
-    @property
-    def config(self) -> Config:
-        return self.plan.config
-
-    def compiled_stats(self) -> list[dict[str, Any]]:
-        """Registers and spills of each kernel Triton compiled for this program (after a run)."""
-        stats = []
-        for generated in self.kernels:
-            fn = getattr(self.module, generated.kernel_name, None)
-            for caches in getattr(fn, "device_caches", {}).values():
-                for compiled in caches[0].values():
-                    compiled._init_handles()
-                    stats.append(
-                        {
-                            "kernel": generated.kernel_name,
-                            "n_regs": compiled.n_regs,
-                            "n_spills": compiled.n_spills,
-                        }
-                    )
-        return stats
-
-    @property
-    def source(self) -> str:
-        return HEADER + "".join(
-            "\n\n" + k.device_source + "\n\n" + k.launcher_source for k in self.kernels
-        )
 
 
 class BoundKernel:
