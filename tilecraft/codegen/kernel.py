@@ -23,7 +23,7 @@ from tilecraft.codegen.split import COMBINE, COUNTERS, PARTIALS, SplitPass
 from tilecraft.config.plan import Plan
 from tilecraft.ir.index_width import needs_int64
 from tilecraft.ir.nodes import DeviceLoop, Op
-from tilecraft.ir.split import SplitSite, split_site
+from tilecraft.ir.split import Site, SplitSite, split_site
 
 HEADER = (
     "from __future__ import annotations\n\n"
@@ -234,69 +234,40 @@ def _generated(
 def _generate_split(
     loop: DeviceLoop, plan: Plan, fn_name: str, prepasses: tuple[DeviceLoop, ...]
 ) -> GeneratedKernel:
-    """A split inner loop (or rolled reduction dim): the partials kernel on a ``(tiles, S)``
-    grid writes each share's partial results to scratch buffers; the combine kernel reduces them
-    in a fixed order and runs the code after them (see ``codegen/split.py``)."""
+    """A split inner loop (or rolled reduction dim): partials kernels on a ``(tiles, S)`` grid
+    write each share's partial results to scratch buffers, one per loop of a chain
+    (``ir/split.chained_sites``), each combining the earlier loops' partials first; the combine
+    kernel reduces them in a fixed order and runs the code after them, its programs sharing the
+    carry-free loops after the split ones (see ``codegen/split.py``)."""
     site, _ = split_site(loop)
     assert site is not None, "the plan splits a loop that has no split site"
     factor = plan.split(loop.grid_slot)
-    first = loop
-    if isinstance(site, SplitSite) and site.chained:
-        return _generate_chain(loop, plan, fn_name, site, factor, prepasses)
-    if isinstance(site, SplitSite):  # the partials kernel ends with the inner loop
-        first = dataclasses.replace(loop, body=loop.body[: site.position + 1])
     # one launch: a rolled site's combine runs every share (all S programs need all partials),
-    # and so does a split loop's whose later loops the shares divide
-    if plan.split_one_launch and isinstance(site, SplitSite) and not site.shared:
+    # and so does a split loop's whose later loops the shares divide or split in turn
+    if plan.split_one_launch and isinstance(site, SplitSite) and not (site.shared or site.chained):
+        first = dataclasses.replace(loop, body=loop.body[: site.position + 1])
         return _generate_one_launch(loop, first, plan, fn_name, site, factor, prepasses)
-    partial_pass = SplitPass(site, factor, PARTIALS, plan.split_atomics)
-    partials = _emit(first, plan, f"_tc_{fn_name}_{loop.index}_partials", partial_pass)
-    combine_pass = SplitPass(site, factor, COMBINE, plan.split_atomics)
-    combine = _emit(loop, plan, f"_tc_{fn_name}_{loop.index}", combine_pass)
-    tiles = grid.host_grid(combine.em, combine.tiles)
-    lines = _split_buffers(partials, combine_pass, tiles)
-    launcher_name = f"launch_{loop.index}"
-    launcher_source = (
-        f"def {launcher_name}(env, spec):\n"
-        + "".join(_prologue(loop, plan, [partials, combine], prepasses))
-        + "".join(lines)
-        + _launch(partials, partial_pass.grid("split_tiles"))
-        + _launch(combine, combine_pass.grid("split_tiles"))
-    )
-    out = _generated(
-        partials, launcher_name, launcher_source, partial_pass.grid("split_tiles"), plan
-    )
-    out.device_source = partials.device_source + "\n\n" + combine.device_source
-    out.companions = [
-        _generated(combine, launcher_name, "", combine_pass.grid("split_tiles"), plan)
-    ]
-    return out
-
-
-def _generate_chain(
-    loop: DeviceLoop,
-    plan: Plan,
-    fn_name: str,
-    site: SplitSite,
-    factor: int,
-    prepasses: tuple[DeviceLoop, ...],
-) -> GeneratedKernel:
-    """A chain of split loops (``ir/split.chained_sites``): one partials kernel per loop on the
-    ``(tiles, S)`` grid, each combining the earlier loops' partials first, then the last
-    combine, whose programs share the carry-free loops after the chain."""
-    sites = (site, *site.chained)
+    sites: tuple[Site, ...] = (site, *site.chained) if isinstance(site, SplitSite) else (site,)
+    # partial sums added atomically (opt-in) where normalize_atomics allowed them: it checks the
+    # first loop's accumulators, and a chain's later loops may hold maxima
+    atomic = plan.split_atomics and len(sites) == 1
 
     def combines(upto: int) -> tuple[SplitPass, ...]:
-        return tuple(SplitPass(s, factor, COMBINE, link=j) for j, s in enumerate(sites[:upto]))
+        return tuple(
+            SplitPass(s, factor, COMBINE, atomic, link=j) for j, s in enumerate(sites[:upto])
+        )
 
     partials = []
     for j, s in enumerate(sites):
-        passed = SplitPass(s, factor, PARTIALS, combined=combines(j), link=j)
-        body = dataclasses.replace(loop, body=loop.body[: s.position + 1])
+        passed = SplitPass(s, factor, PARTIALS, atomic, combined=combines(j), link=j)
+        # a split loop's partials kernel ends with the loop; a rolled dim's runs the whole body
+        first = loop
+        if isinstance(s, SplitSite):
+            first = dataclasses.replace(loop, body=loop.body[: s.position + 1])
         name = f"_tc_{fn_name}_{loop.index}_partials{j or ''}"
-        partials.append((_emit(body, plan, name, passed), passed))
+        partials.append((_emit(first, plan, name, passed), passed))
     last = len(sites) - 1
-    final_pass = SplitPass(sites[last], factor, COMBINE, combined=combines(last), link=last)
+    final_pass = SplitPass(sites[last], factor, COMBINE, atomic, combined=combines(last), link=last)
     final = _emit(loop, plan, f"_tc_{fn_name}_{loop.index}", final_pass)
     lines = _split_buffers(partials[0][0], final_pass, grid.host_grid(final.em, final.tiles))
     emitted = [e for e, _ in partials] + [final]
@@ -308,8 +279,10 @@ def _generate_chain(
         + "".join(_launch(e, p.grid("split_tiles")) for e, p in partials)
         + _launch(final, final_pass.grid("split_tiles"))
     )
-    first, first_pass = partials[0]
-    out = _generated(first, launcher_name, launcher_source, first_pass.grid("split_tiles"), plan)
+    first_kernel, first_pass = partials[0]
+    out = _generated(
+        first_kernel, launcher_name, launcher_source, first_pass.grid("split_tiles"), plan
+    )
     out.device_source = "\n\n".join(e.device_source for e in emitted)
     out.companions = [
         _generated(e, launcher_name, "", p.grid("split_tiles"), plan) for e, p in partials[1:]

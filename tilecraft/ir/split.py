@@ -202,10 +202,11 @@ def chained_sites(
         if site is None:
             return (), ()
         chained.append(site)
-    rest = loops[len(chained) :]
-    if not chained or any(n.attrs.get("carried") or not _stores_own_rows(n) for n in rest):
+    # the loops after the chain must be the last one's shared loops (carry-free, each storing
+    # its own rows): shared_loops computed them for it
+    if not chained or len(loops) > len(chained) and not chained[-1].shared:
         return (), ()
-    return tuple(chained), tuple(rest)
+    return tuple(chained), chained[-1].shared
 
 
 def _loops_after(loop: DeviceLoop, position: int) -> list[Node]:
