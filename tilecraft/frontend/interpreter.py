@@ -25,7 +25,7 @@ from tilecraft.frontend.assigned import assigned_names
 from tilecraft.frontend.dispatch import contained_host_tensor
 from tilecraft.frontend.scalar_builtins import with_device_builtins
 from tilecraft.frontend.tracer import Tracer
-from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
+from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, host_tensor_operand
 from tilecraft.ir.nodes import Node, Sym
 from tilecraft.language import _context
 from tilecraft.language.loops import TileSpec
@@ -92,7 +92,7 @@ class Interpreter:
                     "tile's `.index` (`tm.index`: the tile's positions in its dim)",
                 ) from None
             if isinstance(exc, TypeError) and "not HostTensor" in text:
-                raise _host_tensor_operand(text, self.tracer) from None
+                raise host_tensor_operand(text.split("(", 1)[0], text, self.tracer.loc) from None
             raise UnsupportedOpError(f"{type(exc).__name__}: {exc}", self.tracer.loc) from None
 
     def _located(self, expr: ast.expr) -> ast.Expression:
@@ -332,15 +332,3 @@ def _index_expr(expr: ast.expr) -> ast.expr:
     if isinstance(expr, ast.Tuple):
         return ast.Tuple([_index_expr(e) for e in expr.elts], ast.Load())
     return expr
-
-
-def _host_tensor_operand(text: str, tracer: Tracer) -> DeviceCodeError:
-    """A torch function given a host tensor where it takes a tensor (``torch.gather(x, ...)``
-    of a kernel argument): device code reaches host tensors only by indexing them."""
-    op = text.split("(", 1)[0]
-    return DeviceCodeError(
-        f"torch.{op} of a host tensor: {text}",
-        tracer.loc,
-        hint="index it to load a tile first (`x[tm, :]`); a gather from a host tensor is a "
-        "load with a tensor index (`x[tm.index, idx]`: tensor indices pair up elementwise)",
-    )

@@ -363,8 +363,8 @@ def _tracer_of(value: Any) -> Tracer:
     return value.tracer  # type: ignore[no-any-return]
 
 
-# a 0-d host tensor in arithmetic reads its one element (``-s``, ``s + 1``, ``s > 0``); a dataclass,
-# it keeps its own == (the compiler compares host tensors): compare it with ``torch.eq(s, v)``
+# a 0-d host tensor in arithmetic reads its one element (``-s``, ``s + 1``, ``s > 0``); its ``==``
+# stays identity (the compiler compares host tensors): compare it with ``torch.eq(s, v)``
 for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__"):
     setattr(HostTensor, _name, _binary(_name))
     setattr(HostTensor, "__r" + _name[2:], _binary(_name, reflected=True))
@@ -374,19 +374,24 @@ HostTensor.__neg__ = lambda self: self.tracer.torch_call(torch.neg, (self,), {})
 HostTensor.__abs__ = lambda self: self.tracer.torch_call(torch.abs, (self,), {})  # type: ignore
 
 
+def host_tensor_operand(op: str, detail: str, loc: Any) -> DeviceCodeError:
+    """The error for a host tensor given whole to ``torch.<op>`` (``torch.gather(x, ...)`` of a
+    kernel argument): device code reaches host tensors only by indexing them."""
+    return DeviceCodeError(
+        f"torch.{op} of a host tensor: {detail}",
+        loc,
+        hint="index it to load a tile first (`x[tm, :]`); a gather from a host tensor is a "
+        "load with a tensor index (`x[tm.index, idx]`: tensor indices pair up elementwise)",
+    )
+
+
 def _whole_operands(func: Any, args: Any, kwargs: dict[str, Any]) -> None:
-    """Device code reaches a host tensor of rank >= 1 only by indexing it: given whole to a
-    torch function (``torch.gather(x, ...)`` of a kernel argument), it is a located error."""
+    """A host tensor of rank >= 1 given whole to a torch function: :func:`host_tensor_operand`."""
     for a in (*args, *kwargs.values()):
         if isinstance(a, HostTensor) and a.ndim:
             name = getattr(func, "__name__", str(func))
-            raise DeviceCodeError(
-                f"torch.{name} of a host tensor: '{a.name}' is {a.ndim}-D",
-                a.tracer.loc if a.tracer is not None else None,
-                hint="index it to load a tile first (`x[tm, :]`); a gather from a host tensor "
-                "is a load with a tensor index (`x[tm.index, idx]`: tensor indices pair up "
-                "elementwise)",
-            )
+            loc = a.tracer.loc if a.tracer is not None else None
+            raise host_tensor_operand(name, f"'{a.name}' is {a.ndim}-D", loc)
 
 
 def _find_tracer(args: Any, kwargs: dict[str, Any]) -> Tracer:

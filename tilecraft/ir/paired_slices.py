@@ -160,12 +160,11 @@ def _touches(nodes: Iterable[Node], tensor: Any, ops: tuple[Op, ...], alias: boo
     share its memory (``HostTensor.alias_group``: ``x.view(...)`` twice, or one tensor passed as
     two arguments): a load moved up past a store through the other name would read the old
     value. A buffer the host code allocated (``torch.empty``) aliases only its own views."""
-    group = getattr(tensor, "alias_group", 0)
     return any(
         n.op in ops
         and (
             n.attrs["tensor"].name == tensor.name
-            or (alias and getattr(n.attrs["tensor"], "alias_group", 0) == group)
+            or (alias and n.attrs["tensor"].alias_group == tensor.alias_group)
         )
         for n in walk(list(nodes))
     )

@@ -28,8 +28,9 @@ class DynamicInt(int):
     """A host int passed to a ``static_shapes=False`` kernel at run time (not baked in), or one
     a host loop changes between launches of a device loop. Arithmetic and ordering in device
     code give device values (``n // 2``, ``i > 0``: computed at run time from the argument);
-    as an int Python would fold them with the traced value and bake that in. (``==`` stays
-    int equality: the compiler compares sizes; write ``torch.eq(i, 1)`` for a run-time test.)"""
+    as an int Python would fold them with the traced value and bake that in. ``==`` stays int
+    equality (the compiler compares sizes); the interpreter rewrites the user's ``==`` / ``!=``
+    into run-time tests (``frontend/interpreter._RuntimeEquality``)."""
 
     arg: str
 
