@@ -9,6 +9,7 @@ Static shapes are checked once at trace time (``frontend/coverage.py``): each ne
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from tilecraft.ir.nodes import DeviceLoop, Node, Op
@@ -61,13 +62,17 @@ def _bound_expr(value: Any) -> str | None:
     return None
 
 
+def _dynamic_accesses(loop: DeviceLoop) -> Iterator[tuple[Node, Any]]:
+    """Each load, store or atomic of a tensor with run-time sizes, with that tensor."""
+    for node in loop.walk():
+        if node.op in (Op.LOAD, Op.STORE, Op.ATOMIC) and node.attrs["tensor"].dynamic:
+            yield node, node.attrs["tensor"]
+
+
 def _coverage_guards(loop: DeviceLoop) -> list[str]:
     """Dynamic shapes: every tensor indexed by a grid tile must reach the tile loop's end."""
     lines, seen = [], set()
-    for node in loop.walk():
-        if node.op not in (Op.LOAD, Op.STORE, Op.ATOMIC) or not node.attrs["tensor"].dynamic:
-            continue
-        tensor = node.attrs["tensor"]
+    for node, tensor in _dynamic_accesses(loop):
         for item in node.attrs["index"]:
             if item[0] != "tile" or (tensor.name, item[2], item[1].index) in seen:
                 continue
@@ -91,11 +96,8 @@ def _unit_stride_guards(loop: DeviceLoop) -> list[str]:
     kernel (``HostTensor.unit_stride``); a launch where one is not 1 (a transposed view whose
     other dim was 1 when traced) must not read the wrong elements."""
     lines, seen = [], set()
-    for node in loop.walk():
-        if node.op not in (Op.LOAD, Op.STORE, Op.ATOMIC):
-            continue
-        tensor = node.attrs["tensor"]
-        if not tensor.dynamic or tensor.argument or tensor.name in seen:
+    for node, tensor in _dynamic_accesses(loop):
+        if tensor.argument or tensor.name in seen:
             continue
         seen.add(tensor.name)
         for dim in (d for d in range(tensor.ndim) if tensor.unit_stride(d)):
