@@ -294,6 +294,40 @@ def test_a_0d_tensor_is_an_operand_of_torch_functions(device: str) -> None:
 
 
 @tc.kernel(static_shapes=True)
+def selected_by_0d_equality(x: torch.Tensor, s: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """``==`` / ``!=`` with 0-d tensor arguments on either side, against a constant, a tile and
+    another 0-d tensor."""
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        v = x[t]
+        a = torch.where(s == 2.0, v, -v) + torch.where(v == s, 100.0, 0.0)
+        out[t] = a + torch.where(s == r, v * 10, v) + (2.0 != r).float()  # noqa: SIM300
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def compares_a_whole_argument(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = torch.where(x == y, x[t], 0.0)
+    return out
+
+
+@pytest.mark.parametrize("r_value", [2.0, 3.0])
+def test_equality_of_0d_tensor_arguments_compares_values(device: str, r_value: float) -> None:
+    """``s == 2.0`` of a 0-d tensor argument in device code was Python's identity test (False
+    whatever ``s`` held): ``torch.where`` then raised or picked the wrong branch."""
+    x = torch.tensor([1.0, 2.0, 3.0, 2.0, -4.0], device=device)
+    s = torch.tensor(2.0, device=device)
+    r = torch.tensor(r_value, device=device)
+    want = torch.where(s == 2.0, x, -x) + torch.where(x == s, 100.0, 0.0)
+    want = want + torch.where(s == r, x * 10, x) + (r != 2.0).float()
+    torch.testing.assert_close(selected_by_0d_equality(x, s, r), want)
+    with pytest.raises(DeviceCodeError, match="torch.eq of a host tensor.*'x' is 1-D"):
+        compares_a_whole_argument(x, x.clone())
+
+
+@tc.kernel(static_shapes=True)
 def scaled_by_host_max(x: torch.Tensor) -> torch.Tensor:
     """Row maxima in one loop, their max on the host (a 0-d tensor), then every element minus
     it in a second loop."""

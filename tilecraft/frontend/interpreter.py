@@ -273,9 +273,10 @@ _EQ, _NE = "__tc_eq__", "__tc_ne__"
 
 
 class _RuntimeEquality(ast.NodeTransformer):
-    """``a == b`` / ``a != b`` in device code as calls that compare a run-time int on the device
-    (``if i == 1:`` with ``i`` a host loop's varying int): ``DynamicInt`` keeps int equality for
-    the compiler's own size comparisons, so the user's are rewritten instead."""
+    """``a == b`` / ``a != b`` in device code as calls that compare on the device: a run-time
+    int (``if i == 1:`` with ``i`` a host loop's varying int) or a 0-d tensor argument
+    (``torch.where(s == 2.0, ...)``). ``DynamicInt`` keeps int equality and ``HostTensor``
+    identity for the compiler's own comparisons, so the user's are rewritten instead."""
 
     def visit_Compare(self, node: ast.Compare) -> ast.expr:
         self.generic_visit(node)
@@ -287,26 +288,34 @@ class _RuntimeEquality(ast.NodeTransformer):
 
 
 def _runtime_eq(a: Any, b: Any) -> Any:
-    if _both_ints_one_dynamic(a, b):
-        tracer: Any = _context.device()
-        return tracer.torch_call(torch.eq, (a, b), {})
-    return a == b
+    return _device_compare(torch.eq, a, b) if _on_device(a, b) else a == b
 
 
 def _runtime_ne(a: Any, b: Any) -> Any:
-    if _both_ints_one_dynamic(a, b):
-        tracer: Any = _context.device()
-        return tracer.torch_call(torch.ne, (a, b), {})
-    return a != b
+    return _device_compare(torch.ne, a, b) if _on_device(a, b) else a != b
 
 
-def _both_ints_one_dynamic(a: Any, b: Any) -> bool:
+def _on_device(a: Any, b: Any) -> bool:
+    """Whether ``a == b`` compares run-time values: a host tensor (whose 0-d value is read; a
+    larger one is refused with a hint to index it) or a run-time int beside another int."""
+    if _context.device() is None:
+        return False
+    if isinstance(a, HostTensor) or isinstance(b, HostTensor):
+        return a is not None and b is not None
     return (
         (isinstance(a, DynamicInt) or isinstance(b, DynamicInt))
         and isinstance(a, int)
         and isinstance(b, int)
-        and _context.device() is not None
     )
+
+
+def _device_compare(func: Any, a: Any, b: Any) -> Any:
+    tracer: Any = _context.device()
+    for operand in (a, b):
+        if isinstance(operand, HostTensor) and operand.ndim:
+            detail = f"'{operand.name}' is {operand.ndim}-D (== compares elements)"
+            raise host_tensor_operand(func.__name__, detail, tracer.loc)
+    return tracer.torch_call(func, (a, b), {})
 
 
 def _as_if_statement(stmt: ast.Assign, choice: ast.IfExp) -> ast.If:

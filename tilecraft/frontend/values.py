@@ -364,7 +364,7 @@ def _tracer_of(value: Any) -> Tracer:
 
 
 # a 0-d host tensor in arithmetic reads its one element (``-s``, ``s + 1``, ``s > 0``); its ``==``
-# stays identity (the compiler compares host tensors): compare it with ``torch.eq(s, v)``
+# stays identity (the compiler compares host tensors): the interpreter rewrites the user's ==/!=
 for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__"):
     setattr(HostTensor, _name, _binary(_name))
     setattr(HostTensor, "__r" + _name[2:], _binary(_name, reflected=True))
