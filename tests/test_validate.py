@@ -118,6 +118,26 @@ def test_wrong_rank_names_the_host_line() -> None:
     assert _line_of_kernels("m, n = x.size()") in text
 
 
+@tc.kernel
+def scaled_by_longest(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    longest = int(lengths.max())  # a value read from tensor data in host code
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * longest
+    return out
+
+
+def test_host_code_reading_tensor_data_says_why_and_what_to_do() -> None:
+    """Host code runs on meta tensors while traced: ``int(lengths.max())`` failed with
+    torch's 'cannot be called on meta tensors' and a hint about ranks and shapes."""
+    with pytest.raises(ArgumentError) as info:
+        scaled_by_longest(torch.randn(8), torch.tensor([3, 5]))
+    text = str(info.value)
+    assert "test_validate.py" in text and "int(lengths.max())" in text
+    assert "meta tensors (shapes, no data)" in text and "as an int or float argument" in text
+    assert "ranks and shapes" not in text
+
+
 def _line_of_kernels(needle: str) -> str:
     lines, first = inspect.getsourcelines(rms_norm.fn)
     (idx,) = [i for i, ln in enumerate(lines) if needle in ln]

@@ -73,5 +73,21 @@ def host_code_error(
         f"{name}(): the kernel's host code failed on these arguments ({given}): "
         f"{type(exc).__name__}: {exc}",
         where,
-        hint="check the arguments' ranks and shapes against what the kernel expects",
+        hint=_DATA_HINT if _reads_data(exc) else _SHAPE_HINT,
     )
+
+
+_SHAPE_HINT = "check the arguments' ranks and shapes against what the kernel expects"
+_DATA_HINT = (
+    "the kernel is traced with host code run on meta tensors (shapes, no data), so host code "
+    "cannot read tensor values (.item(), .tolist(), int(t), `if t.sum() > 0:`, nonzero, "
+    "masked selection): pass such a value as an int or float argument computed before the "
+    "call, or compute with it inside a device loop"
+)
+_DATA_MARKERS = ("meta tensor", "data-dependent", "no fake impl", "nonzero")
+
+
+def _reads_data(exc: Exception) -> bool:
+    """Whether the host code failed because it read tensor data during the meta trace."""
+    text = str(exc).lower()
+    return any(marker in text for marker in _DATA_MARKERS)
