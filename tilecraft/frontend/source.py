@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tilecraft.errors import DeviceCodeError, SourceLoc
+from tilecraft.frontend.glue import GlueRun, find_glue_runs, launch_statements
 
 LAUNCH = "__tc_launch__"
 REF_GET = "__tc_ref_get__"
@@ -44,6 +45,7 @@ class KernelSource:
     tree: ast.FunctionDef
     text: str
     loops: list[DeviceLoopSource]
+    glue: list[GlueRun] = dataclasses.field(default_factory=list)  # frontend/glue.py
 
     def closure_values(self) -> dict[str, Any]:
         """The kernel's closure variables (device code may read them like globals)."""
@@ -101,6 +103,7 @@ def parse_kernel(fn: Callable[..., Any]) -> KernelSource:
             src.loc(tree),
             hint="put the device code in `for tile in tc.tile(n):`",
         )
+    src.glue = find_glue_runs(tree, [loop.node for loop in src.loops], src.loc)
     return src
 
 
@@ -286,10 +289,14 @@ def build_function(
     return built  # type: ignore[no-any-return]
 
 
-def launch_tree(src: KernelSource) -> ast.FunctionDef:
+def launch_tree(src: KernelSource, glue: bool = True) -> ast.FunctionDef:
+    """The launch version (module docstring); ``glue``: with the glue runs rewritten
+    (``frontend/glue.py``), whose hooks the caller then provides."""
     tree = _copy(src.tree)
     loops: list[ast.For] = []
     _find_loops_in(tree, loops)
+    for run in reversed(src.glue if glue else []):  # (positions in the body stay valid)
+        tree.body[run.start : run.stop] = launch_statements(run)
     return _LaunchRewriter(
         [DeviceLoopSource(i, n, src.loops[i].loc) for i, n in enumerate(loops)]
     ).visit(tree)  # type: ignore[no-any-return]

@@ -7,14 +7,17 @@ traced into IR by the :class:`Interpreter` with the host's local variables as ca
 
 from __future__ import annotations
 
+import ast
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from tilecraft.errors import DeviceCodeError, TilecraftError
+from tilecraft.errors import DeviceCodeError, SourceLoc, TilecraftError
 from tilecraft.frontend import loop_nest
+from tilecraft.frontend.glue import GLUE, GLUE_DONE, GlueRun, device_loop, output_name
+from tilecraft.frontend.glue_trace import GlueLoop, OpCounter, eager_glue_functions, glue_problem
 from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tracer import Tracer
@@ -27,7 +30,7 @@ from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, walk
 from tilecraft.ir.promote import promote_small_grids
 from tilecraft.ir.tuple_scans import narrow_tuple_scans
 from tilecraft.language import _context
-from tilecraft.language.loops import TileSpec
+from tilecraft.language.loops import TileSpec, grid
 from tilecraft.language.tunables import BlockSize, DynamicFlag, DynamicInt, Specialized
 
 PROVISIONAL_BLOCK = 32
@@ -42,6 +45,8 @@ class TracedKernel:
     tunables: dict[str, tuple[Any, ...]]
     host_block_values: tuple[int, ...]
     specializations: list[int]
+    glue: dict[int, GlueLoop] = dataclasses.field(default_factory=dict)  # frontend/glue.py
+    glue_problems: dict[int, str | None] = dataclasses.field(default_factory=dict)
 
     def ir(self) -> str:
         from tilecraft.ir.printer import format_loop
@@ -73,6 +78,9 @@ class _TraceHost:
         self.force_dynamic: set[str] = set()
         self.arguments: set[int] = set()  # ids of the kernel's tensor arguments (meta copies)
         self.alias_groups: dict[int, int] = {}  # id of a host-allocated buffer -> its group
+        self.glue_fns: list[Callable[[dict[str, Any]], tuple[Any, ...]]] = []  # eager, per run
+        self.glue_loops: dict[int, GlueLoop] = {}  # glue run -> its program
+        self.glue_problems: dict[int, str | None] = {}  # glue run -> why it stays eager
 
     def block_size(self, lo: int, hi: int | None) -> int:
         slot = self.next_slot
@@ -105,8 +113,64 @@ class _TraceHost:
             raise DeviceCodeError(
                 "a device loop must iterate tc.tile(...) or tc.grid(...)", source.loc
             )
+        loop = self._trace_loop(index, source.node, source.loc, spec, env, self.n_rdims)
+        self.n_rdims += sum(1 for s in loop.syms if s.kind is SymKind.RDIM)
+        self.loops[index] = loop
+
+    def glue(self, index: int, env: dict[str, Any]) -> tuple[Any, ...] | None:
+        """Run glue run ``index`` (``frontend/glue.py``) on these meta values, and trace it as
+        one program where it may be (``self.glue_loops``); None: it raised (run as written,
+        it raises again where the user wrote it)."""
+        run = self.src.glue[index]
+        counter = OpCounter()
+        try:
+            with counter:
+                outputs = self.glue_fns[index](env)
+        except Exception:
+            return None
+        scope = {**self.src.fn.__globals__, **self.src.closure_values()}
+        problem = glue_problem(run, env, scope, outputs, counter.ops)
+        if problem is None and self.static_shapes:
+            try:
+                inputs = {n: env[n] for n in run.inputs if n in env}
+                self.glue_loops[index] = self._trace_glue(run, inputs, outputs)
+            except Exception as exc:  # any failure leaves the statements to run eagerly
+                problem = f"{type(exc).__name__}: {exc}"
+        self.glue_problems[index] = problem if self.static_shapes else "static_shapes=False"
+        return tuple(outputs)
+
+    def _trace_glue(
+        self, run: GlueRun, inputs: dict[str, Any], outputs: tuple[Any, ...]
+    ) -> GlueLoop:
+        whole = {n: v.dim() for n, v in inputs.items() if isinstance(v, torch.Tensor) and v.dim()}
+        node = device_loop(run, whole, [o.dim() for o in outputs])
+        env = dict(inputs)
+        for k, out in enumerate(outputs):
+            env[output_name(k)] = torch.empty(out.shape, dtype=out.dtype, device="meta")
+        slot = self.next_slot
+        loop = self._trace_loop(run.index, node, run.loc, grid(1), env, 0, glue=True)
+        self.next_slot = slot  # (one program: no block sizes)
+        loop = narrow_int_accumulations(mask_loads_by_where(loop))
+        loop.body = eliminate_dead_code(narrow_tuple_scans(eliminate_dead_code(loop.body)))
+        assign_config_slots([loop])
+        shapes = tuple((tuple(o.shape), o.dtype) for o in outputs)
+        return GlueLoop(loop, shapes, run.outputs, tuple(n for n in run.inputs if n in inputs))
+
+    def _trace_loop(
+        self,
+        index: int,
+        node: ast.For,
+        loc: SourceLoc,
+        spec: TileSpec,
+        env: dict[str, Any],
+        first_rdim_slot: int,
+        glue: bool = False,
+    ) -> DeviceLoop:
+        """Trace one device loop's body over ``spec``'s grid with ``env`` as captures; its
+        reduction dims take config slots from ``first_rdim_slot`` on. ``glue``: a glue run's
+        program (``index`` numbers the runs), launched once a call."""
         tracer = Tracer(self.next_slot, dynamic=not self.static_shapes)
-        tracer.loc = source.loc
+        tracer.loc = loc
         captures = {name: self._capture(name, value, tracer) for name, value in env.items()}
         try:
             grid_syms = []
@@ -114,9 +178,10 @@ class _TraceHost:
             for i, (begin, end, block) in enumerate(bounds):
                 if not isinstance(begin, int) or not isinstance(end, int):
                     raise DeviceCodeError("the bounds of a top-level device loop must be host ints")
+                varies = not glue and self._varies(index, i)
                 lo, hi = (
-                    loop_nest.grid_bound(tracer, int(begin), "begin", i, self._varies(index, i)),
-                    loop_nest.grid_bound(tracer, int(end), "end", i, self._varies(index, i)),
+                    loop_nest.grid_bound(tracer, int(begin), "begin", i, varies),
+                    loop_nest.grid_bound(tracer, int(end), "end", i, varies),
                 )
                 grid_syms.append(
                     loop_nest.block_sym(tracer, hi, lo, block, scalar=spec.kind == "grid")
@@ -124,28 +189,28 @@ class _TraceHost:
             scope = {**self.src.fn.__globals__, **self.src.closure_values()}
             interp = Interpreter(tracer, captures, scope, self.src.filename, self.src.line_offset)
             proxies = [TileProxy(s, tracer) for s in grid_syms]
-            interp.assign(source.node.target, tuple(proxies) if spec.multi else proxies[0])
-            interp.run(source.node.body)
+            interp.assign(node.target, tuple(proxies) if spec.multi else proxies[0])
+            interp.run(node.body)
         except TilecraftError as exc:
             raise exc.with_loc(tracer.loc) from None
         self.next_slot = tracer.next_block_slot
         body = eliminate_dead_code(tracer.blocks[0])
         syms = _without_dead_rdims(tracer.syms, body)
         rdims = [s for s in syms if s.kind is SymKind.RDIM]
-        for slot, sym in enumerate(rdims, start=self.n_rdims):
+        for slot, sym in enumerate(rdims, start=first_rdim_slot):
             sym.config_slot = slot
-        self.n_rdims += len(rdims)
         tensors = {name: v for name, v in captures.items() if isinstance(v, HostTensor)}
         scalars = {
             name: v.node
             for name, v in captures.items()
             if isinstance(v, TileValue) and v.node.op is Op.ARG
         }
-        self.loops[index] = DeviceLoop(index, grid_syms, body, tensors, scalars, source.loc, syms)
-        self.loops[index].host_bounds = tuple(
+        loop = DeviceLoop(index, grid_syms, body, tensors, scalars, loc, syms)
+        loop.host_bounds = tuple(
             None if isinstance(s.begin, Node) or isinstance(s.extent, Node) else (b, e)
             for s, b, e in zip(grid_syms, spec.begins, spec.ends, strict=True)
         )
+        return loop
 
     def _varies(self, index: int, dim: int) -> bool:
         """Whether grid dim ``dim`` of loop ``index`` had other bounds on a later launch."""
@@ -248,13 +313,20 @@ def trace_kernel(
     independent inner loop promoted into the grid (``ir/promote.py``). ``hoist``: compute dot
     operands that programs would recompute in a pre-pass loop (``ir/hoist.py``)."""
     current: list[_TraceHost] = []
-    fn = build_function(src, launch_tree(src), {LAUNCH: lambda *a: current[-1].launch(*a)})
+    hooks = {
+        LAUNCH: lambda *a: current[-1].launch(*a),
+        GLUE: lambda *a: current[-1].glue(*a),
+        GLUE_DONE: lambda *a: None,
+    }
+    fn = build_function(src, launch_tree(src), hooks)
+    glue_fns = eager_glue_functions(src)
     force_dynamic: set[str] = set()
     meta_args, meta_kwargs = _meta(args), _meta(kwargs)
     arguments = {id(v) for v in (*meta_args, *meta_kwargs.values()) if isinstance(v, torch.Tensor)}
     while True:
         host = _TraceHost(src, device_type, static_shapes, block_values or {})
         host.arguments = arguments
+        host.glue_fns = glue_fns
         current.append(host)
         host.force_dynamic = force_dynamic
         with _context.host_context(host):
@@ -281,6 +353,8 @@ def trace_kernel(
         host.tunables,
         values,
         host.specializations,
+        host.glue_loops,
+        host.glue_problems,
     )
 
 

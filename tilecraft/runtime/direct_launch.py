@@ -24,6 +24,8 @@ from triton import knobs
 from triton.knobs import HookChain
 from triton.runtime import driver
 
+from tilecraft import settings
+
 _I32_MIN, _I32_END, _U64_START = -(2**31), 2**31, 2**63
 
 
@@ -93,6 +95,13 @@ class DirectKernel:
             compiled.packed_metadata, None, None, None, *params,
         )  # fmt: skip
         return compiled
+
+
+def wrap_for_target(module: Any, names: list[str], backend: str) -> None:
+    """Direct launches for the module's kernels ``names`` where they apply: NVIDIA targets, not
+    the interpreter, unless ``TILECRAFT_DIRECT_LAUNCH=0``."""
+    if backend == "cuda" and settings.direct_launch() and not settings.triton_interpret():
+        wrap_module_kernels(module, names)
 
 
 def wrap_module_kernels(module: Any, names: list[str]) -> None:

@@ -142,7 +142,7 @@ def _global_line(kernel_name: str, name: str, value: Any) -> str:
 def _host_tree(bound: BoundKernel) -> tuple[ast.FunctionDef, list[str]]:
     """The host function (launches in place of device loops) and the globals it reads."""
     kernel = bound.kernel
-    tree = launch_tree(kernel.source)
+    tree = launch_tree(kernel.source, glue=False)  # the glue runs as written
     tree.name = "_host"
     defaults = kernel.fn.__defaults__ or ()
     tree.args.defaults = [ast.Constant(d) for d in defaults]

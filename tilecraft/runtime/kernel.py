@@ -24,6 +24,7 @@ from tilecraft.config.fp32_dots import DOT_PRECISIONS
 from tilecraft.config.plan import Plan, next_pow2
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.errors import ArgumentError, ConfigError, TilecraftError
+from tilecraft.frontend.glue import GLUE, GLUE_DONE
 from tilecraft.frontend.source import (
     LAUNCH,
     KernelSource,
@@ -37,6 +38,7 @@ from tilecraft.language import _context
 from tilecraft.runtime import direct_launch, fastpath, hooks, torch_op
 from tilecraft.runtime.device import capturing
 from tilecraft.runtime.export import standalone_source
+from tilecraft.runtime.glue import GlueRunner
 from tilecraft.runtime.host_paths import Respecialize as _Respecialize
 from tilecraft.runtime.host_paths import host_path_changed, same_bounds
 from tilecraft.runtime.module import load_source
@@ -393,6 +395,7 @@ class BoundKernel:
         )
         self._traces: dict[tuple[Any, ...], TracedKernel] = {}
         self._programs: dict[str, CompiledProgram] = {}
+        self._glue: dict[int, GlueRunner] = {}  # id of a trace -> its glue programs
         self._default: CompiledProgram | None = None
 
     def _trace(self, block_values: dict[Any, Any]) -> TracedKernel:
@@ -468,13 +471,8 @@ class BoundKernel:
         if settings.debug():
             print(source)
         module = load_source(source)
-        if (
-            self.target.backend == "cuda"
-            and settings.direct_launch()
-            and not settings.triton_interpret()
-        ):
-            names = [c.kernel_name for k in kernels for c in (k, *k.companions)]
-            direct_launch.wrap_module_kernels(module, names)
+        names = [c.kernel_name for k in kernels for c in (k, *k.companions)]
+        direct_launch.wrap_for_target(module, names, self.target.backend)
         launchers = [getattr(module, k.launcher_name) for k in kernels]
         by_index = {
             loop.index: launcher for loop, launcher in zip(traced.loops, launchers, strict=True)
@@ -491,9 +489,9 @@ class BoundKernel:
             launcher(env, spec)
             launched[0] += 1
 
-        host_code = build_function(
-            self.kernel.source, launch_tree(self.kernel.source), {LAUNCH: launch}
-        )
+        glue = self._glue_runner(traced)
+        hooks = {LAUNCH: launch, GLUE: glue.glue, GLUE_DONE: glue.done}
+        host_code = build_function(self.kernel.source, launch_tree(self.kernel.source), hooks)
 
         def host_fn(*args: Any, **kwargs: Any) -> Any:
             launched[0] = 0
@@ -502,6 +500,14 @@ class BoundKernel:
         program = CompiledProgram(plan, traced, kernels, host_fn, module)
         self._programs[config.key()] = program
         return program
+
+    def _glue_runner(self, traced: TracedKernel) -> GlueRunner:
+        """The glue programs of ``traced`` (``runtime/glue.py``), shared by its configs."""
+        runner = self._glue.get(id(traced))
+        if runner is None:
+            name, precision = self.kernel.__name__, self.kernel.dot_precision
+            runner = self._glue[id(traced)] = GlueRunner(traced, self.target, name, precision)
+        return runner
 
     def default_program(
         self, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None

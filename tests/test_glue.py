@@ -1,0 +1,257 @@
+"""Host glue after device loops run as one device program (``frontend/glue.py``,
+``frontend/glue_trace.py``, ``runtime/glue.py``): which statements form a run, the numerics
+against eager PyTorch in the interpreter, every reason a run stays eager (and that it then still
+gives eager's results), the first-call check against eager, and the programs' code for sm_90
+and gfx942."""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tests.cross_targets import TARGETS
+from tilecraft.frontend.glue import find_glue_runs
+from tilecraft.frontend.source import launch_tree
+from tilecraft.runtime.glue import GlueRunner, generate_glue
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.tools.crosscompile import CompileJob
+from tilecraft.tools.worker import run_compile_jobs
+
+F32 = torch.float32
+MAX_NORM, EPS = 1.0, 1e-6
+
+
+@tc.kernel(static_shapes=True)
+def norm_clip(grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-row norms, the clip coefficient from them on the host (six eager ops), scaling."""
+    r, c = grad.size()
+    norms = torch.empty([r], dtype=F32, device=grad.device)
+    for tr in tc.tile(r):
+        gt = grad[tr, :]
+        norms[tr] = torch.sqrt(torch.sum(gt * gt, dim=1))
+    total = torch.sqrt(torch.sum(norms * norms))
+    coef = torch.clamp(MAX_NORM / (total + EPS), max=1.0).reshape(1)
+    out = torch.empty_like(grad)
+    for tr, tcol in tc.tile([r, c]):
+        out[tr, tcol] = grad[tr, tcol] * coef[0]
+    return out, norms
+
+
+def norm_clip_eager(grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    norms = torch.linalg.vector_norm(grad, dim=1)
+    coef = torch.clamp(MAX_NORM / (torch.linalg.vector_norm(norms) + EPS), max=1.0)
+    return grad * coef, norms
+
+
+@tc.kernel(static_shapes=True)
+def masked_mean_loss(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A loss's sums per program, then the returned mean over kept rows: a tuple return whose
+    second part computes."""
+    n, d = x.size()
+    bn = tc.register_block_size(n)
+    totals = torch.zeros([2, tc.cdiv(n, bn)], dtype=F32, device=x.device)
+    rows = torch.empty([n], dtype=F32, device=x.device)
+    for tn in tc.tile(n, block_size=bn):
+        keep = mask[tn].to(F32)
+        row = torch.sum(x[tn, :].to(F32) ** 2, dim=1) * keep
+        rows[tn] = row
+        totals[0, tn.id] = torch.sum(row)
+        totals[1, tn.id] = torch.sum(keep)
+    return rows, totals[0].sum() / torch.clamp(totals[1].sum(), min=1.0)
+
+
+@tc.kernel(static_shapes=True)
+def block_starts(labels: torch.Tensor, e: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-block counts (blocks of 16), an exclusive cumsum over blocks on the host."""
+    t = labels.size(0)
+    counts = torch.empty([tc.cdiv(t, 16), e], dtype=torch.int32, device=labels.device)
+    for tt in tc.tile(t, block_size=16):
+        onehot = (labels[tt][:, None] == tc.arange(e)[None, :]).to(torch.int32)
+        counts[tt.id, :] = torch.sum(onehot, dim=0)
+    starts = (torch.cumsum(counts, dim=0) - counts).to(torch.int32)
+    return counts, starts
+
+
+def _bound(kernel: tc.Kernel, *args: object) -> BoundKernel:
+    return kernel.bind(args)
+
+
+def _runner(kernel: tc.Kernel, *args: object) -> GlueRunner:
+    """The glue programs of the call's trace (one per block size the host code registers)."""
+    (runner,) = _bound(kernel, *args)._glue.values()
+    return runner
+
+
+def test_glue_runs_are_the_computing_statements_after_a_loop() -> None:
+    src = norm_clip.source
+    (run,) = src.glue
+    assert run.outputs == ("total", "coef") and run.inputs[:2] == ("torch", "norms")
+    assert [ast.unparse(s).split(" =")[0] for s in run.stmts] == ["total", "coef"]
+    (ret,) = masked_mean_loss.source.glue
+    assert ret.outputs == ("__tc_ret_0_1",) and ast.unparse(ret.returned) == "(rows, __tc_ret_0_1)"
+    text = ast.unparse(launch_tree(src))
+    assert "__tc_glue__(0, locals())" in text and "__tc_glue_done__(0, locals())" in text
+    assert "__tc_glue__" not in ast.unparse(launch_tree(src, glue=False))
+
+
+@pytest.mark.parametrize(
+    ("statement", "glue"),
+    [
+        ("y = torch.sqrt(x.sum()) + 1", True),
+        ("y = x.view(-1)", False),  # a view: nothing computes
+        ("y = x.add_(1)", False),  # in place
+        ("y = torch.rand_like(x) * x", False),  # random numbers
+        ("y = x.sum().item() * 2", False),  # reads data into Python
+        ("y = helper(x) + 1", False),  # a call of a user function
+        ("y = x @ x", False),  # tl.dot's minimum sizes
+        ("y = torch.sum(x, out=z)", False),
+    ],
+)
+def test_what_a_glue_statement_may_hold(statement: str, glue: bool) -> None:
+    tree = ast.parse(f"def k(x):\n    for t in tc.tile(4):\n        pass\n    {statement}\n")
+    fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef) and isinstance(fn.body[0], ast.For)
+    runs = find_glue_runs(fn, [fn.body[0]], lambda node: None)  # type: ignore[arg-type,return-value]
+    assert bool(runs) == glue
+
+
+@pytest.mark.parametrize("shape", [(64, 48), (37, 5), (1, 1)])
+def test_norm_clip_glue_is_one_program_and_matches_eager(shape: tuple[int, int]) -> None:
+    grad = torch.randn(*shape, generator=torch.Generator().manual_seed(shape[0])) * 3
+    for _ in range(2):  # the first call checks the program against eager; the second runs it
+        out, norms = norm_clip(grad)
+        want_out, want_norms = norm_clip_eager(grad)
+        torch.testing.assert_close(out, want_out)
+        torch.testing.assert_close(norms, want_norms)
+    runner = _runner(norm_clip, grad)
+    assert _bound(norm_clip, grad).traced.glue_problems == {0: None}
+    assert runner.checked == {0} and not runner.eager
+
+
+def test_a_tuple_return_and_an_int_cumsum_run_on_the_device() -> None:
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(45, 7, generator=g)
+    mask = torch.rand(45, generator=g) > 0.3
+    for _ in range(2):
+        rows, loss = masked_mean_loss(x, mask)
+        want_rows = (x * x).sum(1) * mask
+        torch.testing.assert_close(rows, want_rows)
+        torch.testing.assert_close(loss, want_rows.sum() / mask.sum().clamp(min=1))
+    assert _runner(masked_mean_loss, x, mask).checked == {0}
+    labels = torch.randint(0, 6, (53,), generator=g)
+    for _ in range(2):
+        counts, starts = block_starts(labels, 6)
+        assert starts.dtype == torch.int32
+        assert torch.equal(starts, torch.cumsum(counts, 0) - counts)
+        assert int(counts.sum()) == 53
+    assert _runner(block_starts, labels, 6).checked == {0}
+
+
+@tc.kernel(static_shapes=True)
+def big_mean(x: torch.Tensor) -> torch.Tensor:
+    rows = torch.empty([x.size(0)], dtype=F32, device=x.device)
+    for t in tc.tile(x.size(0)):
+        rows[t] = torch.sum(x[t, :], dim=1)
+    return torch.sqrt(rows.mean()) * 2
+
+
+@tc.kernel(static_shapes=True)
+def one_op_tail(x: torch.Tensor) -> torch.Tensor:
+    rows = torch.empty([x.size(0)], dtype=F32, device=x.device)
+    for t in tc.tile(x.size(0)):
+        rows[t] = torch.sum(x[t, :], dim=1)
+    return rows.mean()
+
+
+@tc.kernel(static_shapes=True)
+def math_tail(x: torch.Tensor) -> torch.Tensor:
+    rows = torch.empty([x.size(0)], dtype=F32, device=x.device)
+    for t in tc.tile(x.size(0)):
+        rows[t] = torch.sum(x[t, :], dim=1)
+    return math.sqrt(x.size(1)) * rows.abs()  # a call on a module other than torch
+
+
+@tc.kernel(static_shapes=False)
+def dynamic_tail(x: torch.Tensor) -> torch.Tensor:
+    rows = torch.empty([x.size(0)], dtype=F32, device=x.device)
+    for t in tc.tile(x.size(0)):
+        rows[t] = torch.sum(x[t, :], dim=1)
+    return torch.sqrt(rows.abs()) + 1
+
+
+@pytest.mark.parametrize(
+    ("kernel", "rows", "eager", "problem"),
+    [
+        (big_mean, 9000, lambda x: torch.sqrt(x.sum(1).mean()) * 2, "9000 elements"),
+        (one_op_tail, 20, lambda x: x.sum(1).mean(), "1 eager op"),
+        (math_tail, 20, lambda x: math.sqrt(3) * x.sum(1).abs(), "'math', not a torch module"),
+        (dynamic_tail, 20, lambda x: torch.sqrt(x.sum(1).abs()) + 1, "static_shapes=False"),
+    ],
+)
+def test_a_run_stays_eager_and_says_why(
+    kernel: tc.Kernel, rows: int, eager: object, problem: str
+) -> None:
+    x = torch.rand(rows, 3, generator=torch.Generator().manual_seed(rows)) + 0.5
+    torch.testing.assert_close(kernel(x), eager(x))  # type: ignore[operator]
+    (why,) = _bound(kernel, x).traced.glue_problems.values()
+    assert why is not None and problem in why
+    assert not _bound(kernel, x).traced.glue
+
+
+@tc.kernel(static_shapes=True)
+def unsupported_tail(x: torch.Tensor) -> torch.Tensor:
+    rows = torch.empty([x.size(0)], dtype=F32, device=x.device)
+    for t in tc.tile(x.size(0)):
+        rows[t] = torch.sum(x[t, :], dim=1)
+    return torch.linalg.vector_norm(rows, ord=3) + torch.special.i0(rows).sum()
+
+
+def test_a_run_that_device_code_cannot_trace_stays_eager() -> None:
+    x = torch.rand(20, 3, generator=torch.Generator().manual_seed(1))
+    rows = x.sum(1)
+    want = torch.linalg.vector_norm(rows, ord=3) + torch.special.i0(rows).sum()
+    torch.testing.assert_close(unsupported_tail(x), want)
+    (why,) = _bound(unsupported_tail, x).traced.glue_problems.values()
+    assert why is not None and "Error" in why
+
+
+@tc.kernel(static_shapes=True)
+def scaled_norms(x: torch.Tensor) -> torch.Tensor:
+    rows = torch.empty([x.size(0)], dtype=F32, device=x.device)
+    for t in tc.tile(x.size(0)):
+        rows[t] = torch.sum(x[t, :] * x[t, :], dim=1)
+    return torch.sqrt(rows) / torch.sqrt(rows.sum())
+
+
+def test_a_program_that_disagrees_with_eager_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first call compares the program's outputs with the statements run as written; a
+    wrong program (simulated: it returns zeros) is dropped and eager's results are used."""
+    real_run = GlueRunner._run
+
+    def wrong(self: GlueRunner, index: int, env: dict[str, object]) -> tuple[torch.Tensor, ...]:
+        return tuple(torch.zeros_like(o) for o in real_run(self, index, env))
+
+    monkeypatch.setattr(GlueRunner, "_run", wrong)
+    x = torch.rand(30, 4, generator=torch.Generator().manual_seed(2)) + 0.1
+    want = torch.sqrt((x * x).sum(1)) / torch.sqrt((x * x).sum())
+    for _ in range(2):
+        torch.testing.assert_close(scaled_norms(x), want)
+    runner = _runner(scaled_norms, x)
+    assert not runner.checked and "differs from eager" in runner.eager[0]
+
+
+def test_glue_programs_cross_compile() -> None:
+    args = (torch.empty(2048, 4096, device="meta"),)
+    jobs = []
+    for target in TARGETS:
+        bound = BoundKernel(norm_clip, norm_clip.bind_arguments(args, {}), target=target)
+        (glue,) = bound.traced.glue.values()
+        kernel = generate_glue(glue.loop, target, "norm_clip")
+        assert "tl.sum" in kernel.device_source and "tl.sqrt" in kernel.device_source
+        jobs += [CompileJob.of(k, glue.loop, target) for k in (kernel, *kernel.companions)]
+    for job, report in zip(jobs, run_compile_jobs(jobs, 300), strict=True):
+        assert report.ok, f"{job.kernel_name} for {job.target.key}: {report.error}"
