@@ -39,6 +39,9 @@ HELPER_IMPORT = (
     "from tilecraft.runtime.triton_helpers import max_nan as _tc_max_nan\n"
     "from tilecraft.runtime.triton_helpers import min_nan as _tc_min_nan\n"
     "from tilecraft.runtime.triton_helpers import interpreter_index as _tc_index\n"
+    "from tilecraft.runtime.triton_helpers import pow_float as _tc_pow_float\n"
+    "from tilecraft.runtime.triton_helpers import pow_int as _tc_pow_int\n"
+    "from tilecraft.runtime.triton_helpers import floordiv_float as _tc_floordiv\n"
     "from tilecraft.runtime.triton_helpers import to_fp8e4nv as _tc_to_fp8e4nv\n"
     "from tilecraft.runtime.triton_helpers import to_fp8e4nv_gpu as _tc_to_fp8e4nv_gpu\n"
     "from tilecraft.runtime.triton_helpers import to_fp8e5 as _tc_to_fp8e5\n"
@@ -55,7 +58,10 @@ def reduce_expr(
     """``dims``: the input's block dims as Triton expressions (for the arg-reductions' indices)."""
     keep_arg = ", keep_dims=True" if keep else ""
     if not dtype.is_floating_point or kind == "sum":
-        return f"{REDUCE_FN[kind]}({text}, {axis}{keep_arg})"
+        reduced = f"{REDUCE_FN[kind]}({text}, {axis}{keep_arg})"
+        if kind in ("max", "min") and dtype.itemsize < 4 and dtype != torch.bool:
+            return f"{reduced}.to({dtypes.triton_dtype(dtype)})"  # tl.max widens to int32
+        return reduced
     if kind in NAN_COMBINE:
         return f"tl.reduce({text}, {axis}, {NAN_COMBINE[kind]}{keep_arg})"
     return arg_reduce_expr(kind, text, _element_indices(axis, dims), axis, keep)

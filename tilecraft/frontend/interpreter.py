@@ -23,6 +23,7 @@ from tilecraft.errors import (
 from tilecraft.frontend import loop_nest
 from tilecraft.frontend.assigned import assigned_names
 from tilecraft.frontend.dispatch import contained_host_tensor
+from tilecraft.frontend.factories import DeviceFactories
 from tilecraft.frontend.scalar_builtins import with_device_builtins
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, host_tensor_operand
@@ -70,7 +71,7 @@ class Interpreter:
         scope = dict(self.globals)
         scope.update(self.env)
         try:
-            with _context.device_context(self.tracer):
+            with _context.device_context(self.tracer), DeviceFactories():
                 return eval(code, scope)
         except TilecraftError:
             raise

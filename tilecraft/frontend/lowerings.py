@@ -64,9 +64,9 @@ def _register_pointwise() -> None:
                 return t.pointwise("gelu_tanh", args[0])
             kwargs.pop("approximate", None)
             kwargs.pop("inplace", None)
-            if _name == "truediv" and kwargs.get("rounding_mode") == "floor":
-                return t.pointwise("floordiv", *args[:2])
-            kwargs.pop("rounding_mode", None)
+            mode = kwargs.pop("rounding_mode", None) if _name == "truediv" else None
+            if mode in ("floor", "trunc"):
+                return _rounded_div(t, mode, *args[:2])
             if kwargs:
                 raise UnsupportedOpError(f"torch.{_name}: keyword arguments {sorted(kwargs)}")
             if len(args) != _arity:
@@ -75,12 +75,44 @@ def _register_pointwise() -> None:
                 )
             if alpha is not None and _name in ("add", "sub"):
                 args = (args[0], t.pointwise("mul", args[1], alpha))
-            if _name == "pow" and isinstance(args[1], (int, float)):
-                return _pow_scalar(t, args[0], args[1])
+            if _name == "pow":
+                return _pow(t, args[0], args[1])
+            if _name in _ROUNDINGS and _integer(t, args[0]):
+                return t.to_dtype(args[0], t.value_node(args[0]).dtype)  # ints: unchanged
+            if _name == "bitwise_not" and _kind_of(t, args[0]) == torch.uint8:
+                return t.pointwise("bitwise_xor", args[0], 255)  # (the interpreter's ~ overflows)
             return t.pointwise(_name, *args)
 
         for fn in op.torch_fns:
             _REGISTRY[fn] = handler
+
+
+_ROUNDINGS = frozenset(["floor", "ceil", "round", "trunc"])
+
+
+def _kind_of(t: Any, x: Any) -> Any:
+    """A value's dtype for these choices: a tile's, else Python's type for a scalar."""
+    return t.value_node(x).dtype if not isinstance(x, (bool, int, float)) else type(x)
+
+
+def _integer(t: Any, x: Any) -> bool:
+    dtype = _kind_of(t, x)
+    return dtype in (bool, int) or (isinstance(dtype, torch.dtype) and not dtype.is_floating_point)
+
+
+def _rounded_div(t: Any, mode: str, a: Any, b: Any) -> Any:
+    """``torch.div(a, b, rounding_mode=mode)``: floor or trunc; integers stay integers."""
+    if mode == "floor":
+        return t.pointwise("floordiv", a, b)
+    return t.pointwise("truncdiv_int" if _integer(t, a) and _integer(t, b) else "truncdiv", a, b)
+
+
+def _pow(t: Any, x: Any, e: Any) -> Any:
+    """``x ** e``: a constant exponent by :func:`_pow_scalar`; integers to integer powers
+    exactly (pow_int); else torch's float pow (negative bases to integer powers, 0 ** 0)."""
+    if isinstance(e, (int, float)) and not isinstance(e, bool):
+        return _pow_scalar(t, x, e)
+    return t.pointwise("pow_int" if _integer(t, x) and _integer(t, e) else "pow", x, e)
 
 
 def _pow_scalar(t: Any, x: Any, e: float) -> Any:
@@ -103,7 +135,8 @@ def _pow_scalar(t: Any, x: Any, e: float) -> Any:
         return t.pointwise("reciprocal", x)
     if e == -0.5:
         return t.pointwise("rsqrt", x)
-    return t.pointwise("pow", x, e)
+    integer_power = _integer(t, x) and isinstance(e, int) and e >= 0
+    return t.pointwise("pow_int" if integer_power else "pow", x, e)
 
 
 _register_pointwise()
@@ -121,6 +154,19 @@ def _sum(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     out = t.reduce("sum", x, dim, keepdim)
     dtype = kwargs.pop("dtype", None)
     return t.to_dtype(out, dtype) if dtype is not None else out
+
+
+@lowering(torch.nansum, T.nansum)
+def _nansum(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """``torch.sum`` with NaNs counted as zero."""
+    kept = t.where(t.pointwise("ne", x, x), 0, x) if t.value_node(x).dtype.is_floating_point else x
+    return _sum(t, kept, *args, **kwargs)
+
+
+@lowering(torch.count_nonzero, T.count_nonzero)
+def _count_nonzero(t: Any, x: Any, dim: Any = None) -> Any:
+    """The int64 count of nonzero elements over ``dim`` (int, list or None)."""
+    return t.reduce("sum", t.to_dtype(t.pointwise("ne", x, 0), torch.int64), dim, False)
 
 
 @lowering(torch.mean, T.mean)
@@ -200,7 +246,9 @@ def _var(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     keepdim = kwargs.pop("keepdim", False)
     if correction is None:
         correction = 0 if unbiased is False else 1
-    xf = t.to_dtype(x, torch.float32) if not t.value_node(x).dtype.is_floating_point else x
+    dtype = t.value_node(x).dtype
+    wide = dtype.is_floating_point and dtype.itemsize >= 4
+    xf = x if wide else t.to_dtype(x, torch.float32)  # fp16's squares overflow past 256
     mean = t.mean(xf, dim, True)
     diff = t.pointwise("sub", xf, mean)
     total = t.reduce("sum", t.pointwise("mul", diff, diff), dim, keepdim)
@@ -209,11 +257,12 @@ def _var(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     count: Any = 1
     for d in dims:
         count = count * t.extent_value(node.shape[t._axis(node, d)])
-    return t.pointwise(
+    var = t.pointwise(
         "truediv",
         total,
         t.pointwise("sub", count, correction) if not isinstance(count, int) else count - correction,
     )
+    return t.to_dtype(var, dtype) if dtype.is_floating_point else var
 
 
 @lowering(torch.std, T.std)
@@ -275,7 +324,8 @@ def _logsumexp(t: Any, x: Any, dim: Any, keepdim: bool = False) -> Any:
     m = t.where(t.pointwise("eq", t.pointwise("abs", m), float("inf")), 0.0, m)
     s = t.reduce("sum", t.pointwise("exp", t.pointwise("sub", xf, m)), dim, keepdim)
     mk = m if keepdim else t.reduce("max", m, dim, False)
-    return t.to_dtype(t.pointwise("add", t.pointwise("log", s), mk), node.dtype)
+    out = node.dtype if node.dtype.is_floating_point else torch.float32  # ints: as torch
+    return t.to_dtype(t.pointwise("add", t.pointwise("log", s), mk), out)
 
 
 def _cumulative(kind: str) -> Handler:

@@ -79,7 +79,23 @@ class Tracer:
             if x.ndim == 0:  # a 0-d tensor (a global norm the host computed): its one element
                 return indexing.load(self, x, ()).node
             raise _host_tensor_value(x)
+        if isinstance(x, Sym):  # a tile's size along a dim (xt.shape[-1]) used as a number
+            return self.value_node(self._dim_length(x))
         raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")
+
+    def _dim_length(self, sym: Sym) -> Any:
+        """How many elements a tile has along ``sym``: a whole dim's extent; a tiled dim's
+        length differs at the edge, so it is refused with what to write instead."""
+        length = self.extent_value(sym)
+        if length is None:
+            raise DeviceCodeError(
+                "the size of a tile along a tiled dim used as a number: it is the block size "
+                "except in the last tile, which may be shorter",
+                self.loc,
+                hint="use the loop's total size from host code (`n`), or `t.end - t.begin` "
+                "for the elements of this tile",
+            )
+        return length
 
     def dtype_of(self, x: Any) -> Any:
         """A dtype for promotion: tensors give their dtype, Python scalars stay weak (also when
@@ -98,6 +114,8 @@ class Tracer:
             if x.ndim == 0:
                 return x.dtype
             raise _host_tensor_value(x)
+        if isinstance(x, Sym):
+            return self.dtype_of(self._dim_length(x))
         raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")
 
     # -- syms -----------------------------------------------------------------------------
@@ -206,12 +224,28 @@ class Tracer:
             fused = self._fuse_dot_accumulate(nodes)
             if fused is not None:
                 return self.wrap(fused)
+        if op.logical:  # torch.logical_*: each operand's truth, not its bits
+            nodes = [n if n.dtype == torch.bool else self._truth(n) for n in nodes]
+            result = torch.bool
         nodes = rdims.conform_all(self, nodes)
         shape = self.broadcast_shapes(*[n.shape for n in nodes])
-        nodes = [self.expand_rank(self.cast(n, result), len(shape)) for n in nodes]
+        # a host float argument joins half-precision math at fp32, as torch's scalar operands do
+        # (``x_fp16 / s`` with s = 1e5 rounded s to fp16's inf first)
+        scalar = dtypes.compute_dtype(result) if result.is_floating_point else result
+        nodes = [
+            self.expand_rank(self.cast(n, scalar if _weak_argument(n) else result), len(shape))
+            for n in nodes
+        ]
         out_dtype = torch.bool if op.bool_result else result
         node = self.emit(Op.UNARY if op.arity == 1 else Op.BINARY, nodes, shape, out_dtype, fn=name)
         return self.wrap(node)
+
+    def _truth(self, node: Node) -> Node:
+        zero = self.emit(Op.CONST, [], (), node.dtype, value=0)
+        shape = node.shape
+        return self.emit(
+            Op.BINARY, [node, self.expand_rank(zero, len(shape))], shape, torch.bool, fn="ne"
+        )
 
     def _fuse_dot_accumulate(self, nodes: list[Node]) -> Node | None:
         """``acc + a @ b`` with an fp32 acc accumulates inside tl.dot (no rounding of a @ b)."""
@@ -441,3 +475,8 @@ def _int_slice(item: slice, loc: Any) -> slice:
 
 def _bound(p: Any) -> str:
     return "" if p is None else repr(p)
+
+
+def _weak_argument(node: Node) -> bool:
+    """A host float or int argument (``eps``, ``scale``): weak in torch's type promotion."""
+    return node.op is Op.ARG and bool(node.attrs.get("weak"))

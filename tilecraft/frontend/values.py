@@ -261,6 +261,11 @@ class HostTensor:
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def device(self) -> torch.device:
+        """The kernel's device (``torch.arange(n, device=x.device)`` in device code)."""
+        return torch.device(self.device_type)
+
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         """A torch function given a 0-d host tensor reads its one element, as arithmetic does
@@ -350,6 +355,9 @@ class HostTensor:
                 f"(`{self.name}[index] += value` atomically; race-free when programs hit the "
                 f"same elements), or store with `{self.name}[index] = value`",
             )
+        method = getattr(torch.Tensor, name, None)
+        if self.ndim == 0 and callable(method):  # a 0-d argument's methods act on its value
+            return lambda *a, **k: self.tracer.torch_call(method, (self, *a), k)
         raise DeviceCodeError(
             f"host tensor '{self.name}' has no device-side attribute or method '{name}'",
             hint="inside a device loop, index a host tensor to load a tile, then operate on the tile",

@@ -46,6 +46,7 @@ class PointwiseOp:
     # floor division or modulo is Triton's truncating ``//`` / ``%`` there, without the sign
     # fix-up (a tile's positions // a block size)
     nonneg_template: str = ""
+    logical: bool = False  # torch.logical_*: operands are taken as their truth (x != 0)
 
 
 POINTWISE: dict[str, PointwiseOp] = {}
@@ -79,6 +80,8 @@ _op("cos", 1, "tl.cos({0})", torch.cos, torch.cos, T.cos, float_only=True)
 _op("erf", 1, "tl.erf({0})", torch.erf, torch.erf, T.erf, float_only=True, expansion_registers=1)
 _op("floor", 1, "tl.floor({0})", torch.floor, torch.floor, T.floor, float_only=True)
 _op("ceil", 1, "tl.ceil({0})", torch.ceil, torch.ceil, T.ceil, float_only=True)
+_TRUNC = "tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))"
+_op("trunc", 1, _TRUNC, torch.trunc, torch.trunc, T.trunc, torch.fix, T.fix, float_only=True)
 # torch.round: half to even, from floor and exact arithmetic only (x - floor(x) is exact; no
 # x + 0.5, which rounds above 2^23 in fp32), so the interpreter (no libdevice) computes it too
 _ROUND = (
@@ -87,6 +90,31 @@ _ROUND = (
 )
 _op("round", 1, _ROUND, torch.round, torch.round, T.round, float_only=True)
 _op("sigmoid", 1, "tl.sigmoid({0})", torch.sigmoid, torch.sigmoid, T.sigmoid, float_only=True)
+# expm1: (u - 1) * x / log(u) for u = exp(x) (Kahan), exact to a few ulp where exp(x) - 1 loses
+# a tiny x's digits, as log1p above
+_EXPM1 = (
+    "tl.where(tl.exp({0}) == 1.0, {0}, tl.where(tl.exp({0}) - 1.0 == -1.0, -1.0, "
+    "(tl.exp({0}) - 1.0) * ({0} / tl.log(tl.exp({0})))))"
+)
+_op("expm1", 1, _EXPM1, torch.expm1, torch.expm1, T.expm1, torch.special.expm1, float_only=True)
+_op(
+    "log10",
+    1,
+    "(tl.log({0}) * 0.4342944819032518)",
+    torch.log10,
+    torch.log10,
+    T.log10,
+    float_only=True,
+)
+_op(
+    "frac",
+    1,
+    "({0} - tl.where({0} < 0, tl.ceil({0}), tl.floor({0})))",
+    torch.frac,
+    torch.frac,
+    T.frac,
+    float_only=True,
+)
 _op(
     "tanh",
     1,
@@ -206,27 +234,31 @@ _op(
     operator.truediv,
     float_only=True,
 )
-# torch floors (Python semantics); Triton's // and % truncate like C, so the int forms correct the
-# result when the signs differ. The tracer picks the _int/_float variant by the result dtype.
+# torch floors (Python semantics); Triton's // and % truncate like C (and its float % is C's
+# fmod), so the forms correct the result when the signs differ. Floats follow torch's kernels:
+# the remainder from fmod (x - y * floor(x / y) lost every digit of 1e10 % 3), the floored
+# quotient from (x - fmod) / y rounded to the nearest integer (runtime/triton_helpers.py). The
+# tracer picks the _int variant by the result dtype.
 _FLOOR = T.__floordiv__, operator.floordiv
+_MOD = "tl.where((({0} % {1}) != 0) & ((({0} % {1}) < 0) != ({1} < 0)), {0} % {1} + {1}, {0} % {1})"
+_op("floordiv", 2, "_tc_floordiv({0}, {1})", torch.floor_divide, torch.floor_divide, *_FLOOR)
+_op("mod", 2, _MOD, torch.remainder, torch.remainder, T.__mod__, operator.mod)
+
+
+# torch.div(rounding_mode="trunc"): C's truncating / for ints; floats divide exactly, then trunc
+def _trunc_div(a: Any, b: Any) -> Any:
+    return torch.div(a, b, rounding_mode="trunc")
+
+
+_op("truncdiv_int", 2, "({0} // {1})", _trunc_div, int_only=True)
 _op(
-    "floordiv",
+    "truncdiv",
     2,
-    "tl.floor({0} / {1})",
-    torch.floor_divide,
-    torch.floor_divide,
-    *_FLOOR,
-    fp32_template="tl.floor(tl.math.div_rn({0}, {1}))",
-)
-_op(
-    "mod",
-    2,
-    "({0} - {1} * tl.floor({0} / {1}))",
-    torch.remainder,
-    torch.remainder,
-    T.__mod__,
-    operator.mod,
-    fp32_template="({0} - {1} * tl.floor(tl.math.div_rn({0}, {1})))",
+    "tl.where({0} / {1} < 0, tl.ceil({0} / {1}), tl.floor({0} / {1}))",
+    _trunc_div,
+    float_only=True,
+    fp32_template="tl.where(tl.math.div_rn({0}, {1}) < 0, tl.ceil(tl.math.div_rn({0}, {1})), "
+    "tl.floor(tl.math.div_rn({0}, {1})))",
 )
 _op(
     "floordiv_int",
@@ -235,23 +267,14 @@ _op(
     torch.floor_divide,
     nonneg_template="({0} // {1})",
 )
+_op("mod_int", 2, _MOD, torch.remainder, nonneg_template="({0} % {1})")
+# x ** y with a tensor or run-time exponent (constant ones: frontend/lowerings._pow_scalar);
+# the tracer picks pow_int when both operands are integers
+_POW = torch.pow, T.pow, T.__pow__, operator.pow
+_op("pow", 2, "_tc_pow_float({0}, {1})", torch.pow, *_POW, float_only=True)
+_op("pow_int", 2, "_tc_pow_int({0}, {1})", torch.pow, int_only=True, expansion_registers=2)
 _op(
-    "mod_int",
-    2,
-    "tl.where((({0} % {1}) != 0) & ((({0} % {1}) < 0) != ({1} < 0)), {0} % {1} + {1}, {0} % {1})",
-    torch.remainder,
-    nonneg_template="({0} % {1})",
-)
-_op(
-    "pow",
-    2,
-    "tl.exp(tl.log({0}) * {1})",
-    torch.pow,
-    torch.pow,
-    T.pow,
-    T.__pow__,
-    operator.pow,
-    float_only=True,
+    "hypot", 2, "tl.sqrt({0} * {0} + {1} * {1})", torch.hypot, torch.hypot, T.hypot, float_only=True
 )
 _op(
     "maximum",
@@ -283,6 +306,7 @@ _op(
     torch.logical_and,
     T.logical_and,
     bool_result=True,
+    logical=True,
 )
 _op(
     "or",
@@ -292,6 +316,7 @@ _op(
     torch.logical_or,
     T.logical_or,
     bool_result=True,
+    logical=True,
 )
 # random numbers: (seed, global element number) -> U[0, 1); built by tc.rand, no torch function
 _op("philox_rand", 2, "tl.rand({0}, {1})", philox.rand, expansion_registers=4)
@@ -303,6 +328,7 @@ _op(
     torch.logical_xor,
     T.logical_xor,
     bool_result=True,
+    logical=True,
 )
 # bitwise ops (integer and bool tiles; on bools they are the logical ops, as in torch)
 _op(

@@ -42,6 +42,46 @@ def argmin_nan(a, ia, b, ib):  # type: ignore[no-untyped-def]
     return tl.where(pick, a, b), tl.where(pick, ia, ib)
 
 
+@triton.jit
+def pow_float(x, y):  # type: ignore[no-untyped-def]
+    """torch.pow of floats: |x| ** y, negative bases to integer powers signed by the power's
+    parity (NaN for others), and 1 wherever y == 0 or x == 1 (NaN or inf on the other side)."""
+    r = tl.exp2(tl.log2(tl.abs(x)) * y)
+    # nested selects, not & of a scalar y's tests with x's (the interpreter's & refuses that)
+    odd = tl.where(tl.floor(y * 0.5) * 2.0 != y, -r, r)
+    r = tl.where(x < 0, tl.where(tl.floor(y) == y, odd, float("nan")), r)
+    return tl.where(y == 0, 1.0, tl.where(x == 1.0, 1.0, r))
+
+
+@triton.jit
+def pow_int(x, y):  # type: ignore[no-untyped-def]
+    """torch.pow of integers: exact, wrapping as the dtype does, by squaring and multiplying
+    over the exponent's bits; a negative exponent gives 0 (1 and -1 to the +-1 they give)."""
+    result = x * 0 + y * 0 + 1
+    base = x + y * 0
+    e = y + x * 0
+    odd = (e & 1) != 0
+    for _ in tl.static_range(64):
+        result = tl.where((e & 1) != 0, result * base, result)
+        e = e >> 1
+        base = base * base
+    unit = tl.where(base * 0 + x == -1, tl.where(odd, -1, 1), tl.where(x == 1, 1, 0))
+    return tl.where(y + x * 0 < 0, unit, result)
+
+
+@triton.jit
+def floordiv_float(a, b):  # type: ignore[no-untyped-def]
+    """torch's floor division of floats (from fmod, as its kernels: exact for large quotients;
+    inf and NaN as torch gives them)."""
+    mod = a % b
+    div = (a - mod) / b
+    div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
+    fl = tl.floor(div)
+    fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
+    signed_zero = tl.where(a / b < 0, -0.0, 0.0)
+    return tl.where(b == 0, a / b, tl.where(div != 0, fl, signed_zero))
+
+
 def interpreter_index(x):  # type: ignore[no-untyped-def]
     """A ``tl.range`` bound as a Python int, for code generated for Triton's interpreter only:
     there a scalar computed in the kernel (or an int argument) is a one-element array, and

@@ -1,0 +1,224 @@
+"""Ops whose dtype rules or edge values differed from eager PyTorch, each against eager in the
+interpreter (found by fuzzing ~1,760 generated kernels over every dtype, session 34): powers
+with tensor and run-time exponents, a host float in half-precision math, logical ops of
+non-bool tiles, truncating division, fp16 variances, roundings of ints, float floor division
+and remainders, small-int maxima, ``~`` of uint8, logsumexp of ints; a whole dim's size used as
+a number and torch's factories in device code. Then the new helpers' code compiles for sm_90
+and gfx942."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tests.cross_targets import assert_defaults_cross_compile
+
+
+@tc.kernel(static_shapes=True)
+def powers(x: torch.Tensor, y: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    out = torch.empty_like(x)
+    out_p = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] ** y[t]
+        out_p[t] = torch.pow(x[t], p)
+    return out, out_p
+
+
+@pytest.mark.parametrize("p", [2.0, 3.0, 0.5, -1.5])
+def test_float_powers_of_negative_bases_and_zero(p: float) -> None:
+    """``x ** y`` was exp(log(x) * y): NaN for every negative base, 0 ** 0 NaN."""
+    x = torch.tensor([-2.0, -3.0, 0.0, 2.0, 1.0, -0.5, 4.0])
+    y = torch.tensor([2.0, 3.0, 0.0, 0.5, float("nan"), 1.5, -1.0])
+    got, got_p = powers(x, y, p)
+    torch.testing.assert_close(got, x**y, equal_nan=True)
+    torch.testing.assert_close(got_p, x**p, equal_nan=True)
+
+
+@tc.kernel(static_shapes=True)
+def int_powers(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] ** y[t]
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8])
+def test_integer_powers_are_exact_and_wrap(dtype: torch.dtype) -> None:
+    x = torch.tensor([2, 5, 0, 7, 3, 1], dtype=dtype)
+    y = torch.tensor([3, 13, 0, 2, 40, 9], dtype=dtype)
+    assert torch.equal(int_powers(x, y), x**y)
+
+
+@tc.kernel(static_shapes=True)
+def half_by_scalar(x: torch.Tensor, s: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] / s + x[t] * (s * 1e-9)
+    return out
+
+
+def test_a_host_float_joins_half_math_at_fp32() -> None:
+    """``x_fp16 / s`` with s = 1e5 cast s to fp16 (inf) first: zeros."""
+    x = torch.tensor([1000.0, 3.0, 60000.0], dtype=torch.float16)
+    want = (x.float() / 1e5 + x.float() * (1e5 * 1e-9)).half()
+    torch.testing.assert_close(half_by_scalar(x, 1e5), want)
+
+
+@tc.kernel(static_shapes=True)
+def logic(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    n = a.size(0)
+    both = torch.empty([n], dtype=torch.bool, device=a.device)
+    either = torch.empty([n], dtype=torch.int32, device=a.device)
+    one = torch.empty([n], dtype=torch.bool, device=a.device)
+    for t in tc.tile(n):
+        both[t] = torch.logical_and(a[t], b[t])
+        either[t] = torch.logical_or(a[t], b[t]).to(torch.int32)
+        one[t] = torch.logical_xor(a[t], b[t])
+    return both, either, one
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float32])
+def test_logical_ops_take_each_operand_as_its_truth(dtype: torch.dtype) -> None:
+    """``logical_and([1, 2], [2, 2])`` was ``1 & 2``: False."""
+    a = torch.tensor([1, 2, 0, 6, 0], dtype=dtype)
+    b = torch.tensor([2, 2, 5, 1, 0], dtype=dtype)
+    both, either, one = logic(a, b)
+    assert torch.equal(both, torch.logical_and(a, b))
+    assert torch.equal(either, torch.logical_or(a, b).int())
+    assert torch.equal(one, torch.logical_xor(a, b))
+
+
+@tc.kernel(static_shapes=True)
+def trunc_div(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = torch.empty_like(a)
+    rounded = torch.empty_like(a)
+    for t in tc.tile(a.size(0)):
+        out[t] = torch.div(a[t], b[t], rounding_mode="trunc")
+        rounded[t] = torch.trunc(a[t]) + torch.floor(a[t]) + torch.ceil(a[t]) + torch.round(a[t])
+    return out, rounded
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+def test_truncating_division_and_roundings(dtype: torch.dtype) -> None:
+    """``rounding_mode="trunc"`` was ignored for floats (7 / 2 gave 3.5) and went through fp32
+    for ints (2**31 - 1 became INT_MIN); floor/ceil/round of ints went through fp32 too."""
+    if dtype.is_floating_point:
+        a = torch.tensor([7.0, -7.0, 15.0, -15.0, 2.0, 21.0])
+    else:
+        a = torch.tensor([7, -7, 2**31 - 1, 16777217, -15, 21], dtype=dtype)
+    b = torch.tensor([2, 2, 1, 1, 4, 7], dtype=dtype)
+    out, rounded = trunc_div(a, b)
+    assert torch.equal(out, torch.div(a, b, rounding_mode="trunc"))
+    want = torch.trunc(a) + torch.floor(a) + torch.ceil(a) + torch.round(a)
+    assert torch.equal(rounded, want)
+
+
+@tc.kernel(static_shapes=True)
+def float_floors(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    rem = torch.empty_like(x)
+    quot = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        rem[t] = x[t] % y[t]
+        quot[t] = x[t] // y[t]
+    return rem, quot
+
+
+def test_float_remainders_and_floors_follow_fmod() -> None:
+    """``1e10 % 3`` was 0 and ``inf // 100`` inf (torch: 1 and nan)."""
+    inf = float("inf")
+    x = torch.tensor([1e10, 123456789.0, -1e10, 21.0, inf, 7.0, -5.0, 5.0, -7.5])
+    y = torch.tensor([3.0, 7.0, 3.0, 7.0, 100.0, -inf, inf, 0.0, 2.0])
+    rem, quot = float_floors(x, y)
+    assert torch.equal(rem.nan_to_num(123.0), (x % y).nan_to_num(123.0))
+    assert torch.equal(quot.nan_to_num(123.0), (x // y).nan_to_num(123.0))
+
+
+@tc.kernel(static_shapes=True)
+def row_stats(x: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    m = x.size(0)
+    std = torch.empty([m], dtype=x.dtype, device=x.device)
+    doubled = torch.empty([m], dtype=torch.int64, device=x.device)
+    lse = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        std[tm] = torch.std(x[tm, :], dim=1)
+        kt = k[tm, :]
+        doubled[tm] = torch.amax(kt, dim=1) * 2 + (~kt).sum(dim=1)
+        lse[tm] = torch.logsumexp(kt, dim=1)
+    return std, doubled, lse
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8])
+def test_half_std_small_int_maxima_and_int_logsumexp(dtype: torch.dtype) -> None:
+    """fp16 std overflowed (inf for |x| ~ 300); ``amax(int8) * 2`` did not wrap (tl.max
+    widens); ``~`` of uint8 crashed the interpreter; logsumexp of ints came back an int."""
+    x = torch.tensor([[-300.0, 300.0, 0.0, 10.0], [1.0, 2.0, 3.0, 4.0]], dtype=torch.float16)
+    k = torch.tensor([[100, 127, 3, 0], [1, 0, 1, 5]], dtype=dtype)
+    std, doubled, lse = row_stats(x, k)
+    torch.testing.assert_close(std, torch.std(x.float(), dim=1).half())
+    assert torch.equal(doubled, (torch.amax(k, dim=1) * 2).long() + (~k).sum(dim=1))
+    torch.testing.assert_close(lse, torch.logsumexp(k.float(), dim=1))
+
+
+@tc.kernel(static_shapes=True)
+def ramp_mean(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        xt = x[tm, :]
+        weights = torch.arange(n, device=x.device)[None, :] + torch.ones([1, n])
+        out[tm] = (xt * weights).sum(dim=-1) / xt.shape[-1]
+    return out
+
+
+def test_a_whole_dims_size_and_torch_factories_in_device_code() -> None:
+    """``xt.shape[-1]`` of a whole row raised 'cannot use a Sym as a device value';
+    ``torch.arange(n)`` 'cannot use a Tensor as a device value'."""
+    x = torch.randn(7, 50, generator=torch.Generator().manual_seed(0))
+    want = (x * (torch.arange(50) + 1.0)).sum(-1) / 50
+    torch.testing.assert_close(ramp_mean(x), want)
+
+
+@pytest.mark.crosscompile
+def test_the_helpers_cross_compile() -> None:
+    n = 4096
+    x, y = torch.randn(n), torch.randn(n)
+    assert_defaults_cross_compile(powers, (x, y, 1.5))
+    i = torch.randint(0, 9, (n,), dtype=torch.int32)
+    assert_defaults_cross_compile(int_powers, (i, i))
+    assert_defaults_cross_compile(float_floors, (x, y))
+
+
+@tc.kernel(static_shapes=True)
+def more_ops(
+    x: torch.Tensor, y: torch.Tensor, s: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    m = x.size(0)
+    a = torch.empty_like(x)
+    count = torch.empty([m], dtype=torch.int64, device=x.device)
+    total = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        xt, yt = x[tm, :], y[tm, :]
+        a[tm, :] = (
+            torch.expm1(xt) + torch.log10(xt.abs() + 1) + torch.frac(xt * 3)
+            + torch.hypot(xt, yt) + s.to(torch.float16).float()
+        )  # fmt: skip
+        count[tm] = torch.count_nonzero(torch.relu(xt), dim=1)
+        total[tm] = torch.nansum(torch.where(yt > 0.5, float("nan"), yt), dim=1)
+    return a, count, total
+
+
+def test_ops_the_fuzzer_found_missing() -> None:
+    """expm1, log10, frac, hypot, count_nonzero, nansum and
+    a method of a 0-d tensor argument (``s.to(torch.float16)``) raised UnsupportedOpError or
+    'host tensor has no device-side attribute'."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(5, 9, generator=g) * 1e-3
+    x[0, :3] = torch.tensor([1.0, -2.5, 3.7])
+    y = torch.randn(5, 9, generator=g)
+    s = torch.tensor(1.0009765625)
+    a, count, total = more_ops(x, y, s)
+    want = torch.expm1(x) + torch.log10(x.abs() + 1) + torch.frac(x * 3) + torch.hypot(x, y)
+    torch.testing.assert_close(a, want + s.half().float())
+    assert torch.equal(count, torch.count_nonzero(torch.relu(x), dim=1))
+    torch.testing.assert_close(total, torch.nansum(torch.where(y > 0.5, float("nan"), y), dim=1))
