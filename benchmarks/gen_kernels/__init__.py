@@ -43,6 +43,7 @@ from benchmarks.gen_kernels import (
     heldout_s32,
     heldout_s33,
     heldout_s33b,
+    heldout_s34,
     norms,
     reductions,
     rewritten,
@@ -84,6 +85,7 @@ _HELDOUT_MODULES = (
     heldout_s32,
     heldout_s33,
     heldout_s33b,
+    heldout_s34,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
