@@ -103,6 +103,8 @@ def test_glue_runs_are_the_computing_statements_after_a_loop() -> None:
     [
         ("y = torch.sqrt(x.sum()) + 1", True),
         ("y = x.view(-1)", False),  # a view: nothing computes
+        ("y = x.view(b, 2 * h)", False),  # nor do its sizes
+        ("y = (x * 2).view(-1)", True),  # the viewed value does
         ("y = x.add_(1)", False),  # in place
         ("y = torch.rand_like(x) * x", False),  # random numbers
         ("y = x.sum().item() * 2", False),  # reads data into Python

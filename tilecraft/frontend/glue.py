@@ -218,21 +218,38 @@ def _is_glue_statement(stmt: ast.stmt) -> bool:
 
 
 def _computes(expr: ast.expr) -> bool:
-    """Whether ``expr`` is built only of what a glue run may hold, and computes something."""
-    computes = False
-    for node in ast.walk(expr):
-        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
-            if isinstance(node.op, (ast.MatMult, ast.Not)):  # tl.dot's sizes; Python's bool
-                return False
-            computes = computes or not _constant(node)
-        elif isinstance(node, ast.Call):
-            if not _allowed_call(node):
-                return False
-            computes = computes or _call_name(node) not in _NOT_COMPUTING
-        elif isinstance(node, ast.Compare):
-            computes = True
-        elif not isinstance(node, _PLAIN_NODES):
-            return False
+    """Whether ``expr`` is built only of what a glue run may hold, and computes something.
+    Raises nothing; a refused node anywhere makes it False."""
+    found = _scan(expr)
+    return found is not None and found
+
+
+def _scan(node: ast.AST) -> bool | None:
+    """None: ``node`` holds something a glue run may not; else whether it computes (the sizes
+    given to a view or an allocation, ``out.view(b, 2 * h)``, do not)."""
+    if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        if isinstance(node.op, (ast.MatMult, ast.Not)):  # tl.dot's sizes; Python's bool
+            return None
+        computes = not _constant(node)
+    elif isinstance(node, ast.Call):
+        if not _allowed_call(node):
+            return None
+        if _call_name(node) in _NOT_COMPUTING:
+            inner = _scan(node.func)  # the viewed value may compute; its sizes do not
+            args = [_scan(a) for a in (*node.args, *node.keywords)]
+            return None if inner is None or None in args else inner
+        computes = True
+    elif isinstance(node, ast.Compare):
+        computes = True
+    elif isinstance(node, _PLAIN_NODES):
+        computes = False
+    else:
+        return None
+    for child in ast.iter_child_nodes(node):
+        found = _scan(child)
+        if found is None:
+            return None
+        computes = computes or found
     return computes
 
 
