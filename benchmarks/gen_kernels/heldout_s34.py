@@ -25,17 +25,15 @@ over the four gates, DDIM with one sample a program, ``if tp >= 0:`` on a loaded
 under Python ``while`` loops, points as ``pts[:, 0]`` of a loaded [BP, 3] tile, HF's ``torch.cat
 ([freqs, freqs])`` / rotate_half, the matrices loaded whole and indexed ``mt[:, 1, 2]``.
 
-Bugs found while probing the same domains, none needed by the kernels here: (1)
-``torch.div(x, y, rounding_mode="trunc")`` on float tiles ignores ``rounding_mode`` in compiled
-code (ref mode truncates): the autotuner rejects every candidate (NoWorkingConfigError) and an
-explicit config silently returns x / y (/work/fuzz34c/repro_1.py; "floor" and int tiles are
-right). (2) A tile's size as a number, ``xt.sum(-1) / xt.shape[-1]`` or ``xt.size(1)``, fails
-with "cannot use a Sym as a device value" and no hint, though static_shapes makes it a constant
-(/work/fuzz34c/repro_2.py). (3) ``torch.arange(n)`` in device code fails with "cannot use a
-Tensor as a device value" (with ``device=x.device``: "host tensor 'x' has no device-side
-attribute or method 'device'"), never naming torch.arange or suggesting ``tc.arange``
-(/work/fuzz34c/repro_3.py). Not bugs (unlisted ops, documented): ``torch.stack`` of 3 tiles,
-``torch.cross``, ``Tensor.new_zeros``, in-place ``mul_`` / ``add_`` / ``clamp_``,
+Bugs found while probing the same domains, none needed by the kernels here, all fixed the
+same session (tests/test_dtype_semantics.py): (1) ``torch.div(x, y, rounding_mode="trunc")``
+on float tiles ignored ``rounding_mode`` in compiled code (ref mode truncated): the autotuner
+rejected every candidate and an explicit config returned x / y. (2) A whole dim's size as a
+number, ``xt.sum(-1) / xt.shape[-1]``, failed with "cannot use a Sym as a device value". (3)
+``torch.arange(n)`` in device code failed with "cannot use a Tensor as a device value" (with
+``device=x.device``: "host tensor 'x' has no device-side attribute or method 'device'").
+Not bugs (unlisted ops, documented): ``torch.stack`` of 3 tiles, ``torch.cross``,
+``Tensor.new_zeros``, in-place ``mul_`` / ``add_`` / ``clamp_``,
 ``F.leaky_relu``, ``F.elu``, ``F.logsigmoid``. The int8 case's atol of one code leaves its
 scales unchecked by the case itself (they matched exactly here).
 """
