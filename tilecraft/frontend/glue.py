@@ -43,65 +43,21 @@ MIN_OPS = 2  # eager ops a run must replace: one op is one launch either way
 # methods that read data into Python, move it, draw random numbers or write in place
 _REFUSED_METHODS = frozenset(
     [
-        "item",
-        "tolist",
-        "numpy",
-        "cpu",
-        "cuda",
-        "backward",
-        "register_hook",
-        "data_ptr",
-        "storage",
-        "untyped_storage",
-        "bernoulli",
-        "multinomial",
-        "normal",
-        "random",
-        "uniform",
-        "exponential",
-        "geometric",
-        "cauchy",
-        "log_normal",
-        "rand",
-        "randn",
-        "randint",
-        "rand_like",
-        "randn_like",
-        "randint_like",
-        "randperm",
-        "poisson",
-        "dropout",
-        "nonzero",
-        "unique",
-        "masked_select",
-        "argwhere",
+        "item", "tolist", "numpy", "cpu", "cuda", "backward", "register_hook", "data_ptr",
+        "storage", "untyped_storage", "bernoulli", "multinomial", "normal", "random", "uniform",
+        "exponential", "geometric", "cauchy", "log_normal", "rand", "randn", "randint",
+        "rand_like", "randn_like", "randint_like", "randperm", "poisson", "dropout", "nonzero",
+        "unique", "masked_select", "argwhere",
     ]
-)
+)  # fmt: skip
 # tensor methods that only view their operand (no launch when run eagerly)
 VIEW_METHODS = frozenset(
     [
-        "view",
-        "view_as",
-        "reshape",
-        "reshape_as",
-        "unsqueeze",
-        "squeeze",
-        "flatten",
-        "unflatten",
-        "t",
-        "transpose",
-        "permute",
-        "expand",
-        "expand_as",
-        "contiguous",
-        "detach",
-        "narrow",
-        "select",
-        "movedim",
-        "swapaxes",
-        "__getitem__",
+        "view", "view_as", "reshape", "reshape_as", "unsqueeze", "squeeze", "flatten",
+        "unflatten", "t", "transpose", "permute", "expand", "expand_as", "contiguous", "detach",
+        "narrow", "select", "movedim", "swapaxes", "__getitem__",
     ]
-)
+)  # fmt: skip
 
 
 # calls a statement made only of does not compute: views, and allocations (an output buffer a
@@ -116,8 +72,9 @@ _NOT_COMPUTING = VIEW_METHODS | frozenset(
 
 @dataclasses.dataclass(frozen=True)
 class GlueRun:
-    """Statements ``tree.body[start:stop]`` of a kernel, a glue candidate. ``returns``: the
-    run ends in ``return``; its value's parts that compute are assigned to ``ret_names``."""
+    """Statements ``tree.body[start:stop]`` of a kernel, a glue candidate. A run that ends in
+    ``return`` assigns each computing part of the value to ``__tc_ret_<index>_<k>``;
+    ``returned`` is the value with those parts replaced by the names."""
 
     index: int
     start: int
