@@ -195,10 +195,17 @@ def dynamic_tail(x: torch.Tensor) -> torch.Tensor:
     ],
 )
 def test_a_run_stays_eager_and_says_why(
-    kernel: tc.Kernel, rows: int, eager: object, problem: str
+    kernel: tc.Kernel, rows: int, eager: object, problem: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """... and its calls run the statements as written, not through the glue hooks."""
+    calls: list[int] = []
+    real = GlueRunner.glue
+    monkeypatch.setattr(
+        GlueRunner, "glue", lambda self, i, env: calls.append(i) or real(self, i, env)
+    )
     x = torch.rand(rows, 3, generator=torch.Generator().manual_seed(rows)) + 0.5
     torch.testing.assert_close(kernel(x), eager(x))  # type: ignore[operator]
+    assert not calls
     (why,) = _bound(kernel, x).traced.glue_problems.values()
     assert why is not None and problem in why
     assert not _bound(kernel, x).traced.glue

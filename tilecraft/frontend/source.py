@@ -16,7 +16,7 @@ import ast
 import dataclasses
 import inspect
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from tilecraft.errors import DeviceCodeError, SourceLoc
@@ -289,13 +289,14 @@ def build_function(
     return built  # type: ignore[no-any-return]
 
 
-def launch_tree(src: KernelSource, glue: bool = True) -> ast.FunctionDef:
-    """The launch version (module docstring); ``glue``: with the glue runs rewritten
-    (``frontend/glue.py``), whose hooks the caller then provides."""
+def launch_tree(src: KernelSource, glue: bool | Collection[int] = True) -> ast.FunctionDef:
+    """The launch version (module docstring); ``glue``: the glue runs to rewrite
+    (``frontend/glue.py``; True: all), whose hooks the caller then provides."""
     tree = _copy(src.tree)
     loops: list[ast.For] = []
     _find_loops_in(tree, loops)
-    for run in reversed(src.glue if glue else []):  # (positions in the body stay valid)
+    runs = [r for r in src.glue if glue is True or (glue and r.index in glue)]
+    for run in reversed(runs):  # (positions in the body stay valid)
         tree.body[run.start : run.stop] = launch_statements(run)
     return _LaunchRewriter(
         [DeviceLoopSource(i, n, src.loops[i].loc) for i, n in enumerate(loops)]
