@@ -26,10 +26,10 @@ def powers(x: torch.Tensor, y: torch.Tensor, p: float) -> tuple[torch.Tensor, to
 
 
 @pytest.mark.parametrize("p", [2.0, 3.0, 0.5, -1.5])
-def test_float_powers_of_negative_bases_and_zero(p: float) -> None:
+def test_float_powers_of_negative_bases_and_zero(p: float, device: str) -> None:
     """``x ** y`` was exp(log(x) * y): NaN for every negative base, 0 ** 0 NaN."""
-    x = torch.tensor([-2.0, -3.0, 0.0, 2.0, 1.0, -0.5, 4.0])
-    y = torch.tensor([2.0, 3.0, 0.0, 0.5, float("nan"), 1.5, -1.0])
+    x = torch.tensor([-2.0, -3.0, 0.0, 2.0, 1.0, -0.5, 4.0], device=device)
+    y = torch.tensor([2.0, 3.0, 0.0, 0.5, float("nan"), 1.5, -1.0], device=device)
     got, got_p = powers(x, y, p)
     torch.testing.assert_close(got, x**y, equal_nan=True)
     torch.testing.assert_close(got_p, x**p, equal_nan=True)
@@ -44,9 +44,9 @@ def int_powers(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8])
-def test_integer_powers_are_exact_and_wrap(dtype: torch.dtype) -> None:
-    x = torch.tensor([2, 5, 0, 7, 3, 1], dtype=dtype)
-    y = torch.tensor([3, 13, 0, 2, 40, 9], dtype=dtype)
+def test_integer_powers_are_exact_and_wrap(dtype: torch.dtype, device: str) -> None:
+    x = torch.tensor([2, 5, 0, 7, 3, 1], dtype=dtype, device=device)
+    y = torch.tensor([3, 13, 0, 2, 40, 9], dtype=dtype, device=device)
     assert torch.equal(int_powers(x, y), x**y)
 
 
@@ -58,9 +58,9 @@ def half_by_scalar(x: torch.Tensor, s: float) -> torch.Tensor:
     return out
 
 
-def test_a_host_float_joins_half_math_at_fp32() -> None:
+def test_a_host_float_joins_half_math_at_fp32(device: str) -> None:
     """``x_fp16 / s`` with s = 1e5 cast s to fp16 (inf) first: zeros."""
-    x = torch.tensor([1000.0, 3.0, 60000.0], dtype=torch.float16)
+    x = torch.tensor([1000.0, 3.0, 60000.0], dtype=torch.float16, device=device)
     want = (x.float() / 1e5 + x.float() * (1e5 * 1e-9)).half()
     torch.testing.assert_close(half_by_scalar(x, 1e5), want)
 
@@ -79,10 +79,10 @@ def logic(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor,
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.float32])
-def test_logical_ops_take_each_operand_as_its_truth(dtype: torch.dtype) -> None:
+def test_logical_ops_take_each_operand_as_its_truth(dtype: torch.dtype, device: str) -> None:
     """``logical_and([1, 2], [2, 2])`` was ``1 & 2``: False."""
-    a = torch.tensor([1, 2, 0, 6, 0], dtype=dtype)
-    b = torch.tensor([2, 2, 5, 1, 0], dtype=dtype)
+    a = torch.tensor([1, 2, 0, 6, 0], dtype=dtype, device=device)
+    b = torch.tensor([2, 2, 5, 1, 0], dtype=dtype, device=device)
     both, either, one = logic(a, b)
     assert torch.equal(both, torch.logical_and(a, b))
     assert torch.equal(either, torch.logical_or(a, b).int())
@@ -100,14 +100,14 @@ def trunc_div(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
-def test_truncating_division_and_roundings(dtype: torch.dtype) -> None:
+def test_truncating_division_and_roundings(dtype: torch.dtype, device: str) -> None:
     """``rounding_mode="trunc"`` was ignored for floats (7 / 2 gave 3.5) and went through fp32
     for ints (2**31 - 1 became INT_MIN); floor/ceil/round of ints went through fp32 too."""
     if dtype.is_floating_point:
         a = torch.tensor([7.0, -7.0, 15.0, -15.0, 2.0, 21.0])
     else:
         a = torch.tensor([7, -7, 2**31 - 1, 16777217, -15, 21], dtype=dtype)
-    b = torch.tensor([2, 2, 1, 1, 4, 7], dtype=dtype)
+    a, b = a.to(device), torch.tensor([2, 2, 1, 1, 4, 7], dtype=dtype, device=device)
     out, rounded = trunc_div(a, b)
     assert torch.equal(out, torch.div(a, b, rounding_mode="trunc"))
     want = torch.trunc(a) + torch.floor(a) + torch.ceil(a) + torch.round(a)
@@ -124,11 +124,12 @@ def float_floors(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.
     return rem, quot
 
 
-def test_float_remainders_and_floors_follow_fmod() -> None:
+def test_float_remainders_and_floors_follow_fmod(device: str) -> None:
     """``1e10 % 3`` was 0 and ``inf // 100`` inf (torch: 1 and nan)."""
     inf = float("inf")
     x = torch.tensor([1e10, 123456789.0, -1e10, 21.0, inf, 7.0, -5.0, 5.0, -7.5])
     y = torch.tensor([3.0, 7.0, 3.0, 7.0, 100.0, -inf, inf, 0.0, 2.0])
+    x, y = x.to(device), y.to(device)
     rem, quot = float_floors(x, y)
     assert torch.equal(rem.nan_to_num(123.0), (x % y).nan_to_num(123.0))
     assert torch.equal(quot.nan_to_num(123.0), (x // y).nan_to_num(123.0))
@@ -149,11 +150,12 @@ def row_stats(x: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
 
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.uint8])
-def test_half_std_small_int_maxima_and_int_logsumexp(dtype: torch.dtype) -> None:
+def test_half_std_small_int_maxima_and_int_logsumexp(dtype: torch.dtype, device: str) -> None:
     """fp16 std overflowed (inf for |x| ~ 300); ``amax(int8) * 2`` did not wrap (tl.max
     widens); ``~`` of uint8 crashed the interpreter; logsumexp of ints came back an int."""
     x = torch.tensor([[-300.0, 300.0, 0.0, 10.0], [1.0, 2.0, 3.0, 4.0]], dtype=torch.float16)
     k = torch.tensor([[100, 127, 3, 0], [1, 0, 1, 5]], dtype=dtype)
+    x, k = x.to(device), k.to(device)
     std, doubled, lse = row_stats(x, k)
     torch.testing.assert_close(std, torch.std(x.float(), dim=1).half())
     assert torch.equal(doubled, (torch.amax(k, dim=1) * 2).long() + (~k).sum(dim=1))
@@ -171,11 +173,11 @@ def ramp_mean(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_whole_dims_size_and_torch_factories_in_device_code() -> None:
+def test_a_whole_dims_size_and_torch_factories_in_device_code(device: str) -> None:
     """``xt.shape[-1]`` of a whole row raised 'cannot use a Sym as a device value';
     ``torch.arange(n)`` 'cannot use a Tensor as a device value'."""
-    x = torch.randn(7, 50, generator=torch.Generator().manual_seed(0))
-    want = (x * (torch.arange(50) + 1.0)).sum(-1) / 50
+    x = torch.randn(7, 50, generator=torch.Generator().manual_seed(0)).to(device)
+    want = (x * (torch.arange(50, device=device) + 1.0)).sum(-1) / 50
     torch.testing.assert_close(ramp_mean(x), want)
 
 
@@ -208,7 +210,7 @@ def more_ops(
     return a, count, total
 
 
-def test_ops_the_fuzzer_found_missing() -> None:
+def test_ops_the_fuzzer_found_missing(device: str) -> None:
     """expm1, log10, frac, hypot, count_nonzero, nansum and
     a method of a 0-d tensor argument (``s.to(torch.float16)``) raised UnsupportedOpError or
     'host tensor has no device-side attribute'."""
@@ -216,7 +218,7 @@ def test_ops_the_fuzzer_found_missing() -> None:
     x = torch.randn(5, 9, generator=g) * 1e-3
     x[0, :3] = torch.tensor([1.0, -2.5, 3.7])
     y = torch.randn(5, 9, generator=g)
-    s = torch.tensor(1.0009765625)
+    x, y, s = x.to(device), y.to(device), torch.tensor(1.0009765625, device=device)
     a, count, total = more_ops(x, y, s)
     want = torch.expm1(x) + torch.log10(x.abs() + 1) + torch.frac(x * 3) + torch.hypot(x, y)
     torch.testing.assert_close(a, want + s.half().float())

@@ -122,8 +122,10 @@ def test_what_a_glue_statement_may_hold(statement: str, glue: bool) -> None:
 
 
 @pytest.mark.parametrize("shape", [(64, 48), (37, 5), (1, 1)])
-def test_norm_clip_glue_is_one_program_and_matches_eager(shape: tuple[int, int]) -> None:
-    grad = torch.randn(*shape, generator=torch.Generator().manual_seed(shape[0])) * 3
+def test_norm_clip_glue_is_one_program_and_matches_eager(
+    shape: tuple[int, int], device: str
+) -> None:
+    grad = (torch.randn(*shape, generator=torch.Generator().manual_seed(shape[0])) * 3).to(device)
     for _ in range(2):  # the first call checks the program against eager; the second runs it
         out, norms = norm_clip(grad)
         want_out, want_norms = norm_clip_eager(grad)
@@ -134,17 +136,17 @@ def test_norm_clip_glue_is_one_program_and_matches_eager(shape: tuple[int, int])
     assert runner.checked == {0} and not runner.eager
 
 
-def test_a_tuple_return_and_an_int_cumsum_run_on_the_device() -> None:
+def test_a_tuple_return_and_an_int_cumsum_run_on_the_device(device: str) -> None:
     g = torch.Generator().manual_seed(5)
-    x = torch.randn(45, 7, generator=g)
-    mask = torch.rand(45, generator=g) > 0.3
+    x = torch.randn(45, 7, generator=g).to(device)
+    mask = (torch.rand(45, generator=g) > 0.3).to(device)
     for _ in range(2):
         rows, loss = masked_mean_loss(x, mask)
         want_rows = (x * x).sum(1) * mask
         torch.testing.assert_close(rows, want_rows)
         torch.testing.assert_close(loss, want_rows.sum() / mask.sum().clamp(min=1))
     assert _runner(masked_mean_loss, x, mask).checked == {0}
-    labels = torch.randint(0, 6, (53,), generator=g)
+    labels = torch.randint(0, 6, (53,), generator=g).to(device)
     for _ in range(2):
         counts, starts = block_starts(labels, 6)
         assert starts.dtype == torch.int32
@@ -236,7 +238,9 @@ def scaled_norms(x: torch.Tensor) -> torch.Tensor:
     return torch.sqrt(rows) / torch.sqrt(rows.sum())
 
 
-def test_a_program_that_disagrees_with_eager_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_program_that_disagrees_with_eager_is_dropped(
+    monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
     """The first call compares the program's outputs with the statements run as written; a
     wrong program (simulated: it returns zeros) is dropped and eager's results are used."""
     real_run = GlueRunner._run
@@ -245,7 +249,7 @@ def test_a_program_that_disagrees_with_eager_is_dropped(monkeypatch: pytest.Monk
         return tuple(torch.zeros_like(o) for o in real_run(self, index, env))
 
     monkeypatch.setattr(GlueRunner, "_run", wrong)
-    x = torch.rand(30, 4, generator=torch.Generator().manual_seed(2)) + 0.1
+    x = (torch.rand(30, 4, generator=torch.Generator().manual_seed(2)) + 0.1).to(device)
     want = torch.sqrt((x * x).sum(1)) / torch.sqrt((x * x).sum())
     for _ in range(2):
         torch.testing.assert_close(scaled_norms(x), want)
