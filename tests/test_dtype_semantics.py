@@ -224,3 +224,42 @@ def test_ops_the_fuzzer_found_missing(device: str) -> None:
     torch.testing.assert_close(a, want + s.half().float())
     assert torch.equal(count, torch.count_nonzero(torch.relu(x), dim=1))
     torch.testing.assert_close(total, torch.nansum(torch.where(y > 0.5, float("nan"), y), dim=1))
+
+
+@tc.kernel(static_shapes=True)
+def wide_range(
+    h: torch.Tensor, x: torch.Tensor, d: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    m = h.size(0)
+    mean = torch.empty([m], dtype=h.dtype, device=h.device)
+    big = torch.empty_like(x)
+    soft = torch.empty_like(d)
+    lse = torch.empty([m], dtype=d.dtype, device=d.device)
+    for tm in tc.tile(m):
+        mean[tm] = torch.mean(torch.abs(h[tm, :]), dim=1)
+        xt = x[tm, :]
+        big[tm, :] = (
+            torch.expm1(xt)
+            + torch.hypot(xt * 1e30, xt * 1e30) * 0
+            + torch.hypot(xt * 1e-30, xt * 1e-30) * 1e30
+        )
+        soft[tm, :] = torch.softmax(d[tm, :], dim=1)
+        lse[tm] = torch.logsumexp(d[tm, :], dim=1)
+    return mean, big, soft, lse
+
+
+def test_fp16_means_large_arguments_and_fp64_softmax(device: str) -> None:
+    """An fp16 row's mean summed in fp16 (inf past 65504), expm1(100) was NaN, hypot
+    overflowed at 1e30 and underflowed at 1e-30, fp64 softmax ran in fp32 (found fuzzing the
+    host glue that now runs these on the device, session 34)."""
+    h = torch.full([2, 300], 1000.0, dtype=torch.float16, device=device)
+    x = torch.tensor([[100.0, 1.0, -3.0, 0.5], [2.0, 50.0, 0.25, -100.0]], device=device)
+    d = torch.randn(2, 37, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    d = d.to(device) * 30
+    mean, big, soft, lse = wide_range(h, x, d)
+    torch.testing.assert_close(mean, torch.mean(h.float().abs(), dim=1).half())
+    want = torch.expm1(x) + torch.hypot(x * 1e-30, x * 1e-30) * 1e30
+    torch.testing.assert_close(big, want)
+    assert bool(torch.isfinite(torch.hypot(x * 1e30, x * 1e30)).all())
+    torch.testing.assert_close(soft, torch.softmax(d, dim=1), rtol=1e-12, atol=1e-15)
+    torch.testing.assert_close(lse, torch.logsumexp(d, dim=1), rtol=1e-12, atol=1e-12)

@@ -192,7 +192,7 @@ def dynamic_tail(x: torch.Tensor) -> torch.Tensor:
     [
         (big_mean, 9000, lambda x: torch.sqrt(x.sum(1).mean()) * 2, "9000 elements"),
         (one_op_tail, 20, lambda x: x.sum(1).mean(), "1 eager op"),
-        (math_tail, 20, lambda x: math.sqrt(3) * x.sum(1).abs(), "'math', not a torch module"),
+        (math_tail, 20, lambda x: math.sqrt(3) * x.sum(1).abs(), "a call on 'math' (module)"),
         (dynamic_tail, 20, lambda x: torch.sqrt(x.sum(1).abs()) + 1, "static_shapes=False"),
     ],
 )
@@ -268,3 +268,90 @@ def test_glue_programs_cross_compile() -> None:
         jobs += [CompileJob.of(k, glue.loop, target) for k in (kernel, *kernel.companions)]
     for job, report in zip(jobs, run_compile_jobs(jobs, 300), strict=True):
         assert report.ok, f"{job.kernel_name} for {job.target.key}: {report.error}"
+
+
+LOSS_SCALE = 2.0  # a module global a glue run reads (changed by the test below)
+
+
+@tc.kernel(static_shapes=True)
+def scaled_mean(x: torch.Tensor, frac: float) -> torch.Tensor:
+    n = x.size(0)
+    rows = torch.empty([n], dtype=F32, device=x.device)
+    for t in tc.tile(n):
+        rows[t] = x[t] * 1
+    keep = max(1, int(frac * n))  # an int from a float: not in the specialization key
+    return torch.sum(rows) / keep * LOSS_SCALE + 1
+
+
+def test_numbers_a_run_reads_are_passed_at_each_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host int derived from a float argument and a module global were baked into the
+    program at the first call: later calls reused them (fuzzing the glue, session 34)."""
+    x = torch.arange(30, dtype=F32)
+    for frac, scale in ((0.5, 2.0), (0.1, 2.0), (0.9, 8.0)):
+        monkeypatch.setattr(f"{__name__}.LOSS_SCALE", scale)
+        want = x.sum() / max(1, int(frac * 30)) * scale + 1
+        torch.testing.assert_close(scaled_mean(x, frac), want)
+    assert _runner(scaled_mean, x, 0.5).checked == {0}
+
+
+class Scaler:
+    def __init__(self, k: float):
+        self.k = k
+
+    def apply(self, t: torch.Tensor) -> torch.Tensor:
+        return t * self.k
+
+
+@tc.kernel(static_shapes=True)
+def aliasing_tails(
+    x: torch.Tensor, scaler: Scaler
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    n = x.size(0)
+    rows = torch.empty([n], dtype=F32, device=x.device)
+    for t in tc.tile(n):
+        rows[t] = x[t] * 1
+    same = rows.to(torch.float32) * 1.0
+    acc = rows.to(torch.float32)  # eager's .to of fp32 is rows itself
+    gap = torch.empty([1], device=x.device)  # (an allocation ends a run)
+    relu = torch.nn.functional.relu(rows, inplace=True) * 2
+    gap = torch.empty([1], device=x.device)
+    scaled = scaler.apply(rows) + 1
+    for t in tc.tile(n):
+        rows[t] = rows[t] + 10  # seen through acc (the same tensor) when eager
+    return acc, same, relu, scaled
+
+
+def test_runs_keep_aliasing_in_place_ops_and_object_calls_eager() -> None:
+    """A run whose output is an input itself (``rows.to(torch.float32)`` of fp32 rows), one
+    that writes in place (``inplace=True``) or calls a method of a user object stayed fused and
+    lost what eager does."""
+    x = torch.tensor([1.0, -2.0, 3.0])
+    scaler = Scaler(5.0)
+    acc, same, relu, scaled = aliasing_tails(x, scaler)
+    rows = torch.relu(x)
+    torch.testing.assert_close(acc, rows + 10)
+    torch.testing.assert_close(same, x)
+    torch.testing.assert_close(relu, rows * 2)
+    torch.testing.assert_close(scaled, rows * 5 + 1)
+    problems = _bound(aliasing_tails, x, scaler).traced.glue_problems
+    assert "'acc' shares memory with 'rows'" in str(problems[0])
+    assert "in-place op (relu)" in str(problems[1])
+    assert "a call on 'scaler' (Scaler)" in str(problems[2])
+
+
+@tc.kernel(static_shapes=True)
+def sum_and_view(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    n = x.size(0)
+    rows = torch.empty([n], dtype=F32, device=x.device)
+    for t in tc.tile(n):
+        rows[t] = x[t] * 1
+    return rows, torch.sqrt(torch.sum(rows)) * 2, rows[0:2]
+
+
+def test_a_returned_view_stays_a_view() -> None:
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    for _ in range(2):
+        rows, total, head = sum_and_view(x)
+        torch.testing.assert_close(total, torch.sqrt(x.sum()) * 2)
+        assert head._base is rows or head.data_ptr() == rows.data_ptr()
+    assert _bound(sum_and_view, x).traced.glue_problems == {0: None}

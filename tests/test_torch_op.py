@@ -182,3 +182,31 @@ def test_call_on_fake_tensors_outside_dynamo_records_the_op() -> None:
     assert f"torch.ops.{torch_op.NAMESPACE}.swiglu_bwd" in graph.code
     for got, want in zip(graph(g, a, b), swiglu_bwd(g, a, b), strict=True):
         torch.testing.assert_close(got, want)
+
+
+@tc.kernel
+def double_into(out: torch.Tensor, x: torch.Tensor) -> None:
+    """Writes ``out`` only through ``tc.store``."""
+    for t in tc.tile(x.size(0)):
+        tc.store(out, [t], x[t] * 2)
+
+
+def test_tc_store_is_a_mutation_and_the_op_name_follows_its_schema() -> None:
+    """A kernel writing only through ``tc.store`` had ``mutates_args=()``: torch.compile's
+    functionalization dropped the writes (zeros). And the op's name now digests its schema, so
+    inductor's on-disk graph cache cannot serve a graph built for an older schema (it did
+    after the fix, until the cache was cleared)."""
+    x = torch.arange(6, dtype=torch.float32)
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(x)
+        double_into(out, x)
+        return out
+
+    graphs, backend = _counting_backend()
+    torch.testing.assert_close(torch.compile(f, fullgraph=True, backend=backend)(x), 2 * x)
+    ops = [n for g in graphs for n in g.graph.nodes if n.op == "call_function"]
+    assert any("Tensor(a!) out" in str(getattr(n.target, "_schema", "")) for n in ops), ops
+    assert torch_op.op_base_name(double_into, "(Tensor(a!) out) -> ()") != torch_op.op_base_name(
+        double_into, "(Tensor out) -> ()"
+    )

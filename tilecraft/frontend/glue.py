@@ -141,7 +141,7 @@ def _as_assignments(stmts: list[ast.stmt], index: int) -> tuple[list[ast.stmt], 
     assigns: list[ast.stmt] = []
     kept: list[ast.expr] = []
     for k, part in enumerate(parts):
-        if isinstance(part, (ast.Name, ast.Constant)):
+        if not _computes(part):  # a name, a view of one (``rows[0:2]``): returned as it is
             kept.append(part)
             continue
         name = f"__tc_ret_{index}_{k}"
@@ -240,18 +240,22 @@ def _allowed_call(call: ast.Call) -> bool:
     return name not in _REFUSED_METHODS and not (name.endswith("_") and not name.endswith("__"))
 
 
-def module_bases(run: GlueRun, locals_: set[str]) -> set[str]:
-    """Names that are not kernel locals (``locals_``: the host's names where the run starts)
-    and that a call of the run is made on (``torch``, ``F``): each must be a torch module."""
+def call_bases(run: GlueRun) -> set[str]:
+    """Names a call of the run is made on (``torch``, ``F``, ``norms`` in ``norms.sum()``),
+    less those the run assigned before: each must be a torch module or a tensor."""
     out: set[str] = set()
+    assigned: set[str] = set()
     for stmt in run.stmts:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 base = node.func.value
                 while isinstance(base, ast.Attribute):
                     base = base.value
-                if isinstance(base, ast.Name) and base.id not in locals_:
+                if isinstance(base, ast.Name) and base.id not in assigned:
                     out.add(base.id)
+        assigned.update(
+            n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        )
     return out
 
 

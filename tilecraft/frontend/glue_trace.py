@@ -16,27 +16,17 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from tilecraft.frontend.assigned import assigned_names
-from tilecraft.frontend.glue import MAX_ELEMENTS, MIN_OPS, VIEW_METHODS, GlueRun, module_bases
+from tilecraft.frontend.glue import MAX_ELEMENTS, MIN_OPS, VIEW_METHODS, GlueRun, call_bases
 from tilecraft.frontend.source import KernelSource, build_function
 from tilecraft.ir.nodes import DeviceLoop
 
 # torch functions a tensor's metadata goes through (no launch when run eagerly)
 _METADATA = frozenset(
     [
-        "__get__",
-        "size",
-        "dim",
-        "numel",
-        "stride",
-        "element_size",
-        "is_contiguous",
-        "storage_offset",
-        "__len__",
-        "__format__",
-        "__repr__",
-        "type",
+        "__get__", "size", "dim", "numel", "stride", "element_size", "is_contiguous",
+        "storage_offset", "__len__", "__format__", "__repr__", "type",
     ]
-)
+)  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -47,7 +37,8 @@ class GlueLoop:
     loop: DeviceLoop
     outputs: tuple[tuple[tuple[int, ...], torch.dtype], ...]
     names: tuple[str, ...]
-    inputs: tuple[str, ...]
+    inputs: tuple[str, ...]  # host locals it reads
+    scope_inputs: tuple[str, ...] = ()  # numbers it reads from globals or the closure
 
 
 class OpCounter(TorchFunctionMode):
@@ -56,12 +47,29 @@ class OpCounter(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()
         self.ops = 0
+        self.in_place = ""  # an in-place op the statements ran (F.relu(x, inplace=True))
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = getattr(func, "__name__", "")
         if name not in VIEW_METHODS and name not in _METADATA:
             self.ops += 1
+        in_place = name.endswith("_") and not name.endswith("__")
+        if in_place or _inplace_argument(func, args, kwargs or {}):
+            self.in_place = self.in_place or name
         return func(*args, **(kwargs or {}))
+
+
+def _inplace_argument(func: Any, args: Any, kwargs: dict[str, Any]) -> bool:
+    """``F.relu(x, inplace=True)`` / ``F.hardtanh(x, -1, 1, True)``: the function writes its
+    input (the mode sees F.relu; the torch.relu_ it calls runs with the mode off)."""
+    if "inplace" in kwargs:
+        return bool(kwargs["inplace"])
+    try:
+        params = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):  # a builtin without a signature: no inplace parameter
+        return False
+    at = params.index("inplace") if "inplace" in params else len(args)
+    return at < len(args) and bool(args[at])
 
 
 def eager_glue_functions(src: KernelSource) -> list[Callable[[dict[str, Any]], tuple[Any, ...]]]:
@@ -106,26 +114,48 @@ def glue_problem(
     env: dict[str, Any],
     scope: dict[str, Any],
     outputs: tuple[Any, ...],
-    ops: int,
+    counter: OpCounter,
 ) -> str | None:
     """Why glue run ``run`` stays eager on these meta values (None: it may be one program):
-    fewer than MIN_OPS launches, a call on something other than torch, a tensor not made for
-    the device, empty, larger than MAX_ELEMENTS or complex, or an output not a contiguous
-    tensor."""
-    if ops < MIN_OPS:
-        return f"{ops} eager op(s): nothing to save"
-    for base in sorted(module_bases(run, set(env))):
-        module = scope.get(base)
-        if not (inspect.ismodule(module) and module.__name__.split(".")[0] == "torch"):
-            return f"a call on '{base}', not a torch module"
+    fewer than MIN_OPS launches, an in-place op, a call on something other than torch or a
+    tensor, a read of another kind of global or object, a tensor not made for the device,
+    empty, larger than MAX_ELEMENTS or complex, an output not a contiguous tensor, or one that
+    is an input or another output (eager gives them the same memory)."""
+    if counter.ops < MIN_OPS:
+        return f"{counter.ops} eager op(s): nothing to save"
+    if counter.in_place:
+        return f"an in-place op ({counter.in_place})"
+    for base in sorted(call_bases(run)):
+        value = env[base] if base in env else scope.get(base)
+        torch_module = inspect.ismodule(value) and value.__name__.split(".")[0] == "torch"
+        if not torch_module and not isinstance(value, torch.Tensor):
+            return f"a call on '{base}' ({type(value).__name__}), not torch or a tensor"
     if not any(isinstance(env.get(name), torch.Tensor) for name in run.inputs):
         return "no tensor input"
     for name in run.inputs:
-        value = env[name] if name in env else scope.get(name)
-        if isinstance(value, torch.Tensor) and name not in env:
-            return f"'{name}' is a global tensor"
-        if isinstance(value, torch.Tensor) and (problem := _tensor_problem(name, value)):
+        problem = _input_problem(name, env[name] if name in env else scope.get(name), name in env)
+        if problem:
             return problem
+    return _output_problem(run, env, outputs)
+
+
+def scope_numbers(run: GlueRun, env: dict[str, Any], scope: dict[str, Any]) -> tuple[str, ...]:
+    """The run's inputs that are numbers in globals or the closure (read at each call)."""
+    return tuple(n for n in run.inputs if n not in env and type(scope.get(n)) in (int, float, bool))
+
+
+def _input_problem(name: str, value: Any, local: bool) -> str | None:
+    if isinstance(value, torch.Tensor):
+        return _tensor_problem(name, value) if local else f"'{name}' is a global tensor"
+    plain = (int, float, bool, type(None), torch.dtype, torch.device)
+    if isinstance(value, plain) or callable(value) or inspect.ismodule(value):
+        return None  # numbers pass at each call; dtypes, functions and modules are code
+    return f"'{name}' is a {type(value).__name__}"
+
+
+def _output_problem(run: GlueRun, env: dict[str, Any], outputs: tuple[Any, ...]) -> str | None:
+    inputs = {_root(v): n for n in run.inputs if isinstance(v := env.get(n), torch.Tensor)}
+    seen: dict[int, str] = {}
     for name, out in zip(run.outputs, outputs, strict=True):
         if not isinstance(out, torch.Tensor):
             return f"'{name}' is a {type(out).__name__}, not a tensor"
@@ -133,7 +163,16 @@ def glue_problem(
             None if out.is_contiguous() else f"'{name}' is not contiguous"
         ):
             return problem
+        root = _root(out)
+        if (same := inputs.get(root) or seen.get(root)) is not None:
+            return f"'{name}' shares memory with '{same}'"
+        seen[root] = name
     return None
+
+
+def _root(value: torch.Tensor) -> int:
+    """The identity of the tensor whose memory ``value`` views (itself if none)."""
+    return id(value._base if value._base is not None else value)
 
 
 def _tensor_problem(name: str, value: torch.Tensor) -> str | None:

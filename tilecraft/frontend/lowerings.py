@@ -285,10 +285,15 @@ lowering(torch.var_mean)(_with_mean(_var))
 lowering(torch.std_mean)(_with_mean(_std))
 
 
+def _math_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Softmax and logsumexp run in fp32, fp64 inputs in fp64."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
 def _softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool) -> Any:
     node = t.value_node(x)
     out_dtype = dtype or node.dtype
-    xf = t.to_dtype(x, torch.float32)
+    xf = t.to_dtype(x, _math_dtype(node.dtype))
     m = t.reduce("max", xf, dim, True)
     shifted = t.pointwise("sub", xf, m)
     e = t.pointwise("exp", shifted)
@@ -319,7 +324,7 @@ def _logsumexp(t: Any, x: Any, dim: Any, keepdim: bool = False) -> Any:
     """Along ``dim`` with ``keepdim``; computed in fp32 with the max subtracted (an infinite
     max is not subtracted: a row of -inf gives -inf, as torch does, not NaN)."""
     node = t.value_node(x)
-    xf = t.to_dtype(x, torch.float32)
+    xf = t.to_dtype(x, _math_dtype(node.dtype))
     m = t.reduce("max", xf, dim, True)
     m = t.where(t.pointwise("eq", t.pointwise("abs", m), float("inf")), 0.0, m)
     s = t.reduce("sum", t.pointwise("exp", t.pointwise("sub", xf, m)), dim, keepdim)

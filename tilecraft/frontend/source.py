@@ -59,6 +59,14 @@ class KernelSource:
                 continue
         return out
 
+    def free_value(self, name: str) -> Any:
+        """The current value of a global or closure variable the kernel reads."""
+        code = self.fn.__code__
+        if name in code.co_freevars:
+            cells = self.fn.__closure__ or ()
+            return cells[code.co_freevars.index(name)].cell_contents
+        return self.fn.__globals__[name]
+
     def loc(self, node: ast.AST) -> SourceLoc:
         return SourceLoc(
             self.filename,

@@ -334,7 +334,10 @@ class Tracer:
             else [dim]
         )
         axes = [self._axis(node, d) for d in dims]
-        src = x if node.dtype.is_floating_point else self.to_dtype(x, torch.float32)
+        # the sum in fp32 (or fp64), divided before the cast back: an fp16 row's sum may pass
+        # fp16's 65504 where its mean does not
+        wide = node.dtype.is_floating_point and node.dtype.itemsize >= 4
+        src = x if wide else self.to_dtype(x, torch.float32)
         total = self.reduce("sum", src, axes, keepdim)
         count: Any = 1
         for a in axes:
@@ -343,7 +346,8 @@ class Tracer:
                 ones = self.wrap(self.emit(Op.FULL, [], node.shape, torch.float32, value=1.0))
                 n = self.reduce("sum", ones, a, False)
             count = count * n
-        return self.pointwise("truediv", total, count)
+        mean = self.pointwise("truediv", total, count)
+        return mean if wide or not node.dtype.is_floating_point else self.to_dtype(mean, node.dtype)
 
     def full(self, shape: Any, value: Any, dtype: torch.dtype) -> TileValue:
         dims = shape if isinstance(shape, (list, tuple)) else [shape]

@@ -94,7 +94,8 @@ _op("sigmoid", 1, "tl.sigmoid({0})", torch.sigmoid, torch.sigmoid, T.sigmoid, fl
 # a tiny x's digits, as log1p above
 _EXPM1 = (
     "tl.where(tl.exp({0}) == 1.0, {0}, tl.where(tl.exp({0}) - 1.0 == -1.0, -1.0, "
-    "(tl.exp({0}) - 1.0) * ({0} / tl.log(tl.exp({0})))))"
+    "tl.where(tl.exp({0}) == float('inf'), tl.exp({0}), "
+    "(tl.exp({0}) - 1.0) * ({0} / tl.log(tl.exp({0}))))))"
 )
 _op("expm1", 1, _EXPM1, torch.expm1, torch.expm1, T.expm1, torch.special.expm1, float_only=True)
 _op(
@@ -273,9 +274,15 @@ _op("mod_int", 2, _MOD, torch.remainder, nonneg_template="({0} % {1})")
 _POW = torch.pow, T.pow, T.__pow__, operator.pow
 _op("pow", 2, "_tc_pow_float({0}, {1})", torch.pow, *_POW, float_only=True)
 _op("pow_int", 2, "_tc_pow_int({0}, {1})", torch.pow, int_only=True, expansion_registers=2)
-_op(
-    "hypot", 2, "tl.sqrt({0} * {0} + {1} * {1})", torch.hypot, torch.hypot, T.hypot, float_only=True
+# hypot: scaled by the larger magnitude (no overflow at 1e30, no underflow at 1e-30); an
+# infinite operand gives inf even beside NaN, as C's hypot
+_HYPOT_M = "tl.maximum(tl.abs({0}), tl.abs({1}))"
+_HYPOT = (
+    f"tl.where({_HYPOT_M} == float('inf'), float('inf'), tl.where({_HYPOT_M} == 0, 0.0, "
+    f"{_HYPOT_M} * tl.sqrt(({{0}} / {_HYPOT_M}) * ({{0}} / {_HYPOT_M}) "
+    f"+ ({{1}} / {_HYPOT_M}) * ({{1}} / {_HYPOT_M}))))"
 )
+_op("hypot", 2, _HYPOT, torch.hypot, torch.hypot, T.hypot, float_only=True)
 _op(
     "maximum",
     2,

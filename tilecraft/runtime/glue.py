@@ -10,6 +10,7 @@ launch, or a disagreement, leaves the statements to run eagerly for this special
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -26,14 +27,23 @@ from tilecraft.runtime.module import load_source
 from tilecraft.targets.target import Target
 
 _ONE_PROGRAM = grid(1)
-_RTOL = {torch.float64: 1e-6, torch.float32: 1e-4}  # else (16- and 8-bit floats): 2e-2
+_RTOL = {torch.float64: 1e-9, torch.float32: 1e-4}  # else (16- and 8-bit floats): 2e-2
 
 
 class GlueRunner:
     """The glue programs of one trace (one specialization's host code)."""
 
-    def __init__(self, traced: TracedKernel, target: Target, name: str, dot_precision: Any):
+    def __init__(
+        self,
+        traced: TracedKernel,
+        target: Target,
+        name: str,
+        dot_precision: Any,
+        free_value: Callable[[str], Any],
+    ):
+        """``free_value``: a global's or closure variable's value now (a run's numbers)."""
         self.traced = traced
+        self.free_value = free_value
         self.target = target
         self.name = name
         self.dot_precision = dot_precision
@@ -77,6 +87,7 @@ class GlueRunner:
         glue = self.traced.glue[index]
         launcher = self.launchers.get(index) or self._compile(index)
         args = {name: env[name] for name in glue.inputs}
+        args.update({name: self.free_value(name) for name in glue.scope_inputs})
         device = next(v.device for v in args.values() if isinstance(v, torch.Tensor))
         outputs = tuple(torch.empty(s, dtype=d, device=device) for s, d in glue.outputs)
         for k, out in enumerate(outputs):

@@ -507,8 +507,11 @@ class BoundKernel:
         """The glue programs of ``traced`` (``runtime/glue.py``), shared by its configs."""
         runner = self._glue.get(id(traced))
         if runner is None:
-            name, precision = self.kernel.__name__, self.kernel.dot_precision
-            runner = self._glue[id(traced)] = GlueRunner(traced, self.target, name, precision)
+            kernel = self.kernel
+            runner = GlueRunner(
+                traced, self.target, kernel.__name__, kernel.dot_precision, kernel.source.free_value
+            )
+            self._glue[id(traced)] = runner
         return runner
 
     def default_program(

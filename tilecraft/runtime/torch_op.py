@@ -126,7 +126,8 @@ class _FakeHost:
 
 
 def stored_names(src: KernelSource) -> dict[int, set[str]]:
-    """Per device loop: the host names its body stores into (``t[...] = v``, ``tc.atomic_*(t, ...)``)."""
+    """Per device loop: the host names its body stores into (``t[...] = v``, ``tc.store(t, ...)``,
+    ``tc.atomic_*(t, ...)``)."""
     out: dict[int, set[str]] = {}
     for loop in src.loops:
         names: set[str] = set()
@@ -136,7 +137,7 @@ def stored_names(src: KernelSource) -> dict[int, set[str]]:
                 targets = list(node.targets)
             elif isinstance(node, ast.AugAssign):
                 targets = [node.target]
-            elif isinstance(node, ast.Call) and _is_atomic(node.func) and node.args:
+            elif isinstance(node, ast.Call) and _writes_first_argument(node.func) and node.args:
                 targets = [ast.Subscript(node.args[0], ast.Constant(0), ast.Store())]
             for t in targets:
                 while isinstance(t, ast.Subscript):
@@ -147,9 +148,11 @@ def stored_names(src: KernelSource) -> dict[int, set[str]]:
     return out
 
 
-def _is_atomic(func: ast.expr) -> bool:
+def _writes_first_argument(func: ast.expr) -> bool:
+    """``tc.store(t, ...)`` and ``tc.atomic_*(t, ...)`` (``torch.compile`` must know ``t``
+    changes: a kernel writing only through tc.store returned zeros under compile)."""
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    return name.startswith("atomic_")
+    return name.startswith("atomic_") or name == "store"
 
 
 def _same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -256,9 +259,15 @@ def schema(kernel: Kernel, kinds: tuple[ArgKind, ...], mutated: set[int], n_out:
     return f"({', '.join(parts)}) -> {returns}"
 
 
-def op_base_name(kernel: Kernel) -> str:
+def op_base_name(kernel: Kernel, signature: str = "") -> str:
+    """The op's name: the kernel's, a digest of where it is defined, its source and the op's
+    ``signature`` (schema): a kernel edited to store into another argument, or a schema
+    tilecraft now infers otherwise, is a new op, so torch.compile's on-disk graph cache cannot
+    return a graph built for the old one (it dropped the writes of a kernel whose stores were
+    not yet recorded as mutations)."""
     fn = kernel.fn
-    digest = hashlib.sha256(f"{fn.__module__}.{fn.__qualname__}".encode()).hexdigest()[:8]
+    key = f"{fn.__module__}.{fn.__qualname__}\n{kernel.source.text}\n{signature}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:8]
     return re.sub(r"\W", "_", fn.__name__) + "_" + digest
 
 
@@ -269,7 +278,8 @@ def create_op(kernel: Kernel, kinds: tuple[ArgKind, ...]) -> tuple[OpInfo, Any]:
     result, launched = runner.run(example)
     mutated = runner.mutated(example, launched)
     layout, n_out = output_layout(kernel, result, example)
-    base, n = op_base_name(kernel), 0
+    op_schema = schema(kernel, kinds, mutated, n_out)
+    base, n = op_base_name(kernel, op_schema), 0
     while f"{base}_{n}" in _taken:
         n += 1
     params = list(kernel.signature.parameters)
@@ -286,7 +296,7 @@ def create_op(kernel: Kernel, kinds: tuple[ArgKind, ...]) -> tuple[OpInfo, Any]:
         info.qualname,
         real,
         mutates_args=info.mutated,
-        schema=schema(kernel, kinds, mutated, n_out),
+        schema=op_schema,
     )
     op.register_fake(fake)
     return info, op
