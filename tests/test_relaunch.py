@@ -6,6 +6,8 @@ found by fuzzing) and is checked here against eager PyTorch."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 import tilecraft as tc
@@ -136,3 +138,42 @@ def test_other_bounds_after_an_earlier_launch_is_a_located_error(device: str) ->
     torch.testing.assert_close(copy_then_prefix(x, 0.5), want)
     with pytest.raises(DeviceCodeError, match="device loop 1 got other bounds.*float"):
         copy_then_prefix(x, 1.0)
+
+
+@tc.kernel(static_shapes=True)
+def signed_shift(x: torch.Tensor, temp: float) -> torch.Tensor:
+    shift = int(math.floor(temp))  # an int from a float: in no specialization key
+    positive = temp > 0
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        if positive:
+            out[t] = x[t] + shift
+        else:
+            out[t] = x[t] * 3 + shift
+    return out
+
+
+@tc.kernel(static_shapes=False)
+def size_parity(x: torch.Tensor) -> torch.Tensor:
+    even = x.size(0) % 2 == 0  # a bool from a dynamic size: baked per bucket
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        if even:
+            out[t] = x[t] * 2
+        else:
+            out[t] = x[t] * 0
+    return out
+
+
+def test_host_ints_and_bools_device_code_reads_are_checked_at_each_launch(device: str) -> None:
+    """``shift = int(floor(temp))`` and ``positive = temp > 0`` were baked on the first call
+    and reused by later ones (floats are not keyed); so was ``even = n % 2 == 0`` within a
+    dynamic-shape bucket (fuzzing, session 34). Each launch now compares them: another
+    variant is traced."""
+    x = torch.ones(4, device=device)
+    for temp in (1.0, -3.5, 2.5, -0.5, 1.5):
+        want = x + math.floor(temp) if temp > 0 else x * 3 + math.floor(temp)
+        torch.testing.assert_close(signed_shift(x, temp), want)
+    for n in (16, 9, 10, 15):
+        y = torch.ones(n, device=device)
+        torch.testing.assert_close(size_parity(y), y * (2 if n % 2 == 0 else 0))

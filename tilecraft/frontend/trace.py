@@ -226,6 +226,12 @@ class _TraceHost:
             None if isinstance(s.begin, Node) or isinstance(s.extent, Node) else (b, e)
             for s, b, e in zip(grid_syms, spec.begins, spec.ends, strict=True)
         )
+        read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        loop.host_scalars = tuple(
+            (name, value)
+            for name, value in env.items()
+            if name in read and type(value) in (int, bool) and type(captures[name]) in (int, bool)
+        )
         return loop
 
     def _varies(self, index: int, dim: int) -> bool:

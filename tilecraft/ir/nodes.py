@@ -144,6 +144,10 @@ class DeviceLoop:
     # the (begin, end) of each grid dim the host code gave it when traced, where baked in (None
     # where a launch argument): a call whose host code computes others must re-specialize
     host_bounds: tuple[tuple[int, int] | None, ...] = ()
+    # the host ints and bools its body reads that were baked in as constants, with their traced
+    # values: one derived from a float (``flag = a > 0``), or with dynamic shapes from a size
+    # (``big = n > 12``), is in no specialization key, so each launch compares them
+    host_scalars: tuple[tuple[str, int], ...] = ()
 
     def walk(self) -> list[Node]:
         return list(walk(self.body))

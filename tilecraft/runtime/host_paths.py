@@ -3,8 +3,10 @@ bounds; out: nothing, or the signal to trace another variant, or a located error
 
 A specialization keys on tensor shapes and int/bool values, not on floats; host code that derives
 a grid bound or a branch from a float (``k = int(n * frac)``, ``if a > 0:``) reaches other device
-loops, or gives one other bounds, than the call the variant was traced on. Baked bounds (and a
-loop the trace never reached) are checked at each launch: before any launch of the call another
+loops, or gives one other bounds, than the call the variant was traced on; an int or bool it
+derives and device code reads (``flag = a > 0``; with dynamic shapes ``big = n > 12``) was baked
+in. Baked bounds, baked ints and bools (and a loop the trace never reached) are checked at each
+launch: before any launch of the call another
 variant is traced for these arguments (as ``tc.specialize`` does); after one, the call cannot be
 re-run without repeating its side effects, and it stops with a located error.
 """
@@ -29,15 +31,26 @@ def same_bounds(traced: tuple[tuple[int, int] | None, ...], spec: Any) -> bool:
     )
 
 
+def same_scalars(traced: tuple[tuple[str, int], ...], env: dict[str, Any]) -> bool:
+    """Whether the host ints and bools a loop baked in have their traced values (``a > 0`` of
+    a float argument may not: floats are in no specialization key)."""
+    for name, value in traced:
+        now = env.get(name)
+        if now != value or type(now) is not type(value):
+            return False
+    return True
+
+
 def host_path_changed(kernel: Any, index: int, launched: int) -> NoReturn:
     """Device loop ``index`` was reached with other bounds, or at all, where the traced call did
     not: another variant if no loop of this call has launched yet, else a located error."""
     if launched == 0:
         raise Respecialize(("loop", index))
     raise DeviceCodeError(
-        f"{kernel.__name__}(): device loop {index} got other bounds, or was reached, where the "
-        "traced call did not, after this call had launched other loops: the host code derives "
-        "them from a value the compiled kernel does not key on (a float argument)",
+        f"{kernel.__name__}(): device loop {index} got other bounds or host ints/bools, or was "
+        "reached, where the traced call did not, after this call had launched other loops: the "
+        "host code derives them from a value the compiled kernel does not key on (a float "
+        "argument)",
         kernel.source.loops[index].loc,
         hint="compute the bound from ints (pass it as an int argument) or mark the float with "
         "tc.specialize(...), so each value gets its own compiled variant",

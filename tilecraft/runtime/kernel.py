@@ -40,7 +40,7 @@ from tilecraft.runtime.device import capturing
 from tilecraft.runtime.export import standalone_source
 from tilecraft.runtime.glue import GlueRunner
 from tilecraft.runtime.host_paths import Respecialize as _Respecialize
-from tilecraft.runtime.host_paths import host_path_changed, same_bounds
+from tilecraft.runtime.host_paths import host_path_changed, same_bounds, same_scalars
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.program import CompiledProgram
 from tilecraft.runtime.program import RunHost as _RunHost
@@ -479,12 +479,17 @@ class BoundKernel:
         }
 
         bounds = {loop.index: loop.host_bounds for loop in traced.loops}
+        scalars = {loop.index: loop.host_scalars for loop in traced.loops}
 
         launched = [0]  # device loops this call has launched (the fast path has no context)
 
         def launch(index: int, spec: Any, env: dict[str, Any]) -> None:
             launcher = by_index.get(index)
-            if launcher is None or not same_bounds(bounds[index], spec):
+            if (
+                launcher is None
+                or not same_bounds(bounds[index], spec)
+                or not same_scalars(scalars[index], env)
+            ):
                 host_path_changed(self.kernel, index, launched[0])
             launcher(env, spec)
             launched[0] += 1
