@@ -169,3 +169,55 @@ def test_cpu_without_interpreter_is_one_line(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(ArgumentError, match="TRITON_INTERPRET=1") as info:
         rms_norm(x, torch.randn(24))
     assert "candidates" not in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    bs, m, k = a.size()
+    out = torch.empty([bs, m, b.size(2)], dtype=torch.float32, device=a.device)
+    for tb, tm, tn in tc.tile([bs, m, b.size(2)], block_size=[1, None, None]):
+        acc = tc.zeros([tm, tn], dtype=torch.float32)
+        for tk in tc.tile(k):
+            acc = tc.dot(a[tb.begin, tm, tk], b[tb.begin, tk, tn], acc=acc)
+        out[tb.begin, tm, tn] = acc
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def row_variance(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(x.size(0)):
+        out[tm] = torch.var(x[tm, :], dim=-1)
+    return out
+
+
+def test_an_empty_batch_over_an_inner_loop_and_variances_of_empty_rows() -> None:
+    """A batch of 0 over an inner k loop raised ZeroDivisionError choosing the default's split;
+    torch.var over 0 (or 1) elements gave -0.0 where torch gives nan (fuzzing, session 34)."""
+    assert batched_matmul(torch.randn(0, 4, 8), torch.randn(0, 8, 4)).shape == (0, 4, 4)
+    for n in (0, 1):
+        assert bool(row_variance(torch.randn(3, n)).isnan().all())
+
+
+@tc.kernel(config=CONFIG)
+def doubled(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile(x.size()):
+        out[tm, tn] = x[tm, tn] * 2
+    return out
+
+
+def test_meta_sparse_and_nested_tensors_are_refused_by_name() -> None:
+    """With config= a meta tensor reached the launch (torch's 'Cannot copy out of meta tensor');
+    sparse and nested tensors failed reading strides ('Sparse CSR tensors do not have strides',
+    'NestedTensorImpl doesn't support sizes. Please file an issue')."""
+    with pytest.raises(ArgumentError, match="argument 'x' is a meta tensor"):
+        doubled(torch.zeros(4, 4, device="meta"))
+    dense = torch.eye(4)
+    for value, kind in (
+        (dense.to_sparse(), "sparse_coo"),
+        (dense.to_sparse_csr(), "sparse_csr"),
+        (torch.nested.nested_tensor([torch.ones(2, 4), torch.ones(3, 4)]), "nested"),
+    ):
+        with pytest.raises(ArgumentError, match=f"argument 'x' is a {kind} tensor"):
+            doubled(value)

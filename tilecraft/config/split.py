@@ -260,6 +260,8 @@ def _wanted_split(spec: ConfigSpec, index: int, config: Config, programs: int) -
     whole_after = _unshared_loops_after(spec.loops[index], site)
     resident = 1 if dots or whole_after else occupancy.resident_programs(spec, config)
     target = sms * waves * resident
+    if programs == 0:  # an empty grid (a batch of 0): the launcher returns before launching
+        return WantedSplit(1, False)
     if programs >= target:
         tail = 1 if dots or whole_after else _tail_split(programs, sms)
         return WantedSplit(tail, False)

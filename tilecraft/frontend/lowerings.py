@@ -257,11 +257,13 @@ def _var(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     count: Any = 1
     for d in dims:
         count = count * t.extent_value(node.shape[t._axis(node, d)])
-    var = t.pointwise(
-        "truediv",
-        total,
-        t.pointwise("sub", count, correction) if not isinstance(count, int) else count - correction,
+    # torch divides by max(0, n - correction): a dim of 0 (or 1, unbiased) elements gives 0 / 0
+    dof = (
+        max(0, count - correction)
+        if isinstance(count, int)
+        else t.pointwise("maximum", t.pointwise("sub", count, correction), 0)
     )
+    var = t.pointwise("truediv", total, dof)
     return t.to_dtype(var, dtype) if dtype.is_floating_point else var
 
 

@@ -20,6 +20,7 @@ from tilecraft.language import _context
 
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
+_STRIDED = torch.strided
 
 
 def guard_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -28,8 +29,9 @@ def guard_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     for v in args:
         t = type(v)
         if t is _Tensor or t is _Parameter:
-            if v.requires_grad:
-                return None  # autograd decides (an op with a backward, or an error)
+            if v.requires_grad or v.layout is not _STRIDED:
+                return None  # autograd decides (an op with a backward, or an error); a sparse
+                # tensor has no strides: the ordinary path refuses it by name
             key.append((v.dtype, v.shape, v.stride(), v.device))
         elif t is int or t is bool:
             key.append((t, v))

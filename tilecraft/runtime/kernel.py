@@ -45,7 +45,12 @@ from tilecraft.runtime.module import load_source
 from tilecraft.runtime.program import CompiledProgram
 from tilecraft.runtime.program import RunHost as _RunHost
 from tilecraft.runtime.ref import build_ref
-from tilecraft.runtime.validate import check_has_data, check_tensor_args, host_code_error
+from tilecraft.runtime.validate import (
+    check_has_data,
+    check_layouts,
+    check_tensor_args,
+    host_code_error,
+)
 from tilecraft.targets.target import Target, check_runnable, detect
 
 
@@ -273,10 +278,15 @@ class Kernel:
         if values is None:
             bound = self.bind_arguments(args, kwargs)
             values = tuple(bound.arguments.values())
-        key = self._key_of(values)
+        try:
+            key = self._key_of(values)
+        except RuntimeError:  # a sparse or nested tensor has no strides: say which argument
+            check_layouts(self.__name__, self.bind_arguments(args, kwargs).arguments, self.def_loc)
+            raise
         found = self._bound.get(key)
         if found is None:
             bound = bound or self.bind_arguments(args, kwargs)
+            check_layouts(self.__name__, bound.arguments, self.def_loc)
             found = self._bound[key] = [BoundKernel(self, bound)]
         return found
 
@@ -536,13 +546,13 @@ class BoundKernel:
                     "dtypes) before torch.cuda.graph(...)",
                 )
             config = self.kernel.config
-            if config is None and (args or kwargs):
-                # environment and input causes: one clear line before any candidate runs
+            if args or kwargs:  # input causes: one clear line before any candidate runs
                 check_has_data(
                     self.kernel.__name__,
                     self.kernel.bind_arguments(args, kwargs or {}).arguments,
                     self.kernel.def_loc,
                 )
+            if config is None and (args or kwargs):
                 check_runnable(self.target)
                 config = hooks.select_config(self, args, kwargs or {})
             self._default = self.compile_config(config or self.spec.default())

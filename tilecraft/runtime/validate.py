@@ -44,6 +44,21 @@ def check_tensor_args(name: str, arguments: dict[str, Any], loc: SourceLoc | Non
     return devices.pop() if devices else "cpu"
 
 
+def check_layouts(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> None:
+    """Device code indexes strided tensors: a sparse or nested one is refused by name before
+    anything reads its strides (which it has not)."""
+    for arg, value in arguments.items():
+        if isinstance(value, torch.Tensor) and (value.layout != torch.strided or value.is_nested):
+            kind = "nested" if value.is_nested else str(value.layout).removeprefix("torch.")
+            raise ArgumentError(
+                f"{name}(): argument '{arg}' is a {kind} tensor; kernels index dense (strided) "
+                "tensors",
+                loc,
+                hint="pass its dense form (.to_dense()), or its index and value tensors "
+                "(.indices() / .values(), .crow_indices() / .col_indices()) as arguments",
+            )
+
+
 def check_has_data(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> None:
     """Running (not inspecting or cross-compiling) needs tensors with data."""
     for arg, value in arguments.items():
