@@ -221,3 +221,26 @@ def test_meta_sparse_and_nested_tensors_are_refused_by_name() -> None:
     ):
         with pytest.raises(ArgumentError, match=f"argument 'x' is a {kind} tensor"):
             doubled(value)
+
+
+@tc.kernel(static_shapes=True)
+def sum_pair(xs: list[torch.Tensor]) -> torch.Tensor:
+    a, b = xs
+    out = torch.empty(a.size(), dtype=a.dtype, device=a.device)
+    for tm, tn in tc.tile(a.size()):
+        out[tm, tn] = a[tm, tn] + b[tm, tn]
+    return out
+
+
+def test_a_list_of_tensors_is_keyed_by_its_tensors() -> None:
+    """A list argument was keyed by its repr: a column-major tensor that prints like a
+    row-major one reused the row-major specialization's strides; a tensor in it that requires
+    grad was not seen (no 'no backward' error)."""
+    x = torch.zeros(4, 4)
+    x[0, 1] = 1.0
+    y = torch.zeros(4, 4)
+    assert torch.equal(sum_pair([x, y]), x)
+    column_major = x.t().contiguous().t()
+    assert torch.equal(sum_pair([column_major, y]), x)
+    with pytest.raises(ArgumentError, match="has no backward"):
+        sum_pair([torch.randn(4, 4, requires_grad=True), y])

@@ -239,23 +239,23 @@ class Kernel:
 
     def _key_of(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
         """What selects a compiled specialization (cheap: it runs on every call)."""
-        key: list[Any] = []
-        static = self.static_shapes
-        for v in values:
-            if isinstance(v, torch.Tensor):
-                if static:
-                    key.append((v.dtype, v.shape, v.stride(), v.device.type))
-                else:
-                    sig = signature_of("", v, False)
-                    key.append((v.dtype, sig.shape, sig.stride, v.device.type))
-            elif isinstance(v, (bool, int)):
-                key.append((type(v), v))
-            elif isinstance(v, float):
-                key.append(float)
-            else:
-                key.append((type(v), repr(v)))
+        key = [self._value_key(v) for v in values]
         key.append(settings.target_override())
         return tuple(key)
+
+    def _value_key(self, v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            if self.static_shapes:
+                return (v.dtype, v.shape, v.stride(), v.device.type)
+            sig = signature_of("", v, False)
+            return (v.dtype, sig.shape, sig.stride, v.device.type)
+        if isinstance(v, (bool, int)):
+            return (type(v), v)
+        if isinstance(v, float):
+            return float
+        if isinstance(v, (list, tuple)):  # a list of tensors: each one's key, not its repr
+            return (type(v), tuple(self._value_key(x) for x in v))
+        return (type(v), repr(v))
 
     def _positional_values(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -414,9 +414,15 @@ def traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 
 def needs_grad(values: tuple[Any, ...]) -> bool:
-    return torch.is_grad_enabled() and any(
-        isinstance(v, torch.Tensor) and v.requires_grad for v in values
-    )
+    """Whether autograd must see this call: a tensor argument (or one in a list or tuple
+    argument) requires grad."""
+    return torch.is_grad_enabled() and any(_requires_grad(v) for v in values)
+
+
+def _requires_grad(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return value.requires_grad
+    return isinstance(value, (list, tuple)) and any(_requires_grad(v) for v in value)
 
 
 def no_backward_error(kernel: Kernel) -> ArgumentError:
