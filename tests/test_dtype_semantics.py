@@ -263,3 +263,27 @@ def test_fp16_means_large_arguments_and_fp64_softmax(device: str) -> None:
     assert bool(torch.isfinite(torch.hypot(x * 1e30, x * 1e30)).all())
     torch.testing.assert_close(soft, torch.softmax(d, dim=1), rtol=1e-12, atol=1e-15)
     torch.testing.assert_close(lse, torch.logsumexp(d, dim=1), rtol=1e-12, atol=1e-12)
+
+
+@tc.kernel(static_shapes=True)
+def plus_positions(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    rows = torch.empty_like(x)
+    starts = torch.empty_like(x)
+    for r in tc.grid(m):
+        rows[r, :] = x[r, :] + r
+    for tm, tn in tc.tile([m, n], block_size=[2, 4]):
+        starts[tm, tn] = x[tm, tn] + tm.begin
+    return rows, starts
+
+
+def test_int_scalars_join_bf16_math_at_fp32(device: str) -> None:
+    """``x_bf16[r, :] + r`` (a grid index) and ``+ t.begin`` cast the int32 scalar to bf16
+    first: the interpreter's cast gave 0.0 (and NaN) (fuzzing, session 34)."""
+    x = torch.zeros(5, 8, dtype=torch.bfloat16, device=device)
+    rows, starts = plus_positions(x)
+    index = torch.arange(5, device=device)[:, None].to(torch.bfloat16).expand(5, 8)
+    assert torch.equal(rows, index)
+    assert torch.equal(
+        starts, (torch.arange(5, device=device) // 2 * 2)[:, None].to(torch.bfloat16).expand(5, 8)
+    )

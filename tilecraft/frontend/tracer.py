@@ -233,7 +233,9 @@ class Tracer:
         # (``x_fp16 / s`` with s = 1e5 rounded s to fp16's inf first)
         scalar = dtypes.compute_dtype(result) if result.is_floating_point else result
         nodes = [
-            self.expand_rank(self.cast(n, scalar if _weak_argument(n) else result), len(shape))
+            self.expand_rank(
+                self.cast(n, scalar if _weak_scalar(n, result) else result), len(shape)
+            )
             for n in nodes
         ]
         out_dtype = torch.bool if op.bool_result else result
@@ -481,6 +483,11 @@ def _bound(p: Any) -> str:
     return "" if p is None else repr(p)
 
 
-def _weak_argument(node: Node) -> bool:
-    """A host float or int argument (``eps``, ``scale``): weak in torch's type promotion."""
-    return node.op is Op.ARG and bool(node.attrs.get("weak"))
+def _weak_scalar(node: Node, result: torch.dtype) -> bool:
+    """A host float or int argument (``eps``, ``scale``: weak in torch's type promotion), or an
+    int scalar (a ``tc.grid`` index, a tile's ``.begin``) joining float math: cast to the
+    op's compute dtype, not a half-precision result's (the interpreter's int32 -> bf16 cast
+    gave 0.0 for ``x[r, :] + r``)."""
+    if node.op is Op.ARG and node.attrs.get("weak"):
+        return True
+    return node.ndim == 0 and not node.dtype.is_floating_point and result.is_floating_point
