@@ -244,3 +244,30 @@ def test_a_list_of_tensors_is_keyed_by_its_tensors() -> None:
     assert torch.equal(sum_pair([column_major, y]), x)
     with pytest.raises(ArgumentError, match="has no backward"):
         sum_pair([torch.randn(4, 4, requires_grad=True), y])
+
+
+@tc.kernel(static_shapes=True)
+def range_scale(x: torch.Tensor, a: int, b: int) -> torch.Tensor:
+    out = x.clone()
+    for t in tc.tile(a, b):
+        out[t] = x[t] * 3
+    return out
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[4]))
+def segment_copy(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    for seg in tc.grid(offsets.size(0) - 1):
+        for tt in tc.tile(offsets[seg], offsets[seg + 1]):
+            out[tt] = x[tt] * 2
+    return out
+
+
+def test_loops_that_begin_before_or_end_past_a_tensor_never_touch_outside_it() -> None:
+    """``tc.tile(-3, 4)`` read and wrote before the tensor; CSR offsets past its end (bad data)
+    did the same from the device: the interpreter's process aborted (heap corruption)."""
+    x = torch.arange(10.0)
+    with pytest.raises(ShapeError, match="begins at -3, before the tensor's first element"):
+        range_scale(x, -3, 4)
+    out = segment_copy(x, torch.tensor([0, 3, 50], dtype=torch.int32))
+    assert torch.equal(out, x * 2)  # the elements past the end are neither read nor written

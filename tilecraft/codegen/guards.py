@@ -77,6 +77,12 @@ def _coverage_guards(loop: DeviceLoop) -> list[str]:
             if item[0] != "tile" or (tensor.name, item[2], item[1].index) in seen:
                 continue
             seen.add((tensor.name, item[2], item[1].index))
+            begin = _bound_expr(item[1].begin)
+            if begin is not None and not begin.isdigit():
+                message = f"{node.loc}: the tile loop indexing '{tensor.name}' begins before it: "
+                lines.append(
+                    f"    if {begin} < 0:\n        raise ShapeError({message!r} + str({begin}))\n"
+                )
             end = _bound_expr(item[1].extent)
             if end is None or end.isdigit():
                 continue  # a constant extent was checked when the access was traced

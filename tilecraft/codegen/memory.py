@@ -21,7 +21,7 @@ from tilecraft.codegen.uniform import uniform_quotient
 from tilecraft.config.space import descriptor_order
 from tilecraft.ir import dtypes
 from tilecraft.ir.int_ranges import NARROWER_INTS
-from tilecraft.ir.nodes import Node, Op
+from tilecraft.ir.nodes import Node, Op, Sym
 from tilecraft.ir.tile_affine import static_extent, tile_affine
 
 if TYPE_CHECKING:
@@ -50,6 +50,14 @@ def _inside(index: str, size: str) -> str | None:
     if index.lstrip("-").isdigit():
         return None if size.isdigit() and 0 <= int(index) < int(size) else "False"
     return f"(({index}) >= 0) & (({index}) < {size})"
+
+
+def _data_bounds(sym: Any) -> bool:
+    """Whether a tile loop's bounds are computed on the device (``tc.tile(offsets[s],
+    offsets[s + 1])``): no launch check covers them, so its accesses check the tensor's."""
+    return isinstance(sym, Sym) and any(
+        isinstance(b, Node) and b.op is not Op.ARG for b in (sym.begin, sym.extent)
+    )
 
 
 def _bounds_end_tile(index: Node, size: str) -> bool:
@@ -143,6 +151,8 @@ def access(
                 _sliced(st.index, item) if kind == "rslice" else st.index, pos, width, rank
             )
             mask = st.mask if width == 0 else ctx.mask_at(sym, pos, rank)
+            if _data_bounds(sym) and (inside := _inside(idx, ctx.size_expr(tensor, item[2]))):
+                masks.append(inside)  # bounds read from data (CSR offsets) may leave the tensor
             if span is not None and span.item == k:
                 idx, mask = (
                     _expand(span.text, pos, 1, rank),

@@ -26,11 +26,20 @@ def known_int(value: Any) -> int | None:
 def check_tile_covers(
     name: str, shape: tuple[int, ...], dim: int, sym: Sym, loc: SourceLoc | None
 ) -> None:
-    """``name`` indexed with tile ``sym`` along ``dim``: its extent must reach the loop's end."""
+    """``name`` indexed with tile ``sym`` along ``dim``: its extent must reach the loop's end,
+    and the loop must not begin before the tensor (``tc.tile(-3, n)`` read before it)."""
+    begin = known_int(sym.begin)
+    if begin is not None and begin < 0:
+        raise ShapeError(
+            f"the tile loop indexing dim {dim} of tensor '{name}' begins at {begin}, before the "
+            "tensor's first element",
+            loc,
+            hint="begin the loop at 0 or later (a negative index counts from the end only in "
+            "Python's own indexing)",
+        )
     end = known_int(sym.extent)
     if end is None or shape[dim] >= end:
         return
-    begin = known_int(sym.begin)
     span = f"[{begin}, {end})" if begin is not None else f"up to {end}"
     raise ShapeError(
         f"tensor '{name}' has size {shape[dim]} along dim {dim} (shape {list(shape)}), but the "
