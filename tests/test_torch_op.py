@@ -210,3 +210,26 @@ def test_tc_store_is_a_mutation_and_the_op_name_follows_its_schema() -> None:
     assert torch_op.op_base_name(double_into, "(Tensor(a!) out) -> ()") != torch_op.op_base_name(
         double_into, "(Tensor out) -> ()"
     )
+
+
+@tc.kernel(static_shapes=True)
+def scaled_dropout_like(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Host code that divides by ``1 - p`` and views sizes in threes."""
+    n, c = x.size()
+    triples = x.view(n, c // 3, 3)
+    scale = 1.0 / (1.0 - p)
+    out = torch.empty([n, c // 3], dtype=x.dtype, device=x.device)
+    for tn in tc.tile(n):
+        out[tn, :] = torch.sum(triples[tn, :, :], dim=-1) * scale
+    return out
+
+
+def test_the_op_layout_is_read_from_stand_ins_the_host_code_runs_on() -> None:
+    """torch.compile read the output layout from stand-ins with every float 1.0 and every
+    size 16: ``1 / (1 - p)`` raised ZeroDivisionError and ``x.view(n, c // 3, 3)`` an invalid
+    shape, though the call's own values were fine (fuzzing, session 34)."""
+    x = torch.randn(4, 6)
+    graphs, backend = _counting_backend()
+    got = torch.compile(lambda t: scaled_dropout_like(t, 0.25), fullgraph=True, backend=backend)(x)
+    torch.testing.assert_close(got, x.view(4, 2, 3).sum(-1) / 0.75)
+    assert graphs

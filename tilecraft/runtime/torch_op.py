@@ -195,15 +195,36 @@ class HostRunner:
         return hit
 
 
-def example_arg(kind: ArgKind) -> Any:
+# stand-in sizes and float values to try, in order, until the host code runs on them: a dropout's
+# ``1 / (1 - p)`` fails at p = 1.0, ``pts.view(n, c // 3, 3)`` at sizes of 16
+EXAMPLES = ((EXAMPLE_EXTENT, 1.0), (48, 0.5), (240, 0.25), (720, 2.0))
+
+
+def example_arg(kind: ArgKind, extent: int = EXAMPLE_EXTENT, value: float = 1.0) -> Any:
     """A meta stand-in for an argument of this kind (the layout does not depend on sizes)."""
     tag = kind[0]
     if tag == "Tensor":
         dtype = getattr(torch, kind[1].removeprefix("torch."))
-        return torch.zeros([EXAMPLE_EXTENT] * kind[2], dtype=dtype, device="meta")
+        return torch.zeros([extent] * kind[2], dtype=dtype, device="meta")
     if tag in ("bool", "str"):
         return kind[1]
-    return {"None": None, "int": EXAMPLE_EXTENT, "float": 1.0}.get(tag)
+    return {"None": None, "int": extent, "float": value}.get(tag)
+
+
+def run_examples(
+    runner: HostRunner, kinds: tuple[ArgKind, ...]
+) -> tuple[tuple[Any, ...], Any, list[tuple[int, dict[str, Any]]]]:
+    """The host code run on stand-ins of ``kinds`` (the first of :data:`EXAMPLES` it runs on:
+    it may divide by ``1 - p`` or view sizes in threes), with what it returned and launched."""
+    for extent, value in EXAMPLES[:-1]:
+        example = tuple(example_arg(k, extent, value) for k in kinds)
+        try:
+            return (example, *runner.run(example))
+        except Exception:  # noqa: BLE001  (the next stand-ins; the last one's error is raised)
+            continue
+    extent, value = EXAMPLES[-1]
+    example = tuple(example_arg(k, extent, value) for k in kinds)
+    return (example, *runner.run(example))
 
 
 def output_layout(
@@ -274,8 +295,7 @@ def op_base_name(kernel: Kernel, signature: str = "") -> str:
 def create_op(kernel: Kernel, kinds: tuple[ArgKind, ...]) -> tuple[OpInfo, Any]:
     """Define the custom op for calls with arguments of ``kinds`` (real and fake impls)."""
     runner = kernel.host_runner()
-    example = tuple(example_arg(k) for k in kinds)
-    result, launched = runner.run(example)
+    example, result, launched = run_examples(runner, kinds)
     mutated = runner.mutated(example, launched)
     layout, n_out = output_layout(kernel, result, example)
     op_schema = schema(kernel, kinds, mutated, n_out)
