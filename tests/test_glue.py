@@ -312,9 +312,9 @@ def aliasing_tails(
         rows[t] = x[t] * 1
     same = rows.to(torch.float32) * 1.0
     acc = rows.to(torch.float32)  # eager's .to of fp32 is rows itself
-    gap = torch.empty([1], device=x.device)  # (an allocation ends a run)
+    _gap1 = torch.empty([1], device=x.device)  # (an allocation ends a run)
     relu = torch.nn.functional.relu(rows, inplace=True) * 2
-    gap = torch.empty([1], device=x.device)
+    _gap2 = torch.empty([1], device=x.device)
     scaled = scaler.apply(rows) + 1
     for t in tc.tile(n):
         rows[t] = rows[t] + 10  # seen through acc (the same tensor) when eager
