@@ -233,3 +233,25 @@ def test_the_op_layout_is_read_from_stand_ins_the_host_code_runs_on() -> None:
     got = torch.compile(lambda t: scaled_dropout_like(t, 0.25), fullgraph=True, backend=backend)(x)
     torch.testing.assert_close(got, x.view(4, 2, 3).sum(-1) / 0.75)
     assert graphs
+
+
+@tc.kernel(static_shapes=False)
+def block_sums(x: torch.Tensor) -> torch.Tensor:
+    mb = tc.register_block_size(x.size(0))
+    m = x.size(0)
+    partial = torch.zeros([(m + mb - 1) // mb], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m, block_size=mb):
+        partial[tm.id] = torch.sum(x[tm].to(torch.float32), dim=0)
+    return partial.sum()
+
+
+def test_host_arithmetic_of_a_size_and_a_block_size_under_dynamic_compile() -> None:
+    """``m + mb - 1`` with a SymInt size and a registered block size raised TypeError in the
+    fake implementation (SymInt refuses int subclasses) under torch.compile(dynamic=True)."""
+    x = torch.randn(37)
+    graphs, backend = _counting_backend()
+    got = torch.compile(lambda t: block_sums(t) * 2, fullgraph=True, dynamic=True, backend=backend)(
+        x
+    )
+    torch.testing.assert_close(got, x.sum() * 2, rtol=1e-5, atol=1e-5)
+    assert graphs

@@ -29,7 +29,6 @@ import torch
 from tilecraft.errors import ArgumentError
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.language import _context
-from tilecraft.language.tunables import BlockSize
 
 if TYPE_CHECKING:
     from tilecraft.runtime.kernel import Kernel
@@ -115,8 +114,10 @@ class _FakeHost:
         self.slots = 0
 
     def block_size(self, lo: Any, hi: Any) -> int:
+        """A plain int: with dynamic shapes host sizes are SymInts, and SymInt arithmetic
+        refuses int subclasses (``m + mb - 1`` raised TypeError for a BlockSize)."""
         self.slots += 1
-        return BlockSize(_FAKE_BLOCK, self.slots - 1)
+        return _FAKE_BLOCK
 
     def tunable(self, name: str, choices: tuple[Any, ...]) -> Any:
         return choices[0]
