@@ -271,3 +271,24 @@ def test_loops_that_begin_before_or_end_past_a_tensor_never_touch_outside_it() -
         range_scale(x, -3, 4)
     out = segment_copy(x, torch.tensor([0, 3, 50], dtype=torch.int32))
     assert torch.equal(out, x * 2)  # the elements past the end are neither read nor written
+
+
+@tc.kernel(static_shapes=False)
+def add_dynamic(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)  # follows x's layout
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = x[tm, tn] + y[tm, tn]
+    return out
+
+
+def test_dynamic_shapes_follow_the_layouts_empty_like_gives() -> None:
+    """A transposed [7, 1] column (torch.empty_like gives stride 7 along its size-1 dim on the
+    CPU, 1 on meta) had no working config; an expanded [3, 5] column after a transposed [3, 5]
+    shared its compile and raised ShapeError asking to make 'out' contiguous (fuzzing)."""
+    column = torch.randn(1, 7).t()
+    assert torch.equal(add_dynamic(column, torch.ones(7, 1)), column + 1)
+    y = torch.randn(3, 5)
+    transposed, expanded = torch.randn(5, 3).t(), torch.randn(3, 1).expand(3, 5)
+    assert torch.equal(add_dynamic(transposed, y), transposed + y)
+    assert torch.equal(add_dynamic(expanded, y), expanded + y)

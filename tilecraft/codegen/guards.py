@@ -108,13 +108,17 @@ def _unit_stride_guards(loop: DeviceLoop) -> list[str]:
         seen.add(tensor.name)
         for dim in (d for d in range(tensor.ndim) if tensor.unit_stride(d)):
             stride = f"env[{tensor.name!r}].stride({dim})"
+            size = f"env[{tensor.name!r}].shape[{dim}]"
             message = (
                 f"{node.loc}: tensor '{tensor.name}' had stride 1 along dim {dim} when this "
                 "kernel was compiled (static_shapes=False) and has another now; use "
                 "static_shapes=True or make it contiguous: stride = "
             )
+            # (along a dim of size 1 any stride reads the same element: torch.empty_like of a
+            # [7, 1] column gives it 7 on the CPU and 1 on meta tensors)
             lines.append(
-                f"    if {stride} != 1:\n        raise ShapeError({message!r} + str({stride}))\n"
+                f"    if {stride} != 1 and {size} != 1:\n"
+                f"        raise ShapeError({message!r} + str({stride}))\n"
             )
     return lines
 

@@ -82,8 +82,13 @@ def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
         # dynamic: one compile per power-of-two size bucket (whole reduction dims need a constexpr
         # block >= the extent) and per pattern of unit strides (kept literal for vectorization)
         buckets = tuple(s if s < 2 else next_pow2(s) for s in value.shape)
+        # strides of 1 (literal in the code), of 0 (expanded), and the dims' order by stride:
+        # torch.empty_like(x) in host code follows x's layout, which the compile keeps
+        # (an expanded [3, 5] column and a transposed [3, 5] had one pattern, not one layout)
+        stride = value.stride()
+        unit = tuple(1 if st == 1 else 2 if st == 0 else 0 for st in stride)
+        unit += tuple(sorted(range(len(stride)), key=lambda d: (-stride[d], d)))
         # and per index width: offsets past 2^31 need int64 (the last entry: 1 = int64)
-        unit = tuple(int(st == 1) for st in value.stride())
         unit += (int(needs_int64(value.shape, value.stride())),)
         return ArgSignature(
             name, "tensor", value.dtype, buckets, unit, value.device.type, "dynamic"
