@@ -292,3 +292,18 @@ def test_dynamic_shapes_follow_the_layouts_empty_like_gives() -> None:
     transposed, expanded = torch.randn(5, 3).t(), torch.randn(3, 1).expand(3, 5)
     assert torch.equal(add_dynamic(transposed, y), transposed + y)
     assert torch.equal(add_dynamic(expanded, y), expanded + y)
+
+
+@tc.kernel(static_shapes=True)
+def previous_row(x: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    for r in tc.grid(x.size(0)):
+        out[r, :] = x[r - 1, :]
+    return out
+
+
+def test_a_negative_scalar_index_wraps_as_in_python(device: str) -> None:
+    """``x[r - 1, :]`` at r = 0 is the last row in PyTorch (and ref mode); compiled code read
+    0, so every candidate disagreed (NoWorkingConfigError; fuzzing, session 34)."""
+    x = torch.arange(12.0, device=device).view(3, 4)
+    assert torch.equal(previous_row(x), torch.roll(x, 1, dims=0))

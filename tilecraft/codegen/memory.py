@@ -20,7 +20,7 @@ from tilecraft.codegen.registry import emits
 from tilecraft.codegen.uniform import uniform_quotient
 from tilecraft.config.space import descriptor_order
 from tilecraft.ir import dtypes
-from tilecraft.ir.int_ranges import NARROWER_INTS
+from tilecraft.ir.int_ranges import NARROWER_INTS, nonnegative
 from tilecraft.ir.nodes import Node, Op, Sym
 from tilecraft.ir.tile_affine import static_extent, tile_affine
 
@@ -167,10 +167,12 @@ def access(
                 masks.append(inside)
         else:
             text = _offset_index(ctx, vnode)
+            size = ctx.size_expr(tensor, item[2])
+            if vnode.ndim == 0 and not nonnegative(vnode):  # x[r - 1, :]: Python's wrap
+                text = f"tl.where({text} < 0, {text} + {size}, {text})"
             idx = _expand(text, pos, width, rank)
             # a computed index outside the tensor reads 0 and is not written (never an illegal
             # address that would end the caller's CUDA context; ref mode reports it)
-            size = ctx.size_expr(tensor, item[2])
             inside = _inside(text, size)
             mask = None if inside and _bounds_end_tile(vnode, size) else ctx.value_mask(vnode.shape)
             if mask and width:
