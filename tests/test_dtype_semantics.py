@@ -287,3 +287,22 @@ def test_int_scalars_join_bf16_math_at_fp32(device: str) -> None:
     assert torch.equal(
         starts, (torch.arange(5, device=device) // 2 * 2)[:, None].to(torch.bfloat16).expand(5, 8)
     )
+
+
+@tc.kernel(static_shapes=True)
+def signs(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    bits = torch.empty(x.size(), dtype=torch.bool, device=x.device)
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        bits[t] = torch.signbit(x[t])
+        out[t] = torch.copysign(x[t], y[t])
+    return bits, out
+
+
+def test_signbit_and_copysign_read_the_sign_of_zero(device: str) -> None:
+    x = torch.tensor([1.0, -2.0, 0.0, -0.0, 3.5, -0.5], device=device)
+    y = torch.tensor([-1.0, 2.0, -0.0, 0.0, -0.0, 4.0], device=device)
+    bits, out = signs(x, y)
+    assert torch.equal(bits, torch.signbit(x))
+    assert torch.equal(torch.signbit(out), torch.signbit(torch.copysign(x, y)))
+    assert torch.equal(out, torch.copysign(x, y))

@@ -116,6 +116,20 @@ _op(
     T.frac,
     float_only=True,
 )
+# the sign bit: -0.0 has it (1 / -0.0 is -inf), as torch.signbit and copysign read it
+_SIGNBIT = "(({0} < 0) | (({0} == 0) & (1.0 / {0} < 0)))"
+_op(
+    "signbit",
+    1,
+    _SIGNBIT,
+    torch.signbit,
+    torch.signbit,
+    T.signbit,
+    float_only=True,
+    bool_result=True,
+)
+_COPYSIGN = f"tl.where({_SIGNBIT.format('{1}')}, tl.abs({{0}}) * -1.0, tl.abs({{0}}))"  # -0.0
+_op("copysign", 2, _COPYSIGN, torch.copysign, torch.copysign, T.copysign, float_only=True)
 _op(
     "tanh",
     1,
