@@ -14,7 +14,7 @@ from examples.add import add
 from examples.softmax import softmax
 from examples.sum import sum_last
 from tests.kernels import rms_norm, rms_norm_ref
-from tilecraft.errors import ArgumentError, ShapeError
+from tilecraft.errors import ArgumentError, DeviceCodeError, ShapeError
 
 CONFIG = tc.Config(block_sizes=[16, 16])
 
@@ -307,3 +307,19 @@ def test_a_negative_scalar_index_wraps_as_in_python(device: str) -> None:
     0, so every candidate disagreed (NoWorkingConfigError; fuzzing, session 34)."""
     x = torch.arange(12.0, device=device).view(3, 4)
     assert torch.equal(previous_row(x), torch.roll(x, 1, dims=0))
+
+
+@tc.kernel(static_shapes=True)
+def add_vectors(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] + y[t]
+    return out
+
+
+@pytest.mark.parametrize(("value", "kind"), [(3.0, "float"), (3, "int")])
+def test_a_number_passed_for_a_tensor_is_named(value: object, kind: str) -> None:
+    """``add(x, 3.0)`` said 'indexing a tile with Tile(BLOCK_0)'; ``add(x, 3)`` "TypeError: 'int'
+    object is not subscriptable" (neither named the argument)."""
+    with pytest.raises(DeviceCodeError, match=f"'y' is a host {kind} .*not a tensor"):
+        add_vectors(torch.randn(8), value)

@@ -94,6 +94,10 @@ class Interpreter:
                 ) from None
             if isinstance(exc, TypeError) and "not HostTensor" in text:
                 raise host_tensor_operand(text.split("(", 1)[0], text, self.tracer.loc) from None
+            if isinstance(exc, TypeError) and "is not subscriptable" in text:
+                raise _not_a_tensor(expr, scope, self.tracer.loc) or UnsupportedOpError(
+                    f"TypeError: {exc}", self.tracer.loc
+                ) from None
             raise UnsupportedOpError(f"{type(exc).__name__}: {exc}", self.tracer.loc) from None
 
     def _located(self, expr: ast.expr) -> ast.Expression:
@@ -317,6 +321,21 @@ def _device_compare(func: Any, a: Any, b: Any) -> Any:
             detail = f"'{operand.name}' is {operand.ndim}-D (== compares elements)"
             raise host_tensor_operand(func.__name__, detail, tracer.loc)
     return tracer.torch_call(func, (a, b), {})
+
+
+def _not_a_tensor(expr: ast.expr, scope: dict[str, Any], loc: Any) -> DeviceCodeError | None:
+    """``y[t]`` with ``y`` a number (an int argument passed for a tensor), named."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            value = scope.get(node.value.id)
+            if value is None or isinstance(value, (bool, int, float)):
+                return DeviceCodeError(
+                    f"'{node.value.id}' is a host {type(value).__name__} (an argument or a host "
+                    "value), not a tensor: device code indexes tensors",
+                    loc,
+                    hint=f"pass a tensor for '{node.value.id}', or use the value as it is",
+                )
+    return None
 
 
 def _as_if_statement(stmt: ast.Assign, choice: ast.IfExp) -> ast.If:

@@ -381,6 +381,13 @@ class Tracer:
 
     def view(self, x: TileValue, index: Any) -> TileValue:
         node = x.node
+        if node.op is Op.ARG:  # ``y[t]`` with ``y`` a number the caller passed for a tensor
+            raise DeviceCodeError(
+                f"'{node.attrs['name']}' is a host {'float' if node.dtype.is_floating_point else 'int'}"
+                " (an argument or a host value), not a tensor: device code indexes tensors",
+                self.loc,
+                hint=f"pass a tensor for '{node.attrs['name']}', or use the number as it is",
+            )
         items = index if isinstance(index, tuple) else (index,)
         items = indexing.without_ellipsis(items, node.ndim, "a tile", self.loc)
         spec: list[Any] = []
