@@ -355,3 +355,55 @@ def test_a_returned_view_stays_a_view() -> None:
         torch.testing.assert_close(total, torch.sqrt(x.sum()) * 2)
         assert head._base is rows or head.data_ptr() == rows.data_ptr()
     assert _bound(sum_and_view, x).traced.glue_problems == {0: None}
+
+
+SCALE = 2.0  # read by host code after a loop (one op: stays eager) and by a fused run
+
+
+@tc.kernel(static_shapes=True)
+def scaled_rows(x: torch.Tensor, frac: float) -> tuple[torch.Tensor, torch.Tensor]:
+    rows = torch.empty([x.size(0)], dtype=F32, device=x.device)
+    for t in tc.tile(x.size(0)):
+        rows[t] = x[t] * 1
+    k = 2 if frac < 0.5 else 0.5  # an int or a float, by a float argument
+    dtype = torch.float16 if frac > 0.8 else F32
+    fused = (torch.sum(rows) * k + SCALE).to(dtype) * 2
+    return rows * SCALE, fused
+
+
+def test_host_values_are_read_live_and_a_changed_one_runs_the_run_eagerly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Host code read globals from a snapshot taken when it was compiled (a changed SCALE was
+    never seen); a fused run baked an int that became a float (int32 math kept) and a dtype
+    chosen from a float argument (fuzzing the glue, round 2)."""
+    x = torch.arange(4, dtype=F32)
+    for frac, scale in ((0.2, 2.0), (0.6, 8.0), (0.9, 8.0), (0.2, 3.0)):
+        monkeypatch.setattr(f"{__name__}.SCALE", scale)
+        rows, fused = scaled_rows(x, frac)
+        k = 2 if frac < 0.5 else 0.5
+        dtype = torch.float16 if frac > 0.8 else F32
+        torch.testing.assert_close(rows, x * scale)
+        torch.testing.assert_close(fused, (x.sum() * k + scale).to(dtype) * 2)
+    assert _runner(scaled_rows, x, 0.2).checked == {0}
+
+
+class Config:
+    SCALE = 2.0
+
+
+@tc.kernel(static_shapes=True)
+def attribute_tail(x: torch.Tensor) -> torch.Tensor:
+    rows = torch.empty([x.size(0)], dtype=F32, device=x.device)
+    for t in tc.tile(x.size(0)):
+        rows[t] = x[t] * 1
+    return torch.sum(rows) * Config.SCALE + 1
+
+
+def test_a_run_reading_an_objects_attribute_stays_eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = torch.arange(4, dtype=F32)
+    for scale in (2.0, 5.0):
+        monkeypatch.setattr(Config, "SCALE", scale)
+        torch.testing.assert_close(attribute_tail(x), x.sum() * scale + 1)
+    (why,) = _bound(attribute_tail, x).traced.glue_problems.values()
+    assert why is not None and "reads an attribute of 'Config'" in why

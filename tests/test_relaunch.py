@@ -177,3 +177,20 @@ def test_host_ints_and_bools_device_code_reads_are_checked_at_each_launch(device
     for n in (16, 9, 10, 15):
         y = torch.ones(n, device=device)
         torch.testing.assert_close(size_parity(y), y * (2 if n % 2 == 0 else 0))
+
+
+@tc.kernel(static_shapes=True)
+def negated_steps(x: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    for i in range(3):  # a host loop: i is a launch argument
+        for t in tc.tile(x.size(0)):
+            out[t] = out[t] + x[t] * -i + (i**2) + (~i)
+    return out
+
+
+def test_every_operator_on_a_run_time_int_is_computed_at_run_time(device: str) -> None:
+    """``x * -i``, ``i ** 2`` and ``~i`` folded the first launch's i (0) into the compile:
+    DynamicInt had only + - * // % / (fuzzing, session 34)."""
+    x = torch.ones(5, device=device)
+    want = sum(x * -i + i**2 + ~i for i in range(3))
+    torch.testing.assert_close(negated_steps(x), want)

@@ -259,6 +259,26 @@ def call_bases(run: GlueRun) -> set[str]:
     return out
 
 
+def attribute_bases(run: GlueRun) -> set[str]:
+    """Names whose attributes the run reads other than to call them (``cfg.SCALE``,
+    ``x.dtype``), less those it assigned before: each must be torch's or a tensor."""
+    called = {id(n.func) for stmt in run.stmts for n in ast.walk(stmt) if isinstance(n, ast.Call)}
+    out: set[str] = set()
+    assigned: set[str] = set()
+    for stmt in run.stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and id(node) not in called:
+                base = node.value
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id not in assigned:
+                    out.add(base.id)
+        assigned.update(
+            n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        )
+    return out
+
+
 def launch_statements(run: GlueRun) -> list[ast.stmt]:
     """The launch version of the run (see the module docstring)."""
     first = run.stmts[0]

@@ -16,7 +16,14 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from tilecraft.frontend.assigned import assigned_names
-from tilecraft.frontend.glue import MAX_ELEMENTS, MIN_OPS, VIEW_METHODS, GlueRun, call_bases
+from tilecraft.frontend.glue import (
+    MAX_ELEMENTS,
+    MIN_OPS,
+    VIEW_METHODS,
+    GlueRun,
+    attribute_bases,
+    call_bases,
+)
 from tilecraft.frontend.source import KernelSource, build_function
 from tilecraft.ir.nodes import DeviceLoop
 
@@ -37,8 +44,9 @@ class GlueLoop:
     loop: DeviceLoop
     outputs: tuple[tuple[tuple[int, ...], torch.dtype], ...]
     names: tuple[str, ...]
-    inputs: tuple[str, ...]  # host locals it reads
-    scope_inputs: tuple[str, ...] = ()  # numbers it reads from globals or the closure
+    inputs: tuple[str, ...]  # the host values it reads: locals, then globals and closure values
+    floats: tuple[str, ...] = ()  # those passed as launch arguments (each call: still a float)
+    baked: tuple[tuple[str, Any], ...] = ()  # those baked in (ints, bools, dtypes): compared
 
 
 class OpCounter(TorchFunctionMode):
@@ -127,9 +135,12 @@ def glue_problem(
         return f"an in-place op ({counter.in_place})"
     for base in sorted(call_bases(run)):
         value = env[base] if base in env else scope.get(base)
-        torch_module = inspect.ismodule(value) and value.__name__.split(".")[0] == "torch"
-        if not torch_module and not isinstance(value, torch.Tensor):
+        if not _torch_code(value) and not isinstance(value, torch.Tensor):
             return f"a call on '{base}' ({type(value).__name__}), not torch or a tensor"
+    for base in sorted(attribute_bases(run)):  # cfg.SCALE, loss.scale: read once when traced
+        value = env[base] if base in env else scope.get(base)
+        if not _torch_code(value) and not isinstance(value, torch.Tensor):
+            return f"reads an attribute of '{base}' ({type(value).__name__})"
     if not any(isinstance(env.get(name), torch.Tensor) for name in run.inputs):
         return "no tensor input"
     for name in run.inputs:
@@ -139,18 +150,32 @@ def glue_problem(
     return _output_problem(run, env, outputs)
 
 
-def scope_numbers(run: GlueRun, env: dict[str, Any], scope: dict[str, Any]) -> tuple[str, ...]:
-    """The run's inputs that are numbers in globals or the closure (read at each call)."""
-    return tuple(n for n in run.inputs if n not in env and type(scope.get(n)) in (int, float, bool))
+def glue_inputs(run: GlueRun, env: dict[str, Any], scope: dict[str, Any]) -> dict[str, Any]:
+    """The host values the run reads, by name: its locals, then the numbers, bools and dtypes
+    it reads from globals or the closure (modules and functions stay code)."""
+    inputs = {n: env[n] for n in run.inputs if n in env}
+    for name in run.inputs:
+        value = scope.get(name)
+        if name not in env and isinstance(value, _VALUES):
+            inputs[name] = float(value) if isinstance(value, float) else value
+    return inputs
+
+
+_VALUES = (int, float, bool, str, type(None), torch.dtype, torch.device)
 
 
 def _input_problem(name: str, value: Any, local: bool) -> str | None:
     if isinstance(value, torch.Tensor):
         return _tensor_problem(name, value) if local else f"'{name}' is a global tensor"
-    plain = (int, float, bool, type(None), torch.dtype, torch.device)
-    if isinstance(value, plain) or callable(value) or inspect.ismodule(value):
-        return None  # numbers pass at each call; dtypes, functions and modules are code
+    if isinstance(value, _VALUES) or _torch_code(value):
+        return None  # values are checked or passed at each call; torch's modules are code
+    if callable(value) and not isinstance(value, torch.nn.Module):
+        return None  # a function (a helper the run calls is refused by the call check)
     return f"'{name}' is a {type(value).__name__}"
+
+
+def _torch_code(value: Any) -> bool:
+    return inspect.ismodule(value) and value.__name__.split(".")[0] == "torch"
 
 
 def _output_problem(run: GlueRun, env: dict[str, Any], outputs: tuple[Any, ...]) -> str | None:

@@ -16,6 +16,7 @@ import ast
 import dataclasses
 import inspect
 import textwrap
+import types
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -256,15 +257,18 @@ def _copy(tree: ast.FunctionDef) -> ast.FunctionDef:
 def build_function(
     src: KernelSource, tree: ast.FunctionDef, extra: dict[str, Any]
 ) -> Callable[..., Any]:
-    """Compile a rewritten function with the original globals and closure values."""
+    """Compile a rewritten function over the kernel's own globals (read live, as the user's
+    function reads them: a global changed between calls is seen) and closure values; ``extra``
+    (the launch hooks) reaches it as closure variables of a factory, not as globals."""
     fn = src.fn
     freevars = fn.__code__.co_freevars
     closure = fn.__closure__ or ()
+    hooks = [name for name in extra if name not in freevars]
     factory = ast.FunctionDef(
         name="__tc_factory__",
         args=ast.arguments(
             posonlyargs=[],
-            args=[ast.arg(v) for v in freevars],
+            args=[ast.arg(v) for v in (*freevars, *hooks)],
             kwonlyargs=[],
             kw_defaults=[],
             defaults=[],
@@ -282,19 +286,23 @@ def build_function(
     ast.fix_missing_locations(module)
     ast.increment_lineno(module, src.line_offset)
     code = compile(module, src.filename, "exec")
-    scope: dict[str, Any] = dict(fn.__globals__)
-    scope.update(extra)
-    exec(code, scope)
+    defined: dict[str, Any] = {}
+    exec(code, fn.__globals__, defined)  # the factory lands in ``defined``, not the module
     values = []
     for cell in closure:
         try:
             values.append(cell.cell_contents)
         except ValueError:
             values.append(None)
-    built = scope["__tc_factory__"](*values)
+    made = defined["__tc_factory__"](*values, *(extra[name] for name in hooks))
+    # the user's own closure cells (a nonlocal the caller changes is seen), the hooks' cells
+    own = dict(zip(freevars, closure, strict=True))
+    cells = dict(zip(made.__code__.co_freevars, made.__closure__ or (), strict=True))
+    live = tuple(own[name] if name in own else cells[name] for name in made.__code__.co_freevars)
+    built = types.FunctionType(made.__code__, fn.__globals__, made.__name__, None, live)
     built.__defaults__ = fn.__defaults__
     built.__kwdefaults__ = fn.__kwdefaults__
-    return built  # type: ignore[no-any-return]
+    return built
 
 
 def launch_tree(src: KernelSource, glue: bool | Collection[int] = True) -> ast.FunctionDef:

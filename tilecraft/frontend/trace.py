@@ -21,8 +21,8 @@ from tilecraft.frontend.glue_trace import (
     GlueLoop,
     OpCounter,
     eager_glue_functions,
+    glue_inputs,
     glue_problem,
-    scope_numbers,
 )
 from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
@@ -138,25 +138,18 @@ class _TraceHost:
         problem = glue_problem(run, env, scope, outputs, counter)
         if problem is None and self.static_shapes:
             try:
-                numbers = scope_numbers(run, env, scope)
-                inputs = {n: env[n] for n in run.inputs if n in env}
-                inputs.update({n: scope[n] for n in numbers})
-                self.glue_loops[index] = self._trace_glue(run, inputs, outputs, numbers)
+                inputs = glue_inputs(run, env, scope)
+                self.glue_loops[index] = self._trace_glue(run, inputs, outputs)
             except Exception as exc:  # any failure leaves the statements to run eagerly
                 problem = f"{type(exc).__name__}: {exc}"
         self.glue_problems[index] = problem if self.static_shapes else "static_shapes=False"
         return tuple(outputs)
 
     def _trace_glue(
-        self,
-        run: GlueRun,
-        inputs: dict[str, Any],
-        outputs: tuple[Any, ...],
-        numbers: tuple[str, ...],
+        self, run: GlueRun, inputs: dict[str, Any], outputs: tuple[Any, ...]
     ) -> GlueLoop:
-        """The run as one program; every number it reads (a host int, a global's value) is a
-        launch argument: host code read them live, and floats derived ones are not in the
-        specialization key (``keep = max(1, int(frac * n))``)."""
+        """The run as one program: floats are launch arguments, other host values (ints,
+        bools, dtypes) baked in and compared at each call (``runtime/glue.py``)."""
         whole = {n: v.dim() for n, v in inputs.items() if isinstance(v, torch.Tensor) and v.dim()}
         node = device_loop(run, whole, [o.dim() for o in outputs])
         env = dict(inputs)
@@ -169,8 +162,9 @@ class _TraceHost:
         loop.body = eliminate_dead_code(narrow_tuple_scans(eliminate_dead_code(loop.body)))
         assign_config_slots([loop])
         shapes = tuple((tuple(o.shape), o.dtype) for o in outputs)
-        local = tuple(n for n in run.inputs if n in inputs and n not in numbers)
-        return GlueLoop(loop, shapes, run.outputs, local, numbers)
+        floats = tuple(n for n, v in inputs.items() if isinstance(v, float))
+        baked = tuple((n, v) for n, v in inputs.items() if not isinstance(v, (float, torch.Tensor)))
+        return GlueLoop(loop, shapes, run.outputs, tuple(inputs), floats, baked)
 
     def _trace_loop(
         self,
@@ -187,7 +181,7 @@ class _TraceHost:
         program (``index`` numbers the runs), launched once a call."""
         tracer = Tracer(self.next_slot, dynamic=not self.static_shapes)
         tracer.loc = loc
-        captures = {name: self._capture(name, value, tracer, glue) for name, value in env.items()}
+        captures = {name: self._capture(name, value, tracer) for name, value in env.items()}
         try:
             grid_syms = []
             bounds = zip(spec.begins, spec.ends, spec.block_sizes, strict=True)
@@ -266,9 +260,7 @@ class _TraceHost:
             return 0
         return self.alias_groups.setdefault(id(base), len(self.alias_groups) + 1)
 
-    def _capture(self, name: str, value: Any, tracer: Tracer, runtime: bool = False) -> Any:
-        """A host value as device code sees it; ``runtime``: ints and bools as launch arguments
-        too (a glue run's)."""
+    def _capture(self, name: str, value: Any, tracer: Tracer) -> Any:
         if isinstance(value, torch.Tensor):
             shape, stride = tuple(value.shape), tuple(value.stride())
             dynamic = not self.static_shapes
@@ -277,12 +269,12 @@ class _TraceHost:
             return HostTensor(
                 name, value.dtype, shape, stride, self.device_type, tracer, dynamic, argument, group
             )
-        if isinstance(value, bool) and (runtime or name in self.force_dynamic):
+        if isinstance(value, bool) and name in self.force_dynamic:
             return DynamicFlag(int(value), name)  # a flag that changes between launches
         if isinstance(value, (BlockSize, Specialized, bool)):
             return value
         if isinstance(value, int):
-            static = self.static_shapes and name not in self.force_dynamic and not runtime
+            static = self.static_shapes and name not in self.force_dynamic
             return value if static else DynamicInt(value, name)
         if isinstance(value, float):
             node = Node(

@@ -62,11 +62,33 @@ def _device_op(name: str, reflected: bool = False) -> Any:
     return fn
 
 
-for _name in ("__add__", "__sub__", "__mul__", "__floordiv__", "__mod__", "__truediv__"):
+def _device_unary(name: str) -> Any:
+    import torch
+
+    method = getattr(torch.Tensor, name)
+    fallback = getattr(int, name)
+
+    def fn(self: DynamicInt) -> Any:
+        tracer: Any = _context.device()
+        return fallback(self) if tracer is None else tracer.torch_call(method, (self,), {})
+
+    fn.__name__ = name
+    return fn
+
+
+# every operator int has: one Python would fold with the traced value (``x * -i``, ``k ** 2``,
+# ``~flag``) bakes the first launch's value into the compile
+_BINARY = (
+    "__add__", "__sub__", "__mul__", "__floordiv__", "__mod__", "__truediv__", "__pow__",
+    "__and__", "__or__", "__xor__", "__lshift__", "__rshift__",
+)  # fmt: skip
+for _name in _BINARY:
     setattr(DynamicInt, _name, _device_op(_name))
     setattr(DynamicInt, "__r" + _name[2:], _device_op(_name, reflected=True))
 for _name in ("__lt__", "__le__", "__gt__", "__ge__"):
     setattr(DynamicInt, _name, _device_op(_name))
+for _name in ("__neg__", "__pos__", "__invert__", "__abs__"):
+    setattr(DynamicInt, _name, _device_unary(_name))
 
 
 class constexpr:  # noqa: N801 - the name users know from Triton and Helion

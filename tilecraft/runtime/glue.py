@@ -19,6 +19,7 @@ from tilecraft import settings
 from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.frontend.glue import output_name
+from tilecraft.frontend.glue_trace import GlueLoop
 from tilecraft.frontend.trace import TracedKernel
 from tilecraft.ir.nodes import DeviceLoop
 from tilecraft.language.loops import grid
@@ -53,11 +54,15 @@ class GlueRunner:
         self.pending: dict[int, tuple[torch.Tensor, ...]] = {}  # first results to compare
 
     def glue(self, index: int, env: dict[str, Any]) -> tuple[torch.Tensor, ...] | None:
-        """``__tc_glue__``: the run's outputs from its program, or None to run it as written."""
-        if index in self.checked:
-            return self._run(index, env)
+        """``__tc_glue__``: the run's outputs from its program, or None to run it as written
+        (always where the trace left it eager; for this call where a value it baked in, an
+        int, bool or dtype, differs now, or a float input is not a float)."""
         if index in self.eager or index not in self.traced.glue:
             return None
+        if not self._same_values(self.traced.glue[index], env):
+            return None
+        if index in self.checked:
+            return self._run(index, env)
         try:
             self.pending[index] = self._run(index, env)
         except Exception as exc:  # a compile or launch failure: eager from now on
@@ -78,6 +83,16 @@ class GlueRunner:
                 return
         self.checked.add(index)
 
+    def _value(self, name: str, env: dict[str, Any]) -> Any:
+        return env[name] if name in env else self.free_value(name)
+
+    def _same_values(self, glue: GlueLoop, env: dict[str, Any]) -> bool:
+        for name, traced in glue.baked:
+            now = self._value(name, env)
+            if type(now) is not type(traced) or now != traced:
+                return False
+        return all(isinstance(self._value(name, env), float) for name in glue.floats)
+
     def _leave(self, index: int, why: str) -> None:
         self.eager[index] = why
         if settings.debug():
@@ -86,8 +101,8 @@ class GlueRunner:
     def _run(self, index: int, env: dict[str, Any]) -> tuple[torch.Tensor, ...]:
         glue = self.traced.glue[index]
         launcher = self.launchers.get(index) or self._compile(index)
-        args = {name: env[name] for name in glue.inputs}
-        args.update({name: self.free_value(name) for name in glue.scope_inputs})
+        args = {name: self._value(name, env) for name in glue.inputs}
+        args.update({name: float(args[name]) for name in glue.floats})
         device = next(v.device for v in args.values() if isinstance(v, torch.Tensor))
         outputs = tuple(torch.empty(s, dtype=d, device=device) for s, d in glue.outputs)
         for k, out in enumerate(outputs):
