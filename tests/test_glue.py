@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import tilecraft as tc
+from benchmarks.gen_kernels import heldout_s31b
 from tests.cross_targets import TARGETS
 from tilecraft.frontend.glue import find_glue_runs
 from tilecraft.frontend.source import launch_tree
@@ -22,29 +23,9 @@ from tilecraft.tools.crosscompile import CompileJob
 from tilecraft.tools.worker import run_compile_jobs
 
 F32 = torch.float32
-MAX_NORM, EPS = 1.0, 1e-6
-
-
-@tc.kernel(static_shapes=True)
-def norm_clip(grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-row norms, the clip coefficient from them on the host (six eager ops), scaling."""
-    r, c = grad.size()
-    norms = torch.empty([r], dtype=F32, device=grad.device)
-    for tr in tc.tile(r):
-        gt = grad[tr, :]
-        norms[tr] = torch.sqrt(torch.sum(gt * gt, dim=1))
-    total = torch.sqrt(torch.sum(norms * norms))
-    coef = torch.clamp(MAX_NORM / (total + EPS), max=1.0).reshape(1)
-    out = torch.empty_like(grad)
-    for tr, tcol in tc.tile([r, c]):
-        out[tr, tcol] = grad[tr, tcol] * coef[0]
-    return out, norms
-
-
-def norm_clip_eager(grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    norms = torch.linalg.vector_norm(grad, dim=1)
-    coef = torch.clamp(MAX_NORM / (torch.linalg.vector_norm(norms) + EPS), max=1.0)
-    return grad * coef, norms
+# a held-out kernel: per-row norms, then the clip coefficient (six eager ops), then scaling
+norm_clip = heldout_s31b.multi_tensor_l2norm_clip
+norm_clip_eager = heldout_s31b.multi_tensor_l2norm_clip_reference
 
 
 @tc.kernel(static_shapes=True)

@@ -243,31 +243,22 @@ def _allowed_call(call: ast.Call) -> bool:
 def call_bases(run: GlueRun) -> set[str]:
     """Names a call of the run is made on (``torch``, ``F``, ``norms`` in ``norms.sum()``),
     less those the run assigned before: each must be a torch module or a tensor."""
-    out: set[str] = set()
-    assigned: set[str] = set()
-    for stmt in run.stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                base = node.func.value
-                while isinstance(base, ast.Attribute):
-                    base = base.value
-                if isinstance(base, ast.Name) and base.id not in assigned:
-                    out.add(base.id)
-        assigned.update(
-            n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        )
-    return out
+    return _attribute_bases(run, calls=True)
 
 
 def attribute_bases(run: GlueRun) -> set[str]:
     """Names whose attributes the run reads other than to call them (``cfg.SCALE``,
     ``x.dtype``), less those it assigned before: each must be torch's or a tensor."""
-    called = {id(n.func) for stmt in run.stmts for n in ast.walk(stmt) if isinstance(n, ast.Call)}
+    return _attribute_bases(run, calls=False)
+
+
+def _attribute_bases(run: GlueRun, calls: bool) -> set[str]:
     out: set[str] = set()
     assigned: set[str] = set()
     for stmt in run.stmts:
+        called = {id(n.func) for n in ast.walk(stmt) if isinstance(n, ast.Call)}
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Attribute) and id(node) not in called:
+            if isinstance(node, ast.Attribute) and (id(node) in called) == calls:
                 base = node.value
                 while isinstance(base, ast.Attribute):
                     base = base.value
