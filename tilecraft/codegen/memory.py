@@ -53,11 +53,26 @@ def _inside(index: str, size: str) -> str | None:
 
 
 def _data_bounds(sym: Any) -> bool:
-    """Whether a tile loop's bounds are computed on the device (``tc.tile(offsets[s],
-    offsets[s + 1])``): no launch check covers them, so its accesses check the tensor's."""
+    """Whether a tile loop's bounds are read from memory (``tc.tile(offsets[s], offsets[s +
+    1])``): no launch check covers data, so its accesses check the tensor's extent. Bounds
+    computed from tile positions (a causal loop's ``tc.tile(0, tm.end)``) are not checked."""
     return isinstance(sym, Sym) and any(
-        isinstance(b, Node) and b.op is not Op.ARG for b in (sym.begin, sym.extent)
+        isinstance(b, Node) and _reads_memory(b) for b in (sym.begin, sym.extent)
     )
+
+
+def _reads_memory(node: Node) -> bool:
+    seen: set[int] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.op in (Op.LOAD, Op.ATOMIC):
+            return True
+        todo.extend(n.inputs)
+    return False
 
 
 def _bounds_end_tile(index: Node, size: str) -> bool:
