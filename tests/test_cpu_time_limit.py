@@ -56,3 +56,26 @@ def test_candidates_past_a_tiny_limit_are_timeouts() -> None:
     categories = {a.category for a in info.value.attempts}
     assert categories == {Category.RUNTIME_TIMEOUT}
     assert "time limit" in str(info.value)
+
+
+def test_a_callers_timer_keeps_its_deadline() -> None:
+    """The caller's own SIGALRM timer was restored with its full delay after a candidate's
+    limit: a 0.3 s watchdog fired at 0.41 s (fuzzing, session 34); now with what is left."""
+    import signal
+    import time
+
+    from tilecraft.autotune.alarm import time_limit
+
+    fired_at: list[float] = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired_at.append(time.monotonic()))
+    try:
+        start = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with time_limit(5.0):
+            time.sleep(0.2)
+        time.sleep(0.4)
+        assert fired_at, "the caller's timer never fired"
+        assert fired_at[0] - start < 0.45, fired_at[0] - start  # (held back: >= 0.5)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,11 +39,13 @@ def time_limit(seconds: float) -> Iterator[list[bool]]:
         raise CandidateTimeout(f"candidate ran past its time limit of {seconds:g}s")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
+    start = time.monotonic()
     old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield fired
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        if old_delay:
-            signal.setitimer(signal.ITIMER_REAL, old_delay, old_interval)
+        if old_delay:  # the caller's timer, with the time this limit held it back taken off
+            left = max(old_delay - (time.monotonic() - start), 1e-6)
+            signal.setitimer(signal.ITIMER_REAL, left, old_interval)
