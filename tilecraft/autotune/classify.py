@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tilecraft.autotune.decisions import reads_memory
 from tilecraft.config.config import Config
 from tilecraft.errors import TilecraftError
-from tilecraft.ir.nodes import DeviceLoop, Op, value_indexed
+from tilecraft.ir.nodes import DeviceLoop, Op, reads_memory, value_indexed
 
 
 class Category(str, enum.Enum):

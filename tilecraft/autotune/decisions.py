@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import torch
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, reads_memory
 
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 ROUNDINGS = frozenset({"floor", "ceil", "round", "trunc", "floordiv"})
@@ -64,20 +64,3 @@ def _decision(node: Node) -> str | None:
 def _float_data(node: Node) -> bool:
     """Whether ``node`` is a float computed from a load."""
     return node.dtype.is_floating_point and reads_memory(node)
-
-
-def reads_memory(node: Node) -> bool:
-    """Whether ``node`` is computed from a load (a data-dependent value)."""
-    seen: set[int] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.op is Op.LOAD:
-            return True
-        stack.extend(n.inputs)
-        if n.op is Op.CARRY and n.attrs.get("next") is not None:
-            stack.append(n.attrs["next"])
-    return False

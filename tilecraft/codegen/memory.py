@@ -21,7 +21,7 @@ from tilecraft.codegen.uniform import uniform_quotient
 from tilecraft.config.space import descriptor_order
 from tilecraft.ir import dtypes
 from tilecraft.ir.int_ranges import NARROWER_INTS, nonnegative
-from tilecraft.ir.nodes import Node, Op, Sym
+from tilecraft.ir.nodes import Node, Op, Sym, reads_memory
 from tilecraft.ir.tile_affine import static_extent, tile_affine
 
 if TYPE_CHECKING:
@@ -57,22 +57,8 @@ def _data_bounds(sym: Any) -> bool:
     1])``): no launch check covers data, so its accesses check the tensor's extent. Bounds
     computed from tile positions (a causal loop's ``tc.tile(0, tm.end)``) are not checked."""
     return isinstance(sym, Sym) and any(
-        isinstance(b, Node) and _reads_memory(b) for b in (sym.begin, sym.extent)
+        isinstance(b, Node) and reads_memory(b) for b in (sym.begin, sym.extent)
     )
-
-
-def _reads_memory(node: Node) -> bool:
-    seen: set[int] = set()
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        if n.op in (Op.LOAD, Op.ATOMIC):
-            return True
-        todo.extend(n.inputs)
-    return False
 
 
 def _bounds_end_tile(index: Node, size: str) -> bool:

@@ -192,3 +192,21 @@ def dot_roles(node: Node) -> list[tuple[Dim, str]]:
     ``k`` (the inner dim); a batch dim has none."""
     a, b = node.inputs[0], node.inputs[1]
     return [(a.shape[-2], "mn"), (b.shape[-1], "mn"), (a.shape[-1], "k")]
+
+
+def reads_memory(node: Node) -> bool:
+    """Whether ``node`` is computed from a load (a data-dependent value: a CSR offset, a gathered
+    index), through its inputs and loop-carried next values."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.op is Op.LOAD:
+            return True
+        stack.extend(n.inputs)
+        if n.op is Op.CARRY and n.attrs.get("next") is not None:
+            stack.append(n.attrs["next"])
+    return False
