@@ -474,3 +474,21 @@ def test_a_baseline_that_is_not_eager_pytorch_names_the_kernel_line() -> None:
     )
     assert f"autotune_kernels.py:{line}" in message
     assert "must be Tensor, not float" in message and "tc.full([], value" in message
+
+
+@tc.kernel(static_shapes=True)
+def plus_host_noise(x: torch.Tensor) -> torch.Tensor:
+    noise = torch.rand_like(x)  # drawn in host code: another value on every run
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] + noise[t]
+    return out
+
+
+def test_a_baseline_that_disagrees_with_itself_is_named_as_the_cause() -> None:
+    """Every config disagreed with a ref-mode baseline that changes from run to run (random
+    numbers drawn in host code, an output from torch.empty never written): the hint asked to
+    report the repro as a tilecraft bug."""
+    with pytest.raises(NoWorkingConfigError) as info:
+        plus_host_noise(torch.randn(64))
+    assert "gives other outputs each time it runs eagerly" in str(info.value)

@@ -106,6 +106,35 @@ def _sample_programs(bound: BoundKernel) -> int | None:
     return SAMPLE_PROGRAMS
 
 
+def unsteady_baseline(bound: BoundKernel, args: Sequence[Any], kwargs: dict[str, Any]) -> str:
+    """Why every config disagreed with the baseline where the baseline disagrees with itself:
+    run twice, eagerly, it gave other outputs (an output from ``torch.empty`` the device loops
+    do not write everywhere, or random numbers drawn in host code); "" otherwise."""
+    first = baseline_or_none(bound, args, kwargs)
+    second = baseline_or_none(bound, args, kwargs)
+    if first is None or second is None or _same_tensors(first.outputs, second.outputs):
+        return ""
+    return (
+        f"{bound.kernel.__name__} gives other outputs each time it runs eagerly (ref mode, twice "
+        "on the same inputs), so no compiled config can match it: an output allocated with "
+        "torch.empty that the device loops do not write everywhere, or random numbers drawn in "
+        "host code; allocate with torch.zeros (or write every element), or pass the random "
+        "values in as arguments"
+    )
+
+
+def _same_tensors(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and bool(
+            (a == b).all()
+            if not a.is_floating_point()
+            else ((a == b) | (a.isnan() & b.isnan())).all()
+        )
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+        return all(_same_tensors(x, y) for x, y in zip(a, b, strict=True))
+    return not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor)
+
+
 def _baseline_failure(bound: BoundKernel, exc: Exception) -> str:
     """Why the accuracy check is off: the error, and where ref mode ran the kernel body as
     eager PyTorch, the line of the kernel that eager PyTorch rejected (code that compiles may
@@ -287,13 +316,10 @@ def run_discovery(
     winner = next((r for r in results if r is not None and r.ok), None)
     if winner is None:
         repro = write_repro(bound, args, kwargs, attempts, "no candidate config worked")
-        raise NoWorkingConfigError(
-            name,
-            attempts,
-            repro,
-            unfit_values(bound.config_spec),
-            racy_updates(bound.traced.loops),
-        )
+        cause = unfit_values(bound.config_spec)
+        if all(a.category is Category.WRONG_RESULT for a in attempts if not a.ok):
+            cause = cause or unsteady_baseline(bound, args, kwargs)
+        raise NoWorkingConfigError(name, attempts, repro, cause, racy_updates(bound.traced.loops))
     rank = results.index(winner)
     heuristic_ok = winner.config.key() == _default_key(bound)
     if not heuristic_ok:
