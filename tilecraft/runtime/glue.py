@@ -137,6 +137,8 @@ def _disagreement(got: torch.Tensor, want: Any) -> str | None:
     if not got.dtype.is_floating_point:
         return None if torch.equal(got, want) else "differs from eager"
     rtol = _RTOL.get(got.dtype, 2e-2)
-    scale = float(want.float().abs().nan_to_num(0.0, 0.0, 0.0).amax()) if want.numel() else 0.0
-    close = torch.allclose(got.float(), want.float(), rtol, rtol * max(scale, 1e-30), True)
+    wide = torch.float64 if got.dtype == torch.float64 else torch.float32
+    a, b = got.to(wide), want.to(wide)
+    scale = float(b.abs().nan_to_num(0.0, 0.0, 0.0).amax()) if b.numel() else 0.0
+    close = torch.allclose(a, b, rtol, rtol * max(scale, 1e-30), True)
     return None if close else "differs from eager"
