@@ -153,7 +153,8 @@ def row_stats(x: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
 def test_half_std_small_int_maxima_and_int_logsumexp(dtype: torch.dtype, device: str) -> None:
     """fp16 std overflowed (inf for |x| ~ 300); ``amax(int8) * 2`` did not wrap (tl.max
     widens); ``~`` of uint8 crashed the interpreter; logsumexp of ints came back an int."""
-    x = torch.tensor([[-300.0, 300.0, 0.0, 10.0], [1.0, 2.0, 3.0, 4.0]], dtype=torch.float16)
+    x = torch.tensor([[-300.0, 300.0, 0.0, 10.0], [-30000.0, 30000.0, 0.0, 4.0]])
+    x = x.to(torch.float16)  # (a std of 24500: its variance is past fp16's 65504)
     k = torch.tensor([[100, 127, 3, 0], [1, 0, 1, 5]], dtype=dtype)
     x, k = x.to(device), k.to(device)
     std, doubled, lse = row_stats(x, k)
@@ -306,3 +307,40 @@ def test_signbit_and_copysign_read_the_sign_of_zero(device: str) -> None:
     assert torch.equal(bits, torch.signbit(x))
     assert torch.equal(torch.signbit(out), torch.signbit(torch.copysign(x, y)))
     assert torch.equal(out, torch.copysign(x, y))
+
+
+@tc.kernel(static_shapes=True)
+def more_promotions(
+    x8: torch.Tensor, s32: torch.Tensor, xi: torch.Tensor, xh: torch.Tensor, mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    n = x8.size(0)
+    diff = torch.empty([n], dtype=torch.int8, device=x8.device)
+    squares = torch.empty([n], dtype=torch.float32, device=x8.device)
+    filled = torch.empty_like(xi)
+    inverse = torch.empty_like(xh)
+    plus = torch.empty_like(x8)
+    for t in tc.tile(n):
+        diff[t] = x8[t] - s32
+        squares[t] = x8[t] ** 2.0 + x8[t] ** 0 * 0
+        filled[t] = torch.masked_fill(xi[t], mask[t], 0.5)
+        inverse[t] = xh[t] ** -2
+        plus[t] = torch.add(x8[t], 3, alpha=2)
+    return diff, squares, filled, inverse, plus
+
+
+def test_zero_dim_operands_int_powers_fills_and_alpha_follow_torch(device: str) -> None:
+    """int8 - a 0-d int32 tensor is int8 (was int32: no wrap); int8 ** 2.0 is a float (was
+    int8: 100 ** 2.0 = 16); masked_fill of int32 with a float kept x through fp32; fp16
+    x ** -2 squared in fp16 (300 ** -2 = 0); add(x, 3, alpha=2) promoted to int64 (fuzzing,
+    round 2)."""
+    x8 = torch.tensor([100, -120, 7, 127], dtype=torch.int8, device=device)
+    s32 = torch.tensor(7, dtype=torch.int32, device=device)
+    xi = torch.tensor([-(2**31) + 1, 5, 2**31 - 1, 3], dtype=torch.int32, device=device)
+    xh = torch.tensor([300.0, 2.0, -20.0, 0.5], dtype=torch.float16, device=device)
+    mask = torch.tensor([False, True, False, True], device=device)
+    diff, squares, filled, inverse, plus = more_promotions(x8, s32, xi, xh, mask)
+    assert torch.equal(diff, x8 - s32)
+    assert torch.equal(squares, (x8**2.0).float())
+    assert torch.equal(filled, torch.masked_fill(xi, mask, 0.5))
+    torch.testing.assert_close(inverse, xh**-2)
+    assert torch.equal(plus, torch.add(x8, 3, alpha=2))

@@ -109,8 +109,10 @@ def square(t: Any, x: Any) -> Any:
 
 
 def masked_fill(t: Any, x: Any, mask: Any, value: Any) -> Any:
-    """``value`` where ``mask``, else ``x``, in ``x``'s dtype."""
-    return t.to_dtype(t.where(mask, value, x), t.dtype_of(x))
+    """``value`` where ``mask``, else ``x``, in ``x``'s dtype: the value is cast to it, ``x``
+    never leaves it (an int32 x kept through fp32 lost its low bits)."""
+    dtype = t.value_node(x).dtype
+    return t.where(mask, t.to_dtype(value, dtype), x)
 
 
 def any_true(t: Any, x: Any, dim: Any = None, keepdim: bool = False) -> Any:

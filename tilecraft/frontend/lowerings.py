@@ -74,7 +74,10 @@ def _register_pointwise() -> None:
                     f"torch.{_name} takes {_arity} tensor operands, got {len(args)}"
                 )
             if alpha is not None and _name in ("add", "sub"):
-                args = (args[0], t.pointwise("mul", args[1], alpha))
+                scalars = isinstance(args[1], (int, float)) and isinstance(alpha, (int, float))
+                # (two numbers stay a weak scalar: uint8 255 + 3 * 2 wraps to 5 as torch's)
+                scaled = args[1] * alpha if scalars else t.pointwise("mul", args[1], alpha)
+                args = (args[0], scaled)
             if _name == "pow":
                 return _pow(t, args[0], args[1])
             if _name in _ROUNDINGS and _integer(t, args[0]):
@@ -111,6 +114,11 @@ def _pow(t: Any, x: Any, e: Any) -> Any:
     """``x ** e``: a constant exponent by :func:`_pow_scalar`; integers to integer powers
     exactly (pow_int); else torch's float pow (negative bases to integer powers, 0 ** 0)."""
     if isinstance(e, (int, float)) and not isinstance(e, bool):
+        dtype = _kind_of(t, x)
+        if isinstance(e, float) and _integer(t, x):
+            x = t.to_dtype(x, torch.float32)  # int ** 2.0 is a float (int8 100 ** 2.0: 1e4)
+        elif dtype in (torch.float16, torch.bfloat16):  # x ** -2 of 300: not 1 / inf
+            return t.to_dtype(_pow_scalar(t, t.to_dtype(x, torch.float32), e), dtype)
         return _pow_scalar(t, x, e)
     return t.pointwise("pow_int" if _integer(t, x) and _integer(t, e) else "pow", x, e)
 
@@ -127,8 +135,8 @@ def _pow_scalar(t: Any, x: Any, e: float) -> Any:
             if k:
                 base = t.pointwise("mul", base, base)
         return result if e > 0 else t.pointwise("reciprocal", result)
-    if e == 0:
-        return t.pointwise("add", t.pointwise("mul", x, 0), 1)
+    if e == 0:  # 1 everywhere, also for inf and NaN (x * 0 + 1 was NaN there)
+        return _REGISTRY[torch.ones_like](t, x)
     if e == 0.5:
         return t.pointwise("sqrt", x)
     if e == -1:
@@ -240,6 +248,13 @@ lowering(torch.min, T.min)(_max_min("min"))
 @lowering(torch.var, T.var)
 def _var(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     """Over ``dim`` with ``correction`` / ``unbiased`` and ``keepdim``; two-pass, in fp32."""
+    dtype = t.value_node(x).dtype
+    var = _variance(t, x, *args, **kwargs)
+    return t.to_dtype(var, dtype) if dtype.is_floating_point else var
+
+
+def _variance(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """The variance in fp32 (fp64 for fp64 ``x``), before any cast back."""
     dim = _dim_arg(args, kwargs)
     correction = kwargs.pop("correction", None)
     unbiased = kwargs.pop("unbiased", None)
@@ -263,14 +278,16 @@ def _var(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(count, int)
         else t.pointwise("maximum", t.pointwise("sub", count, correction), 0)
     )
-    var = t.pointwise("truediv", total, dof)
-    return t.to_dtype(var, dtype) if dtype.is_floating_point else var
+    return t.pointwise("truediv", total, dof)
 
 
 @lowering(torch.std, T.std)
 def _std(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    """``sqrt(var)``, with ``var``'s ``dim`` / ``correction`` / ``unbiased`` / ``keepdim``."""
-    return t.pointwise("sqrt", _var(t, x, *args, **kwargs))
+    """``sqrt(var)``, with ``var``'s ``dim`` / ``correction`` / ``unbiased`` / ``keepdim``;
+    the root taken before the cast back (an fp16 std of 20000 has a variance past fp16)."""
+    dtype = t.value_node(x).dtype
+    std = t.pointwise("sqrt", _variance(t, x, *args, **kwargs))
+    return t.to_dtype(std, dtype) if dtype.is_floating_point else std
 
 
 def _with_mean(spread: Handler) -> Handler:

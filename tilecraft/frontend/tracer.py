@@ -97,6 +97,12 @@ class Tracer:
             )
         return length
 
+    def promotion_of(self, x: Any) -> Any:
+        """:meth:`dtype_of`, with a 0-d tensor argument as a :class:`dtypes.ZeroDim`."""
+        if isinstance(x, HostTensor) and x.ndim == 0:
+            return dtypes.ZeroDim(x.dtype)
+        return self.dtype_of(x)
+
     def dtype_of(self, x: Any) -> Any:
         """A dtype for promotion: tensors give their dtype, Python scalars stay weak (also when
         they arrive as kernel arguments, like ``eps``)."""
@@ -208,7 +214,7 @@ class Tracer:
         from tilecraft.ir.pointwise import POINTWISE
 
         op = POINTWISE[name]
-        result = dtypes.promote(*[self.dtype_of(o) for o in operands])
+        result = dtypes.promote(*[self.promotion_of(o) for o in operands])
         if op.float_only and not result.is_floating_point:
             result = torch.float32
         if op.int_only and (result.is_floating_point or result.is_complex):
@@ -264,7 +270,7 @@ class Tracer:
         return None
 
     def where(self, cond: Any, a: Any, b: Any) -> TileValue:
-        result = dtypes.promote(self.dtype_of(a), self.dtype_of(b))
+        result = dtypes.promote(self.promotion_of(a), self.promotion_of(b))
         c, x, y = rdims.conform_all(self, [self.value_node(v) for v in (cond, a, b)])
         shape = self.broadcast_shapes(c.shape, x.shape, y.shape)
         c = self.expand_rank(self.cast(c, torch.bool), len(shape))

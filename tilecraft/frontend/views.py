@@ -157,7 +157,7 @@ def _whole_extent(have: Dim, want: Any) -> bool:
 
 def join(t: Tracer, a: Any, b: Any) -> TileValue:
     """``tc.join(a, b)``: one tile with a new last dim of 2 (``a`` at 0, ``b`` at 1)."""
-    result = dtypes.promote(t.dtype_of(a), t.dtype_of(b))
+    result = dtypes.promote(t.promotion_of(a), t.promotion_of(b))
     an, bn = t.cast(t.value_node(a), result), t.cast(t.value_node(b), result)
     an, bn = rdims.conform_all(t, [an, bn])
     shape = t.broadcast_shapes(an.shape, bn.shape)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -46,15 +47,29 @@ def _example(value: Any) -> Any:
     return value
 
 
+@dataclasses.dataclass(frozen=True)
+class ZeroDim:
+    """A 0-d tensor operand (a tensor argument of shape ``[]``): in torch's promotion it ranks
+    below tensors with dims and above Python scalars (int8 x - a 0-d int32 tensor is int8)."""
+
+    dtype: torch.dtype
+
+
 def promote(*operands: Any) -> torch.dtype:
-    """torch's result dtype for operands given as dtypes (tensors) or Python scalars (weak)."""
+    """torch's result dtype for operands given as dtypes (tensors), :class:`ZeroDim` (0-d
+    tensors) or Python scalars (weak)."""
     tensors = [o for o in operands if isinstance(o, torch.dtype)]
-    scalars = [o for o in operands if not isinstance(o, torch.dtype)]
+    zero_dims = [o.dtype for o in operands if isinstance(o, ZeroDim)]
+    scalars = [o for o in operands if not isinstance(o, (torch.dtype, ZeroDim))]
+    if not tensors and zero_dims:  # only 0-d tensors (and scalars): they rank as tensors
+        tensors, zero_dims = zero_dims, []
     if not tensors:
         return torch.result_type(torch.tensor(scalars[0]), scalars[1] if len(scalars) > 1 else 0)
     result = tensors[0]
     for t in tensors[1:]:
         result = torch.promote_types(result, t)
+    for z in zero_dims:
+        result = torch.result_type(_example(result), torch.empty((), dtype=z))
     for s in scalars:
         result = torch.result_type(_example(result), s)
     return result

@@ -49,7 +49,11 @@ def pow_float(x, y):  # type: ignore[no-untyped-def]
     r = tl.exp2(tl.log2(tl.abs(x)) * y)
     # nested selects, not & of a scalar y's tests with x's (the interpreter's & refuses that)
     odd = tl.where(tl.floor(y * 0.5) * 2.0 != y, -r, r)
-    r = tl.where(x < 0, tl.where(tl.floor(y) == y, odd, float("nan")), r)
+    # (-inf) ** 2.5 is inf as C's pow, not NaN; (-1) ** +-inf is 1
+    r = tl.where(
+        x < 0, tl.where(tl.floor(y) == y, odd, tl.where(x == -float("inf"), r, float("nan"))), r
+    )
+    r = tl.where(x == -1.0, tl.where(tl.abs(y) == float("inf"), 1.0, r), r)
     return tl.where(y == 0, 1.0, tl.where(x == 1.0, 1.0, r))
 
 
