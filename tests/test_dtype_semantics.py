@@ -344,3 +344,21 @@ def test_zero_dim_operands_int_powers_fills_and_alpha_follow_torch(device: str) 
     assert torch.equal(filled, torch.masked_fill(xi, mask, 0.5))
     torch.testing.assert_close(inverse, xh**-2)
     assert torch.equal(plus, torch.add(x8, 3, alpha=2))
+
+
+@tc.kernel(static_shapes=True)
+def fp64_literals(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    hit = torch.empty(x.size(), dtype=torch.bool, device=x.device)
+    shifted = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        hit[t] = x[t] == 0.1
+        shifted[t] = x[t] + 0.1
+    return hit, shifted
+
+
+def test_fp64_math_keeps_a_literals_digits(device: str) -> None:
+    """Triton's float literals are fp32: ``x_fp64 == 0.1`` compared with fp32's 0.1 (False)."""
+    x = torch.tensor([0.1, 0.2, 1e-17], dtype=torch.float64, device=device)
+    hit, shifted = fp64_literals(x)
+    assert torch.equal(hit, x == 0.1)
+    assert torch.equal(shifted, x + 0.1)

@@ -49,6 +49,8 @@ def _operands(ctx: EmitContext, node: Node) -> tuple[list[str], torch.dtype]:
         text = ctx.mask_expr(inp) if compute == torch.bool else ctx.expr(inp)
         if inp.op is not Op.CONST and inp.dtype != compute:
             text = ctx.cast_expr(text, inp.dtype, compute)
+        elif inp.op is Op.CONST and compute == torch.float64 and _inexact_in_fp32(inp):
+            text = f"tl.full([], {text}, tl.float64)"  # Triton's float literals are fp32
         texts.append(text)
     return texts, compute
 
@@ -80,3 +82,11 @@ def _where_operand(ctx: EmitContext, value: Node, dtype: torch.dtype) -> str:
     if ctx.interpret and value.op is Op.CONST and (dtype == torch.bfloat16 or dtype in dtypes.FP8):
         return ctx.full_expr("", text, dtype)
     return text
+
+
+def _inexact_in_fp32(node: Node) -> bool:
+    """Whether a float constant loses digits as fp32 (``x_fp64 == 0.1`` compared fp32's 0.1)."""
+    value = node.attrs.get("value")
+    if not isinstance(value, float) or value != value or value in (float("inf"), -float("inf")):
+        return False
+    return float(torch.tensor(value, dtype=torch.float32)) != value
