@@ -312,20 +312,22 @@ def test_signbit_and_copysign_read_the_sign_of_zero(device: str) -> None:
 @tc.kernel(static_shapes=True)
 def more_promotions(
     x8: torch.Tensor, s32: torch.Tensor, xi: torch.Tensor, xh: torch.Tensor, mask: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, ...]:
     n = x8.size(0)
     diff = torch.empty([n], dtype=torch.int8, device=x8.device)
     squares = torch.empty([n], dtype=torch.float32, device=x8.device)
     filled = torch.empty_like(xi)
     inverse = torch.empty_like(xh)
     plus = torch.empty_like(x8)
+    wide = torch.empty([n], dtype=torch.int64, device=x8.device)
     for t in tc.tile(n):
         diff[t] = x8[t] - s32
         squares[t] = x8[t] ** 2.0 + x8[t] ** 0 * 0
         filled[t] = torch.masked_fill(xi[t], mask[t], 0.5)
         inverse[t] = xh[t] ** -2
         plus[t] = torch.add(x8[t], 3, alpha=2)
-    return diff, squares, filled, inverse, plus
+        wide[t] = torch.add(xi[t].to(torch.int64), x8[t], alpha=2)
+    return diff, squares, filled, inverse, plus, wide
 
 
 def test_zero_dim_operands_int_powers_fills_and_alpha_follow_torch(device: str) -> None:
@@ -338,12 +340,13 @@ def test_zero_dim_operands_int_powers_fills_and_alpha_follow_torch(device: str) 
     xi = torch.tensor([-(2**31) + 1, 5, 2**31 - 1, 3], dtype=torch.int32, device=device)
     xh = torch.tensor([300.0, 2.0, -20.0, 0.5], dtype=torch.float16, device=device)
     mask = torch.tensor([False, True, False, True], device=device)
-    diff, squares, filled, inverse, plus = more_promotions(x8, s32, xi, xh, mask)
+    diff, squares, filled, inverse, plus, wide = more_promotions(x8, s32, xi, xh, mask)
     assert torch.equal(diff, x8 - s32)
     assert torch.equal(squares, (x8**2.0).float())
     assert torch.equal(filled, torch.masked_fill(xi, mask, 0.5))
     torch.testing.assert_close(inverse, xh**-2)
     assert torch.equal(plus, torch.add(x8, 3, alpha=2))
+    assert torch.equal(wide, torch.add(xi.long(), x8, alpha=2))  # 2 * int8 in int64
 
 
 @tc.kernel(static_shapes=True)

@@ -15,6 +15,7 @@ import torch
 
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend import composites, dots, scans, tile_gather, tile_shifts, views
+from tilecraft.ir import dtypes
 from tilecraft.ir.pointwise import POINTWISE
 
 Handler = Callable[..., Any]
@@ -74,10 +75,7 @@ def _register_pointwise() -> None:
                     f"torch.{_name} takes {_arity} tensor operands, got {len(args)}"
                 )
             if alpha is not None and _name in ("add", "sub"):
-                scalars = isinstance(args[1], (int, float)) and isinstance(alpha, (int, float))
-                # (two numbers stay a weak scalar: uint8 255 + 3 * 2 wraps to 5 as torch's)
-                scaled = args[1] * alpha if scalars else t.pointwise("mul", args[1], alpha)
-                args = (args[0], scaled)
+                args = (args[0], _times_alpha(t, args[0], args[1], alpha))
             if _name == "pow":
                 return _pow(t, args[0], args[1])
             if _name in _ROUNDINGS and _integer(t, args[0]):
@@ -91,6 +89,16 @@ def _register_pointwise() -> None:
 
 
 _ROUNDINGS = frozenset(["floor", "ceil", "round", "trunc"])
+
+
+def _times_alpha(t: Any, x: Any, other: Any, alpha: Any) -> Any:
+    """``alpha * other`` of ``torch.add(x, other, alpha=...)``, in the dtype the sum takes:
+    two numbers stay a weak scalar (uint8 255 + 3 * 2 wraps to 5), a tile is promoted first
+    (int64 x + 2 * an int8 y must not wrap in int8)."""
+    if isinstance(other, (int, float)) and isinstance(alpha, (int, float)):
+        return other * alpha
+    dtype = dtypes.promote(t.promotion_of(x), t.promotion_of(other))
+    return t.pointwise("mul", t.to_dtype(other, dtype), alpha)
 
 
 def _kind_of(t: Any, x: Any) -> Any:
