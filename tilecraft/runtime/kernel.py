@@ -7,7 +7,6 @@ trace (frontend) -> ConfigSpec.resolve -> Plan (config; launch options filtered 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import os
@@ -21,7 +20,7 @@ from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.compat_names import check_kernel_options
 from tilecraft.config.config import Config
 from tilecraft.config.fp32_dots import DOT_PRECISIONS
-from tilecraft.config.plan import Plan, next_pow2
+from tilecraft.config.plan import Plan
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.errors import ArgumentError, ConfigError, TilecraftError
 from tilecraft.frontend.glue import GLUE, GLUE_DONE
@@ -33,7 +32,6 @@ from tilecraft.frontend.source import (
     parse_kernel,
 )
 from tilecraft.frontend.trace import TracedKernel, trace_kernel
-from tilecraft.ir.index_width import needs_int64
 from tilecraft.language import _context
 from tilecraft.runtime import direct_launch, fastpath, hooks, torch_op
 from tilecraft.runtime.device import capturing
@@ -45,6 +43,7 @@ from tilecraft.runtime.module import load_source
 from tilecraft.runtime.program import CompiledProgram
 from tilecraft.runtime.program import RunHost as _RunHost
 from tilecraft.runtime.ref import build_ref
+from tilecraft.runtime.signature import signature_of, value_key
 from tilecraft.runtime.validate import (
     check_has_data,
     check_layouts,
@@ -52,54 +51,6 @@ from tilecraft.runtime.validate import (
     host_code_error,
 )
 from tilecraft.targets.target import Target, check_runnable, detect
-
-
-@dataclasses.dataclass
-class ArgSignature:
-    """What a specialization was compiled for, per argument (for checks and messages)."""
-
-    name: str
-    kind: str  # "tensor", "int", "float", "bool", "other"
-    dtype: torch.dtype | None = None
-    shape: tuple[int, ...] | None = None
-    stride: tuple[int, ...] | None = None
-    device: str | None = None
-    value: Any = None
-
-    def describe(self) -> str:
-        if self.kind == "tensor" and self.value == "dynamic":
-            return f"a {len(self.shape or ())}-D {self.dtype} tensor on {self.device} (size buckets {list(self.shape or ())})"
-        if self.kind == "tensor":
-            return f"a {self.dtype} tensor of shape {list(self.shape or ())} strides {list(self.stride or ())} on {self.device}"
-        return f"{self.kind} {self.value!r}" if self.kind in ("int", "bool") else self.kind
-
-
-def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
-    if isinstance(value, torch.Tensor):
-        if static_shapes:
-            shape, stride = tuple(value.shape), tuple(value.stride())
-            return ArgSignature(name, "tensor", value.dtype, shape, stride, value.device.type)
-        # dynamic: one compile per power-of-two size bucket (whole reduction dims need a constexpr
-        # block >= the extent) and per pattern of unit strides (kept literal for vectorization)
-        buckets = tuple(s if s < 2 else next_pow2(s) for s in value.shape)
-        # strides of 1 (literal in the code), of 0 (expanded), and the dims' order by stride:
-        # torch.empty_like(x) in host code follows x's layout, which the compile keeps
-        # (an expanded [3, 5] column and a transposed [3, 5] had one pattern, not one layout)
-        stride = value.stride()
-        unit = tuple(1 if st == 1 else 2 if st == 0 else 0 for st in stride)
-        unit += tuple(sorted(range(len(stride)), key=lambda d: (-stride[d], d)))
-        # and per index width: offsets past 2^31 need int64 (the last entry: 1 = int64)
-        unit += (int(needs_int64(value.shape, value.stride())),)
-        return ArgSignature(
-            name, "tensor", value.dtype, buckets, unit, value.device.type, "dynamic"
-        )
-    if isinstance(value, bool):
-        return ArgSignature(name, "bool", value=value)
-    if isinstance(value, int):
-        return ArgSignature(name, "int", value=value)
-    if isinstance(value, float):
-        return ArgSignature(name, "float")
-    return ArgSignature(name, "other", value=repr(value))
 
 
 class Kernel:
@@ -244,23 +195,9 @@ class Kernel:
 
     def _key_of(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
         """What selects a compiled specialization (cheap: it runs on every call)."""
-        key = [self._value_key(v) for v in values]
+        key = [value_key(v, self.static_shapes) for v in values]
         key.append(settings.target_override())
         return tuple(key)
-
-    def _value_key(self, v: Any) -> Any:
-        if isinstance(v, torch.Tensor):
-            if self.static_shapes:
-                return (v.dtype, v.shape, v.stride(), v.device.type)
-            sig = signature_of("", v, False)
-            return (v.dtype, sig.shape, sig.stride, v.device.type)
-        if isinstance(v, (bool, int)):
-            return (type(v), v)
-        if isinstance(v, float):
-            return float
-        if isinstance(v, (list, tuple)):  # a list of tensors: each one's key, not its repr
-            return (type(v), tuple(self._value_key(x) for x in v))
-        return (type(v), repr(v))
 
     def _positional_values(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]

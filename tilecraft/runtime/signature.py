@@ -1,0 +1,82 @@
+"""What a compiled specialization is for (stage: runtime; in: a call's argument values; out:
+the key that selects a specialization, and each argument's signature for checks and messages).
+
+Static shapes key every tensor's dtype, shape, strides and device; dynamic shapes a tensor's
+power-of-two size buckets and its layout (strides of 1 and 0, the dims' order by stride: host
+code's ``torch.empty_like`` follows it), and the index width. Ints and bools are keyed by value,
+floats by type; a list or tuple by its items' keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from tilecraft.config.plan import next_pow2
+from tilecraft.ir.index_width import needs_int64
+
+
+@dataclasses.dataclass
+class ArgSignature:
+    """What a specialization was compiled for, per argument (for checks and messages)."""
+
+    name: str
+    kind: str  # "tensor", "int", "float", "bool", "other"
+    dtype: torch.dtype | None = None
+    shape: tuple[int, ...] | None = None
+    stride: tuple[int, ...] | None = None
+    device: str | None = None
+    value: Any = None
+
+    def describe(self) -> str:
+        if self.kind == "tensor" and self.value == "dynamic":
+            return f"a {len(self.shape or ())}-D {self.dtype} tensor on {self.device} (size buckets {list(self.shape or ())})"
+        if self.kind == "tensor":
+            return f"a {self.dtype} tensor of shape {list(self.shape or ())} strides {list(self.stride or ())} on {self.device}"
+        return f"{self.kind} {self.value!r}" if self.kind in ("int", "bool") else self.kind
+
+
+def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
+    if isinstance(value, torch.Tensor):
+        if static_shapes:
+            shape, stride = tuple(value.shape), tuple(value.stride())
+            return ArgSignature(name, "tensor", value.dtype, shape, stride, value.device.type)
+        # dynamic: one compile per power-of-two size bucket (whole reduction dims need a constexpr
+        # block >= the extent) and per pattern of unit strides (kept literal for vectorization)
+        buckets = tuple(s if s < 2 else next_pow2(s) for s in value.shape)
+        # strides of 1 (literal in the code), of 0 (expanded), and the dims' order by stride:
+        # torch.empty_like(x) in host code follows x's layout, which the compile keeps
+        # (an expanded [3, 5] column and a transposed [3, 5] had one pattern, not one layout)
+        stride = value.stride()
+        unit = tuple(1 if st == 1 else 2 if st == 0 else 0 for st in stride)
+        unit += tuple(sorted(range(len(stride)), key=lambda d: (-stride[d], d)))
+        # and per index width: offsets past 2^31 need int64 (the last entry: 1 = int64)
+        unit += (int(needs_int64(value.shape, value.stride())),)
+        return ArgSignature(
+            name, "tensor", value.dtype, buckets, unit, value.device.type, "dynamic"
+        )
+    if isinstance(value, bool):
+        return ArgSignature(name, "bool", value=value)
+    if isinstance(value, int):
+        return ArgSignature(name, "int", value=value)
+    if isinstance(value, float):
+        return ArgSignature(name, "float")
+    return ArgSignature(name, "other", value=repr(value))
+
+
+def value_key(v: Any, static_shapes: bool) -> Any:
+    """One argument's part of the specialization key."""
+    if isinstance(v, torch.Tensor):
+        if static_shapes:
+            return (v.dtype, v.shape, v.stride(), v.device.type)
+        sig = signature_of("", v, False)
+        return (v.dtype, sig.shape, sig.stride, v.device.type)
+    if isinstance(v, (bool, int)):
+        return (type(v), v)
+    if isinstance(v, float):
+        return float
+    if isinstance(v, (list, tuple)):  # a list of tensors: each one's key, not its repr
+        return (type(v), tuple(value_key(x, static_shapes) for x in v))
+    return (type(v), repr(v))
