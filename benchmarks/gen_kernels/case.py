@@ -100,6 +100,16 @@ def one_kernel_case(
     )
 
 
+def copy_state(name: str, mutated: tuple[int, ...]) -> Runner:
+    """A runner for an in-place kernel: copy the mutated inputs first, so the inputs stay."""
+
+    def run(kernels: Mapping[str, Callable[..., Any]], inputs: Inputs) -> Any:
+        args = [x.clone() if i in mutated else x for i, x in enumerate(inputs)]
+        return kernels[name](*args)
+
+    return run
+
+
 def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 

@@ -79,7 +79,7 @@ from typing import Any
 import torch
 
 import tilecraft as tc
-from benchmarks.gen_kernels.case import Case, Inputs, gen, one_kernel_case, randn
+from benchmarks.gen_kernels.case import Case, Inputs, copy_state, gen, one_kernel_case, randn
 
 F32 = torch.float32
 BF16 = torch.bfloat16
@@ -106,16 +106,6 @@ DROP_SEED = 1234
 # topk_two_stage: k and the vocabulary chunk of the first stage
 TOPK_K = 8
 TOPK_CHUNK = 4096
-
-
-def _copy_state(name: str, mutated: tuple[int, ...]) -> Callable[..., Any]:
-    """A runner for an in-place kernel: copy the mutated inputs first, so the inputs stay."""
-
-    def run(kernels: Mapping[str, Callable[..., Any]], inputs: Inputs) -> Any:
-        args = [x.clone() if i in mutated else x for i, x in enumerate(inputs)]
-        return kernels[name](*args)
-
-    return run
 
 
 # --------------------------------------------------------------------------- Adafactor
@@ -730,7 +720,7 @@ CASES: list[Case] = [
         kernels=(adafactor_step,),
         make_inputs=_adafactor_inputs,
         reference=adafactor_step_reference,
-        run=_copy_state("adafactor_step", (0, 2, 3)),
+        run=copy_state("adafactor_step", (0, 2, 3)),
         # a 13B model's MLP weight (hidden 5120) and GPT-2's 50257 x 768 embedding: 283 / 154
         # MB of fp32 weight read twice and written once, the bf16 gradient read four times
         gpu_shapes=((5120, 13824), (50257, 768)),
@@ -744,7 +734,7 @@ CASES: list[Case] = [
         kernels=(sgd_nesterov_amp_step,),
         make_inputs=_sgd_inputs,
         reference=sgd_nesterov_amp_step_reference,
-        run=_copy_state("sgd_nesterov_amp_step", (0, 2)),
+        run=copy_state("sgd_nesterov_amp_step", (0, 2)),
         # ResNet-50 and ResNet-152's parameters in one buffer (25.6M / 60.2M): 256 / 602 MB
         gpu_shapes=((25557032, 0), (60192808, 0)),
         cpu_shapes=((1000, 0), (37, 1), (5, 0)),
@@ -775,7 +765,7 @@ CASES: list[Case] = [
         kernels=(bloom_filter_insert_query,),
         make_inputs=_bloom_inputs,
         reference=bloom_filter_insert_query_reference,
-        run=_copy_state("bloom_filter_insert_query", (0,)),
+        run=copy_state("bloom_filter_insert_query", (0,)),
         # a 2^30-bit (128 MB) filter, 16M keys inserted and 16M queried, 7 hashes a key
         gpu_shapes=((30, 16777216, 16777216),),
         cpu_shapes=((12, 300, 200), (6, 5, 7), (10, 1, 1)),

@@ -41,13 +41,11 @@ scales unchecked by the case itself (they matched exactly here).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
 
 import torch
 
 import tilecraft as tc
-from benchmarks.gen_kernels.case import Case, Inputs, gen, one_kernel_case, randn
+from benchmarks.gen_kernels.case import Case, Inputs, copy_state, gen, one_kernel_case, randn
 
 F32 = torch.float32
 BF16 = torch.bfloat16
@@ -62,16 +60,6 @@ YARN_FACTOR = 4.0
 YARN_ORIG_MAX_POS = 32768
 YARN_BETA_FAST = 32.0
 YARN_BETA_SLOW = 1.0
-
-
-def _copy_state(name: str, mutated: tuple[int, ...]) -> Callable[..., Any]:
-    """A runner for an in-place kernel: copy the mutated inputs first, so the inputs stay."""
-
-    def run(kernels: Mapping[str, Callable[..., Any]], inputs: Inputs) -> Any:
-        args = [x.clone() if i in mutated else x for i, x in enumerate(inputs)]
-        return kernels[name](*args)
-
-    return run
 
 
 # --------------------------------------------------------------------------- LSTM cell pointwise
@@ -577,7 +565,7 @@ CASES: list[Case] = [
         kernels=(causal_conv1d_update,),
         make_inputs=_conv_update_inputs,
         reference=causal_conv1d_update_reference,
-        run=_copy_state("causal_conv1d_update", (1,)),
+        run=copy_state("causal_conv1d_update", (1,)),
         # Mamba-2.8B's d_inner 5120 at batch 1024, width 4: 42 MB of bf16 state each way
         gpu_shapes=((1024, 5120, 4),),
         cpu_shapes=((3, 37, 4), (1, 5, 4)),
