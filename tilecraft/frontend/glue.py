@@ -34,6 +34,7 @@ import dataclasses
 from collections.abc import Callable
 
 from tilecraft.errors import SourceLoc
+from tilecraft.frontend.assigned import assigned_names
 
 GLUE = "__tc_glue__"
 GLUE_DONE = "__tc_glue_done__"
@@ -230,8 +231,8 @@ def _call_name(call: ast.Call) -> str:
 
 
 def _allowed_call(call: ast.Call) -> bool:
-    """A call on an attribute (``torch.sqrt(x)``, ``x.sum()``, ``F.silu(x)``; a module-level
-    base is checked to be torch's when traced, :func:`module_bases`); never ``out=``, an
+    """A call on an attribute (``torch.sqrt(x)``, ``x.sum()``, ``F.silu(x)``; its base is
+    checked to be torch's or a tensor when traced, :func:`call_bases`); never ``out=``, an
     in-place method, or one that reads data into Python, moves it or draws random numbers."""
     func = call.func
     if not isinstance(func, ast.Attribute) or any(k.arg == "out" for k in call.keywords):
@@ -264,9 +265,7 @@ def _attribute_bases(run: GlueRun, calls: bool) -> set[str]:
                     base = base.value
                 if isinstance(base, ast.Name) and base.id not in assigned:
                     out.add(base.id)
-        assigned.update(
-            n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        )
+        assigned.update(assigned_names([stmt]))
     return out
 
 

@@ -78,17 +78,12 @@ def _register_pointwise() -> None:
                 args = (args[0], _times_alpha(t, args[0], args[1], alpha))
             if _name == "pow":
                 return _pow(t, args[0], args[1])
-            if _name in _ROUNDINGS and _integer(t, args[0]):
-                return t.to_dtype(args[0], t.value_node(args[0]).dtype)  # ints: unchanged
             if _name == "bitwise_not" and _kind_of(t, args[0]) == torch.uint8:
                 return t.pointwise("bitwise_xor", args[0], 255)  # (the interpreter's ~ overflows)
             return t.pointwise(_name, *args)
 
         for fn in op.torch_fns:
             _REGISTRY[fn] = handler
-
-
-_ROUNDINGS = frozenset(["floor", "ceil", "round", "trunc"])
 
 
 def _times_alpha(t: Any, x: Any, other: Any, alpha: Any) -> Any:

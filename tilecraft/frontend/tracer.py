@@ -214,6 +214,8 @@ class Tracer:
         from tilecraft.ir.pointwise import POINTWISE
 
         op = POINTWISE[name]
+        if op.int_identity and not self.value_node(operands[0]).dtype.is_floating_point:
+            return self.wrap(self.value_node(operands[0]))
         result = dtypes.promote(*[self.promotion_of(o) for o in operands])
         if op.float_only and not result.is_floating_point:
             result = torch.float32

@@ -28,6 +28,9 @@ class PointwiseOp:
     float_only: bool = False
     bool_result: bool = False
     int_only: bool = False  # bitwise ops: integer or bool operands only
+    # roundings: an integer or bool operand is returned as it is (torch.floor of an int32 is
+    # that int32; through fp32, INT_MAX became INT_MIN)
+    int_identity: bool = False
     reached_by: str = ""  # how user code reaches an op no torch function names (docs/ops.md)
     # the emission for fp32 operands where Triton's default rounds otherwise than torch: its
     # fp32 ``/`` is div.full.f32 (within 2 ulp), so floor(21.0 / 7.0) could be 2. Floors of
@@ -78,17 +81,37 @@ _op("rsqrt", 1, "tl.rsqrt({0})", torch.rsqrt, torch.rsqrt, T.rsqrt, float_only=T
 _op("sin", 1, "tl.sin({0})", torch.sin, torch.sin, T.sin, float_only=True)
 _op("cos", 1, "tl.cos({0})", torch.cos, torch.cos, T.cos, float_only=True)
 _op("erf", 1, "tl.erf({0})", torch.erf, torch.erf, T.erf, float_only=True, expansion_registers=1)
-_op("floor", 1, "tl.floor({0})", torch.floor, torch.floor, T.floor, float_only=True)
-_op("ceil", 1, "tl.ceil({0})", torch.ceil, torch.ceil, T.ceil, float_only=True)
+_op(
+    "floor",
+    1,
+    "tl.floor({0})",
+    torch.floor,
+    torch.floor,
+    T.floor,
+    float_only=True,
+    int_identity=True,
+)
+_op("ceil", 1, "tl.ceil({0})", torch.ceil, torch.ceil, T.ceil, float_only=True, int_identity=True)
 _TRUNC = "tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))"
-_op("trunc", 1, _TRUNC, torch.trunc, torch.trunc, T.trunc, torch.fix, T.fix, float_only=True)
+_op(
+    "trunc",
+    1,
+    _TRUNC,
+    torch.trunc,
+    torch.trunc,
+    T.trunc,
+    torch.fix,
+    T.fix,
+    float_only=True,
+    int_identity=True,
+)
 # torch.round: half to even, from floor and exact arithmetic only (x - floor(x) is exact; no
 # x + 0.5, which rounds above 2^23 in fp32), so the interpreter (no libdevice) computes it too
 _ROUND = (
     "(tl.floor({0}) + tl.where({0} - tl.floor({0}) > 0.5, 1.0, tl.where({0} - tl.floor({0}) "
     "== 0.5, tl.floor({0}) - 2.0 * tl.floor(tl.floor({0}) * 0.5), 0.0)))"
 )
-_op("round", 1, _ROUND, torch.round, torch.round, T.round, float_only=True)
+_op("round", 1, _ROUND, torch.round, torch.round, T.round, float_only=True, int_identity=True)
 _op("sigmoid", 1, "tl.sigmoid({0})", torch.sigmoid, torch.sigmoid, T.sigmoid, float_only=True)
 # expm1: (u - 1) * x / log(u) for u = exp(x) (Kahan), exact to a few ulp where exp(x) - 1 loses
 # a tiny x's digits, as log1p above
