@@ -25,6 +25,7 @@ from tilecraft.frontend.glue import (
     call_bases,
 )
 from tilecraft.frontend.source import KernelSource, build_function
+from tilecraft.frontend.values import memory_owner
 from tilecraft.ir.nodes import DeviceLoop
 
 # torch functions a tensor's metadata goes through (no launch when run eagerly)
@@ -197,7 +198,7 @@ def _output_problem(run: GlueRun, env: dict[str, Any], outputs: tuple[Any, ...])
 
 def _root(value: torch.Tensor) -> int:
     """The identity of the tensor whose memory ``value`` views (itself if none)."""
-    return id(value._base if value._base is not None else value)
+    return id(memory_owner(value))
 
 
 def _tensor_problem(name: str, value: torch.Tensor) -> str | None:

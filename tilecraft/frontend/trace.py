@@ -27,7 +27,7 @@ from tilecraft.frontend.glue_trace import (
 from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tracer import Tracer
-from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
+from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, memory_owner
 from tilecraft.ir.fuse_loops import fuse_sibling_loops
 from tilecraft.ir.hoist import hoist_operands
 from tilecraft.ir.int_ranges import narrow_int_accumulations
@@ -255,7 +255,7 @@ class _TraceHost:
     def _alias_group(self, value: torch.Tensor) -> int:
         """0 for an argument or a view of one (arguments may alias each other), else a number
         per buffer the host code allocated, numbered in capture order (views share it)."""
-        base = value._base if value._base is not None else value
+        base = memory_owner(value)
         if id(base) in self.arguments:
             return 0
         return self.alias_groups.setdefault(id(base), len(self.alias_groups) + 1)

@@ -367,6 +367,12 @@ class HostTensor:
         return f"HostTensor({self.name}: {list(self.shape)} {self.dtype})"
 
 
+def memory_owner(value: torch.Tensor) -> torch.Tensor:
+    """The tensor whose memory ``value`` views (itself if none): two tensors may alias when
+    they share one (arguments' views, a glue run's outputs, an op's mutated arguments)."""
+    return value._base if value._base is not None else value
+
+
 def _tracer_of(value: Any) -> Tracer:
     return value.tracer  # type: ignore[no-any-return]
 

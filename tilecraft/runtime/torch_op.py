@@ -28,6 +28,7 @@ import torch
 
 from tilecraft.errors import ArgumentError
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
+from tilecraft.frontend.values import memory_owner
 from tilecraft.language import _context
 
 if TYPE_CHECKING:
@@ -157,8 +158,7 @@ def _writes_first_argument(func: ast.expr) -> bool:
 
 
 def _same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
-    base_a, base_b = a._base if a._base is not None else a, b._base if b._base is not None else b
-    return base_a is base_b
+    return memory_owner(a) is memory_owner(b)
 
 
 class HostRunner:
