@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -272,12 +273,39 @@ def test_normalize_rejects_wrong_block_sizes_length(
         spec.normalize(tc.Config(block_sizes=blocks))
 
 
-def test_normalize_rejects_wrong_reduction_loops_length(
-    bounds: dict[str, tc.BoundKernel],
+def test_normalize_repairs_wrong_reduction_loops_length(
+    bounds: dict[str, tc.BoundKernel], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A config written for other shapes (a size-1 row has no reduction dim) keeps whole dims,
+    with a warning; strict mode rejects it."""
     spec = bounds["rms_norm"].config_spec
+    with pytest.warns(UserWarning, match="reduction_loops has 2 entries"):
+        fixed = spec.normalize(tc.Config(block_sizes=[8], reduction_loops=[32, 32]))
+    assert list(fixed.reduction_loops) == [None] * len(spec.reductions)
+    monkeypatch.setenv("TILECRAFT_STRICT", "1")
     with pytest.raises(ConfigError, match="reduction_loops has 2 entries"):
         spec.normalize(tc.Config(block_sizes=[8], reduction_loops=[32, 32]))
+
+
+def test_explicit_reduction_loops_survive_a_size_one_row() -> None:
+    """The same explicit config serves [7, 48] and [7, 1] rows (at n = 1 the row is no
+    reduction dim): repaired, not a ConfigError."""
+
+    @tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[2], reduction_loops=[16]))
+    def row_scale(x: torch.Tensor) -> torch.Tensor:
+        m, n = x.size()
+        out = torch.empty_like(x)
+        for tm in tc.tile(m):
+            xt = x[tm, :]
+            out[tm, :] = xt / torch.clamp(xt.abs().sum(-1), min=1e-5)[:, None]
+        return out
+
+    for n in (48, 1):
+        x = torch.randn(7, n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = row_scale(x)
+        torch.testing.assert_close(got, x / x.abs().sum(-1, keepdim=True).clamp(min=1e-5))
 
 
 @pytest.mark.parametrize("slot", [0, 1, 2])

@@ -269,3 +269,42 @@ def test_stack_of_three_says_what_to_do() -> None:
     with pytest.raises(UnsupportedOpError, match="torch.stack of 3 tiles") as info:
         stack_three(_rand(4, 8))
     assert "power-of-two number of tiles" in str(info.value) and "test_views.py" in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def unpack_nibbles(p: torch.Tensor) -> torch.Tensor:
+    """A [T, 32, 2] stack merged by ``reshape(-1, 64)``: -1 is the tile dim."""
+    nb, half = p.size()
+    out = torch.empty([nb, 2 * half], dtype=torch.int32, device=p.device)
+    for tb in tc.tile(nb):
+        byte = p[tb, :].to(torch.int32)
+        out[tb, :] = torch.stack([byte >> 4, byte & 15], dim=-1).reshape(-1, 2 * half)
+    return out
+
+
+@pytest.mark.parametrize("blocks", [[1], [4]])
+def test_minus_one_stands_for_the_unnamed_tile_dim(blocks: list[int]) -> None:
+    p = torch.randint(0, 256, (5, 32), dtype=torch.uint8)
+    want = torch.stack([(p >> 4).int(), (p & 15).int()], -1).reshape(5, 64)
+    bound = unpack_nibbles.bind((p,))
+    torch.testing.assert_close(
+        bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), p), want
+    )
+    torch.testing.assert_close(unpack_nibbles.run_ref(p), want)
+
+
+@tc.kernel(static_shapes=True)
+def reshape_by_block_size(p: torch.Tensor) -> torch.Tensor:
+    nb, half = p.size()
+    out = torch.empty([nb, 2 * half], dtype=torch.int32, device=p.device)
+    for tb in tc.tile(nb):
+        byte = p[tb, :].to(torch.int32)
+        out[tb, :] = torch.stack([byte >> 4, byte & 15], dim=-1).reshape(tb.block_size, 2 * half)
+    return out
+
+
+def test_reshape_to_a_device_value_says_what_to_write() -> None:
+    with pytest.raises(ShapeError, match="size 0 is a device value") as info:
+        reshape_by_block_size(torch.randint(0, 256, (5, 32), dtype=torch.uint8))
+    assert "reshape(tb, 64)" in str(info.value) and "test_views.py" in str(info.value)
+    assert "TileValue" not in str(info.value)

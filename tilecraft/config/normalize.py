@@ -147,9 +147,14 @@ def _fit_tiles(spec: ConfigSpec, config: Config, repairs: list[str]) -> Config:
 def _normalize_reductions(spec: ConfigSpec, config: Config, repairs: list[str]) -> list[int | None]:
     given = list(config.reduction_loops)
     if given and len(given) != len(spec.reductions):
-        raise ConfigError(
-            f"reduction_loops has {len(given)} entries; this kernel has {len(spec.reductions)} reduction dims"
+        # a config written for other shapes (a whole dim of size 1 is no reduction dim): each
+        # dim is whole, which every shape allows, as the README promises for explicit configs
+        repairs.append(
+            f"reduction_loops has {len(given)} entries; this kernel has "
+            f"{len(spec.reductions)} reduction dims at these shapes; using None (the whole "
+            "dim) for each"
         )
+        given = []
     out: list[int | None] = []
     for i, r in enumerate(spec.reductions):
         chunk = given[i] if given else None

@@ -102,10 +102,16 @@ def regroup(t: Tracer, node: Node, target: list[Any], what: str) -> TileValue:
 
 
 def resolve_minus_one(node: Node, target: list[Any]) -> list[Any]:
-    """``-1`` in a reshape's target: what the static dims leave (tile dims match tile dims)."""
+    """``-1`` in a reshape's target: the one tile dim the target leaves unnamed when the static
+    dims match exactly (``[T, 32, 2] -> (-1, 64)``), else what the static dims leave."""
     if sum(1 for d in target if isinstance(d, int) and d == -1) != 1:
         return target
     have = math.prod(s for d in node.shape if (s := static_size(d)) is not None)
     known = math.prod(d for d in target if isinstance(d, int) and d != -1)
-    rest = have // known if known and have % known == 0 else -1
+    unnamed = [d for d in node.shape if static_size(d) is None and not any(d is w for w in target)]
+    rest: Any = -1
+    if len(unnamed) == 1 and have == known:
+        rest = unnamed[0]
+    elif not unnamed and known and have % known == 0:
+        rest = have // known
     return [rest if isinstance(d, int) and d == -1 else d for d in target]

@@ -118,6 +118,7 @@ def reshape(t: Tracer, x: Any, *shape: Any) -> TileValue:
     split whole dims of static size (``frontend/regroup.py``)."""
     node = t.value_node(x)
     wanted = _dims(shape)
+    _check_sizes("reshape", t, wanted)
     kept = [d for d in node.shape if d != 1]
     target = [w.sym if isinstance(w, TileProxy) else w for w in wanted]
     non_one = [i for i, d in enumerate(target) if not (isinstance(d, int) and d == 1)]
@@ -144,6 +145,22 @@ def reshape(t: Tracer, x: Any, *shape: Any) -> TileValue:
     result = tuple(1 if one else next(kept_iter) for one in ones)
     spec = tuple(None if one else ":" for one in ones)
     return _view(t, squeezed, result, spec=spec)
+
+
+def _check_sizes(op: str, t: Tracer, wanted: list[Any]) -> None:
+    """Sizes are numbers, tiles or -1: a device value (``tb.block_size``, a loaded number) is
+    neither a static size nor the tile's dim (the last tile may be shorter than its block)."""
+    from tilecraft.frontend.values import TileValue
+
+    for i, w in enumerate(wanted):
+        if isinstance(w, TileValue):
+            raise ShapeError(
+                f"{op}: size {i} is a device value (a tile's block_size or a number computed "
+                "in the loop), not a size the shape can have",
+                t.loc,
+                hint="name a tile dim by its tile (x.reshape(tb, 64)) or by -1, and whole dims "
+                "by host ints (sizes of the tensors)",
+            )
 
 
 def _whole_extent(have: Dim, want: Any) -> bool:
