@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,8 @@ def add_row(
     try:
         rows.append(measure())
     except Exception as exc:
-        rows.append({**ident, "error": f"{type(exc).__name__}: {exc}"[:300]})
+        traceback.print_exc()  # the whole cause in the log (a NoWorkingConfigError's table)
+        rows.append({**ident, "error": f"{type(exc).__name__}: {exc}"[:2000]})
     print(rows[-1], flush=True)
     name, columns, notes = results
     write_results(name, rows, columns, notes, echo=False)

@@ -62,6 +62,8 @@ def emit_pointwise(ctx: EmitContext, node: Node) -> None:
     template = op.fp32_template if op.fp32_template and compute == torch.float32 else op.template
     if op.nonneg_template and all(nonnegative(i) for i in node.inputs):
         template = op.nonneg_template
+    if op.device_template and not ctx.interpret and compute.is_floating_point:
+        template = op.device_template
     text = template.format(*texts)
     if node.dtype != compute and node.dtype != torch.bool:
         text = ctx.cast_expr(text, compute, node.dtype)

@@ -50,6 +50,11 @@ class PointwiseOp:
     # fix-up (a tile's positions // a block size)
     nonneg_template: str = ""
     logical: bool = False  # torch.logical_*: operands are taken as their truth (x != 0)
+    # the emission for float operands on GPU targets where the interpreter's form is exact only
+    # there: Triton's float ``%`` is numpy's fmod in the interpreter but LLVM's frem on GPUs,
+    # which NVPTX lowers to x - y * trunc(x / y) (1e10 % 3 gave 256 on an H200; torch 1), so
+    # GPUs take libdevice's / ocml's exact fmod (the interpreter has no libdevice)
+    device_template: str = ""
 
 
 POINTWISE: dict[str, PointwiseOp] = {}
@@ -278,9 +283,27 @@ _op(
 # quotient from (x - fmod) / y rounded to the nearest integer (runtime/triton_helpers.py). The
 # tracer picks the _int variant by the result dtype.
 _FLOOR = T.__floordiv__, operator.floordiv
-_MOD = "tl.where((({0} % {1}) != 0) & ((({0} % {1}) < 0) != ({1} < 0)), {0} % {1} + {1}, {0} % {1})"
-_op("floordiv", 2, "_tc_floordiv({0}, {1})", torch.floor_divide, torch.floor_divide, *_FLOOR)
-_op("mod", 2, _MOD, torch.remainder, torch.remainder, T.__mod__, operator.mod)
+_MOD = "tl.where(((R) != 0) & (((R) < 0) != ({1} < 0)), R + {1}, R)"
+_C_MOD, _EXACT_FMOD = "{0} % {1}", "_tc_fmod({0}, {1})"
+_op(
+    "floordiv",
+    2,
+    f"_tc_floordiv({{0}}, {{1}}, {_C_MOD})",
+    torch.floor_divide,
+    torch.floor_divide,
+    *_FLOOR,
+    device_template=f"_tc_floordiv({{0}}, {{1}}, {_EXACT_FMOD})",
+)
+_op(
+    "mod",
+    2,
+    _MOD.replace("R", _C_MOD),
+    torch.remainder,
+    torch.remainder,
+    T.__mod__,
+    operator.mod,
+    device_template=_MOD.replace("R", _EXACT_FMOD),
+)
 
 
 # torch.div(rounding_mode="trunc"): C's truncating / for ints; floats divide exactly, then trunc
@@ -305,7 +328,7 @@ _op(
     torch.floor_divide,
     nonneg_template="({0} // {1})",
 )
-_op("mod_int", 2, _MOD, torch.remainder, nonneg_template="({0} % {1})")
+_op("mod_int", 2, _MOD.replace("R", _C_MOD), torch.remainder, nonneg_template="({0} % {1})")
 # x ** y with a tensor or run-time exponent (constant ones: frontend/lowerings._pow_scalar);
 # the tracer picks pow_int when both operands are integers
 _POW = torch.pow, T.pow, T.__pow__, operator.pow
@@ -450,4 +473,4 @@ _op(
     int_only=True,
 )
 # C remainder (the sign of the dividend): Triton's % on ints and floats alike
-_op("fmod", 2, "({0} % {1})", torch.fmod, torch.fmod, T.fmod)
+_op("fmod", 2, "({0} % {1})", torch.fmod, torch.fmod, T.fmod, device_template=_EXACT_FMOD)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 
 @triton.jit
@@ -74,16 +75,23 @@ def pow_int(x, y):  # type: ignore[no-untyped-def]
 
 
 @triton.jit
-def floordiv_float(a, b):  # type: ignore[no-untyped-def]
-    """torch's floor division of floats (from fmod, as its kernels: exact for large quotients;
-    inf and NaN as torch gives them)."""
-    mod = a % b
+def floordiv_float(a, b, mod):  # type: ignore[no-untyped-def]
+    """torch's floor division of floats from ``mod``, C's fmod(a, b), as torch's kernels (exact
+    for large quotients; inf and NaN as torch gives them)."""
     div = (a - mod) / b
     div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
     fl = tl.floor(div)
     fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
     signed_zero = tl.where(a / b < 0, -0.0, 0.0)
     return tl.where(b == 0, a / b, tl.where(div != 0, fl, signed_zero))
+
+
+@triton.jit
+def fmod_exact(a, b):  # type: ignore[no-untyped-def]
+    """C's fmod of fp32 / fp64 on GPUs, exact (libdevice / ocml); Triton's float ``%`` there is
+    LLVM's frem, x - y * trunc(x / y) on NVPTX. Not for the interpreter: it has no libdevice
+    (and its ``%`` is numpy's exact fmod)."""
+    return libdevice.fmod(a, b)
 
 
 def interpreter_index(x):  # type: ignore[no-untyped-def]
