@@ -388,3 +388,16 @@ def test_a_run_reading_an_objects_attribute_stays_eager(monkeypatch: pytest.Monk
         torch.testing.assert_close(attribute_tail(x), x.sum() * scale + 1)
     (why,) = _bound(attribute_tail, x).traced.glue_problems.values()
     assert why is not None and "reads an attribute of 'Config'" in why
+
+
+def test_glue_off_runs_every_run_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``TILECRAFT_GLUE=0`` (to compare, or to rule glue out): a run that fuses stays eager."""
+    x = torch.rand(20, 3, generator=torch.Generator().manual_seed(3)) + 0.5
+    fused = tc.kernel(static_shapes=True)(big_mean.fn)
+    torch.testing.assert_close(fused(x), torch.sqrt(x.sum(1).mean()) * 2)
+    assert _bound(fused, x).traced.glue
+    monkeypatch.setenv("TILECRAFT_GLUE", "0")
+    eager = tc.kernel(static_shapes=True)(big_mean.fn)
+    torch.testing.assert_close(eager(x), torch.sqrt(x.sum(1).mean()) * 2)
+    assert not _bound(eager, x).traced.glue
+    assert list(_bound(eager, x).traced.glue_problems.values()) == ["TILECRAFT_GLUE=0"]

@@ -29,6 +29,12 @@ def debug() -> bool:
     return _flag("TILECRAFT_DEBUG")
 
 
+def fuse_glue() -> bool:
+    """``TILECRAFT_GLUE=0``: host statements between device loops run as written, never as one
+    glue program (``frontend/glue.py``; to compare the two, or to rule glue out)."""
+    return os.environ.get("TILECRAFT_GLUE", "1") != "0"
+
+
 def triton_interpret() -> bool:
     """``TRITON_INTERPRET=1``: Triton runs kernels on the CPU with numpy."""
     return _flag("TRITON_INTERPRET")

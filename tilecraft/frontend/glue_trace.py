@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from tilecraft import settings
 from tilecraft.frontend.assigned import assigned_names
 from tilecraft.frontend.glue import (
     MAX_ELEMENTS,
@@ -130,6 +131,8 @@ def glue_problem(
     tensor, a read of another kind of global or object, a tensor not made for the device,
     empty, larger than MAX_ELEMENTS or complex, an output not a contiguous tensor, or one that
     is an input or another output (eager gives them the same memory)."""
+    if not settings.fuse_glue():
+        return "TILECRAFT_GLUE=0"
     if counter.ops < MIN_OPS:
         return f"{counter.ops} eager op(s): nothing to save"
     if counter.in_place:
