@@ -244,13 +244,13 @@ class Kernel:
                     pass  # another variant: the ordinary path finds (or traces) it
         if compiling or torch_op.traced(args, kwargs):
             values = self.positional(args, kwargs)
-            if torch_op.needs_grad(values) and self._ops.backward is None:
-                raise torch_op.no_backward_error(self)
+            if torch_op.needs_grad(values):
+                torch_op.check_autograd(self._ops, values, compiling)
             return torch_op.compiled_call(self._ops, values)
         if torch_op.needs_grad(args) or (kwargs and torch_op.needs_grad(tuple(kwargs.values()))):
-            if self._ops.backward is None:
-                raise torch_op.no_backward_error(self)
-            return self._ops.call(self.positional(args, kwargs))
+            values = self.positional(args, kwargs)
+            torch_op.check_autograd(self._ops, values, False)
+            return self._ops.call(values)
         return self.call_eager(args, kwargs)
 
     def call_eager(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -17,7 +17,9 @@ itself, so users write nothing extra:
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
+import functools
 import hashlib
 import re
 import sys
@@ -26,10 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tilecraft.errors import ArgumentError
+from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.values import memory_owner
 from tilecraft.language import _context
+from tilecraft.runtime import op_records
+from tilecraft.runtime.validate import host_code_error
 
 if TYPE_CHECKING:
     from tilecraft.runtime.kernel import Kernel
@@ -262,18 +266,27 @@ def output_layout(
     return (tuple(slots) if multi else slots[0]), n_out
 
 
+def check_kinds(kernel: Kernel, kinds: tuple[ArgKind, ...]) -> None:
+    """Every argument of an op call is of a kind a schema has (before the host code runs on
+    stand-ins: a tuple's stand-in, None, failed in the user's ``factors[0]``)."""
+    for name, kind in zip(kernel.signature.parameters, kinds, strict=True):
+        if kind[0] not in _SCHEMA_TYPE:
+            raise ArgumentError(
+                f"{kernel.__name__}(): argument '{name}' is a {kind[1]}; a kernel used as a "
+                "PyTorch op (with autograd or under torch.compile) takes tensors, ints, floats, "
+                "bools, strings and None",
+                kernel.def_loc,
+                hint=f"pass the {kind[1]}'s items as separate arguments, or as one tensor",
+            )
+
+
 def schema(kernel: Kernel, kinds: tuple[ArgKind, ...], mutated: set[int], n_out: int) -> str:
+    check_kinds(kernel, kinds)
     params = list(kernel.signature.parameters)
     parts = []
     letters = iter("abcdefghijklmnopqrstuvwxyz")
     for i, (name, kind) in enumerate(zip(params, kinds, strict=True)):
-        typ = _SCHEMA_TYPE.get(kind[0])
-        if typ is None:
-            raise ArgumentError(
-                f"{kernel.__name__}(): argument '{name}' is a {kind[1]}; a kernel used as a "
-                "PyTorch op takes tensors, ints, floats, bools, strings and None",
-                kernel.def_loc,
-            )
+        typ = _SCHEMA_TYPE[kind[0]]
         if i in mutated:
             typ = f"Tensor({next(letters)}!)"
         parts.append(f"{typ} {name}")
@@ -295,6 +308,7 @@ def op_base_name(kernel: Kernel, signature: str = "") -> str:
 
 def create_op(kernel: Kernel, kinds: tuple[ArgKind, ...]) -> tuple[OpInfo, Any]:
     """Define the custom op for calls with arguments of ``kinds`` (real and fake impls)."""
+    check_kinds(kernel, kinds)
     runner = kernel.host_runner()
     example, result, launched = run_examples(runner, kinds)
     mutated = runner.mutated(example, launched)
@@ -308,10 +322,18 @@ def create_op(kernel: Kernel, kinds: tuple[ArgKind, ...]) -> tuple[OpInfo, Any]:
     _taken.add(info.name)
 
     def real(*args: Any) -> Any:
-        return _op_outputs(info, kernel.call_eager(args, {}), n_out)
+        return _op_outputs(info, kernel.call_eager(args, {}), n_out, args)
 
     def fake(*args: Any) -> Any:
-        return _op_outputs(info, runner.run(args)[0], n_out)
+        try:
+            result = runner.run(args)[0]
+        except TilecraftError:
+            raise
+        except Exception as exc:  # the user's host code on these (fake) arguments, as eager says
+            arguments = dict(zip(params, args, strict=True))
+            where = kernel.source.filename
+            raise host_code_error(kernel.__name__, exc, where, arguments, kernel.def_loc) from exc
+        return _op_outputs(info, result, n_out, args)
 
     op = torch.library.custom_op(
         info.qualname,
@@ -323,9 +345,17 @@ def create_op(kernel: Kernel, kinds: tuple[ArgKind, ...]) -> tuple[OpInfo, Any]:
     return info, op
 
 
-def _op_outputs(info: OpInfo, result: Any, n_out: int) -> Any:
+def _op_outputs(info: OpInfo, result: Any, n_out: int, args: tuple[Any, ...]) -> Any:
+    """The op's new tensors from the kernel's result. A slot the layout (read on stand-ins)
+    says is new may hold an argument, or a view of one, for other values (dropout's ``if p ==
+    0.0: return x``): torch forbids an op's output to alias its input, so that one is copied."""
     items = tuple(result) if _is_multi(info.layout) else (result,)
-    outs = [item for item, slot in zip(items, info.slots(), strict=True) if slot[0] == "out"]
+    owners = [memory_owner(a) for a in args if isinstance(a, torch.Tensor)]
+    outs = [
+        item.clone() if _aliases(item, owners) else item
+        for item, slot in zip(items, info.slots(), strict=True)
+        if slot[0] == "out"
+    ]
     if len(outs) != n_out:
         raise ArgumentError(f"op {info.qualname}: expected {n_out} new tensors, got {len(outs)}")
     if n_out == 0:
@@ -333,7 +363,12 @@ def _op_outputs(info: OpInfo, result: Any, n_out: int) -> Any:
     return outs[0] if n_out == 1 else tuple(outs)
 
 
+def _aliases(item: Any, owners: list[torch.Tensor]) -> bool:
+    return isinstance(item, torch.Tensor) and any(memory_owner(item) is o for o in owners)
+
+
 def autograd_adapters(
+    kernel: Kernel,
     info: OpInfo,
     backward: Callable[..., Any],
     setup_context: Callable[..., Any] | None,
@@ -351,8 +386,20 @@ def autograd_adapters(
     def bwd(ctx: Any, *grads: Any) -> Any:
         slots = info.slots()
         per_output = tuple(grads[s[1]] if s[0] == "out" else None for s in slots)
-        got = backward(ctx, *per_output)
-        return tuple(got) if isinstance(got, (tuple, list)) else (got,)
+        with op_records.backward_of(info.name):  # the ops it defines, for a later process
+            got = backward(ctx, *per_output)
+        grads = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+        if len(grads) != len(params):
+            raise ArgumentError(
+                f"{kernel.__name__}(): its backward returned {len(grads)} gradient(s) for "
+                f"{len(params)} parameters ({', '.join(params)})",
+                kernel.def_loc,
+                hint="return one gradient per parameter, in order, None for those without one "
+                "(ints, floats, tensors that need no gradient)",
+            )
+        return grads
+
+    params = list(kernel.signature.parameters)
 
     return setup, bwd
 
@@ -365,13 +412,16 @@ class KernelOps:
         self.ops: dict[tuple[ArgKind, ...], tuple[OpInfo, Any]] = {}
         self.backward: Callable[..., Any] | None = None
         self.setup_context: Callable[..., Any] | None = None
-        self.id = len(_registry)
+        # a str: an int attribute of a graph input becomes a dynamic int under
+        # torch.compile(dynamic=True), which op_for's constant folding cannot take
+        self.id = f"ops{len(_registry)}"
         _registry[self.id] = self
 
     def get(self, kinds: tuple[ArgKind, ...]) -> tuple[OpInfo, Any]:
         found = self.ops.get(kinds)
         if found is None:
             found = self.ops[kinds] = create_op(self.kernel, kinds)
+            op_records.record(op_base_name(self.kernel), kinds)
             if self.backward is not None:
                 self._register_autograd(*found)
         return found
@@ -380,13 +430,23 @@ class KernelOps:
         self, backward: Callable[..., Any], setup_context: Callable[..., Any] | None
     ) -> None:
         self.backward, self.setup_context = backward, setup_context
-        for info, op in self.ops.values():
+        for info, op in list(self.ops.values()):
             self._register_autograd(info, op)
+
+    def autograd_error(self, kinds: tuple[ArgKind, ...]) -> ArgumentError | None:
+        """Why a call of ``kinds`` whose inputs require grad gets no gradients (None: it does)."""
+        if self.backward is None:
+            return no_backward_error(self.kernel)
+        info, _ = self.get(kinds)
+        return mutating_backward_error(self.kernel, info.mutated) if info.mutated else None
 
     def _register_autograd(self, info: OpInfo, op: Any) -> None:
         assert self.backward is not None
-        setup, bwd = autograd_adapters(info, self.backward, self.setup_context)
+        if info.mutated:  # torch refuses a formula for an op that mutates (autograd_error says)
+            return
+        setup, bwd = autograd_adapters(self.kernel, info, self.backward, self.setup_context)
         op.register_autograd(bwd, setup_context=setup)
+        _define_recorded(info.name)
 
     def call(self, values: tuple[Any, ...]) -> Any:
         """Run the kernel through its op (eager calls that need autograd)."""
@@ -394,7 +454,18 @@ class KernelOps:
         return info.rebuild(op(*values), values)
 
 
-_registry: dict[int, KernelOps] = {}
+def _define_recorded(forward_op: str) -> None:
+    """Define the ops ``forward_op``'s backward defined in earlier processes
+    (``runtime/op_records.py``): a compiled backward from torch.compile's disk cache calls them."""
+    for key, kinds in op_records.recorded(forward_op):
+        for ops in list(_registry.values()):
+            if op_base_name(ops.kernel) == key and kinds not in ops.ops:
+                # a record this kernel no longer fits: nothing to define (traced again if needed)
+                with contextlib.suppress(Exception):
+                    ops.get(kinds)
+
+
+_registry: dict[str, KernelOps] = {}
 
 
 def mark_constant(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -408,7 +479,7 @@ def mark_constant(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @mark_constant
-def op_for(ops_id: int, kinds: tuple[ArgKind, ...]) -> tuple[str, Any]:
+def op_for(ops_id: str, kinds: tuple[ArgKind, ...]) -> tuple[str, Any]:
     """The op's name and output layout; ``torch.compile`` runs this while tracing and keeps the
     result as a constant (defining an op cannot itself be traced)."""
     info, _ = _registry[ops_id].get(kinds)
@@ -444,6 +515,53 @@ def _requires_grad(value: Any) -> bool:
     if isinstance(value, torch.Tensor):
         return value.requires_grad
     return isinstance(value, (list, tuple)) and any(_requires_grad(v) for v in value)
+
+
+# per (KernelOps.id, argument kinds): raises the call's autograd error, skipped by torch.compile
+RAISERS: dict[tuple[str, tuple[ArgKind, ...]], Callable[[], None]] = {}
+
+
+def check_autograd(ops: KernelOps, values: tuple[Any, ...], compiling: bool) -> None:
+    """A call whose inputs require grad: raise if the kernel cannot give their gradients."""
+    kinds = tuple(arg_kind(v) for v in values)
+    if not compiling:
+        error = ops.autograd_error(kinds)
+        if error is not None:
+            raise error
+    elif autograd_problem(ops.id, kinds):
+        RAISERS[(ops.id, kinds)]()
+
+
+@mark_constant
+def autograd_problem(ops_id: str, kinds: tuple[ArgKind, ...]) -> str:
+    """Under torch.compile: why a call that needs gradients cannot have them ("" if it can),
+    with ``RAISERS[(ops_id, kinds)]`` made to raise it. Building the error reads the kernel's
+    source (linecache), which torch.compile cannot trace, and an error raised in traced code
+    reaches the user as "Observed exception": this runs outside the trace (a constant, like
+    :func:`op_for`) and makes a raiser torch.compile skips, whose reason (fullgraph) or error
+    (after a graph break) is ours."""
+    error = _registry[ops_id].autograd_error(kinds)
+    if error is None:
+        return ""
+    if (ops_id, kinds) not in RAISERS:
+        raiser = functools.partial(_raise, error)
+        RAISERS[(ops_id, kinds)] = torch.compiler.disable(raiser, reason=str(error))
+    return str(error)
+
+
+def _raise(error: Exception) -> None:
+    raise error
+
+
+def mutating_backward_error(kernel: Kernel, mutated: tuple[str, ...]) -> ArgumentError:
+    names = ", ".join(f"'{m}'" for m in mutated)
+    return ArgumentError(
+        f"{kernel.__name__}(): an input requires grad, but this kernel writes into its argument "
+        f"{names}, and autograd takes only kernels that return new tensors",
+        kernel.def_loc,
+        hint=f"write the result into a new tensor (torch.empty_like) and return it, then "
+        f"register the backward for that; or call {kernel.__name__} under torch.no_grad()",
+    )
 
 
 def no_backward_error(kernel: Kernel) -> ArgumentError:

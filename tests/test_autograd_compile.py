@@ -1,0 +1,200 @@
+"""Autograd and torch.compile at their edges: errors that name the kernel under tracing, kernels
+that write their arguments, value-dependent returns, argument kinds an op cannot take, and the
+ops a compiled backward calls in a later process (runtime/torch_op.py, runtime/op_records.py).
+Found by fuzzing autograd x torch.compile (session 35)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import ArgumentError
+
+
+@tc.kernel
+def double(x: torch.Tensor) -> torch.Tensor:
+    (m,) = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm] = x[tm] * 2
+    return out
+
+
+def test_compile_dynamic_of_the_kernel_itself_and_of_a_closure() -> None:
+    """The op registry's id was an int, which dynamic=True made a dynamic int that op_for's
+    constant folding refused (only a module-global lookup worked)."""
+    x = torch.arange(6.0)
+    torch.testing.assert_close(torch.compile(double, dynamic=True, backend="eager")(x), x * 2)
+    closure = torch.compile(lambda a: double(a) + 1, dynamic=True, backend="eager")
+    torch.testing.assert_close(closure(x), x * 2 + 1)
+
+
+def test_no_backward_under_fullgraph_names_the_kernel_and_the_fix() -> None:
+    """Building the error under the trace read linecache: the user got dynamo's 'getline should
+    not be traced' instead."""
+    x = torch.arange(6.0, requires_grad=True)
+    full = torch.compile(lambda a: double(a).sum(), fullgraph=True, backend="aot_eager")
+    with pytest.raises(Exception, match="has no backward") as info:
+        full(x)
+    assert "double.register_backward" in str(info.value) and "getline" not in str(info.value)
+    broken = torch.compile(lambda a: double(a).sum(), backend="aot_eager")  # a graph break
+    with pytest.raises(ArgumentError, match=r"double\(\): an input requires grad"):
+        broken(x)
+
+
+@tc.kernel
+def double_(x: torch.Tensor) -> torch.Tensor:
+    (m,) = x.size()
+    for tm in tc.tile(m):
+        x[tm] = x[tm] * 2
+    return x
+
+
+double_.register_backward(lambda ctx, g: g * 2)
+
+
+def test_a_kernel_that_writes_its_argument_refuses_autograd_every_time() -> None:
+    """The first call raised torch's 'non-functional operator' (a hashed op name), the second
+    ran without autograd: wrong gradients, a leaf mutated in place."""
+    a = torch.arange(1.0, 5.0, requires_grad=True)
+    for _ in range(2):
+        with pytest.raises(ArgumentError, match=r"double_\(\): .* writes into its argument 'x'"):
+            double_(a * 1)
+    assert a.tolist() == [1.0, 2.0, 3.0, 4.0]
+    with torch.no_grad():  # and without gradients it runs, eager and compiled
+        assert double_(torch.ones(4)).tolist() == [2.0] * 4
+    compiled = torch.compile(lambda t: double_(t), fullgraph=True, backend="aot_eager")
+    assert compiled(torch.ones(4)).tolist() == [2.0] * 4
+
+
+@tc.kernel
+def scale_by(x: torch.Tensor, factors: tuple[int, int]) -> torch.Tensor:
+    (m,) = x.size()
+    f = factors[0] * factors[1]
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm] = x[tm] * f
+    return out
+
+
+scale_by.register_backward(lambda ctx, g: (g * 6, None))
+
+
+def test_an_argument_an_op_cannot_take_is_named_before_the_host_code_runs() -> None:
+    """The host code ran on a None stand-in first: "'NoneType' object is not subscriptable"."""
+    assert scale_by(torch.arange(4.0), (2, 3)).tolist() == [0.0, 6.0, 12.0, 18.0]
+    with pytest.raises(ArgumentError, match="argument 'factors' is a tuple") as info:
+        scale_by(torch.arange(4.0, requires_grad=True), (2, 3))
+    assert "separate arguments" in str(info.value)
+
+
+@tc.kernel
+def drop(x: torch.Tensor, p: float) -> torch.Tensor:
+    if p == 0.0:
+        return x
+    (m,) = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm] = x[tm] / (1.0 - p)
+    return out
+
+
+drop.register_backward(lambda ctx, g: (g, None))
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5])
+def test_an_argument_returned_for_some_values_is_copied_by_the_op(p: float) -> None:
+    """The layout read with p = 1.0 says "new tensor"; at p = 0.0 the kernel returns x, which an
+    op may not return (torch: 'must not also be an input')."""
+    x = torch.arange(4.0, requires_grad=True)
+    y = drop(x, p)
+    y.sum().backward()
+    assert y.tolist() == (x / (1 - p)).tolist() and x.grad is not None
+    assert x.grad.tolist() == [1.0] * 4
+    compiled = torch.compile(lambda t: drop(t, p), fullgraph=True, backend="aot_eager")
+    assert compiled(x.detach()).tolist() == (x / (1 - p)).tolist()
+
+
+@tc.kernel
+def scaled(x: torch.Tensor, s: float) -> torch.Tensor:
+    (m,) = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm] = x[tm] * s
+    return out
+
+
+scaled.register_backward(lambda ctx, g: g * 3.0)  # forgot the None for s
+
+
+def test_a_backward_returning_too_few_gradients_says_which() -> None:
+    x = torch.arange(4.0, requires_grad=True)
+    with pytest.raises(ArgumentError, match=r"returned 1 gradient\(s\) for 2 parameters \(x, s\)"):
+        scaled(x, 3.0).sum().backward()
+
+
+def test_host_code_failing_under_compile_says_so_as_eager_does() -> None:
+    from examples.cross_entropy import cross_entropy
+
+    logits, labels = torch.randn(6, 4).t(), torch.tensor([0, 1, 2, 3])  # view(-1) fails
+    with pytest.raises(ArgumentError, match="host code failed on these arguments"):
+        cross_entropy(logits, labels)
+    compiled = torch.compile(cross_entropy, fullgraph=True, backend="eager")
+    with pytest.raises(Exception, match=r"cross_entropy\(\): the kernel's host code failed"):
+        compiled(logits, labels)
+
+
+_TRAIN_STEP = """
+import torch, tilecraft as tc
+
+@tc.kernel
+def square(x):
+    (m,) = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm] = x[tm] * x[tm]
+    return out
+
+@tc.kernel
+def square_bwd(g, x):
+    (m,) = x.size()
+    gx = torch.empty_like(x)
+    for tm in tc.tile(m):
+        gx[tm] = 2 * g[tm] * x[tm]
+    return gx
+
+square.register_backward(lambda ctx, g: square_bwd(g, ctx.saved_tensors[0]))
+x = torch.arange(8.0, requires_grad=True)
+torch.compile(lambda a: square(a).sum(), fullgraph=True)(x).backward()
+print("grad", x.grad.tolist())
+"""
+
+
+def test_a_second_process_with_warm_inductor_caches_defines_the_backward_ops(
+    tmp_path: Path,
+) -> None:
+    """The second run's compiled backward came from inductor's disk cache and called
+    ``tilecraft.square_bwd_<digest>_0``, which only tracing the backward had defined."""
+    script = tmp_path / "train_step.py"
+    script.write_text(textwrap.dedent(_TRAIN_STEP))
+    env: dict[str, Any] = {
+        **os.environ,
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+        "TILECRAFT_CACHE_DIR": str(tmp_path / "tilecraft"),
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), *sys.path]),
+    }
+    want = f"grad {[2.0 * i for i in range(8)]}"
+    for run in (1, 2):
+        done = subprocess.run(
+            [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0 and want in done.stdout, (run, done.stderr[-2000:])
+    assert list((tmp_path / "tilecraft" / "ops").glob("square_*.json"))
