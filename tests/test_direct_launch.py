@@ -16,8 +16,13 @@ from triton._C.libtriton import native_specialize_impl
 from triton.backends.nvidia.compiler import CUDABackend
 from triton.knobs import HookChain
 
+import tilecraft as tc
+from tilecraft.codegen.kernel import HEADER
 from tilecraft.runtime import direct_launch
 from tilecraft.runtime.direct_launch import DirectKernel, arg_key
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.runtime.module import load_source
+from tilecraft.targets.target import Target
 
 
 def _values() -> list[Any]:
@@ -134,3 +139,41 @@ def test_repeated_gpu_calls_with_views_stay_correct() -> None:
     program = rms_norm.bind((x, w)).default_program()
     wrapped = [getattr(program.module, k.kernel_name) for k in program.kernels]
     assert all(isinstance(k, DirectKernel) and k.compiled for k in wrapped)
+
+
+@tc.kernel(static_shapes=True)
+def binder_names(
+    params: torch.Tensor, options: torch.Tensor, backend: float, default_lr: float
+) -> torch.Tensor:
+    """Parameters named like the locals of Triton's generated argument binder."""
+    (n,) = params.size()
+    out = torch.empty_like(params)
+    for t in tc.tile(n):
+        out[t] = params[t] * backend + options[t] * default_lr
+    return out
+
+
+def test_parameters_named_like_tritons_binder_locals_reach_the_specializer() -> None:
+    """SGD's ``params`` tensor met the binder's own ``params`` dict: "failed to specialize
+    argument of type: dict" for every config on the H200. Generated kernels rename them."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+    from triton.runtime.jit import JITFunction, create_function_from_signature
+
+    args = (torch.randn(64), torch.randn(64), 0.5, 2.0)
+    bound = BoundKernel(
+        binder_names, binder_names.bind_arguments(args, {}), Target.parse("cuda:90")
+    )
+    _, _, _, kernels = bound.generate(tc.Config(block_sizes=[32]))
+    module = load_source(f"{HEADER}\n\n{kernels[0].device_source}")
+    loaded = getattr(module, kernels[0].kernel_name)
+    jit = JITFunction(getattr(loaded, "fn", loaded))  # (the interpreter's wraps the function)
+    assert "params" not in jit.arg_names and "params_arg" in jit.arg_names
+    backend = make_backend(GPUTarget("cuda", 90, 32))
+    binder = create_function_from_signature(jit.signature, jit.params, backend)
+    launch_args = (args[0], args[1], torch.empty(64), 0.5, 2.0)  # (params, options, out, ...)
+    _, specialization, _ = binder(*launch_args, _BLOCK_0=32)  # Triton's binder, as a launch
+    assert [s[0] for s in specialization[:5]] == ["*fp32", "*fp32", "*fp32", "fp32", "fp32"]
+    assert "# src[test_direct_launch.py" in kernels[0].device_source  # the user's text kept:
+    assert "out[t] = params[t] * backend" in kernels[0].device_source
+    torch.testing.assert_close(binder_names(*args), args[0] * 0.5 + args[1] * 2.0)

@@ -9,6 +9,7 @@ Out: :class:`GeneratedKernel` — Python source of a module holding the ``@trito
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import torch
@@ -65,6 +66,30 @@ class GeneratedKernel:
     @property
     def module_source(self) -> str:
         return HEADER + "\n\n" + self.device_source + "\n\n" + self.launcher_source
+
+
+# Triton binds a launch's arguments in generated Python whose own locals have these names: a
+# kernel parameter so named is shadowed there — SGD's ``params`` tensor reached the specializer
+# as the binder's dict ("failed to specialize argument of type: dict", every config on the
+# H200). The launcher still passes ``env['params']``, positionally.
+_BINDER_NAMES = frozenset(
+    {"params", "specialization", "options", "specialize_impl", "backend", "JITCallable"}
+)
+
+
+def _rename_binder_names(source: str, params: list[str]) -> str:
+    """``source`` with each parameter Triton's binder would shadow renamed (``params_arg``);
+    the ``# src[...]`` lines keep the user's own text."""
+    for name in params:
+        if name in _BINDER_NAMES:
+            new = f"{name}_arg"
+            while new in params or re.search(rf"\b{new}\b", source):
+                new += "_"
+            source = "\n".join(
+                line if line.lstrip().startswith("# src[") else re.sub(rf"\b{name}\b", new, line)
+                for line in source.split("\n")
+            )
+    return source
 
 
 def _needs_int64(loop: DeviceLoop, plan: Plan) -> bool:
@@ -126,6 +151,7 @@ def _emit(
     helpers = "".join(h + "\n\n" for h in em.helpers)
     jit = "@triton.jit(noinline=True)" if noinline else "@triton.jit"
     device_source = f"{helpers}{jit}\ndef {kernel_name}({signature}):\n{em.w.text()}"
+    device_source = _rename_binder_names(device_source, params)
     call_args = [b if b in local else arg_expr(b, scalars.get(b)) for b in params]
     call_args += [f"{k}={v}" for k, v in constexprs.items()]
     call_args += [f"{k}={v}" for k, v in computed.items()]
