@@ -198,3 +198,14 @@ def test_a_second_process_with_warm_inductor_caches_defines_the_backward_ops(
         )
         assert done.returncode == 0 and want in done.stdout, (run, done.stderr[-2000:])
     assert list((tmp_path / "tilecraft" / "ops").glob("square_*.json"))
+
+
+@pytest.mark.filterwarnings("ignore:There is a performance drop")
+def test_vmap_runs_the_kernel_as_its_op_per_example() -> None:
+    """torch.vmap's BatchedTensors have no memory: Triton's launcher failed on them ("Cannot
+    access storage of BatchedTensorImpl"), also after a plain call made the fast path."""
+    xs = torch.arange(12.0).reshape(3, 4)
+    fresh = tc.kernel(double.fn)
+    torch.testing.assert_close(torch.vmap(fresh)(xs), xs * 2)  # the first call: vmap's
+    torch.testing.assert_close(fresh(xs[0]), xs[0] * 2)  # a plain call: the fast path exists
+    torch.testing.assert_close(torch.vmap(fresh)(xs), xs * 2)

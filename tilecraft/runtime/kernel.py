@@ -242,6 +242,10 @@ class Kernel:
                     return launcher(args)
                 except _Respecialize:
                     pass  # another variant: the ordinary path finds (or traces) it
+                except (RuntimeError, NotImplementedError):
+                    if not torch_op.storage_less(args):
+                        raise
+                    return self._ops.call(args)  # torch.vmap's tensors: as the kernel's op
         if compiling or torch_op.traced(args, kwargs):
             values = self.positional(args, kwargs)
             if torch_op.needs_grad(values):
@@ -251,6 +255,8 @@ class Kernel:
             values = self.positional(args, kwargs)
             torch_op.check_autograd(self._ops, values, False)
             return self._ops.call(values)
+        if torch_op.storage_less((*args, *kwargs.values())):  # torch.vmap's: as the op
+            return self._ops.call(self.positional(args, kwargs))
         return self.call_eager(args, kwargs)
 
     def call_eager(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -505,6 +505,19 @@ def traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return any(isinstance(v, torch.Tensor) and type(v) not in _PLAIN_TENSORS for v in values)
 
 
+def storage_less(values: tuple[Any, ...]) -> bool:
+    """Whether a tensor argument has no memory of its own: a functorch transform's wrapper
+    (``torch.vmap``'s BatchedTensor, ``jvp``'s TensorWrapper; Triton's launcher failed on them).
+    Such a call runs as the kernel's op, which the transforms know how to run."""
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            try:
+                v.data_ptr()
+            except (RuntimeError, NotImplementedError):
+                return True
+    return False
+
+
 def needs_grad(values: tuple[Any, ...]) -> bool:
     """Whether autograd must see this call: a tensor argument (or one in a list or tuple
     argument) requires grad."""
