@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -116,6 +117,19 @@ def load(bound: BoundKernel, kind: str) -> Config | None:
         return None
 
 
+def stored_effort(bound: BoundKernel, kind: str) -> str | None:
+    """The ``effort`` a cached entry of ``kind`` was tuned with (None: missing or unreadable;
+    entries written before efforts were recorded read as "quick")."""
+    key = key_for(bound)
+    try:
+        data = json.loads(path_for(key, kind).read_text())
+        if data.get("key") != dataclasses.asdict(key):
+            return None
+        return str(data.get("effort", "quick"))
+    except Exception:
+        return None
+
+
 def store(bound: BoundKernel, kind: str, config: Config, **info: Any) -> Path | None:
     """Write atomically; returns the file's path, or None where the cache is not writable (one
     warning; the call goes on uncached)."""
@@ -180,13 +194,16 @@ def ls(kernel: str | None = None) -> list[CacheEntry]:
         try:
             data = json.loads(path.read_text())
             config: Config | None = Config.from_dict(data["config"])
-        except Exception:
+        except Exception:  # unreadable, a folder in its place, an entry of another version
             data, config = {}, None
+        if not isinstance(data, dict):
+            data = {}
         name = str(data.get("kernel", path.name.split("-")[0]))
         if kernel is None or name == kernel:
             kind = str(data.get("kind", "?"))
-            created = float(data.get("created", 0))
-            key = data.get("key") or {}
+            created = _number(data.get("created"))
+            found = data.get("key")
+            key: dict[str, Any] = found if isinstance(found, dict) else {}
             out.append(
                 CacheEntry(
                     path,
@@ -203,9 +220,20 @@ def ls(kernel: str | None = None) -> list[CacheEntry]:
     return sorted(out, key=lambda e: -e.created)
 
 
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def clear(kernel: str | None = None) -> int:
-    """Delete cached entries (all, or one kernel name's); returns how many."""
+    """Delete cached entries (all, or one kernel name's; a folder in an entry's place too, which
+    would keep the key from ever being stored); returns how many."""
     entries = ls(kernel)
     for e in entries:
-        e.path.unlink(missing_ok=True)
+        if e.path.is_dir() and not e.path.is_symlink():
+            shutil.rmtree(e.path, ignore_errors=True)
+        else:
+            e.path.unlink(missing_ok=True)
     return len(entries)

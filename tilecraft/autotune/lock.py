@@ -4,7 +4,8 @@ file lock for the duration of its discovery/tuning).
 Two processes that reach the same uncached specialization would both tune it (and the last writer
 would win). The second now waits on ``<cache>/autotune/<key>.lock`` and then finds the first's
 result in the cache. No lock (tuning goes on unguarded) where the cache is not writable, where
-the platform has no ``fcntl``, or after waiting ``WAIT_S``: the lock is an economy, never a
+the platform has no ``fcntl``, where the lock file cannot be opened or locked (a folder in its
+place, another user's file), or after waiting ``WAIT_S``: the lock is an economy, never a
 reason for a call to fail or hang.
 """
 
@@ -44,7 +45,11 @@ def tuning_lock(bound: BoundKernel, wait_s: float = WAIT_S) -> Iterator[bool]:
     if path is None:
         yield False
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a folder in its place, another user's read-only file: no lock
+        yield False
+        return
     try:
         deadline = time.monotonic() + wait_s
         held = False
@@ -57,6 +62,8 @@ def tuning_lock(bound: BoundKernel, wait_s: float = WAIT_S) -> Iterator[bool]:
                 if time.monotonic() >= deadline:
                     break
                 time.sleep(POLL_S)
+            except OSError:  # a file system without locks (ENOLCK): tune unguarded
+                break
         try:
             yield held
         finally:

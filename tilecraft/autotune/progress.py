@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import IO, Any
 
@@ -121,6 +122,19 @@ class Reporter:
     def _csv(self, attempt: Attempt) -> None:
         if self.log_path is None:
             return
+        try:
+            self._append(attempt)
+        except OSError as exc:  # a diagnostic, never a reason for the call to fail
+            warnings.warn(
+                f"tilecraft: TILECRAFT_AUTOTUNE_LOG={self.log_path} cannot be appended to "
+                f"({type(exc).__name__}: {exc.strerror or exc}); not logging this tuning",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.log_path = None
+
+    def _append(self, attempt: Attempt) -> None:
+        assert self.log_path is not None
         new = not self.log_path.exists()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "a", newline="") as f:

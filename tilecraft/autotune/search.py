@@ -343,7 +343,10 @@ def run_tune(
         return TuneResult(found)
     if effort not in EFFORTS:
         raise ConfigError(f"autotune_effort={effort!r}: expected one of none, quick, full")
-    if use_cache:
+    # a cached result of a lesser effort does not answer a full tuning (the search runs)
+    if use_cache and list(EFFORTS).index(effort) <= _effort_rank(
+        cache.stored_effort(bound, "best")
+    ):
         hit = cached_config(bound, "best")
         if hit is not None:
             return TuneResult(hit)
@@ -434,3 +437,8 @@ def _baseline_from(
     except Exception:
         return None
     return Baseline(outputs, a, kw, "the working default config")
+
+
+def _effort_rank(effort: str | None) -> int:
+    """An effort's place in EFFORTS (quick < full); -1 for none or an unknown one."""
+    return list(EFFORTS).index(effort) if effort in EFFORTS else -1

@@ -170,14 +170,17 @@ def lookup(bound: BoundKernel) -> TableMatch | None:
         raise ConfigError(
             f"{kernel.__name__}: config_table: {exc.message}", kernel.def_loc, hint=exc.hint
         ) from None
-    mine = [e for e in table.entries if e.get("name") == kernel.__name__]
+    mine = [e for e in table.entries if isinstance(e, dict) and e.get("name") == kernel.__name__]
     same_module = [e for e in mine if e.get("kernel") == kernel_ref(kernel)]
     mine = same_module or mine
     specialization = cache.specialization_key(bound)
     here = signature_record(bound)
     ranked: list[tuple[int, float, int, dict[str, Any]]] = []
     for i, entry in enumerate(mine):
-        distance = _distance(here, entry.get("args") or [])
+        try:
+            distance = _distance(here, entry.get("args") or [])
+        except (TypeError, ValueError, AttributeError, KeyError):  # a damaged entry: skipped,
+            distance = None  # as entries whose config does not fit are
         if distance is not None:
             exact = entry.get("specialization") == specialization
             ranked.append((int(entry.get("target") != bound.target.key), distance, i, entry))

@@ -127,6 +127,11 @@ class Config:
             not isinstance(self.num_stages, int) or self.num_stages < 1
         ):
             raise ConfigError(f"num_stages={self.num_stages!r}: must be an int >= 1")
+        maxnreg = self.maxnreg
+        if maxnreg is not None and (
+            not isinstance(maxnreg, int) or isinstance(maxnreg, bool) or not 16 <= maxnreg <= 255
+        ):  # ptxas's --maxrregcount range (the target's own cap is a repair, normalize.py)
+            raise ConfigError(f"maxnreg={maxnreg!r}: must be an int in [16, 255] or None")
         if self.pid_type not in PID_TYPES:
             raise ConfigError(f"pid_type={self.pid_type!r}: expected one of {PID_TYPES}")
         for ix in _tuple(self.indexing):
@@ -146,8 +151,8 @@ class Config:
                 continue
             value = getattr(self, f.name)
             if value != getattr(default, f.name) and not _all_neutral(f.name, value):
-                out[f.name] = _jsonable(value)
-        out.update({k: _jsonable(v) for k, v in self.user})
+                out[f.name] = jsonable(value)
+        out.update({k: jsonable(v) for k, v in self.user})
         return out
 
     def __eq__(self, other: object) -> bool:
@@ -179,11 +184,11 @@ class Config:
         """Every field spelled out (defaults too) and the user tunables apart, under a format
         name and version, so a file stays readable when defaults or field names change."""
         fields = {
-            f.name: _jsonable(getattr(self, f.name))
+            f.name: jsonable(getattr(self, f.name))
             for f in dataclasses.fields(self)
             if f.name != "user"
         }
-        user = {k: _jsonable(v) for k, v in self.user}
+        user = {k: jsonable(v) for k, v in self.user}
         return {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, "fields": fields, "user": user}
 
     @classmethod
@@ -262,7 +267,7 @@ def _all_neutral(name: str, value: Any) -> bool:
     return all(any(v is n or (type(v) is type(n) and v == n) for n in neutral) for v in value)
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     if isinstance(value, tuple):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return value

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tilecraft import settings
 from tilecraft.config import flags, occupancy, split, tile_budget
 from tilecraft.config.compat_names import unknown_name_error
-from tilecraft.config.config import Config
+from tilecraft.config.config import Config, jsonable
 from tilecraft.config.warp_specialize import fit_specialized_stages
 from tilecraft.errors import ConfigError
 from tilecraft.targets.target import filter_launch_options
@@ -102,9 +102,11 @@ def _tunables(spec: ConfigSpec, config: Config) -> dict[str, Any]:
     values = {}
     for name, choices in spec.tunables.items():
         value = config.user_values.get(name, choices[0])
-        if value not in choices:
+        # a Config keeps tuples as lists (its JSON form): a choice (1, 2) comes back as [1, 2]
+        found = [c for c in choices if c == value or jsonable(c) == jsonable(value)]
+        if not found:
             raise ConfigError(f"tunable {name}={value!r} is not one of {list(choices)}")
-        values[name] = value
+        values[name] = found[0]
     for name in config.user_values:
         if name not in spec.tunables:
             known = [f.name for f in dataclasses.fields(Config) if f.name != "user"]

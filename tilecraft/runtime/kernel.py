@@ -20,6 +20,7 @@ from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.compat_names import check_kernel_options
 from tilecraft.config.config import Config
 from tilecraft.config.fp32_dots import DOT_PRECISIONS
+from tilecraft.config.kernel_options import check_option_values
 from tilecraft.config.plan import Plan
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.errors import ArgumentError, ConfigError, TilecraftError
@@ -99,6 +100,7 @@ class Kernel:
         options = check_kernel_options(
             options, EXTRA_KERNEL_OPTIONS | _named_options(), self.def_loc
         )
+        check_option_values(config, configs, autotune_budget_s, autotune_tolerances, self.def_loc)
         if autotune_budget_s is not None:
             options["autotune_budget_s"] = autotune_budget_s
         if autotune_tolerances is not None:

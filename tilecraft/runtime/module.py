@@ -2,7 +2,8 @@
 
 Triton needs a real file for ``@triton.jit`` functions (it reads their source), so generated code is
 written to ``<cache>/code/<hash>.py`` and imported from there (registered in ``sys.modules``); the
-same source is loaded only once.
+same source is loaded only once. A cached file that is not exactly the source (damaged, edited)
+is written again before it is imported.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-from tilecraft.runtime.cache_dir import writable_or_scratch
+from tilecraft.runtime.cache_dir import scratch_dir, writable_or_scratch
 
 _loaded: dict[str, ModuleType] = {}
 
@@ -31,11 +32,12 @@ def load_source(source: str) -> ModuleType:
     if cached is not None:
         return cached
     path = code_dir() / f"tc_{digest}.py"
-    if not path.exists():
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".py")
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)  # atomic: concurrent writers never see a partial file
+    if _text(path) != source:  # missing, or damaged (truncated, edited): imported forever else
+        try:
+            _write(path, source)
+        except OSError:  # an unwritable entry: this process's own copy
+            path = scratch_dir() / path.name
+            _write(path, source)
     name = f"tilecraft_generated_{digest}"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
@@ -50,3 +52,17 @@ def load_source(source: str) -> ModuleType:
         raise
     _loaded[digest] = module
     return module
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _write(path: Path, source: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".py")
+    with os.fdopen(fd, "w") as f:
+        f.write(source)
+    os.replace(tmp, path)  # atomic: concurrent writers never see a partial file

@@ -1,0 +1,84 @@
+"""Option values checked where they are given: @tc.kernel's options at the kernel's def line,
+Config fields when the Config is made, tunables of any hashable kind, and an effort asked for
+that a cached result of a lesser effort does not answer (session 35's autotuner fuzzing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.autotune import cache
+from tilecraft.errors import ConfigError
+
+
+def _plus_one(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = x[t] + 1
+    return out
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("config", {"block_sizes": [16]}, "expected a tc.Config"),
+        ("configs", [{"block_sizes": [16]}], "expected a list of tc.Config"),
+        ("autotune_budget_s", "30s", "a number of seconds > 0"),
+        ("autotune_budget_s", -1, "a number of seconds > 0"),
+        ("autotune_tolerances", {torch.float32: 1e-3}, "{dtype: (rtol, atol)}"),
+    ],
+)
+def test_kernel_options_of_the_wrong_kind_fail_at_the_definition(
+    option: str, value: Any, message: str
+) -> None:
+    """They failed at the first call, as internal errors naming neither the option nor the
+    user's file ('dict' object has no attribute 'key')."""
+    with pytest.raises(ConfigError, match=option) as info:
+        tc.kernel(**{option: value})(_plus_one)
+    assert message in str(info.value) and "test_kernel_options.py" in str(info.value)
+
+
+@pytest.mark.parametrize("maxnreg", ["abc", -5, 1.5, 8, 300])
+def test_maxnreg_out_of_ptxas_range_is_a_config_error(maxnreg: Any) -> None:
+    """'abc' raised a raw TypeError in the occupancy check; -5 and 1.5 went into the launch."""
+    with pytest.raises(ConfigError, match=f"maxnreg={maxnreg!r}"):
+        tc.Config(block_sizes=[16], maxnreg=maxnreg)
+    assert tc.Config(block_sizes=[16], maxnreg=128).maxnreg == 128
+
+
+def _pair_scale(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    pair = tc.register_tunable("pair", [(1, 2), (3, 4)])
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = x[t] * pair[0] + pair[1]
+    return out
+
+
+def test_tunables_with_tuple_choices_survive_the_configs_json_form(tmp_path: Path) -> None:
+    """A Config keeps a tuple as a list: the kernel's own default (1, 2) came back as [1, 2],
+    'not one of [(1, 2), (3, 4)]', and no call worked."""
+    x = torch.randn(16)
+    torch.testing.assert_close(tc.kernel(_pair_scale)(x), x * 1 + 2)
+    three = tc.kernel(config=tc.Config(block_sizes=[8], pair=[3, 4]))(_pair_scale)
+    torch.testing.assert_close(three(x), x * 3 + 4)
+
+
+def test_a_full_tuning_is_not_answered_by_a_cached_quick_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+    kernel = tc.kernel(_plus_one)
+    x = torch.randn(64)
+    kernel.autotune((x,), effort="quick", budget_s=2)
+    bound = kernel.bind((x,))
+    assert cache.stored_effort(bound, "best") == "quick"
+    kernel.autotune((x,), effort="full", budget_s=2)
+    assert cache.stored_effort(bound, "best") == "full"
+    kernel.autotune((x,), effort="quick", budget_s=2)  # the full result answers a quick one
+    assert cache.stored_effort(bound, "best") == "full"

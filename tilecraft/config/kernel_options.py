@@ -1,0 +1,67 @@
+"""``@tc.kernel``'s option values, checked where the kernel is defined (stage: config; in: the
+decorator's arguments; out: nothing, or a ConfigError at the kernel's ``def`` line).
+
+A wrong type surfaced at the first call as an internal error naming neither the option nor the
+user's file (``config={"block_sizes": ...}``: "'dict' object has no attribute 'key'";
+``autotune_budget_s="30s"``: a float conversion deep in the search).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from tilecraft.config.config import Config
+from tilecraft.errors import ConfigError, SourceLoc
+
+
+def check_option_values(
+    config: Any, configs: Any, budget_s: Any, tolerances: Any, loc: SourceLoc | None
+) -> None:
+    """Raise a ConfigError at ``loc`` for an option value of the wrong kind."""
+    if config is not None and not isinstance(config, Config):
+        raise ConfigError(
+            f"config={config!r}: expected a tc.Config",
+            loc,
+            hint="write config=tc.Config(block_sizes=[...], ...), or "
+            "tc.Config.from_dict({...}) for a dict",
+        )
+    if configs is not None:
+        items = list(configs) if isinstance(configs, (list, tuple)) else None
+        if items is None or not all(isinstance(c, Config) for c in items):
+            raise ConfigError(f"configs={configs!r}: expected a list of tc.Config", loc)
+    if budget_s is not None and not _positive_number(budget_s):
+        raise ConfigError(
+            f"autotune_budget_s={budget_s!r}: expected a number of seconds > 0",
+            loc,
+            hint="e.g. autotune_budget_s=30",
+        )
+    if tolerances is not None and not _tolerances(tolerances):
+        raise ConfigError(
+            f"autotune_tolerances={tolerances!r}: expected {{dtype: (rtol, atol)}} with "
+            "torch dtypes and non-negative numbers",
+            loc,
+            hint="e.g. autotune_tolerances={torch.float32: (1e-3, 1e-5)}",
+        )
+
+
+def _positive_number(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
+def _tolerances(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    for dtype, pair in value.items():
+        if not isinstance(dtype, torch.dtype) or not isinstance(pair, (tuple, list)):
+            return False
+        if len(pair) != 2 or not all(_positive_number(t) or t == 0 for t in pair):
+            return False
+    return True
