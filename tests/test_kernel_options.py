@@ -82,3 +82,37 @@ def test_a_full_tuning_is_not_answered_by_a_cached_quick_one(
     assert cache.stored_effort(bound, "best") == "full"
     kernel.autotune((x,), effort="quick", budget_s=2)  # the full result answers a quick one
     assert cache.stored_effort(bound, "best") == "full"
+
+
+def _warps_tunable(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    f = tc.register_tunable("num_warps", [3, 5])
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = x[t] * f
+    return out
+
+
+def test_a_tunable_named_like_a_config_field_is_refused_at_its_line() -> None:
+    """It became the launch's num_warps: 'num_warps=3: must be a power of two' (choices [2, 8]
+    silently tied the kernel's value to the warps)."""
+    from tilecraft.errors import TilecraftError
+
+    with pytest.raises(TilecraftError, match="'num_warps' is a tc.Config field") as info:
+        tc.kernel(_warps_tunable)(torch.randn(16))
+    assert "test_kernel_options.py" in str(info.value) and "my_num_warps" in str(info.value)
+
+
+def _wrong_baseline(x: torch.Tensor) -> torch.Tensor:
+    return x + 2.0  # the mistake
+
+
+def test_every_config_disagreeing_with_a_users_baseline_names_it() -> None:
+    """The hint suspected the compiled code ('report the repro script as a tilecraft bug')."""
+    from tilecraft.autotune.classify import NoWorkingConfigError
+
+    kernel = tc.kernel(baseline=_wrong_baseline)(_plus_one)
+    x = torch.randn(16)
+    with pytest.raises(NoWorkingConfigError, match="baseline=_wrong_baseline") as info:
+        kernel(x)
+    assert "test_kernel_options.py" in str(info.value) and "run_ref" in str(info.value)

@@ -106,6 +106,21 @@ def _sample_programs(bound: BoundKernel) -> int | None:
     return SAMPLE_PROGRAMS
 
 
+def user_baseline(bound: BoundKernel) -> str:
+    """Where every config disagreed with a ``baseline=`` the user wrote: name it first (the
+    hint would otherwise suspect the compiled code); "" without one."""
+    baseline = bound.kernel.baseline
+    if baseline is None:
+        return ""
+    name = getattr(baseline, "__qualname__", repr(baseline))
+    code = getattr(baseline, "__code__", None)
+    where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    return (
+        f"every config disagrees with baseline={name}{where}: check it against what the kernel "
+        f"computes as written, {bound.kernel.__name__}.run_ref(...)"
+    )
+
+
 def unsteady_baseline(bound: BoundKernel, args: Sequence[Any], kwargs: dict[str, Any]) -> str:
     """Why every config disagreed with the baseline where the baseline disagrees with itself:
     run twice, eagerly, it gave other outputs (an output from ``torch.empty`` the device loops
@@ -318,7 +333,7 @@ def run_discovery(
         repro = write_repro(bound, args, kwargs, attempts, "no candidate config worked")
         cause = unfit_values(bound.config_spec)
         if all(a.category is Category.WRONG_RESULT for a in attempts if not a.ok):
-            cause = cause or unsteady_baseline(bound, args, kwargs)
+            cause = cause or user_baseline(bound) or unsteady_baseline(bound, args, kwargs)
         raise NoWorkingConfigError(name, attempts, repro, cause, racy_updates(bound.traced.loops))
     rank = results.index(winner)
     heuristic_ok = winner.config.key() == _default_key(bound)
