@@ -36,3 +36,13 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def rms_norm_ref(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     xf = x.float()
     return (xf * torch.rsqrt((xf * xf).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)
+
+
+@tc.kernel
+def plus_one(x: torch.Tensor) -> torch.Tensor:
+    """The smallest kernel: ``x + 1`` (cache and option tests; ``plus_one.fn`` to decorate anew)."""
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = x[t] + 1
+    return out

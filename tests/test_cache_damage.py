@@ -10,20 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from kernels import plus_one
 
 import tilecraft as tc
 from tilecraft.autotune import cache
 from tilecraft.autotune.lock import lock_path
 from tilecraft.runtime import module
-
-
-@tc.kernel
-def plus_one(x: torch.Tensor) -> torch.Tensor:
-    (n,) = x.size()
-    out = torch.empty_like(x)
-    for t in tc.tile(n):
-        out[t] = x[t] + 1
-    return out
 
 
 @pytest.fixture

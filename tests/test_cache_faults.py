@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from kernels import plus_one
 
 import tilecraft as tc
 from tilecraft.autotune import cache
@@ -19,15 +20,6 @@ from tilecraft.autotune.lock import tuning_lock
 from tilecraft.autotune.repro import write_repro
 from tilecraft.autotune.select import select_config
 from tilecraft.runtime import cache_dir, module
-
-
-@tc.kernel
-def plus_one(x: torch.Tensor) -> torch.Tensor:
-    (n,) = x.size()
-    out = torch.empty_like(x)
-    for t in tc.tile(n):
-        out[t] = x[t] + 1
-    return out
 
 
 @pytest.fixture

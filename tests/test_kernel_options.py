@@ -9,18 +9,11 @@ from typing import Any
 
 import pytest
 import torch
+from kernels import plus_one
 
 import tilecraft as tc
 from tilecraft.autotune import cache
 from tilecraft.errors import ConfigError
-
-
-def _plus_one(x: torch.Tensor) -> torch.Tensor:
-    (n,) = x.size()
-    out = torch.empty_like(x)
-    for t in tc.tile(n):
-        out[t] = x[t] + 1
-    return out
 
 
 @pytest.mark.parametrize(
@@ -39,8 +32,8 @@ def test_kernel_options_of_the_wrong_kind_fail_at_the_definition(
     """They failed at the first call, as internal errors naming neither the option nor the
     user's file ('dict' object has no attribute 'key')."""
     with pytest.raises(ConfigError, match=option) as info:
-        tc.kernel(**{option: value})(_plus_one)
-    assert message in str(info.value) and "test_kernel_options.py" in str(info.value)
+        tc.kernel(**{option: value})(plus_one.fn)
+    assert message in str(info.value) and "kernels.py:" in str(info.value)  # its def line
 
 
 @pytest.mark.parametrize("maxnreg", ["abc", -5, 1.5, 8, 300])
@@ -73,7 +66,7 @@ def test_a_full_tuning_is_not_answered_by_a_cached_quick_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
-    kernel = tc.kernel(_plus_one)
+    kernel = tc.kernel(plus_one.fn)
     x = torch.randn(64)
     kernel.autotune((x,), effort="quick", budget_s=2)
     bound = kernel.bind((x,))
@@ -111,7 +104,7 @@ def test_every_config_disagreeing_with_a_users_baseline_names_it() -> None:
     """The hint suspected the compiled code ('report the repro script as a tilecraft bug')."""
     from tilecraft.autotune.classify import NoWorkingConfigError
 
-    kernel = tc.kernel(baseline=_wrong_baseline)(_plus_one)
+    kernel = tc.kernel(baseline=_wrong_baseline)(plus_one.fn)
     x = torch.randn(16)
     with pytest.raises(NoWorkingConfigError, match="baseline=_wrong_baseline") as info:
         kernel(x)
