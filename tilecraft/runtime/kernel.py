@@ -247,7 +247,7 @@ class Kernel:
                 except (RuntimeError, NotImplementedError):
                     if not torch_op.storage_less(args):
                         raise
-                    return self._ops.call(args)  # torch.vmap's tensors: as the kernel's op
+                    return self._ops.call(self.positional(args, {}))  # torch.vmap: the op
         if compiling or torch_op.traced(args, kwargs):
             values = self.positional(args, kwargs)
             if torch_op.needs_grad(values):

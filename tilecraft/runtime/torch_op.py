@@ -33,6 +33,11 @@ from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, laun
 from tilecraft.frontend.values import memory_owner
 from tilecraft.language import _context
 from tilecraft.runtime import op_records
+from tilecraft.runtime.op_autograd import (
+    autograd_adapters,
+    mutating_backward_error,
+    no_backward_error,
+)
 from tilecraft.runtime.validate import host_code_error
 
 if TYPE_CHECKING:
@@ -85,8 +90,13 @@ class OpInfo:
     def qualname(self) -> str:
         return f"{NAMESPACE}::{self.name}"
 
+    @property
+    def multi(self) -> bool:
+        """Whether the kernel returns a tuple (else one value)."""
+        return _is_multi(self.layout)
+
     def slots(self) -> tuple[Slot, ...]:
-        return self.layout if _is_multi(self.layout) else (self.layout,)  # type: ignore[return-value]
+        return self.layout if self.multi else (self.layout,)  # type: ignore[return-value]
 
     def rebuild(self, outs: Any, args: tuple[Any, ...]) -> Any:
         return rebuild(self.layout, outs, args)
@@ -367,43 +377,6 @@ def _aliases(item: Any, owners: list[torch.Tensor]) -> bool:
     return isinstance(item, torch.Tensor) and any(memory_owner(item) is o for o in owners)
 
 
-def autograd_adapters(
-    kernel: Kernel,
-    info: OpInfo,
-    backward: Callable[..., Any],
-    setup_context: Callable[..., Any] | None,
-) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """``torch.library`` autograd hooks that show the user the kernel's own result layout."""
-
-    def setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        result = info.rebuild(output, tuple(inputs))
-        if setup_context is not None:
-            setup_context(ctx, tuple(inputs), result)
-            return
-        values = [*inputs, *(result if _is_multi(info.layout) else (result,))]
-        ctx.save_for_backward(*[v for v in values if isinstance(v, torch.Tensor)])
-
-    def bwd(ctx: Any, *grads: Any) -> Any:
-        slots = info.slots()
-        per_output = tuple(grads[s[1]] if s[0] == "out" else None for s in slots)
-        with op_records.backward_of(info.name):  # the ops it defines, for a later process
-            got = backward(ctx, *per_output)
-        grads = tuple(got) if isinstance(got, (tuple, list)) else (got,)
-        if len(grads) != len(params):
-            raise ArgumentError(
-                f"{kernel.__name__}(): its backward returned {len(grads)} gradient(s) for "
-                f"{len(params)} parameters ({', '.join(params)})",
-                kernel.def_loc,
-                hint="return one gradient per parameter, in order, None for those without one "
-                "(ints, floats, tensors that need no gradient)",
-            )
-        return grads
-
-    params = list(kernel.signature.parameters)
-
-    return setup, bwd
-
-
 class KernelOps:
     """The custom ops of one kernel (one per pattern of argument kinds) and its backward."""
 
@@ -564,23 +537,3 @@ def autograd_problem(ops_id: str, kinds: tuple[ArgKind, ...]) -> str:
 
 def _raise(error: Exception) -> None:
     raise error
-
-
-def mutating_backward_error(kernel: Kernel, mutated: tuple[str, ...]) -> ArgumentError:
-    names = ", ".join(f"'{m}'" for m in mutated)
-    return ArgumentError(
-        f"{kernel.__name__}(): an input requires grad, but this kernel writes into its argument "
-        f"{names}, and autograd takes only kernels that return new tensors",
-        kernel.def_loc,
-        hint=f"write the result into a new tensor (torch.empty_like) and return it, then "
-        f"register the backward for that; or call {kernel.__name__} under torch.no_grad()",
-    )
-
-
-def no_backward_error(kernel: Kernel) -> ArgumentError:
-    return ArgumentError(
-        f"{kernel.__name__}(): an input requires grad, but this kernel has no backward",
-        kernel.def_loc,
-        hint=f"pair it with a backward: {kernel.__name__}.register_backward(backward, "
-        "setup_context=...) (see docs/models.md), or call it under torch.no_grad()",
-    )
