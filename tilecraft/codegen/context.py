@@ -74,6 +74,10 @@ class EmitContext:
         self.split: SplitPass | None = None  # one pass of a split inner loop (codegen/split.py)
         for name in (*loop.tensors, *loop.scalar_args):  # temporaries never shadow parameters
             self.w.reserve(name)
+        # nor run-time scalars that become parameters as they are met (an inner loop's bound
+        # `tc.tile(v)` of a dynamic size: a temporary `v = s[:, None]` took its name)
+        for name in _arg_names(loop):
+            self.w.reserve(name)
         for sym in loop.syms:
             if plan.looped(sym):
                 self.looped = sym
@@ -296,3 +300,22 @@ class EmitContext:
         if self.interpret and dst == torch.bfloat16:  # the interpreter truncates; torch rounds
             return f"_tc_to_bf16({text})"
         return f"{text}.to({dtypes.triton_dtype(dst)})"
+
+
+def _arg_names(loop: DeviceLoop) -> set[str]:
+    """Names of the ``ARG`` nodes a loop reads: in its body and in its syms' bounds (and in
+    what those bounds are computed from)."""
+    stack = [n for n in loop.walk() if n.op is Op.ARG]
+    for sym in loop.syms:
+        stack += [v for v in (sym.extent, sym.begin, *sym.extent_args) if isinstance(v, Node)]
+    names: set[str] = set()
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.op is Op.ARG:
+            names.add(node.attrs["name"])
+        stack += [i for i in node.inputs if isinstance(i, Node)]
+    return names
