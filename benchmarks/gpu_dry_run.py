@@ -1,5 +1,5 @@
-"""A GPU dry run on the CPU: each case's default program generated for ``cuda:90``, compiled by
-Triton (ptxas) and launched through Triton's own binder and tilecraft's direct launches, with a
+"""A GPU dry run on the CPU: each case's default program generated for ``cuda:90`` (or
+``--target hip:gfx942``), compiled by Triton (ptxas / the AMD toolchain) and launched through Triton's own binder and tilecraft's direct launches, with a
 stand-in driver whose launches do nothing. What it catches needs no GPU to show: arguments
 Triton's specializer refuses (a tensor named ``params`` met the binder's own dict: no working
 config on the H200), host-path and glue-path errors that only the GPU path takes, compile
@@ -45,8 +45,10 @@ class StandInDriver:
     def get_current_stream(self, device: int | None = None) -> int:
         return 0
 
+    target = GPUTarget("cuda", 90, 32)
+
     def get_current_target(self) -> GPUTarget:
-        return GPUTarget("cuda", 90, 32)
+        return self.target
 
     def get_active_torch_device(self) -> torch.device:
         return torch.device("cpu")
@@ -79,12 +81,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("cases", nargs="*")
-    ns = parser.parse_args(argv)
+    parser.add_argument("--target", default="cuda:90", choices=["cuda:90", "hip:gfx942"])
+    ns = parser.parse_intermixed_args(argv)
     if os.environ.get("TRITON_INTERPRET") == "1":
         parser.error("run without TRITON_INTERPRET: the dry run takes Triton's GPU path")
-    os.environ["TILECRAFT_TARGET"] = "cuda:90"
+    os.environ["TILECRAFT_TARGET"] = ns.target
     os.environ["TILECRAFT_NO_AUTOTUNE"] = "1"  # the default config; no workers (nothing runs)
-    driver.set_active(StandInDriver())
+    stand_in = StandInDriver()
+    if ns.target.startswith("hip"):
+        stand_in.target = GPUTarget("hip", "gfx942", 64)
+    driver.set_active(stand_in)
     import tilecraft.runtime.kernel as kernel_module
     from benchmarks.gen_kernels import ALL_CASES
 

@@ -33,7 +33,12 @@ LINE_BYTES = 128
 
 def lane_first_dim(ctx: EmitContext, node: Node, places: list[IndexPlace]) -> int | None:
     """The tile dim an access is built with first (None: its own order): a gather's computed
-    contiguous dim, else the dim that continues a whole contiguous dim."""
+    contiguous dim, else the dim that continues a whole contiguous dim. Not on AMD targets:
+    Triton's AMD buffer-op pass (TritonAMDGPUCanonicalizePointers) fails on a load or store of
+    permuted pointers ("PassManager::run failed", gfx942: bilinear upsample, a conv-state roll,
+    row compaction, a bitonic sort)."""
+    if ctx.plan.target.backend == "hip":
+        return None
     first = computed_contiguous_dim(ctx, node, places)
     return first if first is not None else continued_contiguous_dim(ctx, node, places)
 
