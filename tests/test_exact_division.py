@@ -11,6 +11,8 @@ import pytest
 import torch
 
 import tilecraft as tc
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
 from tests.cross_targets import assert_defaults_cross_compile
 
 
@@ -58,9 +60,16 @@ def test_floors_and_remainders_come_from_fmod_and_plain_division_stays() -> None
     bound = divisions.bind((x, y))
     code = bound.to_triton_code(bound.config_spec.default())
     statements = [line for line in code.splitlines() if not line.strip().startswith("#")]
-    assert sum("_tc_floordiv(a, b)" in line for line in statements) == 1, code
+    # the interpreter's % is numpy's exact fmod; GPU targets take libdevice's (Triton's float %
+    # there is frem: x - y * trunc(x / y), 1e10 % 3 gave 256 on the H200)
+    assert sum("_tc_floordiv(a, b, a % b)" in line for line in statements) == 1, code
     assert any("(a % b)" in line for line in statements), code
     assert "div_rn" not in code and "tl.floor(a / b)" not in code, code
+    gpu = BoundKernel(divisions, divisions.bind_arguments((x, y), {}), Target.parse("cuda:90"))
+    gpu_code = gpu.to_triton_code(gpu.config_spec.default()).split("@triton.jit")[1]
+    gpu_statements = [ln for ln in gpu_code.splitlines() if not ln.strip().startswith("#")]
+    assert any("_tc_floordiv(a, b, _tc_fmod(a, b))" in ln for ln in gpu_statements), gpu_code
+    assert not any("a % b" in ln for ln in gpu_statements), gpu_code
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

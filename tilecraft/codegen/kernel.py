@@ -55,7 +55,7 @@ class GeneratedKernel:
     launcher_name: str
     device_source: str  # the @triton.jit function
     launcher_source: str  # the host launch function
-    params: list[str]  # names of the host values passed, in order
+    params: list[str]  # the device function's parameters in order (binder names renamed)
     param_types: dict[str, str]  # Triton signature types: "*bf16", "i32", "fp32"
     constexprs: dict[str, int]
     grid: str
@@ -77,19 +77,21 @@ _BINDER_NAMES = frozenset(
 )
 
 
-def _rename_binder_names(source: str, params: list[str]) -> str:
-    """``source`` with each parameter Triton's binder would shadow renamed (``params_arg``);
-    the ``# src[...]`` lines keep the user's own text."""
+def _rename_binder_names(source: str, params: list[str]) -> tuple[str, dict[str, str]]:
+    """``source`` with each parameter Triton's binder would shadow renamed (``params_arg``),
+    and the renames; the ``# src[...]`` lines keep the user's own text."""
+    renames: dict[str, str] = {}
     for name in params:
         if name in _BINDER_NAMES:
             new = f"{name}_arg"
             while new in params or re.search(rf"\b{new}\b", source):
                 new += "_"
+            renames[name] = new
             source = "\n".join(
                 line if line.lstrip().startswith("# src[") else re.sub(rf"\b{name}\b", new, line)
                 for line in source.split("\n")
             )
-    return source
+    return source, renames
 
 
 def _needs_int64(loop: DeviceLoop, plan: Plan) -> bool:
@@ -109,6 +111,7 @@ class _Emitted:
     tiles: grid.GridLayout
     arguments: list[str]  # the function's parameters in order, constexprs included
     local: set[str]  # parameters the launcher allocates (scratch buffers)
+    renames: dict[str, str]  # parameters named otherwise in the device source (binder names)
 
 
 def _emit(
@@ -151,7 +154,7 @@ def _emit(
     helpers = "".join(h + "\n\n" for h in em.helpers)
     jit = "@triton.jit(noinline=True)" if noinline else "@triton.jit"
     device_source = f"{helpers}{jit}\ndef {kernel_name}({signature}):\n{em.w.text()}"
-    device_source = _rename_binder_names(device_source, params)
+    device_source, renames = _rename_binder_names(device_source, params)
     call_args = [b if b in local else arg_expr(b, scalars.get(b)) for b in params]
     call_args += [f"{k}={v}" for k, v in constexprs.items()]
     call_args += [f"{k}={v}" for k, v in computed.items()]
@@ -167,6 +170,7 @@ def _emit(
         tiles,
         arguments,
         local,
+        renames,
     )
 
 
@@ -249,8 +253,8 @@ def _generated(
         launcher_name,
         e.device_source,
         launcher_source,
-        e.params,
-        e.param_types,
+        [e.renames.get(p, p) for p in e.params],  # as the device source names them
+        {e.renames.get(p, p): t for p, t in e.param_types.items()},
         e.constexprs,
         launch_grid,
         dict(plan.options),
