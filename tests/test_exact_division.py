@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import tilecraft as tc
+from tests.cross_targets import assert_defaults_cross_compile
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
-from tests.cross_targets import assert_defaults_cross_compile
 
 
 @tc.kernel(static_shapes=True)
