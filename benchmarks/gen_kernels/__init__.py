@@ -45,6 +45,7 @@ from benchmarks.gen_kernels import (
     heldout_s33b,
     heldout_s34,
     heldout_s35,
+    heldout_s35b,
     norms,
     reductions,
     rewritten,
@@ -88,6 +89,7 @@ _HELDOUT_MODULES = (
     heldout_s33b,
     heldout_s34,
     heldout_s35,
+    heldout_s35b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
