@@ -109,3 +109,20 @@ def test_every_config_disagreeing_with_a_users_baseline_names_it() -> None:
     with pytest.raises(NoWorkingConfigError, match="baseline=_wrong_baseline") as info:
         kernel(x)
     assert "test_kernel_options.py" in str(info.value) and "run_ref" in str(info.value)
+
+
+def _reverse_by_range_form(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for i in tc.grid(n - 1, -1, -1):  # Python's range(begin, end, step)
+        out[i] = x[i]
+    return out
+
+
+def test_a_range_with_a_step_names_tc_grid_and_the_way_backwards() -> None:
+    """It said "tc.tile takes ..." of a tc.grid call, with no line and no way to go backwards."""
+    from tilecraft.errors import DeviceCodeError
+
+    with pytest.raises(DeviceCodeError, match="tc.grid takes") as info:
+        tc.kernel(_reverse_by_range_form)(torch.randn(8))
+    assert "test_kernel_options.py" in str(info.value) and "n - 1 - i" in str(info.value)

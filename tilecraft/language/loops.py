@@ -126,20 +126,29 @@ def _ref_iter(spec: TileSpec) -> Iterator[Any]:
             sample.depth -= 1
 
 
-def _normalize_bounds(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:
+def _normalize_bounds(
+    args: tuple[Any, ...], name: str = "tc.tile"
+) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
         ends = tuple(args[0])
         return tuple(0 for _ in ends), ends, True
     if len(args) == 2 and isinstance(args[0], (list, tuple)):
         begins, ends = tuple(args[0]), tuple(args[1])
         if len(begins) != len(ends):
-            raise DeviceCodeError("tc.tile(begins, ends): the two lists differ in length")
+            raise DeviceCodeError(f"{name}(begins, ends): the two lists differ in length")
         return begins, ends, True
     if len(args) == 1:
         return (0,), (args[0],), False
     if len(args) == 2:
         return (args[0],), (args[1],), False
-    raise DeviceCodeError(f"tc.tile takes (end), (begin, end) or ([ends...]); got {len(args)} args")
+    from tilecraft.language.ref_access import user_loc
+
+    raise DeviceCodeError(
+        f"{name} takes (end), (begin, end) or ([ends...]); got {len(args)} arguments",
+        user_loc(),
+        hint="a range(begin, end, step) is not a loop form: to go backwards loop over the count "
+        "and index end - 1 - i (tc.grid(n), then x[n - 1 - i])",
+    )
 
 
 def tile(*args: Any, block_size: Any = None) -> TileSpec:
@@ -168,7 +177,7 @@ def grid(*args: Any, step: Any = None) -> TileSpec:
             f"tc.grid(step={step!r}): only step 1 is supported",
             hint="loop with tc.grid over the step count and compute begin + i * step",
         )
-    begins, ends, multi = _normalize_bounds(args)
+    begins, ends, multi = _normalize_bounds(args, "tc.grid")
     return TileSpec(begins, ends, tuple(1 for _ in ends), "grid", multi)
 
 
