@@ -24,7 +24,7 @@ from tilecraft.codegen.split import SplitPass
 from tilecraft.codegen.writer import CodeWriter
 from tilecraft.config.plan import Plan
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, upstream
 from tilecraft.ir.read_after_write import loads_after_stores
 
 _TILE_LEAVES = (Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID, Op.BLOCK_SIZE)
@@ -305,17 +305,7 @@ class EmitContext:
 def _arg_names(loop: DeviceLoop) -> set[str]:
     """Names of the ``ARG`` nodes a loop reads: in its body and in its syms' bounds (and in
     what those bounds are computed from)."""
-    stack = [n for n in loop.walk() if n.op is Op.ARG]
+    roots = [n for n in loop.walk() if n.op is Op.ARG]
     for sym in loop.syms:
-        stack += [v for v in (sym.extent, sym.begin, *sym.extent_args) if isinstance(v, Node)]
-    names: set[str] = set()
-    seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if node.op is Op.ARG:
-            names.add(node.attrs["name"])
-        stack += [i for i in node.inputs if isinstance(i, Node)]
-    return names
+        roots += [v for v in (sym.extent, sym.begin, *sym.extent_args) if isinstance(v, Node)]
+    return {n.attrs["name"] for n in upstream(roots) if n.op is Op.ARG}

@@ -194,19 +194,23 @@ def dot_roles(node: Node) -> list[tuple[Dim, str]]:
     return [(a.shape[-2], "mn"), (b.shape[-1], "mn"), (a.shape[-1], "k")]
 
 
-def reads_memory(node: Node) -> bool:
-    """Whether ``node`` is computed from a load (a data-dependent value: a CSR offset, a gathered
-    index), through its inputs and loop-carried next values."""
+def upstream(nodes: list[Node]) -> Iterator[Node]:
+    """Every node ``nodes`` are computed from (themselves included), through inputs and
+    loop-carried next values, each once."""
     seen: set[int] = set()
-    stack = [node]
+    stack = list(nodes)
     while stack:
         n = stack.pop()
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if n.op is Op.LOAD:
-            return True
+        yield n
         stack.extend(n.inputs)
         if n.op is Op.CARRY and n.attrs.get("next") is not None:
             stack.append(n.attrs["next"])
-    return False
+
+
+def reads_memory(node: Node) -> bool:
+    """Whether ``node`` is computed from a load (a data-dependent value: a CSR offset, a gathered
+    index), through its inputs and loop-carried next values."""
+    return any(n.op is Op.LOAD for n in upstream([node]))
