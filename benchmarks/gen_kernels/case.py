@@ -124,6 +124,11 @@ def randn(
     return torch.randn(shape, generator=g, dtype=torch.float32).to(device=device, dtype=dtype)
 
 
+def meta_tensors(*shapes: tuple[int, ...], dtype: torch.dtype = torch.float32) -> Inputs:
+    """Empty ``meta`` tensors of ``shapes`` (an input maker's shapes-only answer for ``meta``)."""
+    return tuple(torch.empty(sh, dtype=dtype, device="meta") for sh in shapes)
+
+
 def randint(
     low: int, high: int, shape: tuple[int, ...], device: str, g: torch.Generator
 ) -> torch.Tensor:

@@ -57,6 +57,7 @@ from benchmarks.gen_kernels.case import (
     Inputs,
     copy_state,
     gen,
+    meta_tensors,
     one_kernel_case,
     randint,
     randn,
@@ -65,11 +66,6 @@ from benchmarks.gen_kernels.case import (
 F32 = torch.float32
 BF16 = torch.bfloat16
 I64 = torch.int64
-
-
-def _meta(*shapes: tuple[int, ...], dtype: torch.dtype = F32) -> Inputs:
-    """Empty ``meta`` tensors of ``shapes`` (shapes only: nothing is drawn)."""
-    return tuple(torch.empty(sh, dtype=dtype, device="meta") for sh in shapes)
 
 
 # --------------------------------------------------------------------------- LAMB, ragged tensors
@@ -216,7 +212,7 @@ def _arcface_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
     labels uniform."""
     b, c = shape
     if device == "meta":
-        return _meta((b, c))[0], _meta((b,), dtype=I64)[0]
+        return meta_tensors((b, c))[0], meta_tensors((b,), dtype=I64)[0]
     g = gen(seed)
     emb = torch.nn.functional.normalize(randn((b, 16), F32, "cpu", g), dim=1)
     w = torch.nn.functional.normalize(randn((c, 16), F32, "cpu", g), dim=1)
@@ -326,8 +322,8 @@ def _nf4_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
     """``shape = (NB,)``: NB quant blocks of 64 random codes, absmax uniform in [0.01, 2.01)."""
     (nb,) = shape
     if device == "meta":
-        packed = _meta((nb * NF4_BLOCK // 2,), dtype=torch.uint8)[0]
-        return packed, *_meta((nb,), (16,))
+        packed = meta_tensors((nb * NF4_BLOCK // 2,), dtype=torch.uint8)[0]
+        return packed, *meta_tensors((nb,), (16,))
     g = gen(seed)
     packed = torch.randint(0, 256, (nb * NF4_BLOCK // 2,), generator=g).to(torch.uint8)
     absmax = torch.rand(nb, generator=g) * 2 + 0.01
@@ -520,7 +516,7 @@ def _hsv_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
     [-0.5, 0.5), saturation and value factors in [0.5, 1.5)."""
     n, h, w = shape
     if device == "meta":
-        return _meta((n, 3, h, w), (n,), (n,), (n,))
+        return meta_tensors((n, 3, h, w), (n,), (n,), (n,))
     g = gen(seed)
     img = torch.rand((n, 3, h, w), generator=g)
     img[:, :, 0, 0] = 0.5  # a grey pixel (max == min)
@@ -616,7 +612,7 @@ def _pb_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
     [0, 90)^2 (overlapping: points inside several boxes tie at 0)."""
     p, m = shape
     if device == "meta":
-        return _meta((p, 2), (m, 4))
+        return meta_tensors((p, 2), (m, 4))
     g = gen(seed)
     points = torch.rand((p, 2), generator=g) * 100
     corner = torch.rand((m, 2), generator=g) * 90

@@ -64,6 +64,7 @@ from benchmarks.gen_kernels.case import (
     Inputs,
     copy_state,
     gen,
+    meta_tensors,
     one_kernel_case,
     randint,
     randn,
@@ -73,11 +74,6 @@ F32 = torch.float32
 BF16 = torch.bfloat16
 F16 = torch.float16
 I64 = torch.int64
-
-
-def _meta(*shapes: tuple[int, ...], dtype: torch.dtype = F32) -> Inputs:
-    """Empty ``meta`` tensors of ``shapes`` (shapes only: nothing is drawn)."""
-    return tuple(torch.empty(sh, dtype=dtype, device="meta") for sh in shapes)
 
 
 # --------------------------------------------------------------------------- CE + label smoothing bwd
@@ -295,8 +291,8 @@ def _gn_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
     dy fp16 randn, gamma fp32 1 + 0.3 randn; mean and rstd [N, G] the forward's (fp32)."""
     n, c, h, w = shape
     if device == "meta":
-        dy, x = _meta((n, c, h, w), (n, c, h, w), dtype=F16)
-        mean, rstd, gamma = _meta((n, GN_GROUPS), (n, GN_GROUPS), (c,))
+        dy, x = meta_tensors((n, c, h, w), (n, c, h, w), dtype=F16)
+        mean, rstd, gamma = meta_tensors((n, GN_GROUPS), (n, GN_GROUPS), (c,))
         return dy, x, mean, rstd, gamma, GN_GROUPS
     g = gen(seed)
     x = randn((n, c, h, w), F16, device, g) * 2 + 0.5
@@ -627,8 +623,8 @@ def _swa_inputs(shape: tuple[int, ...], device: str, seed: int) -> Inputs:
     the same sliding-window attention (o rounded to bf16 as a forward kernel stores it)."""
     b, h, s, d = shape
     if device == "meta":
-        q, k, v, o, do = _meta(*[(b, h, s, d)] * 5, dtype=BF16)
-        return q, k, v, o, do, _meta((b, h, s))[0], SWA_WINDOW
+        q, k, v, o, do = meta_tensors(*[(b, h, s, d)] * 5, dtype=BF16)
+        return q, k, v, o, do, meta_tensors((b, h, s))[0], SWA_WINDOW
     g = gen(seed)
     q, k, v, do = (randn((b, h, s, d), BF16, "cpu", g) for _ in range(4))
     sc = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(d)

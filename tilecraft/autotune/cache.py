@@ -104,30 +104,34 @@ def path_for(key: CacheKey, kind: str) -> Path:
     return cache_root() / f"{key.kernel}-{key.digest()}.{kind}.json"
 
 
-def load(bound: BoundKernel, kind: str) -> Config | None:
-    """The cached config of ``kind`` ("default" or "best"), or None (missing, unreadable or
-    for another key)."""
+def _entry(bound: BoundKernel, kind: str) -> dict[str, Any] | None:
+    """The cached entry of ``kind`` for ``bound``'s key, or None (missing, unreadable or for
+    another key)."""
     key = key_for(bound)
     try:
         data = json.loads(path_for(key, kind).read_text())
-        if data.get("key") != dataclasses.asdict(key):
-            return None
-        return Config.from_dict(data["config"])
-    except Exception:  # missing, unreadable, or a config that no longer validates
+    except Exception:  # missing, unreadable
+        return None
+    if not isinstance(data, dict) or data.get("key") != dataclasses.asdict(key):
+        return None
+    return data
+
+
+def load(bound: BoundKernel, kind: str) -> Config | None:
+    """The cached config of ``kind`` ("default" or "best"), or None (missing, unreadable or
+    for another key)."""
+    data = _entry(bound, kind)
+    try:
+        return None if data is None else Config.from_dict(data["config"])
+    except Exception:  # a config that no longer validates
         return None
 
 
 def stored_effort(bound: BoundKernel, kind: str) -> str | None:
     """The ``effort`` a cached entry of ``kind`` was tuned with (None: missing or unreadable;
     entries written before efforts were recorded read as "quick")."""
-    key = key_for(bound)
-    try:
-        data = json.loads(path_for(key, kind).read_text())
-        if data.get("key") != dataclasses.asdict(key):
-            return None
-        return str(data.get("effort", "quick"))
-    except Exception:
-        return None
+    data = _entry(bound, kind)
+    return None if data is None else str(data.get("effort", "quick"))
 
 
 def store(bound: BoundKernel, kind: str, config: Config, **info: Any) -> Path | None:

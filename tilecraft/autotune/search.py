@@ -344,9 +344,7 @@ def run_tune(
     if effort not in EFFORTS:
         raise ConfigError(f"autotune_effort={effort!r}: expected one of none, quick, full")
     # a cached result of a lesser effort does not answer a full tuning (the search runs)
-    if use_cache and list(EFFORTS).index(effort) <= _effort_rank(
-        cache.stored_effort(bound, "best")
-    ):
+    if use_cache and _effort_rank(effort) <= _effort_rank(cache.stored_effort(bound, "best")):
         hit = cached_config(bound, "best")
         if hit is not None:
             return TuneResult(hit)

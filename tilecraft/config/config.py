@@ -66,8 +66,13 @@ class Config:
     diagonal_splits: bool | None = None
     user: tuple[tuple[str, Any], ...] = ()
 
+    @classmethod
+    def field_names(cls) -> frozenset[str]:
+        """The fields a config sets by name (the user's tunables live beside them, in ``user``)."""
+        return frozenset(f.name for f in dataclasses.fields(cls)) - {"user"}
+
     def __init__(self, **fields: Any):
-        known = {f.name for f in dataclasses.fields(self)} - {"user"}
+        known = self.field_names()
         user = dict(fields.pop("user", ()) or ())
         for name, value in fields.items():
             if name not in known:
@@ -203,9 +208,8 @@ class Config:
                 f"version {CONFIG_VERSION}",
                 hint="save the config again with this tilecraft version",
             )
-        known = {f.name for f in dataclasses.fields(cls)} - {"user"}
         fields = dict(data.get("fields") or {})
-        unknown = sorted(set(fields) - known)
+        unknown = sorted(set(fields) - cls.field_names())
         if unknown:
             raise ConfigError(f"{where}: unknown config field(s) {', '.join(unknown)}")
         return cls(**fields, user=dict(data.get("user") or {}))

@@ -9,7 +9,6 @@ tunables among their choices, and tiles that Triton can compile (:func:`_fit_til
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -109,8 +108,8 @@ def _tunables(spec: ConfigSpec, config: Config) -> dict[str, Any]:
         values[name] = found[0]
     for name in config.user_values:
         if name not in spec.tunables:
-            known = [f.name for f in dataclasses.fields(Config) if f.name != "user"]
-            raise unknown_name_error("Config field or tunable", name, [*known, *spec.tunables])
+            known = [*sorted(Config.field_names()), *spec.tunables]
+            raise unknown_name_error("Config field or tunable", name, known)
     return values
 
 

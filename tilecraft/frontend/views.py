@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import ShapeError, UnsupportedOpError
 from tilecraft.frontend import rdims
-from tilecraft.frontend.values import TileProxy
+from tilecraft.frontend.values import TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
-    from tilecraft.frontend.values import TileValue
 
 
 def _dims(args: tuple[Any, ...]) -> list[Any]:
@@ -150,8 +149,6 @@ def reshape(t: Tracer, x: Any, *shape: Any) -> TileValue:
 def _check_sizes(op: str, t: Tracer, wanted: list[Any]) -> None:
     """Sizes are numbers, tiles or -1: a device value (``tb.block_size``, a loaded number) is
     neither a static size nor the tile's dim (the last tile may be shorter than its block)."""
-    from tilecraft.frontend.values import TileValue
-
     for i, w in enumerate(wanted):
         if isinstance(w, TileValue):
             raise ShapeError(

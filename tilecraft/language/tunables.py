@@ -119,28 +119,18 @@ def register_tunable(name: str, choices: Any) -> Any:
     options = choices.choices() if isinstance(choices, Fragment) else tuple(choices)
     if not options:
         raise DeviceCodeError(f"tc.register_tunable({name!r}): choices is empty")
-    if name in _config_fields():  # a Config keeps tunables beside its fields, by name
+    from tilecraft.config.config import Config  # (the config package imports the language)
+
+    if name in Config.field_names() or name == "user":  # a Config keeps tunables by name
+        from tilecraft.language.ref_access import user_loc
+
         raise DeviceCodeError(
             f"tc.register_tunable({name!r}): {name!r} is a tc.Config field (the launch's own "
             "setting); give the tunable another name",
-            _user_loc(),
+            user_loc(),
             hint=f"e.g. tc.register_tunable('my_{name}', ...)",
         )
     return ctx.tunable(name, options)
-
-
-def _user_loc() -> Any:
-    from tilecraft.language.ref_access import user_loc
-
-    return user_loc()
-
-
-def _config_fields() -> set[str]:
-    import dataclasses
-
-    from tilecraft.config.config import Config
-
-    return {f.name for f in dataclasses.fields(Config)}
 
 
 def specialize(value: Any) -> Any:
