@@ -420,7 +420,7 @@ def test_pointwise_matches_torch(op: str) -> None:
     a = torch.linspace(-3.0, 3.0, 100)
     b = torch.linspace(0.5, 2.5, 100).flip(0)
     bound = pointwise_zoo.bind((a, b, op))
-    code = bound.to_triton_code()
+    code = bound.to_triton_code().split("@triton.jit")[1]
     assert "libdevice" not in code
     want = POINTWISE[op](a, b).float()
     torch.testing.assert_close(pointwise_zoo(a, b, op), want, rtol=1e-5, atol=1e-5)
@@ -481,8 +481,9 @@ def test_no_libdevice_in_generated_code() -> None:
     for code in (
         rms_norm.bind((x, w)).to_triton_code(tc.Config(block_sizes=[8], reduction_loops=[32])),
         softmax.bind((x,)).to_triton_code(),
-    ):
-        assert "libdevice" not in code and "tl.extra" not in code
+    ):  # (the module imports it for the ops that need it: atan2, lgamma...)
+        body = code.split("@triton.jit")[1]
+        assert "libdevice" not in body and "tl.extra" not in body
 
 
 @tc.kernel(static_shapes=True)

@@ -87,6 +87,9 @@ def _pointwise_section() -> list[str]:
         if op.bool_result:
             notes.append("returns bool")
         template = op.template.format(*("x", "y", "z")[: op.arity])
+        if op.device_template:
+            gpu = op.device_template.format(*("x", "y", "z")[: op.arity])
+            notes.append(f"GPUs: `{_cell(gpu)}` (the interpreter has no libdevice)")
         rows.append(f"| {name} | {names} | `{_cell(template)}` | {'; '.join(notes)} |")
     return rows
 

@@ -8,6 +8,7 @@ threshold, ``nan_to_num``'s dtype limits. Registered in :mod:`~tilecraft.fronten
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -159,3 +160,192 @@ def one_hot(t: Any, x: Any, num_classes: int = -1) -> Any:
     labels = unsqueeze(t, x, -1)
     hits = t.pointwise("eq", labels, t.arange(num_classes, dtype=torch.int64))
     return t.to_dtype(hits, torch.int64)
+
+
+def clamp_min(t: Any, x: Any, min: Any) -> Any:  # noqa: A002
+    """``torch.clamp(x, min=min)``."""
+    return t.pointwise("maximum", x, min)
+
+
+def clamp_max(t: Any, x: Any, max: Any) -> Any:  # noqa: A002
+    """``torch.clamp(x, max=max)``."""
+    return t.pointwise("minimum", x, max)
+
+
+def fmax(t: Any, a: Any, b: Any) -> Any:
+    """The larger of ``a`` and ``b``, a NaN only where both are (C's fmax)."""
+    return t.where(
+        t.pointwise("isnan", a),
+        b,
+        t.where(t.pointwise("isnan", b), a, t.pointwise("maximum", a, b)),
+    )
+
+
+def fmin(t: Any, a: Any, b: Any) -> Any:
+    """The smaller of ``a`` and ``b``, a NaN only where both are (C's fmin)."""
+    return t.where(
+        t.pointwise("isnan", a),
+        b,
+        t.where(t.pointwise("isnan", b), a, t.pointwise("minimum", a, b)),
+    )
+
+
+def _float_result(t: Any, *values: Any) -> torch.dtype:
+    """The dtype a float-only op of ``values`` gives (ints promote to the default float)."""
+    dtype = t.promotion_of(values[0])
+    for v in values[1:]:
+        dtype = dtypes.promote(dtype, t.promotion_of(v))
+    return dtype if isinstance(dtype, torch.dtype) and dtype.is_floating_point else torch.float32
+
+
+def logit(t: Any, x: Any, eps: float | None = None) -> Any:
+    """``log(z / (1 - z))`` for ``z`` = ``x`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    dtype = _float_result(t, x)
+    z = t.to_dtype(x, dtypes.compute_dtype(dtype))
+    if eps is not None:
+        z = t.pointwise("minimum", t.pointwise("maximum", z, eps), 1.0 - eps)
+    return t.to_dtype(
+        t.pointwise("log", t.pointwise("truediv", z, t.pointwise("sub", 1.0, z))), dtype
+    )
+
+
+def xlogy(t: Any, x: Any, y: Any) -> Any:
+    """``x * log(y)``, 0 where ``x == 0`` unless ``y`` is NaN."""
+    dtype = _float_result(t, x, y)
+    compute = dtypes.compute_dtype(dtype)
+    xf, yf = (t.to_dtype(v, compute) if not isinstance(v, (int, float)) else v for v in (x, y))
+    prod = t.pointwise("mul", xf, t.pointwise("log", yf))
+    out = t.where(t.pointwise("isnan", yf), yf, t.where(t.pointwise("eq", xf, 0), 0.0, prod))
+    return t.to_dtype(out, dtype)
+
+
+def _log_add(t: Any, a: Any, b: Any, base2: bool) -> Any:
+    """log(e^a + e^b) (base 2: log2(2^a + 2^b)) as torch: max + log1p(exp(-|a - b|)); equal
+    infinities give themselves (inf - inf is NaN)."""
+    dtype = _float_result(t, a, b)
+    compute = dtypes.compute_dtype(dtype)
+    af, bf = (t.to_dtype(v, compute) if not isinstance(v, (int, float)) else v for v in (a, b))
+    m = t.pointwise("maximum", af, bf)
+    gap = t.pointwise("neg", t.pointwise("abs", t.pointwise("sub", af, bf)))
+    if base2:
+        tail = t.pointwise(
+            "mul", t.pointwise("log1p", t.pointwise("exp2", gap)), 1.4426950408889634
+        )
+    else:
+        tail = t.pointwise("log1p", t.pointwise("exp", gap))
+    same_inf = t.pointwise("and", t.pointwise("isinf", af), t.pointwise("eq", af, bf))
+    return t.to_dtype(t.where(same_inf, af, t.pointwise("add", m, tail)), dtype)
+
+
+def logaddexp(t: Any, a: Any, b: Any) -> Any:
+    """``log(exp(a) + exp(b))`` without overflow."""
+    return _log_add(t, a, b, base2=False)
+
+
+def logaddexp2(t: Any, a: Any, b: Any) -> Any:
+    """``log2(2**a + 2**b)`` without overflow."""
+    return _log_add(t, a, b, base2=True)
+
+
+def heaviside(t: Any, x: Any, values: Any) -> Any:
+    """``values`` where ``x == 0``, else 1 where ``x > 0`` and 0 below."""
+    dtype = dtypes.promote(t.promotion_of(x), t.promotion_of(values))
+    step = t.to_dtype(t.pointwise("gt", x, 0), dtype)
+    return t.where(t.pointwise("eq", x, 0), t.to_dtype(values, dtype), step)
+
+
+def rsub(t: Any, x: Any, other: Any, alpha: Any = 1) -> Any:
+    """``other - alpha * x``."""
+    return t.pointwise("sub", other, x if alpha == 1 else t.pointwise("mul", x, alpha))
+
+
+def sinc(t: Any, x: Any) -> Any:
+    """``sin(pi x) / (pi x)``, 1 at 0."""
+    dtype = _float_result(t, x)
+    xf = t.to_dtype(x, dtypes.compute_dtype(dtype))
+    px = t.pointwise("mul", xf, math.pi)
+    out = t.where(t.pointwise("eq", xf, 0), 1.0, t.pointwise("truediv", t.pointwise("sin", px), px))
+    return t.to_dtype(out, dtype)
+
+
+def deg2rad(t: Any, x: Any) -> Any:
+    """``x * pi / 180``."""
+    return t.pointwise("mul", x, math.pi / 180)
+
+
+def rad2deg(t: Any, x: Any) -> Any:
+    """``x * 180 / pi``."""
+    return t.pointwise("mul", x, 180 / math.pi)
+
+
+def ndtr(t: Any, x: Any) -> Any:
+    """The standard normal CDF, ``erfc(-x / sqrt(2)) / 2``."""
+    dtype = _float_result(t, x)
+    xf = t.to_dtype(x, dtypes.compute_dtype(dtype))
+    out = t.pointwise("mul", t.pointwise("erfc", t.pointwise("mul", xf, -0.7071067811865476)), 0.5)
+    return t.to_dtype(out, dtype)
+
+
+def entr(t: Any, x: Any) -> Any:
+    """``-x log(x)`` for ``x > 0``, 0 at 0, -inf below (NaN stays NaN)."""
+    dtype = _float_result(t, x)
+    xf = t.to_dtype(x, dtypes.compute_dtype(dtype))
+    pos = t.pointwise("neg", t.pointwise("mul", xf, t.pointwise("log", xf)))
+    out = t.where(t.pointwise("gt", xf, 0), pos, t.where(t.pointwise("eq", xf, 0), 0.0, -math.inf))
+    return t.to_dtype(t.where(t.pointwise("isnan", xf), xf, out), dtype)
+
+
+def round_decimals(t: Any, x: Any, decimals: int) -> Any:
+    """``torch.round(x, decimals=d)``: round(x * 10^d) / 10^d (x / 10^-d, times it, for d < 0)."""
+    dtype = t.dtype_of(x)
+    if not dtype.is_floating_point:
+        return x
+    xf = t.to_dtype(x, dtypes.compute_dtype(dtype))
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        out = t.pointwise("truediv", t.pointwise("round", t.pointwise("mul", xf, scale)), scale)
+    else:
+        out = t.pointwise("mul", t.pointwise("round", t.pointwise("truediv", xf, scale)), scale)
+    return t.to_dtype(out, dtype)
+
+
+def identity(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """The tile itself (a tile is a value: no copy, no layout, no autograd to detach from)."""
+    return x
+
+
+def norm(
+    t: Any, x: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None
+) -> Any:
+    """``Tensor.norm``: ``p`` 2 (``"fro"``), 1, inf or -inf, as ``torch.linalg.vector_norm``."""
+    if p == "nuc":
+        raise UnsupportedOpError(
+            "Tensor.norm(p='nuc') in device code", hint="only vector norms compile"
+        )
+    return vector_norm(t, x, 2 if p in ("fro", None) else p, dim, keepdim, dtype=dtype)
+
+
+T = torch.Tensor
+S = torch.special
+LOWERINGS: list[tuple[tuple[Any, ...], Any]] = [
+    ((torch.clamp_min, T.clamp_min), clamp_min),
+    ((torch.clamp_max, T.clamp_max), clamp_max),
+    ((torch.fmax, T.fmax), fmax),
+    ((torch.fmin, T.fmin), fmin),
+    ((torch.logit, T.logit, S.logit), logit),
+    ((torch.xlogy, T.xlogy, S.xlogy), xlogy),
+    ((torch.logaddexp, T.logaddexp), logaddexp),
+    ((torch.logaddexp2, T.logaddexp2), logaddexp2),
+    ((torch.heaviside, T.heaviside), heaviside),
+    ((torch.rsub,), rsub),
+    ((torch.sinc, T.sinc, S.sinc), sinc),
+    ((torch.deg2rad, T.deg2rad), deg2rad),
+    ((torch.rad2deg, T.rad2deg), rad2deg),
+    ((S.ndtr,), ndtr),
+    ((S.entr,), entr),
+    (
+        (T.clone, torch.clone, T.contiguous, T.detach, torch.detach, torch.positive, T.positive),
+        identity,
+    ),
+    ((T.norm, torch.norm), norm),
+]

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import UnsupportedOpError
-from tilecraft.frontend import composites, dots, scans, tile_gather, tile_shifts, views
+from tilecraft.frontend import activations, composites, dots, scans, tile_gather, tile_shifts, views
 from tilecraft.ir import dtypes
 from tilecraft.ir.pointwise import POINTWISE
 
@@ -65,6 +65,9 @@ def _register_pointwise() -> None:
                 return t.pointwise("gelu_tanh", args[0])
             kwargs.pop("approximate", None)
             kwargs.pop("inplace", None)
+            decimals = kwargs.pop("decimals", 0) if _name == "round" else 0
+            if decimals:
+                return composites.round_decimals(t, args[0], decimals)
             mode = kwargs.pop("rounding_mode", None) if _name == "truediv" else None
             if mode in ("floor", "trunc"):
                 return _rounded_div(t, mode, *args[:2])
@@ -327,21 +330,21 @@ def _softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool) -> Any:
     return t.to_dtype(out, out_dtype)
 
 
-@lowering(torch.softmax, F.softmax, T.softmax)
+@lowering(torch.softmax, F.softmax, T.softmax, torch.special.softmax)
 def _softmax(t: Any, x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> Any:
     """Along ``dim`` (default -1), optional ``dtype``; computed in fp32 with the max subtracted."""
     dim = kwargs.pop("dim", dim)
     return _softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=False)
 
 
-@lowering(torch.log_softmax, F.log_softmax, T.log_softmax)
+@lowering(torch.log_softmax, F.log_softmax, T.log_softmax, torch.special.log_softmax)
 def _log_softmax(t: Any, x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> Any:
     """Along ``dim`` (default -1), optional ``dtype``; computed in fp32."""
     dim = kwargs.pop("dim", dim)
     return _softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=True)
 
 
-@lowering(torch.logsumexp, T.logsumexp)
+@lowering(torch.logsumexp, T.logsumexp, torch.special.logsumexp)
 def _logsumexp(t: Any, x: Any, dim: Any, keepdim: bool = False) -> Any:
     """Along ``dim`` with ``keepdim``; computed in fp32 with the max subtracted (an infinite
     max is not subtracted: a row of -inf gives -inf, as torch does, not NaN)."""
@@ -502,6 +505,16 @@ lowering(torch.any, T.any)(composites.any_true)
 lowering(torch.all, T.all)(composites.all_true)
 lowering(torch.linalg.vector_norm)(composites.vector_norm)
 lowering(F.one_hot)(composites.one_hot)
+for _fns, _handler in (*composites.LOWERINGS, *activations.LOWERINGS):
+    lowering(*_fns)(_handler)
+
+
+@lowering(T.flatten, torch.flatten)
+def _flatten(t: Any, x: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
+    """The dims ``start_dim..end_dim`` merged into one (a reshape: whole dims of static size)."""
+    shape = list(t.value_node(x).shape)
+    lo, hi = (d % len(shape) if shape else 0 for d in (start_dim, end_dim))
+    return views.reshape(t, x, *shape[:lo], -1, *shape[hi + 1 :]) if hi > lo else x
 
 
 @lowering(T.reshape, torch.reshape, T.view)

@@ -154,6 +154,7 @@ for _name, _base in (
     setattr(TileValue, _name, _binary(_base, reflected=True))
 TileValue.__neg__ = lambda self: self.tracer.torch_call(torch.neg, (self,), {})  # type: ignore
 TileValue.__abs__ = lambda self: self.tracer.torch_call(torch.abs, (self,), {})  # type: ignore
+TileValue.__pos__ = lambda self: self  # type: ignore
 TileValue.__invert__ = lambda self: self.tracer.torch_call(torch.bitwise_not, (self,), {})  # type: ignore
 TileValue.__hash__ = object.__hash__  # type: ignore[method-assign,assignment]
 

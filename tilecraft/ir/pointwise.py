@@ -71,7 +71,7 @@ T = torch.Tensor
 _op("neg", 1, "-{0}", torch.neg, torch.neg, T.neg, T.__neg__, operator.neg)
 _op("abs", 1, "tl.abs({0})", torch.abs, torch.abs, T.abs, T.__abs__, abs)
 _op("exp", 1, "tl.exp({0})", torch.exp, torch.exp, T.exp, float_only=True)
-_op("exp2", 1, "tl.exp2({0})", torch.exp2, torch.exp2, T.exp2, float_only=True)
+_op("exp2", 1, "tl.exp2({0})", torch.exp2, torch.exp2, T.exp2, torch.special.exp2, float_only=True)
 _op("log", 1, "tl.log({0})", torch.log, torch.log, T.log, float_only=True)
 _op("log2", 1, "tl.log2({0})", torch.log2, torch.log2, T.log2, float_only=True)
 # log1p: log(u) * x / (u - 1) for u = 1 + x (Goldberg), exact to a few ulp where log(1 + x)
@@ -80,12 +80,53 @@ _LOG1P = (
     "tl.where(1.0 + {0} == 1.0, {0}, tl.where(1.0 + {0} == float('inf'), 1.0 + {0}, "
     "tl.log(1.0 + {0}) * ({0} / ((1.0 + {0}) - 1.0))))"
 )
-_op("log1p", 1, _LOG1P, torch.log1p, torch.log1p, T.log1p, float_only=True)
+_op("log1p", 1, _LOG1P, torch.log1p, torch.log1p, T.log1p, torch.special.log1p, float_only=True)
 _op("sqrt", 1, "tl.sqrt({0})", torch.sqrt, torch.sqrt, T.sqrt, float_only=True)
 _op("rsqrt", 1, "tl.rsqrt({0})", torch.rsqrt, torch.rsqrt, T.rsqrt, float_only=True)
 _op("sin", 1, "tl.sin({0})", torch.sin, torch.sin, T.sin, float_only=True)
 _op("cos", 1, "tl.cos({0})", torch.cos, torch.cos, T.cos, float_only=True)
-_op("erf", 1, "tl.erf({0})", torch.erf, torch.erf, T.erf, float_only=True, expansion_registers=1)
+_op(
+    "erf",
+    1,
+    "tl.erf({0})",
+    torch.erf,
+    torch.erf,
+    T.erf,
+    torch.special.erf,
+    float_only=True,
+    expansion_registers=1,
+)
+
+
+def _libm(name: str, arity: int, eager: Any, *fns: Any, registers: float = 2.0) -> None:
+    """A function GPUs take from libdevice / ocml (exact to an ulp or two), computed in the
+    interpreter by ``runtime/triton_math.py`` (which has no libdevice)."""
+    args = ", ".join(f"{{{i}}}" for i in range(arity))
+    _op(
+        name,
+        arity,
+        f"_tc_math.{name}({args})",
+        eager,
+        *fns,
+        float_only=True,
+        device_template=f"_tc_libdevice.{name}({args})",
+        expansion_registers=registers,
+    )
+
+
+_libm("tan", 1, torch.tan, torch.tan, T.tan)
+_libm("atan", 1, torch.atan, torch.atan, T.atan, torch.arctan, T.arctan)
+_libm("asin", 1, torch.asin, torch.asin, T.asin, torch.arcsin, T.arcsin)
+_libm("acos", 1, torch.acos, torch.acos, T.acos, torch.arccos, T.arccos)
+_libm("sinh", 1, torch.sinh, torch.sinh, T.sinh)
+_libm("cosh", 1, torch.cosh, torch.cosh, T.cosh)
+_libm("asinh", 1, torch.asinh, torch.asinh, T.asinh, torch.arcsinh, T.arcsinh)
+_libm("acosh", 1, torch.acosh, torch.acosh, T.acosh, torch.arccosh, T.arccosh)
+_libm("atanh", 1, torch.atanh, torch.atanh, T.atanh, torch.arctanh, T.arctanh)
+_libm("erfc", 1, torch.erfc, torch.erfc, T.erfc, torch.special.erfc)
+_libm("erfinv", 1, torch.erfinv, torch.erfinv, T.erfinv, torch.special.erfinv, registers=4)
+_libm("lgamma", 1, torch.lgamma, torch.lgamma, T.lgamma, torch.special.gammaln, registers=4)
+_libm("atan2", 2, torch.atan2, torch.atan2, T.atan2, torch.arctan2, T.arctan2)
 _op(
     "floor",
     1,
@@ -117,7 +158,8 @@ _ROUND = (
     "== 0.5, tl.floor({0}) - 2.0 * tl.floor(tl.floor({0}) * 0.5), 0.0)))"
 )
 _op("round", 1, _ROUND, torch.round, torch.round, T.round, float_only=True, int_identity=True)
-_op("sigmoid", 1, "tl.sigmoid({0})", torch.sigmoid, torch.sigmoid, T.sigmoid, float_only=True)
+_SIGMOID = torch.sigmoid, T.sigmoid, torch.special.expit
+_op("sigmoid", 1, "tl.sigmoid({0})", torch.sigmoid, *_SIGMOID, float_only=True)
 # expm1: (u - 1) * x / log(u) for u = exp(x) (Kahan), exact to a few ulp where exp(x) - 1 loses
 # a tiny x's digits, as log1p above
 _EXPM1 = (

@@ -1,0 +1,280 @@
+"""The math library (atan ... lgamma: libdevice on GPUs, ``runtime/triton_math.py`` in the
+interpreter), the ``torch.nn.functional`` activations and normalizations, and the small math
+composites, each against eager PyTorch (frontend registry, codegen templates, end to end)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tests.cross_targets import assert_defaults_cross_compile
+from tilecraft.errors import UnsupportedOpError
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
+
+F = torch.nn.functional
+
+EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-8, -3e-7, 2.0, -2.0, 10.0, -10.0, 40.0, 1e6, -1e20]
+EDGES += [float("inf"), -float("inf"), float("nan"), 0.999999, -0.999999, 3.5, -3.5, 80.0]
+
+
+def _samples(n: int, dtype: torch.dtype, device: str, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    tail = torch.randn(n - len(EDGES), generator=g, dtype=torch.float64) * 3
+    return torch.cat([torch.tensor(EDGES, dtype=torch.float64), tail]).to(dtype).to(device)
+
+
+UNARY_LIBM: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "tan": torch.tan,
+    "atan": torch.atan,
+    "asin": torch.asin,
+    "acos": torch.arccos,
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
+    "asinh": torch.asinh,
+    "acosh": torch.acosh,
+    "atanh": torch.atanh,
+    "erfc": torch.special.erfc,
+    "erfinv": torch.erfinv,
+    "lgamma": torch.lgamma,
+}
+
+
+def _pointwise_kernel(fn: Callable[..., torch.Tensor], arity: int) -> tc.Kernel:
+    if arity == 1:
+
+        @tc.kernel(static_shapes=True)
+        def unary(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            for t in tc.tile(x.size(0)):
+                out[t] = fn(x[t])
+            return out
+
+        return unary
+
+    @tc.kernel(static_shapes=True)
+    def binary(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for t in tc.tile(x.size(0)):
+            out[t] = fn(x[t], y[t])
+        return out
+
+    return binary
+
+
+def _assert_close(got: torch.Tensor, want: torch.Tensor, rtol: float, what: str) -> None:
+    assert got.dtype == want.dtype, what
+    atol = 1e-14 if got.dtype == torch.float64 else 1e-30  # lgamma near its roots
+    close = torch.isclose(got.double(), want.double(), rtol=rtol, atol=atol, equal_nan=True)
+    bad = (~close).nonzero().flatten()[:5].tolist()
+    assert not bad, f"{what}: {[(got[i].item(), want[i].item()) for i in bad]}"
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_LIBM))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_math_library_functions_match_torch(name: str, dtype: torch.dtype, device: str) -> None:
+    """Were UnsupportedOpError; edge values (+-0, +-1, poles, infinities, NaN) included."""
+    fn = UNARY_LIBM[name]
+    x = _samples(96, dtype, device)
+    if name in ("asin", "acos", "atanh", "erfinv"):
+        x = torch.where(x.abs() < 2, x, x / 64)  # keep most of them inside the domain
+    rtol = {torch.float32: 4e-6, torch.float64: 1e-11, torch.bfloat16: 1e-2}[dtype]
+    _assert_close(_pointwise_kernel(fn, 1)(x), fn(x), rtol, name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_atan2_quadrants_signed_zeros_and_infinities(dtype: torch.dtype, device: str) -> None:
+    y = _samples(64, dtype, device, seed=1)
+    x = torch.flip(_samples(64, dtype, device, seed=2), [0])
+    rtol = 4e-6 if dtype == torch.float32 else 1e-12
+    _assert_close(_pointwise_kernel(torch.atan2, 2)(y, x), torch.atan2(y, x), rtol, "atan2")
+
+
+def test_gpu_code_calls_libdevice_and_the_interpreter_its_own_functions() -> None:
+    kernel = _pointwise_kernel(lambda v: torch.atan2(torch.lgamma(v), torch.erfc(v)), 1)
+    x = torch.randn(64)
+    config = tc.Config(block_sizes=[64])
+    for target, prefix in (("cuda:90", "_tc_libdevice."), ("hip:gfx942", "_tc_libdevice.")):
+        bound = BoundKernel(kernel, kernel.bind_arguments((x,), {}), Target.parse(target))
+        body = bound.to_triton_code(config).split("@triton.jit")[1]
+        assert all(f"{prefix}{f}(" in body for f in ("atan2", "lgamma", "erfc")), body
+        assert "_tc_math." not in body
+    interpreted = kernel.bind((x,)).to_triton_code(config).split("@triton.jit")[1]
+    assert "_tc_math.lgamma(" in interpreted and "_tc_libdevice" not in interpreted
+
+
+@tc.kernel(static_shapes=True)
+def every_libm_function(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        v = x[tm, :].float()
+        a = torch.tan(v) + torch.atan(v) + torch.asin(v * 0.1) + torch.acos(v * 0.1)
+        b = torch.sinh(v) + torch.cosh(v) + torch.asinh(v) + torch.acosh(v.abs() + 1)
+        c = torch.atanh(v * 0.1) + torch.erfc(v) + torch.erfinv(v * 0.1) + torch.lgamma(v)
+        out[tm, :] = (a + b + c + torch.atan2(v, v + 1)).to(out.dtype)
+    return out
+
+
+@pytest.mark.crosscompile
+def test_math_library_cross_compiles_for_nvidia_and_amd() -> None:
+    assert_defaults_cross_compile(
+        every_libm_function, (torch.empty(4096, 512, dtype=torch.bfloat16),)
+    )
+
+
+@pytest.mark.gpu
+def test_math_library_on_the_gpu_matches_torch(device: str) -> None:
+    """libdevice on the GPU (the interpreter tests above check runtime/triton_math.py)."""
+    for name, fn in sorted(UNARY_LIBM.items()):
+        x = _samples(4096, torch.float32, device)
+        if name in ("asin", "acos", "atanh", "erfinv"):
+            x = torch.where(x.abs() < 2, x, x / 64)
+        _assert_close(_pointwise_kernel(fn, 1)(x), fn(x), 4e-6, name)
+    y, x = _samples(4096, torch.float32, device, 1), _samples(4096, torch.float32, device, 2)
+    _assert_close(_pointwise_kernel(torch.atan2, 2)(y, x), torch.atan2(y, x), 4e-6, "atan2")
+
+
+ROW_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "leaky_relu": lambda v: F.leaky_relu(v, 0.2),
+    "elu": lambda v: F.elu(v, alpha=0.7),
+    "selu": F.selu,
+    "celu": lambda v: F.celu(v, alpha=2.0),
+    "logsigmoid": F.logsigmoid,
+    "softsign": F.softsign,
+    "tanhshrink": F.tanhshrink,
+    "threshold": lambda v: F.threshold(v, 0.1, -3.0),
+    "softshrink": lambda v: F.softshrink(v, 0.3),
+    "hardshrink": lambda v: F.hardshrink(v, 0.3),
+    "rrelu_eval": lambda v: F.rrelu(v, training=False),
+    "softmin": lambda v: F.softmin(v, dim=-1),
+    "dropout_eval": lambda v: F.dropout(v, 0.3, training=False) + F.dropout(v, 0.0),
+    "normalize": lambda v: F.normalize(v, dim=-1),
+    "normalize_l1": lambda v: F.normalize(v, p=1.0, dim=1),
+    "F_sigmoid_tanh": lambda v: F.sigmoid(v) * F.tanh(v),
+    "clamp_min_max": lambda v: v.clamp_min(-0.5) + torch.clamp_max(v, 0.25),
+    "fmax_fmin": lambda v: torch.fmax(v, torch.flip(v, [-1])) - torch.fmin(v, 0.5 * v),
+    "logit": lambda v: (
+        torch.logit(torch.sigmoid(v), eps=1e-3) + torch.special.logit(torch.sigmoid(v))
+    ),
+    "xlogy": lambda v: torch.xlogy(torch.relu(v), v.abs()),
+    "logaddexp": lambda v: torch.logaddexp(v, 2 * v) + torch.logaddexp2(v, -v),
+    "heaviside": lambda v: torch.heaviside(v, torch.flip(v, [-1])),
+    "rsub": lambda v: torch.rsub(v, 1.5) + torch.rsub(v, v * v, alpha=2),
+    "sinc": torch.sinc,
+    "degrees": lambda v: torch.deg2rad(v) + torch.rad2deg(v),
+    "ndtr_entr": lambda v: torch.special.ndtr(v) + torch.special.entr(v.abs()),
+    "round_decimals": lambda v: torch.round(v * 100, decimals=-1) + torch.round(v, decimals=2),
+    "identities": lambda v: v.clone() + v.contiguous() + v.detach() + (+v),
+    "norm": lambda v: v.norm(dim=-1, keepdim=True) * v + v.norm(p=1, dim=-1, keepdim=True),
+    "special_aliases": lambda v: (
+        torch.special.expit(v)
+        + torch.special.erf(v)
+        + torch.special.exp2(v)
+        + torch.special.log1p(v.abs())
+        + torch.special.softmax(v, -1)
+    ),
+}
+
+
+def _row_kernel(fn: Callable[[torch.Tensor], torch.Tensor]) -> tc.Kernel:
+    @tc.kernel(static_shapes=True)
+    def rows(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for tm in tc.tile(x.size(0)):
+            out[tm, :] = fn(x[tm, :])
+        return out
+
+    return rows
+
+
+@pytest.mark.parametrize("name", sorted(ROW_FUNCTIONS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_functional_activations_and_math_composites_match_torch(
+    name: str, dtype: torch.dtype, device: str
+) -> None:
+    """Were UnsupportedOpError (F.leaky_relu, F.normalize, torch.logaddexp, ...)."""
+    fn = ROW_FUNCTIONS[name]
+    g = torch.Generator().manual_seed(3)
+    x = (torch.randn(9, 24, generator=g) * 2).to(dtype).to(device)
+    x[0, :4] = torch.tensor([0.0, -0.0, 0.1, 0.3])  # at the thresholds and zeros
+    got, want = _row_kernel(fn)(x), fn(x)
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol, equal_nan=True, msg=name)
+
+
+@tc.kernel(static_shapes=True)
+def norms_with_parameters(
+    x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, other: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    ln, rms = torch.empty_like(x), torch.empty_like(x)
+    cos = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        row = x[tm, :]
+        ln[tm, :] = F.layer_norm(row, (n,), w[:], b[:], 1e-5)
+        rms[tm, :] = F.rms_norm(row, [n], w[:], eps=1e-6)
+        cos[tm] = F.cosine_similarity(row.float(), other[tm, :].float(), dim=-1)
+    return ln, rms, cos
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_layer_norm_rms_norm_and_cosine_similarity_match_torch(
+    dtype: torch.dtype, device: str
+) -> None:
+    g = torch.Generator().manual_seed(4)
+    x, other = (torch.randn(10, 48, generator=g).to(dtype).to(device) for _ in range(2))
+    w, b = (torch.randn(48, generator=g).to(dtype).to(device) for _ in range(2))
+    ln, rms, cos = norms_with_parameters(x, w, b, other)
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(ln, F.layer_norm(x, (48,), w, b, 1e-5), rtol=tol, atol=tol)
+    torch.testing.assert_close(rms, F.rms_norm(x, [48], w, eps=1e-6), rtol=tol, atol=tol)
+    want = F.cosine_similarity(x.float(), other.float(), dim=-1)
+    torch.testing.assert_close(cos, want, rtol=1e-5, atol=1e-5)
+
+
+@tc.kernel(static_shapes=True)
+def channel_prelu(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tb in tc.tile(x.size(0)):
+        out[tb, :, :] = F.prelu(x[tb, :, :], w[:])
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def flattened_pairs(x: torch.Tensor) -> torch.Tensor:
+    m = x.size(0)
+    out = torch.empty([m, 32], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, :, :].flatten(1) * 2
+    return out
+
+
+def test_prelu_weights_run_along_channels_and_flatten_merges_whole_dims(device: str) -> None:
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(6, 4, 16, generator=g).to(device)
+    w = torch.tensor([0.1, 0.2, -0.3, 0.5], device=device)
+    torch.testing.assert_close(channel_prelu(x, w), F.prelu(x, w))
+    y = torch.randn(5, 4, 8, generator=g).to(device)
+    torch.testing.assert_close(flattened_pairs(y), y.flatten(1) * 2)
+
+
+@pytest.mark.parametrize(
+    ("fn", "words"),
+    [
+        (lambda v: F.dropout(v, 0.2), ["F.dropout(training=True)", "tc.rand"]),
+        (lambda v: F.rrelu(v, training=True), ["F.rrelu(training=True)", "tc.rand"]),
+        (lambda v: v.norm(p="nuc"), ["p='nuc'"]),
+    ],
+)
+def test_random_or_matrix_forms_are_clear_errors(
+    fn: Callable[..., torch.Tensor], words: list[str]
+) -> None:
+    kernel = _pointwise_kernel(fn, 1)
+    with pytest.raises(UnsupportedOpError) as info:
+        kernel(torch.randn(16))
+    message = str(info.value)
+    assert all(w in message for w in words), message
+    assert "test_more_ops.py" in message  # the user's line
