@@ -114,7 +114,7 @@ def add_functions(em: EmitContext) -> None:
     the names they define (functions, constants) free of generated temporaries."""
     seen: dict[str, Any] = {}
     for node in em.loop.walk():
-        if node.op is Op.EXTERN:
+        if node.op is Op.EXTERN and "call" not in node.attrs:  # (ours are imported)
             em.helpers.extend(function_sources(node.attrs["fn"], seen))
     for name in seen:
         em.w.reserve(name)
@@ -123,6 +123,8 @@ def add_functions(em: EmitContext) -> None:
 @emits(Op.EXTERN)
 def emit_extern(em: EmitContext, node: Node) -> None:
     fn = node.attrs["fn"]
-    args = ", ".join(em.expr(i) for i in node.inputs)
-    text = f"{fn.__name__}({args})"
+    if "call" in node.attrs:  # one of tilecraft's own (torch.sort): a call template
+        text = node.attrs["call"].format(*(em.expr(i) for i in node.inputs))
+    else:
+        text = f"{fn.__name__}({', '.join(em.expr(i) for i in node.inputs)})"
     em.bind(node, f"{text}.to({dtypes.triton_dtype(node.dtype)})")

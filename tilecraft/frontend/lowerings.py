@@ -14,7 +14,16 @@ from typing import Any
 import torch
 
 from tilecraft.errors import UnsupportedOpError
-from tilecraft.frontend import activations, composites, dots, scans, tile_gather, tile_shifts, views
+from tilecraft.frontend import (
+    activations,
+    composites,
+    dots,
+    scans,
+    sorting,
+    tile_gather,
+    tile_shifts,
+    views,
+)
 from tilecraft.ir import dtypes
 from tilecraft.ir.pointwise import POINTWISE
 
@@ -488,6 +497,9 @@ lowering(torch.take_along_dim, T.take_along_dim)(tile_gather.take_along_dim)
 lowering(torch.roll, T.roll)(tile_gather.roll)
 lowering(torch.flip, T.flip)(tile_gather.flip)
 lowering(F.pad)(tile_shifts.pad)
+lowering(torch.sort, T.sort)(sorting.sort)
+lowering(torch.argsort, T.argsort)(sorting.argsort)
+lowering(torch.topk, T.topk)(sorting.topk)
 lowering(torch.lerp, T.lerp)(composites.lerp)
 lowering(torch.addcmul, T.addcmul)(composites.addcmul)
 lowering(torch.addcdiv, T.addcdiv)(composites.addcdiv)

@@ -61,7 +61,7 @@ def gather(
             hint="add the missing dims with [:, None] or unsqueeze",
         )
     axis = t._axis(src, dim)
-    _check_whole(t, src, axis)
+    check_whole(t, src, axis)
     idx = rdims.conform(t, idx, src.shape)
     for d, (have, want) in enumerate(zip(idx.shape, src.shape, strict=True)):
         if d != axis and not _same_dim(have, want):
@@ -164,7 +164,7 @@ def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
     for dim in dims if isinstance(dims, (list, tuple)) else [dims]:
         src = t.value_node(out)
         axis = t._axis(src, dim)
-        _check_whole(t, src, axis, "torch.flip")
+        check_whole(t, src, axis, "torch.flip")
         d = src.shape[axis]
         if isinstance(d, Sym) and (scanned := _reverse_scan(t, src, axis)) is not None:
             out = t.wrap(scanned)
@@ -233,7 +233,7 @@ def _static_length(d: Sym) -> int | None:
 
 def static_whole(t: Tracer, src: Node, axis: int, op: str) -> int:
     """The static length of ``src``'s dim ``axis``, a whole dim (an error otherwise)."""
-    _check_whole(t, src, axis, op)
+    check_whole(t, src, axis, op)
     d = src.shape[axis]
     if not isinstance(d, Sym):
         return int(d)
@@ -247,7 +247,7 @@ def static_whole(t: Tracer, src: Node, axis: int, op: str) -> int:
     return d.extent
 
 
-def _check_whole(t: Tracer, src: Node, axis: int, op: str = "torch.gather") -> None:
+def check_whole(t: Tracer, src: Node, axis: int, op: str = "torch.gather") -> None:
     d = src.shape[axis]
     if isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar:
         raise ShapeError(

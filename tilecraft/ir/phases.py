@@ -129,7 +129,7 @@ def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
         if node.op in (Op.IF, Op.WHILE) and any(sym in n.shape for n in walk([node])):
             return False, f"{'an' if node.op is Op.IF else 'a'} `{node.op.value}` on data uses it"
         if node.op is Op.EXTERN and any(sym in i.shape for i in [node, *node.inputs]):
-            return False, "tc.triton_call uses it"
+            return False, f"{node.attrs.get('what', 'tc.triton_call')} uses it"
         if node.op is Op.VIEW and node.attrs.get("perm") and sym in node.shape:
             return False, "a transpose uses it"
         if (

@@ -1,0 +1,120 @@
+"""``torch.sort`` / ``torch.argsort`` / ``torch.topk`` of a tile along a whole dim (stage:
+frontend; in: the tracer and the call's operands; out: ``EXTERN`` nodes calling
+``runtime/triton_sort.py``).
+
+The dim is sorted as the tile's last (``tl.sort`` sorts that one; another is transposed there and
+back). Values and positions travel together in one 64-bit key, so the indices are exact and ties
+keep their order (stable). Values up to 32 bits: half precision and fp32, ints to int32, bool.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tilecraft.errors import DeviceCodeError, UnsupportedOpError
+from tilecraft.frontend import views
+from tilecraft.frontend.rdims import along
+from tilecraft.frontend.tile_gather import check_whole
+from tilecraft.ir.nodes import Node, Op, Sym, shape_str
+from tilecraft.runtime import triton_sort
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+    from tilecraft.frontend.values import TileValue
+
+_WIDE = (torch.float64, torch.int64, torch.uint64, torch.uint32)
+
+
+def _extern(
+    t: Tracer, fn: Any, call: str, inputs: list[Node], shape: Any, dtype: torch.dtype, what: str
+) -> Node:
+    node = t.emit(Op.EXTERN, inputs, tuple(shape), dtype, fn=fn, call=call, what=what)
+    node.hint = fn.__name__
+    return node
+
+
+def _sorted(
+    t: Tracer, x: Any, dim: int, ascending: bool, k: int | None, what: str
+) -> tuple[Any, Any]:
+    """(values, int64 indices) of ``x`` sorted along ``dim``; the first ``k`` when given."""
+    src = t.value_node(x)
+    if src.ndim == 0:
+        raise DeviceCodeError(f"{what} of a scalar", t.loc, hint="sort a tile")
+    if src.dtype in _WIDE or src.dtype.is_complex:
+        raise UnsupportedOpError(
+            f"{what} of a {src.dtype} tile (keys hold values of up to 32 bits)",
+            hint="cast to torch.float32 or torch.int32 first",
+        )
+    axis = t._axis(src, dim)
+    check_whole(t, src, axis, what)
+    last = src.ndim - 1
+    if axis != last:
+        values, indices = _sorted(t, views.transpose(t, x, axis, last), last, ascending, k, what)
+        return views.transpose(t, values, axis, last), views.transpose(t, indices, axis, last)
+    d = src.shape[last]
+    extent = (
+        d.extent if isinstance(d, Sym) and isinstance(d.extent, int) and not d.extent_args else d
+    )
+    if k is not None and (k < 1 or (isinstance(extent, int) and k > extent)):
+        raise DeviceCodeError(
+            f"{what}: k={k} is out of range for a dim of {extent} in {shape_str(src.shape)}", t.loc
+        )
+    if not isinstance(d, Sym):  # a dim of 1: already sorted
+        return x, t.full(list(src.shape), 0, torch.int64)
+    pos = along(t, t.tile_leaf(d, Op.TILE_INDEX), src.shape, last)
+    inputs = [src, pos.node, t.value_node(t.extent_value(d))]
+    up = "True" if ascending else "False"
+    if k is None:
+        call, shape, fn = (
+            f"_tc_sort.sorted_keys({{0}}, {{1}}, {{2}}, {up})",
+            src.shape,
+            triton_sort.sorted_keys,
+        )
+    else:
+        block = 1 << (k - 1).bit_length()
+        call, fn = f"_tc_sort.top_keys({{0}}, {{1}}, {{2}}, {up}, {block})", triton_sort.top_keys
+        shape = (*src.shape[:last], t.size_dim(k, []))
+    keys = _extern(t, fn, call, inputs, shape, torch.int64, what)
+    if src.dtype.is_floating_point:
+        value_fn, value_dtype = triton_sort.key_floats, torch.float32
+    else:
+        value_fn, value_dtype = triton_sort.key_ints, torch.int32
+    value_call = f"_tc_sort.{value_fn.__name__}({{0}}, {up})"
+    values = _extern(t, value_fn, value_call, [keys], shape, value_dtype, what)
+    positions = "_tc_sort.key_positions({0})"
+    indices = _extern(t, triton_sort.key_positions, positions, [keys], shape, torch.int64, what)
+    return t.to_dtype(t.wrap(values), src.dtype), t.wrap(indices)
+
+
+def sort(
+    t: Tracer, x: Any, dim: int = -1, descending: bool = False, stable: bool = False, **kw: Any
+) -> Any:
+    """``(values, indices)`` along a whole ``dim`` (stable; NaN last ascending, first
+    descending, as torch); values of up to 32 bits."""
+    dim = kw.pop("dim", dim)
+    values, indices = _sorted(t, x, dim, not kw.pop("descending", descending), None, "torch.sort")
+    return torch.return_types.sort((values, indices))
+
+
+def argsort(
+    t: Tracer, x: Any, dim: int = -1, descending: bool = False, stable: bool = False
+) -> TileValue:
+    """The int64 indices that sort ``x`` along a whole ``dim`` (stable)."""
+    return _sorted(t, x, dim, not descending, None, "torch.argsort")[1]
+
+
+def topk(
+    t: Tracer, x: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+) -> Any:
+    """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) along a whole
+    ``dim``, in order, ties by position; ``k`` a Python int."""
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise DeviceCodeError(
+            f"torch.topk: k must be a Python int, got {type(k).__name__}",
+            t.loc,
+            hint="the result's size is part of the compiled kernel: pass k as an int",
+        )
+    values, indices = _sorted(t, x, dim, not largest, k, "torch.topk")
+    return torch.return_types.topk((values, indices))
