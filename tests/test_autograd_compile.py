@@ -209,3 +209,36 @@ def test_vmap_runs_the_kernel_as_its_op_per_example() -> None:
     torch.testing.assert_close(torch.vmap(fresh)(xs), xs * 2)  # the first call: vmap's
     torch.testing.assert_close(fresh(xs[0]), xs[0] * 2)  # a plain call: the fast path exists
     torch.testing.assert_close(torch.vmap(fresh)(xs), xs * 2)
+
+
+@tc.kernel(static_shapes=True)
+def gate_row_sums(w: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """w [3H, I] holds three gates' rows (nn.GRUCell's weight_ih), viewed by h's H."""
+    hd = h.size(1)
+    w3 = w.view(3, hd, w.size(1))
+    out = torch.empty([3, hd], dtype=torch.float32, device=w.device)
+    for tg, th in tc.tile([3, hd]):
+        out[tg, th] = torch.sum(w3[tg, th, :], dim=-1)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def group_absmax(x: torch.Tensor) -> torch.Tensor:
+    m, k = x.size()
+    xg = x.view(m, k // 128, 128)
+    out = torch.empty([m, k // 128], dtype=torch.float32, device=x.device)
+    for tm, tg in tc.tile([m, k // 128]):
+        out[tm, tg] = torch.amax(xg[tm, tg, :].abs(), dim=-1)
+    return out
+
+
+def test_host_code_needing_its_sizes_relations_compiles_with_fullgraph() -> None:
+    """The op's layout was read only on stand-ins whose dims are all one extent: a [3 H, I]
+    weight viewed by another argument's H, or groups of 128, failed on every one ("shape
+    '[720, 5, 128]' is invalid") inside torch.compile; now the call's own sizes are used."""
+    w, h = torch.randn(18, 10), torch.randn(2, 6)
+    compiled = torch.compile(gate_row_sums, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(w, h), w.view(3, 6, 10).sum(-1))
+    x = torch.randn(4, 384)
+    grouped = torch.compile(group_absmax, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(grouped(x), x.view(4, 3, 128).abs().amax(-1))

@@ -30,6 +30,10 @@ class Baseline:
     # (outputs, args, kwargs) with each tensor replaced by the mask of the elements a sampled
     # ref-mode run wrote; None: every element is compared
     written: Any = None
+    # ref mode again with float arguments in fp64 (see :func:`widened`), made when a config
+    # first differs: (outputs, arguments after); None until then or where it fails
+    precise: tuple[Any, tuple[Any, ...]] | None = None
+    precise_tried: bool = False
 
 
 def clone_tensor(t: torch.Tensor) -> torch.Tensor:
@@ -80,6 +84,36 @@ def compute_baseline(
     written = (sample.written(outputs), sample.written(a), sample.written(kw))
     source = f"ref mode ({sample.ran} of {sample.of} programs)"
     return Baseline(_own(outputs, a), a, kw, source, written)
+
+
+_WIDENED = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def widened(
+    baseline: Baseline, kernel: Kernel, args: Sequence[Any], kwargs: dict[str, Any]
+) -> tuple[Any, tuple[Any, ...]] | None:
+    """Ref mode with every fp32 / fp16 / bf16 tensor argument in fp64, once per baseline: the
+    judge of where the fp32 baseline's own rounding is off (``compare._ill_conditioned``). None
+    for a sampled or user baseline, or where ref mode fails in fp64 (a dtype check)."""
+    if baseline.precise_tried:
+        return baseline.precise
+    baseline.precise_tried = True
+    if baseline.written is not None or baseline.source != "ref mode":
+        return None
+    a, kw = clone_args(args, kwargs)
+    wide = tuple(_to_fp64(x) for x in a)
+    wide_kw = {k: _to_fp64(v) for k, v in kw.items()}
+    try:
+        with torch.no_grad():
+            outputs = kernel.run_ref(*wide, **wide_kw)
+    except Exception:  # the kernel's own checks may refuse fp64: no second opinion then
+        return None
+    baseline.precise = (_own(outputs, wide), (*wide, *wide_kw.values()))
+    return baseline.precise
+
+
+def _to_fp64(x: Any) -> Any:
+    return x.to(torch.float64) if isinstance(x, torch.Tensor) and x.dtype in _WIDENED else x
 
 
 def _own(outputs: Any, args: Sequence[Any]) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.autotune.baseline import Baseline, clone_args, restrict
+from tilecraft.autotune.baseline import Baseline, clone_args, restrict, widened
 from tilecraft.autotune.classify import STICKY, Category, classify, one_line
 from tilecraft.autotune.compare import Tolerances, compare
 from tilecraft.autotune.decisions import float_decisions, rounds_floats
@@ -168,16 +168,27 @@ def check_config(
         if baseline.written is not None:  # a sampled ref mode: the elements it wrote
             masks, arg_masks, kwarg_masks = baseline.written
             got, want = restrict(got, want, (masks, (*arg_masks, *kwarg_masks.values())))
-        cmp = compare(
-            got[0],
-            want[0],
-            actual_args=got[1],
-            expected_args=want[1],
-            arg_names=names[: len(a)] + list(kw),
-            tolerances=tolerances,
-            decides_on_floats=bool(float_decisions(bound.traced.loops)),
-            rounds_floats=rounds_floats(bound.traced.loops),
+        decides, rounds = (
+            bool(float_decisions(bound.traced.loops)),
+            rounds_floats(bound.traced.loops),
         )
+
+        def check(precise: Any = None) -> Any:
+            return compare(
+                got[0],
+                want[0],
+                actual_args=got[1],
+                expected_args=want[1],
+                arg_names=names[: len(a)] + list(kw),
+                tolerances=tolerances,
+                decides_on_floats=decides,
+                rounds_floats=rounds,
+                precise=precise,
+            )
+
+        cmp = check()
+        if not cmp.ok and (precise := widened(baseline, bound.kernel, args, dict(kwargs))):
+            cmp = check(precise)
         if cmp.boundary_cases:
             result["reason"] = cmp.summary()[:400]
         if not cmp.ok:

@@ -226,20 +226,53 @@ def example_arg(kind: ArgKind, extent: int = EXAMPLE_EXTENT, value: float = 1.0)
     return {"None": None, "int": extent, "float": value}.get(tag)
 
 
+Hint = tuple[Any, ...]  # per argument: a tensor's concrete shape, a number's value, or None
+
+
+def shape_hint(values: tuple[Any, ...]) -> Hint:
+    """The call's sizes and numbers (under torch.compile this specializes on them: used only
+    where the stand-ins failed). Host code may need its sizes' relations (``w.view(3, h, i)``
+    of a [3 H, I] weight beside an [B, H] state; ``x.view(m, k // 128, 128)``), which no one
+    extent satisfies."""
+    hint: list[Any] = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            hint.append(tuple(int(d) for d in v.shape))
+        elif isinstance(v, bool) or not isinstance(v, (int, float)):
+            hint.append(None)
+        else:
+            hint.append(float(v) if isinstance(v, float) else int(v))
+    return tuple(hint)
+
+
+def _hinted_example(kinds: tuple[ArgKind, ...], hint: Hint) -> tuple[Any, ...]:
+    example = []
+    for kind, h in zip(kinds, hint, strict=True):
+        if kind[0] == "Tensor" and isinstance(h, tuple):
+            dtype = getattr(torch, kind[1].removeprefix("torch."))
+            example.append(torch.zeros(h, dtype=dtype, device="meta"))
+        elif kind[0] in ("int", "float") and h is not None:
+            example.append(h)
+        else:
+            example.append(example_arg(kind))
+    return tuple(example)
+
+
 def run_examples(
-    runner: HostRunner, kinds: tuple[ArgKind, ...]
+    runner: HostRunner, kinds: tuple[ArgKind, ...], hint: Hint | None = None
 ) -> tuple[tuple[Any, ...], Any, list[tuple[int, dict[str, Any]]]]:
-    """The host code run on stand-ins of ``kinds`` (the first of :data:`EXAMPLES` it runs on:
-    it may divide by ``1 - p`` or view sizes in threes), with what it returned and launched."""
-    for extent, value in EXAMPLES[:-1]:
-        example = tuple(example_arg(k, extent, value) for k in kinds)
+    """The host code run on stand-ins of ``kinds`` (the first call's sizes when ``hint`` has
+    them, else the first of :data:`EXAMPLES` it runs on: it may divide by ``1 - p`` or view
+    sizes in threes), with what it returned and launched."""
+    examples = [tuple(example_arg(k, extent, value) for k in kinds) for extent, value in EXAMPLES]
+    if hint is not None and len(hint) == len(kinds):
+        examples.insert(0, _hinted_example(kinds, hint))
+    for example in examples[:-1]:
         try:
             return (example, *runner.run(example))
         except Exception:  # noqa: BLE001  (the next stand-ins; the last one's error is raised)
             continue
-    extent, value = EXAMPLES[-1]
-    example = tuple(example_arg(k, extent, value) for k in kinds)
-    return (example, *runner.run(example))
+    return (examples[-1], *runner.run(examples[-1]))
 
 
 def output_layout(
@@ -316,11 +349,14 @@ def op_base_name(kernel: Kernel, signature: str = "") -> str:
     return re.sub(r"\W", "_", fn.__name__) + "_" + digest
 
 
-def create_op(kernel: Kernel, kinds: tuple[ArgKind, ...]) -> tuple[OpInfo, Any]:
-    """Define the custom op for calls with arguments of ``kinds`` (real and fake impls)."""
+def create_op(
+    kernel: Kernel, kinds: tuple[ArgKind, ...], hint: Hint | None = None
+) -> tuple[OpInfo, Any]:
+    """Define the custom op for calls with arguments of ``kinds`` (real and fake impls);
+    ``hint``: the first call's sizes (:func:`shape_hint`)."""
     check_kinds(kernel, kinds)
     runner = kernel.host_runner()
-    example, result, launched = run_examples(runner, kinds)
+    example, result, launched = run_examples(runner, kinds, hint)
     mutated = runner.mutated(example, launched)
     layout, n_out = output_layout(kernel, result, example)
     op_schema = schema(kernel, kinds, mutated, n_out)
@@ -390,10 +426,10 @@ class KernelOps:
         self.id = f"ops{len(_registry)}"
         _registry[self.id] = self
 
-    def get(self, kinds: tuple[ArgKind, ...]) -> tuple[OpInfo, Any]:
+    def get(self, kinds: tuple[ArgKind, ...], hint: Hint | None = None) -> tuple[OpInfo, Any]:
         found = self.ops.get(kinds)
         if found is None:
-            found = self.ops[kinds] = create_op(self.kernel, kinds)
+            found = self.ops[kinds] = create_op(self.kernel, kinds, hint)
             op_records.record(op_base_name(self.kernel), kinds)
             if self.backward is not None:
                 self._register_autograd(*found)
@@ -423,7 +459,7 @@ class KernelOps:
 
     def call(self, values: tuple[Any, ...]) -> Any:
         """Run the kernel through its op (eager calls that need autograd)."""
-        info, op = self.get(tuple(arg_kind(v) for v in values))
+        info, op = self.get(tuple(arg_kind(v) for v in values), shape_hint(values))
         return info.rebuild(op(*values), values)
 
 
@@ -454,8 +490,19 @@ def mark_constant(fn: Callable[..., Any]) -> Callable[..., Any]:
 @mark_constant
 def op_for(ops_id: str, kinds: tuple[ArgKind, ...]) -> tuple[str, Any]:
     """The op's name and output layout; ``torch.compile`` runs this while tracing and keeps the
-    result as a constant (defining an op cannot itself be traced)."""
-    info, _ = _registry[ops_id].get(kinds)
+    result as a constant (defining an op cannot itself be traced). ``("", None)`` where the
+    host code fails on every stand-in: :func:`op_for_sizes` defines it from the call's sizes."""
+    try:
+        info, _ = _registry[ops_id].get(kinds)
+    except Exception:  # noqa: BLE001  (op_for_sizes raises it again, with the call's sizes)
+        return "", None
+    return info.name, info.layout
+
+
+@mark_constant
+def op_for_sizes(ops_id: str, kinds: tuple[ArgKind, ...], hint: Hint) -> tuple[str, Any]:
+    """:func:`op_for` with the op's layout read on the call's own sizes (``hint``)."""
+    info, _ = _registry[ops_id].get(kinds, hint)
     return info.name, info.layout
 
 
@@ -463,6 +510,8 @@ def compiled_call(ops: KernelOps, values: tuple[Any, ...]) -> Any:
     """The kernel call as ``torch.compile`` traces it: one custom op in the graph."""
     kinds = tuple(arg_kind(v) for v in values)
     name, layout = op_for(ops.id, kinds)
+    if not name:  # the host code needs the sizes' relations: specialize on this call's
+        name, layout = op_for_sizes(ops.id, kinds, shape_hint(values))
     outs = getattr(getattr(torch.ops, NAMESPACE), name).default(*values)
     return rebuild(layout, outs, values)
 
