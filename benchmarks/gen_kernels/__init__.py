@@ -46,6 +46,7 @@ from benchmarks.gen_kernels import (
     heldout_s34,
     heldout_s35,
     heldout_s35b,
+    heldout_s36,
     norms,
     reductions,
     rewritten,
@@ -90,6 +91,7 @@ _HELDOUT_MODULES = (
     heldout_s34,
     heldout_s35,
     heldout_s35b,
+    heldout_s36,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

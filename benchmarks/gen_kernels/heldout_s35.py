@@ -388,7 +388,9 @@ def xpos_qk_reference(q, k):
     s, h, d = q.shape
     scale_vec = (torch.arange(0, d, 2, dtype=F32, device=q.device) + 0.4 * d) / (1.4 * d)
     min_pos = (-s) // 2
-    power = torch.arange(min_pos, min_pos + s, dtype=F32, device=q.device)[:, None] / XPOS_SCALE_BASE
+    power = (
+        torch.arange(min_pos, min_pos + s, dtype=F32, device=q.device)[:, None] / XPOS_SCALE_BASE
+    )
     scale = scale_vec**power  # [S, D/2]
     inv_freq = 1.0 / (XPOS_BASE ** (torch.arange(0, d, 2, dtype=F32, device=q.device) / d))
     ang = torch.arange(s, dtype=F32, device=q.device)[:, None] * inv_freq[None, :]

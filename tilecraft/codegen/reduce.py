@@ -63,8 +63,10 @@ def reduce_expr(
     keep_arg = ", keep_dims=True" if keep else ""
     if not dtype.is_floating_point or kind == "sum":
         reduced = f"{REDUCE_FN[kind]}({text}, {axis}{keep_arg})"
-        if kind in ("max", "min") and dtype.itemsize < 4 and dtype != torch.bool:
-            return f"{reduced}.to({dtypes.triton_dtype(dtype)})"  # tl.max widens to int32
+        if kind in ("max", "min") and dtype.itemsize < 4:
+            # tl.max widens to int32 (a bool's too: torch.all's result then fed tl.where an
+            # int32 condition, which Triton 3.6 deprecates)
+            return f"{reduced}.to({dtypes.triton_dtype(dtype)})"
         return reduced
     if kind in NAN_COMBINE:
         return f"tl.reduce({text}, {axis}, {NAN_COMBINE[kind]}{keep_arg})"

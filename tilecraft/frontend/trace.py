@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.errors import DeviceCodeError, SourceLoc, TilecraftError
+from tilecraft.errors import DeviceCodeError, SourceLoc, TilecraftError, UnsupportedOpError
 from tilecraft.frontend import loop_nest
 from tilecraft.frontend.glue import GLUE, GLUE_DONE, GlueRun, device_loop, output_name
 from tilecraft.frontend.glue_trace import (
@@ -28,6 +28,7 @@ from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, memory_owner
+from tilecraft.ir.dtypes import TRITON_DTYPES
 from tilecraft.ir.fuse_loops import fuse_sibling_loops
 from tilecraft.ir.hoist import hoist_operands
 from tilecraft.ir.int_ranges import narrow_int_accumulations
@@ -262,6 +263,7 @@ class _TraceHost:
 
     def _capture(self, name: str, value: Any, tracer: Tracer) -> Any:
         if isinstance(value, torch.Tensor):
+            _check_dtype(name, value, tracer)
             shape, stride = tuple(value.shape), tuple(value.stride())
             dynamic = not self.static_shapes
             argument = id(value) in self.arguments
@@ -475,3 +477,15 @@ def _filter(nodes: list[Node], live: set[int]) -> list[Node]:
             n.attrs["carry_updates"] = [c for c in n.attrs.get("carry_updates", []) if c.id in live]
         out.append(n)
     return out
+
+
+def _check_dtype(name: str, value: torch.Tensor, tracer: Tracer) -> None:
+    """A tensor device code cannot hold (one the host code made: arguments are checked on the
+    call) is one error at the loop that reads it, not a failed compile per candidate config."""
+    if value.dtype not in TRITON_DTYPES:
+        supported = ", ".join(str(d).removeprefix("torch.") for d in TRITON_DTYPES)
+        raise UnsupportedOpError(
+            f"'{name}' is a {value.dtype} tensor, which device code does not support",
+            tracer.loc,
+            hint=f"make it in one of: {supported} (and convert on the host after the kernel)",
+        )

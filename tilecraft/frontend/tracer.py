@@ -376,8 +376,15 @@ class Tracer:
 
     def arange(self, *args: Any, dtype: torch.dtype = torch.int32) -> TileValue:
         begin, end, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
-        if any(isinstance(a, (TileProxy, TileValue)) for a in (begin, end, step)):
+        if any(isinstance(a, TileProxy) for a in (begin, end, step)):
             raise DeviceCodeError("tc.arange needs int bounds; use tile.index for a tile's indices")
+        if any(isinstance(a, TileValue) for a in (begin, end, step)):
+            raise DeviceCodeError(
+                "tc.arange / torch.arange: a bound computed from a run-time size (a tile's "
+                "length is part of the compiled kernel)",
+                hint="compile for the size: @tc.kernel(static_shapes=True), or "
+                "tc.specialize(n) in host code",
+            )
         if int(step) < 1:
             raise DeviceCodeError(f"tc.arange: step {int(step)} must be positive")
         sym = self.rdim_for(-(-(int(end) - int(begin)) // int(step)))
