@@ -278,3 +278,15 @@ def test_random_or_matrix_forms_are_clear_errors(
     message = str(info.value)
     assert all(w in message for w in words), message
     assert "test_more_ops.py" in message  # the user's line
+
+
+def test_round_to_decimals_divides_exactly_on_gpus() -> None:
+    """Triton's fp32 ``/`` is div.full.f32 (2 ulp): 145 / 10 need not be the tie 14.5 that
+    torch rounds to even."""
+    kernel = _pointwise_kernel(
+        lambda v: torch.round(v, decimals=-1) + torch.round(v, decimals=2), 1
+    )
+    x = torch.randn(64)
+    bound = BoundKernel(kernel, kernel.bind_arguments((x,), {}), Target.parse("cuda:90"))
+    body = bound.to_triton_code(tc.Config(block_sizes=[64])).split("@triton.jit")[1]
+    assert body.count("tl.math.div_rn(") == 2, body

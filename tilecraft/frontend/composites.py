@@ -303,9 +303,9 @@ def round_decimals(t: Any, x: Any, decimals: int) -> Any:
     xf = t.to_dtype(x, dtypes.compute_dtype(dtype))
     scale = 10.0 ** abs(decimals)
     if decimals > 0:
-        out = t.pointwise("truediv", t.pointwise("round", t.pointwise("mul", xf, scale)), scale)
+        out = t.pointwise("div_exact", t.pointwise("round", t.pointwise("mul", xf, scale)), scale)
     else:
-        out = t.pointwise("mul", t.pointwise("round", t.pointwise("truediv", xf, scale)), scale)
+        out = t.pointwise("mul", t.pointwise("round", t.pointwise("div_exact", xf, scale)), scale)
     return t.to_dtype(out, dtype)
 
 

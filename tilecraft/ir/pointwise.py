@@ -354,6 +354,17 @@ def _trunc_div(a: Any, b: Any) -> Any:
 
 
 _op("truncdiv_int", 2, "({0} // {1})", _trunc_div, int_only=True)
+# a correctly rounded quotient where a rounding follows (torch.round(x, decimals=-1): 145 / 10
+# must be 14.5, a tie, not div.full.f32's neighbour); no torch function names it
+_op(
+    "div_exact",
+    2,
+    "({0} / {1})",
+    operator.truediv,
+    float_only=True,
+    fp32_template="tl.math.div_rn({0}, {1})",
+    reached_by="`torch.round(x, decimals=d)`",
+)
 _op(
     "truncdiv",
     2,

@@ -107,6 +107,8 @@ def ref_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     computed from numbers alone is a number again, as ``tile.begin`` arithmetic is. A matrix
     product of fp8 tiles (``torch.matmul``, ``x.mm(w)``) is :func:`ref_matmul`'s."""
     _check_gather_index(fn, args, kwargs)
+    if (sorted_ := _stable_sort(fn, args, kwargs)) is not None:
+        return sorted_
     if getattr(fn, "__name__", "") in _PRODUCTS and not kwargs:
         operands = _operands(fn, args)
         if _fp8_operands(operands):
@@ -125,6 +127,37 @@ def ref_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     if from_numbers and isinstance(out, torch.Tensor) and out.ndim == 0:
         return out.item()
     return out
+
+
+_SORTS = {"sort": (torch.sort, 1), "argsort": (torch.argsort, 1), "topk": (torch.topk, 2)}
+
+
+def _stable_sort(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``torch.sort`` / ``argsort`` / ``topk`` as compiled code computes them (frontend/
+    sorting.py): stable, ties by position. torch's CUDA sort is not stable by default and its
+    topk orders ties as it likes, so ref mode differed from every config wherever a row held
+    equal values (int and bool rows, bf16). None for any other call."""
+    name = getattr(fn, "__name__", "")
+    if name not in _SORTS:
+        return None
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, torch.Tensor):
+        x, rest = owner, args
+    elif fn is _SORTS[name][0] and args:
+        x, rest = args[0], args[1:]
+    else:
+        return None
+    if name == "topk":
+        params = dict(zip(("k", "dim", "largest", "sorted"), rest, strict=False)) | kwargs
+        k, dim = int(params["k"]), params.get("dim", -1)
+        s = torch.sort(x, dim=dim, descending=params.get("largest", True), stable=True)
+        return torch.return_types.topk((s.values.narrow(dim, 0, k), s.indices.narrow(dim, 0, k)))
+    params = dict(zip(("dim", "descending"), rest, strict=False)) | kwargs
+    params.pop("stable", None)
+    s = torch.sort(
+        x, dim=params.get("dim", -1), descending=params.get("descending", False), stable=True
+    )
+    return s if name == "sort" else s.indices
 
 
 # torch.gather / take_along_dim: their parameters in order
