@@ -388,3 +388,14 @@ def test_fp64_math_keeps_a_literals_digits(device: str) -> None:
     hit, shifted = fp64_literals(x)
     assert torch.equal(hit, x == 0.1)
     assert torch.equal(shifted, x + 0.1)
+
+
+@pytest.mark.crosscompile
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_float_floor_division_cross_compiles_in_both_widths(dtype: torch.dtype) -> None:
+    """The floor quotient divides with div_rn in fp32 (GPUs' ``/`` is 2 ulp: 1e10 // 3 was
+    256 off on an H100), plain ``/`` in fp64 (div_rn has no fp64 form)."""
+    from tests.cross_targets import assert_cross_compiles
+
+    x = torch.empty(256, dtype=dtype)
+    assert_cross_compiles(float_floors, (x, x), tc.Config(block_sizes=[256]))

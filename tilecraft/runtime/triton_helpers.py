@@ -78,7 +78,10 @@ def pow_int(x, y):  # type: ignore[no-untyped-def]
 def floordiv_float(a, b, mod):  # type: ignore[no-untyped-def]
     """torch's floor division of floats from ``mod``, C's fmod(a, b), as torch's kernels (exact
     for large quotients; inf and NaN as torch gives them)."""
-    div = (a - mod) / b
+    if a.dtype == tl.float32:  # exactly: fp32 ``/`` is div.full.f32 on GPUs, 2 ulp (256 at 3e9)
+        div = tl.math.div_rn(a - mod, b)
+    else:
+        div = (a - mod) / b
     div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
     fl = tl.floor(div)
     fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
