@@ -337,8 +337,13 @@ class StrategySpace:
         neutral = [c[0] for c in choices]
         if not values or all(_is_neutral(field, v) for v in values):
             return neutral  # Helion-style explicit neutral lists fit whatever the count
-        if len(values) != len(choices):
-            raise ConfigError(f"{field} has {len(values)} entries; this kernel has {len(choices)}")
+        if len(values) != len(choices):  # written for shapes with other loads (a long row's
+            # flip re-reads memory): the defaults here, as reduction_loops is repaired
+            warn.append(
+                f"{field} has {len(values)} entries; this kernel has {len(choices)} at these "
+                "shapes; using the defaults"
+            )
+            return neutral
         out = []
         for i, (value, allowed) in enumerate(zip(values, choices, strict=True)):
             if value in allowed:

@@ -30,7 +30,7 @@ from tilecraft.config.config import MAX_SPLIT, Config
 from tilecraft.config.plan import block_dims, extent_hint, sym_block
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
-from tilecraft.ir.split import RolledSite, Site, SplitSite, split_site
+from tilecraft.ir.split import NOTHING_TO_SPLIT, RolledSite, Site, SplitSite, split_site
 
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
@@ -87,6 +87,14 @@ def normalize_splits(
     out = []
     for i, factor in enumerate(given):
         site, why = spec.split_sites[i]
+        reduces = any(n.op is Op.REDUCE for n in walk(spec.loops[i].body))
+        if factor > 1 and site is None and why == NOTHING_TO_SPLIT and reduces:
+            repairs.append(
+                f"split_reductions[{i}]={factor}: device loop {i} reduces nothing at these shapes "
+                "(a dim of 1 is no reduction); using 1"
+            )
+            out.append(1)
+            continue
         if factor > 1 and site is None:
             raise ConfigError(
                 f"split_reductions[{i}]={factor}: device loop {i} has no inner loop that can be "

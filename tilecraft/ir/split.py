@@ -87,6 +87,11 @@ class RolledSite:
 Site = SplitSite | RolledSite
 
 
+# why a loop has no split site at these shapes alone (a whole dim of 1 is no reduction dim): an
+# explicit split written for other shapes is repaired to 1 there, not refused
+NOTHING_TO_SPLIT = "the device loop has no inner loop or reduction dim"
+
+
 def split_site(loop: DeviceLoop) -> tuple[Site | None, str]:
     """The inner loop of ``loop`` that ``split_reductions`` may split (the one with the longest
     trip extent when several qualify), or its rolled reduction dim, or None and why neither."""
@@ -96,7 +101,7 @@ def split_site(loop: DeviceLoop) -> tuple[Site | None, str]:
     rdims = [s for s in loop.syms if s.kind is SymKind.RDIM and s.config_slot is not None]
     if rdims:
         return _longest([_rolled_site(loop, sym) for sym in rdims])
-    return None, "the device loop has no inner loop or reduction dim"
+    return None, NOTHING_TO_SPLIT
 
 
 def _longest(found: list[tuple[Any, str]]) -> tuple[Site | None, str]:

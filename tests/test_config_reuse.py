@@ -1,0 +1,59 @@
+"""An explicit config written at one shape is repaired (with a warning) at another shape of the
+same kernel where the parts it names differ: per-access lists when the number of loads changes,
+a split when the reduction dim is 1 (config/space.py, config/split.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import ConfigError
+
+
+@tc.kernel(config=tc.Config(block_sizes=[4], indexing=["block_ptr", "block_ptr"]))
+def flip_and_roll(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, n], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        v = x[tm, :].to(torch.float32)
+        out[tm, :] = torch.flip(v, dims=[1]) + torch.roll(v, 1, 1)
+    return out
+
+
+def test_per_access_lists_written_for_other_shapes_fall_back_to_the_defaults() -> None:
+    """A row longer than 32 is re-read from memory for the flip (one more load): the config's
+    two-entry indexing list was a ConfigError there."""
+    short = torch.randn(65, 3)
+    v = short.float()
+    torch.testing.assert_close(flip_and_roll(short), torch.flip(v, [1]) + torch.roll(v, 1, 1))
+    long = torch.randn(3, 300)
+    with pytest.warns(UserWarning, match=r"indexing has 2 entries; this kernel has 3"):
+        got = flip_and_roll(long)
+    torch.testing.assert_close(got, torch.flip(long, [1]) + torch.roll(long, 1, 1))
+
+
+@tc.kernel(config=tc.Config(block_sizes=[2], reduction_loops=[16], split_reductions=[2]))
+def row_sums(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(x.size(0)):
+        out[tm] = x[tm, :].sum(dim=1)
+    return out
+
+
+@tc.kernel(config=tc.Config(block_sizes=[8], split_reductions=[2]))
+def doubled(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * 2
+    return out
+
+
+def test_a_split_of_a_reduction_over_a_dim_of_one_is_repaired() -> None:
+    x = torch.randn(4, 64)
+    torch.testing.assert_close(row_sums(x), x.sum(1))
+    one = torch.randn(4, 1)
+    with pytest.warns(UserWarning, match=r"reduces nothing at these shapes"):
+        torch.testing.assert_close(row_sums(one), one.sum(1))
+    with pytest.raises(ConfigError, match=r"split_reductions\[0\]=2"):  # no shape can split it
+        doubled(torch.randn(16))
