@@ -57,3 +57,26 @@ def test_a_split_of_a_reduction_over_a_dim_of_one_is_repaired() -> None:
         torch.testing.assert_close(row_sums(one), one.sum(1))
     with pytest.raises(ConfigError, match=r"split_reductions\[0\]=2"):  # no shape can split it
         doubled(torch.randn(16))
+
+
+@tc.kernel(config=tc.Config(block_sizes=[64], indexing="tensor_descriptor"))
+def scale_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * 2.0 + y[t]
+    return out
+
+
+def test_a_view_off_a_16_byte_boundary_gets_its_own_specialization_without_tma() -> None:
+    """The key had dtype, shape, strides and device but not the pointer's alignment: a
+    descriptor config chosen on an aligned tensor was reused for ``base[1:]`` (the interpreter
+    asserted; on a GPU a TMA descriptor of a misaligned base faults)."""
+    x, y = torch.randn(96), torch.randn(96)
+    torch.testing.assert_close(scale_add(x, y), x * 2 + y)
+    view = torch.randn(97)[1:]
+    torch.testing.assert_close(scale_add(view, y), view * 2 + y)
+    config = tc.Config(block_sizes=[64], indexing="tensor_descriptor")
+    aligned_code = scale_add.bind((x, y)).to_triton_code(config)
+    view_code = scale_add.bind((view, y)).to_triton_code(config)
+    assert aligned_code.count("tl.make_tensor_descriptor(") == 3
+    assert view_code.count("tl.make_tensor_descriptor(") == 2  # y and out keep theirs

@@ -60,6 +60,7 @@ def specialization_key(bound: BoundKernel) -> str:
     """The argument signature as text, without object identities (addresses)."""
     parts = [
         f"{s.name}:{s.kind}:{s.dtype}:{s.shape}:{s.stride}:{s.device}:{s.value!r}"
+        + ("" if s.aligned else ":unaligned")  # (aligned keys as before: caches stay valid)
         for s in bound.arg_signatures
     ]
     return _ADDRESS.sub("", "|".join(parts))

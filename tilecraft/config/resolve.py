@@ -117,6 +117,11 @@ def _access(
             )
         elif box[inner] * tensor.dtype.itemsize < 16:
             indexing, reason = "pointer", "a tensor-descriptor block's inner dim is under 16 bytes"
+        elif not getattr(tensor, "aligned", True):
+            indexing, reason = (
+                "pointer",
+                f"'{tensor.name}' starts off a 16-byte boundary (TMA descriptors need one)",
+            )
     if indexing in ("tensor_descriptor", "block_ptr") and not _aligned_to_outer(
         node, blocks, chunks
     ):

@@ -27,7 +27,7 @@ from tilecraft.frontend.glue_trace import (
 from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tracer import Tracer
-from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, memory_owner
+from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, aligned, memory_owner
 from tilecraft.ir.dtypes import TRITON_DTYPES
 from tilecraft.ir.fuse_loops import fuse_sibling_loops
 from tilecraft.ir.hoist import hoist_operands
@@ -84,6 +84,7 @@ class _TraceHost:
         self.varying: set[str] = set()  # host ints that change between launches of one loop
         self.force_dynamic: set[str] = set()
         self.arguments: set[int] = set()  # ids of the kernel's tensor arguments (meta copies)
+        self.misaligned: set[int] = set()  # ... whose real data pointer is not 16-byte aligned
         self.alias_groups: dict[int, int] = {}  # id of a host-allocated buffer -> its group
         self.glue_fns: list[Callable[[dict[str, Any]], tuple[Any, ...]]] = []  # eager, per run
         self.glue_loops: dict[int, GlueLoop] = {}  # glue run -> its program
@@ -268,8 +269,19 @@ class _TraceHost:
             dynamic = not self.static_shapes
             argument = id(value) in self.arguments
             group = self._alias_group(value)
+            offset = value.storage_offset() * value.element_size()
+            aligned = id(memory_owner(value)) not in self.misaligned and offset % 16 == 0
             return HostTensor(
-                name, value.dtype, shape, stride, self.device_type, tracer, dynamic, argument, group
+                name,
+                value.dtype,
+                shape,
+                stride,
+                self.device_type,
+                tracer,
+                dynamic,
+                argument,
+                group,
+                aligned,
             )
         if isinstance(value, bool) and name in self.force_dynamic:
             return DynamicFlag(int(value), name)  # a flag that changes between launches
@@ -340,10 +352,13 @@ def trace_kernel(
     glue_fns = eager_glue_functions(src)
     force_dynamic: set[str] = set()
     meta_args, meta_kwargs = _meta(args), _meta(kwargs)
-    arguments = {id(v) for v in (*meta_args, *meta_kwargs.values()) if isinstance(v, torch.Tensor)}
+    pairs = list(zip((*meta_args, *meta_kwargs.values()), (*args, *kwargs.values()), strict=True))
+    arguments = {id(m) for m, _ in pairs if isinstance(m, torch.Tensor)}
+    misaligned = {id(m) for m, v in pairs if isinstance(m, torch.Tensor) and not aligned(v)}
     while True:
         host = _TraceHost(src, device_type, static_shapes, block_values or {})
         host.arguments = arguments
+        host.misaligned = misaligned
         host.glue_fns = glue_fns
         current.append(host)
         host.force_dynamic = force_dynamic

@@ -257,6 +257,7 @@ class HostTensor:
     # tensors of one group may share memory: 0 for the kernel's arguments and views of them
     # (two arguments may be one tensor), else one group per buffer the host code allocated
     alias_group: int = 0
+    aligned: bool = True  # its data pointer is 16-byte aligned on every call (TMA needs it)
 
     @property
     def ndim(self) -> int:
@@ -366,6 +367,14 @@ class HostTensor:
 
     def __repr__(self) -> str:
         return f"HostTensor({self.name}: {list(self.shape)} {self.dtype})"
+
+
+def aligned(t: torch.Tensor) -> bool:
+    """Whether the tensor's data pointer is 16-byte aligned (a tensor without memory: yes)."""
+    try:
+        return t.data_ptr() % 16 == 0
+    except (RuntimeError, NotImplementedError):
+        return True
 
 
 def memory_owner(value: torch.Tensor) -> torch.Tensor:

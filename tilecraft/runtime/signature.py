@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from tilecraft.config.plan import next_pow2
+from tilecraft.frontend.values import aligned
 from tilecraft.ir.index_width import needs_int64
 
 
@@ -29,6 +30,7 @@ class ArgSignature:
     stride: tuple[int, ...] | None = None
     device: str | None = None
     value: Any = None
+    aligned: bool = True  # the data pointer is 16-byte aligned (TMA descriptors need it)
 
     def describe(self) -> str:
         if self.kind == "tensor" and self.value == "dynamic":
@@ -42,7 +44,9 @@ def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
     if isinstance(value, torch.Tensor):
         if static_shapes:
             shape, stride = tuple(value.shape), tuple(value.stride())
-            return ArgSignature(name, "tensor", value.dtype, shape, stride, value.device.type)
+            return ArgSignature(
+                name, "tensor", value.dtype, shape, stride, value.device.type, None, aligned(value)
+            )
         # dynamic: one compile per power-of-two size bucket (whole reduction dims need a constexpr
         # block >= the extent) and per pattern of unit strides (kept literal for vectorization)
         buckets = tuple(s if s < 2 else next_pow2(s) for s in value.shape)
@@ -55,7 +59,7 @@ def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
         # and per index width: offsets past 2^31 need int64 (the last entry: 1 = int64)
         unit += (int(needs_int64(value.shape, value.stride())),)
         return ArgSignature(
-            name, "tensor", value.dtype, buckets, unit, value.device.type, "dynamic"
+            name, "tensor", value.dtype, buckets, unit, value.device.type, "dynamic", aligned(value)
         )
     if isinstance(value, bool):
         return ArgSignature(name, "bool", value=value)
@@ -67,12 +71,13 @@ def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
 
 
 def value_key(v: Any, static_shapes: bool) -> Any:
-    """One argument's part of the specialization key."""
+    """One argument's part of the specialization key (the pointer's 16-byte alignment too: a
+    TMA descriptor of a base 4 bytes off faults on the GPU)."""
     if isinstance(v, torch.Tensor):
         if static_shapes:
-            return (v.dtype, v.shape, v.stride(), v.device.type)
+            return (v.dtype, v.shape, v.stride(), v.device.type, aligned(v))
         sig = signature_of("", v, False)
-        return (v.dtype, sig.shape, sig.stride, v.device.type)
+        return (v.dtype, sig.shape, sig.stride, v.device.type, sig.aligned)
     if isinstance(v, (bool, int)):
         return (type(v), v)
     if isinstance(v, float):
