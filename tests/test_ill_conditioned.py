@@ -7,28 +7,9 @@ from __future__ import annotations
 import torch
 
 import tilecraft as tc
+from benchmarks.gen_kernels.heldout_s34 import inverse_3x3
 from tilecraft.autotune.baseline import compute_baseline, widened
 from tilecraft.autotune.compare import compare
-
-
-@tc.kernel(static_shapes=True)
-def inverse3(a: torch.Tensor) -> torch.Tensor:
-    """3 x 3 inverses by cofactors: det cancels for nearly singular matrices."""
-    inv = torch.empty_like(a)
-    for tn in tc.tile(a.size(0)):
-        a00, a01, a02 = a[tn, 0, 0], a[tn, 0, 1], a[tn, 0, 2]
-        a10, a11, a12 = a[tn, 1, 0], a[tn, 1, 1], a[tn, 1, 2]
-        a20, a21, a22 = a[tn, 2, 0], a[tn, 2, 1], a[tn, 2, 2]
-        c00, c01, c02 = a11 * a22 - a12 * a21, a12 * a20 - a10 * a22, a10 * a21 - a11 * a20
-        r = 1.0 / (a00 * c00 + a01 * c01 + a02 * c02)
-        inv[tn, 0, 0], inv[tn, 1, 0], inv[tn, 2, 0] = c00 * r, c01 * r, c02 * r
-        inv[tn, 0, 1] = (a02 * a21 - a01 * a22) * r
-        inv[tn, 1, 1] = (a00 * a22 - a02 * a20) * r
-        inv[tn, 2, 1] = (a01 * a20 - a00 * a21) * r
-        inv[tn, 0, 2] = (a01 * a12 - a02 * a11) * r
-        inv[tn, 1, 2] = (a02 * a10 - a00 * a12) * r
-        inv[tn, 2, 2] = (a00 * a11 - a01 * a10) * r
-    return inv
 
 
 def _matrices() -> torch.Tensor:
@@ -42,35 +23,36 @@ def _matrices() -> torch.Tensor:
     return a
 
 
-def _reassociated(a: torch.Tensor) -> torch.Tensor:
-    """Another correct fp32 program: det summed in the other order, a product of reciprocals
-    (as a GPU's FMAs and approximate division reorder the rounding)."""
-    c = torch.linalg.det(a.double()).float()  # a det with other roundings than the cofactors'
-    adj = torch.linalg.inv(a.double()).float() * torch.linalg.det(a.double()).float()[:, None, None]
-    return adj * (1.0 / c)[:, None, None]
+def _reassociated(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Another correct fp32 program's (inverse, det): other roundings than the cofactors' (as a
+    GPU's FMAs and approximate division give)."""
+    c = torch.linalg.det(a.double()).float()
+    adj = torch.linalg.inv(a.double()).float() * c[:, None, None]
+    return adj * (1.0 / c)[:, None, None], c
 
 
 def test_a_config_may_differ_only_where_ref_mode_itself_is_off_its_fp64_run() -> None:
     a = _matrices()
-    baseline = compute_baseline(inverse3, (a,))
+    baseline = compute_baseline(inverse_3x3, (a,))
     other = _reassociated(a)
     strict = compare(other, baseline.outputs)
     assert not strict.ok  # ref mode's fp32 cofactors and the other program part by > rtol
-    precise = widened(baseline, inverse3, (a,), {})
-    assert precise is not None and precise[0].dtype == torch.float64
+    precise = widened(baseline, inverse_3x3, (a,), {})
+    assert precise is not None and precise[0][0].dtype == torch.float64
     judged = compare(other, baseline.outputs, precise=precise)
     assert judged.ok, judged.summary()
     assert "own rounding" in judged.summary()
-    wrong = other.clone()
+    wrong = other[0].clone()
     wrong[-1] += 1000.0  # a wrong tail: a well-conditioned matrix (the last is not singular)
-    assert not compare(wrong, baseline.outputs, precise=precise).ok
-    far = baseline.outputs + 1000 * (other - baseline.outputs)  # much further off than ref mode
-    assert not compare(far, baseline.outputs, precise=precise).ok
+    assert not compare((wrong, other[1]), baseline.outputs, precise=precise).ok
+    inv = baseline.outputs[0]
+    far = inv + 1000 * (other[0] - inv)  # much further off than ref mode
+    assert not compare((far, other[1]), baseline.outputs, precise=precise).ok
 
 
 def test_no_second_opinion_for_a_users_baseline_or_a_kernel_that_refuses_fp64() -> None:
     a = _matrices()
-    user = tc.kernel(inverse3.fn, static_shapes=True, baseline=lambda x: torch.linalg.inv(x))
+    user = tc.kernel(inverse_3x3.fn, static_shapes=True, baseline=lambda x: torch.linalg.inv(x))
     assert widened(compute_baseline(user, (a,)), user, (a,), {}) is None
 
     @tc.kernel(static_shapes=True)
