@@ -68,3 +68,22 @@ def test_factories_run_time_bounds_and_unsupported_host_dtypes_are_errors_at_the
         e8m0_scales(torch.randn(64))
     for info in (a, b, c):
         assert "test_heldout_s36_fixes.py:" in str(info.value), str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def row_potential(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=torch.float32, device=x.device)
+    for ti in tc.tile(x.size(0)):
+        pot = 0.0
+        for tj in tc.tile(x.size(1)):
+            pot = pot + x[ti, tj].sum(1)
+        out[ti] = pot
+    return out
+
+
+def test_a_scalar_accumulator_that_becomes_a_tile_says_how_to_start_it() -> None:
+    from tilecraft.errors import ShapeError
+
+    with pytest.raises(ShapeError, match=r"loop-carried 'pot' changes shape") as info:
+        row_potential(torch.randn(8, 32))
+    assert "pot = tc.zeros([...], dtype=...)" in str(info.value)

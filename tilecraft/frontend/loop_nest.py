@@ -118,6 +118,10 @@ def carry_out(tr: Tracer, carry: Node, value: Any) -> None:
             f"loop-carried '{name}' changes shape in the loop: {shape_str(carry.shape)} before, "
             f"{shape_str(new.shape)} after",
             carry.loc,
+            hint=f"start it with the shape it has after the loop: {name} = tc.zeros([...], "
+            f"dtype=...) listing its {new.ndim} dim(s), each a tile (the loop variable) or a size"
+            if carry.ndim == 0
+            else None,
         )
     carry.attrs["next"] = tr.expand_rank(new, carry.ndim)
 
