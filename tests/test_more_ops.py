@@ -294,3 +294,49 @@ def test_round_to_decimals_divides_exactly_on_gpus() -> None:
     bound = BoundKernel(kernel, kernel.bind_arguments((x,), {}), Target.parse("cuda:90"))
     body = bound.to_triton_code(tc.Config(block_sizes=[64])).split("@triton.jit")[1]
     assert body.count("tl.math.div_rn(") == 2, body
+
+
+@tc.kernel(static_shapes=True)
+def linear_rows(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, n = x.size(0), w.size(0)
+    out = torch.empty(m, n, dtype=x.dtype, device=x.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = F.linear(x[tm, :], w[tn, :], b[tn])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_functional_linear_takes_the_weight_as_stored(dtype: torch.dtype, device: str) -> None:
+    g = torch.Generator().manual_seed(6)
+    x, w = torch.randn(40, 32, generator=g), torch.randn(24, 32, generator=g)
+    b = torch.randn(24, generator=g)
+    x, w, b = (v.to(dtype).to(device) for v in (x, w, b))
+    tol = 1e-4 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(linear_rows(x, w, b), F.linear(x, w, b), rtol=tol, atol=tol)
+
+
+@tc.kernel(static_shapes=True)
+def abs_by_bits(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = torch.empty_like(x)
+    exponent = torch.empty(x.shape, dtype=torch.int32, device=x.device)
+    for t in tc.tile(x.size(0)):
+        bits = x[t].view(torch.int32)
+        out[t] = (bits & 0x7FFFFFFF).view(torch.float32)
+        exponent[t] = (bits >> 23) & 0xFF
+    return out, exponent
+
+
+def test_a_same_width_view_of_a_tile_is_a_bitcast(device: str) -> None:
+    x = torch.randn(100, device=device) * 1e3
+    out, exponent = abs_by_bits(x)
+    assert torch.equal(out, x.abs())
+    assert torch.equal(exponent, (x.view(torch.int32) >> 23) & 0xFF)
+    with pytest.raises(UnsupportedOpError, match=r"view\(torch\.int16\) of a torch\.float32 tile"):
+        _pointwise_kernel(lambda v: v.view(torch.int16).float(), 1)(torch.randn(16))
+
+
+@pytest.mark.crosscompile
+def test_linear_and_bitcasts_cross_compile_for_nvidia_and_amd() -> None:
+    x, w = torch.empty(512, 256, dtype=torch.bfloat16), torch.empty(384, 256, dtype=torch.bfloat16)
+    assert_defaults_cross_compile(linear_rows, (x, w, torch.empty(384, dtype=torch.bfloat16)))
+    assert_defaults_cross_compile(abs_by_bits, (torch.empty(1 << 16),))

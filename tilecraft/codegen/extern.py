@@ -122,9 +122,9 @@ def add_functions(em: EmitContext) -> None:
 
 @emits(Op.EXTERN)
 def emit_extern(em: EmitContext, node: Node) -> None:
-    fn = node.attrs["fn"]
-    if "call" in node.attrs:  # one of tilecraft's own (torch.sort): a call template
+    if "call" in node.attrs:  # one of tilecraft's own (torch.sort, a bitcast): a call template
         text = node.attrs["call"].format(*(em.expr(i) for i in node.inputs))
     else:
-        text = f"{fn.__name__}({', '.join(em.expr(i) for i in node.inputs)})"
+        args = ", ".join(em.expr(i) for i in node.inputs)
+        text = f"{node.attrs['fn'].__name__}({args})"
     em.bind(node, f"{text}.to({dtypes.triton_dtype(node.dtype)})")

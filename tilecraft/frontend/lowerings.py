@@ -457,6 +457,19 @@ def _matmul(t: Any, a: Any, b: Any) -> Any:
     return dots.matmul(t, a, b)
 
 
+@lowering(F.linear)
+def _linear(t: Any, x: Any, weight: Any, bias: Any = None) -> Any:
+    """``x @ weight.T + bias`` (``weight`` as stored, [out, in]) in fp32, rounded once to the
+    operands' dtype; ``x`` 2-D (a 3-D one: a batched product, then the bias)."""
+    w_t = views.transpose(t, weight, -1, -2)
+    if bias is None or t.value_node(x).ndim != 2:
+        out = dots.matmul(t, x, w_t, op="F.linear")
+        return out if bias is None else t.pointwise("add", out, bias)
+    dtype = dots.operand_dtype(t.dtype_of(x), t.dtype_of(weight))
+    acc = dots.dot(t, x, w_t, out_dtype=torch.float32, op="F.linear")
+    return t.to_dtype(t.pointwise("add", acc, t.to_dtype(bias, torch.float32)), dtype)
+
+
 @lowering(T.mm, torch.mm)
 def _mm(t: Any, a: Any, b: Any) -> Any:
     """2-D tiles, K >= 16 (32 for 8-bit operands); fp32 accumulation (``tl.dot``)."""
@@ -535,7 +548,7 @@ def _reshape(t: Any, x: Any, *shape: Any) -> Any:
     after the first of a group is a power of two (``x[t, :].view(t, g, 128)``); tile dims keep
     their place; not a dtype view."""
     if len(shape) == 1 and isinstance(shape[0], torch.dtype):
-        raise UnsupportedOpError(f"Tensor.view({shape[0]}) (a bitcast) on a tile")
+        return views.bitcast(t, x, shape[0])
     return views.reshape(t, x, *shape)
 
 

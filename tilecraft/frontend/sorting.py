@@ -18,7 +18,6 @@ from tilecraft.frontend import views
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.tile_gather import check_whole
 from tilecraft.ir.nodes import Node, Op, Sym, shape_str
-from tilecraft.runtime import triton_sort
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -28,11 +27,14 @@ _WIDE = (torch.float64, torch.int64, torch.uint64, torch.uint32)
 
 
 def _extern(
-    t: Tracer, fn: Any, call: str, inputs: list[Node], shape: Any, dtype: torch.dtype, what: str
-) -> Node:
-    node = t.emit(Op.EXTERN, inputs, tuple(shape), dtype, fn=fn, call=call, what=what)
-    node.hint = fn.__name__
-    return node
+    t: Tracer, helper: str, args: str, inputs: list[Node], shape: Any, dtype: torch.dtype, what: str
+) -> TileValue:
+    """A call of ``runtime/triton_sort.py``'s ``helper`` (``args``: its arguments, the inputs
+    as ``{0}``...), imported by every generated module as ``_tc_sort``."""
+    call = f"_tc_sort.{helper}({args})"
+    node = t.emit(Op.EXTERN, inputs, tuple(shape), dtype, call=call, what=what)
+    node.hint = helper
+    return t.wrap(node)
 
 
 def _sorted(
@@ -67,25 +69,18 @@ def _sorted(
     inputs = [src, pos.node, t.value_node(t.extent_value(d))]
     up = "True" if ascending else "False"
     if k is None:
-        call, shape, fn = (
-            f"_tc_sort.sorted_keys({{0}}, {{1}}, {{2}}, {up})",
-            src.shape,
-            triton_sort.sorted_keys,
-        )
+        helper, args, shape = "sorted_keys", f"{{0}}, {{1}}, {{2}}, {up}", src.shape
     else:
         block = 1 << (k - 1).bit_length()
-        call, fn = f"_tc_sort.top_keys({{0}}, {{1}}, {{2}}, {up}, {block})", triton_sort.top_keys
+        helper, args = "top_keys", f"{{0}}, {{1}}, {{2}}, {up}, {block}"
         shape = (*src.shape[:last], t.size_dim(k, []))
-    keys = _extern(t, fn, call, inputs, shape, torch.int64, what)
-    if src.dtype.is_floating_point:
-        value_fn, value_dtype = triton_sort.key_floats, torch.float32
-    else:
-        value_fn, value_dtype = triton_sort.key_ints, torch.int32
-    value_call = f"_tc_sort.{value_fn.__name__}({{0}}, {up})"
-    values = _extern(t, value_fn, value_call, [keys], shape, value_dtype, what)
-    positions = "_tc_sort.key_positions({0})"
-    indices = _extern(t, triton_sort.key_positions, positions, [keys], shape, torch.int64, what)
-    return t.to_dtype(t.wrap(values), src.dtype), t.wrap(indices)
+    keys = _extern(t, helper, args, inputs, shape, torch.int64, what).node
+    floats = src.dtype.is_floating_point
+    value_dtype = torch.float32 if floats else torch.int32
+    helper = "key_floats" if floats else "key_ints"
+    values = _extern(t, helper, f"{{0}}, {up}", [keys], shape, value_dtype, what)
+    indices = _extern(t, "key_positions", "{0}", [keys], shape, torch.int64, what)
+    return t.to_dtype(values, src.dtype), indices
 
 
 def sort(

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from tilecraft.errors import ShapeError, UnsupportedOpError
 from tilecraft.frontend import rdims
 from tilecraft.frontend.values import TileProxy, TileValue
@@ -265,3 +267,20 @@ def cat(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
     for d in wanted:
         shape.append(d if not isinstance(d, int) else t.size_dim(d, used))
     return t.wrap(t.emit(Op.VIEW, [moved], tuple(shape), moved.dtype, reshape=True))
+
+
+def bitcast(t: Tracer, x: Any, dtype: torch.dtype) -> TileValue:
+    """``x.view(dtype)``: the same bits as another dtype of the same width (``f.view(torch.int32)``
+    for sign and exponent tricks)."""
+    node = t.value_node(x)
+    if dtype.itemsize != node.dtype.itemsize or torch.bool in (dtype, node.dtype):
+        raise UnsupportedOpError(
+            f"Tensor.view({dtype}) of a {node.dtype} tile: a bitcast keeps the width",
+            hint="view as a dtype of the same size (float32 <-> int32, bfloat16 <-> int16, ...)",
+        )
+    if dtype == node.dtype:
+        return t.wrap(node)
+    call = f"_tc_bitcast({{0}}, {dtypes.triton_dtype(dtype)})"
+    out = t.emit(Op.EXTERN, [node], node.shape, dtype, call=call, what="Tensor.view(dtype)")
+    out.hint = "bits"
+    return t.wrap(out)

@@ -91,6 +91,12 @@ def floordiv_float(a, b, mod):  # type: ignore[no-untyped-def]
 
 
 @triton.jit
+def bitcast(x, DTYPE: tl.constexpr):  # type: ignore[no-untyped-def]
+    """``x``'s bits as ``DTYPE`` (``Tensor.view(dtype)`` of a tile)."""
+    return x.to(DTYPE, bitcast=True)
+
+
+@triton.jit
 def fmod_exact(a, b):  # type: ignore[no-untyped-def]
     """C's fmod of fp32 / fp64 on GPUs, exact (libdevice / ocml); Triton's float ``%`` there is
     LLVM's frem, x - y * trunc(x / y) on NVPTX. Not for the interpreter: it has no libdevice
