@@ -11,7 +11,7 @@ import torch
 
 import tilecraft as tc
 from tests.cross_targets import assert_defaults_cross_compile
-from tilecraft.errors import UnsupportedOpError
+from tilecraft.errors import ShapeError, UnsupportedOpError
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
 
@@ -340,3 +340,28 @@ def test_linear_and_bitcasts_cross_compile_for_nvidia_and_amd() -> None:
     x, w = torch.empty(512, 256, dtype=torch.bfloat16), torch.empty(384, 256, dtype=torch.bfloat16)
     assert_defaults_cross_compile(linear_rows, (x, w, torch.empty(384, dtype=torch.bfloat16)))
     assert_defaults_cross_compile(abs_by_bits, (torch.empty(1 << 16),))
+
+
+@tc.kernel(static_shapes=True)
+def triangles(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    lower, upper = torch.empty_like(x), torch.empty_like(x)
+    for tb in tc.tile(x.size(0)):
+        lower[tb, :, :] = torch.tril(x[tb, :, :])
+        upper[tb, :, :] = x[tb, :, :].triu(1)
+    return lower, upper
+
+
+@tc.kernel(static_shapes=True)
+def block_tril(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile(x.size()):
+        out[tm, tn] = torch.tril(x[tm, tn])
+    return out
+
+
+def test_tril_and_triu_of_whole_dims(device: str) -> None:
+    x = torch.randn(3, 7, 5, device=device)
+    lower, upper = triangles(x)
+    assert torch.equal(lower, torch.tril(x)) and torch.equal(upper, torch.triu(x, 1))
+    with pytest.raises(ShapeError, match=r"torch\.tril along dim 0 .*block"):
+        block_tril(torch.randn(8, 8))

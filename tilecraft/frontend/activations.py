@@ -15,8 +15,8 @@ from typing import Any
 import torch
 
 from tilecraft.errors import UnsupportedOpError
-from tilecraft.frontend import composites
-from tilecraft.frontend.views import unsqueeze
+from tilecraft.frontend import composites, dots
+from tilecraft.frontend.views import transpose, unsqueeze
 from tilecraft.ir import dtypes
 
 F = torch.nn.functional
@@ -228,6 +228,18 @@ def cosine_similarity(t: Any, x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8)
     return t.reduce("sum", both, dim, False)
 
 
+def linear(t: Any, x: Any, weight: Any, bias: Any = None) -> Any:
+    """``x @ weight.T + bias`` (``weight`` as stored, [out, in]) in fp32, rounded once to the
+    operands' dtype; ``x`` 2-D (a 3-D one: a batched product, then the bias)."""
+    w_t = transpose(t, weight, -1, -2)
+    if bias is None or t.value_node(x).ndim != 2:
+        out = dots.matmul(t, x, w_t, op="F.linear")
+        return out if bias is None else t.pointwise("add", out, bias)
+    dtype = dots.operand_dtype(t.dtype_of(x), t.dtype_of(weight))
+    acc = dots.dot(t, x, w_t, out_dtype=torch.float32, op="F.linear")
+    return t.to_dtype(t.pointwise("add", acc, t.to_dtype(bias, torch.float32)), dtype)
+
+
 def sigmoid(t: Any, x: Any) -> Any:
     """``torch.sigmoid``."""
     return t.pointwise("sigmoid", x)
@@ -257,6 +269,7 @@ LOWERINGS: list[tuple[tuple[Any, ...], Callable[..., Any]]] = [
     ((F.layer_norm,), layer_norm),
     ((F.rms_norm,), rms_norm),
     ((F.cosine_similarity, torch.cosine_similarity), cosine_similarity),
+    ((F.linear,), linear),
     ((F.sigmoid,), sigmoid),
     ((F.tanh,), tanh),
 ]

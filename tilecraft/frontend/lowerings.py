@@ -457,19 +457,6 @@ def _matmul(t: Any, a: Any, b: Any) -> Any:
     return dots.matmul(t, a, b)
 
 
-@lowering(F.linear)
-def _linear(t: Any, x: Any, weight: Any, bias: Any = None) -> Any:
-    """``x @ weight.T + bias`` (``weight`` as stored, [out, in]) in fp32, rounded once to the
-    operands' dtype; ``x`` 2-D (a 3-D one: a batched product, then the bias)."""
-    w_t = views.transpose(t, weight, -1, -2)
-    if bias is None or t.value_node(x).ndim != 2:
-        out = dots.matmul(t, x, w_t, op="F.linear")
-        return out if bias is None else t.pointwise("add", out, bias)
-    dtype = dots.operand_dtype(t.dtype_of(x), t.dtype_of(weight))
-    acc = dots.dot(t, x, w_t, out_dtype=torch.float32, op="F.linear")
-    return t.to_dtype(t.pointwise("add", acc, t.to_dtype(bias, torch.float32)), dtype)
-
-
 @lowering(T.mm, torch.mm)
 def _mm(t: Any, a: Any, b: Any) -> Any:
     """2-D tiles, K >= 16 (32 for 8-bit operands); fp32 accumulation (``tl.dot``)."""
@@ -509,6 +496,8 @@ lowering(torch.gather, T.gather)(tile_gather.gather)
 lowering(torch.take_along_dim, T.take_along_dim)(tile_gather.take_along_dim)
 lowering(torch.roll, T.roll)(tile_gather.roll)
 lowering(torch.flip, T.flip)(tile_gather.flip)
+
+
 lowering(F.pad)(tile_shifts.pad)
 lowering(torch.sort, T.sort)(sorting.sort)
 lowering(torch.argsort, T.argsort)(sorting.argsort)
@@ -530,7 +519,7 @@ lowering(torch.any, T.any)(composites.any_true)
 lowering(torch.all, T.all)(composites.all_true)
 lowering(torch.linalg.vector_norm)(composites.vector_norm)
 lowering(F.one_hot)(composites.one_hot)
-for _fns, _handler in (*composites.LOWERINGS, *activations.LOWERINGS):
+for _fns, _handler in (*composites.LOWERINGS, *activations.LOWERINGS, *tile_gather.LOWERINGS):
     lowering(*_fns)(_handler)
 
 

@@ -261,3 +261,38 @@ def check_whole(t: Tracer, src: Node, axis: int, op: str = "torch.gather") -> No
 
 def _same_dim(a: Any, b: Any) -> bool:
     return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
+
+
+def triangle(t: Tracer, x: Any, diagonal: int, lower: bool, op: str) -> TileValue:
+    """``torch.tril`` / ``torch.triu`` of a tile over its last two dims, both whole (a tile
+    loop's block would make the positions depend on the config): zeros above (below) the
+    ``diagonal``-th diagonal."""
+    src = t.value_node(x)
+    if src.ndim < 2:
+        raise ShapeError(f"{op} of a {src.ndim}-D tile: it needs two dims", t.loc)
+    positions = []
+    for axis in (src.ndim - 2, src.ndim - 1):
+        check_whole(t, src, axis, op)
+        d = src.shape[axis]
+        index = t.tile_leaf(d, Op.TILE_INDEX) if isinstance(d, Sym) else t.full([1], 0, torch.int32)
+        positions.append(along(t, index, src.shape, axis, broadcast=False))
+    offset = t.pointwise("sub", positions[1], positions[0])  # column - row
+    keep = t.pointwise("le" if lower else "ge", offset, diagonal)
+    zero = False if src.dtype == torch.bool else 0
+    return t.where(keep, x, t.to_dtype(zero, src.dtype))
+
+
+def tril(t: Tracer, x: Any, diagonal: int = 0) -> TileValue:
+    """Zeros above the ``diagonal``-th diagonal of the last two dims (both whole dims)."""
+    return triangle(t, x, diagonal, True, "torch.tril")
+
+
+def triu(t: Tracer, x: Any, diagonal: int = 0) -> TileValue:
+    """Zeros below the ``diagonal``-th diagonal of the last two dims (both whole dims)."""
+    return triangle(t, x, diagonal, False, "torch.triu")
+
+
+LOWERINGS: list[tuple[tuple[Any, ...], Any]] = [
+    ((torch.tril, torch.Tensor.tril), tril),
+    ((torch.triu, torch.Tensor.triu), triu),
+]
