@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import tilecraft as tc
-from tilecraft.errors import ConfigError
+from tilecraft.errors import ConfigError, ShapeError
 
 
 @tc.kernel(config=tc.Config(block_sizes=[4], indexing=["block_ptr", "block_ptr"]))
@@ -80,3 +80,27 @@ def test_a_view_off_a_16_byte_boundary_gets_its_own_specialization_without_tma()
     view_code = scale_add.bind((view, y)).to_triton_code(config)
     assert aligned_code.count("tl.make_tensor_descriptor(") == 3
     assert view_code.count("tl.make_tensor_descriptor(") == 2  # y and out keep theirs
+
+
+@tc.kernel(static_shapes=True)
+def causal_row_sums(x: torch.Tensor) -> torch.Tensor:
+    m = x.size(0)
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        acc = tc.zeros([tm], dtype=torch.float32)
+        for tn in tc.tile(tm.end):  # the columns up to this row tile's end
+            keep = tn.index[None, :] <= tm.index[:, None]
+            acc = acc + torch.sum(torch.where(keep, x[tm, tn].float(), 0.0), dim=1)
+        out[tm] = acc
+    return out
+
+
+def test_a_loop_bounded_by_an_enclosing_tiles_end_is_checked_against_the_tensor() -> None:
+    """``tc.tile(tm.end)`` over an x narrower than tm's loop read past x's rows (96 of 128 rows
+    wrong, NaNs; out of bounds on a GPU): only size bounds were checked before the launch."""
+    x = torch.randn(24, 24)
+    torch.testing.assert_close(causal_row_sums(x), torch.tril(x).sum(1))
+    with pytest.raises(
+        ShapeError, match=r"tensor 'x' has size 32 along dim 1 .* covers \[0, 128\)"
+    ):
+        causal_row_sums(torch.randn(128, 32))

@@ -8,6 +8,7 @@ loop's mask is built from the loop's extent, not the tensor's).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tilecraft.errors import ShapeError, SourceLoc
@@ -38,6 +39,8 @@ def check_tile_covers(
             "Python's own indexing)",
         )
     end = known_int(sym.extent)
+    if end is None:
+        end = largest_end(sym.extent)
     if end is None or shape[dim] >= end:
         return
     span = f"[{begin}, {end})" if begin is not None else f"up to {end}"
@@ -47,3 +50,30 @@ def check_tile_covers(
         loc,
         hint=f"pass '{name}' with at least {end} elements along dim {dim}, or loop over its own size",
     )
+
+
+def largest_end(bound: Any) -> int | None:
+    """The largest value a loop bound computed from enclosing tiles takes over the grid, where
+    it is one that some tile reaches: ``tm.end`` (the last tile's end is its loop's extent) and
+    sums, minima and maxima of such ends and constants (each grows with the tile). None for
+    anything else (a begin's last value depends on the config; a difference need not grow).
+    A causal ``tc.tile(tm.end)`` over a tensor narrower than ``tm``'s loop read past it."""
+    if isinstance(bound, int):
+        return bound
+    if not isinstance(bound, Node):
+        return None
+    if bound.op is Op.CONST and isinstance(bound.attrs.get("value"), int):
+        return int(bound.attrs["value"])
+    if bound.op is Op.TILE_END:
+        sym = bound.attrs.get("sym")
+        return known_int(sym.extent) if isinstance(sym, Sym) and not sym.scalar else None
+    combine: dict[str, Callable[[int, int], int]] = {
+        "add": lambda a, b: a + b,
+        "minimum": min,
+        "maximum": max,
+    }
+    if bound.op is Op.BINARY and bound.attrs.get("fn") in combine and len(bound.inputs) == 2:
+        a, b = (largest_end(i) for i in bound.inputs)
+        if a is not None and b is not None:
+            return int(combine[bound.attrs["fn"]](a, b))
+    return None
