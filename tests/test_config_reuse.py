@@ -104,3 +104,13 @@ def test_a_loop_bounded_by_an_enclosing_tiles_end_is_checked_against_the_tensor(
         ShapeError, match=r"tensor 'x' has size 32 along dim 1 .* covers \[0, 128\)"
     ):
         causal_row_sums(torch.randn(128, 32))
+
+
+def test_repair_warnings_point_at_the_users_kernel() -> None:
+    """They pointed at tilecraft/runtime/kernel.py (the line that generated the code)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        row_sums(torch.randn(3, 1))
+    assert caught and all(w.filename == __file__ for w in caught), [w.filename for w in caught]

@@ -461,13 +461,17 @@ class ConfigSpec:
             self.normalizations += 1
             normalized, repairs = normalize_config(self, config)
             plan = build_plan(self, normalized, repairs)
-            _report(list(plan.repairs), self._warned if warn else None)
+            _report(list(plan.repairs), self._warned if warn else None, self._where())
             self._plans[key] = plan
             # the resolved config resolves to the same plan, with nothing left to repair
             self._plans.setdefault(normalized.key(), dataclasses.replace(plan, repairs=()))
         elif warn:
-            _report(list(plan.repairs), self._warned)
+            _report(list(plan.repairs), self._warned, self._where())
         return plan
+
+    def _where(self) -> Any:
+        """The user's first device loop: where a repair warning points (not tilecraft's line)."""
+        return next((loop.loc for loop in self.loops if loop.loc is not None), None)
 
     def normalize(self, config: Config, warn: bool = True) -> Config:
         """``config`` repaired for this kernel (the resolved plan's config)."""
@@ -486,9 +490,9 @@ class ConfigSpec:
         return f"ConfigSpec(blocks={self.blocks}, reductions={self.reductions}, tunables={self.tunables})"
 
 
-def _report(repairs: list[str], _warned: set[str] | None) -> None:
-    """Repairs warn once each (per kernel specialization; ``None``: silently), or raise in
-    strict mode."""
+def _report(repairs: list[str], _warned: set[str] | None, where: Any = None) -> None:
+    """Repairs warn once each (per kernel specialization; ``None``: silently), attributed to
+    ``where`` (the kernel's first loop) when known, or raise in strict mode."""
     for message in repairs:
         if settings.strict():
             raise ConfigError(
@@ -496,7 +500,10 @@ def _report(repairs: list[str], _warned: set[str] | None) -> None:
             )
         if _warned is not None and message not in _warned:
             _warned.add(message)
-            warnings.warn(message, stacklevel=4)
+            if where is None:
+                warnings.warn(message, stacklevel=4)
+            else:
+                warnings.warn_explicit(message, UserWarning, where.filename, where.lineno)
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
