@@ -80,7 +80,8 @@ def without_tuning(bound: BoundKernel) -> Config:
         _warned.add(kernel)
         warnings.warn(
             f"tilecraft: {kernel.__name__}: TILECRAFT_NO_AUTOTUNE=1 and no config table entry or "
-            f"cached config for arguments {cache.specialization_key(bound)}: using the heuristic "
+            f"cached config for arguments {cache.short_arguments(cache.specialization_key(bound))}: "
+            "using the heuristic "
             f"default. Tune these shapes with `tilecraft tune PLAN` and ship the table",
             RuntimeWarning,
             stacklevel=2,
