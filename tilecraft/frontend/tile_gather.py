@@ -239,7 +239,7 @@ def static_whole(t: Tracer, src: Node, axis: int, op: str) -> int:
         return int(d)
     if not isinstance(d.extent, int) or d.extent_args:
         raise ShapeError(
-            f"{op} along dim {axis}: {d.name} has a size known only at run time",
+            f"{op} along dim {axis}: the dim's size is known only at run time",
             t.loc,
             hint="use static_shapes=True, or gather with an index you compute "
             "(torch.gather(x, dim, index))",
