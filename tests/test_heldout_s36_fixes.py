@@ -87,3 +87,14 @@ def test_a_scalar_accumulator_that_becomes_a_tile_says_how_to_start_it() -> None
     with pytest.raises(ShapeError, match=r"loop-carried 'pot' changes shape") as info:
         row_potential(torch.randn(8, 32))
     assert "pot = tc.zeros([...], dtype=...)" in str(info.value)
+
+
+def test_a_numpy_scalar_argument_is_named_as_numpys() -> None:
+    """'cannot use a float32 as a device value' read like torch.float32."""
+    import numpy as np
+
+    from tests.kernels import rms_norm
+
+    with pytest.raises(UnsupportedOpError, match=r"NumPy float32 scalar") as info:
+        rms_norm(torch.randn(4, 16), torch.randn(16), np.float32(1e-5))
+    assert "float(x)" in str(info.value)

@@ -81,7 +81,7 @@ class Tracer:
             raise _host_tensor_value(x)
         if isinstance(x, Sym):  # a tile's size along a dim (xt.shape[-1]) used as a number
             return self.value_node(self._dim_length(x))
-        raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")
+        raise _not_a_device_value(x)
 
     def _dim_length(self, sym: Sym) -> Any:
         """How many elements a tile has along ``sym``: a whole dim's extent; a tiled dim's
@@ -122,7 +122,7 @@ class Tracer:
             raise _host_tensor_value(x)
         if isinstance(x, Sym):
             return self.dtype_of(self._dim_length(x))
-        raise UnsupportedOpError(f"cannot use a {type(x).__name__} as a device value")
+        raise _not_a_device_value(x)
 
     # -- syms -----------------------------------------------------------------------------
     def rdim_for(self, extent: int, occurrence: int = 0, source: Node | None = None) -> Sym:
@@ -513,3 +513,14 @@ def _weak_scalar(node: Node, result: torch.dtype) -> bool:
     if node.op is Op.ARG and node.attrs.get("weak"):
         return True
     return node.ndim == 0 and not node.dtype.is_floating_point and result.is_floating_point
+
+
+def _not_a_device_value(x: Any) -> UnsupportedOpError:
+    """A value device code cannot hold; a NumPy scalar says so (``float32`` read like torch's)."""
+    kind = type(x)
+    if kind.__module__ == "numpy":
+        return UnsupportedOpError(
+            f"cannot use a NumPy {kind.__name__} scalar as a device value",
+            hint="pass a Python number (float(x), int(x)) or a torch tensor",
+        )
+    return UnsupportedOpError(f"cannot use a {kind.__name__} as a device value")
