@@ -153,11 +153,8 @@ def prelu(t: Any, x: Any, weight: Any) -> Any:
 
 def softmin(t: Any, x: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Any:
     """``softmax(-x, dim)``."""
-    from tilecraft.frontend.lowerings import lookup
-
-    softmax = lookup(torch.softmax)
-    assert softmax is not None
-    return softmax(t, t.pointwise("neg", x), -1 if dim is None else dim, dtype=dtype)
+    neg = t.pointwise("neg", x)
+    return composites.softmax_impl(t, neg, -1 if dim is None else dim, dtype, log=False)
 
 
 def dropout(t: Any, x: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:

@@ -325,6 +325,26 @@ def norm(
     return vector_norm(t, x, 2 if p in ("fro", None) else p, dim, keepdim, dtype=dtype)
 
 
+def math_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Softmax and logsumexp run in fp32, fp64 inputs in fp64."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool) -> Any:
+    node = t.value_node(x)
+    out_dtype = dtype or node.dtype
+    xf = t.to_dtype(x, math_dtype(node.dtype))
+    m = t.reduce("max", xf, dim, True)
+    shifted = t.pointwise("sub", xf, m)
+    e = t.pointwise("exp", shifted)
+    s = t.reduce("sum", e, dim, True)
+    if log:
+        out = t.pointwise("sub", shifted, t.pointwise("log", s))
+    else:
+        out = t.pointwise("truediv", e, s)
+    return t.to_dtype(out, out_dtype)
+
+
 T = torch.Tensor
 S = torch.special
 LOWERINGS: list[tuple[tuple[Any, ...], Any]] = [

@@ -319,38 +319,18 @@ lowering(torch.var_mean)(_with_mean(_var))
 lowering(torch.std_mean)(_with_mean(_std))
 
 
-def _math_dtype(dtype: torch.dtype) -> torch.dtype:
-    """Softmax and logsumexp run in fp32, fp64 inputs in fp64."""
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
-def _softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool) -> Any:
-    node = t.value_node(x)
-    out_dtype = dtype or node.dtype
-    xf = t.to_dtype(x, _math_dtype(node.dtype))
-    m = t.reduce("max", xf, dim, True)
-    shifted = t.pointwise("sub", xf, m)
-    e = t.pointwise("exp", shifted)
-    s = t.reduce("sum", e, dim, True)
-    if log:
-        out = t.pointwise("sub", shifted, t.pointwise("log", s))
-    else:
-        out = t.pointwise("truediv", e, s)
-    return t.to_dtype(out, out_dtype)
-
-
 @lowering(torch.softmax, F.softmax, T.softmax, torch.special.softmax)
 def _softmax(t: Any, x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> Any:
     """Along ``dim`` (default -1), optional ``dtype``; computed in fp32 with the max subtracted."""
     dim = kwargs.pop("dim", dim)
-    return _softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=False)
+    return composites.softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=False)
 
 
 @lowering(torch.log_softmax, F.log_softmax, T.log_softmax, torch.special.log_softmax)
 def _log_softmax(t: Any, x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> Any:
     """Along ``dim`` (default -1), optional ``dtype``; computed in fp32."""
     dim = kwargs.pop("dim", dim)
-    return _softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=True)
+    return composites.softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=True)
 
 
 @lowering(torch.logsumexp, T.logsumexp, torch.special.logsumexp)
@@ -358,7 +338,7 @@ def _logsumexp(t: Any, x: Any, dim: Any, keepdim: bool = False) -> Any:
     """Along ``dim`` with ``keepdim``; computed in fp32 with the max subtracted (an infinite
     max is not subtracted: a row of -inf gives -inf, as torch does, not NaN)."""
     node = t.value_node(x)
-    xf = t.to_dtype(x, _math_dtype(node.dtype))
+    xf = t.to_dtype(x, composites.math_dtype(node.dtype))
     m = t.reduce("max", xf, dim, True)
     m = t.where(t.pointwise("eq", t.pointwise("abs", m), float("inf")), 0.0, m)
     s = t.reduce("sum", t.pointwise("exp", t.pointwise("sub", xf, m)), dim, keepdim)
