@@ -114,3 +114,23 @@ def test_repair_warnings_point_at_the_users_kernel() -> None:
         warnings.simplefilter("always")
         row_sums(torch.randn(3, 1))
     assert caught and all(w.filename == __file__ for w in caught), [w.filename for w in caught]
+
+
+@tc.kernel(static_shapes=True)
+def banded_row_sums(x: torch.Tensor, w: int) -> torch.Tensor:
+    m = x.size(0)
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        acc = tc.zeros([tm], dtype=torch.float32)
+        for tn in tc.tile(min(tm.end + w, m)):
+            keep = tn.index[None, :] <= tm.index[:, None] + w  # columns up to i + w
+            acc = acc + torch.where(keep, x[tm, tn].float(), 0.0).sum(dim=1)
+        out[tm] = acc
+    return out
+
+
+def test_a_bound_from_an_enclosing_end_plus_a_window_is_checked_too() -> None:
+    x = torch.randn(16, 16)
+    torch.testing.assert_close(banded_row_sums(x, 4), torch.triu(torch.tril(x, 4), -16).sum(1))
+    with pytest.raises(ShapeError, match=r"tensor 'x' has size 8 along dim 1"):
+        banded_row_sums(torch.randn(16, 8), 4)

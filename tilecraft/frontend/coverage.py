@@ -8,11 +8,11 @@ loop's mask is built from the loop's extent, not the tensor's).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from tilecraft.errors import ShapeError, SourceLoc
-from tilecraft.ir.nodes import Node, Op, Sym
+from tilecraft.ir.nodes import Node, Op, Sym, upstream
+from tilecraft.ir.tile_work import bound_value
 
 
 def known_int(value: Any) -> int | None:
@@ -53,27 +53,17 @@ def check_tile_covers(
 
 
 def largest_end(bound: Any) -> int | None:
-    """The largest value a loop bound computed from enclosing tiles takes over the grid, where
-    it is one that some tile reaches: ``tm.end`` (the last tile's end is its loop's extent) and
-    sums, minima and maxima of such ends and constants (each grows with the tile). None for
-    anything else (a begin's last value depends on the config; a difference need not grow).
-    A causal ``tc.tile(tm.end)`` over a tensor narrower than ``tm``'s loop read past it."""
-    if isinstance(bound, int):
-        return bound
+    """A value a loop bound computed from an enclosing tile takes at that loop's last tile,
+    whose end is the loop's extent (``tm.end``; ``min(tm.end + w, n)``): some program reaches
+    it, so a tensor shorter than it is read past. None where the bound needs more than the last
+    tile's end (its begin depends on the config). A causal ``tc.tile(tm.end)`` over a tensor
+    narrower than ``tm``'s loop read past it."""
     if not isinstance(bound, Node):
         return None
-    if bound.op is Op.CONST and isinstance(bound.attrs.get("value"), int):
-        return int(bound.attrs["value"])
-    if bound.op is Op.TILE_END:
-        sym = bound.attrs.get("sym")
-        return known_int(sym.extent) if isinstance(sym, Sym) and not sym.scalar else None
-    combine: dict[str, Callable[[int, int], int]] = {
-        "add": lambda a, b: a + b,
-        "minimum": min,
-        "maximum": max,
-    }
-    if bound.op is Op.BINARY and bound.attrs.get("fn") in combine and len(bound.inputs) == 2:
-        a, b = (largest_end(i) for i in bound.inputs)
-        if a is not None and b is not None:
-            return int(combine[bound.attrs["fn"]](a, b))
-    return None
+    syms = {n.attrs.get("sym") for n in upstream([bound]) if n.op is Op.TILE_END}
+    if len(syms) != 1:
+        return None
+    (grid,) = syms
+    if not isinstance(grid, Sym) or grid.scalar or (extent := known_int(grid.extent)) is None:
+        return None
+    return bound_value(bound, grid, (None, extent, None))

@@ -34,9 +34,11 @@ _ARITH: dict[str, Callable[[int, int], int | None]] = {
 _FAR = 1 << 20  # an offset far into a dim of unknown extent, for the growth check
 
 
-def bound_value(bound: Any, grid: Sym, tile: tuple[int, int, int]) -> int | None:
+def bound_value(
+    bound: Any, grid: Sym, tile: tuple[int | None, int | None, int | None]
+) -> int | None:
     """A loop bound's value at one tile ``(begin, end, id)`` of grid dim ``grid`` (None: it
-    depends on something else)."""
+    depends on something else, or on a part of the tile given as None)."""
     if isinstance(bound, int):
         return bound
     if not isinstance(bound, Node):
