@@ -340,6 +340,8 @@ def test_linear_and_bitcasts_cross_compile_for_nvidia_and_amd() -> None:
     x, w = torch.empty(512, 256, dtype=torch.bfloat16), torch.empty(384, 256, dtype=torch.bfloat16)
     assert_defaults_cross_compile(linear_rows, (x, w, torch.empty(384, dtype=torch.bfloat16)))
     assert_defaults_cross_compile(abs_by_bits, (torch.empty(1 << 16),))
+    q = torch.empty(8, 64, 64, dtype=torch.bfloat16)
+    assert_defaults_cross_compile(einsum_forms, (q, q))
 
 
 @tc.kernel(static_shapes=True)
@@ -365,3 +367,31 @@ def test_tril_and_triu_of_whole_dims(device: str) -> None:
     assert torch.equal(lower, torch.tril(x)) and torch.equal(upper, torch.triu(x, 1))
     with pytest.raises(ShapeError, match=r"torch\.tril along dim 0 .*block"):
         block_tril(torch.randn(8, 8))
+
+
+@tc.kernel(static_shapes=True)
+def einsum_forms(
+    q: torch.Tensor, k: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    h, s, d = q.size()
+    scores = torch.empty(h, s, s, dtype=q.dtype, device=q.device)
+    per_row = torch.empty(s, h, dtype=q.dtype, device=q.device)
+    plain = torch.empty(s, s, dtype=q.dtype, device=q.device)
+    for th in tc.tile(h):
+        qt, kt = q[th, :, :], k[th, :, :]
+        scores[th, :, :] = torch.einsum("bqd,bkd->bqk", qt, kt)
+        per_row[:, th] = torch.einsum("bqd->qb", qt)
+        plain[:, :] = torch.einsum("qd,kd->qk", q[0, :, :], k[0, :, :])
+    return scores, per_row, plain
+
+
+def test_einsum_forms_kernels_write(device: str) -> None:
+    g = torch.Generator().manual_seed(7)
+    q, k = (torch.randn(3, 16, 32, generator=g).to(device) for _ in range(2))
+    scores, per_row, plain = einsum_forms(q, k)
+    torch.testing.assert_close(scores, torch.einsum("bqd,bkd->bqk", q, k), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(per_row, torch.einsum("bqd->qb", q), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(plain, q[0] @ k[0].T, rtol=1e-4, atol=1e-4)
+    with pytest.raises(UnsupportedOpError, match=r"torch.einsum\('i,i,i->i'\)"):
+        three = _pointwise_kernel(lambda v: torch.einsum("i,i,i->i", v, v, v), 1)
+        three(torch.randn(16))

@@ -18,6 +18,7 @@ from tilecraft.frontend import (
     activations,
     composites,
     dots,
+    einsum,
     scans,
     sorting,
     tile_gather,
@@ -480,6 +481,7 @@ lowering(torch.flip, T.flip)(tile_gather.flip)
 
 lowering(F.pad)(tile_shifts.pad)
 lowering(torch.sort, T.sort)(sorting.sort)
+lowering(torch.einsum)(einsum.einsum)
 lowering(torch.argsort, T.argsort)(sorting.argsort)
 lowering(torch.topk, T.topk)(sorting.topk)
 lowering(torch.lerp, T.lerp)(composites.lerp)

@@ -1,0 +1,80 @@
+"""``torch.einsum`` on tiles (stage: frontend; in: the equation and its operand tiles; out: the
+views, sums and ``tl.dot`` of :mod:`~tilecraft.frontend.dots` it stands for).
+
+The forms kernels write: one operand permuted and summed (``"ij->ji"``, ``"bij->bi"``), and two
+operands contracted over one index, each with one free index and at most one batch index shared
+with the output (``"md,nd->mn"``, ``"bhd,bkd->bhk"``, ``"mk,kn->mn"``). Indices in one operand only
+and not in the output are summed first. Anything else is an error naming the equation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tilecraft.errors import UnsupportedOpError
+from tilecraft.frontend import dots, views
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+
+
+def einsum(t: Tracer, equation: str, *operands: Any) -> Any:
+    """``torch.einsum`` of one operand (a permutation, sums) or two contracted over one index
+    (``tl.dot``), with explicit output subscripts."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    inputs, out = _parse(t, equation, operands)
+    tiles = [_sum_private(t, x, i, inputs, out) for i, x in enumerate(operands)]
+    if len(tiles) == 1:
+        x, subs = tiles[0]
+        return views.permute(t, x, [subs.index(c) for c in out])
+    if len(tiles) != 2:
+        raise _unsupported(equation, "one or two operands")
+    (a, sa), (b, sb) = tiles
+    contracted = [c for c in sa if c in sb and c not in out]
+    batch = [c for c in sa if c in sb and c in out]
+    free_a, free_b = [c for c in sa if c not in sb], [c for c in sb if c not in sa]
+    if len(contracted) != 1 or len(batch) > 1 or len(free_a) != 1 or len(free_b) != 1:
+        raise _unsupported(
+            equation, "one contracted index, one free index an operand, one batch index at most"
+        )
+    (k,) = contracted
+    a = views.permute(t, a, [sa.index(c) for c in (*batch, free_a[0], k)])
+    b = views.permute(t, b, [sb.index(c) for c in (*batch, k, free_b[0])])
+    product = dots.matmul(t, a, b, op="torch.einsum")
+    order = [*batch, free_a[0], free_b[0]]
+    return views.permute(t, product, [order.index(c) for c in out])
+
+
+def _parse(t: Tracer, equation: str, operands: tuple[Any, ...]) -> tuple[list[str], str]:
+    eq = equation.replace(" ", "")
+    if "->" not in eq or "." in eq:
+        raise _unsupported(equation, "explicit output subscripts and no '...'")
+    lhs, out = eq.split("->")
+    inputs = lhs.split(",")
+    if len(inputs) != len(operands):
+        raise _unsupported(equation, f"{len(inputs)} operands named, {len(operands)} given")
+    for subs, x in zip(inputs, operands, strict=True):
+        if len(set(subs)) != len(subs) or t.value_node(x).ndim != len(subs):
+            raise _unsupported(equation, "one subscript per dim of each operand, none repeated")
+    if len(set(out)) != len(out) or any(c not in lhs for c in out):
+        raise _unsupported(equation, "output subscripts that appear among the operands', once")
+    return inputs, out
+
+
+def _sum_private(t: Tracer, x: Any, k: int, inputs: list[str], out: str) -> tuple[Any, str]:
+    """Operand ``k`` summed over its indices that no other operand and not the output has."""
+    subs = inputs[k]
+    others = "".join(s for j, s in enumerate(inputs) if j != k) + out
+    private = [i for i, c in enumerate(subs) if c not in others]
+    if not private:
+        return x, subs
+    kept = "".join(c for i, c in enumerate(subs) if i not in private)
+    return t.reduce("sum", x, private, False), kept
+
+
+def _unsupported(equation: str, what: str) -> UnsupportedOpError:
+    return UnsupportedOpError(
+        f"torch.einsum({equation!r}) in device code: supported are {what}",
+        hint="write it with permute / torch.sum / @ on tiles",
+    )
