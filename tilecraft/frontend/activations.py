@@ -16,6 +16,7 @@ import torch
 
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend import composites, dots
+from tilecraft.frontend.composites import in_opmath
 from tilecraft.frontend.views import transpose, unsqueeze
 from tilecraft.ir import dtypes
 
@@ -23,14 +24,6 @@ F = torch.nn.functional
 T = torch.Tensor
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def in_opmath(t: Any, x: Any, build: Callable[[Any], Any]) -> Any:
-    """``build`` of ``x`` in its compute dtype (fp32 for half precision), rounded once back."""
-    dtype = t.dtype_of(x)
-    if not dtype.is_floating_point:
-        return build(x)
-    return t.to_dtype(build(t.to_dtype(x, dtypes.compute_dtype(dtype))), dtype)
 
 
 def leaky_relu(t: Any, x: Any, negative_slope: float = 0.01, inplace: bool = False) -> Any:

@@ -9,6 +9,7 @@ threshold, ``nan_to_num``'s dtype limits. Registered in :mod:`~tilecraft.fronten
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -172,22 +173,20 @@ def clamp_max(t: Any, x: Any, max: Any) -> Any:  # noqa: A002
     return t.pointwise("minimum", x, max)
 
 
+def _nan_ignoring(t: Any, a: Any, b: Any, kind: str) -> Any:
+    """``kind`` (maximum / minimum) of ``a`` and ``b``, a NaN only where both are (C's fmax)."""
+    both = t.pointwise(kind, a, b)
+    return t.where(t.pointwise("isnan", a), b, t.where(t.pointwise("isnan", b), a, both))
+
+
 def fmax(t: Any, a: Any, b: Any) -> Any:
     """The larger of ``a`` and ``b``, a NaN only where both are (C's fmax)."""
-    return t.where(
-        t.pointwise("isnan", a),
-        b,
-        t.where(t.pointwise("isnan", b), a, t.pointwise("maximum", a, b)),
-    )
+    return _nan_ignoring(t, a, b, "maximum")
 
 
 def fmin(t: Any, a: Any, b: Any) -> Any:
     """The smaller of ``a`` and ``b``, a NaN only where both are (C's fmin)."""
-    return t.where(
-        t.pointwise("isnan", a),
-        b,
-        t.where(t.pointwise("isnan", b), a, t.pointwise("minimum", a, b)),
-    )
+    return _nan_ignoring(t, a, b, "minimum")
 
 
 def _float_result(t: Any, *values: Any) -> torch.dtype:
@@ -198,43 +197,62 @@ def _float_result(t: Any, *values: Any) -> torch.dtype:
     return dtype if isinstance(dtype, torch.dtype) and dtype.is_floating_point else torch.float32
 
 
+def in_opmath(t: Any, x: Any, build: Callable[[Any], Any]) -> Any:
+    """``build`` of ``x`` in its compute dtype (fp32 for half precision), rounded once back; an
+    integer ``x`` as it is."""
+    dtype = t.dtype_of(x)
+    if not dtype.is_floating_point:
+        return build(x)
+    return t.to_dtype(build(t.to_dtype(x, dtypes.compute_dtype(dtype))), dtype)
+
+
+def float_opmath(t: Any, values: tuple[Any, ...], build: Callable[..., Any]) -> Any:
+    """``build`` of ``values`` (tiles in the compute dtype, numbers as they are), rounded once
+    to the float dtype torch gives a float-only op of them (ints promote to fp32)."""
+    dtype = _float_result(t, *values)
+    compute = dtypes.compute_dtype(dtype)
+    wide = [v if isinstance(v, (int, float)) else t.to_dtype(v, compute) for v in values]
+    return t.to_dtype(build(*wide), dtype)
+
+
 def logit(t: Any, x: Any, eps: float | None = None) -> Any:
     """``log(z / (1 - z))`` for ``z`` = ``x`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
-    dtype = _float_result(t, x)
-    z = t.to_dtype(x, dtypes.compute_dtype(dtype))
-    if eps is not None:
-        z = t.pointwise("minimum", t.pointwise("maximum", z, eps), 1.0 - eps)
-    return t.to_dtype(
-        t.pointwise("log", t.pointwise("truediv", z, t.pointwise("sub", 1.0, z))), dtype
-    )
+
+    def build(z: Any) -> Any:
+        if eps is not None:
+            z = t.pointwise("minimum", t.pointwise("maximum", z, eps), 1.0 - eps)
+        return t.pointwise("log", t.pointwise("truediv", z, t.pointwise("sub", 1.0, z)))
+
+    return float_opmath(t, (x,), build)
 
 
 def xlogy(t: Any, x: Any, y: Any) -> Any:
     """``x * log(y)``, 0 where ``x == 0`` unless ``y`` is NaN."""
-    dtype = _float_result(t, x, y)
-    compute = dtypes.compute_dtype(dtype)
-    xf, yf = (t.to_dtype(v, compute) if not isinstance(v, (int, float)) else v for v in (x, y))
-    prod = t.pointwise("mul", xf, t.pointwise("log", yf))
-    out = t.where(t.pointwise("isnan", yf), yf, t.where(t.pointwise("eq", xf, 0), 0.0, prod))
-    return t.to_dtype(out, dtype)
+
+    def build(xf: Any, yf: Any) -> Any:
+        prod = t.pointwise("mul", xf, t.pointwise("log", yf))
+        return t.where(t.pointwise("isnan", yf), yf, t.where(t.pointwise("eq", xf, 0), 0.0, prod))
+
+    return float_opmath(t, (x, y), build)
 
 
 def _log_add(t: Any, a: Any, b: Any, base2: bool) -> Any:
     """log(e^a + e^b) (base 2: log2(2^a + 2^b)) as torch: max + log1p(exp(-|a - b|)); equal
     infinities give themselves (inf - inf is NaN)."""
-    dtype = _float_result(t, a, b)
-    compute = dtypes.compute_dtype(dtype)
-    af, bf = (t.to_dtype(v, compute) if not isinstance(v, (int, float)) else v for v in (a, b))
-    m = t.pointwise("maximum", af, bf)
-    gap = t.pointwise("neg", t.pointwise("abs", t.pointwise("sub", af, bf)))
-    if base2:
-        tail = t.pointwise(
-            "mul", t.pointwise("log1p", t.pointwise("exp2", gap)), 1.4426950408889634
-        )
-    else:
-        tail = t.pointwise("log1p", t.pointwise("exp", gap))
-    same_inf = t.pointwise("and", t.pointwise("isinf", af), t.pointwise("eq", af, bf))
-    return t.to_dtype(t.where(same_inf, af, t.pointwise("add", m, tail)), dtype)
+
+    def build(af: Any, bf: Any) -> Any:
+        m = t.pointwise("maximum", af, bf)
+        gap = t.pointwise("neg", t.pointwise("abs", t.pointwise("sub", af, bf)))
+        if base2:
+            tail = t.pointwise(
+                "mul", t.pointwise("log1p", t.pointwise("exp2", gap)), 1.4426950408889634
+            )
+        else:
+            tail = t.pointwise("log1p", t.pointwise("exp", gap))
+        same_inf = t.pointwise("and", t.pointwise("isinf", af), t.pointwise("eq", af, bf))
+        return t.where(same_inf, af, t.pointwise("add", m, tail))
+
+    return float_opmath(t, (a, b), build)
 
 
 def logaddexp(t: Any, a: Any, b: Any) -> Any:
@@ -261,11 +279,14 @@ def rsub(t: Any, x: Any, other: Any, alpha: Any = 1) -> Any:
 
 def sinc(t: Any, x: Any) -> Any:
     """``sin(pi x) / (pi x)``, 1 at 0."""
-    dtype = _float_result(t, x)
-    xf = t.to_dtype(x, dtypes.compute_dtype(dtype))
-    px = t.pointwise("mul", xf, math.pi)
-    out = t.where(t.pointwise("eq", xf, 0), 1.0, t.pointwise("truediv", t.pointwise("sin", px), px))
-    return t.to_dtype(out, dtype)
+
+    def build(xf: Any) -> Any:
+        px = t.pointwise("mul", xf, math.pi)
+        return t.where(
+            t.pointwise("eq", xf, 0), 1.0, t.pointwise("truediv", t.pointwise("sin", px), px)
+        )
+
+    return float_opmath(t, (x,), build)
 
 
 def deg2rad(t: Any, x: Any) -> Any:
@@ -280,33 +301,41 @@ def rad2deg(t: Any, x: Any) -> Any:
 
 def ndtr(t: Any, x: Any) -> Any:
     """The standard normal CDF, ``erfc(-x / sqrt(2)) / 2``."""
-    dtype = _float_result(t, x)
-    xf = t.to_dtype(x, dtypes.compute_dtype(dtype))
-    out = t.pointwise("mul", t.pointwise("erfc", t.pointwise("mul", xf, -0.7071067811865476)), 0.5)
-    return t.to_dtype(out, dtype)
+
+    def build(xf: Any) -> Any:
+        return t.pointwise(
+            "mul", t.pointwise("erfc", t.pointwise("mul", xf, -0.7071067811865476)), 0.5
+        )
+
+    return float_opmath(t, (x,), build)
 
 
 def entr(t: Any, x: Any) -> Any:
     """``-x log(x)`` for ``x > 0``, 0 at 0, -inf below (NaN stays NaN)."""
-    dtype = _float_result(t, x)
-    xf = t.to_dtype(x, dtypes.compute_dtype(dtype))
-    pos = t.pointwise("neg", t.pointwise("mul", xf, t.pointwise("log", xf)))
-    out = t.where(t.pointwise("gt", xf, 0), pos, t.where(t.pointwise("eq", xf, 0), 0.0, -math.inf))
-    return t.to_dtype(t.where(t.pointwise("isnan", xf), xf, out), dtype)
+
+    def build(xf: Any) -> Any:
+        pos = t.pointwise("neg", t.pointwise("mul", xf, t.pointwise("log", xf)))
+        zero_or_neg = t.where(t.pointwise("eq", xf, 0), 0.0, -math.inf)
+        out = t.where(t.pointwise("gt", xf, 0), pos, zero_or_neg)
+        return t.where(t.pointwise("isnan", xf), xf, out)
+
+    return float_opmath(t, (x,), build)
 
 
 def round_decimals(t: Any, x: Any, decimals: int) -> Any:
     """``torch.round(x, decimals=d)``: round(x * 10^d) / 10^d (x / 10^-d, times it, for d < 0)."""
-    dtype = t.dtype_of(x)
-    if not dtype.is_floating_point:
+    if not t.dtype_of(x).is_floating_point:
         return x
-    xf = t.to_dtype(x, dtypes.compute_dtype(dtype))
     scale = 10.0 ** abs(decimals)
-    if decimals > 0:
-        out = t.pointwise("div_exact", t.pointwise("round", t.pointwise("mul", xf, scale)), scale)
-    else:
-        out = t.pointwise("mul", t.pointwise("round", t.pointwise("div_exact", xf, scale)), scale)
-    return t.to_dtype(out, dtype)
+
+    def build(xf: Any) -> Any:
+        if decimals > 0:
+            return t.pointwise(
+                "div_exact", t.pointwise("round", t.pointwise("mul", xf, scale)), scale
+            )
+        return t.pointwise("mul", t.pointwise("round", t.pointwise("div_exact", xf, scale)), scale)
+
+    return in_opmath(t, x, build)
 
 
 def identity(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:

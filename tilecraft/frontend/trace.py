@@ -28,7 +28,7 @@ from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, aligned, memory_owner
-from tilecraft.ir.dtypes import TRITON_DTYPES
+from tilecraft.ir.dtypes import TRITON_DTYPES, supported_names
 from tilecraft.ir.fuse_loops import fuse_sibling_loops
 from tilecraft.ir.hoist import hoist_operands
 from tilecraft.ir.int_ranges import narrow_int_accumulations
@@ -270,7 +270,7 @@ class _TraceHost:
             argument = id(value) in self.arguments
             group = self._alias_group(value)
             offset = value.storage_offset() * value.element_size()
-            aligned = id(memory_owner(value)) not in self.misaligned and offset % 16 == 0
+            on_boundary = id(memory_owner(value)) not in self.misaligned and offset % 16 == 0
             return HostTensor(
                 name,
                 value.dtype,
@@ -281,7 +281,7 @@ class _TraceHost:
                 dynamic,
                 argument,
                 group,
-                aligned,
+                on_boundary,
             )
         if isinstance(value, bool) and name in self.force_dynamic:
             return DynamicFlag(int(value), name)  # a flag that changes between launches
@@ -498,7 +498,7 @@ def _check_dtype(name: str, value: torch.Tensor, tracer: Tracer) -> None:
     """A tensor device code cannot hold (one the host code made: arguments are checked on the
     call) is one error at the loop that reads it, not a failed compile per candidate config."""
     if value.dtype not in TRITON_DTYPES:
-        supported = ", ".join(str(d).removeprefix("torch.") for d in TRITON_DTYPES)
+        supported = supported_names()
         raise UnsupportedOpError(
             f"'{name}' is a {value.dtype} tensor, which device code does not support",
             tracer.loc,

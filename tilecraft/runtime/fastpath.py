@@ -33,10 +33,10 @@ def guard_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
                 return None  # autograd decides (an op with a backward, or an error); a sparse
                 # tensor has no strides: the ordinary path refuses it by name
             try:
-                aligned = v.data_ptr() % 16 == 0
+                on_boundary = v.data_ptr() % 16 == 0
             except RuntimeError:  # no storage (a vmap wrapper): the ordinary path runs it as an op
                 return None
-            key.append((v.dtype, v.shape, v.stride(), v.device, aligned))
+            key.append((v.dtype, v.shape, v.stride(), v.device, on_boundary))
         elif t is int or t is bool:
             key.append((t, v))
         elif t is float:

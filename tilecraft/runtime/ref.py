@@ -129,7 +129,7 @@ def ref_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     return out
 
 
-_SORTS = {"sort": (torch.sort, 1), "argsort": (torch.argsort, 1), "topk": (torch.topk, 2)}
+_SORTS = {"sort": torch.sort, "argsort": torch.argsort, "topk": torch.topk}
 
 
 def _stable_sort(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -143,7 +143,7 @@ def _stable_sort(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, torch.Tensor):
         x, rest = owner, args
-    elif fn is _SORTS[name][0] and args:
+    elif fn is _SORTS[name] and args:
         x, rest = args[0], args[1:]
     else:
         return None

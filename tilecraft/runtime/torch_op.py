@@ -215,12 +215,15 @@ class HostRunner:
 EXAMPLES = ((EXAMPLE_EXTENT, 1.0), (48, 0.5), (240, 0.25), (720, 2.0))
 
 
-def example_arg(kind: ArgKind, extent: int = EXAMPLE_EXTENT, value: float = 1.0) -> Any:
-    """A meta stand-in for an argument of this kind (the layout does not depend on sizes)."""
+def example_arg(
+    kind: ArgKind, extent: int = EXAMPLE_EXTENT, value: float = 1.0, shape: Any = None
+) -> Any:
+    """A meta stand-in for an argument of this kind (the layout does not depend on sizes); a
+    tensor's ``shape`` when given, else ``extent`` along every dim."""
     tag = kind[0]
     if tag == "Tensor":
         dtype = getattr(torch, kind[1].removeprefix("torch."))
-        return torch.zeros([extent] * kind[2], dtype=dtype, device="meta")
+        return torch.zeros(shape or [extent] * kind[2], dtype=dtype, device="meta")
     if tag in ("bool", "str"):
         return kind[1]
     return {"None": None, "int": extent, "float": value}.get(tag)
@@ -248,13 +251,10 @@ def shape_hint(values: tuple[Any, ...]) -> Hint:
 def _hinted_example(kinds: tuple[ArgKind, ...], hint: Hint) -> tuple[Any, ...]:
     example = []
     for kind, h in zip(kinds, hint, strict=True):
-        if kind[0] == "Tensor" and isinstance(h, tuple):
-            dtype = getattr(torch, kind[1].removeprefix("torch."))
-            example.append(torch.zeros(h, dtype=dtype, device="meta"))
-        elif kind[0] in ("int", "float") and h is not None:
+        if kind[0] in ("int", "float") and h is not None:
             example.append(h)
         else:
-            example.append(example_arg(kind))
+            example.append(example_arg(kind, shape=h if isinstance(h, tuple) else None))
     return tuple(example)
 
 
@@ -459,7 +459,9 @@ class KernelOps:
 
     def call(self, values: tuple[Any, ...]) -> Any:
         """Run the kernel through its op (eager calls that need autograd)."""
-        info, op = self.get(tuple(arg_kind(v) for v in values), shape_hint(values))
+        kinds = tuple(arg_kind(v) for v in values)
+        hint = None if kinds in self.ops else shape_hint(values)  # (read only by a new op)
+        info, op = self.get(kinds, hint)
         return info.rebuild(op(*values), values)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import ArgumentError, SourceLoc, TilecraftError
-from tilecraft.ir.dtypes import TRITON_DTYPES
+from tilecraft.ir.dtypes import TRITON_DTYPES, supported_names
 
 
 def _describe(value: torch.Tensor) -> str:
@@ -26,7 +26,7 @@ def check_tensor_args(name: str, arguments: dict[str, Any], loc: SourceLoc | Non
     tensors = {n: v for n, v in arguments.items() if isinstance(v, torch.Tensor)}
     for arg, value in tensors.items():
         if value.dtype not in TRITON_DTYPES:
-            supported = ", ".join(str(d).removeprefix("torch.") for d in TRITON_DTYPES)
+            supported = supported_names()
             raise ArgumentError(
                 f"{name}(): argument '{arg}' is a {_describe(value)}; device code does not "
                 f"support {value.dtype}",
