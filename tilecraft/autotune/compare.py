@@ -293,11 +293,12 @@ def _ill_conditioned(
     p = precise.detach().to(device=a.device, dtype=torch.float64)
     finite = torch.where(torch.isfinite(p), p, torch.zeros_like(p))
     everywhere = atol * max(1.0, float(finite.abs().max())) + rtol * finite.abs()
-    off = (e.to(torch.float64) - p).abs() > everywhere
+    base_everywhere = (e.to(torch.float64) - p).abs()
+    off = base_everywhere > everywhere
     if int(off.sum()) > ILL_CONDITIONED_SHARE * off.numel():
         return False
     allowed = everywhere[outside]
-    base_err = (e.to(torch.float64) - p).abs()[outside]
+    base_err = base_everywhere[outside]
     our_err = (a.to(torch.float64) - p).abs()[outside]
     near_truth = our_err <= allowed
     baseline_off = (base_err > allowed) & (our_err <= BASELINE_ERROR_FACTOR * base_err)
