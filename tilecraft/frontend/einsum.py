@@ -28,8 +28,6 @@ def einsum(t: Tracer, equation: str, *operands: Any) -> Any:
     if len(tiles) == 1:
         x, subs = tiles[0]
         return views.permute(t, x, [subs.index(c) for c in out])
-    if len(tiles) != 2:
-        raise _unsupported(equation, "one or two operands")
     (a, sa), (b, sb) = tiles
     contracted = [c for c in sa if c in sb and c not in out]
     batch = [c for c in sa if c in sb and c in out]
@@ -54,6 +52,8 @@ def _parse(t: Tracer, equation: str, operands: tuple[Any, ...]) -> tuple[list[st
     inputs = lhs.split(",")
     if len(inputs) != len(operands):
         raise _unsupported(equation, f"{len(inputs)} operands named, {len(operands)} given")
+    if len(inputs) > 2:
+        raise _unsupported(equation, "one or two operands")
     for subs, x in zip(inputs, operands, strict=True):
         if len(set(subs)) != len(subs) or t.value_node(x).ndim != len(subs):
             raise _unsupported(equation, "one subscript per dim of each operand, none repeated")
