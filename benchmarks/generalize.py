@@ -173,11 +173,13 @@ def measure(
     want = case.reference(*inputs)
     timed = _timed_inputs(case, inputs)  # every timed call's inputs, one copy for in-place cases
     row: dict[str, Any] = {"kernel": case.name, "shape": "x".join(map(str, shape))}
+    _reached(row, "tilecraft's default")
     default = _tilecraft(case, inputs, timed, want, device, repeats)
     row.update(default_ms=default["ms"], default_first_s=default["first_s"])
     row["default_graph_ms"] = default["graph_ms"]
     row.update(default_config=default["configs"], max_err=default["err"])
     if not skip_quick:
+        _reached(row, "quick tuning")
         budget = {} if quick_budget is None else {"autotune_budget_s": quick_budget}
         quick = _tilecraft(
             case, inputs, timed, want, device, repeats, autotune_effort="quick", **budget
@@ -186,8 +188,10 @@ def measure(
         row["quick_graph_ms"] = quick["graph_ms"]
         row.update(quick_config=quick["configs"], max_err=max(default["err"], quick["err"]))
     eager = case.timed_reference or case.reference
+    _reached(row, "eager timing")
     row["eager_ms"] = bench_best_ms(lambda: eager(*timed), repeats)
     row["cpu_load"] = round(os.getloadavg()[0], 2)
+    _reached(row, "torch.compile of the reference")
     try:
         row.update(_compiled_times(case, timed, device, repeats))
     except Exception as exc:  # torch.compile's own failure: our columns stand, its are empty
@@ -199,6 +203,17 @@ def measure(
         if row["compile_graph_ms"] and row["quick_graph_ms"]:
             row["quick_vs_compile_graph"] = row["compile_graph_ms"] / row["quick_graph_ms"]
     return row
+
+
+PARTIAL_ROW = "partial_row.json"
+
+
+def _reached(row: dict[str, Any], stage: str) -> None:
+    """In an isolated child (``--isolate``), the row so far and the stage it enters, under
+    ``$OUT``: a child stopped at its limit keeps the columns it measured."""
+    out = os.environ.get("TC_GENERALIZE_CHILD_OUT")
+    if out:
+        (Path(out) / PARTIAL_ROW).write_text(json.dumps({**row, "stage": stage}, default=str))
 
 
 def _child_argv(argv: list[str] | None) -> list[str]:
@@ -226,17 +241,21 @@ def _isolated_rows(name: str, options: list[str], limit_s: float) -> list[dict[s
         cmd += [*options, "--kernels", name, "--name", "row"]
         error = None
         try:
-            done = subprocess.run(
-                cmd, env={**os.environ, "OUT": out}, timeout=limit_s, capture_output=True, text=True
-            )
+            env = {**os.environ, "OUT": out, "TC_GENERALIZE_CHILD_OUT": out}
+            done = subprocess.run(cmd, env=env, timeout=limit_s, capture_output=True, text=True)
             if done.returncode != 0:
                 error = f"exit status {done.returncode}: {done.stderr[-300:]}"
         except subprocess.TimeoutExpired:
             error = f"stopped after {limit_s:g} s"
         path = Path(out) / "row.json"
         rows: list[dict[str, Any]] = json.loads(path.read_text())["rows"] if path.exists() else []
-    if error is not None:
-        rows.append({"kernel": name, "error": error})
+        partial_path = Path(out) / PARTIAL_ROW
+        if error is not None and partial_path.exists() and not rows:
+            row = json.loads(partial_path.read_text())
+            stage = row.pop("stage")
+            rows.append({**row, "error": f"{error} in {stage}"})
+        elif error is not None:
+            rows.append({"kernel": name, "error": error})
     for row in rows:
         print(row, flush=True)
     return rows

@@ -147,6 +147,25 @@ def test_filling_the_device_keeps_64_bytes_of_each_row(dtype: torch.dtype, width
     assert config.block_sizes[1] == width and (config.split_reductions[0] or 1) > 1
 
 
+def test_a_narrow_whole_dim_s_outer_block_keeps_64_bytes_a_run() -> None:
+    """GroupNorm + SiLU over channels-last [4, 128, 128, 320] bf16, one image and a block of
+    the 32 groups a program, each group's 10 channels whole (``xv[b, ts, tg, :]``): a group
+    index covers 20 contiguous bytes, so one group a program read 20 of every 640 bytes (H100:
+    [1 group, 512 rows] split 2 0.254 ms). The groups block keeps 64 bytes a run (4 groups,
+    80 bytes) and the split fills the device (0.153 ms; 8 groups split 16 0.129;
+    gn_split_s37_h100). The group norm's weight [32, 10] sets no floor (not a bulk access)."""
+    from benchmarks.gen_kernels import HELDOUT
+
+    case = HELDOUT["group_norm_silu_nhwc"]
+    spec = _spec(case.kernels[0], *case.make_inputs(case.gpu_shapes[0], "meta", 0))
+    groups = spec.blocks[0]
+    assert groups.run_bytes == 20 and groups.row_floor == 4
+    config = spec.default()
+    assert config.block_sizes[0] * 20 >= 64, config
+    programs = spec.programs(0, config)
+    assert programs is not None and programs * config.split_reductions[0] >= 132, config
+
+
 def test_resident_programs_follow_threads_and_registers() -> None:
     spec = _spec(column_sum, _meta(65536, 1024))
     light = tc.Config(block_sizes=[16, 16], num_warps=4)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -214,3 +215,23 @@ def test_isolated_kernel_failure_and_timeout_become_error_rows(
     assert "exit status 2" in failed[0]["error"] and "--repeats" in failed[0]["error"]
     stopped = gen._isolated_rows("column_sum_tall", ["--device", "cpu"], limit_s=0.2)
     assert stopped == [{"kernel": "column_sum_tall", "error": "stopped after 0.2 s"}]
+
+
+def test_a_child_stopped_mid_row_keeps_the_columns_it_measured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A reference whose torch.compile unrolls a 2048-step Python loop ran past the limit: the
+    row keeps tilecraft's and eager's times and says which stage was cut."""
+
+    def child(cmd: list[str], env: dict[str, str], timeout: float, **_: object) -> None:
+        monkeypatch.setenv("TC_GENERALIZE_CHILD_OUT", env["TC_GENERALIZE_CHILD_OUT"])
+        row = {"kernel": "gae_advantages", "shape": "2048x16384", "default_ms": 0.5}
+        gen._reached(row, "eager timing")
+        gen._reached({**row, "eager_ms": 9.0}, "torch.compile of the reference")
+        raise subprocess.TimeoutExpired(cmd, timeout)
+
+    monkeypatch.setattr(gen.subprocess, "run", child)
+    monkeypatch.setenv("OUT", str(tmp_path))
+    (row,) = gen._isolated_rows("gae_advantages", [], limit_s=60)
+    assert row["default_ms"] == 0.5 and row["eager_ms"] == 9.0 and "stage" not in row
+    assert row["error"] == "stopped after 60 s in torch.compile of the reference"

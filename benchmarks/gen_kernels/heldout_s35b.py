@@ -395,7 +395,7 @@ def selective_scan_bwd_reference(u, delta, A, Bm, Cm, Dskip, dy):
     """Autograd through the sequential scan (mamba's selective_scan_ref), in fp64."""
     ins = [t.double().requires_grad_(True) for t in (u, delta, A, Bm, Cm, Dskip)]
     uu, dd, aa, bb, cc, ds = ins
-    h = torch.zeros(u.size(0), u.size(2), A.size(1), dtype=torch.float64)
+    h = torch.zeros(u.size(0), u.size(2), A.size(1), dtype=torch.float64, device=u.device)
     ys = []
     for t in range(u.size(1)):
         dt = dd[:, t, :, None]

@@ -429,8 +429,8 @@ def roi_align_reference(feat, rois):
     y2 = rois[:, 4] * ROI_SCALE - 0.5
     bin_w = (x2 - x1) / ROI_OUT
     bin_h = (y2 - y1) / ROI_OUT
-    g = torch.arange(ROI_OUT, dtype=F32)
-    s = torch.arange(ROI_SAMPLES, dtype=F32)
+    g = torch.arange(ROI_OUT, dtype=F32, device=feat.device)
+    s = torch.arange(ROI_SAMPLES, dtype=F32, device=feat.device)
     # [R, 7, 2] sample coordinates along each axis
     ys = (
         y1[:, None, None]

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from tilecraft.autotune.compare import precise_leaves
 from tilecraft.language import ref_sample
 from tilecraft.runtime.kernel import Kernel
 
@@ -31,7 +32,7 @@ class Baseline:
     # ref-mode run wrote; None: every element is compared
     written: Any = None
     # ref mode again with float arguments in fp64 (see :func:`widened`), made when a config
-    # first differs: (outputs, arguments after); None until then or where it fails
+    # first differs: (outputs, arguments after) of compare.Precise; None until then or on failure
     precise: tuple[Any, tuple[Any, ...]] | None = None
     precise_tried: bool = False
 
@@ -92,28 +93,43 @@ _WIDENED = (torch.float32, torch.float16, torch.bfloat16)
 def widened(
     baseline: Baseline, kernel: Kernel, args: Sequence[Any], kwargs: dict[str, Any]
 ) -> tuple[Any, tuple[Any, ...]] | None:
-    """Ref mode with every fp32 / fp16 / bf16 tensor argument in fp64, once per baseline: the
-    judge of where the fp32 baseline's own rounding is off (``compare._ill_conditioned``). None
-    for a sampled or user baseline, or where ref mode fails in fp64 (a dtype check)."""
+    """Ref mode with every fp32 / fp16 / bf16 tensor argument in fp64, twice: as given, and
+    moved by one fp32 ulp each (up or down at random), once per baseline. The judge of which
+    elements are ill-conditioned (``compare._ill_conditioned``): (outputs, arguments after) with
+    each float tensor a ``compare.Precise``. None for a sampled or user baseline, or where ref
+    mode fails in fp64 (a dtype check)."""
     if baseline.precise_tried:
         return baseline.precise
     baseline.precise_tried = True
     if baseline.written is not None or baseline.source != "ref mode":
         return None
-    a, kw = clone_args(args, kwargs)
-    wide = tuple(_to_fp64(x) for x in a)
-    wide_kw = {k: _to_fp64(v) for k, v in kw.items()}
-    try:
-        with torch.no_grad():
-            outputs = kernel.run_ref(*wide, **wide_kw)
-    except Exception:  # the kernel's own checks may refuse fp64: no second opinion then
-        return None
-    baseline.precise = (_own(outputs, wide), (*wide, *wide_kw.values()))
+    runs = []
+    for moved in (False, True):
+        a, kw = clone_args(args, kwargs)
+        wide = tuple(_to_fp64(x, moved) for x in a)
+        wide_kw = {k: _to_fp64(v, moved) for k, v in kw.items()}
+        try:
+            with torch.no_grad():
+                outputs = kernel.run_ref(*wide, **wide_kw)
+        except Exception:  # the kernel's own checks may refuse fp64: no second opinion then
+            return None
+        runs.append((_own(outputs, wide), (*wide, *wide_kw.values())))
+    (out, after), (moved_out, moved_after) = runs
+    baseline.precise = (precise_leaves(out, moved_out), precise_leaves(after, moved_after))
     return baseline.precise
 
 
-def _to_fp64(x: Any) -> Any:
-    return x.to(torch.float64) if isinstance(x, torch.Tensor) and x.dtype in _WIDENED else x
+def _to_fp64(x: Any, moved: bool = False) -> Any:
+    """``x`` in fp64 if it is a float tensor of a narrower dtype; ``moved``: each element also
+    one fp32 ulp up or down (a fixed random pattern)."""
+    if not (isinstance(x, torch.Tensor) and x.dtype in _WIDENED):
+        return x
+    wide = x.to(torch.float64)
+    if not moved:
+        return wide
+    g = torch.Generator(device=x.device).manual_seed(0)
+    sign = torch.randint(0, 2, x.shape, generator=g, device=x.device) * 2 - 1
+    return wide * (1 + sign * torch.finfo(torch.float32).eps)
 
 
 def _own(outputs: Any, args: Sequence[Any]) -> Any:

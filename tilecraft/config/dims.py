@@ -40,6 +40,9 @@ class BlockSpec:
     store_itemsize: int = 0  # bytes of the narrowest element stored along it contiguously
     # its loop has whole dims (``:`` slices, reduced or kept): not a pointwise loop
     whole_dims: bool = False
+    # bytes each index of it covers in one memory run past a narrow whole stride-1 dim, where
+    # those are under MIN_SEGMENT_BYTES (grid_order.narrow_run; 0: none)
+    run_bytes: int = 0
 
     @property
     def itemsize(self) -> int:
@@ -55,7 +58,14 @@ class BlockSpec:
         channels kept 32: 0.219 ms; [1, 16, 2, 64] 0.105 (H200, maxpool_tiles_s18)."""
         if self.contiguous and self.itemsize and not self.dot_role:
             return max(16, MIN_SEGMENT_BYTES // self.itemsize)
+        if self.run_bytes and not self.dot_role:  # whole runs of a narrow inner dim
+            return next_pow2(cdiv(MIN_SEGMENT_BYTES, self.run_bytes))
         return None
+
+    @property
+    def index_bytes(self) -> int:
+        """Bytes of a memory run one index of it covers (0: it walks no run)."""
+        return self.itemsize if self.contiguous and self.itemsize else self.run_bytes
 
     @property
     def segment_floor(self) -> int:

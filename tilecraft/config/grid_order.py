@@ -56,6 +56,28 @@ def contiguous_index_sym(node: Node) -> Sym | None:
     return None
 
 
+def narrow_run(node: Node, least_bytes: int) -> tuple[Sym, int] | None:
+    """The tile sym whose indices continue a load/store's memory run past a whole stride-1 dim
+    (``x[t, g, :]`` with ``g``'s stride the size of ``:``: ``g``'s block of ``n`` indices walks
+    ``n`` times that dim in one run), and the bytes one index covers, where those are under
+    ``least_bytes`` (None: no such dim, or one index already covers that many). A group norm's
+    10 channels a group in channels-last maps are 20 bytes a group index: one group a program
+    reads 20 of every 640 bytes."""
+    items = [item for item in node.attrs.get("index", ()) if item[0] != "none"]
+    tensor = node.attrs["tensor"]
+    if len(items) < 2 or tensor.ndim != len(items):
+        return None
+    unit = [d for d in range(tensor.ndim) if tensor.stride[d] == 1 and tensor.shape[d] != 1]
+    if not unit or items[unit[-1]][0] != "rdim" or not isinstance(tensor.shape[unit[-1]], int):
+        return None
+    inner = tensor.shape[unit[-1]]
+    outer = [d for d in range(tensor.ndim) if tensor.stride[d] == inner and tensor.shape[d] != 1]
+    if not outer or items[outer[0]][0] != "tile" or not isinstance(items[outer[0]][1], Sym):
+        return None
+    run_bytes = inner * node.dtype.itemsize
+    return (items[outer[0]][1], run_bytes) if run_bytes < least_bytes else None
+
+
 BULK_STORE_SHARE = 16  # a store of at least 1/16 of the loop's largest tensor: see bulk_store
 
 

@@ -225,7 +225,7 @@ def _widen_rows(
         block = spec.blocks[slot]
         if block.row_floor is None:
             continue
-        line = max(block.row_floor, SPLIT_SEGMENT_BYTES // block.itemsize)
+        line = max(block.row_floor, SPLIT_SEGMENT_BYTES // block.index_bytes)
         while config.block_sizes[slot] < line and config.block_sizes[slot] * 2 <= block.hi:
             blocks = list(config.block_sizes)
             blocks[slot] *= 2
