@@ -169,6 +169,7 @@ ROW_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "round_decimals": lambda v: torch.round(v * 100, decimals=-1) + torch.round(v, decimals=2),
     "identities": lambda v: v.clone() + v.contiguous() + v.detach() + (+v),
     "norm": lambda v: v.norm(dim=-1, keepdim=True) * v + v.norm(p=1, dim=-1, keepdim=True),
+    "logcumsumexp": lambda v: torch.logcumsumexp(v, dim=-1) - v.logcumsumexp(1).flip(-1),
     "special_aliases": lambda v: (
         torch.special.expit(v)
         + torch.special.erf(v)
@@ -401,3 +402,85 @@ def test_einsum_forms_kernels_write(device: str) -> None:
     with pytest.raises(UnsupportedOpError, match=r"torch.einsum\('i,i,i->i'\)"):
         three = _pointwise_kernel(lambda v: torch.einsum("i,i,i->i", v, v, v), 1)
         three(torch.randn(16))
+
+
+@tc.kernel(static_shapes=True)
+def parts(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    gated = torch.empty(m, n // 2, dtype=x.dtype, device=x.device)
+    quarters = torch.empty(m, n // 4, dtype=x.dtype, device=x.device)
+    glu = torch.empty(m, n // 2, dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        a, b = x[tm, :].chunk(2, dim=-1)
+        p, q, r, s = torch.split(x[tm, :], n // 4, dim=1)
+        gated[tm, :] = a * torch.sigmoid(b)
+        quarters[tm, :] = p - 2 * q + 3 * r - s
+        glu[tm, :] = torch.nn.functional.glu(x[tm, :], dim=1)
+    return gated, quarters, glu
+
+
+@tc.kernel(static_shapes=True)
+def pairs(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(x.size(0), x.size(2), dtype=x.dtype, device=x.device)
+    for tm in tc.tile(x.size(0)):
+        a, b = torch.unbind(x[tm, :, :], dim=1)
+        c, d = x[tm, :, :].chunk(2, dim=2)
+        out[tm, :] = a * b + torch.cat([c.sum(1), d.sum(1)], dim=1)
+    return out
+
+
+def test_chunk_split_unbind_and_glu_of_tiles_match_torch(device: str) -> None:
+    """Were UnsupportedOpError (a GLU written as ``a, b = x.chunk(2, -1)``)."""
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(6, 64, generator=g).to(device)
+    gated, quarters, glu = parts(x)
+    p, q, r, s = x.split(16, 1)
+    torch.testing.assert_close(gated, torch.nn.functional.glu(x))
+    torch.testing.assert_close(quarters, p - 2 * q + 3 * r - s)
+    torch.testing.assert_close(glu, torch.nn.functional.glu(x, 1))
+    y = torch.randn(5, 2, 8, generator=g).to(device)
+    ya, yb = y.unbind(1)
+    yc, yd = y.chunk(2, 2)
+    torch.testing.assert_close(pairs(y), ya * yb + torch.cat([yc.sum(1), yd.sum(1)], 1))
+
+
+def test_a_chunk_of_a_dim_that_is_not_a_power_of_two_says_how_to_load_the_parts() -> None:
+    halves = _row_kernel(lambda v: torch.cat(v.chunk(2, dim=-1), dim=-1))
+    with pytest.raises(UnsupportedOpError, match=r"chunk of a tile .* into 2 parts") as err:
+        halves(torch.randn(4, 24))
+    assert "sliced indices" in str(err.value)
+
+
+def test_logcumsumexp_keeps_infinities_and_nans_as_torch(device: str) -> None:
+    x = torch.randn(6, 37, generator=torch.Generator().manual_seed(5)) * 30
+    x[0, :3] = float("-inf")
+    x[1, 5] = float("inf")
+    x[2, 7] = float("nan")
+    x[3, :] = float("-inf")
+    x = x.to(device)
+    got = _row_kernel(lambda v: torch.logcumsumexp(v, dim=1))(x)
+    torch.testing.assert_close(got, torch.logcumsumexp(x, 1), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_isclose_matches_torch(dtype: torch.dtype, device: str) -> None:
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(6, 40, generator=g)
+    far = torch.rand(6, 40, generator=g) < 0.5
+    y = torch.where(far, x + 1.0, x + 1e-7 * torch.randn(6, 40, generator=g))
+    x[0, :3], y[0, :2] = float("inf"), float("inf")
+    x[1, 5], y[1, 5], x[2, 4] = float("nan"), float("nan"), float("-inf")
+    x, y = x.to(dtype).to(device), y.to(dtype).to(device)
+
+    @tc.kernel(static_shapes=True)
+    def close(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out = torch.empty(a.shape, dtype=torch.bool, device=a.device)
+        nans = torch.empty(a.shape, dtype=torch.bool, device=a.device)
+        for tm in tc.tile(a.size(0)):
+            out[tm, :] = torch.isclose(a[tm, :], b[tm, :], rtol=1e-3, atol=1e-4)
+            nans[tm, :] = a[tm, :].isclose(b[tm, :], equal_nan=True)
+        return out, nans
+
+    got, nans = close(x, y)
+    assert torch.equal(got, torch.isclose(x, y, rtol=1e-3, atol=1e-4))
+    assert torch.equal(nans, torch.isclose(x, y, equal_nan=True))

@@ -17,7 +17,7 @@ import torch
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend import composites, dots
 from tilecraft.frontend.composites import in_opmath
-from tilecraft.frontend.views import transpose, unsqueeze
+from tilecraft.frontend.views import chunk, transpose, unsqueeze
 from tilecraft.ir import dtypes
 
 F = torch.nn.functional
@@ -230,6 +230,13 @@ def linear(t: Any, x: Any, weight: Any, bias: Any = None) -> Any:
     return t.to_dtype(t.pointwise("add", acc, t.to_dtype(bias, torch.float32)), dtype)
 
 
+def glu(t: Any, x: Any, dim: int = -1) -> Any:
+    """``F.glu``: the first half of ``dim`` times the sigmoid of the second (a whole dim whose
+    size is a power of two)."""
+    a, b = chunk(t, x, 2, dim)
+    return t.pointwise("mul", a, t.pointwise("sigmoid", b))
+
+
 def sigmoid(t: Any, x: Any) -> Any:
     """``torch.sigmoid``."""
     return t.pointwise("sigmoid", x)
@@ -260,6 +267,7 @@ LOWERINGS: list[tuple[tuple[Any, ...], Callable[..., Any]]] = [
     ((F.rms_norm,), rms_norm),
     ((F.cosine_similarity, torch.cosine_similarity), cosine_similarity),
     ((F.linear,), linear),
+    ((F.glu,), glu),
     ((F.sigmoid,), sigmoid),
     ((F.tanh,), tanh),
 ]

@@ -272,6 +272,20 @@ def heaviside(t: Any, x: Any, values: Any) -> Any:
     return t.where(t.pointwise("eq", x, 0), t.to_dtype(values, dtype), step)
 
 
+def isclose(
+    t: Any, x: Any, other: Any, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
+) -> Any:
+    """torch's steps in the inputs' dtype: equal (infinities of one sign included), NaN with
+    NaN under ``equal_nan``, else a finite ``|x - other| <= atol + |rtol * other|``."""
+    p = t.pointwise
+    close = p("eq", x, other)
+    if equal_nan:
+        close = p("or", close, p("and", p("isnan", x), p("isnan", other)))
+    actual = p("abs", p("sub", x, other))
+    allowed = p("add", p("abs", p("mul", other, rtol)), atol)
+    return p("or", close, p("and", p("isfinite", actual), p("le", actual, allowed)))
+
+
 def rsub(t: Any, x: Any, other: Any, alpha: Any = 1) -> Any:
     """``other - alpha * x``."""
     return t.pointwise("sub", other, x if alpha == 1 else t.pointwise("mul", x, alpha))
@@ -387,6 +401,7 @@ LOWERINGS: list[tuple[tuple[Any, ...], Any]] = [
     ((torch.logaddexp2, T.logaddexp2), logaddexp2),
     ((torch.heaviside, T.heaviside), heaviside),
     ((torch.rsub,), rsub),
+    ((torch.isclose, T.isclose), isclose),
     ((torch.sinc, T.sinc, S.sinc), sinc),
     ((torch.deg2rad, T.deg2rad), deg2rad),
     ((torch.rad2deg, T.rad2deg), rad2deg),

@@ -363,6 +363,13 @@ lowering(torch.cumsum, T.cumsum)(_cumulative("sum"))
 lowering(torch.cumprod, T.cumprod)(_cumulative("prod"))
 
 
+@lowering(torch.logcumsumexp, T.logcumsumexp)
+def _logcumsumexp(t: Any, x: Any, dim: int) -> Any:
+    """Along ``dim`` (never chunked); overflow-free (``m + log1p(exp(min - m))``), half
+    precision in fp32."""
+    return scans.log_cumulative_sum_exp(t, x, dim)
+
+
 def _extreme(kind: str) -> Handler:
     def handler(t: Any, x: Any, dim: int) -> Any:
         """``(values, indices)`` along ``dim`` (never chunked); ties take the later index."""
@@ -473,6 +480,9 @@ lowering(T.expand_as)(views.expand_as)
 lowering(torch.broadcast_to, T.broadcast_to)(views.expand)
 lowering(torch.stack)(views.stack)
 lowering(torch.cat, torch.concat, torch.concatenate)(views.cat)
+lowering(torch.chunk, T.chunk)(views.chunk)
+lowering(torch.split, T.split)(views.split_sizes)
+lowering(torch.unbind, T.unbind)(views.unbind)
 lowering(torch.gather, T.gather)(tile_gather.gather)
 lowering(torch.take_along_dim, T.take_along_dim)(tile_gather.take_along_dim)
 lowering(torch.roll, T.roll)(tile_gather.roll)

@@ -135,6 +135,24 @@ def cumulative_extreme(t: Tracer, kind: str, x: Any, dim: Any) -> Any:
     return result(pair)
 
 
+def log_cumulative_sum_exp(t: Tracer, x: Any, dim: Any) -> TileValue:
+    """``torch.logcumsumexp``: a scan of ``log(exp(a) + exp(b))`` taken as ``m + log1p(exp(min
+    - m))`` with ``m`` the larger (no overflow), in fp32 for half precision, rounded once. As
+    torch: -inf where every element so far is -inf, inf once an inf is met, NaN once a NaN is."""
+    node, axis = _scan_node(t, x, dim, "logcumsumexp")
+    if not node.dtype.is_floating_point:
+        raise UnsupportedOpError(
+            f"torch.logcumsumexp of a {node.dtype} tile: torch takes floats only",
+            hint="cast first, e.g. x.float().logcumsumexp(dim)",
+        )
+
+    def combine(a: Any, b: Any) -> Any:
+        m = torch.maximum(a, b)
+        return torch.where(torch.isinf(m), m, m + torch.log1p(torch.exp(torch.minimum(a, b) - m)))
+
+    return associative_scan(t, combine, x, axis)  # type: ignore[return-value]
+
+
 def associative_scan(
     t: Tracer, fn: Callable[..., Any], x: Any, dim: Any, reverse: bool = False
 ) -> TileValue | tuple[TileValue, ...]:

@@ -207,6 +207,67 @@ def split(t: Tracer, x: Any) -> tuple[TileValue, TileValue]:
     )
 
 
+def chunk(t: Tracer, x: Any, chunks: int, dim: int = 0) -> tuple[TileValue, ...]:
+    """``torch.chunk`` / ``Tensor.chunk`` into 2, 4, 8... equal parts of a whole dim whose size
+    is a power of two: the dim viewed as [2, n / 2], that 2 moved last and split
+    (``tc.split``), each half chunked again."""
+    from tilecraft.frontend.regroup import pow2, static_size
+
+    node = t.value_node(x)
+    axis = t._axis(node, dim)
+    size = static_size(node.shape[axis])
+    if not (isinstance(chunks, int) and chunks >= 1 and pow2(chunks)):
+        raise UnsupportedOpError(
+            f"chunk of a tile into {chunks!r} parts",
+            t.loc,
+            hint="chunk into 1, 2, 4, 8... parts, or load each part with sliced indices",
+        )
+    if chunks == 1:
+        return (t.wrap(node),)
+    if size is None or not pow2(size) or size < chunks:
+        raise UnsupportedOpError(
+            f"chunk of a tile {list(node.shape)} into {chunks} parts along dim {axis}",
+            t.loc,
+            hint="chunk a whole dim whose size is a power of two (and at least the parts); "
+            "otherwise load each part with sliced indices (x[t, :h] and x[t, h:])",
+        )
+    shape = [*node.shape[:axis], 2, size // 2, *node.shape[axis + 1 :]]
+    paired = reshape(t, t.wrap(node), *shape).node
+    rank = paired.ndim
+    perm = [*range(axis), *range(axis + 1, rank), axis]  # the 2 last
+    first, second = split(t, permute(t, t.wrap(paired), perm))
+    return (*chunk(t, first, chunks // 2, axis), *chunk(t, second, chunks // 2, axis))
+
+
+def split_sizes(t: Tracer, x: Any, split_size: Any, dim: int = 0) -> tuple[TileValue, ...]:
+    """``torch.split`` / ``Tensor.split`` into equal parts (an int ``split_size``, or a list of
+    equal sizes): :func:`chunk`."""
+    from tilecraft.frontend.regroup import static_size
+
+    node = t.value_node(x)
+    size = static_size(node.shape[t._axis(node, dim)])
+    sizes = list(split_size) if isinstance(split_size, (list, tuple)) else None
+    part = sizes[0] if sizes and len(set(sizes)) == 1 else split_size
+    if size is None or not isinstance(part, int) or part < 1 or size % part:
+        raise UnsupportedOpError(
+            f"split of a tile {list(node.shape)} into parts of {split_size!r} along dim {dim}",
+            t.loc,
+            hint="split a whole dim into equal parts whose count is a power of two; otherwise "
+            "load each part with sliced indices",
+        )
+    return chunk(t, x, size // part, dim)
+
+
+def unbind(t: Tracer, x: Any, dim: int = 0) -> tuple[TileValue, ...]:
+    """``torch.unbind`` along a whole dim of 2, 4, 8... elements: the chunks with that dim
+    dropped."""
+    axis = t._axis(t.value_node(x), dim)
+    from tilecraft.frontend.regroup import static_size
+
+    size = static_size(t.value_node(x).shape[axis])
+    return tuple(squeeze(t, part, axis) for part in chunk(t, x, size or 0, axis))
+
+
 def _tile_count(t: Tracer, op: str, tensors: Any, otherwise: str) -> int:
     """How many tiles ``op`` (torch.stack / torch.cat) joins: 2, 4, 8, ... (an error else)."""
     from tilecraft.frontend.regroup import pow2
