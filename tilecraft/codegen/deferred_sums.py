@@ -90,7 +90,7 @@ def add_rows(ctx: EmitContext, deferred: list[OpenSum]) -> None:
             mask = ctx.mask_at(d.root.shape[axis], axis, d.root.ndim)
             text = text if mask is None else f"tl.where({mask}, {text}, {neutral})"
         for axis in sorted(d.step_axes, reverse=True):
-            text = reduce_expr(d.kind, text, axis, False, d.root.dtype, [])
+            text = reduce_expr(d.kind, text, axis, False, d.root.dtype, [], ctx.interpret)
         ctx.w.line(f"{o.rows} = {combine_expr(d.kind, o.rows, text, d.root.dtype)}")
 
 
@@ -100,5 +100,5 @@ def close_rows(ctx: EmitContext, deferred: list[OpenSum]) -> None:
         d, name, total = o.plan, ctx.lookup(o.carry), o.rows
         assert name is not None, "a deferred carry is bound before its loop"
         for axis in d.after_axes:
-            total = reduce_expr(d.kind, total, axis, False, d.root.dtype, [])
+            total = reduce_expr(d.kind, total, axis, False, d.root.dtype, [], ctx.interpret)
         ctx.w.line(f"{name} = {combine_expr(d.kind, name, total, d.root.dtype)}")

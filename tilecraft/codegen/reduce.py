@@ -38,6 +38,8 @@ HELPER_IMPORT = (
     "from tilecraft.runtime.triton_helpers import argmin_nan as _tc_argmin_nan\n"
     "from tilecraft.runtime.triton_helpers import max_nan as _tc_max_nan\n"
     "from tilecraft.runtime.triton_helpers import min_nan as _tc_min_nan\n"
+    "from tilecraft.runtime.triton_helpers import best_interpreted as _tc_best_interp\n"
+    "from tilecraft.runtime.triton_helpers import arg_best_interpreted as _tc_arg_best_interp\n"
     "from tilecraft.runtime.triton_helpers import interpreter_index as _tc_index\n"
     "from tilecraft.runtime.triton_helpers import pow_float as _tc_pow_float\n"
     "from tilecraft.runtime.triton_helpers import pow_int as _tc_pow_int\n"
@@ -58,9 +60,16 @@ HELPER_IMPORT = (
 
 
 def reduce_expr(
-    kind: str, text: str, axis: int, keep: bool, dtype: torch.dtype, dims: Sequence[str]
+    kind: str,
+    text: str,
+    axis: int,
+    keep: bool,
+    dtype: torch.dtype,
+    dims: Sequence[str],
+    interpret: bool = False,
 ) -> str:
-    """``dims``: the input's block dims as Triton expressions (for the arg-reductions' indices)."""
+    """``dims``: the input's block dims as Triton expressions (for the arg-reductions' indices);
+    ``interpret``: for Triton's interpreter (NumPy's reductions, not per-pair combines)."""
     keep_arg = ", keep_dims=True" if keep else ""
     if not dtype.is_floating_point or kind == "sum":
         reduced = f"{REDUCE_FN[kind]}({text}, {axis}{keep_arg})"
@@ -69,9 +78,11 @@ def reduce_expr(
             # int32 condition, which Triton 3.6 deprecates)
             return f"{reduced}.to({dtypes.triton_dtype(dtype)})"
         return reduced
+    if kind in NAN_COMBINE and interpret:
+        return f"_tc_best_interp({text}, {axis}, {keep}, {kind == 'max'})"
     if kind in NAN_COMBINE:
         return f"tl.reduce({text}, {axis}, {NAN_COMBINE[kind]}{keep_arg})"
-    return arg_reduce_expr(kind, text, _element_indices(axis, dims), axis, keep)
+    return arg_reduce_expr(kind, text, _element_indices(axis, dims), axis, keep, interpret)
 
 
 def _element_indices(axis: int, dims: Sequence[str]) -> str:
@@ -80,14 +91,20 @@ def _element_indices(axis: int, dims: Sequence[str]) -> str:
     return f"tl.broadcast_to({index}, [{', '.join(dims)}])"
 
 
-def arg_reduce_expr(kind: str, values: str, indices: str, axis: int, keep: bool) -> str:
+def arg_reduce_expr(
+    kind: str, values: str, indices: str, axis: int, keep: bool, interpret: bool = False
+) -> str:
     """The index of the first best of ``values`` along ``axis`` (NaN counts as best), given
     each element's index ``indices`` (a rolled reduction passes each lane's best so far)."""
-    return f"{_best_and_index(kind, values, indices, axis, keep)}[1]"
+    return f"{_best_and_index(kind, values, indices, axis, keep, interpret)}[1]"
 
 
-def _best_and_index(kind: str, values: str, indices: str, axis: int, keep: bool) -> str:
+def _best_and_index(
+    kind: str, values: str, indices: str, axis: int, keep: bool, interpret: bool = False
+) -> str:
     """The (first best value, its index) tuple of ``values`` along ``axis``."""
+    if interpret:
+        return f"_tc_arg_best_interp({values}, {indices}, {axis}, {keep}, {kind == 'argmax'})"
     keep_arg = ", keep_dims=True" if keep else ""
     return f"tl.reduce(({values}, {indices}), {axis}, {NAN_ARG_COMBINE[kind]}{keep_arg})"
 
@@ -131,7 +148,7 @@ def emit_reduce(ctx: EmitContext, node: Node) -> None:
         return
     text = masked_for_reduce(ctx, src, axis, kind)
     dims = [ctx.dim_expr(d) for d in src.shape]
-    ctx.bind(node, reduce_expr(kind, text, axis, keep, src.dtype, dims))
+    ctx.bind(node, reduce_expr(kind, text, axis, keep, src.dtype, dims, ctx.interpret))
 
 
 def _paired(ctx: EmitContext, node: Node) -> bool:
@@ -154,6 +171,6 @@ def _value_and_index(ctx: EmitContext, node: Node) -> str:
     def reduction() -> str:
         text = masked_for_reduce(ctx, src, axis, arg)
         indices = _element_indices(axis, [ctx.dim_expr(d) for d in src.shape])
-        return _best_and_index(arg, text, indices, axis, keep)
+        return _best_and_index(arg, text, indices, axis, keep, ctx.interpret)
 
     return ctx.shared_tuple(("arg", *reduce_pairs.pair_key(node)), "best", reduction)

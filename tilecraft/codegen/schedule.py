@@ -95,9 +95,11 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
             src_dims = [ctx.dim_expr(d) for d in src.shape]
             kind, axis, keep = n.attrs["kind"], n.attrs["axis"], n.attrs["keepdim"]
             if n.id in indices:  # each lane's (best, index): the row's first best
-                ctx.bind(n, arg_reduce_expr(kind, accs[n.id], indices[n.id], axis, keep))
+                text = arg_reduce_expr(kind, accs[n.id], indices[n.id], axis, keep, ctx.interpret)
+                ctx.bind(n, text)
             else:
-                ctx.bind(n, reduce_expr(kind, accs[n.id], axis, keep, src.dtype, src_dims))
+                text = reduce_expr(kind, accs[n.id], axis, keep, src.dtype, src_dims, ctx.interpret)
+                ctx.bind(n, text)
 
 
 # an arg-reduction's chunk value replaces a lane's best when strictly better (an earlier chunk

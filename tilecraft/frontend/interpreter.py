@@ -227,14 +227,17 @@ class Interpreter:
         spec = self.eval(stmt.iter)
         if isinstance(spec, TileSpec):
             self.exec_tile_loop(stmt, spec)
-        elif isinstance(spec, range):
-            for i in spec:
+        elif isinstance(spec, (range, tuple, list, enumerate, zip, reversed)):
+            # a Python sequence known while tracing (``for v in (lo, hi)``): unrolled, as a list
+            # comprehension over it is
+            for i in list(spec):
                 self.assign(stmt.target, i)
                 self.run(stmt.body)
         else:
             raise UnsupportedOpError(
                 f"device `for` over a {type(spec).__name__}",
-                hint="device loops iterate tc.tile(...), tc.grid(...) or tc.static_range(...)",
+                hint="device loops iterate tc.tile(...), tc.grid(...), tc.static_range(...) or a "
+                "Python tuple or list (unrolled)",
             )
 
     def exec_tile_loop(self, stmt: ast.For, spec: TileSpec) -> None:

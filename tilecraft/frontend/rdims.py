@@ -143,7 +143,9 @@ def _static_whole(d: Sym) -> bool:
 def _fresh(tr: Tracer, like: Sym, used: set[int]) -> Sym:
     """The first whole dim of ``like``'s extent that no earlier place took."""
     occurrence = 0
-    while id(sym := tr.rdim_for(int(like.extent), occurrence)) in used:
+    while (
+        id(sym := tr.rdim_for(int(like.extent), occurrence, dynamic=bool(like.extent_args))) in used
+    ):
         occurrence += 1
     return sym
 
@@ -157,7 +159,7 @@ def distinct(tr: Tracer, shape: Shape) -> Shape:
         occurrence, repeated = 0, d
         # (interchangeable(d, d): d is a whole dim, one that another name may stand for)
         while isinstance(d, Sym) and any(d is o for o in out) and interchangeable(d, d):
-            d = tr.rdim_for(int(d.extent), occurrence)
+            d = tr.rdim_for(int(d.extent), occurrence, dynamic=bool(d.extent_args))
             occurrence += 1
         if d is not repeated and isinstance(d, Sym) and isinstance(repeated, Sym):
             unify(d, repeated)

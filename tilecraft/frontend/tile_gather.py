@@ -250,12 +250,18 @@ def static_whole(t: Tracer, src: Node, axis: int, op: str) -> int:
 def check_whole(t: Tracer, src: Node, axis: int, op: str = "torch.gather") -> None:
     d = src.shape[axis]
     if isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar:
+        why = (
+            f"of block_size={d.fixed_block}, whose last tile may be partial"
+            if d.fixed_block
+            else "whose positions depend on the config"
+        )
         raise ShapeError(
-            f"{op} along dim {axis} of {shape_str(src.shape)}: {d.name} is a tile "
-            "loop's block, whose positions depend on the config",
+            f"{op} along dim {axis} of {shape_str(src.shape)}: {d.name} is a tile loop's "
+            f"block {why}",
             t.loc,
             hint="gather along a whole dim (`x[tm, :]` or tc.arange(n)); to read other rows, "
-            "load them with a tensor index",
+            "load them with a tensor index; to pick the tile's last element, reduce with a "
+            "mask: torch.sum(torch.where(tt.index == tt.end - 1, v, 0), dim=0)",
         )
 
 

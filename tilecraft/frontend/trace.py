@@ -246,11 +246,7 @@ class _TraceHost:
             if now == first:
                 continue
             if isinstance(first, tuple) and first[:1] == ("tensor",):
-                raise DeviceCodeError(
-                    f"device loop launched again with '{name}' of another shape/dtype: {first[1:]} then {now[1:]}",
-                    self.src.loops[index].loc,
-                    hint="make the tensor's shape the same on every launch, or use @tc.kernel(static_shapes=False)",
-                )
+                raise _relaunch_error(name, first, now, self.src.loops[index].loc)
             if isinstance(first, int) or name.startswith("<bounds"):  # (bools too: a flag)
                 self.varying.add(name)
 
@@ -308,6 +304,37 @@ def _bound_fingerprints(index: int, spec: TileSpec) -> dict[str, Any]:
         _bound_name(index, i): (begin, end)
         for i, (begin, end) in enumerate(zip(spec.begins, spec.ends, strict=True))
     }
+
+
+_RELAUNCH_FIXES = {
+    "shape": "launch it on tensors of one shape (slice or pad to one size)",
+    "strides": "give it one layout on every launch (e.g. .contiguous() where it is made)",
+    "dtype": "cast it to one dtype",
+}
+
+
+def _relaunch_error(name: str, first: Any, now: Any, loc: Any) -> DeviceCodeError:
+    """A device loop a host loop launches again sees ``name`` differ from its first launch:
+    the error names what differs (shape, strides, dtype; a loop is traced and compiled once)."""
+    if not (isinstance(now, tuple) and now[:1] == ("tensor",)):
+        return DeviceCodeError(
+            f"device loop launched again with '{name}' no longer a tensor ({type(now).__name__})",
+            loc,
+            hint="pass a tensor of one shape, layout and dtype on every launch",
+        )
+    parts = [p for p, a, b in zip(("shape", "strides", "dtype"), first[1:], now[1:]) if a != b]
+    seen = "; ".join(
+        f"{p} {a} then {b}"
+        for p, a, b in zip(("shape", "strides", "dtype"), first[1:], now[1:])
+        if a != b
+    )
+    return DeviceCodeError(
+        f"device loop launched again with '{name}' changed: {seen}",
+        loc,
+        hint="a device loop is compiled once for the tensors of its first launch; "
+        + "; ".join(_RELAUNCH_FIXES[p] for p in parts)
+        + ", or move the host loop's repeated work into the device loop",
+    )
 
 
 def _fingerprint(value: Any) -> Any:

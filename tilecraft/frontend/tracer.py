@@ -31,7 +31,7 @@ class Tracer:
         self.dynamic = dynamic
         self.blocks: list[list[Node]] = [[]]
         self.syms: list[Sym] = []
-        self.rdims: dict[tuple[int, int], Sym] = {}
+        self.rdims: dict[tuple[int, int, bool], Sym] = {}
         self.loc: SourceLoc | None = None
         self.next_block_slot = next_block_slot
         self.block_slot_syms: dict[int, Sym] = {}
@@ -125,10 +125,20 @@ class Tracer:
         raise _not_a_device_value(x)
 
     # -- syms -----------------------------------------------------------------------------
-    def rdim_for(self, extent: int, occurrence: int = 0, source: Node | None = None) -> Sym:
+    def rdim_for(
+        self,
+        extent: int,
+        occurrence: int = 0,
+        source: Node | None = None,
+        dynamic: bool | None = None,
+    ) -> Sym:
         """The reduction dim of a whole extent; with dynamic shapes ``source`` is the ARG node
-        holding the extent at run time (every source of one rdim is checked equal at launch)."""
-        key = (int(extent), occurrence)
+        holding the extent at run time (every source of one rdim is checked equal at launch).
+        Static and run-time dims of one extent are kept apart (``dynamic``: which one is wanted,
+        by default whether there is a ``source``): ``torch.arange(20)`` beside a row of 20 at the
+        first call must stay 20 when a later call's row is 25."""
+        run_time = source is not None if dynamic is None else dynamic
+        key = (int(extent), occurrence, run_time)
         sym = self.rdims.get(key)
         if sym is None:
             sym = Sym(SymKind.RDIM, len(self.syms), int(extent), 0, config_slot=self.n_rdims)

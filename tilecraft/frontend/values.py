@@ -141,9 +141,22 @@ for _name, _base in (
     ("__rxor__", "__xor__"),
 ):
     setattr(TileValue, _name, _binary(_base, reflected=True))
+
+
+def _rtruediv(self: Any, other: Any) -> Any:
+    """``number / tile`` as torch defines it, ``tile.reciprocal() * number`` (two roundings, not
+    one: an equalization LUT's ``255.0 / n`` then times a count lands on the other side of .5
+    than one division does)."""
+    tracer = _tracer_of(self)
+    if isinstance(other, (int, float)):
+        inverse = tracer.torch_call(torch.reciprocal, (self,), {})
+        return tracer.torch_call(torch.Tensor.__mul__, (inverse, other), {})
+    return tracer.torch_call(torch.Tensor.__truediv__, (other, self), {})
+
+
+TileValue.__rtruediv__ = _rtruediv  # type: ignore[attr-defined]
 for _name, _base in (
     ("__rsub__", "__sub__"),
-    ("__rtruediv__", "__truediv__"),
     ("__rfloordiv__", "__floordiv__"),
     ("__rpow__", "__pow__"),
     ("__rmatmul__", "__matmul__"),

@@ -209,6 +209,9 @@ _op(
     T.tanh,
     float_only=True,
 )
+# correctly rounded in fp32, as CUDA torch's is: ``number / tile`` is ``reciprocal * number``
+# in torch (Tensor.__rtruediv__), and a rounding after it (an equalization LUT's
+# round(cdf * (255.0 / n))) must see the same reciprocal; rare enough that div_rn costs nothing
 _op(
     "reciprocal",
     1,
@@ -217,6 +220,7 @@ _op(
     torch.reciprocal,
     T.reciprocal,
     float_only=True,
+    fp32_template="tl.math.div_rn(1.0, {0})",
 )
 _op(
     "relu",
@@ -390,10 +394,13 @@ _op("pow_int", 2, "_tc_pow_int({0}, {1})", torch.pow, int_only=True, expansion_r
 # hypot: scaled by the larger magnitude (no overflow at 1e30, no underflow at 1e-30); an
 # infinite operand gives inf even beside NaN, as C's hypot
 _HYPOT_M = "tl.maximum(tl.abs({0}), tl.abs({1}))"
+# the scale divided by: 1 where the result is 0 or inf anyway (no 0 / 0 or inf / inf in lanes
+# the where discards: the interpreter warned of invalid values at hypot(0, 0))
+_HYPOT_D = f"tl.where(({_HYPOT_M} == 0) | ({_HYPOT_M} == float('inf')), 1.0, {_HYPOT_M})"
 _HYPOT = (
     f"tl.where({_HYPOT_M} == float('inf'), float('inf'), tl.where({_HYPOT_M} == 0, 0.0, "
-    f"{_HYPOT_M} * tl.sqrt(({{0}} / {_HYPOT_M}) * ({{0}} / {_HYPOT_M}) "
-    f"+ ({{1}} / {_HYPOT_M}) * ({{1}} / {_HYPOT_M}))))"
+    f"{_HYPOT_M} * tl.sqrt(({{0}} / {_HYPOT_D}) * ({{0}} / {_HYPOT_D}) "
+    f"+ ({{1}} / {_HYPOT_D}) * ({{1}} / {_HYPOT_D}))))"
 )
 _op("hypot", 2, _HYPOT, torch.hypot, torch.hypot, T.hypot, float_only=True)
 _op(

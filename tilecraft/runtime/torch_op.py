@@ -442,11 +442,14 @@ class KernelOps:
         for info, op in list(self.ops.values()):
             self._register_autograd(info, op)
 
-    def autograd_error(self, kinds: tuple[ArgKind, ...]) -> ArgumentError | None:
-        """Why a call of ``kinds`` whose inputs require grad gets no gradients (None: it does)."""
+    def autograd_error(
+        self, kinds: tuple[ArgKind, ...], hint: Hint | None = None
+    ) -> ArgumentError | None:
+        """Why a call of ``kinds`` whose inputs require grad gets no gradients (None: it does);
+        ``hint``: the call's sizes, for an op made here (:func:`shape_hint`)."""
         if self.backward is None:
             return no_backward_error(self.kernel)
-        info, _ = self.get(kinds)
+        info, _ = self.get(kinds, hint)
         return mutating_backward_error(self.kernel, info.mutated) if info.mutated else None
 
     def _register_autograd(self, info: OpInfo, op: Any) -> None:
@@ -562,7 +565,9 @@ def check_autograd(ops: KernelOps, values: tuple[Any, ...], compiling: bool) -> 
     """A call whose inputs require grad: raise if the kernel cannot give their gradients."""
     kinds = tuple(arg_kind(v) for v in values)
     if not compiling:
-        error = ops.autograd_error(kinds)
+        # the call's sizes define a new op: host code viewing an argument by its own dims
+        # (grid.view(n, ho * wo, 2)) fails on the stand-ins' sizes
+        error = ops.autograd_error(kinds, None if kinds in ops.ops else shape_hint(values))
         if error is not None:
             raise error
     elif autograd_problem(ops.id, kinds):

@@ -43,6 +43,50 @@ def argmin_nan(a, ia, b, ib):  # type: ignore[no-untyped-def]
     return tl.where(pick, a, b), tl.where(pick, ia, ib)
 
 
+# Triton's interpreter runs a tl.reduce combine in Python once per element pair (an argmax over
+# 4096 lanes: 4095 calls of the four-op combine above; a CI test's top-8 of a 4100-wide row took
+# 18 s a call). There, the same results come from NumPy's own reductions: these, which
+# codegen emits for the interpreter only.
+
+
+@triton.jit
+def best_interpreted(values, axis: tl.constexpr, keep: tl.constexpr, largest: tl.constexpr):  # type: ignore[no-untyped-def]
+    """max_nan / min_nan reduced along ``axis``: NaN if any element is NaN."""
+    nan = values != values
+    any_nan = tl.max(nan.to(tl.int32), axis, keep_dims=keep) > 0
+    # the NaN itself, summed with -0.0 (x + -0.0 is x for every x, -0.0 included)
+    first_nan = tl.sum(tl.where(nan, values, -0.0), axis, keep_dims=keep).to(values.dtype)
+    if largest:
+        best = tl.max(tl.where(nan, -float("inf"), values), axis, keep_dims=keep)
+    else:
+        best = tl.min(tl.where(nan, float("inf"), values), axis, keep_dims=keep)
+    return tl.where(any_nan, first_nan, best.to(values.dtype))
+
+
+@triton.jit
+def arg_best_interpreted(
+    values, indices, axis: tl.constexpr, keep: tl.constexpr, largest: tl.constexpr
+):  # type: ignore[no-untyped-def]
+    """argmax_nan / argmin_nan reduced along ``axis``: (best value, its least index), a NaN
+    the best (the first NaN's index)."""
+    nan = values != values
+    any_nan = tl.max(nan.to(tl.int32), axis, keep_dims=True) > 0
+    if largest:
+        best = tl.max(tl.where(nan, -float("inf"), values), axis, keep_dims=True)
+    else:
+        best = tl.min(tl.where(nan, float("inf"), values), axis, keep_dims=True)
+    chosen = tl.where(any_nan, nan, values == best)
+    top = tl.max(indices, axis, keep_dims=True)
+    first = tl.min(tl.where(chosen, indices, top), axis, keep_dims=True)
+    picked = chosen & (indices == first)
+    # the picked number by a max over it alone (a sum lost -0.0's sign), a NaN by a sum
+    number = tl.max(tl.where(picked, values, -float("inf")), axis, keep_dims=keep)
+    first_nan = tl.sum(tl.where(nan, values, -0.0), axis, keep_dims=keep)
+    some_nan = tl.max(nan.to(tl.int32), axis, keep_dims=keep) > 0
+    value = tl.where(some_nan, first_nan.to(values.dtype), number.to(values.dtype))
+    return value, tl.min(tl.where(chosen, indices, top), axis, keep_dims=keep)
+
+
 @triton.jit
 def pow_float(x, y):  # type: ignore[no-untyped-def]
     """torch.pow of floats: |x| ** y, negative bases to integer powers signed by the power's
