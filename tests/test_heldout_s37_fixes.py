@@ -6,7 +6,9 @@ dims, hypot without invalid-value warnings, and the fixed-block index error's ad
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -254,3 +256,111 @@ def test_gpu_code_keeps_the_nan_combines_and_the_interpreter_uses_numpy() -> Non
     interpreted = BoundKernel(kernel, args, target=Target.parse("interpret"))
     code = interpreted.to_triton_code(interpreted.config_spec.default())
     assert "_tc_arg_best_interp(" in code and "_tc_argmax_nan)" not in code
+
+
+@tc.kernel(static_shapes=True)
+def tile_means(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(x.size(0) // 16, dtype=x.dtype, device=x.device)
+    for t in tc.tile(x.size(0), block_size=16):
+        out[t.id] = torch.sum(x[t]) / t.block_size
+    return out
+
+
+def test_a_fixed_block_size_in_float_math_compiles(device: str) -> None:
+    """Was ``16.to(tl.float32)`` (a SyntaxError in every candidate: no working config)."""
+    x = torch.randn(64, device=device)
+    torch.testing.assert_close(tile_means(x), x.view(4, 16).mean(1))
+
+
+@tc.kernel(static_shapes=True)
+def gamma_curve(x: torch.Tensor, g: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] ** g
+    return out
+
+
+def test_zero_to_a_float_power_warns_of_nothing(device: str) -> None:
+    """pow took log2(0): the interpreter warned of a divide by zero at every black pixel."""
+    x = torch.tensor([0.0, 0.25, 1.0, 0.0, 4.0, 9.0] * 6, device=device)
+    for g in (2.2, -0.5, 0.0):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = gamma_curve(x, g)
+        torch.testing.assert_close(got, x**g)
+        assert not [w for w in caught if "divide by zero" in str(w.message)], g
+
+
+COEFFS = (3.4445, -4.7750, 2.0315)  # Muon's Newton-Schulz coefficients
+
+
+@tc.kernel(static_shapes=True)
+def odd_poly(x: torch.Tensor) -> torch.Tensor:
+    a, b, c = COEFFS
+    out = torch.empty_like(x)
+    for tn in tc.tile(x.size(0)):
+        v = x[tn]
+        out[tn] = a * v + b * v * v * v + c * v * v * v * v * v
+    return out
+
+
+def test_a_standalone_export_takes_a_module_tuple_of_numbers(tmp_path: Path) -> None:
+    """Was "cannot export: the host code reads 'COEFFS' (a tuple)"."""
+    x = torch.randn(100)
+    source = odd_poly.bind((x,)).to_triton_code(standalone=True)
+    assert "COEFFS = (3.4445, -4.775, 2.0315)" in source
+    path = tmp_path / "odd_poly_export.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("odd_poly_export", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.testing.assert_close(module.odd_poly(x), odd_poly(x))
+
+
+@tc.kernel(static_shapes=True)
+def gamma_correct(img: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
+    """uint8 images [B, H, W]: a 256-entry gamma LUT, then a gather per pixel."""
+    b, h, w = img.size()
+    lut = torch.empty([256], dtype=torch.uint8, device=img.device)
+    for t in tc.tile(256):
+        v = 255.0 * (t.index.float() / 255.0) ** gamma[0]
+        lut[t] = torch.clamp(torch.round(v), 0, 255).to(torch.uint8)
+    out = torch.empty_like(img)
+    for tb, ti, tj in tc.tile([b, h, w], block_size=[1, None, None]):
+        out[tb.begin, ti, tj] = lut[img[tb.begin, ti, tj].to(torch.int64)]
+    return out
+
+
+def test_configs_that_agree_on_a_gathered_rounding_tie_give_a_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At this gamma, LUT entry 58 is 20.5 in eager fp32 and 20.500002 compiled (another pow):
+    every pixel of gray level 58 is one code off, 3% of these images, past the lone ties the
+    check accepts, so every config failed (no working config). The configs agree bit for bit:
+    the result is taken, with a warning."""
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+    g = torch.Generator().manual_seed(0)
+    img = torch.randint(0, 256, (2, 16, 16), generator=g).to(torch.uint8)
+    img[0, 0, :16] = 58
+    gamma = torch.tensor([1.7023255825042725])
+    with pytest.warns(RuntimeWarning, match="agree bit for bit: rounding ties"):
+        got = gamma_correct(img, gamma)
+    lut = torch.round(255.0 * (torch.arange(256).float() / 255.0) ** gamma[0]).clamp(0, 255)
+    want = lut.to(torch.uint8)[img.long()]
+    off = (got.int() - want.int()).abs()
+    assert int(off.max()) == 1 and bool((off[img == 58] == 1).all())
+    assert bool((off[img != 58] == 0).all())
+
+
+def test_one_config_alone_off_by_one_codes_is_still_a_wrong_result() -> None:
+    from tilecraft.autotune.classify import Attempt, Category
+    from tilecraft.autotune.discover import agreed_ties
+
+    def tried(blocks: int, digest: str) -> Attempt:
+        return Attempt(tc.Config(block_sizes=[blocks]), Category.WRONG_RESULT, digest=digest)
+
+    assert agreed_ties([tried(4, "a"), tried(8, "b"), tried(16, "")]) is None
+    assert agreed_ties([tried(4, ""), tried(8, "")]) is None
+    agreed = agreed_ties([tried(4, "a"), tried(8, "b"), tried(16, "b")])
+    assert agreed is not None and agreed.config.block_sizes == (8,)

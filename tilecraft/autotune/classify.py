@@ -131,6 +131,8 @@ class Attempt:
     detail: str = ""  # full error text (traceback, worker stderr)
     ms: float | None = None  # benchmark time, when benchmarked
     resources: dict[str, int] = dataclasses.field(default_factory=dict)  # registers, spills...
+    # a hash of its results where they differ from the baseline only in integer codes one off
+    digest: str = ""
 
     @property
     def ok(self) -> bool:

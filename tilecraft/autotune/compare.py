@@ -16,6 +16,7 @@ rounding, if this run is not much further off there (:func:`_ill_conditioned`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -112,6 +113,8 @@ class Mismatch:
     scattered: bool = False  # a few isolated elements (see :func:`scattered`)
     # only in elements that move many ulps under rounding (see :func:`_ill_conditioned`)
     ill_conditioned: bool = False
+    # integer results, each differing element one off (codes rounded on the other side of a tie)
+    off_by_one: bool = False
 
     def describe(self) -> str:
         if math.isnan(self.max_abs):
@@ -140,6 +143,11 @@ class CompareResult:
     @property
     def ok(self) -> bool:
         return not self.mismatches
+
+    @property
+    def codes_one_off(self) -> bool:
+        """Whether it differs only in integer results one off (see ``discover.agreed_ties``)."""
+        return bool(self.mismatches) and all(m.off_by_one for m in self.mismatches)
 
     def summary(self) -> str:
         if self.ok and self.boundary_cases:
@@ -269,10 +277,13 @@ def compare_tensors(
             return None
         flat = int(diff.flatten().nonzero()[0])
         index = _unravel(flat, a.shape)
+        one_off = a.dtype != torch.bool and bool(
+            ((a[diff].long() - e[diff].long()).abs() <= 1).all()
+        )
         return Mismatch(
             name, f"{int(diff.sum())} of {a.numel()} elements differ", index=index,
             actual=float(a.flatten()[flat]), expected=float(e.flatten()[flat]),
-            scattered=scattered(diff),
+            scattered=scattered(diff), off_by_one=one_off,
         )  # fmt: skip
     rtol, atol = tolerance_for(expected.dtype, tol)
     work = torch.float64 if expected.dtype == torch.float64 else torch.float32
@@ -339,6 +350,29 @@ def _ill_conditioned(
     near_truth = our_err <= allowed
     ill = suspect[outside] & (our_err <= BASELINE_ERROR_FACTOR * sensitivity[outside])
     return bool((near_truth | ill).all())
+
+
+def digest(value: Any) -> str:
+    """A hash of the tensors in ``value`` (nested tuples / lists / dicts): configs whose results
+    are the same bytes."""
+    h = hashlib.sha1()
+
+    def add(v: Any) -> None:
+        if isinstance(v, torch.Tensor):
+            t = v.detach().cpu().contiguous()
+            h.update(str((t.dtype, tuple(t.shape))).encode())
+            h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        elif isinstance(v, (tuple, list)):
+            for x in v:
+                add(x)
+        elif isinstance(v, Mapping):
+            for k in sorted(v, key=str):
+                add(v[k])
+        else:
+            h.update(repr(v).encode())
+
+    add(value)
+    return h.hexdigest()
 
 
 def scattered(bad: torch.Tensor) -> bool:

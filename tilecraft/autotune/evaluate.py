@@ -17,7 +17,7 @@ import torch
 
 from tilecraft.autotune.baseline import Baseline, clone_args, restrict, widened
 from tilecraft.autotune.classify import STICKY, Category, classify, one_line
-from tilecraft.autotune.compare import Tolerances, compare
+from tilecraft.autotune.compare import Tolerances, compare, digest
 from tilecraft.autotune.decisions import float_decisions, rounds_floats
 from tilecraft.config.config import Config
 from tilecraft.errors import ConfigError
@@ -197,6 +197,8 @@ def check_config(
                 category=Category.WRONG_RESULT.value,
                 reason=f"differs from {baseline.source}: {cmp.summary()}"[:400],
             )
+            if rounds and cmp.codes_one_off:  # other configs may agree (discover.agreed_ties)
+                result["digest"] = digest(got)
     return result
 
 

@@ -39,6 +39,7 @@ def attempt_from(config: Config, result: Mapping[str, Any]) -> Attempt:
         str(result.get("detail", "")),
         result.get("ms"),
         dict(result.get("resources") or {}),
+        str(result.get("digest", "")),
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -294,12 +295,17 @@ class EmitContext:
             return fp8.cast_expr(text, src, dst, self.interpret, self.plan.target.fp8_conversions)
         if dst == torch.bool:
             return f"({text} != 0)"
-        # a scalar argument or a loop's offset (tile.begin): a Python number in the interpreter
-        if text in self.scalars or (self.interpret and self._is_loop_offset(text)):
+        # a scalar argument or a loop's offset (tile.begin): a Python number in the interpreter;
+        # a literal or a block-size constexpr (``x * t.block_size``) has no .to() anywhere
+        constant = _CONSTANT.fullmatch(text) is not None
+        if constant or text in self.scalars or (self.interpret and self._is_loop_offset(text)):
             return f"tl.cast({text}, {dtypes.triton_dtype(dst)})"
         if self.interpret and dst == torch.bfloat16:  # the interpreter truncates; torch rounds
             return f"_tc_to_bf16({text})"
         return f"{text}.to({dtypes.triton_dtype(dst)})"
+
+
+_CONSTANT = re.compile(r"-?\d+(\.\d*)?|_(BLOCK|RDIM)_\d+")
 
 
 def _arg_names(loop: DeviceLoop) -> set[str]:

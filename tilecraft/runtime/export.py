@@ -124,13 +124,21 @@ def _helpers() -> str:
     return "\n" + text + "\n" + "".join(f"{alias} = {name}\n" for name, alias in aliases)
 
 
+def _constant(value: Any) -> bool:
+    """Whether ``repr(value)`` re-creates it: None, numbers, strings, dtypes, and tuples of
+    them (Muon's Newton-Schulz coefficients)."""
+    if isinstance(value, tuple):
+        return all(_constant(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str, torch.dtype))
+
+
 def _global_line(kernel_name: str, name: str, value: Any) -> str:
     """The line that re-creates a global the host code reads."""
     if _is_dsl(value):
         return f"{name} = _tc" if isinstance(value, types.ModuleType) else f"{name} = _tc.{name}"
     if isinstance(value, types.ModuleType):
         return f"import {value.__name__} as {name}"
-    if value is None or isinstance(value, (bool, int, float, str, torch.dtype)):
+    if _constant(value):
         return f"{name} = {value!r}"
     raise ArgumentError(
         f"{kernel_name}(): cannot export: the host code reads '{name}' "

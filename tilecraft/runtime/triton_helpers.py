@@ -91,7 +91,10 @@ def arg_best_interpreted(
 def pow_float(x, y):  # type: ignore[no-untyped-def]
     """torch.pow of floats: |x| ** y, negative bases to integer powers signed by the power's
     parity (NaN for others), and 1 wherever y == 0 or x == 1 (NaN or inf on the other side)."""
-    r = tl.exp2(tl.log2(tl.abs(x)) * y)
+    # 0 ** y apart (0, inf, or 1 below): log2(0) made the interpreter warn of a divide by zero
+    zero = x == 0
+    r = tl.exp2(tl.log2(tl.where(zero, 1.0, tl.abs(x))) * y)
+    r = tl.where(zero, tl.where(y > 0, 0.0, tl.where(y < 0, float("inf"), 1.0)), r)
     # nested selects, not & of a scalar y's tests with x's (the interpreter's & refuses that)
     odd = tl.where(tl.floor(y * 0.5) * 2.0 != y, -r, r)
     # (-inf) ** 2.5 is inf as C's pow, not NaN; (-1) ** +-inf is 1
