@@ -47,6 +47,8 @@ from benchmarks.gen_kernels import (
     heldout_s35,
     heldout_s35b,
     heldout_s36,
+    heldout_s37a,
+    heldout_s37b,
     norms,
     reductions,
     rewritten,
@@ -92,6 +94,8 @@ _HELDOUT_MODULES = (
     heldout_s35,
     heldout_s35b,
     heldout_s36,
+    heldout_s37a,
+    heldout_s37b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

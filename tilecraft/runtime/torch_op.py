@@ -443,13 +443,20 @@ class KernelOps:
             self._register_autograd(info, op)
 
     def autograd_error(
-        self, kinds: tuple[ArgKind, ...], hint: Hint | None = None
+        self, kinds: tuple[ArgKind, ...], values: tuple[Any, ...] | None = None
     ) -> ArgumentError | None:
         """Why a call of ``kinds`` whose inputs require grad gets no gradients (None: it does);
-        ``hint``: the call's sizes, for an op made here (:func:`shape_hint`)."""
+        ``values``: the call's, whose sizes define the op where the stand-ins fail (host code
+        viewing an argument by its own dims: ``grid.view(n, ho * wo, 2)``), as under
+        torch.compile (:func:`op_for_sizes`)."""
         if self.backward is None:
             return no_backward_error(self.kernel)
-        info, _ = self.get(kinds, hint)
+        try:
+            info, _ = self.get(kinds)
+        except Exception:
+            if values is None:
+                raise
+            info, _ = self.get(kinds, shape_hint(values))
         return mutating_backward_error(self.kernel, info.mutated) if info.mutated else None
 
     def _register_autograd(self, info: OpInfo, op: Any) -> None:
@@ -565,9 +572,7 @@ def check_autograd(ops: KernelOps, values: tuple[Any, ...], compiling: bool) -> 
     """A call whose inputs require grad: raise if the kernel cannot give their gradients."""
     kinds = tuple(arg_kind(v) for v in values)
     if not compiling:
-        # the call's sizes define a new op: host code viewing an argument by its own dims
-        # (grid.view(n, ho * wo, 2)) fails on the stand-ins' sizes
-        error = ops.autograd_error(kinds, None if kinds in ops.ops else shape_hint(values))
+        error = ops.autograd_error(kinds, values)
         if error is not None:
             raise error
     elif autograd_problem(ops.id, kinds):
