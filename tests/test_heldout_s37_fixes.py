@@ -364,3 +364,33 @@ def test_one_config_alone_off_by_one_codes_is_still_a_wrong_result() -> None:
     assert agreed_ties([tried(4, ""), tried(8, "")]) is None
     agreed = agreed_ties([tried(4, "a"), tried(8, "b"), tried(16, "b")])
     assert agreed is not None and agreed.config.block_sizes == (8,)
+
+
+def _moving_sum(x: torch.Tensor, as_hinted: bool) -> torch.Tensor:
+    n = x.size(0)
+    out = torch.empty_like(x)
+    for t in tc.tile(n, block_size=16):
+        idx = t.begin - 1 + torch.arange(18)
+        halo = tc.load(x, [idx], extra_mask=(idx >= 0) & (idx < n))
+        v = halo[:-2] + halo[1:-1] + halo[2:]
+        if as_hinted:
+            tc.store(
+                out, [t.begin + torch.arange(16)], v, extra_mask=t.begin + torch.arange(16) < t.end
+            )
+        else:
+            out[t] = v
+    return out
+
+
+def test_a_halo_tile_stored_at_the_block_says_how_to_store_it(device: str) -> None:
+    """``h[1:-1]`` of an ``arange(B + 2)`` halo is a whole dim of B, not the loop's block: the
+    error had no hint; the hint's form runs and matches."""
+    plain = tc.kernel(_moving_sum, static_shapes=True)
+    x = torch.randn(60, device=device)
+    with pytest.raises(ShapeError, match="does not fit") as err:
+        plain(x, False)
+    assert "never lines up with a tile loop's block" in str(err.value)
+    assert "tc.store(out, [t.begin + torch.arange(16)]" in str(err.value)
+    padded = torch.nn.functional.pad(x, (1, 1))
+    want = padded[:-2] + padded[1:-1] + padded[2:]
+    torch.testing.assert_close(plain(x, True), want)

@@ -18,7 +18,7 @@ from tilecraft.frontend import advanced_index, rdims, strided_tiles, views
 from tilecraft.frontend.coverage import check_tile_covers, known_int
 from tilecraft.frontend.slices import slice_item
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
-from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, shape_str
+from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str
 from tilecraft.language.tunables import DynamicInt
 
 if TYPE_CHECKING:
@@ -193,9 +193,28 @@ def store(tr: Tracer, t: HostTensor, index: Any, value: Any, extra_mask: Any = N
             f"store into '{t.name}': value of shape {shape_str(v.shape)} does not fit the "
             f"indexed shape {shape_str(shape)}",
             tr.loc,
+            hint=_whole_for_block_hint(v.shape, tuple(shape)),
         )
     v = tr.expand_rank(tr.cast(v, t.dtype), len(shape))
     tr.emit(Op.STORE, [v, *inputs], tuple(shape), t.dtype, tensor=t, index=items, **placed)
+
+
+def _whole_for_block_hint(value: Shape, indexed: Shape) -> str | None:
+    """Advice where a whole dim of the value stands where the index has a tile loop's block (a
+    halo tile's ``h[1:-1]`` of an ``arange(B + 2)`` load beside the block B): they never line up,
+    since the loop's last tile may be partial."""
+    for v, i in zip(reversed(value), reversed(indexed)):
+        if not (isinstance(v, Sym) and v.kind is SymKind.RDIM and isinstance(i, Sym)):
+            continue
+        if i.kind is SymKind.BLOCK and not i.scalar:
+            n = v.extent
+            return (
+                f"a whole dim of {n} never lines up with a tile loop's block ({i.name}), even "
+                "of that size (its last tile may be partial): store with computed indices, "
+                f"tc.store(out, [t.begin + torch.arange({n})], value, "
+                f"extra_mask=t.begin + torch.arange({n}) < t.end)"
+            )
+    return None
 
 
 def atomic(

@@ -261,9 +261,9 @@ def split_sizes(t: Tracer, x: Any, split_size: Any, dim: int = 0) -> tuple[TileV
 def unbind(t: Tracer, x: Any, dim: int = 0) -> tuple[TileValue, ...]:
     """``torch.unbind`` along a whole dim of 2, 4, 8... elements: the chunks with that dim
     dropped."""
-    axis = t._axis(t.value_node(x), dim)
     from tilecraft.frontend.regroup import static_size
 
+    axis = t._axis(t.value_node(x), dim)
     size = static_size(t.value_node(x).shape[axis])
     return tuple(squeeze(t, part, axis) for part in chunk(t, x, size or 0, axis))
 
