@@ -55,7 +55,8 @@ def _inputs(n: int, dtype: torch.dtype, device: str) -> tuple[torch.Tensor, torc
 def test_floors_and_remainders_come_from_fmod_and_plain_division_stays() -> None:
     """``//`` and ``%`` of floats follow torch's kernels (fmod, then the quotient rounded to
     the nearest integer: exact for exact multiples and for large quotients, where
-    ``x - y * floor(x / y)`` lost every digit of ``1e10 % 3``); ``/`` stays Triton's."""
+    ``x - y * floor(x / y)`` lost every digit of ``1e10 % 3``); ``/`` stays Triton's; the
+    reciprocal is correctly rounded."""
     x, y = _inputs(64, torch.float32, "cpu")
     bound = divisions.bind((x, y))
     code = bound.to_triton_code(bound.config_spec.default())
@@ -64,7 +65,9 @@ def test_floors_and_remainders_come_from_fmod_and_plain_division_stays() -> None
     # there is frem: x - y * trunc(x / y), 1e10 % 3 gave 256 on the H200)
     assert sum("_tc_floordiv(a, b, a % b)" in line for line in statements) == 1, code
     assert any("(a % b)" in line for line in statements), code
-    assert "div_rn" not in code and "tl.floor(a / b)" not in code, code
+    # 1 / y correctly rounded, as torch's reciprocal (number / tile is reciprocal * number)
+    assert "tl.math.div_rn(1.0, b)" in code, code
+    assert "div_rn(a" not in code and "tl.floor(a / b)" not in code, code
     gpu = BoundKernel(divisions, divisions.bind_arguments((x, y), {}), Target.parse("cuda:90"))
     gpu_code = gpu.to_triton_code(gpu.config_spec.default()).split("@triton.jit")[1]
     gpu_statements = [ln for ln in gpu_code.splitlines() if not ln.strip().startswith("#")]

@@ -394,3 +394,21 @@ def test_a_halo_tile_stored_at_the_block_says_how_to_store_it(device: str) -> No
     padded = torch.nn.functional.pad(x, (1, 1))
     want = padded[:-2] + padded[1:-1] + padded[2:]
     torch.testing.assert_close(plain(x, True), want)
+
+
+@tc.kernel(static_shapes=False, config=tc.Config(block_sizes=[2]))
+def add_ramp(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = x[tm, :] + torch.arange(8).float()
+    return out
+
+
+def test_a_constant_dim_standing_for_a_run_time_dim_is_checked_at_launch(device: str) -> None:
+    """With static_shapes=False a static whole dim (``torch.arange(8)``, ``x[t, 2:10]``) may
+    stand where a run-time dim of the traced size is (the rows were 8 wide): the launch checks
+    that they still are, as torch's broadcast would, instead of reading other positions."""
+    x = torch.randn(4, 8, device=device)
+    torch.testing.assert_close(add_ramp(x), x + torch.arange(8, device=device).float())
+    with pytest.raises(ShapeError, match=r"x\.shape\[1\] must be 8"):
+        add_ramp(torch.randn(4, 7, device=device))

@@ -103,8 +103,17 @@ def test_looped_arg_reductions_match_eager(chunk: int | None, dtype: torch.dtype
         assert "for roffset" in code and "_tc_argmax_nan" in code and "_tc_argmin_nan" in code
 
 
+def _gpu_code(kernel: tc.Kernel, *args: torch.Tensor) -> str:
+    """The kernel's code for sm_90 (the interpreter's reduces with NumPy instead)."""
+    from tilecraft.runtime.kernel import BoundKernel
+    from tilecraft.targets.target import Target
+
+    bound = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=Target.parse("cuda:90"))
+    return bound.to_triton_code(ROWS)
+
+
 def test_float_reductions_use_nan_combines() -> None:
-    code = row_stats.bind((_with_nans(),)).to_triton_code(ROWS)
+    code = _gpu_code(row_stats, _with_nans())
     for helper in ("_tc_max_nan", "_tc_min_nan", "_tc_argmax_nan", "_tc_argmin_nan"):
         assert "tl.reduce(" in code and helper in code
 
@@ -382,7 +391,7 @@ def test_max_and_its_index_are_one_tuple_reduction() -> None:
     reduction crosses the warps once); NaN wins and ties keep the first index, as torch."""
     x = _with_nans()
     x[0, 2] = x[0, 9] = x[0].nan_to_num().max() + 1  # a tie: the first index
-    code = row_max_and_index.bind((x,)).to_triton_code(ROWS)
+    code = _gpu_code(row_max_and_index, x)
     body = code.split("def launch")[0]
     assert body.count("tl.reduce(") == 1 and "_tc_argmax_nan)" in body
     values, indices = row_max_and_index(x)

@@ -45,6 +45,15 @@ def _extent_guards(loop: DeviceLoop) -> list[str]:
     lines = []
     for sym in loop.syms:
         args = [(a.attrs["name"], a.attrs.get("source")) for a in sym.extent_args]
+        if sym.pinned and args:  # a static dim of the traced extent stands for it
+            first = arg_expr(*args[0])
+            message = (
+                f"{_describe(*args[0])} must be {sym.extent} (a dim of fixed size stands for it "
+                "in this kernel, e.g. a constant slice), got "
+            )
+            lines.append(
+                f"    if {first} != {sym.extent}:\n        raise ShapeError({message!r} + str({first}))\n"
+            )
         for name, source in args[1:]:
             first, other = arg_expr(*args[0]), arg_expr(name, source)
             message = f"{_describe(*args[0])} and {_describe(name, source)} must be equal (one reduction dim), got "

@@ -39,6 +39,21 @@ def interchangeable(a: Dim, b: Dim) -> bool:
     )
 
 
+def _pinnable(static: Sym, run_time: Sym) -> bool:
+    """A static whole dim (a slice ``x[t, 2:10]``, ``torch.arange(8)``) standing where a
+    run-time whole dim of the same traced extent is wanted: it may, if the launch checks that the
+    run-time extent still is that (``Sym.pinned``); a later call of another size is an error,
+    as torch's broadcast would be, not a silent read of other positions."""
+    return (
+        static.kind is SymKind.RDIM
+        and run_time.kind is SymKind.RDIM
+        and isinstance(static.extent, int)
+        and not static.extent_args
+        and bool(run_time.extent_args)
+        and static.extent == run_time.extent
+    )
+
+
 def _holds_literal(want: Dim, n: int) -> bool:
     """Whether a literal dim of ``n`` elements (a power of two: ``tc.join``, ``torch.stack``)
     fills the whole static dim ``want`` exactly (its block is ``n``, no padding)."""
@@ -68,7 +83,9 @@ def conform(tr: Tracer, node: Node, shape: Shape) -> Node:
     for i, d in enumerate(dims):
         want = shape[offset + i]
         if isinstance(d, Sym) and isinstance(want, Sym) and d is not want:
-            if not interchangeable(d, want):
+            if _pinnable(d, want):
+                want.pinned = True  # the launch checks want's run-time extent (codegen/guards)
+            elif not interchangeable(d, want):
                 continue
             taken.append((want, d))
             dims[i] = want

@@ -36,6 +36,9 @@ class Sym:
     config_slot: int | None = None  # index into Config.block_sizes (BLOCK) / reduction_loops (RDIM)
     scalar: bool = False  # tc.grid: block size 1, the index is a scalar
     extent_args: list[Any] = dataclasses.field(default_factory=list)  # RDIM: ARG nodes (dynamic)
+    # a run-time whole dim that a static one of its extent stands for (``out[t, :] = x[t, 2:10]``
+    # with dynamic shapes): the launch checks it still has that extent
+    pinned: bool = False
 
     @property
     def name(self) -> str:
