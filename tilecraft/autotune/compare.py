@@ -277,9 +277,7 @@ def compare_tensors(
             return None
         flat = int(diff.flatten().nonzero()[0])
         index = _unravel(flat, a.shape)
-        one_off = a.dtype != torch.bool and bool(
-            ((a[diff].long() - e[diff].long()).abs() <= 1).all()
-        )
+        one_off = a.dtype != torch.bool and _one_off(a, e, diff)
         return Mismatch(
             name, f"{int(diff.sum())} of {a.numel()} elements differ", index=index,
             actual=float(a.flatten()[flat]), expected=float(e.flatten()[flat]),
@@ -428,7 +426,7 @@ def _rounding_ties(
         return False
     if int(diff.sum()) > int(a.numel() * INT_ROUNDING_SHARE):
         return False
-    if bool(((a[diff].long() - e[diff].long()).abs() <= 1).all()):
+    if _one_off(a, e, diff):
         return True
     if not rounds_floats:  # no rounding in the kernel (a count off by two is a lost update)
         return False
@@ -437,6 +435,11 @@ def _rounding_ties(
     # and 22 in a column of 16384, some three in a run, on the H200): spread like ties, not a
     # wrong line or tile
     return _spread(diff)
+
+
+def _one_off(a: torch.Tensor, e: torch.Tensor, diff: torch.Tensor) -> bool:
+    """Whether every element where integer results ``a`` and ``e`` differ is one apart."""
+    return bool(((a[diff].long() - e[diff].long()).abs() <= 1).all())
 
 
 def _spread(bad: torch.Tensor) -> bool:

@@ -31,13 +31,20 @@ from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, value_indexed
 def contiguous_item(node: Node) -> tuple[Any, ...] | None:
     """The index item of a 2-D+ load/store on the tensor's stride-1 dim (else its last dim;
     None: a 1-D access)."""
-    items = [item for item in node.attrs.get("index", ()) if item[0] != "none"]
+    items, unit = _items_and_unit_dim(node)
     if len(items) < 2:
         return None
+    item: tuple[Any, ...] = items[unit] if unit is not None else items[-1]
+    return item
+
+
+def _items_and_unit_dim(node: Node) -> tuple[list[tuple[Any, ...]], int | None]:
+    """A load/store's index items (``None`` dims left out), and the tensor's stride-1 dim where
+    each item indexes one tensor dim (else None)."""
+    items = [item for item in node.attrs.get("index", ()) if item[0] != "none"]
     tensor = node.attrs["tensor"]
     unit = [d for d in range(tensor.ndim) if tensor.stride[d] == 1 and tensor.shape[d] != 1]
-    item: tuple[Any, ...] = items[unit[-1]] if tensor.ndim == len(items) and unit else items[-1]
-    return item
+    return items, unit[-1] if tensor.ndim == len(items) and unit else None
 
 
 def contiguous_index_sym(node: Node) -> Sym | None:
@@ -63,14 +70,13 @@ def narrow_run(node: Node, least_bytes: int) -> tuple[Sym, int] | None:
     ``least_bytes`` (None: no such dim, or one index already covers that many). A group norm's
     10 channels a group in channels-last maps are 20 bytes a group index: one group a program
     reads 20 of every 640 bytes."""
-    items = [item for item in node.attrs.get("index", ()) if item[0] != "none"]
+    items, unit = _items_and_unit_dim(node)
     tensor = node.attrs["tensor"]
-    if len(items) < 2 or tensor.ndim != len(items):
+    if len(items) < 2 or unit is None:
         return None
-    unit = [d for d in range(tensor.ndim) if tensor.stride[d] == 1 and tensor.shape[d] != 1]
-    if not unit or items[unit[-1]][0] != "rdim" or not isinstance(tensor.shape[unit[-1]], int):
+    if items[unit][0] != "rdim" or not isinstance(tensor.shape[unit], int):
         return None
-    inner = tensor.shape[unit[-1]]
+    inner = tensor.shape[unit]
     outer = [d for d in range(tensor.ndim) if tensor.stride[d] == inner and tensor.shape[d] != 1]
     if not outer or items[outer[0]][0] != "tile" or not isinstance(items[outer[0]][1], Sym):
         return None

@@ -178,11 +178,10 @@ class ConfigSpec:
             if node.op is Op.LOAD and (item := contiguous_item(node)) and item[0] == "rdim":
                 self.contiguous_reductions.add(item[1].config_slot or 0)
             if node.op in (Op.LOAD, Op.STORE):
-                run = narrow_run(node, MIN_SEGMENT_BYTES)
                 # a bulk access only: a group norm's weight [groups, 16] beside its activations
                 # sets no floor
-                bulk = bulk_store(node, largest)
-                if run is not None and bulk and run[0].config_slot in slots:
+                run = narrow_run(node, MIN_SEGMENT_BYTES) if bulk_store(node, largest) else None
+                if run is not None and run[0].config_slot in slots:
                     block = slots[run[0].config_slot]
                     block.run_bytes = min(block.run_bytes or run[1], run[1])
                 last = contiguous_index_sym(node)

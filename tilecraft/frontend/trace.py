@@ -306,7 +306,7 @@ def _bound_fingerprints(index: int, spec: TileSpec) -> dict[str, Any]:
     }
 
 
-_RELAUNCH_FIXES = {
+_RELAUNCH_FIXES = {  # in _fingerprint's order of a tensor's parts
     "shape": "launch it on tensors of one shape (slice or pad to one size)",
     "strides": "give it one layout on every launch (e.g. .contiguous() where it is made)",
     "dtype": "cast it to one dtype",
@@ -322,17 +322,13 @@ def _relaunch_error(name: str, first: Any, now: Any, loc: Any) -> DeviceCodeErro
             loc,
             hint="pass a tensor of one shape, layout and dtype on every launch",
         )
-    parts = [p for p, a, b in zip(("shape", "strides", "dtype"), first[1:], now[1:]) if a != b]
-    seen = "; ".join(
-        f"{p} {a} then {b}"
-        for p, a, b in zip(("shape", "strides", "dtype"), first[1:], now[1:])
-        if a != b
-    )
+    changed = [(p, a, b) for p, a, b in zip(_RELAUNCH_FIXES, first[1:], now[1:]) if a != b]
+    seen = "; ".join(f"{p} {a} then {b}" for p, a, b in changed)
     return DeviceCodeError(
         f"device loop launched again with '{name}' changed: {seen}",
         loc,
         hint="a device loop is compiled once for the tensors of its first launch; "
-        + "; ".join(_RELAUNCH_FIXES[p] for p in parts)
+        + "; ".join(_RELAUNCH_FIXES[p] for p, _, _ in changed)
         + ", or move the host loop's repeated work into the device loop",
     )
 

@@ -50,17 +50,27 @@ def argmin_nan(a, ia, b, ib):  # type: ignore[no-untyped-def]
 
 
 @triton.jit
+def _best_ignoring_nan(values, nan, axis: tl.constexpr, keep: tl.constexpr, largest: tl.constexpr):  # type: ignore[no-untyped-def]
+    if largest:
+        return tl.max(tl.where(nan, -float("inf"), values), axis, keep_dims=keep)
+    return tl.min(tl.where(nan, float("inf"), values), axis, keep_dims=keep)
+
+
+@triton.jit
+def _first_nan_or(values, nan, number, axis: tl.constexpr, keep: tl.constexpr):  # type: ignore[no-untyped-def]
+    """``number`` (reduced along ``axis``), or a NaN where ``values`` has one: the NaN itself,
+    summed with -0.0 (x + -0.0 is x for every x, -0.0 included)."""
+    any_nan = tl.max(nan.to(tl.int32), axis, keep_dims=keep) > 0
+    first_nan = tl.sum(tl.where(nan, values, -0.0), axis, keep_dims=keep).to(values.dtype)
+    return tl.where(any_nan, first_nan, number.to(values.dtype))
+
+
+@triton.jit
 def best_interpreted(values, axis: tl.constexpr, keep: tl.constexpr, largest: tl.constexpr):  # type: ignore[no-untyped-def]
     """max_nan / min_nan reduced along ``axis``: NaN if any element is NaN."""
     nan = values != values
-    any_nan = tl.max(nan.to(tl.int32), axis, keep_dims=keep) > 0
-    # the NaN itself, summed with -0.0 (x + -0.0 is x for every x, -0.0 included)
-    first_nan = tl.sum(tl.where(nan, values, -0.0), axis, keep_dims=keep).to(values.dtype)
-    if largest:
-        best = tl.max(tl.where(nan, -float("inf"), values), axis, keep_dims=keep)
-    else:
-        best = tl.min(tl.where(nan, float("inf"), values), axis, keep_dims=keep)
-    return tl.where(any_nan, first_nan, best.to(values.dtype))
+    best = _best_ignoring_nan(values, nan, axis, keep, largest)
+    return _first_nan_or(values, nan, best, axis, keep)
 
 
 @triton.jit
@@ -71,20 +81,17 @@ def arg_best_interpreted(
     the best (the first NaN's index)."""
     nan = values != values
     any_nan = tl.max(nan.to(tl.int32), axis, keep_dims=True) > 0
-    if largest:
-        best = tl.max(tl.where(nan, -float("inf"), values), axis, keep_dims=True)
-    else:
-        best = tl.min(tl.where(nan, float("inf"), values), axis, keep_dims=True)
+    best = _best_ignoring_nan(values, nan, axis, True, largest)
     chosen = tl.where(any_nan, nan, values == best)
     top = tl.max(indices, axis, keep_dims=True)
     first = tl.min(tl.where(chosen, indices, top), axis, keep_dims=True)
+    # the picked number by a max over it alone (a sum lost -0.0's sign)
     picked = chosen & (indices == first)
-    # the picked number by a max over it alone (a sum lost -0.0's sign), a NaN by a sum
     number = tl.max(tl.where(picked, values, -float("inf")), axis, keep_dims=keep)
-    first_nan = tl.sum(tl.where(nan, values, -0.0), axis, keep_dims=keep)
-    some_nan = tl.max(nan.to(tl.int32), axis, keep_dims=keep) > 0
-    value = tl.where(some_nan, first_nan.to(values.dtype), number.to(values.dtype))
-    return value, tl.min(tl.where(chosen, indices, top), axis, keep_dims=keep)
+    value = _first_nan_or(values, nan, number, axis, keep)
+    if keep:
+        return value, first
+    return value, tl.min(first, axis)
 
 
 @triton.jit
