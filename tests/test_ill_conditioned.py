@@ -5,10 +5,14 @@ not by much more; a wrong element elsewhere still fails."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 import torch
 
 import tilecraft as tc
 from benchmarks.gen_kernels.heldout_s34 import _inverse_inputs, inverse_3x3
+from benchmarks.gen_kernels.heldout_s37a import box_filter_integral, box_filter_integral_reference
 from tilecraft.autotune.baseline import compute_baseline, widened
 from tilecraft.autotune.compare import compare
 
@@ -88,3 +92,59 @@ def test_no_second_opinion_for_a_users_baseline_or_a_kernel_that_refuses_fp64() 
 
     x = torch.randn(64)
     assert widened(compute_baseline(fp32_only, (x,)), fp32_only, (x,), {}) is None
+
+
+def _box_image(n: int) -> torch.Tensor:
+    return torch.rand(1, n, n, generator=torch.Generator().manual_seed(0))
+
+
+def test_a_program_losing_precision_everywhere_is_judged_against_the_baselines_own_error() -> None:
+    """A box filter through a summed-area table the kernel keeps in an fp32 buffer: each output
+    is a difference of prefix sums up to n^2 / 2, so every fp32 program is off the fp64 result
+    in most elements (no config matched ref mode on an H100 at 1024^2). The wide run allocates
+    the table in fp64 too; a config as accurate as ref mode passes, a wrong one does not."""
+    box = box_filter_integral
+    img = _box_image(256)
+    baseline = compute_baseline(box, (img,))
+    precise = widened(baseline, box, (img,), {})
+    assert precise is not None
+    truth, ref = precise[0].value, baseline.outputs.double()
+    assert bool(((ref - truth).abs() > 64 * 1.2e-7 * truth.abs()).float().mean() > 0.1)
+    # another correct fp32 program: off the fp64 result by about as much as ref mode is
+    other = baseline.outputs
+    noise = torch.randn(other.shape, generator=torch.Generator().manual_seed(1))
+    other = other + noise * (ref - truth).abs().float()
+    assert not compare(other, baseline.outputs).ok  # differs from ref mode past rtol
+    judged = compare(other, baseline.outputs, precise=precise)
+    assert judged.ok, judged.summary()
+    wrong = other.clone()
+    wrong[0, 100:110, 40] += 0.05  # a few wrong outputs, far beyond rounding
+    assert not compare(wrong, baseline.outputs, precise=precise).ok
+    biased = other + 20 * (ref - truth).abs().max().float()  # off everywhere, well past it
+    assert not compare(biased, baseline.outputs, precise=precise).ok
+
+
+def test_the_box_filter_through_an_fp32_table_has_a_working_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))  # discovery runs: nothing cached
+    img = _box_image(256)
+    kernel = tc.kernel(box_filter_integral.fn, static_shapes=True)
+    got = kernel(img)
+    torch.testing.assert_close(got, box_filter_integral_reference(img), rtol=0, atol=1e-3)
+
+
+def test_a_baseline_drawing_other_random_numbers_each_run_gets_no_second_opinion() -> None:
+    @tc.kernel(static_shapes=True)
+    def noisy(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for t in tc.tile(x.size(0)):
+            out[t] = x[t] + torch.rand_like(x[t])
+        return out
+
+    x = torch.randn(4096)
+    baseline = compute_baseline(noisy, (x,))
+    precise = widened(baseline, noisy, (x,), {})
+    assert precise is not None
+    other = x + torch.rand(x.shape)  # another draw: as far from the wide run as ref mode is
+    assert not compare(other, baseline.outputs, precise=precise).ok

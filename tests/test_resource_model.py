@@ -11,8 +11,9 @@ from benchmarks.gen_kernels import HELDOUT
 from examples.matmul import matmul
 from examples.rms_norm import rms_norm_bwd
 from examples.softmax import softmax
+from tilecraft.config.fma_operands import FMA_K_STEP
 from tilecraft.config.resolve import predicted_registers
-from tilecraft.config.resources import FMA_K_STEP, predict_registers
+from tilecraft.config.resources import predict_registers
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target

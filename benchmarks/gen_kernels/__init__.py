@@ -49,6 +49,7 @@ from benchmarks.gen_kernels import (
     heldout_s36,
     heldout_s37a,
     heldout_s37b,
+    heldout_s38,
     norms,
     reductions,
     rewritten,
@@ -96,6 +97,7 @@ _HELDOUT_MODULES = (
     heldout_s36,
     heldout_s37a,
     heldout_s37b,
+    heldout_s38,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

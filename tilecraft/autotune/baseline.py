@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from tilecraft.autotune.compare import precise_leaves
 from tilecraft.language import ref_sample
@@ -109,7 +110,7 @@ def widened(
         wide = tuple(_to_fp64(x, moved) for x in a)
         wide_kw = {k: _to_fp64(v, moved) for k, v in kw.items()}
         try:
-            with torch.no_grad():
+            with torch.no_grad(), _WideAllocations():
                 outputs = kernel.run_ref(*wide, **wide_kw)
         except Exception:  # the kernel's own checks may refuse fp64: no second opinion then
             return None
@@ -117,6 +118,28 @@ def widened(
     (out, after), (moved_out, moved_after) = runs
     baseline.precise = (precise_leaves(out, moved_out), precise_leaves(after, moved_after))
     return baseline.precise
+
+
+# factories a kernel allocates its own buffers and accumulators with
+_FACTORIES = {
+    torch.zeros, torch.ones, torch.empty, torch.full, torch.empty_strided, torch.zeros_like,
+    torch.ones_like, torch.empty_like, torch.full_like, torch.Tensor.new_zeros,
+    torch.Tensor.new_ones, torch.Tensor.new_empty, torch.Tensor.new_full,
+}  # fmt: skip
+
+
+class _WideAllocations(TorchFunctionMode):
+    """Buffers and accumulators the kernel allocates as fp32 / fp16 / bf16 are fp64 in the wide
+    run: a summed-area table the kernel keeps in an fp32 buffer would round the fp64 run as much
+    as the baseline (its casts, ``.float()`` / ``.to(dtype)``, stay: they are the kernel's)."""
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = dict(kwargs or {})
+        if func in _FACTORIES and kwargs.get("dtype") in _WIDENED:
+            kwargs["dtype"] = torch.float64
+        return func(*args, **kwargs)
 
 
 def _to_fp64(x: Any, moved: bool = False) -> Any:

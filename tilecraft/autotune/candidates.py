@@ -19,6 +19,7 @@ from tilecraft.config import flags
 from tilecraft.config.config import Config
 from tilecraft.config.dims import cdiv
 from tilecraft.config.normalize import HARD_ELEMS_PER_THREAD, MAX_NUMEL
+from tilecraft.config.pipelines import SORT_KEY_BYTES, sort_scratch
 from tilecraft.config.plan import next_pow2
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.config.split import split_moves
@@ -42,6 +43,14 @@ def static_check(
         return f"a tile of {largest} elements{where} exceeds Triton's limit of {MAX_NUMEL}"
     shared, limit = spec.estimated_shared_bytes(config), spec.target.limits.max_shared_bytes
     if spec.target.backend != "interpret" and shared > limit:
+        sort_bytes, sorted_tile = sort_scratch(spec, config)
+        if sort_bytes > limit and sorted_tile is not None:
+            at = f" at {sorted_tile.loc.short}" if sorted_tile.loc else ""
+            return (
+                f"the sort{at} of a tile of {sort_bytes // SORT_KEY_BYTES} elements needs "
+                f"{sort_bytes} bytes of shared memory ({SORT_KEY_BYTES} a key), more than the "
+                f"target's {limit}: sort at most {_sortable(limit)} elements a program"
+            )
         return (
             f"its staged loads need at least {shared} bytes of shared memory, more than the "
             f"target's {limit}: the launch would fail"
@@ -54,6 +63,11 @@ def static_check(
             f"{threads} threads) > {max_per_thread}: the compiler could run for many minutes"
         )
     return None
+
+
+def _sortable(limit: int) -> int:
+    """The most elements (a power of two) whose sort keys fit ``limit`` bytes."""
+    return 1 << ((limit // SORT_KEY_BYTES).bit_length() - 1)
 
 
 def quiet_normalize(spec: ConfigSpec, config: Config) -> Config:

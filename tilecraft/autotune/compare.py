@@ -50,6 +50,11 @@ FLIP_MIN_NUMEL = 1000
 ILL_CONDITIONED_ULPS = 64.0
 BASELINE_ERROR_FACTOR = 64.0
 ILL_CONDITIONED_SHARE = 1e-2
+# ... unless the one-ulp spread is small where the baseline is off (a deterministic program well
+# conditioned in its inputs that loses precision to its own fp32 rounding everywhere): then a
+# run is as good as the baseline where its error against fp64 is, largest and mean over the
+# tensor, at most this many times the baseline's
+ROUNDING_BOUND_FACTOR = 4.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -342,12 +347,37 @@ def _ill_conditioned(
     ulp = torch.finfo(e.dtype).eps * finite.abs()
     suspect = sensitivity > ILL_CONDITIONED_ULPS * ulp
     if int(suspect.sum()) > ILL_CONDITIONED_SHARE * suspect.numel():
-        return False
+        moved_far = precise.spread.to(a.device) > ILL_CONDITIONED_ULPS * ulp
+        return _rounding_bound(a, e, p, moved_far)
     allowed = (atol * max(1.0, float(finite.abs().max())) + rtol * finite.abs())[outside]
     our_err = (a.to(torch.float64) - p).abs()[outside]
     near_truth = our_err <= allowed
     ill = suspect[outside] & (our_err <= BASELINE_ERROR_FACTOR * sensitivity[outside])
     return bool((near_truth | ill).all())
+
+
+def _rounding_bound(
+    a: torch.Tensor, e: torch.Tensor, p: torch.Tensor, moved_far: torch.Tensor
+) -> bool:
+    """Whether ``a`` is as accurate as the baseline ``e`` where the baseline is off the fp64
+    result ``p`` in much of the tensor but the fp64 result hardly moves with its inputs
+    (``moved_far`` in at most ``ILL_CONDITIONED_SHARE``): the program as written loses precision
+    to its own fp32 rounding, as a box filter through a summed-area table does (differences of
+    prefix sums up to 5e5: 1% off in fp32 in any summation order; no config matched ref mode on
+    an H100). ``a``'s error against ``p``, largest and mean, is at most
+    ``ROUNDING_BOUND_FACTOR`` times the baseline's. A baseline that draws other random numbers
+    each run moves far everywhere: no second opinion then."""
+    if int(moved_far.sum()) > ILL_CONDITIONED_SHARE * moved_far.numel():
+        return False
+    finite = torch.isfinite(p) & torch.isfinite(a) & torch.isfinite(e)
+    if not bool(finite.any()) or bool((torch.isfinite(p) != torch.isfinite(a)).any()):
+        return False
+    ours = (a.to(torch.float64) - p).abs()[finite]
+    base = (e.to(torch.float64) - p).abs()[finite]
+    return bool(
+        ours.max() <= ROUNDING_BOUND_FACTOR * base.max()
+        and ours.mean() <= ROUNDING_BOUND_FACTOR * base.mean()
+    )
 
 
 def digest(value: Any) -> str:

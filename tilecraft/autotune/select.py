@@ -15,7 +15,7 @@ from typing import Any
 
 from tilecraft import settings
 from tilecraft.autotune import cache
-from tilecraft.autotune.candidates import check
+from tilecraft.autotune.candidates import check, static_check
 from tilecraft.autotune.classify import Attempt
 from tilecraft.autotune.discover import (
     DEFAULT_TIMEOUT_S,
@@ -29,6 +29,7 @@ from tilecraft.autotune.runners import open_runner
 from tilecraft.autotune.search import EFFORTS, tune
 from tilecraft.autotune.table import lookup
 from tilecraft.config.config import Config
+from tilecraft.errors import ConfigError
 from tilecraft.runtime.kernel import BoundKernel, Kernel
 
 _warned: weakref.WeakSet[Kernel] = weakref.WeakSet()  # kernels told about a fallback once
@@ -87,7 +88,16 @@ def without_tuning(bound: BoundKernel) -> Config:
             stacklevel=2,
         )
     spec = bound.config_spec
-    return spec.resolve(spec.default(), warn=False).config
+    config = spec.resolve(spec.default(), warn=False).config
+    # a config no compile gets further with (too much shared memory, too large a tile): say
+    # why now, not as Triton's error (elements per thread only make a compile slow)
+    reason = static_check(spec, config, max_per_thread=1 << 62)
+    if reason is not None:
+        raise ConfigError(
+            f"{kernel.__name__}: the heuristic default {config!r} cannot run on "
+            f"{bound.target.key}: {reason}"
+        )
+    return config
 
 
 def _listed_kind(configs: Sequence[Config]) -> str:

@@ -30,7 +30,8 @@ HEADER = (
     "from __future__ import annotations\n\n"
     "import torch\nimport triton\nimport triton.language as tl\n\n"
     "from tilecraft.errors import ShapeError\n"
-    "from tilecraft.runtime.device import ensure_allocator, sm_count, split_counters\n"
+    "from tilecraft.runtime.device import ensure_allocator, interpreted_quietly, sm_count, "
+    "split_counters\n"
     + HELPER_IMPORT
 )
 TYPE_NAMES = {
@@ -248,6 +249,8 @@ def _home_rows(e: _Emitted) -> list[str]:
 def _generated(
     e: _Emitted, launcher_name: str, launcher_source: str, launch_grid: str, plan: Plan
 ) -> GeneratedKernel:
+    if launcher_source and plan.target.backend == "interpret":
+        launcher_source = "@interpreted_quietly\n" + launcher_source
     return GeneratedKernel(
         e.kernel_name,
         launcher_name,

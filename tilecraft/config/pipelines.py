@@ -114,6 +114,26 @@ def operand_stage_bytes(spec: ConfigSpec, config: Config) -> int:
     return worst
 
 
+# bytes of shared memory each element of a sorted tile passes through (its 64-bit key)
+SORT_KEY_BYTES = 8
+
+
+def sort_scratch(spec: ConfigSpec, config: Config) -> tuple[int, Node | None]:
+    """The shared memory of the largest sort (``torch.sort`` / ``topk`` / ``argsort``) and its
+    node: Triton's bitonic steps convert the whole tile of 64-bit keys through shared memory
+    (cross-compiled for sm_90: 8 bytes an element at every size and warp count; a top-p mask
+    over a 32000-wide row, 262144 bytes, fits no H100 or H200)."""
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    worst: tuple[int, Node | None] = (0, None)
+    for loop in spec.loops:
+        for node in loop.walk():
+            if node.op is Op.EXTERN and node.hint in ("sorted_keys", "top_keys"):
+                source = node.inputs[0]
+                size = math.prod(block_dims(source.shape, blocks, chunks)) * SORT_KEY_BYTES
+                worst = max(worst, (size, source), key=lambda w: w[0])
+    return worst
+
+
 def pipelined_load_bytes(spec: ConfigSpec, config: Config) -> int:
     """Shared memory of the loads Triton stages in loops given their own ``num_stages``
     (``range_num_stages``; a kernel-wide ``num_stages`` pipelines only dot operands, counted by

@@ -43,8 +43,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable
 
-import torch
-
+from tilecraft.config.fma_operands import fma_operand_events
 from tilecraft.ir import reduce_pairs
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies, nested_bodies
 from tilecraft.ir.paired_slices import slice_pairs
@@ -56,9 +55,6 @@ from tilecraft.ir.pointwise import POINTWISE
 # 24 and +1 at 16; AMD keeps 24 (gfx942 attention compiles to more VGPRs than predicted)
 BASE_REGISTERS = 16
 BASE_VGPRS = 24
-# an fp32 FMA dot holds operand slices as large as its accumulator per 32 of K (sm_90, fp32
-# matmul 128x128 at 8 warps: K 16 -> 168 registers, 32 -> 176, 64 -> 255 and 856 B spilled)
-FMA_K_STEP = 32
 # groups of accumulator rows one warp's lanes hold apart: a row vector in an MMA layout costs
 # rows / (warps x groups) registers a lane (NVIDIA mma: 8; AMD 32x32 MFMA: 2)
 MMA_ROW_GROUPS = 8
@@ -166,7 +162,7 @@ def predict_registers(
         end = max(program.last_use.get(node.id, start), loop_end)
         events += [(start, cost, node), (end + 1, -cost, node)]
     if fma_dots:
-        events += _fma_operand_events(loop, positions, block_of, value_cost)
+        events += fma_operand_events(loop, positions, loop_spans, block_of, value_cost)
     for node in loop.walk():
         if program.streams and (words := _expansion_registers(node)) and not skip(node):
             # an op far heavier than one instruction (Philox rounds, libdevice erff) holds
@@ -316,24 +312,6 @@ def _peak(events: list[tuple[int, float, Node]]) -> tuple[float, Node | None]:
         if live > peak:
             peak, peak_node = live, node
     return peak, peak_node
-
-
-def _fma_operand_events(
-    loop: DeviceLoop,
-    positions: dict[int, int],
-    block_of: Callable[[Sym], int],
-    value_cost: Callable[[Node], float],
-) -> list[tuple[int, float, Node]]:
-    """The operand slices of each fp32 FMA dot, live while it runs: its accumulator's registers
-    per ``FMA_K_STEP`` of its K block."""
-    events: list[tuple[int, float, Node]] = []
-    for node in loop.walk():
-        if node.op is Op.DOT and all(i.dtype == torch.float32 for i in node.inputs[:2]):
-            k = node.inputs[0].shape[-1]
-            k_block = block_of(k) if isinstance(k, Sym) else int(k)
-            cost = value_cost(node) * max(1.0, k_block / FMA_K_STEP)
-            events += [(positions[node.id], cost, node), (positions[node.id] + 1, -cost, node)]
-    return events
 
 
 _INDEX_LEAVES = (

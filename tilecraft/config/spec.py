@@ -38,6 +38,7 @@ from tilecraft.config.pipelines import (
     hopper_default,
     operand_stage_bytes,
     pipelined_load_bytes,
+    sort_scratch,
     store_staging_bytes,
 )
 from tilecraft.config.plan import Plan
@@ -428,8 +429,10 @@ class ConfigSpec:
         """Shared memory: the tl.dot operand buffers of the loop that needs the most (one per
         stage for operands loaded in the loop), or the other loads of loops given their own
         stages if those need more, plus the staging of descriptor stores that persistent and
-        warp-specialized programs keep beside them (``config/pipelines.py``)."""
+        warp-specialized programs keep beside them (``config/pipelines.py``), or the largest
+        sort's keys if those need more."""
         staged = max(operand_stage_bytes(self, config), pipelined_load_bytes(self, config))
+        staged = max(staged, sort_scratch(self, config)[0])
         return staged + store_staging_bytes(self, config)
 
     def _fit_shared_memory(self, config: Config) -> Config:

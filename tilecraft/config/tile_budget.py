@@ -20,10 +20,10 @@ from tilecraft.config import occupancy
 from tilecraft.config.config import Config
 from tilecraft.config.dims import cdiv
 from tilecraft.config.eviction import reread_bytes
-from tilecraft.config.fp32_dots import fma_dot_k_slots
+from tilecraft.config.fma_operands import FMA_K_STEP
+from tilecraft.config.fp32_dots import fma_dot_k_slots, fma_dot_nodes
 from tilecraft.config.plan import prev_pow2
 from tilecraft.config.resolve import predicted_registers
-from tilecraft.config.resources import FMA_K_STEP
 from tilecraft.config.row_loops import MIN_WARPS
 from tilecraft.ir.nodes import Op
 from tilecraft.ir.streamed_steps import streamed_step
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 DOT_MAX_WARPS = 8  # two warpgroups: more do not spread a dot kernel's accumulators
 WGMMA_TILE_ROWS = 64  # a warpgroup's rows of a wgmma accumulator: dot tiles shrink to it
+FMA_MIN_ROWS = 16  # ... and an FMA dot's rows and columns (no warpgroup) to this
 # bytes of each row of a tile's last (contiguous) dim that shrinking keeps while other dims can
 # halve: the 2-D pointwise default's 128 bf16 columns
 LANE_ROW_BYTES = 256
@@ -70,12 +71,17 @@ def shrink_dot_tiles(spec: ConfigSpec, config: Config) -> Config:
     3.42, 128x128x16 3.37; cc_fp32_s17)."""
     warps = config.num_warps or 4
     k_slots = fma_dot_k_slots(spec)
+    # a kernel whose every dot runs on the FMA units has no warpgroup to fill: its tile halves
+    # on (an STFT's two dots over a whole K of 64 at [64, 64], 8 warps: 255 registers and
+    # 528 B spilled; at [32, 32] 170 and none; cross-compiled for sm_90)
+    dots = [n for loop in spec.loops for n in loop.walk() if n.op is Op.DOT]
+    floor = FMA_MIN_ROWS if dots and len(fma_dot_nodes(spec)) == len(dots) else WGMMA_TILE_ROWS
     while predicted_registers(spec, config, warps).spills:
         blocks = list(config.block_sizes)
         # an FMA dot's K block sets only the operand slices it holds, its M x N tile the
         # outer product each thread runs per shared-memory read: K shrinks first
         deep = [s for s in k_slots if blocks[s] > FMA_K_STEP]
-        grid = [s for slots in spec.grid_slots for s in slots if blocks[s] > WGMMA_TILE_ROWS]
+        grid = [s for slots in spec.grid_slots for s in slots if blocks[s] > floor]
         if not deep and not grid:
             break
         slot = max(deep or grid, key=lambda s: blocks[s])

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tilecraft.errors import DeviceCodeError, ShapeError
+from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc
 from tilecraft.frontend import rdims
 from tilecraft.frontend.values import TileProxy, TileValue
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind, same_range, shape_str
@@ -95,10 +95,25 @@ def open_nest(tr: Tracer, syms: list[Sym]) -> list[Node]:
     return loops
 
 
+class WidenCarry(Exception):
+    """A loop-carried value started from a Python number took a wider dtype of its kind in the
+    loop (a Python int is weakly typed in torch: ``far = 0`` then ``far = torch.argmax(...)``
+    is an int64 index): the device loop is traced again with the carry in that dtype."""
+
+    def __init__(self, key: tuple[str, SourceLoc | None], dtype: torch.dtype):
+        super().__init__(key, dtype)
+        self.key, self.dtype = key, dtype
+
+
 def carry_in(tr: Tracer, outer: Node, name: str, value: Any) -> Node:
     """The ``CARRY`` node that stands for ``name`` inside the nest whose outermost loop is ``outer``."""
+    weak = type(value) in (int, float)
     init = tr.value_node(value)
+    widened = tr.carry_dtypes.get((name, tr.loc)) if weak else None
+    if widened is not None:
+        init = tr.value_node(tr.to_dtype(tr.wrap(init), widened))
     carry = Node(Op.CARRY, [init], init.shape, init.dtype, {"name": name}, tr.loc, hint=name)
+    carry.attrs["weak"] = weak
     outer.attrs["carried"].append(carry)
     return carry
 
@@ -107,6 +122,8 @@ def carry_out(tr: Tracer, carry: Node, value: Any) -> None:
     """Record ``value`` (after the body) as the carried value's next one."""
     name = carry.attrs["name"]
     new = rdims.conform(tr, tr.value_node(value), carry.shape)
+    if carry.attrs.get("weak") and _widens(carry.dtype, new.dtype):
+        raise WidenCarry((name, carry.loc), new.dtype)
     if new.dtype != carry.dtype:
         raise DeviceCodeError(
             f"loop-carried '{name}' changes dtype in the loop: {carry.dtype} before, {new.dtype} after",
@@ -124,6 +141,12 @@ def carry_out(tr: Tracer, carry: Node, value: Any) -> None:
             else None,
         )
     carry.attrs["next"] = tr.expand_rank(new, carry.ndim)
+
+
+def _widens(old: torch.dtype, new: torch.dtype) -> bool:
+    """Whether ``new`` is a wider dtype of ``old``'s kind (int32 -> int64, fp32 -> fp64)."""
+    same_kind = old.is_floating_point == new.is_floating_point and torch.bool not in (old, new)
+    return same_kind and new.itemsize > old.itemsize
 
 
 def close_nest(tr: Tracer, loops: list[Node], carries: list[Node], values: list[Any]) -> None:

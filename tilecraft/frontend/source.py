@@ -107,13 +107,41 @@ def parse_kernel(fn: Callable[..., Any]) -> KernelSource:
     src = KernelSource(fn, filename, first - 1, tree, text, [])
     _find_loops(src, tree.body)
     if not src.loops:
-        raise DeviceCodeError(
-            f"kernel '{fn.__name__}' has no device loop",
-            src.loc(tree),
-            hint="put the device code in `for tile in tc.tile(n):`",
-        )
+        raise _no_device_loop(src, tree)
     src.glue = find_glue_runs(tree, [loop.node for loop in src.loops], src.loc)
     return src
+
+
+def _no_device_loop(src: KernelSource, tree: ast.FunctionDef) -> DeviceCodeError:
+    """The error of a kernel without a device loop, naming a function it calls that has one
+    (only the kernel's own body is traced: a helper's loop is never reached)."""
+    name = src.fn.__name__
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        if not isinstance(call.func, ast.Name):
+            continue
+        callee = src.fn.__globals__.get(call.func.id)
+        if callable(callee) and _has_device_loop(callee):
+            return DeviceCodeError(
+                f"kernel '{name}' has no device loop of its own: the function "
+                f"'{call.func.id}' it calls has one, and only loops written in the kernel's "
+                "body are compiled",
+                src.loc(call),
+                hint=f"move the `for ... in tc.tile(...)` loop of '{call.func.id}' into "
+                f"'{name}' (a helper may hold the code inside the loop)",
+            )
+    return DeviceCodeError(
+        f"kernel '{name}' has no device loop",
+        src.loc(tree),
+        hint="put the device code in `for tile in tc.tile(n):`",
+    )
+
+
+def _has_device_loop(fn: Callable[..., Any]) -> bool:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    return any(isinstance(n, ast.For) and _is_device_iter(n.iter) for n in ast.walk(tree))
 
 
 def _find_loops(src: KernelSource, stmts: list[ast.stmt]) -> None:

@@ -25,6 +25,7 @@ from tilecraft.frontend.glue_trace import (
     glue_problem,
 )
 from tilecraft.frontend.interpreter import Interpreter
+from tilecraft.frontend.loop_nest import WidenCarry
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, aligned, memory_owner
@@ -181,30 +182,15 @@ class _TraceHost:
         """Trace one device loop's body over ``spec``'s grid with ``env`` as captures; its
         reduction dims take config slots from ``first_rdim_slot`` on. ``glue``: a glue run's
         program (``index`` numbers the runs), launched once a call."""
-        tracer = Tracer(self.next_slot, dynamic=not self.static_shapes)
-        tracer.loc = loc
-        captures = {name: self._capture(name, value, tracer) for name, value in env.items()}
-        try:
-            grid_syms = []
-            bounds = zip(spec.begins, spec.ends, spec.block_sizes, strict=True)
-            for i, (begin, end, block) in enumerate(bounds):
-                if not isinstance(begin, int) or not isinstance(end, int):
-                    raise DeviceCodeError("the bounds of a top-level device loop must be host ints")
-                varies = not glue and self._varies(index, i)
-                lo, hi = (
-                    loop_nest.grid_bound(tracer, int(begin), "begin", i, varies),
-                    loop_nest.grid_bound(tracer, int(end), "end", i, varies),
+        widened: dict[Any, torch.dtype] = {}
+        while True:  # again while a carry started from a Python number widens (WidenCarry)
+            try:
+                tracer, captures, grid_syms = self._trace_body(
+                    index, node, loc, spec, env, glue, widened
                 )
-                grid_syms.append(
-                    loop_nest.block_sym(tracer, hi, lo, block, scalar=spec.kind == "grid")
-                )
-            scope = {**self.src.fn.__globals__, **self.src.closure_values()}
-            interp = Interpreter(tracer, captures, scope, self.src.filename, self.src.line_offset)
-            proxies = [TileProxy(s, tracer) for s in grid_syms]
-            interp.assign(node.target, tuple(proxies) if spec.multi else proxies[0])
-            interp.run(node.body)
-        except TilecraftError as exc:
-            raise exc.with_loc(tracer.loc) from None
+                break
+            except WidenCarry as widen:
+                widened[widen.key] = widen.dtype
         self.next_slot = tracer.next_block_slot
         body = eliminate_dead_code(tracer.blocks[0])
         syms = _without_dead_rdims(tracer.syms, body)
@@ -229,6 +215,44 @@ class _TraceHost:
             if name in read and type(value) in (int, bool) and type(captures[name]) in (int, bool)
         )
         return loop
+
+    def _trace_body(
+        self,
+        index: int,
+        node: ast.For,
+        loc: SourceLoc,
+        spec: TileSpec,
+        env: dict[str, Any],
+        glue: bool,
+        widened: dict[Any, torch.dtype],
+    ) -> tuple[Tracer, dict[str, Any], list[Sym]]:
+        """One trace of a device loop's body: (the tracer, its captures, the grid's syms)."""
+        tracer = Tracer(self.next_slot, dynamic=not self.static_shapes)
+        tracer.loc = loc
+        tracer.carry_dtypes = widened
+        captures = {name: self._capture(name, value, tracer) for name, value in env.items()}
+        try:
+            grid_syms = []
+            bounds = zip(spec.begins, spec.ends, spec.block_sizes, strict=True)
+            for i, (begin, end, block) in enumerate(bounds):
+                if not isinstance(begin, int) or not isinstance(end, int):
+                    raise DeviceCodeError("the bounds of a top-level device loop must be host ints")
+                varies = not glue and self._varies(index, i)
+                lo, hi = (
+                    loop_nest.grid_bound(tracer, int(begin), "begin", i, varies),
+                    loop_nest.grid_bound(tracer, int(end), "end", i, varies),
+                )
+                grid_syms.append(
+                    loop_nest.block_sym(tracer, hi, lo, block, scalar=spec.kind == "grid")
+                )
+            scope = {**self.src.fn.__globals__, **self.src.closure_values()}
+            interp = Interpreter(tracer, captures, scope, self.src.filename, self.src.line_offset)
+            proxies = [TileProxy(s, tracer) for s in grid_syms]
+            interp.assign(node.target, tuple(proxies) if spec.multi else proxies[0])
+            interp.run(node.body)
+        except TilecraftError as exc:
+            raise exc.with_loc(tracer.loc) from None
+        return tracer, captures, grid_syms
 
     def _varies(self, index: int, dim: int) -> bool:
         """Whether grid dim ``dim`` of loop ``index`` had other bounds on a later launch."""

@@ -39,6 +39,9 @@ class Tracer:
         self.n_rdims = 0
         self._leaf_cache: dict[tuple[int, Op], TileValue] = {}
         self._args: dict[tuple[str, str], Node] = {}
+        # loop-carried values started from a Python number and widened in the loop
+        # (``far = 0`` then ``far = torch.argmax(...)``): their dtype in a trace again
+        self.carry_dtypes: dict[tuple[str, SourceLoc | None], torch.dtype] = {}
 
     # -- building blocks ------------------------------------------------------------------
     def emit(

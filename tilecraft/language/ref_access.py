@@ -242,7 +242,8 @@ def store(
     ref_views.before_write(tensor)
     sample = ref_sample.active()
     if target is None:
-        tensor[safe] = value
+        # a compiled store converts to the tensor's dtype; torch's index_put would refuse
+        tensor[safe] = value.to(tensor.dtype) if isinstance(value, torch.Tensor) else value
         if sample is not None:
             sample.mark(tensor, lambda m: m.__setitem__(safe, True))
         return

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 INTERPRETER_PROGRAMS = 4  # "SMs" of the CPU interpreter: enough programs to exercise persistence
@@ -21,6 +23,19 @@ def sm_count(tensor: Any) -> int:
     """Streaming multiprocessors (compute units) of the device holding ``tensor``."""
     device = tensor.device
     return _sm_count(device.type, device.index or 0)
+
+
+def interpreted_quietly(launcher: Callable[..., Any]) -> Callable[..., Any]:
+    """A launcher of code for Triton's interpreter, run with NumPy's floating-point warnings off:
+    NumPy warns where a GPU computes the IEEE result silently (a masked-off lane loads 0 and a
+    padded row divides 0 / 0; lanes whose results no store keeps), once per call."""
+
+    @functools.wraps(launcher)
+    def run(*args: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return launcher(*args)
+
+    return run
 
 
 _allocator_set = False

@@ -32,6 +32,7 @@ _PRELUDE = '''from __future__ import annotations
 
 import functools
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -204,6 +205,7 @@ def standalone_source(bound: BoundKernel, config: Config) -> str:
         f'"""{name}: exported by tilecraft for {plan.config!r} (runs without tilecraft)."""\n',
         _PRELUDE,
         "\n\n" + inspect.getsource(device.capturing),
+        "\n\n" + inspect.getsource(device.interpreted_quietly),
         "\n\n_SPLIT_COUNTERS = {}\n\n\n" + inspect.getsource(device.split_counters),
         _helpers(),
         source.removeprefix(HEADER),

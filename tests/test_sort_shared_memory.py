@@ -1,0 +1,73 @@
+"""A sort's shared memory (config/pipelines.sort_scratch): Triton's bitonic steps convert the
+whole tile of 64-bit keys through shared memory, so the estimate the default, discovery's static
+check and ``TILECRAFT_NO_AUTOTUNE=1`` read must count it; a row no target can sort whole is
+refused before any compile, naming the sort and what fits."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tests.cross_targets import TARGETS
+from tilecraft.autotune.candidates import static_check
+from tilecraft.autotune.select import without_tuning
+from tilecraft.errors import ConfigError
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.tools.crosscompile import CompileJob
+from tilecraft.tools.worker import run_compile_jobs
+
+H200 = TARGETS[0]
+
+
+@tc.kernel(static_shapes=True)
+def top_p_mask(logits: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
+    b, vocab = logits.size()
+    out = torch.empty_like(logits)
+    for tb in tc.tile(b):
+        vals, order = torch.sort(logits[tb, :], dim=1, descending=True)
+        probs = torch.softmax(vals, dim=1)
+        before = torch.cumsum(probs, dim=1) - probs
+        keep = before < top_p[tb][:, None]
+        out[tb.index[:, None], order] = torch.where(keep, vals, float("-inf"))
+    return out
+
+
+def _bound(vocab: int, rows: int = 64) -> BoundKernel:
+    args = (torch.empty(rows, vocab, device="meta"), torch.empty(rows, device="meta"))
+    return BoundKernel(top_p_mask, top_p_mask.bind_arguments(args, {}), target=H200)
+
+
+def test_the_estimate_counts_the_sorted_keys_and_matches_what_triton_allocates() -> None:
+    bound = _bound(3000)
+    spec = bound.config_spec
+    config = spec.resolve(tc.Config(block_sizes=[2], num_warps=8), warn=False).config
+    assert spec.estimated_shared_bytes(config) == 2 * 4096 * 8
+    _, _, traced, kernels = bound.generate(config)
+    (report,) = run_compile_jobs([CompileJob.of(kernels[0], traced.loops[0], H200)], 300)
+    assert report.ok, report.error
+    assert report.shared_bytes == spec.estimated_shared_bytes(config)
+
+
+def test_a_row_no_gpu_can_sort_whole_is_refused_naming_the_sort(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bound = _bound(32000)
+    spec = bound.config_spec
+    reason = static_check(spec, spec.resolve(spec.default(), warn=False).config)
+    assert reason is not None
+    assert "sort at test_sort_shared_memory.py:" in reason
+    assert "32768 elements needs 262144 bytes" in reason and "at most 16384" in reason
+    monkeypatch.setenv("TILECRAFT_NO_AUTOTUNE", "1")
+    with pytest.warns(RuntimeWarning), pytest.raises(ConfigError, match="cannot run on cuda:90"):
+        without_tuning(bound)
+
+
+def test_a_row_that_fits_keeps_its_default_under_no_autotune(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    monkeypatch.setenv("TILECRAFT_NO_AUTOTUNE", "1")
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+    bound = _bound(8000)
+    config = without_tuning(bound)
+    assert bound.config_spec.estimated_shared_bytes(config) <= H200.limits.max_shared_bytes
