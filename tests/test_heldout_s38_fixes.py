@@ -5,6 +5,7 @@ kernel whose device loop sits in a helper it calls is told so."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -85,3 +86,36 @@ def test_a_device_loop_in_a_called_helper_is_named() -> None:
             return out
 
     assert "move the `for ... in tc.tile(...)` loop of '_double_into'" in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def scale_by_rsqrt(x: torch.Tensor, bias_correction: float) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = x[tn] / math.sqrt(bias_correction) + math.floor(bias_correction * 10)
+    return out
+
+
+def test_math_functions_of_a_run_time_float_argument(device: str) -> None:
+    """A float argument is a run-time scalar in device code: ``math.sqrt`` of it is torch's."""
+    x = torch.randn(100, device=device)
+    for bc in (0.3, 0.71):
+        want = x / math.sqrt(bc) + math.floor(bc * 10)
+        torch.testing.assert_close(scale_by_rsqrt(x, bc), want)
+
+
+@tc.kernel(static_shapes=False)
+def row_topk(x: torch.Tensor, k_holder: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    k = k_holder.size(0)
+    out = torch.empty([m, k], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m, block_size=1):
+        vals, _ = torch.topk(x[tm.begin, :], k, dim=0)
+        out[tm.begin, :] = vals
+    return out
+
+
+def test_a_run_time_k_of_topk_says_to_specialize_it() -> None:
+    with pytest.raises(DeviceCodeError, match=r"torch.topk: k \(5 at this call\) is a run-time"):
+        row_topk(torch.randn(4, 32), torch.ones(5))

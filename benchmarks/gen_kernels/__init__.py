@@ -50,6 +50,7 @@ from benchmarks.gen_kernels import (
     heldout_s37a,
     heldout_s37b,
     heldout_s38,
+    heldout_s38c,
     norms,
     reductions,
     rewritten,
@@ -98,6 +99,7 @@ _HELDOUT_MODULES = (
     heldout_s37a,
     heldout_s37b,
     heldout_s38,
+    heldout_s38c,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

@@ -1,5 +1,6 @@
-"""Python's ``max`` and ``min`` on scalar device values (stage: frontend; in: the arguments of a
-``max(...)`` / ``min(...)`` call in device code; out: a ``maximum`` / ``minimum`` node).
+"""Python's ``max``, ``min`` and ``math`` functions on scalar device values (stage: frontend; in:
+the arguments of a ``max(...)`` / ``min(...)`` / ``math.sqrt(...)`` call in device code; out: a
+``maximum`` / ``minimum`` node, or the torch function's).
 
 Users clamp a loop bound the way they would in Python, ``lo = max(tm.begin - window + 1, 0)``.
 The builtins compare with ``>``, whose traced result is a device value that has no Python truth
@@ -11,8 +12,12 @@ builtins. A tile is refused with the elementwise and reducing torch forms to use
 from __future__ import annotations
 
 import builtins
+import math
+import types
 from collections.abc import Callable
 from typing import Any
+
+import torch
 
 from tilecraft.errors import DeviceCodeError
 from tilecraft.frontend.values import TileProxy, TileValue
@@ -67,8 +72,54 @@ def _extreme(name: str) -> Callable[..., Any]:
 DEVICE_BUILTINS: dict[str, Callable[..., Any]] = {name: _extreme(name) for name in _POINTWISE}
 
 
+# Python's math functions on a scalar device value (a float argument is one at run time): the
+# torch function of the same meaning; math.floor / ceil / trunc give Python ints, so int64
+_MATH_AS_TORCH: dict[str, Callable[..., Any]] = {
+    **{
+        name: getattr(torch, name)
+        for name in (
+            "sqrt", "exp", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "tanh",
+            "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
+            "isnan", "isinf", "isfinite", "atan2", "hypot", "copysign",
+        )
+    },
+    "fabs": torch.abs,
+    "pow": torch.pow,
+    "log": lambda x, base=None: torch.log(x) if base is None else torch.log(x) / math.log(base),
+    **{
+        name: (lambda fn: lambda x: fn(x).to(torch.int64))(getattr(torch, name))
+        for name in ("floor", "ceil", "trunc")
+    },
+}  # fmt: skip
+
+
+def _device_math(name: str) -> Callable[..., Any]:
+    fallback, torch_fn = getattr(math, name), _MATH_AS_TORCH[name]
+
+    def device_math(*args: Any) -> Any:
+        if not any(_is_device(v) for v in args):
+            return fallback(*args)
+        return torch_fn(*args)
+
+    device_math.__name__ = name
+    device_math.__doc__ = f"math.{name} in device code: torch's on a scalar device value."
+    return device_math
+
+
+_DEVICE_MATH = {name: _device_math(name) for name in _MATH_AS_TORCH}
+_MATH_MODULE = types.SimpleNamespace(
+    **{**{k: v for k, v in vars(math).items() if not k.startswith("_")}, **_DEVICE_MATH}
+)
+
+
 def with_device_builtins(scope: dict[str, Any]) -> dict[str, Any]:
-    """``scope`` with the device ``max`` / ``min``, unless the user's module defines its own."""
+    """``scope`` with the device ``max`` / ``min``, unless the user's module defines its own,
+    and ``math`` (the module or its functions imported by name) taking scalar device values."""
     for name, fn in DEVICE_BUILTINS.items():
         scope.setdefault(name, fn)
+    for name, value in scope.items():
+        if value is math:
+            scope[name] = _MATH_MODULE
+        elif isinstance(value, types.BuiltinFunctionType) and value.__self__ is math:
+            scope[name] = _DEVICE_MATH.get(value.__name__, value)
     return scope

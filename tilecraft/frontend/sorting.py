@@ -18,6 +18,7 @@ from tilecraft.frontend import views
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.tile_gather import check_whole
 from tilecraft.ir.nodes import Node, Op, Sym, shape_str
+from tilecraft.language.tunables import DynamicInt
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -110,6 +111,14 @@ def topk(
             f"torch.topk: k must be a Python int, got {type(k).__name__}",
             t.loc,
             hint="the result's size is part of the compiled kernel: pass k as an int",
+        )
+    if isinstance(k, DynamicInt):
+        raise DeviceCodeError(
+            f"torch.topk: k ({int(k)} at this call) is a run-time value: with "
+            "static_shapes=False the sizes it comes from change between calls",
+            t.loc,
+            hint="the result's size is part of the compiled kernel: wrap the size in "
+            "tc.specialize(...) in host code, or use static_shapes=True",
         )
     values, indices = _sorted(t, x, dim, not largest, k, "torch.topk")
     return torch.return_types.topk((values, indices))

@@ -123,8 +123,8 @@ def compile_job(job: CompileJob) -> CompileReport:
     report.num_warps = getattr(compiled.metadata, "num_warps", None)
     report.ttgir = compiled.asm.get("ttgir", "")
     if target.backend == "cuda":
-        report.registers, report.spills = _cuda_resources(compiled.asm.get("cubin"))
         report.ptx = compiled.asm.get("ptx", "")
+        report.registers, report.spills = _cuda_resources(compiled.asm.get("cubin"), report.ptx)
     elif target.backend == "hip":
         report.registers, report.spills = _hip_resources(compiled.asm.get("amdgcn", ""))
     return report
@@ -150,7 +150,7 @@ def _cuobjdump() -> str | None:
     return str(path) if path.exists() else None
 
 
-def _cuda_resources(cubin: bytes | None) -> tuple[int | None, int | None]:
+def _cuda_resources(cubin: bytes | None, ptx: str = "") -> tuple[int | None, int | None]:
     tool = _cuobjdump()
     if not cubin or tool is None:
         return None, None
@@ -167,7 +167,17 @@ def _cuda_resources(cubin: bytes | None) -> tuple[int | None, int | None]:
     # spilled values live in the thread's stack frame (STACK:) or in local memory (LOCAL:);
     # ptxas reports Triton's spills under STACK, so reading LOCAL alone reports 0 for them
     spill = [int(m) for m in re.findall(r"(?:STACK|LOCAL):(\d+)", out)]
-    return (int(regs.group(1)) if regs else None, sum(spill) if spill else None)
+    if not spill:
+        return (int(regs.group(1)) if regs else None, None)
+    return (int(regs.group(1)) if regs else None, max(0, sum(spill) - _ptx_local_bytes(ptx)))
+
+
+def _ptx_local_bytes(ptx: str) -> int:
+    """The stack frame the PTX itself declares (``__local_depot`` arrays, each rounded up to
+    8 bytes): not spills. libdevice's sin / cos keep their slow path's argument reduction in a
+    28-byte local array: 32 bytes of STACK at 48 registers in every rotary kernel."""
+    sizes = re.findall(r"\.local\s+\.align\s+\d+\s+\.b8\s+__local_depot\d+\[(\d+)\]", ptx)
+    return sum(-(-int(n) // 8) * 8 for n in sizes)
 
 
 def _hip_resources(asm: str) -> tuple[int | None, int | None]:
