@@ -147,3 +147,23 @@ def test_ptx_counts_reads_a_cases_compiled_default(
     fwd, bwd = counts("dropout_packbits", (16, 96), [], "cuda:90")
     assert (fwd["kernel"], bwd["kernel"]) == ("dropout_packbits_fwd", "dropout_packbits_bwd")
     assert fwd["registers"] and bwd["registers"]
+
+
+def test_heldout_registers_records_launches_and_summarizes_agreement() -> None:
+    """benchmarks.heldout_registers: a case's launches at its GPU shape are recorded on meta
+    tensors (handed to the cross-compile as CPU tensors of their strides), and the summary
+    counts a spill the model missed."""
+    from benchmarks.gen_kernels import HELDOUT
+    from benchmarks.heldout_registers import launches, summary
+
+    ((kernel, args),) = launches(HELDOUT["stft_magnitude"])
+    assert kernel.__name__ == "stft_magnitude" and args[0].shape == (64, 160000)
+    assert args[0].device.type == "cpu"
+    rows = [
+        {"kernel": "a", "predicted": 100, "ptxas": 90, "spill_bytes": 0, "limit": 255},
+        {"kernel": "b", "predicted": 200, "ptxas": 255, "spill_bytes": 528, "limit": 255},
+        {"kernel": "c", "predicted": 300, "ptxas": 255, "spill_bytes": 64, "limit": 255},
+    ]
+    row = summary(rows)
+    assert row["ptxas"] == "spill agreement 2/3"
+    assert "missed ['b']" in row["spill_bytes"] and "10 regs" in row["predicted"]

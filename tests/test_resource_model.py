@@ -348,3 +348,31 @@ def test_narrow_loads_that_cannot_be_vectors_hold_a_register_an_element() -> Non
     wide = tc.Config(block_sizes=[8, 8, 128], num_warps=8)
     assert predicted_registers(spec, wide, 8).per_thread >= 16 + 128
     assert predicted_registers(spec, spec.default(), 4).per_thread <= 128
+
+
+@tc.kernel(static_shapes=True)
+def _softmax_then_scale(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    probs = torch.empty_like(x)
+    scaled = torch.empty_like(x)
+    for tm in tc.tile(m):
+        probs[tm, :] = torch.softmax(x[tm, :].float(), dim=1).to(x.dtype)
+    for tm, tn in tc.tile([m, n]):
+        scaled[tm, tn] = x[tm, tn] * 2
+    return probs, scaled
+
+
+def test_check_reports_each_loops_own_prediction() -> None:
+    """`tilecraft check` shows each generated kernel's own loop's registers, not the plan's
+    worst loop's for all (an elementwise loop beside a whole-row softmax)."""
+    from tilecraft.config.resolve import loop_registers
+    from tilecraft.tools.check import check_kernel
+
+    args = (_bf16(4096, 8192),)
+    rows = check_kernel(_softmax_then_scale, args, [H200], lambda b: [b.config_spec.default()])
+    assert len(rows) == 2
+    spec = _spec(_softmax_then_scale, *args)
+    config = spec.resolve(rows[0].config, warn=False).config
+    want = [e.per_thread for e in loop_registers(spec, config, config.num_warps or 4)]
+    assert [r.predicted_registers for r in rows] == want
+    assert want[0] > want[1]

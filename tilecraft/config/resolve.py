@@ -235,9 +235,15 @@ def _resources(spec: ConfigSpec, config: Config, warps: int) -> Resources:
 
 
 def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> RegisterEstimate:
-    """The resource model's registers per thread for ``config``: the worst device loop. A
-    warp-specialized program's tiles live in its consumer warpgroups, which share the register
-    file less what the producer warpgroup keeps."""
+    """The resource model's registers per thread for ``config``: the worst device loop."""
+    estimates = loop_registers(spec, config, warps)
+    return max(estimates, key=lambda e: e.spill_ratio, default=RegisterEstimate(0, 255, ""))
+
+
+def loop_registers(spec: ConfigSpec, config: Config, warps: int) -> list[RegisterEstimate]:
+    """The resource model's registers per thread of each device loop (``spec.loops``' order)
+    under ``config``. A warp-specialized program's tiles live in its consumer warpgroups, which
+    share the register file less what the producer warpgroup keeps."""
     blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
     specialized = any(config.range_warp_specializes)
     threads = compute_threads(spec.target, warps, specialized)
@@ -249,7 +255,7 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
     # accumulator (held) replaces them
     deferred = _deferred_by_loop(spec, config, threads, on)
     skipped = {n.id for sums in deferred.values() for d, _ in sums for n in (d.carry, *d.chain)}
-    estimates = [
+    return [
         predict_registers(
             loop,
             lambda sym: sym_block(sym, blocks, chunks),
@@ -269,7 +275,6 @@ def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> Registe
         )
         for loop in spec.loops
     ]
-    return max(estimates, key=lambda e: e.spill_ratio, default=RegisterEstimate(0, 255, ""))
 
 
 def _flags_as_run(spec: ConfigSpec, config: Config) -> dict[str, bool]:

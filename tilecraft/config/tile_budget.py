@@ -69,13 +69,24 @@ def shrink_dot_tiles(spec: ConfigSpec, config: Config) -> Config:
     8 warps 210 registers and none. The K block of an fp32 dot on the FMA units halves first,
     down to ``FMA_K_STEP`` (an fp32 matmul 4096^3 on an H200: 128x128x32 3.10 ms, 64x128x64
     3.42, 128x128x16 3.37; cc_fp32_s17)."""
+    # a kernel whose every dot runs on the FMA units has no warpgroup to fill: its tile halves
+    # on where that ends its spills (an STFT's two dots over a whole K of 64 at [64, 64],
+    # 8 warps: 255 registers and 528 B spilled; at [32, 32] 170 and none; cross-compiled for
+    # sm_90); one that spills at every size keeps its warpgroup's rows (Mamba-2's SSD chunks
+    # of 64: smaller chunks spill too and walk more of them)
+    dots = [n for loop in spec.loops for n in loop.walk() if n.op is Op.DOT]
+    if dots and len(fma_dot_nodes(spec)) == len(dots):
+        smaller = _halve_while_spilling(spec, config, FMA_MIN_ROWS)
+        if not predicted_registers(spec, smaller, config.num_warps or 4).spills:
+            return smaller
+    return _halve_while_spilling(spec, config, WGMMA_TILE_ROWS)
+
+
+def _halve_while_spilling(spec: ConfigSpec, config: Config, floor: int) -> Config:
+    """Halve the FMA dots' K blocks, then the largest grid block down to ``floor``, while the
+    model predicts spills."""
     warps = config.num_warps or 4
     k_slots = fma_dot_k_slots(spec)
-    # a kernel whose every dot runs on the FMA units has no warpgroup to fill: its tile halves
-    # on (an STFT's two dots over a whole K of 64 at [64, 64], 8 warps: 255 registers and
-    # 528 B spilled; at [32, 32] 170 and none; cross-compiled for sm_90)
-    dots = [n for loop in spec.loops for n in loop.walk() if n.op is Op.DOT]
-    floor = FMA_MIN_ROWS if dots and len(fma_dot_nodes(spec)) == len(dots) else WGMMA_TILE_ROWS
     while predicted_registers(spec, config, warps).spills:
         blocks = list(config.block_sizes)
         # an FMA dot's K block sets only the operand slices it holds, its M x N tile the

@@ -13,6 +13,7 @@ from typing import Any
 
 from tilecraft.config.config import Config
 from tilecraft.config.occupancy import programs_per_sm
+from tilecraft.config.resolve import loop_registers
 from tilecraft.errors import ConfigError
 from tilecraft.targets.target import Target
 from tilecraft.tools.crosscompile import CompileJob, CompileReport
@@ -81,18 +82,19 @@ def check_kernel(
             except ConfigError as exc:
                 rows.append(CheckRow(target, config, "-", None, exc.message))
                 continue
+            # each loop's own prediction (the plan's is its worst loop's)
+            warps = plan.config.num_warps or 4
+            per_loop = [e.per_thread for e in loop_registers(bound.config_spec, plan.config, warps)]
+            if len(per_loop) != len(traced.loops) or max(per_loop) != plan.resources.registers:
+                per_loop = [plan.resources.registers] * len(traced.loops)
             pairs = [
-                (loop, k)
-                for loop, main in zip(traced.loops, kernels, strict=True)
+                (loop, k, predicted)
+                for loop, main, predicted in zip(traced.loops, kernels, per_loop, strict=True)
                 for k in (main, *main.companions)  # a split loop's combine kernel too
             ]
-            for loop, generated in pairs:
+            for loop, generated, predicted in pairs:
                 row = CheckRow(
-                    target,
-                    plan.config,
-                    generated.kernel_name,
-                    None,
-                    predicted_registers=plan.resources.registers,
+                    target, plan.config, generated.kernel_name, None, predicted_registers=predicted
                 )
                 rows.append(row)
                 pending.append(row)
