@@ -304,9 +304,9 @@ def odd_poly(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_standalone_export_takes_a_module_tuple_of_numbers(tmp_path: Path) -> None:
+def test_a_standalone_export_takes_a_module_tuple_of_numbers(tmp_path: Path, device: str) -> None:
     """Was "cannot export: the host code reads 'COEFFS' (a tuple)"."""
-    x = torch.randn(100)
+    x = torch.randn(100, device=device)
     source = odd_poly.bind((x,)).to_triton_code(standalone=True)
     assert "COEFFS = (3.4445, -4.775, 2.0315)" in source
     path = tmp_path / "odd_poly_export.py"
