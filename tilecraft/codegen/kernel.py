@@ -31,8 +31,7 @@ HEADER = (
     "import torch\nimport triton\nimport triton.language as tl\n\n"
     "from tilecraft.errors import ShapeError\n"
     "from tilecraft.runtime.device import ensure_allocator, interpreted_quietly, sm_count, "
-    "split_counters\n"
-    + HELPER_IMPORT
+    "split_counters\n" + HELPER_IMPORT
 )
 TYPE_NAMES = {
     torch.float32: "fp32",
