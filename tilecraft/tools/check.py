@@ -85,7 +85,10 @@ def check_kernel(
             # each loop's own prediction (the plan's is its worst loop's)
             warps = plan.config.num_warps or 4
             per_loop = [e.per_thread for e in loop_registers(bound.config_spec, plan.config, warps)]
-            if len(per_loop) != len(traced.loops) or max(per_loop) != plan.resources.registers:
+            if (
+                len(per_loop) != len(traced.loops)
+                or max(per_loop, default=0) != plan.resources.registers
+            ):
                 per_loop = [plan.resources.registers] * len(traced.loops)
             pairs = [
                 (loop, k, predicted)
