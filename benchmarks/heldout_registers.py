@@ -13,7 +13,6 @@ compiled kernel.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import statistics
 import time
 from typing import Any
@@ -21,42 +20,21 @@ from typing import Any
 import torch
 
 from benchmarks.common import write_results
+from benchmarks.default_change import case_calls
 from benchmarks.gen_kernels import HELDOUT, Case
-from tilecraft.language import ref_sample
 from tilecraft.targets.target import Target
 from tilecraft.tools.check import check_kernel
 
 TARGET = Target.parse("cuda:90")
 
 
-class _Recorder:
-    """A case's kernel that records its launches and runs them in ref mode."""
-
-    def __init__(self, kernel: Any, calls: list[tuple[Any, tuple[Any, ...]]]) -> None:
-        self.kernel, self.calls, self.__name__ = kernel, calls, kernel.__name__
-
-    def __call__(self, *args: Any) -> Any:
-        self.calls.append((self.kernel, args))
-        # only the outputs' shapes matter (meta tensors): one program of each grid, not a
-        # 4096-step recurrence's every program
-        with ref_sample.sampling(1, 1.0):
-            return self.kernel.run_ref(*args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.kernel, name)
-
-
 def launches(case: Case) -> list[tuple[Any, tuple[Any, ...]]]:
-    """(kernel, arguments) of each distinct launch at the case's first GPU shape; meta tensors
-    become empty CPU tensors of the same strides (binding reads shapes only). A meta run ref
-    mode cannot finish (a ``.item()``) has recorded the launches before it."""
-    calls: list[tuple[Any, tuple[Any, ...]]] = []
-    kernels = {k.__name__: _Recorder(k, calls) for k in case.kernels}
-    with contextlib.suppress(Exception):  # the launches before a failure are what we need
-        case.run(kernels, case.make_inputs(case.gpu_shapes[0], "meta", 0))
+    """(kernel, arguments) of each distinct launch at the case's first GPU shape, recorded on
+    meta tensors (``default_change.case_calls``) and handed over as empty CPU tensors of the
+    same strides (binding reads shapes only)."""
     seen: set[Any] = set()
     out = []
-    for kernel, args in calls:
+    for kernel, args in case_calls(case, case.gpu_shapes[0], "meta"):
         real = tuple(
             torch.empty_strided(a.shape, a.stride(), dtype=a.dtype) if _meta(a) else a for a in args
         )
