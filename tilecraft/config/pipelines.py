@@ -380,12 +380,13 @@ def _most_stages(spec: ConfigSpec, config: Config) -> Config | None:
     return None
 
 
-def legal_plan(spec: ConfigSpec, config: Config, spills_ok: bool = False) -> Plan | None:
+def legal_plan(spec: ConfigSpec, config: Config) -> Plan | None:
     """The plan of a pipeline config, or None where it would not be one: a repair, a dot-loop
     load that falls back to pointers (TMA needs 16-byte aligned strides, boxes of <= 256), shared
-    memory over the target's, or predicted spills (unless ``spills_ok``: the plain default
-    spills too). (The loads of a loop Triton miscompiles with descriptors,
-    :func:`computed_left_operand_loads`, stream through pointers.)"""
+    memory over the target's, or predicted spills (a chunked GLA whose plain default spills too:
+    its spilling TMA pipeline 9.92 ms, the plain 9.43 on an H100). (The loads of a loop Triton
+    miscompiles with descriptors, :func:`computed_left_operand_loads`, stream through
+    pointers.)"""
     try:
         plan = spec.resolve(config, warn=False)
     except ConfigError:
@@ -398,7 +399,7 @@ def legal_plan(spec: ConfigSpec, config: Config, spills_ok: bool = False) -> Pla
     ):
         return None
     r = plan.resources
-    if r.shared_bytes > spec.target.limits.max_shared_bytes or (r.spills and not spills_ok):
+    if r.shared_bytes > spec.target.limits.max_shared_bytes or r.spills:
         return None
     return plan
 
@@ -504,14 +505,10 @@ def pipeline_configs(spec: ConfigSpec, base: Config | None = None) -> list[Confi
     if not applies(spec):
         return []
     base = base or spec.plain_default()
-    # where the plain default spills as well, a pipeline is no worse for spilling (Mamba-2's
-    # SSD: every chunk spills its FMA operand slabs; the 64-row TMA pipeline measured 6.15 ms,
-    # 1.07x torch.compile's, on an H100)
-    spills_ok = spec.predicted(base).spills
     ranked: list[tuple[float, int, Config]] = []
     seen: set[str] = set()
     for i, config in enumerate(_variants(spec, base)):
-        plan = legal_plan(spec, config, spills_ok)
+        plan = legal_plan(spec, config)
         if plan is None or plan.config.key() in seen:
             continue
         seen.add(plan.config.key())

@@ -72,8 +72,8 @@ def shrink_dot_tiles(spec: ConfigSpec, config: Config) -> Config:
     # a kernel whose every dot runs on the FMA units has no warpgroup to fill: its tile halves
     # on where that ends its spills (an STFT's two dots over a whole K of 64 at [64, 64],
     # 8 warps: 255 registers and 528 B spilled; at [32, 32] 170 and none; cross-compiled for
-    # sm_90); one that spills at every size keeps its warpgroup's rows (Mamba-2's SSD chunks
-    # of 64: smaller chunks spill too and walk more of them)
+    # sm_90); one that spills at every size keeps its tile (Mamba-2's SSD: chunks of 16 spill
+    # too and walk more of them)
     dots = [n for loop in spec.loops for n in loop.walk() if n.op is Op.DOT]
     if dots and len(fma_dot_nodes(spec)) == len(dots):
         smaller = _halve_while_spilling(spec, config, FMA_MIN_ROWS)
