@@ -119,3 +119,17 @@ def row_topk(x: torch.Tensor, k_holder: torch.Tensor) -> torch.Tensor:
 def test_a_run_time_k_of_topk_says_to_specialize_it() -> None:
     with pytest.raises(DeviceCodeError, match=r"torch.topk: k \(5 at this call\) is a run-time"):
         row_topk(torch.randn(4, 32), torch.ones(5))
+
+
+def test_a_device_loop_in_a_local_helper_is_named() -> None:
+    def fill(dst: torch.Tensor) -> None:
+        for t in tc.tile(dst.size(0)):
+            dst[t] = 1.0
+
+    with pytest.raises(DeviceCodeError, match="'fill' it calls has one"):
+
+        @tc.kernel
+        def ones(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            fill(out)
+            return out

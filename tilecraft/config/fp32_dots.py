@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from tilecraft.ir.nodes import Node, Op, Sym, SymKind
+from tilecraft.config.fma_operands import fma_dot
+from tilecraft.ir.nodes import Node, Sym, SymKind
 
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
@@ -38,12 +39,7 @@ def fma_dot_nodes(spec: ConfigSpec) -> list[Node]:
     """The kernel's fp32 dots that run on the FMA units (none where they use tensor cores)."""
     if not fma_dots(spec):
         return []
-    return [
-        node
-        for loop in spec.loops
-        for node in loop.walk()
-        if node.op is Op.DOT and all(i.dtype == torch.float32 for i in node.inputs[:2])
-    ]
+    return [node for loop in spec.loops for node in loop.walk() if fma_dot(node)]
 
 
 def fma_dot_k_slots(spec: ConfigSpec) -> list[int]:

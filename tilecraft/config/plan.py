@@ -136,6 +136,7 @@ class Resources:
     registers: int = 0  # predicted 32-bit registers per thread (peak of values live at once)
     register_limit: int = 255  # what a thread may use at this block size before ptxas spills
     registers_at: str = ""  # the user's file:line of the value defined at the peak
+    loop_registers: tuple[int, ...] = ()  # each device loop's own predicted registers
 
     @property
     def spills(self) -> bool:

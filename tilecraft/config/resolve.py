@@ -220,11 +220,13 @@ def _resources(spec: ConfigSpec, config: Config, warps: int) -> Resources:
         count = spec.programs(k, config)
         split = config.split_reductions[k] if k < len(config.split_reductions) else 1
         programs.append(None if count is None else count * split)
-    registers = predicted_registers(spec, config, warps)
+    per_loop = loop_registers(spec, config, warps)
+    registers = worst_loop(per_loop)
     return Resources(
         registers=registers.per_thread,
         register_limit=registers.limit,
         registers_at=registers.peak_at,
+        loop_registers=tuple(e.per_thread for e in per_loop),
         largest_tile=largest,
         largest_tile_at=value.loc.short if value is not None and value.loc else "",
         elems_per_thread=-(-largest // threads),
@@ -236,7 +238,11 @@ def _resources(spec: ConfigSpec, config: Config, warps: int) -> Resources:
 
 def predicted_registers(spec: ConfigSpec, config: Config, warps: int) -> RegisterEstimate:
     """The resource model's registers per thread for ``config``: the worst device loop."""
-    estimates = loop_registers(spec, config, warps)
+    return worst_loop(loop_registers(spec, config, warps))
+
+
+def worst_loop(estimates: list[RegisterEstimate]) -> RegisterEstimate:
+    """The loop estimate nearest to (or furthest past) its register limit."""
     return max(estimates, key=lambda e: e.spill_ratio, default=RegisterEstimate(0, 255, ""))
 
 

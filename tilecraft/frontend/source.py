@@ -116,10 +116,11 @@ def _no_device_loop(src: KernelSource, tree: ast.FunctionDef) -> DeviceCodeError
     """The error of a kernel without a device loop, naming a function it calls that has one
     (only the kernel's own body is traced: a helper's loop is never reached)."""
     name = src.fn.__name__
+    scope = {**src.fn.__globals__, **src.closure_values()}  # as device code reads names
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         if not isinstance(call.func, ast.Name):
             continue
-        callee = src.fn.__globals__.get(call.func.id)
+        callee = scope.get(call.func.id)
         if callable(callee) and _has_device_loop(callee):
             return DeviceCodeError(
                 f"kernel '{name}' has no device loop of its own: the function "

@@ -13,7 +13,6 @@ from typing import Any
 
 from tilecraft.config.config import Config
 from tilecraft.config.occupancy import programs_per_sm
-from tilecraft.config.resolve import loop_registers
 from tilecraft.errors import ConfigError
 from tilecraft.targets.target import Target
 from tilecraft.tools.crosscompile import CompileJob, CompileReport
@@ -83,13 +82,9 @@ def check_kernel(
                 rows.append(CheckRow(target, config, "-", None, exc.message))
                 continue
             # each loop's own prediction (the plan's is its worst loop's)
-            warps = plan.config.num_warps or 4
-            per_loop = [e.per_thread for e in loop_registers(bound.config_spec, plan.config, warps)]
-            if (
-                len(per_loop) != len(traced.loops)
-                or max(per_loop, default=0) != plan.resources.registers
-            ):
-                per_loop = [plan.resources.registers] * len(traced.loops)
+            per_loop = plan.resources.loop_registers
+            if len(per_loop) != len(traced.loops):
+                per_loop = (plan.resources.registers,) * len(traced.loops)
             pairs = [
                 (loop, k, predicted)
                 for loop, main, predicted in zip(traced.loops, kernels, per_loop, strict=True)
