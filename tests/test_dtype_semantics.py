@@ -37,6 +37,42 @@ def test_float_powers_of_negative_bases_and_zero(p: float, device: str) -> None:
     torch.testing.assert_close(got_p, x**p, equal_nan=True)
 
 
+def test_float_powers_of_every_special_pair(device: str) -> None:
+    """Every pair of special bases and exponents as torch.pow gives it: 0 ** NaN was 1 (the
+    select that keeps log2(0) out took a NaN power for a zero one), torch's is NaN; and
+    (-0.0) ** -1 was inf."""
+    special = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 2.5, -2.5]
+    special += [float("inf"), -float("inf"), float("nan")]
+    values = torch.tensor(special, device=device)
+    x = values.repeat_interleave(len(special))
+    y = values.repeat(len(special))
+    got, _ = powers(x, y, 2.0)
+    want = x**y
+    torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-6, atol=0.0)
+    # (-0.0) ** -1 is -inf and (-0.0) ** 3 is -0.0: signs too, zeros' included
+    numbers = ~want.isnan()
+    assert torch.equal(got[numbers].signbit(), want[numbers].signbit())
+
+
+@tc.kernel(static_shapes=True)
+def negations(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = torch.empty_like(x)
+    reciprocal = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = -x[t]
+        reciprocal[t] = 1.0 / torch.neg(x[t])
+    return out, reciprocal
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_negated_zero_is_negative_zero(dtype: torch.dtype, device: str) -> None:
+    """Triton's unary minus is 0 - x: -(0.0) was +0.0, so 1 / -x gave +inf (torch: -inf)."""
+    x = torch.tensor([0.0, -0.0, 1.5, -2.0, float("inf")], device=device, dtype=dtype)
+    got, reciprocal = negations(x)
+    assert torch.equal(got.signbit(), (-x).signbit())
+    assert torch.equal(reciprocal, 1.0 / -x)
+
+
 @tc.kernel(static_shapes=True)
 def int_powers(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)

@@ -59,7 +59,9 @@ def _operands(ctx: EmitContext, node: Node) -> tuple[list[str], torch.dtype]:
 def emit_pointwise(ctx: EmitContext, node: Node) -> None:
     op = POINTWISE[node.attrs["fn"]]
     texts, compute = _operands(ctx, node)
-    template = op.fp32_template if op.fp32_template and compute == torch.float32 else op.template
+    template = op.float_template if op.float_template and compute.is_floating_point else op.template
+    if op.fp32_template and compute == torch.float32:
+        template = op.fp32_template
     if op.nonneg_template and all(nonnegative(i) for i in node.inputs):
         template = op.nonneg_template
     if op.device_template and not ctx.interpret and compute.is_floating_point:

@@ -37,6 +37,9 @@ class PointwiseOp:
     # quotients divide exactly (tl.math.div_rn); plain ``/`` stays div.full.f32, as
     # torch.compile's does (div_rn there cost 7-22% on softmax and Welford rows, exact_div_s24)
     fp32_template: str = ""
+    # the emission for float operands where Triton's operator differs from torch's: its unary
+    # minus is 0 - x, +0.0 for x = 0.0 (torch.neg gives -0.0; 1 / -x then had the wrong sign)
+    float_template: str = ""
     # 32-bit registers per element that the op's expansion holds at once beyond its operands,
     # for ops far heavier than one instruction (config/resources.py counts them where the op
     # runs): tl.rand's Philox rounds keep four counter words per element (Gumbel sampling over
@@ -68,7 +71,17 @@ def _op(
 
 T = torch.Tensor
 # unary
-_op("neg", 1, "-{0}", torch.neg, torch.neg, T.neg, T.__neg__, operator.neg)
+_op(
+    "neg",
+    1,
+    "-{0}",
+    torch.neg,
+    torch.neg,
+    T.neg,
+    T.__neg__,
+    operator.neg,
+    float_template="({0} * -1.0)",
+)
 _op("abs", 1, "tl.abs({0})", torch.abs, torch.abs, T.abs, T.__abs__, abs)
 _op("exp", 1, "tl.exp({0})", torch.exp, torch.exp, T.exp, float_only=True)
 _op("exp2", 1, "tl.exp2({0})", torch.exp2, torch.exp2, T.exp2, torch.special.exp2, float_only=True)

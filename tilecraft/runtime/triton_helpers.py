@@ -101,13 +101,18 @@ def pow_float(x, y):  # type: ignore[no-untyped-def]
     # 0 ** y apart (0, inf, or 1 below): log2(0) made the interpreter warn of a divide by zero
     zero = x == 0
     r = tl.exp2(tl.log2(tl.where(zero, 1.0, tl.abs(x))) * y)
-    r = tl.where(zero, tl.where(y > 0, 0.0, tl.where(y < 0, float("inf"), 1.0)), r)
+    # y neither > 0 nor < 0 is 0 (1, as below) or NaN (NaN: y + 1.0 keeps it)
+    r = tl.where(zero, tl.where(y > 0, 0.0, tl.where(y < 0, float("inf"), y + 1.0)), r)
     # nested selects, not & of a scalar y's tests with x's (the interpreter's & refuses that)
-    odd = tl.where(tl.floor(y * 0.5) * 2.0 != y, -r, r)
+    # r * -1.0, not -r: Triton negates as 0 - r, and (-0.0) ** 3 is -0.0
+    odd = tl.where(tl.floor(y * 0.5) * 2.0 != y, r * -1.0, r)
     # (-inf) ** 2.5 is inf as C's pow, not NaN; (-1) ** +-inf is 1
     r = tl.where(
         x < 0, tl.where(tl.floor(y) == y, odd, tl.where(x == -float("inf"), r, float("nan"))), r
     )
+    # -0.0 to an odd integer power keeps its sign (C's pow: (-0.0) ** -1 is -inf)
+    negative_zero = zero & (1.0 / tl.where(zero, x, 1.0) < 0)
+    r = tl.where(negative_zero, tl.where(tl.floor(y) == y, odd, r), r)
     r = tl.where(x == -1.0, tl.where(tl.abs(y) == float("inf"), 1.0, r), r)
     return tl.where(y == 0, 1.0, tl.where(x == 1.0, 1.0, r))
 
