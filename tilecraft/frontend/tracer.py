@@ -391,16 +391,22 @@ class Tracer:
         begin, end, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
         if any(isinstance(a, TileProxy) for a in (begin, end, step)):
             raise DeviceCodeError("tc.arange needs int bounds; use tile.index for a tile's indices")
-        if any(isinstance(a, TileValue) for a in (begin, end, step)):
+        # arange(n) of a run-time size n is that size's dim (checked at each launch, as a row
+        # loaded whole); other bounds from run-time sizes would give a run-time length
+        whole_size = isinstance(end, DynamicInt) and type(begin) is int and begin == 0
+        whole_size = whole_size and type(step) is int and step == 1
+        run_time = [a for a in (begin, end, step) if isinstance(a, (TileValue, DynamicInt))]
+        if run_time and not whole_size:
             raise DeviceCodeError(
                 "tc.arange / torch.arange: a bound computed from a run-time size (a tile's "
                 "length is part of the compiled kernel)",
                 hint="compile for the size: @tc.kernel(static_shapes=True), or "
-                "tc.specialize(n) in host code",
+                "tc.specialize(n) in host code; arange(n) of a size n itself follows it",
             )
         if int(step) < 1:
             raise DeviceCodeError(f"tc.arange: step {int(step)} must be positive")
-        sym = self.rdim_for(-(-(int(end) - int(begin)) // int(step)))
+        length = -(-(int(end) - int(begin)) // int(step))
+        sym = self.rdim_for(length, 0, self.value_node(end) if whole_size else None)
         idx = self.emit(Op.TILE_INDEX, [], (sym,), torch.int32, sym=sym)
         idx.hint = "ar"
         out = self.wrap(idx) if int(step) == 1 else self.pointwise("mul", self.wrap(idx), int(step))
@@ -427,7 +433,13 @@ class Tracer:
                 shape.append(1)
             elif isinstance(item, slice):
                 if src >= node.ndim:
-                    raise ShapeError(f"too many indices for a {node.ndim}-D tile")
+                    raise ShapeError(
+                        f"too many indices for a {node.ndim}-D tile",
+                        self.loc,
+                        hint="a tc.grid index, a block_size=1 tile's index and anything "
+                        "computed from them are scalars (0-D): use them as they are, or add a "
+                        "dim with [None]",
+                    )
                 if not all(b is None for b in (item.start, item.stop, item.step)):
                     # constant bounds: a register gather (tile_shifts.py)
                     x = tile_shifts.slice_dim(self, x, src, _int_slice(item, self.loc))

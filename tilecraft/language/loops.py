@@ -57,8 +57,12 @@ class RefTile:
 
     @property
     def index(self) -> torch.Tensor:
-        host = _context.host()
-        return torch.arange(self.begin, self.end, device=getattr(host, "device", None))
+        """The tile's indices; one (0-D) for a grid index or a tile of block size 1, which
+        index like an int, as in compiled code."""
+        device = getattr(_context.host(), "device", None)
+        if self.is_grid:
+            return torch.tensor(self.begin, device=device)
+        return torch.arange(self.begin, self.end, device=device)
 
     def as_index(self) -> slice | int:
         return self.begin if self.is_grid else slice(self.begin, self.end)

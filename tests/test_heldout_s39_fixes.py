@@ -1,0 +1,80 @@
+"""Fixes from session 39: the index of a block-size-1 tile (or of ``tc.grid``) is one scalar in
+both modes (ref mode gave a one-element vector, so code that indexed it ran there and failed to
+compile), and indexing such a scalar as a vector says why."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import ShapeError
+
+
+@tc.kernel(static_shapes=True)
+def per_head_decay(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for th, tn in tc.tile(x.size(), block_size=[1, None]):
+        decay = 1.0 - torch.exp2(-5.0 - th.index.to(torch.float32))  # one per head
+        out[th, tn] = x[th, tn] * decay
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def per_head_decay_as_vector(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for th, tn in tc.tile(x.size(), block_size=[1, None]):
+        decay = 1.0 - torch.exp2(-5.0 - th.index.to(torch.float32))
+        out[th, tn] = x[th, tn] * decay[:, None]
+    return out
+
+
+def test_a_block_size_1_tiles_index_is_a_scalar_in_both_modes(device: str) -> None:
+    x = torch.rand(3, 10, device=device)
+    want = x * (1.0 - torch.exp2(-5.0 - torch.arange(3, device=device).float()))[:, None]
+    torch.testing.assert_close(per_head_decay.run_ref(x), want)
+    torch.testing.assert_close(per_head_decay(x), want)
+
+
+def test_indexing_that_scalar_as_a_vector_fails_alike_and_says_why() -> None:
+    x = torch.rand(3, 10)
+    with pytest.raises(IndexError):
+        per_head_decay_as_vector.run_ref(x)
+    with pytest.raises(ShapeError, match="too many indices") as info:
+        per_head_decay_as_vector(x)
+    assert "block_size=1" in str(info.value)
+    assert "test_heldout_s39_fixes.py" in str(info.value)
+
+
+@tc.kernel(static_shapes=False)
+def capped_lengths(lengths: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    b, t = x.size()
+    out = torch.empty([b], dtype=torch.int32, device=x.device)
+    for tb in tc.tile(b):
+        pos = tc.arange(t)
+        out[tb] = torch.sum((pos[None, :] < lengths[tb][:, None]).to(torch.int32), dim=1).to(
+            torch.int32
+        )
+    return out
+
+
+@tc.kernel(static_shapes=False)
+def weighted_positions(x: torch.Tensor) -> torch.Tensor:
+    b, t = x.size()
+    out = torch.empty([b], dtype=x.dtype, device=x.device)
+    for tb in tc.tile(b):
+        pos = torch.arange(t, device=x.device).to(x.dtype)
+        out[tb] = torch.sum(x[tb, :] * pos[None, :], dim=1)  # meets the row's own dim
+    return out
+
+
+def test_arange_of_a_run_time_size_follows_it_from_call_to_call(device: str) -> None:
+    """arange(t) of a run-time size baked the first call's t: 50 then 64 gave 50 for the second."""
+    lengths = torch.tensor([3, 40, 100, 7], device=device)
+    for t in (50, 64):
+        got = capped_lengths(lengths, torch.randn(4, t, device=device))
+        assert torch.equal(got, torch.clamp(lengths, max=t).to(torch.int32))
+    for t in (50, 64):
+        x = torch.randn(4, t, device=device)
+        want = (x * torch.arange(t, device=device)).sum(1)
+        torch.testing.assert_close(weighted_positions(x), want)
