@@ -20,6 +20,7 @@ from tilecraft.frontend import (
     dots,
     einsum,
     scans,
+    sequences,
     sorting,
     tile_gather,
     tile_shifts,
@@ -509,7 +510,12 @@ lowering(torch.any, T.any)(composites.any_true)
 lowering(torch.all, T.all)(composites.all_true)
 lowering(torch.linalg.vector_norm)(composites.vector_norm)
 lowering(F.one_hot)(composites.one_hot)
-for _fns, _handler in (*composites.LOWERINGS, *activations.LOWERINGS, *tile_gather.LOWERINGS):
+for _fns, _handler in (
+    *composites.LOWERINGS,
+    *activations.LOWERINGS,
+    *tile_gather.LOWERINGS,
+    *sequences.LOWERINGS,
+):
     lowering(*_fns)(_handler)
 
 
