@@ -19,6 +19,7 @@ from tilecraft.frontend import (
     composites,
     dots,
     einsum,
+    float_bits,
     scans,
     sequences,
     sorting,
@@ -515,6 +516,7 @@ for _fns, _handler in (
     *activations.LOWERINGS,
     *tile_gather.LOWERINGS,
     *sequences.LOWERINGS,
+    *float_bits.LOWERINGS,
 ):
     lowering(*_fns)(_handler)
 
