@@ -1,5 +1,6 @@
 """torch.einsum forms that are no single matmul (frontend/einsum.py's product-and-sum): a
-mat-vec, row-wise dots, an outer product, a batched mat-vec and a full dot, against eager
+mat-vec, row-wise dots, an outer product, a batched mat-vec, a full dot and a contraction too
+short for tl.dot, against eager
 PyTorch at sizes that are not powers of two, in fp32, bf16 (fp32 sums, rounded once) and int32;
 the generated code (no ``tl.dot``) and cross-compiles of the default for sm_90 and gfx942."""
 
@@ -76,6 +77,24 @@ def test_batched_matvec_matches_eager() -> None:
     torch.testing.assert_close(
         batched_matvec(a, v), torch.einsum("bij,bj->bi", a, v), rtol=1e-5, atol=1e-5
     )
+
+
+@tc.kernel(static_shapes=True)
+def short_k(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x: [m, 3], w: [3, n]: a contraction over 3 (4 padded), too short for tl.dot."""
+    m, n = x.size(0), w.size(1)
+    out = torch.empty(m, n, dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.einsum("ij,jk->ik", x[tm, :], w[:, :])
+    return out
+
+
+def test_a_contraction_too_short_for_a_dot_is_a_product_and_sum() -> None:
+    g = torch.Generator().manual_seed(4)
+    x, w = torch.randn(21, 3, generator=g), torch.randn(3, 10, generator=g)
+    torch.testing.assert_close(short_k(x, w), x @ w, rtol=1e-5, atol=1e-5)
+    bound = short_k.bind((x, w))
+    assert "tl.dot" not in bound.to_triton_code(bound.config_spec.default())
 
 
 def test_forms_beyond_two_operands_stay_errors() -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend import dots, views
 from tilecraft.ir import dtypes
+from tilecraft.ir.nodes import Sym, SymKind
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
 def einsum(t: Tracer, equation: str, *operands: Any) -> Any:
     """``torch.einsum`` of one operand (a permutation, sums) or two, with explicit output
     subscripts: contracted over one index, a matmul (``tl.dot``); any other pair (a mat-vec
-    ``"ij,j->i"``, a row-wise dot ``"bi,bi->b"``, an outer product ``"i,j->ij"``) an
-    elementwise product summed over the indices not in the output."""
+    ``"ij,j->i"``, a row-wise dot ``"bi,bi->b"``, an outer product ``"i,j->ij"``, or a
+    contracted dim too short for ``tl.dot``) an elementwise product summed over the indices
+    not in the output."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     inputs, out = _parse(t, equation, operands)
@@ -43,6 +45,8 @@ def einsum(t: Tracer, equation: str, *operands: Any) -> Any:
         # not one matmul (a mat-vec, a row-wise dot, an outer product): no tl.dot to use
         return _product_sum(t, (a, sa), (b, sb), out)
     (k,) = contracted
+    if _below_dot(t, a, sa.index(k)):
+        return _product_sum(t, (a, sa), (b, sb), out)
     a = views.permute(t, a, [sa.index(c) for c in (*batch, free_a[0], k)])
     b = views.permute(t, b, [sb.index(c) for c in (*batch, k, free_b[0])])
     product = dots.matmul(t, a, b, op="torch.einsum")
@@ -61,6 +65,18 @@ def _product_sum(t: Tracer, a: tuple[Any, str], b: tuple[Any, str], out: str) ->
     product = t.pointwise("mul", wa, wb)
     summed = list(range(len(out), len(order)))
     return t.to_dtype(t.reduce("sum", product, summed) if summed else product, dtype)
+
+
+def _below_dot(t: Tracer, x: Any, axis: int) -> bool:
+    """Whether the contracted dim is a whole static one too short for ``tl.dot`` (padded to
+    a power of two, under ``dots.min_k``: ``"ij,jk->ik"`` with a j of 4), whose product and
+    sum is the einsum still."""
+    node = t.value_node(x)
+    d = node.shape[axis]
+    if isinstance(d, Sym) and (d.kind is not SymKind.RDIM or d.extent_args):
+        return False  # a tile's block, or a size known at run time: the dot decides
+    n = d if isinstance(d, int) else int(d.extent)
+    return 1 << max(n - 1, 0).bit_length() < dots.min_k(node.dtype)
 
 
 def _placed(t: Tracer, x: Any, subs: str, order: str) -> Any:
