@@ -97,6 +97,7 @@ def test_diff_matches_eager() -> None:
     assert torch.equal(flips, torch.diff(x > 0))
     y = torch.randn(3, 5, 6, generator=g)
     assert torch.equal(middle_diff(y), torch.diff(y, dim=1))
+    assert "tl.gather" in _code(diffs, (x, k))  # rows of 11: slices gathered in registers
 
 
 def test_diff_along_a_tile_or_with_prepend_is_an_error_with_the_rewrite() -> None:
@@ -154,6 +155,36 @@ def test_searchsorted_and_bucketize_match_eager() -> None:
     assert torch.equal(bucket, torch.bucketize(v, seq, out_int32=True, right=True))
     assert torch.equal(by_int, torch.bucketize(v, ks))
     assert "tl.sum" in _code(buckets, (seq, v, ks))
+
+
+@tc.kernel(static_shapes=True)
+def self_search(b: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The sequence searched for its own elements (one dim in both operands), and a number."""
+    ranks = torch.empty(b.size(0), dtype=torch.int64, device=b.device)
+    shifted = torch.empty(v.size(0), dtype=torch.int64, device=b.device)
+    for _ in tc.tile(1):
+        ranks[:] = torch.searchsorted(b[:], b[:], right=True)
+    for t in tc.tile(v.size(0)):
+        shifted[t] = torch.bucketize(v[t], b[:]) + torch.searchsorted(b[:], 0.5)
+    return ranks, shifted
+
+
+@tc.kernel(static_shapes=False)
+def run_time_boundaries(b: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(v.size(0), dtype=torch.int64, device=v.device)
+    for t in tc.tile(v.size(0)):
+        out[t] = torch.bucketize(v[t], b[:])
+    return out
+
+
+def test_searchsorted_of_its_own_dim_a_number_and_a_run_time_length() -> None:
+    g = torch.Generator().manual_seed(4)
+    b, v = torch.tensor([0.0, 1, 1, 2, 5]), torch.randn(9, generator=g) * 3
+    ranks, shifted = self_search(b, v)
+    assert torch.equal(ranks, torch.searchsorted(b, b, right=True))
+    assert torch.equal(shifted, torch.bucketize(v, b) + torch.searchsorted(b, torch.tensor(0.5)))
+    for seq in (b, torch.tensor([0.0, 1, 1, 2, 5, 7, 9])):  # one compiled kernel, two lengths
+        assert torch.equal(run_time_boundaries(seq, v), torch.bucketize(v, seq))
 
 
 def test_searchsorted_forms_it_cannot_take_are_errors() -> None:
