@@ -3,8 +3,12 @@ views, sums and ``tl.dot`` of :mod:`~tilecraft.frontend.dots` it stands for).
 
 The forms kernels write: one operand permuted and summed (``"ij->ji"``, ``"bij->bi"``), and two
 operands contracted over one index, each with one free index and at most one batch index shared
-with the output (``"md,nd->mn"``, ``"bhd,bkd->bhk"``, ``"mk,kn->mn"``). Indices in one operand only
-and not in the output are summed first. Anything else is an error naming the equation.
+with the output (``"md,nd->mn"``, ``"bhd,bkd->bhk"``, ``"mk,kn->mn"``): a ``tl.dot``. Indices in
+one operand only and not in the output are summed first. Any other pair of operands is what
+einsum means by definition, a broadcast product summed over the indices the output lacks
+(``"ij,j->i"``, ``"bi,bi->b"``, ``"i,j->ij"``): no ``tl.dot`` fits a mat-vec or a row-wise dot,
+and the product costs one tile of every index. Anything else (three operands, ``...``, an index
+repeated within an operand) is an error naming the equation.
 """
 
 from __future__ import annotations
@@ -13,14 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend import dots, views
+from tilecraft.ir import dtypes
+from tilecraft.ir.nodes import Sym, SymKind
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
 
 
 def einsum(t: Tracer, equation: str, *operands: Any) -> Any:
-    """``torch.einsum`` of one operand (a permutation, sums) or two contracted over one index
-    (``tl.dot``), with explicit output subscripts."""
+    """``torch.einsum`` of one operand (a permutation, sums) or two, with explicit output
+    subscripts: contracted over one index, a matmul (``tl.dot``); any other pair (a mat-vec
+    ``"ij,j->i"``, a row-wise dot ``"bi,bi->b"``, an outer product ``"i,j->ij"``, or a
+    contracted dim too short for ``tl.dot``) an elementwise product summed over the indices
+    not in the output."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     inputs, out = _parse(t, equation, operands)
@@ -33,15 +42,52 @@ def einsum(t: Tracer, equation: str, *operands: Any) -> Any:
     batch = [c for c in sa if c in sb and c in out]
     free_a, free_b = [c for c in sa if c not in sb], [c for c in sb if c not in sa]
     if len(contracted) != 1 or len(batch) > 1 or len(free_a) != 1 or len(free_b) != 1:
-        raise _unsupported(
-            equation, "one contracted index, one free index an operand, one batch index at most"
-        )
+        # not one matmul (a mat-vec, a row-wise dot, an outer product): no tl.dot to use
+        return _product_sum(t, (a, sa), (b, sb), out)
     (k,) = contracted
+    if _below_dot(t, a, sa.index(k)):
+        return _product_sum(t, (a, sa), (b, sb), out)
     a = views.permute(t, a, [sa.index(c) for c in (*batch, free_a[0], k)])
     b = views.permute(t, b, [sb.index(c) for c in (*batch, k, free_b[0])])
     product = dots.matmul(t, a, b, op="torch.einsum")
     order = [*batch, free_a[0], free_b[0]]
     return views.permute(t, product, [order.index(c) for c in out])
+
+
+def _product_sum(t: Tracer, a: tuple[Any, str], b: tuple[Any, str], out: str) -> Any:
+    """Two operands placed on every index of the equation (output indices first), multiplied
+    elementwise and summed over the rest, in fp32 for half precision and rounded once to the
+    operands' promoted dtype (as torch's matmul-based einsum accumulates)."""
+    order = out + "".join(c for c in dict.fromkeys(a[1] + b[1]) if c not in out)
+    dtype = dtypes.promote(t.dtype_of(a[0]), t.dtype_of(b[0]))
+    compute = dtypes.compute_dtype(dtype) if dtype.is_floating_point else dtype
+    wa, wb = (t.to_dtype(_placed(t, x, subs, order), compute) for x, subs in (a, b))
+    product = t.pointwise("mul", wa, wb)
+    summed = list(range(len(out), len(order)))
+    return t.to_dtype(t.reduce("sum", product, summed) if summed else product, dtype)
+
+
+def _below_dot(t: Tracer, x: Any, axis: int) -> bool:
+    """Whether the contracted dim is a whole static one too short for ``tl.dot`` (padded to
+    a power of two, under ``dots.min_k``: ``"ij,jk->ik"`` with a j of 4), whose product and
+    sum is the einsum still."""
+    node = t.value_node(x)
+    d = node.shape[axis]
+    if isinstance(d, Sym) and (d.kind is not SymKind.RDIM or d.extent_args):
+        return False  # a tile's block, or a size known at run time: the dot decides
+    n = d if isinstance(d, int) else int(d.extent)
+    return 1 << max(n - 1, 0).bit_length() < dots.min_k(node.dtype)
+
+
+def _placed(t: Tracer, x: Any, subs: str, order: str) -> Any:
+    """``x`` (indexed by ``subs``) permuted into ``order``'s sequence, a size-1 dim for each
+    index of ``order`` it lacks, so that the two operands broadcast index by index."""
+    kept = sorted(range(len(subs)), key=lambda i: order.index(subs[i]))
+    x = views.permute(t, x, kept) if kept != list(range(len(subs))) else x
+    for pos, c in enumerate(order):
+        if c not in subs:
+            x = views.unsqueeze(t, x, pos)
+    return x
 
 
 def _parse(t: Tracer, equation: str, operands: tuple[Any, ...]) -> tuple[list[str], str]:

@@ -19,7 +19,9 @@ from tilecraft.frontend import (
     composites,
     dots,
     einsum,
+    float_bits,
     scans,
+    sequences,
     sorting,
     tile_gather,
     tile_shifts,
@@ -509,7 +511,13 @@ lowering(torch.any, T.any)(composites.any_true)
 lowering(torch.all, T.all)(composites.all_true)
 lowering(torch.linalg.vector_norm)(composites.vector_norm)
 lowering(F.one_hot)(composites.one_hot)
-for _fns, _handler in (*composites.LOWERINGS, *activations.LOWERINGS, *tile_gather.LOWERINGS):
+for _fns, _handler in (
+    *composites.LOWERINGS,
+    *activations.LOWERINGS,
+    *tile_gather.LOWERINGS,
+    *sequences.LOWERINGS,
+    *float_bits.LOWERINGS,
+):
     lowering(*_fns)(_handler)
 
 

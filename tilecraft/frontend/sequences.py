@@ -1,0 +1,242 @@
+"""Torch's vector and sequence ops on tiles (stage: frontend; in: the tracer and the call's
+operands; out: traced values).
+
+Each is built from ops tiles already have, so it needs no IR of its own: ``torch.outer`` is a
+broadcast product; ``torch.diff`` subtracts two constant slices of a whole dim (register
+gathers, :mod:`~tilecraft.frontend.tile_shifts`); ``torch.searchsorted`` / ``torch.bucketize``
+count the boundaries below each value (a broadcast compare and a sum over the sequence's whole
+dim, whose padded lanes the sum leaves out); ``torch.repeat_interleave`` by a constant is a
+broadcast and a merge of whole dims (``tl.reshape``), or a gather of ``i // repeats``.
+Shapes must be known when the kernel compiles: a result's length sizes a register tile, so an
+argument that would make it depend on data (a tensor of repeats) is an error naming it.
+Registered in :mod:`~tilecraft.frontend.lowerings`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tilecraft.errors import UnsupportedOpError
+from tilecraft.frontend.rdims import along
+from tilecraft.frontend.regroup import pow2
+from tilecraft.frontend.tile_gather import gather, long_line
+from tilecraft.frontend.tile_shifts import slice_dim
+from tilecraft.frontend.views import expand, reshape, unsqueeze
+from tilecraft.ir.nodes import Sym, SymKind
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.tracer import Tracer
+    from tilecraft.frontend.values import TileValue
+    from tilecraft.ir.nodes import Node
+
+T = torch.Tensor
+
+
+def outer(t: Tracer, a: Any, b: Any, *, out: Any = None) -> TileValue:
+    """``a[:, None] * b[None, :]`` of two 1-D tiles (``torch.ger`` too), in their promoted
+    dtype (bools: ``and``)."""
+    for name, value in (("input", a), ("vec2", b)):
+        rank = t.value_node(value).ndim
+        if rank != 1:
+            raise UnsupportedOpError(
+                f"torch.outer: {name} is a {rank}-D {'tile' if rank else 'scalar'}; it takes "
+                "two 1-D tiles (as in torch)",
+                t.loc,
+                hint="for more dims broadcast yourself: a[..., :, None] * b[..., None, :]",
+            )
+    return t.pointwise("mul", unsqueeze(t, a, 1), unsqueeze(t, b, 0))
+
+
+def diff(
+    t: Tracer, x: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None
+) -> TileValue:
+    """``x[..., 1:] - x[..., :-1]`` along a whole static ``dim`` (``!=`` for bools), ``n``
+    times: each leaves one element fewer (a register gather of each slice)."""
+    if prepend is not None or append is not None:
+        raise UnsupportedOpError(
+            "torch.diff with prepend= / append= in device code",
+            t.loc,
+            hint="take the differences inside the tile with torch.diff(x, dim=d), and the "
+            "one at the edge yourself: x[..., :1] - before",
+        )
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise UnsupportedOpError(f"torch.diff with n={n!r}: n must be an int >= 0", t.loc)
+    out = t.wrap(t.value_node(x))
+    for _ in range(n):
+        out = _diff_once(t, out, dim)
+    return out
+
+
+def _diff_once(t: Tracer, x: TileValue, dim: int) -> TileValue:
+    node = x.node
+    axis = t._axis(node, dim)
+    rewrite = "for t in tc.tile(n - 1): out[t] = x[t.index + 1] - x[t]"
+    if _whole_length(t, node, axis, "torch.diff", rewrite) < 2:
+        raise UnsupportedOpError(
+            f"torch.diff along dim {axis} of {node.ndim}-D tile with one element: the result "
+            "would be empty",
+            t.loc,
+            hint="torch.diff needs a whole dim of at least 2 elements",
+        )
+    later = slice_dim(t, x, axis, slice(1, None))
+    earlier = slice_dim(t, x, axis, slice(None, -1))
+    return t.pointwise("ne" if node.dtype == torch.bool else "sub", later, earlier)
+
+
+def _whole_length(t: Tracer, node: Node, axis: int, op: str, rewrite: str) -> int:
+    """The static length of ``node``'s whole dim ``axis``; an error naming ``op`` otherwise."""
+    _check_whole(t, node, axis, op, rewrite)
+    d = node.shape[axis]
+    if isinstance(d, int):
+        return d
+    if d.extent_args or not isinstance(d.extent, int):
+        raise UnsupportedOpError(
+            f"{op} along dim {axis}, whose size is known only at run time: the result's "
+            "length sizes a register tile",
+            t.loc,
+            hint="compile for the size: @tc.kernel(static_shapes=True), or tc.specialize(n)",
+        )
+    return d.extent
+
+
+def _check_whole(t: Tracer, node: Node, axis: int, op: str, rewrite: str) -> None:
+    """An op whose result's length changes along ``axis`` needs the whole dim: a tile loop's
+    block holds only part of the line (its neighbours are in the next tile)."""
+    d = node.shape[axis]
+    if isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar:
+        raise UnsupportedOpError(
+            f"{op} along dim {axis}, a tile loop's block ({d.name}): its result's length "
+            "differs from the block's, and the neighbouring elements lie in other tiles",
+            t.loc,
+            hint=f"load the dim whole with `:` (x[tm, :]), or tile the output and load each "
+            f"element's sources ({rewrite})",
+        )
+
+
+def searchsorted(
+    t: Tracer,
+    sorted_sequence: Any,
+    values: Any,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Any = None,
+    out: Any = None,
+) -> TileValue:
+    """The int64 (``out_int32``: int32) count of the 1-D sorted tile's elements below each
+    value (``right``: at most it), a broadcast compare and a sum over its whole dim: ``O(n)``
+    per value, for small boundary sets. A NaN value counts every element, as torch's search."""
+    if sorter is not None:
+        raise UnsupportedOpError(
+            "torch.searchsorted with sorter= in device code",
+            t.loc,
+            hint="sort the sequence first (values, _ = torch.sort(seq)) and search the values",
+        )
+    if side is not None:
+        if side not in ("left", "right") or (right and side == "left"):
+            raise UnsupportedOpError(
+                f"torch.searchsorted with side={side!r}, right={right}", t.loc,
+                hint="side='left' or 'right', not contradicting right=",
+            )  # fmt: skip
+        right = side == "right"
+    return _bucket_count(t, sorted_sequence, values, right, out_int32, "torch.searchsorted")
+
+
+def bucketize(
+    t: Tracer,
+    values: Any,
+    boundaries: Any,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    out: Any = None,
+) -> TileValue:
+    """``torch.searchsorted(boundaries, values, right=right)``: the bucket of each value among
+    the 1-D tile ``boundaries`` (sorted), int64 or ``out_int32``."""
+    return _bucket_count(t, boundaries, values, right, out_int32, "torch.bucketize")
+
+
+def _bucket_count(
+    t: Tracer, sequence: Any, values: Any, right: bool, out_int32: bool, op: str
+) -> TileValue:
+    """How many elements of ``sequence`` lie below each value (``right``: not above it):
+    ``!(s >= v)`` (``!(s > v)``) as torch's binary search tests, so a NaN value counts all."""
+    seq = t.value_node(sequence)
+    if seq.ndim != 1:
+        raise UnsupportedOpError(
+            f"{op}: the sorted sequence is a {seq.ndim}-D "
+            f"{'tile' if seq.ndim else 'scalar'}; it must be one 1-D tile for every value",
+            t.loc,
+            hint="load one sorted row (seq[:]); for a sequence per row, compare and sum "
+            "yourself: ((row[:, :] < v[:, None]).sum(dim=1))",
+        )
+    _check_whole(t, seq, 0, op, "load every boundary: b[:]")
+    placed = values if isinstance(values, (bool, int, float)) else unsqueeze(t, values, -1)
+    above = t.pointwise("ge" if not right else "gt", t.wrap(seq), placed)
+    count = t.reduce("sum", t.pointwise("logical_not", above), -1)
+    return t.to_dtype(count, torch.int32 if out_int32 else torch.int64)
+
+
+def repeat_interleave(
+    t: Tracer, x: Any, repeats: Any, dim: Any = None, *, output_size: Any = None
+) -> TileValue:
+    """``x`` with each element repeated ``repeats`` (a Python int) times along a whole static
+    ``dim`` (``None``: of a 1-D tile): a broadcast and a merge of whole dims (``tl.reshape``)
+    for a power-of-two ``repeats``, else a gather of ``i // repeats``."""
+    node = t.value_node(x)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise UnsupportedOpError(
+            f"torch.repeat_interleave with repeats={repeats!r} in device code: repeats must "
+            "be a Python int >= 1 (a tile's length is fixed when the kernel compiles)",
+            t.loc,
+            hint="repeat by a host int (tc.specialize(k) for a size), or index with a "
+            "computed position: x[..., idx // k]",
+        )
+    if dim is None and node.ndim != 1:
+        raise UnsupportedOpError(
+            f"torch.repeat_interleave without dim= of a {node.ndim}-D tile (it flattens it)",
+            t.loc,
+            hint="pass dim=",
+        )
+    axis = t._axis(node, 0 if dim is None else dim)
+    rewrite = "for t in tc.tile(n * k): out[t] = x[t.index // k]"
+    n = _whole_length(t, node, axis, "torch.repeat_interleave", rewrite)
+    if output_size is not None and output_size != n * repeats:
+        raise UnsupportedOpError(
+            f"torch.repeat_interleave: output_size={output_size!r}, but {n} x {repeats} "
+            f"elements is {n * repeats}",
+            t.loc,
+        )
+    if repeats == 1:
+        return t.wrap(node)
+    if pow2(repeats) and n > 1:  # [.., n, r] merges into [.., n * r] as laid out
+        keep = [-1] * node.ndim
+        wide = expand(t, unsqueeze(t, x, axis + 1), *keep[: axis + 1], repeats, *keep[axis + 1 :])
+        return reshape(t, wide, *node.shape[:axis], n * repeats, *node.shape[axis + 1 :])
+    return _gathered_repeat(t, x, axis, n, repeats)
+
+
+def _gathered_repeat(t: Tracer, x: Any, axis: int, n: int, repeats: int) -> TileValue:
+    """Position ``i`` of the result reads ``x``'s ``i // repeats`` along ``axis`` (a new whole
+    dim of ``n * repeats``; a dim of size 1 is broadcast)."""
+    node = t.value_node(x)
+    if n == 1:  # nothing to gather: a broadcast of the one element
+        keep = [-1] * node.ndim
+        return expand(t, x, *keep[:axis], repeats, *keep[axis + 1 :])
+    # the padded lanes past n * repeats read n - 1: tl.gather takes no position past the block
+    source = t.pointwise("minimum", t.pointwise("floordiv", t.arange(n * repeats), repeats), n - 1)
+    shape = tuple(source.node.shape[0] if i == axis else s for i, s in enumerate(node.shape))
+    placed = along(t, source, shape, axis)
+    return gather(t, x, axis, placed, reread=long_line(node.shape[axis]))
+
+
+LOWERINGS: list[tuple[tuple[Any, ...], Any]] = [
+    ((torch.outer, T.outer, torch.ger, T.ger), outer),
+    ((torch.diff, T.diff), diff),
+    ((torch.searchsorted,), searchsorted),
+    ((torch.bucketize,), bucketize),
+    ((torch.repeat_interleave, T.repeat_interleave), repeat_interleave),
+]
