@@ -48,8 +48,8 @@ def running_sum(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_carry_started_from_a_python_float_takes_fp64() -> None:
-    x = torch.rand(5, 100, dtype=torch.float64)
+def test_a_carry_started_from_a_python_float_takes_fp64(device: str) -> None:
+    x = torch.rand(5, 100, dtype=torch.float64, device=device)
     torch.testing.assert_close(running_sum(x), x.sum(1))
 
 

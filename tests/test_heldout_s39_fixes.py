@@ -75,6 +75,31 @@ def test_arange_of_a_run_time_size_follows_it_from_call_to_call(device: str) -> 
         got = capped_lengths(lengths, torch.randn(4, t, device=device))
         assert torch.equal(got, torch.clamp(lengths, max=t).to(torch.int32))
     for t in (50, 64):
-        x = torch.randn(4, t, device=device)
+        x = torch.randint(-4, 5, (4, t), device=device).float()  # small ints: exact sums
         want = (x * torch.arange(t, device=device)).sum(1)
-        torch.testing.assert_close(weighted_positions(x), want)
+        assert torch.equal(weighted_positions(x), want)
+
+
+@tc.kernel(static_shapes=True)
+def ramp_weighted(x: torch.Tensor) -> torch.Tensor:
+    b, n = x.size()
+    out = torch.empty_like(x)
+    for tb in tc.tile(b):
+        ramp = torch.arange(n)[None, :] + torch.ones([1, n])  # no device=: the kernel's
+        out[tb, :] = x[tb, :] * ramp
+    return out
+
+
+@pytest.mark.parametrize("where", ["meta", "device"])
+def test_device_code_factories_without_a_device_follow_the_kernel_in_ref_mode(
+    where: str, device: str
+) -> None:
+    """On a GPU, ref mode made them CPU tensors: the accuracy baseline (and run_ref) failed
+    with "Expected all tensors to be on the same device" (the STFT's torch.arange(n_fft))."""
+    x = torch.rand(3, 10, device=device if where == "device" else "meta")
+    got = ramp_weighted.run_ref(x)
+    assert got.device == x.device
+    if where == "device":
+        want = x * (torch.arange(10, device=device) + 1.0)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(ramp_weighted(x), want)

@@ -125,10 +125,10 @@ def test_a_program_losing_precision_everywhere_is_judged_against_the_baselines_o
 
 
 def test_the_box_filter_through_an_fp32_table_has_a_working_config(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str
 ) -> None:
     monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))  # discovery runs: nothing cached
-    img = _box_image(256)
+    img = _box_image(256).to(device)
     kernel = tc.kernel(box_filter_integral.fn, static_shapes=True)
     got = kernel(img)
     torch.testing.assert_close(got, box_filter_integral_reference(img), rtol=0, atol=1e-3)

@@ -8,6 +8,7 @@ iterates :class:`RefTile` objects over real index ranges.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -114,20 +115,29 @@ def _ref_iter(spec: TileSpec) -> Iterator[Any]:
         per_dim.append(tiles)
     programs: Iterable[tuple[RefTile, ...]] = itertools.product(*reversed(per_dim))
     sample = ref_sample.active()
-    if sample is None:
-        for combo in programs:
-            ordered = tuple(reversed(combo))
-            yield ordered if spec.multi else ordered[0]
-        return
-    if sample.depth == 0:  # a device loop: its programs may be sampled
+    if sample is not None and sample.depth == 0:  # a device loop: its programs may be sampled
         programs = sample.run(list(programs))
     for combo in programs:
         ordered = tuple(reversed(combo))
-        sample.depth += 1
+        if sample is not None:
+            sample.depth += 1
         try:
-            yield ordered if spec.multi else ordered[0]
+            with _on_kernel_device():
+                yield ordered if spec.multi else ordered[0]
         finally:
-            sample.depth -= 1
+            if sample is not None:
+                sample.depth -= 1
+
+
+def _on_kernel_device() -> contextlib.AbstractContextManager[Any]:
+    """Where device code's factory calls without a device (``torch.ones([1, n])``,
+    ``torch.arange(k)``) put their tensors in ref mode: the kernel's device, as compiled code
+    holds every tile there (on a GPU they were CPU tensors, and the accuracy baseline failed
+    mixing them with the kernel's)."""
+    device = getattr(_context.host(), "device", None)
+    if device is None or torch.device(device).type == "cpu":
+        return contextlib.nullcontext()
+    return torch.device(device)
 
 
 def _normalize_bounds(
