@@ -1,6 +1,8 @@
-"""Fixes from session 39: the index of a block-size-1 tile (or of ``tc.grid``) is one scalar in
-both modes (ref mode gave a one-element vector, so code that indexed it ran there and failed to
-compile), and indexing such a scalar as a vector says why."""
+"""Fixes from session 39's held-out kernels: the index of a block-size-1 tile (or of ``tc.grid``)
+is one scalar in both modes (ref mode gave a one-element vector, so code that indexed it ran
+there and failed to compile) and indexing it as a vector says why; ``arange(n)`` of a run-time
+size follows it; device code's factories without a device follow the kernel in ref mode; a
+``range()`` over a run-time size says what to do."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import pytest
 import torch
 
 import tilecraft as tc
-from tilecraft.errors import ShapeError
+from tilecraft.errors import DeviceCodeError, ShapeError
 
 
 @tc.kernel(static_shapes=True)
@@ -103,3 +105,25 @@ def test_device_code_factories_without_a_device_follow_the_kernel_in_ref_mode(
         want = x * (torch.arange(10, device=device) + 1.0)
         torch.testing.assert_close(got, want)
         torch.testing.assert_close(ramp_weighted(x), want)
+
+
+@tc.kernel(static_shapes=False)
+def horner(coef: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    n, k = coef.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        acc = coef[tn, k - 1]
+        for j in range(k - 2, -1, -1):  # a run-time k: no Python range
+            acc = acc * x[tn] + coef[tn, j]
+        out[tn] = acc
+    return out
+
+
+def test_range_over_a_run_time_size_says_what_to_do() -> None:
+    """Was "UnsupportedOpError: TypeError: 'TileValue' object cannot be interpreted as an
+    integer" (an internal class name, no hint)."""
+    with pytest.raises(DeviceCodeError, match="known only at run time") as info:
+        horner(torch.rand(8, 4), torch.rand(8))
+    text = str(info.value)
+    assert "TileValue" not in text and "tc.specialize" in text and "tc.grid" in text
+    assert "test_heldout_s39_fixes.py" in text

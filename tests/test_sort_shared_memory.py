@@ -1,7 +1,7 @@
 """A sort's shared memory (config/pipelines.sort_scratch): Triton's bitonic steps convert the
 whole tile of 64-bit keys through shared memory, so the estimate the default, discovery's static
 check and ``TILECRAFT_NO_AUTOTUNE=1`` read must count it; a row no target can sort whole is
-refused before any compile, naming the sort and what fits."""
+refused before any compile, naming the sort and what fits; dot operands past it are named too."""
 
 from __future__ import annotations
 
@@ -71,3 +71,27 @@ def test_a_row_that_fits_keeps_its_default_under_no_autotune(
     bound = _bound(8000)
     config = without_tuning(bound)
     assert bound.config_spec.estimated_shared_bytes(config) <= H200.limits.max_shared_bytes
+
+
+@tc.kernel(static_shapes=True)
+def whole_row_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    bh, s, d = q.size()
+    out = torch.empty_like(q)
+    for tb, tq in tc.tile([bh, s], block_size=[1, None]):
+        w = torch.softmax(q[tb.begin, tq, :] @ k[tb.begin, :, :].t(), dim=1)
+        out[tb.begin, tq, :] = w @ v[tb.begin, :, :]
+    return out
+
+
+def test_dot_operands_loaded_whole_past_shared_memory_are_named_with_a_remedy() -> None:
+    """Whole [1024, 64] fp32 keys and values no block size shrinks: the error said only "its
+    staged loads need ... bytes" (a helper's stick-breaking attention)."""
+    args = tuple(torch.empty(2, 1024, 64, device="meta") for _ in range(3))
+    bound = BoundKernel(
+        whole_row_attention, whole_row_attention.bind_arguments(args, {}), target=H200
+    )
+    spec = bound.config_spec
+    reason = static_check(spec, spec.resolve(spec.default(), warn=False).config)
+    assert reason is not None and "staged loads need" in reason
+    assert "test_sort_shared_memory.py:" in reason and "[1024, 64] float32: 262144 B" in reason
+    assert "loop over it in chunks" in reason

@@ -78,6 +78,13 @@ class UnsupportedOpError(TilecraftError):
     """A torch function or Python construct that device code cannot use."""
 
 
+# what to do where a Python int (a range() bound, a static_range count) is a run-time value
+RUN_TIME_COUNT_HINT = (
+    "bake the size in: tc.specialize(n) in host code or @tc.kernel(static_shapes=True); or "
+    "loop at run time with `for i in tc.grid(n)` (then x[..., n - 1 - i] walks it backwards)"
+)
+
+
 class ShapeError(TilecraftError):
     """Shapes that do not broadcast, or a store whose value does not fit its index."""
 

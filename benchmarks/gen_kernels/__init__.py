@@ -51,6 +51,8 @@ from benchmarks.gen_kernels import (
     heldout_s37b,
     heldout_s38,
     heldout_s38c,
+    heldout_s39a,
+    heldout_s39b,
     norms,
     reductions,
     rewritten,
@@ -100,6 +102,8 @@ _HELDOUT_MODULES = (
     heldout_s37b,
     heldout_s38,
     heldout_s38c,
+    heldout_s39a,
+    heldout_s39b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

@@ -19,11 +19,12 @@ from tilecraft.config import flags
 from tilecraft.config.config import Config
 from tilecraft.config.dims import cdiv
 from tilecraft.config.normalize import HARD_ELEMS_PER_THREAD, MAX_NUMEL
-from tilecraft.config.pipelines import SORT_KEY_BYTES, sort_scratch
-from tilecraft.config.plan import next_pow2
+from tilecraft.config.pipelines import SORT_KEY_BYTES, sort_scratch, staged_operands
+from tilecraft.config.plan import block_dims, next_pow2
 from tilecraft.config.spec import ConfigSpec
 from tilecraft.config.split import split_moves
 from tilecraft.errors import ConfigError
+from tilecraft.ir.nodes import Sym, SymKind
 
 MAX_ELEMS_PER_THREAD = HARD_ELEMS_PER_THREAD  # the static check's limit (largest tile / threads)
 SAFE_ELEMS_PER_THREAD = 64  # what the safer variants aim for when they pick num_warps
@@ -51,10 +52,7 @@ def static_check(
                 f"{sort_bytes} bytes of shared memory ({SORT_KEY_BYTES} a key), more than the "
                 f"target's {limit}: sort at most {_sortable(limit)} elements a program"
             )
-        return (
-            f"its staged loads need at least {shared} bytes of shared memory, more than the "
-            f"target's {limit}: the launch would fail"
-        )
+        return _shared_memory_reason(spec, config, shared, limit)
     threads = (config.num_warps or 4) * warp_size
     per_thread = largest / threads
     if per_thread > max_per_thread:
@@ -63,6 +61,34 @@ def static_check(
             f"{threads} threads) > {max_per_thread}: the compiler could run for many minutes"
         )
     return None
+
+
+def _shared_memory_reason(spec: ConfigSpec, config: Config, shared: int, limit: int) -> str:
+    """Why ``config`` needs more shared memory than the target has, naming the tl.dot operands
+    that take it (their file:line, block shape and bytes) and what shrinks them."""
+    reason = (
+        f"its staged loads need at least {shared} bytes of shared memory, more than the "
+        f"target's {limit}: the launch would fail"
+    )
+    operands = sorted(staged_operands(spec, config), key=lambda item: -item[1])
+    operands = [(node, size) for node, size in operands if size]
+    if sum(size for _, size in operands) * 2 < shared:
+        return reason  # pipelined loads, not dot operands, take most of it
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    named = ", ".join(
+        f"{node.loc.short if node.loc else 'a dot operand'} "
+        f"({block_dims(node.shape, blocks, chunks)} {str(node.dtype).removeprefix('torch.')}: "
+        f"{size} B)"
+        for node, size in operands[:3]
+    )
+    whole = any(isinstance(d, Sym) and d.kind is SymKind.RDIM for n, _ in operands for d in n.shape)
+    remedy = (
+        "a dim loaded whole (`:`) is in shared memory whole whatever the blocks: loop over it "
+        "in chunks (an inner tc.tile with a running combine) so each step's operand fits"
+        if whole
+        else "smaller blocks or fewer stages"
+    )
+    return f"{reason}; the tl.dot operands {named} take most of it: {remedy}"
 
 
 def _sortable(limit: int) -> int:

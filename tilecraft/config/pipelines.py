@@ -79,13 +79,19 @@ def operand_stage_bytes(spec: ConfigSpec, config: Config) -> int:
     buffer, a computed left operand none (wgmma reads it from registers), a computed right
     operand one. Loops run one after another, so their buffers do not add up. (Cross-compiled
     for sm_90, attention at 128x64 blocks, d 128, 2 stages: 96 KiB = q + 2 x (k + v).)"""
+    return sum(b for _, b in staged_operands(spec, config))
+
+
+def staged_operands(spec: ConfigSpec, config: Config) -> list[tuple[Node, int]]:
+    """The tl.dot operands of the loop body that needs the most shared memory, each with its
+    bytes (what :func:`operand_stage_bytes` sums; errors name them)."""
     stages = max(config.num_stages or 1, *[s for s in config.range_num_stages if s], 1)
     blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
 
     def size(node: Node) -> int:
         return math.prod(block_dims(node.shape, blocks, chunks)) * node.dtype.itemsize
 
-    worst = 0
+    worst: list[tuple[Node, int]] = []
     for loop in spec.loops:
         scopes: list[list[Node]] = [
             loop.body,
@@ -93,12 +99,14 @@ def operand_stage_bytes(spec: ConfigSpec, config: Config) -> int:
         ]
         for body in scopes:
             inside = {id(n) for n in walk(body)}
-            total = 0
+            found: list[tuple[Node, int]] = []
             for dot in (n for n in body if n.op is Op.DOT):
                 for k, operand in enumerate(dot.inputs[:2]):
                     source = through_views(operand)
                     if source.op is Op.LOAD:
-                        total += size(operand) * (stages if id(source) in inside else 1)
+                        found.append(
+                            (operand, size(operand) * (stages if id(source) in inside else 1))
+                        )
                         continue
                     # a computed operand (a masked or scaled tile) still has its loads staged;
                     # a gathered one (a bias table read by computed buckets) also passes through
@@ -106,11 +114,12 @@ def operand_stage_bytes(spec: ConfigSpec, config: Config) -> int:
                     # fp32 bias tiles at 2 stages, cross-compiled for sm_90: 294912 B, 65536
                     # more than the staged loads; 163840 at [128, 64])
                     loads = loads_in_loop(operand, inside)
-                    total += sum(size(n) * stages for n in loads)
+                    total = sum(size(n) * stages for n in loads)
                     total += max((size(n) for n in loads if value_indexed(n)), default=0)
-                    if k == 1:
-                        total += size(operand)
-            worst = max(worst, total)
+                    total += size(operand) if k == 1 else 0
+                    found.append((operand, total))
+            if sum(b for _, b in found) > sum(b for _, b in worst):
+                worst = found
     return worst
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import (
+    RUN_TIME_COUNT_HINT,
     DeviceCodeError,
     SourceLoc,
     TilecraftError,
@@ -91,6 +92,14 @@ class Interpreter:
                     self.tracer.loc,
                     hint="use `tc.arange(n)` (compile-time bounds, e.g. a block size) or a "
                     "tile's `.index` (`tm.index`: the tile's positions in its dim)",
+                ) from None
+            if isinstance(exc, TypeError) and "cannot be interpreted as an integer" in text:
+                raise DeviceCodeError(
+                    "a Python int is needed here (a range() bound, a repeat count), but this "
+                    "value is known only at run time (a size under static_shapes=False, or a "
+                    "value computed in device code)",
+                    self.tracer.loc,
+                    hint=RUN_TIME_COUNT_HINT,
                 ) from None
             if isinstance(exc, TypeError) and "not HostTensor" in text:
                 raise host_tensor_operand(text.split("(", 1)[0], text, self.tracer.loc) from None

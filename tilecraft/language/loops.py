@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.errors import DeviceCodeError, SourceLoc
+from tilecraft.errors import RUN_TIME_COUNT_HINT, DeviceCodeError, SourceLoc
 from tilecraft.language import _context, ref_sample
 
 
@@ -203,8 +203,9 @@ def static_range(*args: int) -> range:
     loop (``ir/fuse_loops.py``: four taps of a convolution read their inputs once)."""
     for a in args:
         if not isinstance(a, int) or type(a).__name__ == "DynamicInt":
+            what = "a run-time int" if type(a).__name__ == "DynamicInt" else type(a).__name__
             raise DeviceCodeError(
-                f"tc.static_range needs int bounds, got {type(a).__name__}",
-                hint="wrap a size in tc.specialize(...) to make it a compile-time int",
+                f"tc.static_range needs int bounds known when the kernel compiles, got {what}",
+                hint=RUN_TIME_COUNT_HINT,
             )
     return range(*args)
