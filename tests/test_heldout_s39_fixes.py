@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import tilecraft as tc
+from tests.cross_targets import assert_defaults_cross_compile
 from tilecraft.errors import DeviceCodeError, ShapeError
 
 
@@ -127,3 +128,62 @@ def test_range_over_a_run_time_size_says_what_to_do() -> None:
     text = str(info.value)
     assert "TileValue" not in text and "tc.specialize" in text and "tc.grid" in text
     assert "test_heldout_s39_fixes.py" in text
+
+
+@tc.kernel(static_shapes=True)
+def edge_pads(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    rep = torch.empty([m, n + 3], dtype=x.dtype, device=x.device)
+    ref = torch.empty([m, n + 3], dtype=x.dtype, device=x.device)
+    cir = torch.empty([m, n + 3], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        row = x[tm, :]
+        rep[tm, :] = torch.nn.functional.pad(row, (1, 2), mode="replicate")
+        ref[tm, :] = torch.nn.functional.pad(row, (2, 1), mode="reflect")
+        cir[tm, :] = torch.nn.functional.pad(row, (1, 2), mode="circular")
+    return rep, ref, cir
+
+
+@tc.kernel(static_shapes=True)
+def sobel_x(img: torch.Tensor) -> torch.Tensor:
+    b, h, w = img.size()
+    out = torch.empty_like(img)
+    for tb, ti in tc.tile([b, h], block_size=[1, None]):
+        rows = img[tb.begin, ti, :]
+        wide = torch.nn.functional.pad(rows[None], (1, 1), mode="replicate")[0]
+        out[tb.begin, ti, :] = wide[:, 2:] - wide[:, :-2]
+    return out
+
+
+def test_f_pad_replicate_reflect_and_circular_on_tiles(device: str) -> None:
+    """F.pad of a tile took mode='constant' only (ref mode ran the others: a Sobel filter's
+    replicated border compiled to "F.pad of a tile with mode='replicate'")."""
+    x = torch.randn(5, 7, device=device)
+    F = torch.nn.functional
+    want = (
+        F.pad(x[None], (1, 2), mode="replicate")[0],
+        F.pad(x[None], (2, 1), mode="reflect")[0],
+        F.pad(x[None], (1, 2), mode="circular")[0],
+    )
+    for got, expected in zip(edge_pads(x), want, strict=True):
+        assert torch.equal(got, expected)
+    img = torch.randn(2, 6, 9, device=device)
+    wide = F.pad(img, (1, 1), mode="replicate")
+    assert torch.equal(sobel_x(img), wide[..., 2:] - wide[..., :-2])
+
+
+def test_f_pad_reflect_wider_than_the_dim_is_refused_as_torch_does() -> None:
+    @tc.kernel(static_shapes=True)
+    def too_wide(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty([x.size(0), x.size(1) + 8], dtype=x.dtype, device=x.device)
+        for tm in tc.tile(x.size(0)):
+            out[tm, :] = torch.nn.functional.pad(x[tm, :], (4, 4), mode="reflect")
+        return out
+
+    with pytest.raises(DeviceCodeError, match="at most 3 for a dim of 4"):
+        too_wide(torch.randn(3, 4))
+
+
+@pytest.mark.crosscompile
+def test_edge_pads_cross_compile() -> None:
+    assert_defaults_cross_compile(edge_pads, (torch.empty(64, 200, device="meta"),))

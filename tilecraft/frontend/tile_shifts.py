@@ -84,18 +84,56 @@ def _block_of(t: Tracer, x: TileValue, axis: int, n: int, count: int, k: int) ->
 
 
 def pad(t: Tracer, x: Any, widths: Any, mode: str = "constant", value: Any = None) -> TileValue:
-    """``F.pad(x, (left, right, ...), value=v)`` of a tile: the last dims grown (or cut, for
-    negative widths) by ``value`` (0 by default) on either side."""
-    if mode != "constant":
-        raise DeviceCodeError(f"F.pad of a tile with mode='{mode}'", t.loc, hint="mode='constant'")
+    """``F.pad(x, (left, right, ...), mode, value=v)`` of a tile: the last dims grown (or cut,
+    for negative widths) by ``value`` (0 by default) on either side; ``replicate`` repeats the
+    edge elements, ``reflect`` mirrors about them and ``circular`` wraps around (each a
+    register gather of the positions torch reads)."""
+    if mode not in ("constant", *_EDGE_POSITIONS):
+        raise DeviceCodeError(
+            f"F.pad of a tile with mode='{mode}'",
+            t.loc,
+            hint="modes: 'constant', 'replicate', 'reflect', 'circular'",
+        )
     pairs = list(widths)
     node = t.value_node(x)
     if len(pairs) % 2 or len(pairs) // 2 > node.ndim:
         raise DeviceCodeError(f"F.pad: {pairs} for a {node.ndim}-D tile", t.loc)
     out = t.wrap(node)
     for k in range(len(pairs) // 2):
-        out = _pad_dim(t, out, node.ndim - 1 - k, int(pairs[2 * k]), int(pairs[2 * k + 1]), value)
+        axis, left, right = node.ndim - 1 - k, int(pairs[2 * k]), int(pairs[2 * k + 1])
+        if mode == "constant":
+            out = _pad_dim(t, out, axis, left, right, value)
+        else:
+            out = _pad_edges(t, out, axis, left, right, mode)
     return out
+
+
+def _reflected(t: Tracer, p: TileValue, n: int) -> TileValue:
+    """Positions ``p`` in ``(-n, 2n - 1)`` mirrored about the ends (``-1`` reads 1)."""
+    below = t.where(t.pointwise("lt", p, 0), t.pointwise("neg", p), p)
+    past = t.pointwise("sub", 2 * (n - 1), below)
+    return t.where(t.pointwise("gt", below, n - 1), past, below)
+
+
+_EDGE_POSITIONS = {
+    "replicate": lambda t, p, n: p,  # _gathered clamps into [0, n)
+    "reflect": _reflected,
+    "circular": lambda t, p, n: t.pointwise("mod_int", t.pointwise("add", p, n), n),
+}
+
+
+def _pad_edges(t: Tracer, x: TileValue, axis: int, left: int, right: int, mode: str) -> TileValue:
+    n = static_whole(t, x.node, axis, "F.pad")
+    widest = n - 1 if mode == "reflect" else n  # torch's limits: reflect < n, circular <= n
+    if min(left, right) < 0 or (mode != "replicate" and max(left, right) > widest):
+        limit = "" if mode == "replicate" else f", at most {widest} for a dim of {n}"
+        raise DeviceCodeError(
+            f"F.pad with mode='{mode}': widths ({left}, {right}) must be >= 0{limit}", t.loc
+        )
+    if (left, right) == (0, 0):
+        return x
+    wanted = t.pointwise("sub", t.arange(n + left + right), left)
+    return _gathered(t, x, axis, _EDGE_POSITIONS[mode](t, wanted, n), n)
 
 
 def _pad_dim(t: Tracer, x: TileValue, axis: int, left: int, right: int, value: Any) -> TileValue:
