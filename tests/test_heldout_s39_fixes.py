@@ -187,3 +187,34 @@ def test_f_pad_reflect_wider_than_the_dim_is_refused_as_torch_does() -> None:
 @pytest.mark.crosscompile
 def test_edge_pads_cross_compile() -> None:
     assert_defaults_cross_compile(edge_pads, (torch.empty(64, 200, device="meta"),))
+
+
+@tc.kernel(static_shapes=True)
+def chunked_products(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    r, n = a.size()
+    prod = torch.empty([r], dtype=torch.float32, device=a.device)
+    firsts = torch.empty([r], dtype=torch.float32, device=a.device)
+    for tr in tc.tile(r):
+        carry = tc.full([tr], 1.0, dtype=torch.float32)
+        first_sum = tc.zeros([tr], dtype=torch.float32)
+        for tn in tc.tile(n):
+            incl = torch.cumprod(a[tr, tn], dim=1)
+            carry = carry * incl[:, -1]  # the last valid lane, a partial tile's too
+            first_sum = first_sum + a[tr, tn][:, 0]
+        prod[tr] = carry
+        firsts[tr] = first_sum
+    return prod, firsts
+
+
+@pytest.mark.parametrize("block", [4, 8, 64])
+def test_a_tiles_first_and_last_elements_along_a_loop_dim(block: int, device: str) -> None:
+    """``incl[:, -1]`` along an inner tile loop's dim was "positions depend on the config"
+    compiled, while ref mode ran it (front-to-back alpha compositing's transmittance)."""
+    a = 0.5 + 0.5 * torch.rand(3, 21, device=device)  # 21: a partial last tile
+    kernel = tc.kernel(
+        chunked_products.fn, static_shapes=True, config=tc.Config(block_sizes=[2, block])
+    )
+    prod, firsts = kernel(a)
+    torch.testing.assert_close(prod, a.prod(dim=1))
+    want_firsts = a[:, ::block].sum(dim=1)
+    torch.testing.assert_close(firsts, want_firsts)

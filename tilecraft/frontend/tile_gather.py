@@ -260,8 +260,8 @@ def check_whole(t: Tracer, src: Node, axis: int, op: str = "torch.gather") -> No
             f"block {why}",
             t.loc,
             hint="gather along a whole dim (`x[tm, :]` or tc.arange(n)); to read other rows, "
-            "load them with a tensor index; to pick the tile's last element, reduce with a "
-            "mask: torch.sum(torch.where(tt.index == tt.end - 1, v, 0), dim=0)",
+            "load them with a tensor index; the tile's first and last elements are v[..., 0] "
+            "and v[..., -1]",
         )
 
 

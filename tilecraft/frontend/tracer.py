@@ -455,6 +455,14 @@ class Tracer:
             ):
                 src += 1
                 spec.append(0)
+            elif item in (0, -1) and not isinstance(item, bool) and _tile_dim(node, src):
+                # a tile's first or last valid element: lane begin / end - 1 whatever the block
+                edge = self.tile_leaf(node.shape[src], Op.TILE_BEGIN if item == 0 else Op.TILE_END)
+                at = edge if item == 0 else self.pointwise("sub", edge, 1)
+                x = tile_gather.pick_position(self, node, src, at)
+                node = x.node
+                src += 1
+                spec.append(0)
             elif isinstance(item, int) and not isinstance(item, bool) and src < node.ndim:
                 # one element of a whole static dim: the slice [k:k+1], its size-1 dim dropped
                 n = tile_gather.static_whole(self, node, src, "indexing a tile")
@@ -549,3 +557,11 @@ def _not_a_device_value(x: Any) -> UnsupportedOpError:
             hint="pass a Python number (float(x), int(x)) or a torch tensor",
         )
     return UnsupportedOpError(f"cannot use a {kind.__name__} as a device value")
+
+
+def _tile_dim(node: Node, axis: int) -> bool:
+    """Whether ``node``'s dim ``axis`` is a tile loop's block (its positions a config's)."""
+    if axis >= node.ndim:
+        return False
+    d = node.shape[axis]
+    return isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar
