@@ -20,8 +20,9 @@ naming the op and your file:line.
 Indexing a host tensor in device code loads (assigning to it stores) with, per dim: a tile, `:`
 (the whole dim), an int, `None` (a new dim), a tensor of indices, or a slice with compile-time
 bounds and a positive step (`x[t, :half]`, `x[t, half:]`, `x[t, a:b]`, `x[t, 1::2]`). Tiles
-themselves take `[:, None]`-style views (`...` for the dims in between: `scale[..., None]`)
-and the view functions below.
+themselves take `[:, None]`-style views (`...` for the dims in between: `scale[..., None]`),
+constant slices and ints along whole dims, the first and last valid element along a tile
+loop's dim (`v[:, 0]`, `v[:, -1]`, a partial last tile's too), and the view functions below.
 
 For a Triton feature that is not listed, call your own `@triton.jit` function on tiles with
 `tc.triton_call` (see `docs/escape_hatch.md`). fp8 tensors (`torch.float8_e4m3fn`,
