@@ -218,3 +218,21 @@ def test_a_tiles_first_and_last_elements_along_a_loop_dim(block: int, device: st
     torch.testing.assert_close(prod, a.prod(dim=1))
     want_firsts = a[:, ::block].sum(dim=1)
     torch.testing.assert_close(firsts, want_firsts)
+
+
+@tc.kernel(static_shapes=False)
+def minus_picked(x: torch.Tensor, n: int, where: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tb in tc.tile(n):
+        whole = x[:]
+        at = where[0]  # a loaded position, -2: from the end
+        out[tb] = x[tb] - whole[n - 1] + whole[at]
+    return out
+
+
+def test_a_whole_dim_indexed_with_a_run_time_int(device: str) -> None:
+    """``whole[n - 1]`` under static_shapes=False said "a scalar device value was used as a
+    Python bool" (the tracer's own test of the index), then named an internal class."""
+    x = torch.arange(10, dtype=torch.int32, device=device) * 3
+    where = torch.tensor([-2], device=device)
+    assert torch.equal(minus_picked(x, 10, where), x - x[9] + x[-2])

@@ -105,6 +105,29 @@ def pick_position(t: Tracer, src: Node, axis: int, position: Any) -> TileValue:
     return t.to_dtype(picked, src.dtype)
 
 
+def pick_run_time(t: Tracer, src: Node, axis: int, index: Any) -> TileValue:
+    """``src[..., i]`` along a whole dim at a run-time int ``i`` (a size under
+    ``static_shapes=False``, a loaded count), negative from the end as in torch; the dim is
+    dropped. Positions outside the dim read the dtype's lowest value (ref mode raises)."""
+    check_whole(t, src, axis, "indexing a tile with a run-time int")
+    d = src.shape[axis]
+    if not isinstance(d, Sym):
+        return t.wrap(src)  # a dim of one: the caller drops it
+    if not isinstance(d.begin, int) or (d.extent_args and not isinstance(d.extent, int)):
+        raise ShapeError(
+            f"indexing a tile along dim {axis} with a run-time int: the dim's start is known "
+            "only at run time",
+            t.loc,
+            hint="index with a compile-time int (tc.specialize(i)), or pick with a mask: "
+            "torch.sum(torch.where(positions == i, v, 0), dim=d)",
+        )
+    at = t.wrap(t.value_node(index))
+    extent = d.extent if isinstance(d.extent, int) else t.wrap(d.extent)
+    length = t.pointwise("sub", extent, d.begin) if d.begin else extent
+    at = t.where(t.pointwise("lt", at, 0), t.pointwise("add", at, length), at)
+    return pick_position(t, src, axis, t.pointwise("add", at, d.begin) if d.begin else at)
+
+
 def take_along_dim(t: Tracer, x: Any, indices: Any, dim: Any = None) -> TileValue:
     """``torch.take_along_dim(x, indices, dim)``: a gather, ``indices`` broadcast to ``x`` in
     the other dims (``dim`` is required: a flattened tile has no whole dim)."""

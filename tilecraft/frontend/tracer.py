@@ -455,11 +455,16 @@ class Tracer:
             ):
                 src += 1
                 spec.append(0)
-            elif item in (0, -1) and not isinstance(item, bool) and _tile_dim(node, src):
+            elif type(item) is int and item in (0, -1) and _tile_dim(node, src):
                 # a tile's first or last valid element: lane begin / end - 1 whatever the block
                 edge = self.tile_leaf(node.shape[src], Op.TILE_BEGIN if item == 0 else Op.TILE_END)
                 at = edge if item == 0 else self.pointwise("sub", edge, 1)
                 x = tile_gather.pick_position(self, node, src, at)
+                node = x.node
+                src += 1
+                spec.append(0)
+            elif _run_time_int(item) and src < node.ndim:
+                x = tile_gather.pick_run_time(self, node, src, item)
                 node = x.node
                 src += 1
                 spec.append(0)
@@ -565,3 +570,16 @@ def _tile_dim(node: Node, axis: int) -> bool:
         return False
     d = node.shape[axis]
     return isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar
+
+
+def _run_time_int(item: Any) -> bool:
+    """Whether a subscript item is an int known only at run time (a size under
+    ``static_shapes=False``, a loaded scalar)."""
+    if isinstance(item, DynamicInt):
+        return True
+    return (
+        isinstance(item, TileValue)
+        and item.node.ndim == 0
+        and not item.node.dtype.is_floating_point
+        and item.node.dtype != torch.bool
+    )
