@@ -17,6 +17,7 @@ from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend import (
     activations,
     composites,
+    concat,
     dots,
     einsum,
     float_bits,
@@ -480,8 +481,8 @@ lowering(T.transpose, torch.transpose, T.swapaxes, torch.swapaxes, T.t, torch.t)
 lowering(T.expand)(views.expand)
 lowering(T.expand_as)(views.expand_as)
 lowering(torch.broadcast_to, T.broadcast_to)(views.expand)
-lowering(torch.stack)(views.stack)
-lowering(torch.cat, torch.concat, torch.concatenate)(views.cat)
+lowering(torch.stack)(concat.stack)
+lowering(torch.cat, torch.concat, torch.concatenate)(concat.cat)
 lowering(torch.chunk, T.chunk)(views.chunk)
 lowering(torch.split, T.split)(views.split_sizes)
 lowering(torch.unbind, T.unbind)(views.unbind)

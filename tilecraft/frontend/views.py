@@ -300,7 +300,8 @@ def stack(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
 
 def cat(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
     """2, 4, 8... tiles of one shape along a whole dim whose size is a power of two (or 1):
-    more than two concatenate each half, then the halves."""
+    more than two concatenate each half, then the halves (the fast path of
+    :func:`tilecraft.frontend.concat.cat`, which places pieces of other sizes)."""
     from tilecraft.frontend.regroup import pow2, static_size
 
     count = _tile_count(t, "torch.cat", tensors, "or store each part with sliced indices")
