@@ -36,16 +36,16 @@ _STORE_PIECES = (
 )
 
 
-def cat(t: Tracer, tensors: Any, dim: int = 0, *, out: Any = None) -> TileValue:
+def cat(t: Tracer, tensors: Any, dim: int = 0, *, axis: Any = None, out: Any = None) -> TileValue:
     """Tiles of any sizes along a whole static ``dim`` (not a tile loop's), other dims equal,
     dtypes promoted as torch does; pieces of one power-of-two size are a ``tl.join`` and a
     reshape, others register gathers and selects."""
     nodes = _pieces(t, "torch.cat", tensors, out)
-    axis = t._axis(nodes[0], dim)
+    axis = t._axis(nodes[0], dim if axis is None else axis)  # (torch.concatenate's name)
     nodes = _conformed(t, "torch.cat", nodes, axis)
     if len(nodes) == 1:
         return t.wrap(nodes[0])
-    sizes = [_cat_length(t, "torch.cat", n, axis) for n in nodes]
+    sizes = [static_length(t, "torch.cat", n, axis, _STORE_PIECES) for n in nodes]
     if pow2(len(nodes)) and pow2(sizes[0]) and _one_shape(nodes):
         return views.cat(t, [t.wrap(n) for n in nodes], axis)
     return _placed(t, nodes, axis, sizes)
@@ -125,9 +125,9 @@ def _wanted(t: Tracer, node: Node, first: Node, axis: int) -> tuple[Dim, ...]:
     return tuple(want)
 
 
-def _cat_length(t: Tracer, op: str, node: Node, axis: int) -> int:
-    """A piece's static length along the cat dim; an error for a tile loop's block or a
-    run-time size, which no register tile can place pieces along."""
+def static_length(t: Tracer, op: str, node: Node, axis: int, otherwise: str) -> int:
+    """A tile's static length along ``axis``; an error for a tile loop's block or a run-time
+    size (no register tile can place pieces along them) that says to do ``otherwise``."""
     d = node.shape[axis]
     size = static_size(d)
     if size is not None:
@@ -140,9 +140,9 @@ def _cat_length(t: Tracer, op: str, node: Node, axis: int) -> int:
     raise UnsupportedOpError(
         f"{op} along dim {axis} of {shape_str(node.shape)}: the dim is {what}",
         t.loc,
-        hint=_STORE_PIECES
+        hint=otherwise
         if d.kind is SymKind.BLOCK
-        else "compile with static_shapes=True, or " + _STORE_PIECES,
+        else "compile with static_shapes=True, or " + otherwise,
     )
 
 

@@ -24,6 +24,7 @@ from tilecraft.frontend import (
     scans,
     sequences,
     sorting,
+    splits,
     tile_gather,
     tile_shifts,
     views,
@@ -483,9 +484,9 @@ lowering(T.expand_as)(views.expand_as)
 lowering(torch.broadcast_to, T.broadcast_to)(views.expand)
 lowering(torch.stack)(concat.stack)
 lowering(torch.cat, torch.concat, torch.concatenate)(concat.cat)
-lowering(torch.chunk, T.chunk)(views.chunk)
-lowering(torch.split, T.split)(views.split_sizes)
-lowering(torch.unbind, T.unbind)(views.unbind)
+lowering(torch.chunk, T.chunk)(splits.chunk)
+lowering(torch.split, T.split)(splits.split)
+lowering(torch.unbind, T.unbind)(splits.unbind)
 lowering(torch.gather, T.gather)(tile_gather.gather)
 lowering(torch.take_along_dim, T.take_along_dim)(tile_gather.take_along_dim)
 lowering(torch.roll, T.roll)(tile_gather.roll)
