@@ -1,5 +1,5 @@
-"""torch.outer, torch.diff, torch.searchsorted / torch.bucketize and torch.repeat_interleave
-on tiles (frontend/sequences.py): the interpreter against eager PyTorch on lengths that are not
+"""torch.outer, torch.diff, torch.searchsorted / torch.bucketize, torch.repeat_interleave and
+Tensor.unfold on tiles (frontend/sequences.py): the interpreter against eager PyTorch on lengths that are not
 powers of two (padded lanes), the generated code's form, the errors that name an argument
 form device code cannot take, and cross-compiles of the defaults for sm_90 and gfx942."""
 
@@ -256,6 +256,65 @@ def test_repeat_interleave_by_a_tensor_names_the_argument() -> None:
         by_tensor(torch.randn(4, 3), torch.full((3,), 2))
 
 
+@tc.kernel(static_shapes=True)
+def windows(
+    x: torch.Tensor, y: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Windows of 3 every step along rows of 11, of 4 every 2, along a middle dim of a 3-D
+    tile, and one window of the whole row."""
+    m, n = x.size()
+    threes = torch.empty(m, n - 2, 3, dtype=x.dtype, device=x.device)
+    fours = torch.empty(m, (n - 4) // 2 + 1, 4, dtype=x.dtype, device=x.device)
+    mid = torch.empty(y.size(0), (y.size(1) - 3) // 2 + 1, y.size(2), 3, device=x.device)
+    whole = torch.empty(m, 1, n, dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        row = x[tm, :]
+        threes[tm, :, :] = row.unfold(1, 3, 1)
+        fours[tm, :, :] = row.unfold(-1, 4, 2)
+        whole[tm, :, :] = row.unfold(1, n, 1)
+    for tb in tc.tile(y.size(0)):
+        mid[tb, :, :, :] = y[tb, :, :].unfold(1, 3, 2)
+    return threes, fours, mid, whole
+
+
+@pytest.mark.parametrize("blocks", [[1, 1], [4, 2]])
+def test_unfold_matches_eager(blocks: list[int]) -> None:
+    g = torch.Generator().manual_seed(5)
+    x, y = torch.randn(6, 11, generator=g), torch.randn(3, 7, 5, generator=g)
+    bound = windows.bind((x, y))
+    got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x, y)
+    want = (x.unfold(1, 3, 1), x.unfold(1, 4, 2), y.unfold(1, 3, 2), x.unfold(1, 11, 1))
+    for g_, w in zip(got, want, strict=True):
+        assert torch.equal(g_, w)
+    assert "tl.gather" in _code(windows, (x, y))
+
+
+def test_unfold_forms_it_cannot_take_are_errors() -> None:
+    def unfolding(call: str) -> tc.Kernel:
+        @tc.kernel(static_shapes=True)
+        def k(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty(x.size(0), 2, 2, device=x.device)
+            for t in tc.tile(x.size(0)):
+                if call == "tile":
+                    out[t, :, :] = x[t, :].unfold(0, 2, 1)
+                elif call == "big":
+                    out[t, :, :] = x[t, :].unfold(1, 9, 1)
+                else:
+                    out[t, :, :] = x[t, :].unfold(1, 2, 0)
+            return out
+
+        return k
+
+    x = torch.randn(8, 3)
+    with pytest.raises(UnsupportedOpError, match=r"Tensor\.unfold along dim 0, a tile") as info:
+        unfolding("tile")(x)
+    assert "x[t.index[:, None] * step" in str(info.value)
+    with pytest.raises(UnsupportedOpError, match=r"size=9 is larger than dim 1's 3"):
+        unfolding("big")(x)
+    with pytest.raises(UnsupportedOpError, match=r"step=0: step must be a Python int >= 1"):
+        unfolding("step")(x)
+
+
 @pytest.mark.crosscompile
 def test_sequence_ops_cross_compile() -> None:
     meta = {"device": "meta"}
@@ -266,3 +325,4 @@ def test_sequence_ops_cross_compile() -> None:
     seq, v = torch.empty(20, **meta), torch.empty(300, 33, **meta)
     assert_defaults_cross_compile(buckets, (seq, v, torch.empty(12, dtype=torch.int64, **meta)))
     assert_defaults_cross_compile(repeats, (x, torch.empty(10, dtype=torch.int32, **meta)))
+    assert_defaults_cross_compile(windows, (x, torch.empty(64, 7, 40, **meta)))

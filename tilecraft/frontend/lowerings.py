@@ -17,12 +17,14 @@ from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend import (
     activations,
     composites,
+    concat,
     dots,
     einsum,
     float_bits,
     scans,
     sequences,
     sorting,
+    splits,
     tile_gather,
     tile_shifts,
     views,
@@ -480,11 +482,11 @@ lowering(T.transpose, torch.transpose, T.swapaxes, torch.swapaxes, T.t, torch.t)
 lowering(T.expand)(views.expand)
 lowering(T.expand_as)(views.expand_as)
 lowering(torch.broadcast_to, T.broadcast_to)(views.expand)
-lowering(torch.stack)(views.stack)
-lowering(torch.cat, torch.concat, torch.concatenate)(views.cat)
-lowering(torch.chunk, T.chunk)(views.chunk)
-lowering(torch.split, T.split)(views.split_sizes)
-lowering(torch.unbind, T.unbind)(views.unbind)
+lowering(torch.stack)(concat.stack)
+lowering(torch.cat, torch.concat, torch.concatenate)(concat.cat)
+lowering(torch.chunk, T.chunk)(splits.chunk)
+lowering(torch.split, T.split)(splits.split)
+lowering(torch.unbind, T.unbind)(splits.unbind)
 lowering(torch.gather, T.gather)(tile_gather.gather)
 lowering(torch.take_along_dim, T.take_along_dim)(tile_gather.take_along_dim)
 lowering(torch.roll, T.roll)(tile_gather.roll)

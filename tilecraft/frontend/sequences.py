@@ -6,7 +6,8 @@ broadcast product; ``torch.diff`` subtracts two constant slices of a whole dim (
 gathers, :mod:`~tilecraft.frontend.tile_shifts`); ``torch.searchsorted`` / ``torch.bucketize``
 count the boundaries below each value (a broadcast compare and a sum over the sequence's whole
 dim, whose padded lanes the sum leaves out); ``torch.repeat_interleave`` by a constant is a
-broadcast and a merge of whole dims (``tl.reshape``), or a gather of ``i // repeats``.
+broadcast and a merge of whole dims (``tl.reshape``), or a gather of ``i // repeats``;
+``Tensor.unfold``'s sliding windows are a gather of ``window * step + k`` into a new last dim.
 Shapes must be known when the kernel compiles: a result's length sizes a register tile, so an
 argument that would make it depend on data (a tensor of repeats) is an error naming it.
 Registered in :mod:`~tilecraft.frontend.lowerings`.
@@ -24,7 +25,7 @@ from tilecraft.frontend.regroup import pow2
 from tilecraft.frontend.tile_gather import gather, long_line
 from tilecraft.frontend.tile_shifts import slice_dim
 from tilecraft.frontend.views import expand, reshape, unsqueeze
-from tilecraft.ir.nodes import Sym, SymKind
+from tilecraft.ir.nodes import Op, Sym, SymKind
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -233,10 +234,63 @@ def _gathered_repeat(t: Tracer, x: Any, axis: int, n: int, repeats: int) -> Tile
     return gather(t, x, axis, placed, reread=long_line(node.shape[axis]))
 
 
+def unfold(t: Tracer, x: Any, dimension: int, size: int, step: int) -> TileValue:
+    """``x.unfold(dim, size, step)``: windows of ``size`` every ``step`` along a whole static
+    ``dim``, which becomes ``(n - size) // step + 1`` windows, each in a new last dim of
+    ``size`` (a register gather of ``window * step + k``)."""
+    node = t.value_node(x)
+    for name, value in (("size", size), ("step", step)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UnsupportedOpError(
+                f"Tensor.unfold with {name}={value!r}: {name} must be a Python int >= 1 "
+                "(a tile's length is fixed when the kernel compiles)",
+                t.loc,
+                hint="unfold by host ints (tc.specialize(k) for a size)",
+            )
+    if node.ndim == 0:
+        raise UnsupportedOpError("Tensor.unfold of a scalar: it needs a dim to slide along", t.loc)
+    axis = t._axis(node, dimension)
+    rewrite = "for t in tc.tile(windows): out[t, :] = x[t.index[:, None] * step + k[None, :]]"
+    n = _whole_length(t, node, axis, "Tensor.unfold", rewrite)
+    if size > n:
+        raise UnsupportedOpError(
+            f"Tensor.unfold: size={size} is larger than dim {axis}'s {n} elements (as torch says)",
+            t.loc,
+        )
+    last = unsqueeze(t, x, -1)
+    if n == 1:  # one window of one element
+        return last
+    if size == 1 and n <= step:  # one window of one element: the first
+        return slice_dim(t, last, axis, slice(0, 1))
+    return _windows(t, last.node, axis, n, size, step)
+
+
+def _windows(t: Tracer, src: Node, axis: int, n: int, size: int, step: int) -> TileValue:
+    """``src`` (``x`` with a new last dim of 1) read at ``w * step + k`` along ``axis`` into
+    ``[..., windows, ..., size]``; padded lanes read position ``n - 1``."""
+    others = [d for i, d in enumerate(src.shape) if i != axis and isinstance(d, Sym)]
+    windows = t.size_dim((n - size) // step + 1, others)
+    width = t.size_dim(size, others + ([windows] if isinstance(windows, Sym) else []))
+    keep = [-1] * (src.ndim - 1)
+    wide = expand(t, t.wrap(src), *keep, width) if isinstance(width, Sym) else t.wrap(src)
+    shape = tuple(windows if i == axis else d for i, d in enumerate(wide.node.shape))
+    start: Any = 0
+    if isinstance(windows, Sym):
+        begins = t.pointwise("mul", t.tile_leaf(windows, Op.TILE_INDEX), step)
+        start = along(t, begins, shape, axis)
+    position = start
+    if isinstance(width, Sym):
+        offsets = along(t, t.tile_leaf(width, Op.TILE_INDEX), shape, len(shape) - 1)
+        position = t.pointwise("add", offsets, start)
+    placed = t.pointwise("minimum", position, n - 1)
+    return gather(t, wide, axis, placed, reread=long_line(src.shape[axis]))
+
+
 LOWERINGS: list[tuple[tuple[Any, ...], Any]] = [
     ((torch.outer, T.outer, torch.ger, T.ger), outer),
     ((torch.diff, T.diff), diff),
     ((torch.searchsorted,), searchsorted),
     ((torch.bucketize,), bucketize),
     ((torch.repeat_interleave, T.repeat_interleave), repeat_interleave),
+    ((T.unfold,), unfold),
 ]

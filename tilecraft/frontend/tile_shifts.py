@@ -53,7 +53,7 @@ def slice_dim(t: Tracer, x: TileValue, axis: int, part: slice) -> TileValue:
     if step == 1 and _aligned_block(src, n, start, length) and not reread:
         return _block_of(t, x, axis, n, n // length, start // length)
     wanted = t.pointwise("add", t.pointwise("mul", t.arange(length), step), start)
-    return _gathered(t, x, axis, wanted, n)
+    return gathered(t, x, axis, wanted, n)
 
 
 def _aligned_block(src: Node, n: int, start: int, length: int) -> bool:
@@ -116,7 +116,7 @@ def _reflected(t: Tracer, p: TileValue, n: int) -> TileValue:
 
 
 _EDGE_POSITIONS = {
-    "replicate": lambda t, p, n: p,  # _gathered clamps into [0, n)
+    "replicate": lambda t, p, n: p,  # gathered clamps into [0, n)
     "reflect": _reflected,
     "circular": lambda t, p, n: t.pointwise("mod_int", t.pointwise("add", p, n), n),
 }
@@ -133,7 +133,7 @@ def _pad_edges(t: Tracer, x: TileValue, axis: int, left: int, right: int, mode: 
     if (left, right) == (0, 0):
         return x
     wanted = t.pointwise("sub", t.arange(n + left + right), left)
-    return _gathered(t, x, axis, _EDGE_POSITIONS[mode](t, wanted, n), n)
+    return gathered(t, x, axis, _EDGE_POSITIONS[mode](t, wanted, n), n)
 
 
 def _pad_dim(t: Tracer, x: TileValue, axis: int, left: int, right: int, value: Any) -> TileValue:
@@ -147,12 +147,12 @@ def _pad_dim(t: Tracer, x: TileValue, axis: int, left: int, right: int, value: A
         return slice_dim(t, x, axis, slice(-left, n + right))
     wanted = t.pointwise("sub", t.arange(length), left)
     inside = t.pointwise("bitwise_and", t.pointwise("ge", wanted, 0), t.pointwise("lt", wanted, n))
-    taken = _gathered(t, x, axis, wanted, n)
+    taken = gathered(t, x, axis, wanted, n)
     fill = 0 if value is None else value
     return t.where(along(t, inside, taken.node.shape, axis, broadcast=False), taken, fill)
 
 
-def _gathered(t: Tracer, x: TileValue, axis: int, wanted: TileValue, n: int) -> TileValue:
+def gathered(t: Tracer, x: TileValue, axis: int, wanted: TileValue, n: int) -> TileValue:
     """``x`` read at the positions ``wanted`` (1-D, a new whole dim) along ``axis``; lanes
     whose position lies outside ``[0, n)`` read position 0 or ``n - 1``."""
     index = t.pointwise("minimum", t.pointwise("maximum", wanted, 0), n - 1)

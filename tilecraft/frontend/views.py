@@ -210,7 +210,8 @@ def split(t: Tracer, x: Any) -> tuple[TileValue, TileValue]:
 def chunk(t: Tracer, x: Any, chunks: int, dim: int = 0) -> tuple[TileValue, ...]:
     """``torch.chunk`` / ``Tensor.chunk`` into 2, 4, 8... equal parts of a whole dim whose size
     is a power of two: the dim viewed as [2, n / 2], that 2 moved last and split
-    (``tc.split``), each half chunked again."""
+    (``tc.split``), each half chunked again (the fast path of
+    :mod:`tilecraft.frontend.splits`, which slices other parts)."""
     from tilecraft.frontend.regroup import pow2, static_size
 
     node = t.value_node(x)
@@ -237,35 +238,6 @@ def chunk(t: Tracer, x: Any, chunks: int, dim: int = 0) -> tuple[TileValue, ...]
     perm = [*range(axis), *range(axis + 1, rank), axis]  # the 2 last
     first, second = split(t, permute(t, t.wrap(paired), perm))
     return (*chunk(t, first, chunks // 2, axis), *chunk(t, second, chunks // 2, axis))
-
-
-def split_sizes(t: Tracer, x: Any, split_size: Any, dim: int = 0) -> tuple[TileValue, ...]:
-    """``torch.split`` / ``Tensor.split`` into equal parts (an int ``split_size``, or a list of
-    equal sizes): :func:`chunk`."""
-    from tilecraft.frontend.regroup import static_size
-
-    node = t.value_node(x)
-    size = static_size(node.shape[t._axis(node, dim)])
-    sizes = list(split_size) if isinstance(split_size, (list, tuple)) else None
-    part = sizes[0] if sizes and len(set(sizes)) == 1 else split_size
-    if size is None or not isinstance(part, int) or part < 1 or size % part:
-        raise UnsupportedOpError(
-            f"split of a tile {list(node.shape)} into parts of {split_size!r} along dim {dim}",
-            t.loc,
-            hint="split a whole dim into equal parts whose count is a power of two; otherwise "
-            "load each part with sliced indices",
-        )
-    return chunk(t, x, size // part, dim)
-
-
-def unbind(t: Tracer, x: Any, dim: int = 0) -> tuple[TileValue, ...]:
-    """``torch.unbind`` along a whole dim of 2, 4, 8... elements: the chunks with that dim
-    dropped."""
-    from tilecraft.frontend.regroup import static_size
-
-    axis = t._axis(t.value_node(x), dim)
-    size = static_size(t.value_node(x).shape[axis])
-    return tuple(squeeze(t, part, axis) for part in chunk(t, x, size or 0, axis))
 
 
 def _tile_count(t: Tracer, op: str, tensors: Any, otherwise: str) -> int:
@@ -300,7 +272,8 @@ def stack(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
 
 def cat(t: Tracer, tensors: Any, dim: int = 0) -> TileValue:
     """2, 4, 8... tiles of one shape along a whole dim whose size is a power of two (or 1):
-    more than two concatenate each half, then the halves."""
+    more than two concatenate each half, then the halves (the fast path of
+    :func:`tilecraft.frontend.concat.cat`, which places pieces of other sizes)."""
     from tilecraft.frontend.regroup import pow2, static_size
 
     count = _tile_count(t, "torch.cat", tensors, "or store each part with sliced indices")
