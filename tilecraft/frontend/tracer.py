@@ -457,7 +457,9 @@ class Tracer:
                 spec.append(0)
             elif type(item) is int and item in (0, -1) and _tile_dim(node, src):
                 # a tile's first or last valid element: lane begin / end - 1 whatever the block
-                edge = self.tile_leaf(node.shape[src], Op.TILE_BEGIN if item == 0 else Op.TILE_END)
+                dim = node.shape[src]
+                assert isinstance(dim, Sym)  # _tile_dim
+                edge = self.tile_leaf(dim, Op.TILE_BEGIN if item == 0 else Op.TILE_END)
                 at = edge if item == 0 else self.pointwise("sub", edge, 1)
                 x = tile_gather.pick_position(self, node, src, at)
                 node = x.node
