@@ -236,3 +236,41 @@ def test_a_whole_dim_indexed_with_a_run_time_int(device: str) -> None:
     x = torch.arange(10, dtype=torch.int32, device=device) * 3
     where = torch.tensor([-2], device=device)
     assert torch.equal(minus_picked(x, 10, where), x - x[9] + x[-2])
+
+
+@tc.kernel(static_shapes=True)
+def chained_products(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    n, d = b.size(0), c.size(1)
+    out = torch.empty([m, d], dtype=a.dtype, device=a.device)
+    for tm, td in tc.tile([m, d]):
+        acc = tc.zeros([tm, td], dtype=a.dtype)
+        for tn in tc.tile(n):
+            s = tc.zeros([tm, tn], dtype=a.dtype)
+            for tk in tc.tile(k):
+                s = tc.dot(a[tm, tk], b[tn, tk].t(), acc=s)
+            acc = acc + s @ c[tn, td]
+        out[tm, td] = acc
+    return out
+
+
+def test_fp64_products_accumulate_in_fp64(device: str) -> None:
+    """fp64 operands were typed as an fp32 product while tl.dot returns fp64: the next product
+    read garbage (NaN, or a loss gradient of zeros), or tl.dot's accumulator check failed."""
+    g = torch.Generator().manual_seed(0)
+    a, b, c = (
+        torch.randn(s, generator=g, dtype=torch.float64) for s in ((20, 32), (40, 32), (40, 16))
+    )
+    a, b, c = a.to(device), b.to(device), c.to(device)
+    got = chained_products(a, b, c)
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got, (a @ b.t()) @ c, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.crosscompile
+def test_fp64_products_cross_compile() -> None:
+    args = tuple(
+        torch.empty(s, dtype=torch.float64, device="meta")
+        for s in ((256, 64), (512, 64), (512, 64))
+    )
+    assert_defaults_cross_compile(chained_products, args)

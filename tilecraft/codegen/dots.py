@@ -36,7 +36,7 @@ def emit_dot(ctx: EmitContext, node: Node) -> None:
     acc = ctx.expr(node.inputs[2]) if len(node.inputs) == 3 else None
     split = node.attrs.get("split_fp32")
     if split is None:
-        ctx.bind(node, _dot_call(ctx, at, bt, a.dtype, acc))
+        ctx.bind(node, _dot_call(ctx, at, bt, a.dtype, acc, rank))
     elif ctx.plan.dot_precision != "ieee":
         widened = [f"{t}.to(tl.float32)" if i != split else t for i, t in enumerate((at, bt))]
         ctx.bind(node, _dot_call(ctx, widened[0], widened[1], torch.float32, acc))
@@ -44,17 +44,26 @@ def emit_dot(ctx: EmitContext, node: Node) -> None:
         ctx.bind(node, _split_dot(ctx, (at, bt), split, acc))
 
 
-def _dot_call(ctx: EmitContext, at: str, bt: str, dtype: torch.dtype, acc: str | None) -> str:
-    """One ``tl.dot`` of operands of ``dtype`` (fp32: the plan's input precision)."""
+def _dot_call(
+    ctx: EmitContext, at: str, bt: str, dtype: torch.dtype, acc: str | None, rank: int = 2
+) -> str:
+    """One ``tl.dot`` of ``rank``-D operands of ``dtype`` (fp32: the plan's input precision)."""
+    if dtype == torch.float64 and ctx.plan.target.backend == "hip":
+        # Triton 3.6's AMD backend fails on fp64 tl.dot ("PassManager::run failed", gfx942):
+        # the products summed over K instead, still fp64
+        batch = ":, " if rank == 3 else ""
+        product = f"tl.sum({at}[{batch}:, :, None] * {bt}[{batch}None, :, :], axis=-2)"
+        return product if acc is None else f"({acc} + {product})"
     extra = f", input_precision='{ctx.plan.dot_precision}'" if dtype == torch.float32 else ""
     if ctx.interpret and dtype in dtypes.LOW_PRECISION:
         # the interpreter computes half-precision dots wrongly (numpy has no bf16); products
         # of bf16/fp16 values are exact in fp32, so upcasting changes nothing numerically
         at, bt, extra = f"{at}.to(tl.float32)", f"{bt}.to(tl.float32)", ", input_precision='ieee'"
-    out = "tl.int32" if dtype == torch.int8 else "tl.float32"  # int8 products sum in int32
+    # int8 products sum in int32, fp64 ones in fp64 (tl.dot's out_dtype must name them)
+    out = {torch.int8: "tl.int32", torch.float64: "tl.float64"}.get(dtype, "tl.float32")
     if acc is None:
         return f"tl.dot({at}, {bt}, out_dtype={out}{extra})"
-    if dtype == torch.int8:
+    if dtype in (torch.int8, torch.float64):
         extra += f", out_dtype={out}"
     return f"tl.dot({at}, {bt}, acc={acc}{extra})"
 

@@ -105,7 +105,7 @@ def dot(
     out_dtype: torch.dtype | None = None,
     op: str = "tc.dot",
 ) -> TileValue:
-    """``a @ b`` (+ ``acc``), accumulated in fp32 (int8 operands: int32); the result has
+    """``a @ b`` (+ ``acc``), accumulated in fp32 (int8 operands: int32, fp64 ones: fp64); the result has
     ``acc``'s dtype, else ``out_dtype``, else the operands' common dtype."""
     an, bn = t.value_node(a), t.value_node(b)
     common = operand_dtype(an.dtype, bn.dtype)
@@ -117,8 +117,10 @@ def dot(
     if out_dtype is None and common == torch.int8 and op == "tc.dot":
         result = torch.int32  # as the eager tc.dot: an int8 result would wrap
     an, bn, attrs = _exact_operands(t, an, bn) if common == torch.float32 else (an, bn, {})
-    # int8 products accumulate in int32 (tl.dot's only integer form); all others in fp32
-    accum = torch.int32 if common == torch.int8 else torch.float32
+    # int8 products accumulate in int32 (tl.dot's only integer form), fp64 ones in fp64 (as
+    # torch; tl.dot returns fp64 for them: typed fp32, the code after it read garbage), all
+    # others in fp32
+    accum = {torch.int8: torch.int32, torch.float64: torch.float64}.get(common, torch.float32)
     if acc is None:
         return t.wrap(t.cast(t.emit(Op.DOT, [an, bn], shape, accum, **attrs), result))
     accn = rdims.conform(t, t.value_node(acc), shape)

@@ -64,7 +64,9 @@ def dot(a: Any, b: Any, acc: Any = None, out_dtype: torch.dtype | None = None) -
     if tracer is not None:
         return tracer.call("dot", a, b, acc=acc, out_dtype=out_dtype)
     exact = a.dtype == torch.int8 and b.dtype == torch.int8
-    wide = torch.int64 if exact else torch.float32
+    # fp64 products stay fp64, as compiled (tl.dot of fp64 operands accumulates in fp64)
+    fp64 = torch.float64 in (a.dtype, b.dtype)
+    wide = torch.int64 if exact else torch.float64 if fp64 else torch.float32
     result = torch.matmul(a.to(wide), b.to(wide))
     if acc is not None:
         return (acc.to(wide) + result).to(out_dtype or acc.dtype)
