@@ -274,3 +274,19 @@ def test_fp64_products_cross_compile() -> None:
         for s in ((256, 64), (512, 64), (512, 64))
     )
     assert_defaults_cross_compile(chained_products, args)
+
+
+@tc.kernel(static_shapes=True)
+def add_bias(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = x[tm, :] + bias[None, :]
+    return out
+
+
+def test_whole_dims_of_different_sizes_say_so() -> None:
+    """Was "[BLOCK_0, RDIM_1] and [1, RDIM_2] do not broadcast" with a hint to add [None, :]
+    (there already): a bias of 63 for 64 columns."""
+    with pytest.raises(ShapeError, match=r"RDIM_1 \(64\)\] and \[1, RDIM_2 \(63\)\]") as info:
+        add_bias(torch.randn(8, 64), torch.randn(63))
+    assert "sizes differ" in str(info.value) and "explicit [:, None]" not in str(info.value)

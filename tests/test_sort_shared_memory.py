@@ -93,5 +93,5 @@ def test_dot_operands_loaded_whole_past_shared_memory_are_named_with_a_remedy() 
     spec = bound.config_spec
     reason = static_check(spec, spec.resolve(spec.default(), warn=False).config)
     assert reason is not None and "staged loads need" in reason
-    assert "test_sort_shared_memory.py:" in reason and "[1024, 64] float32: 262144 B" in reason
+    assert "test_sort_shared_memory.py:" in reason and "[1024, 64] float32, 262144 B" in reason
     assert "loop over it in chunks" in reason

@@ -77,8 +77,8 @@ def _shared_memory_reason(spec: ConfigSpec, config: Config, shared: int, limit: 
     blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
     named = ", ".join(
         f"{node.loc.short if node.loc else 'a dot operand'} "
-        f"({block_dims(node.shape, blocks, chunks)} {str(node.dtype).removeprefix('torch.')}: "
-        f"{size} B)"
+        f"({block_dims(node.shape, blocks, chunks)} {str(node.dtype).removeprefix('torch.')}, "
+        f"{size} B with its stages)"
         for node, size in operands[:3]
     )
     whole = any(isinstance(d, Sym) and d.kind is SymKind.RDIM for n, _ in operands for d in n.shape)

@@ -18,7 +18,7 @@ from tilecraft.frontend import advanced_index, rdims, strided_tiles, views
 from tilecraft.frontend.coverage import check_tile_covers, known_int
 from tilecraft.frontend.slices import slice_item
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
-from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str
+from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str, sized_shape_str
 from tilecraft.language.tunables import DynamicInt
 
 if TYPE_CHECKING:
@@ -190,8 +190,8 @@ def store(tr: Tracer, t: HostTensor, index: Any, value: Any, extra_mask: Any = N
         out = None
     if out != tuple(shape) or v.ndim > len(shape):
         raise ShapeError(
-            f"store into '{t.name}': value of shape {shape_str(v.shape)} does not fit the "
-            f"indexed shape {shape_str(shape)}",
+            f"store into '{t.name}': value of shape {sized_shape_str(v.shape)} does not fit the "
+            f"indexed shape {sized_shape_str(shape)}",
             tr.loc,
             hint=_whole_for_block_hint(v.shape, tuple(shape)),
         )

@@ -202,3 +202,22 @@ def along(
     if not broadcast:
         return t.wrap(placed)
     return t.wrap(t.emit(Op.VIEW, [placed], tuple(shape), node.dtype, expand=True))
+
+
+def broadcast_hint(a: Dim, b: Dim) -> str:
+    """What to do about two dims that do not broadcast: whole dims of different sizes come
+    from tensors whose sizes differ; others from different loops."""
+    sizes = [
+        d.extent - d.begin
+        for d in (a, b)
+        if isinstance(d, Sym)
+        and _static_whole(d)
+        and isinstance(d.extent, int)
+        and isinstance(d.begin, int)
+    ]
+    if len(sizes) == 2 and sizes[0] != sizes[1]:
+        return (
+            f"whole dims of {sizes[0]} and {sizes[1]} elements: the tensors' sizes differ "
+            "there (check the arguments' shapes)"
+        )
+    return "tiles from different loops or extents need explicit [:, None] / [None, :]"

@@ -20,7 +20,7 @@ from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, Unsupported
 from tilecraft.frontend import dispatch, indexing, rdims, tile_gather, tile_shifts
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str
+from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str, sized_shape_str
 from tilecraft.language.tunables import DynamicFlag, DynamicInt
 
 
@@ -199,10 +199,10 @@ class Tracer:
                 elif dim is not d and dim != d:
                     raise ShapeError(
                         "shapes "
-                        + " and ".join(shape_str(s) for s in shapes)
+                        + " and ".join(sized_shape_str(s) for s in shapes)
                         + " do not broadcast",
                         self.loc,
-                        hint="tiles from different loops or extents need explicit [:, None] / [None, :]",
+                        hint=rdims.broadcast_hint(dim, d),
                     )
             out.append(dim)
         return tuple(out)

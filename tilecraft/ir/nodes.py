@@ -67,6 +67,20 @@ def shape_str(shape: Shape) -> str:
     return "[" + ", ".join(d.name if isinstance(d, Sym) else str(d) for d in shape) + "]"
 
 
+def sized_shape_str(shape: Shape) -> str:
+    """A shape for error messages, whole dims with their sizes: ``[BLOCK_0, RDIM_1 (64), 1]``
+    (a tile loop's block has no size of its own: the config's)."""
+    return "[" + ", ".join(_sized(d) for d in shape) + "]"
+
+
+def _sized(d: Dim) -> str:
+    if not isinstance(d, Sym):
+        return str(d)
+    if d.kind is SymKind.RDIM and isinstance(d.extent, int) and isinstance(d.begin, int):
+        return f"{d.name} ({d.extent - d.begin})"
+    return d.name
+
+
 class Op(enum.Enum):
     # leaves
     CONST = "const"  # attrs: value
