@@ -290,3 +290,31 @@ def test_whole_dims_of_different_sizes_say_so() -> None:
     with pytest.raises(ShapeError, match=r"RDIM_1 \(64\)\] and \[1, RDIM_2 \(63\)\]") as info:
         add_bias(torch.randn(8, 64), torch.randn(63))
     assert "sizes differ" in str(info.value) and "explicit [:, None]" not in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def norms_with_host_params(
+    x: torch.Tensor, w: torch.Tensor, b: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    m, h = x.size()
+    ln = torch.empty_like(x)
+    rms = torch.empty_like(x)
+    for tm in tc.tile(m):
+        row = x[tm, :]
+        ln[tm, :] = torch.nn.functional.layer_norm(row, [h], w, b, 1e-5)
+        rms[tm, :] = torch.nn.functional.rms_norm(row, [h], w, 1e-6)
+    return ln, rms
+
+
+def test_norms_take_host_weights_as_eager_code_passes_them(device: str) -> None:
+    """``F.layer_norm(e, [h], ln_weight, ln_bias)`` was "host tensor 'ln_weight' used as a value
+    in device code" (BERT's embeddings): the weight had to be written ln_weight[:]."""
+    x, w, b = (
+        torch.randn(6, 48, device=device),
+        torch.randn(48, device=device),
+        torch.randn(48, device=device),
+    )
+    ln, rms = norms_with_host_params(x, w, b)
+    F = torch.nn.functional
+    torch.testing.assert_close(ln, F.layer_norm(x, [48], w, b, 1e-5))
+    torch.testing.assert_close(rms, F.rms_norm(x, [48], w, 1e-6))

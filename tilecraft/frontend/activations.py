@@ -17,6 +17,7 @@ import torch
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend import composites, dots
 from tilecraft.frontend.composites import in_opmath
+from tilecraft.frontend.values import HostTensor
 from tilecraft.frontend.views import chunk, transpose, unsqueeze
 from tilecraft.ir import dtypes
 
@@ -175,12 +176,21 @@ def _norm_dims(t: Any, x: Any, normalized_shape: Any) -> list[int]:
     return list(range(ndim - count, ndim))
 
 
+def _affine(t: Any, param: Any) -> Any:
+    """A norm's weight or bias: a host tensor (``F.layer_norm(x, [h], w, b)`` as eager code
+    writes it) is loaded whole, its dims the normalized ones; a tile stays as it is."""
+    if isinstance(param, HostTensor):
+        return t.load(param, tuple(slice(None) for _ in range(param.ndim)))
+    return param
+
+
 def layer_norm(
     t: Any, x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5
 ) -> Any:
     """Over the last ``len(normalized_shape)`` dims: ``(x - mean) * rsqrt(var + eps) * weight +
-    bias`` (biased variance), in fp32 for half precision."""
+    bias`` (biased variance), in fp32 for half precision; a host weight / bias is read whole."""
     dims = _norm_dims(t, x, normalized_shape)
+    weight, bias = _affine(t, weight), _affine(t, bias)
 
     def build(v: Any) -> Any:
         mean = t.mean(v, dims, True)
@@ -196,8 +206,10 @@ def layer_norm(
 
 def rms_norm(t: Any, x: Any, normalized_shape: Any, weight: Any = None, eps: Any = None) -> Any:
     """``x * rsqrt(mean(x^2) + eps)`` over the last ``len(normalized_shape)`` dims in fp32, cast
-    to ``x``'s dtype, then times ``weight`` (torch's order); ``eps`` defaults to fp32's epsilon."""
+    to ``x``'s dtype, then times ``weight`` (torch's order; a host weight is read whole);
+    ``eps`` defaults to fp32's epsilon."""
     dims = _norm_dims(t, x, normalized_shape)
+    weight = _affine(t, weight)
     dtype = t.dtype_of(x)
     compute = dtypes.compute_dtype(dtype)
     eps = torch.finfo(compute).eps if eps is None else eps
