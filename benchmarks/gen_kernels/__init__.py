@@ -53,6 +53,7 @@ from benchmarks.gen_kernels import (
     heldout_s38c,
     heldout_s39a,
     heldout_s39b,
+    heldout_s39c,
     norms,
     reductions,
     rewritten,
@@ -104,6 +105,7 @@ _HELDOUT_MODULES = (
     heldout_s38c,
     heldout_s39a,
     heldout_s39b,
+    heldout_s39c,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
