@@ -71,11 +71,81 @@ def gather(
                 t.loc,
                 hint="index every other dim with the tile's own dims (expand the index first)",
             )
+    if (through := _through_pointwise(t, src, idx, axis, reread)) is not None:
+        return through
+    if (composed := _composed(t, src, idx, axis)) is not None:
+        src, idx = composed
     if reread and (loaded := gather_load(t, src, idx, axis)) is not None:
         return loaded
     if idx.shape[axis] == 1 and src.shape[axis] != 1:
         return _pick_one(t, src, idx, axis)
     return t.wrap(t.emit(Op.GATHER, [src, idx], idx.shape, src.dtype, axis=axis))
+
+
+def _composed(t: Tracer, src: Node, idx: Node, axis: int) -> tuple[Node, Node] | None:
+    """A gather of a gather along one dim as one gather of the first one's source: positions
+    ``J`` of a tile read at positions ``E(i)`` are ``E(J)`` of the source (a cat of slices, a
+    slice of a shift), where both index tiles are positions along the dim computed from the
+    dim's own positions (``tc.arange``-style: slices, pads, rolls, cat pieces). A gather of
+    gathers beside a reduction failed Triton 3.6's OptimizeThreadLocality pass on sm_90 (its
+    warp-local gather layout assertion); composed, it compiles and moves each element once."""
+    if src.op is not Op.GATHER or src.attrs["axis"] != axis:
+        return None
+    inner, outer = _positions(src.inputs[1], axis), _positions(idx, axis)
+    if inner is None or outer is None or outer.shape[0] is not idx.shape[axis]:
+        return None
+    positions = _substituted(t, inner, inner.shape[0], outer)
+    if positions is None:
+        return None
+    placed = rdims.along(t, positions, idx.shape, axis) if idx.ndim > 1 else positions
+    return src.inputs[0], placed.node
+
+
+def _through_pointwise(
+    t: Tracer, src: Node, idx: Node, axis: int, reread: bool
+) -> TileValue | None:
+    """``gather(f(g), J)`` as ``f(gather(g, J))`` where ``f`` is an elementwise op of one tile
+    and constants and ``g`` is itself a gather along the dim (``torch.cat([r, q * 2.0])`` of
+    slices): the gathers then compose (:func:`_composed`)."""
+    if src.op not in (Op.UNARY, Op.BINARY):
+        return None
+    tiles = [i for i in src.inputs if i.op is not Op.CONST]
+    if len(tiles) != 1 or tiles[0].shape != src.shape or tiles[0].dtype != src.dtype:
+        return None
+    inner = tiles[0]
+    if inner.op is not Op.GATHER or inner.attrs["axis"] != axis:
+        return None
+    moved = gather(t, t.wrap(inner), axis, t.wrap(idx), reread=reread)
+    operands = [moved if i is inner else t.wrap(i) for i in src.inputs]
+    return t.pointwise(src.attrs["fn"], *operands)
+
+
+def _positions(node: Node, axis: int) -> Node | None:
+    """The 1-D tile an index tile places at ``axis`` and broadcasts (``rdims.along``'s views),
+    or None for an index of other structure."""
+    while node.op is Op.VIEW and node.ndim > 1:
+        spec = node.attrs.get("spec")
+        if not node.attrs.get("expand") and not (spec and set(spec) <= {":", None}):
+            return None
+        node = node.inputs[0]
+    if node.ndim == 1:
+        return node
+    return None
+
+
+def _substituted(t: Tracer, node: Node, dim: Any, positions: Node) -> TileValue | None:
+    """``node`` (a pointwise expression of ``dim``'s positions and constants) with those
+    positions replaced by ``positions``; None where it reads anything else."""
+    if node.op is Op.TILE_INDEX and node.attrs.get("sym") is dim:
+        return t.wrap(positions)
+    if node.op is Op.CONST:
+        return t.wrap(node)
+    if node.op in (Op.UNARY, Op.BINARY) and not node.dtype.is_floating_point:
+        operands = [_substituted(t, i, dim, positions) for i in node.inputs]
+        if any(o is None for o in operands):
+            return None
+        return t.pointwise(node.attrs["fn"], *operands)
+    return None
 
 
 def _pick_one(t: Tracer, src: Node, idx: Node, axis: int) -> TileValue:
