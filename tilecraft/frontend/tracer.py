@@ -448,11 +448,11 @@ class Tracer:
                 shape.append(node.shape[src])
                 src += 1
             elif (
-                isinstance(item, int)
+                (type(item) is int or _run_time_int(item))
                 and src < node.ndim
                 and node.shape[src] == 1
-                and item in (0, -1)
-            ):
+                and (_run_time_int(item) or item in (0, -1))
+            ):  # a dim of one: any valid index reads its element
                 src += 1
                 spec.append(0)
             elif type(item) is int and item in (0, -1) and _tile_dim(node, src):
