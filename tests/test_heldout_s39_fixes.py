@@ -318,3 +318,19 @@ def test_norms_take_host_weights_as_eager_code_passes_them(device: str) -> None:
     F = torch.nn.functional
     torch.testing.assert_close(ln, F.layer_norm(x, [48], w, b, 1e-5))
     torch.testing.assert_close(rms, F.rms_norm(x, [48], w, 1e-6))
+
+
+@tc.kernel(static_shapes=True)
+def thousand_blocks(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0), block_size=1000):
+        out[t] = x[t] * 2.0
+    return out
+
+
+def test_a_block_size_that_is_no_power_of_two_fails_alike_in_ref_mode() -> None:
+    x = torch.randn(3000)
+    with pytest.raises(DeviceCodeError, match="block_size=1000 must be a power of two"):
+        thousand_blocks(x)
+    with pytest.raises(DeviceCodeError, match="block_size=1000 must be a power of two"):
+        thousand_blocks.run_ref(x)

@@ -105,6 +105,11 @@ def _ref_iter(spec: TileSpec) -> Iterator[Any]:
     per_dim = []
     for begin, end, block in zip(spec.begins, spec.ends, spec.block_sizes, strict=True):
         b, e = int(begin), int(end)
+        if type(block) is int and (block < 1 or block & (block - 1)):
+            from tilecraft.language.ref_access import user_loc
+
+            # as compiled code refuses it (a tile's block is a power of two)
+            raise DeviceCodeError(f"block_size={block} must be a power of two", user_loc())
         step = 1 if spec.kind == "grid" else int(block) if block is not None else max(e - b, 1)
         scalar = spec.kind == "grid" or (type(block) is int and block == 1)  # indexes like an int
         starts = range(b, e, step)
