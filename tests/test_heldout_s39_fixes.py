@@ -334,3 +334,18 @@ def test_a_block_size_that_is_no_power_of_two_fails_alike_in_ref_mode() -> None:
         thousand_blocks(x)
     with pytest.raises(DeviceCodeError, match="block_size=1000 must be a power of two"):
         thousand_blocks.run_ref(x)
+
+
+@tc.kernel(static_shapes=True)
+def flattened_tail(x: torch.Tensor) -> torch.Tensor:
+    m, h, a, b = x.size()
+    out = torch.empty([m, h, a * b], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :, :] = x[tm, :, :, :].flatten(2) * 2.0
+    return out
+
+
+def test_flatten_of_trailing_whole_dims(device: str) -> None:
+    """``flatten(2)`` of [T, 3, 4, 2] took -1 as 24: the 3 was named by its dim, not a size."""
+    x = torch.randn(5, 3, 4, 2, device=device)
+    assert torch.equal(flattened_tail(x), x.flatten(2) * 2.0)

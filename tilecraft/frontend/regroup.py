@@ -107,7 +107,13 @@ def resolve_minus_one(node: Node, target: list[Any]) -> list[Any]:
     if sum(1 for d in target if isinstance(d, int) and d == -1) != 1:
         return target
     have = math.prod(s for d in node.shape if (s := static_size(d)) is not None)
-    known = math.prod(d for d in target if isinstance(d, int) and d != -1)
+    # the target's whole static dims count whether named by size or by sym (flatten(2) of
+    # [T, 3, 4, 2] names the 3 by its sym: -1 is 8, not 24)
+    known = math.prod(
+        d if isinstance(d, int) else (static_size(d) or 1)
+        for d in target
+        if not (isinstance(d, int) and d == -1)
+    )
     unnamed = [d for d in node.shape if static_size(d) is None and not any(d is w for w in target)]
     rest: Any = -1
     if len(unnamed) == 1 and have == known:
