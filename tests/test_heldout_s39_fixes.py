@@ -349,3 +349,20 @@ def test_flatten_of_trailing_whole_dims(device: str) -> None:
     """``flatten(2)`` of [T, 3, 4, 2] took -1 as 24: the 3 was named by its dim, not a size."""
     x = torch.randn(5, 3, 4, 2, device=device)
     assert torch.equal(flattened_tail(x), x.flatten(2) * 2.0)
+
+
+@tc.kernel(static_shapes=False)
+def part_dot(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        head = x[tm, :11]  # a static 11
+        out[tm] = torch.sum(head * v[:][None, :], dim=1)  # v's run-time 11
+    return out
+
+
+def test_a_static_and_a_run_time_dim_of_one_size_are_told_apart() -> None:
+    """Both printed as 11, with the hint to add [None, :] (an einsum of a split part)."""
+    with pytest.raises(ShapeError, match="run-time size") as info:
+        part_dot(torch.randn(4, 16), torch.randn(11))
+    assert "one known only at run time" in str(info.value)

@@ -206,18 +206,28 @@ def along(
 
 def broadcast_hint(a: Dim, b: Dim) -> str:
     """What to do about two dims that do not broadcast: whole dims of different sizes come
-    from tensors whose sizes differ; others from different loops."""
-    sizes = [
-        d.extent - d.begin
+    from tensors whose sizes differ, of one size from a static and a run-time extent; others
+    from different loops."""
+    whole = [
+        d
         for d in (a, b)
         if isinstance(d, Sym)
-        and _static_whole(d)
+        and d.kind is SymKind.RDIM
         and isinstance(d.extent, int)
         and isinstance(d.begin, int)
     ]
-    if len(sizes) == 2 and sizes[0] != sizes[1]:
-        return (
-            f"whole dims of {sizes[0]} and {sizes[1]} elements: the tensors' sizes differ "
-            "there (check the arguments' shapes)"
-        )
+    if len(whole) == 2:
+        sizes = [int(d.extent) - int(d.begin) for d in whole]
+        if sizes[0] != sizes[1]:
+            return (
+                f"whole dims of {sizes[0]} and {sizes[1]} elements: the tensors' sizes differ "
+                "there (check the arguments' shapes)"
+            )
+        if bool(whole[0].extent_args) != bool(whole[1].extent_args):
+            return (
+                "whole dims of one size, one known only at run time (static_shapes=False) and "
+                "one when compiling (a constant, tc.specialize, a slice): make both static "
+                "(static_shapes=True, or slice the run-time one with the specialized size: "
+                "x[t, :n]) or both run-time"
+            )
     return "tiles from different loops or extents need explicit [:, None] / [None, :]"

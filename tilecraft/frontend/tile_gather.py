@@ -334,8 +334,9 @@ def static_whole(t: Tracer, src: Node, axis: int, op: str) -> int:
         raise ShapeError(
             f"{op} along dim {axis}: the dim's size is known only at run time",
             t.loc,
-            hint="use static_shapes=True, or gather with an index you compute "
-            "(torch.gather(x, dim, index))",
+            hint="use static_shapes=True, or load the dim with a compile-time size: "
+            "n = tc.specialize(x.size(d)) in host code, then x[t, :n]; or gather with an "
+            "index you compute (torch.gather(x, dim, index))",
         )
     return d.extent
 

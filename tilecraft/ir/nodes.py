@@ -77,7 +77,8 @@ def _sized(d: Dim) -> str:
     if not isinstance(d, Sym):
         return str(d)
     if d.kind is SymKind.RDIM and isinstance(d.extent, int) and isinstance(d.begin, int):
-        return f"{d.name} ({d.extent - d.begin})"
+        at_run_time = ", this call's: a run-time size" if d.extent_args else ""
+        return f"{d.name} ({d.extent - d.begin}{at_run_time})"
     return d.name
 
 
