@@ -92,6 +92,7 @@ def staged_operands(spec: ConfigSpec, config: Config) -> list[tuple[Node, int]]:
         return math.prod(block_dims(node.shape, blocks, chunks)) * node.dtype.itemsize
 
     worst: list[tuple[Node, int]] = []
+    worst_total = 0
     for loop in spec.loops:
         scopes: list[list[Node]] = [
             loop.body,
@@ -118,8 +119,8 @@ def staged_operands(spec: ConfigSpec, config: Config) -> list[tuple[Node, int]]:
                     total += max((size(n) for n in loads if value_indexed(n)), default=0)
                     total += size(operand) if k == 1 else 0
                     found.append((operand, total))
-            if sum(b for _, b in found) > sum(b for _, b in worst):
-                worst = found
+            if (scope_total := sum(b for _, b in found)) > worst_total:
+                worst, worst_total = found, scope_total
     return worst
 
 

@@ -105,8 +105,8 @@ def dot(
     out_dtype: torch.dtype | None = None,
     op: str = "tc.dot",
 ) -> TileValue:
-    """``a @ b`` (+ ``acc``), accumulated in fp32 (int8 operands: int32, fp64 ones: fp64); the result has
-    ``acc``'s dtype, else ``out_dtype``, else the operands' common dtype."""
+    """``a @ b`` (+ ``acc``), accumulated in fp32 (int8 operands: int32, fp64 ones: fp64);
+    the result has ``acc``'s dtype, else ``out_dtype``, else the operands' common dtype."""
     an, bn = t.value_node(a), t.value_node(b)
     common = operand_dtype(an.dtype, bn.dtype)
     if an.dtype not in FP8 or bn.dtype not in FP8:

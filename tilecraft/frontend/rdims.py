@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind
+from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, whole_length
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -208,16 +208,9 @@ def broadcast_hint(a: Dim, b: Dim) -> str:
     """What to do about two dims that do not broadcast: whole dims of different sizes come
     from tensors whose sizes differ, of one size from a static and a run-time extent; others
     from different loops."""
-    whole = [
-        d
-        for d in (a, b)
-        if isinstance(d, Sym)
-        and d.kind is SymKind.RDIM
-        and isinstance(d.extent, int)
-        and isinstance(d.begin, int)
-    ]
+    whole = [d for d in (a, b) if isinstance(d, Sym) and whole_length(d) is not None]
     if len(whole) == 2:
-        sizes = [int(d.extent) - int(d.begin) for d in whole]
+        sizes = [whole_length(d) for d in whole]
         if sizes[0] != sizes[1]:
             return (
                 f"whole dims of {sizes[0]} and {sizes[1]} elements: the tensors' sizes differ "

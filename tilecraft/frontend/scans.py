@@ -22,7 +22,7 @@ from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.tile_gather import flip
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Node, Op, Sym, SymKind
+from tilecraft.ir.nodes import Node, Op, Sym, tile_block
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -193,7 +193,7 @@ def _reversed_scan(
     after every valid element), scanned forward, flipped back. ``fn`` takes the later elements'
     combination first, as the eager scan does."""
     d = t.value_node(xs[0]).shape[axis]
-    if isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar:
+    if tile_block(d):
         raise DeviceCodeError(
             "tc.associative_scan(reverse=True) along a tile loop's block is not supported",
             t.loc,

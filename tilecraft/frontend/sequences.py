@@ -25,7 +25,7 @@ from tilecraft.frontend.regroup import pow2
 from tilecraft.frontend.tile_gather import gather, long_line
 from tilecraft.frontend.tile_shifts import slice_dim
 from tilecraft.frontend.views import expand, reshape, unsqueeze
-from tilecraft.ir.nodes import Op, Sym, SymKind
+from tilecraft.ir.nodes import Op, Sym, tile_block
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -106,7 +106,7 @@ def _check_whole(t: Tracer, node: Node, axis: int, op: str, rewrite: str) -> Non
     """An op whose result's length changes along ``axis`` needs the whole dim: a tile loop's
     block holds only part of the line (its neighbours are in the next tile)."""
     d = node.shape[axis]
-    if isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar:
+    if tile_block(d):
         raise UnsupportedOpError(
             f"{op} along dim {axis}, a tile loop's block ({d.name}): its result's length "
             "differs from the block's, and the neighbouring elements lie in other tiles",

@@ -25,7 +25,7 @@ from tilecraft.errors import DeviceCodeError, ShapeError
 from tilecraft.frontend import rdims
 from tilecraft.frontend.gather_loads import gather_load
 from tilecraft.frontend.rdims import along
-from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str
+from tilecraft.ir.nodes import Dim, Node, Op, Sym, shape_str, tile_block
 
 # a roll, flip or shift of a loaded tile along a line of at most a warp's lanes permutes it in
 # registers (a few shuffles an element); a longer one re-reads memory (long_line)
@@ -343,7 +343,7 @@ def static_whole(t: Tracer, src: Node, axis: int, op: str) -> int:
 
 def check_whole(t: Tracer, src: Node, axis: int, op: str = "torch.gather") -> None:
     d = src.shape[axis]
-    if isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar:
+    if tile_block(d):
         why = (
             f"of block_size={d.fixed_block}, whose last tile may be partial"
             if d.fixed_block

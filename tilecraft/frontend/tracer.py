@@ -20,7 +20,17 @@ from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, Unsupported
 from tilecraft.frontend import dispatch, indexing, rdims, tile_gather, tile_shifts
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str, sized_shape_str
+from tilecraft.ir.nodes import (
+    Dim,
+    Node,
+    Op,
+    Shape,
+    Sym,
+    SymKind,
+    shape_str,
+    sized_shape_str,
+    tile_block,
+)
 from tilecraft.language.tunables import DynamicFlag, DynamicInt
 
 
@@ -428,6 +438,8 @@ class Tracer:
         shape: list[Dim] = []
         src = 0
         for item in items:
+            run_time = _run_time_int(item)
+            edge = type(item) is int and item in (0, -1)  # a first or a last element
             if item is None:
                 spec.append(None)
                 shape.append(1)
@@ -447,25 +459,18 @@ class Tracer:
                 spec.append(":")
                 shape.append(node.shape[src])
                 src += 1
-            elif (
-                (type(item) is int or _run_time_int(item))
-                and src < node.ndim
-                and node.shape[src] == 1
-                and (_run_time_int(item) or item in (0, -1))
-            ):  # a dim of one: any valid index reads its element
-                src += 1
+            elif (run_time or edge) and src < node.ndim and node.shape[src] == 1:
+                src += 1  # a dim of one: any valid index reads its element
                 spec.append(0)
-            elif type(item) is int and item in (0, -1) and _tile_dim(node, src):
+            elif edge and src < node.ndim and tile_block(dim := node.shape[src]):
                 # a tile's first or last valid element: lane begin / end - 1 whatever the block
-                dim = node.shape[src]
-                assert isinstance(dim, Sym)  # _tile_dim
-                edge = self.tile_leaf(dim, Op.TILE_BEGIN if item == 0 else Op.TILE_END)
-                at = edge if item == 0 else self.pointwise("sub", edge, 1)
+                at = self.tile_leaf(dim, Op.TILE_BEGIN if item == 0 else Op.TILE_END)
+                at = at if item == 0 else self.pointwise("sub", at, 1)
                 x = tile_gather.pick_position(self, node, src, at)
                 node = x.node
                 src += 1
                 spec.append(0)
-            elif _run_time_int(item) and src < node.ndim:
+            elif run_time and src < node.ndim:
                 x = tile_gather.pick_run_time(self, node, src, item)
                 node = x.node
                 src += 1
@@ -564,14 +569,6 @@ def _not_a_device_value(x: Any) -> UnsupportedOpError:
             hint="pass a Python number (float(x), int(x)) or a torch tensor",
         )
     return UnsupportedOpError(f"cannot use a {kind.__name__} as a device value")
-
-
-def _tile_dim(node: Node, axis: int) -> bool:
-    """Whether ``node``'s dim ``axis`` is a tile loop's block (its positions a config's)."""
-    if axis >= node.ndim:
-        return False
-    d = node.shape[axis]
-    return isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar
 
 
 def _run_time_int(item: Any) -> bool:

@@ -12,7 +12,7 @@ import dataclasses
 import enum
 import itertools
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 
@@ -76,10 +76,26 @@ def sized_shape_str(shape: Shape) -> str:
 def _sized(d: Dim) -> str:
     if not isinstance(d, Sym):
         return str(d)
-    if d.kind is SymKind.RDIM and isinstance(d.extent, int) and isinstance(d.begin, int):
+    if (length := whole_length(d)) is not None:
         at_run_time = ", this call's: a run-time size" if d.extent_args else ""
-        return f"{d.name} ({d.extent - d.begin}{at_run_time})"
+        return f"{d.name} ({length}{at_run_time})"
     return d.name
+
+
+def whole_length(d: Dim) -> int | None:
+    """The length of a whole dim whose ends are ints when tracing (a run-time size's is the
+    traced call's); None for a tile loop's block or a literal dim."""
+    if not isinstance(d, Sym) or d.kind is not SymKind.RDIM:
+        return None
+    if isinstance(d.extent, int) and isinstance(d.begin, int):
+        return d.extent - d.begin
+    return None
+
+
+def tile_block(d: Dim) -> TypeGuard[Sym]:
+    """Whether ``d`` is a tile loop's block: positions a config sets, the last tile possibly
+    partial (not ``tc.grid``'s or a block size of 1's scalar index)."""
+    return isinstance(d, Sym) and d.kind is SymKind.BLOCK and not d.scalar
 
 
 class Op(enum.Enum):
