@@ -366,3 +366,21 @@ def test_a_static_and_a_run_time_dim_of_one_size_are_told_apart() -> None:
     with pytest.raises(ShapeError, match="run-time size") as info:
         part_dot(torch.randn(4, 16), torch.randn(11))
     assert "one known only at run time" in str(info.value)
+
+
+@tc.kernel(static_shapes=False)
+def plus_picked(x: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tb in tc.tile(x.size(0)):
+        whole = x[:]
+        out[tb] = x[tb] + whole[where[0]]
+    return out
+
+
+def test_a_negative_run_time_index_counts_from_each_calls_end(device: str) -> None:
+    """The end a negative index counts from is the run-time size's: a second call of another
+    size on the same compiled kernel read x[8] of 14 (the first call's 10 - 2)."""
+    where = torch.tensor([-2], device=device)
+    for n in (10, 14):
+        x = torch.arange(n, dtype=torch.int32, device=device) * 3
+        assert torch.equal(plus_picked(x, where), x + x[-2])

@@ -192,7 +192,11 @@ def pick_run_time(t: Tracer, src: Node, axis: int, index: Any) -> TileValue:
             "torch.sum(torch.where(positions == i, v, 0), dim=d)",
         )
     at = t.wrap(t.value_node(index))
-    extent = d.extent if isinstance(d.extent, int) else t.wrap(d.extent)
+    extent: Any = d.extent
+    if d.extent_args:  # a run-time size: the traced extent is one call's, its argument each's
+        extent = t.wrap(d.extent_args[0])
+    elif not isinstance(extent, int):
+        extent = t.wrap(extent)
     length = t.pointwise("sub", extent, d.begin) if d.begin else extent
     at = t.where(t.pointwise("lt", at, 0), t.pointwise("add", at, length), at)
     return pick_position(t, src, axis, t.pointwise("add", at, d.begin) if d.begin else at)
