@@ -76,7 +76,8 @@ def take_from_scaled_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     m, n = x.size()
     out = torch.empty([m, idx.size(0)], dtype=x.dtype, device=x.device)
     for tm in tc.tile(m):
-        out[tm, :] = torch.take_along_dim(x[tm, :] * 2, idx[:][None, :], dim=1)
+        # a scan's result is no function of loads at the gathered positions: a register gather
+        out[tm, :] = torch.take_along_dim(torch.cumsum(x[tm, :], dim=1), idx[:][None, :], dim=1)
     return out
 
 
@@ -85,7 +86,9 @@ def test_gathered_dim_is_never_chunked() -> None:
     spec = take_from_scaled_rows.bind((x, idx)).config_spec
     assert spec.reductions and all(not r.loopable for r in spec.reductions)
     assert any("torch.gather" in r.reason for r in spec.reductions), spec.reductions
-    torch.testing.assert_close(take_from_scaled_rows(x, idx), 2 * x[:, idx])
+    torch.testing.assert_close(
+        take_from_scaled_rows(x, idx), x.cumsum(1)[:, idx], atol=1e-3, rtol=1e-4
+    )
 
 
 @tc.kernel(static_shapes=True)

@@ -39,7 +39,7 @@ def gather_load(t: Tracer, src: Node, idx: Node, axis: int) -> TileValue | None:
     while src.op is Op.CAST:
         casts.append(src)
         src = src.inputs[0]
-    if not _plain_load(t, src):
+    if not plain_load(t, src):
         return None
     loaded = _load_at(t, src, idx, axis)
     for cast in reversed(casts):
@@ -51,30 +51,34 @@ def rereadable(t: Tracer, src: Node) -> bool:
     """Whether a gather from ``src`` would re-read memory (:func:`gather_load` applies)."""
     while src.op is Op.CAST:
         src = src.inputs[0]
-    return _plain_load(t, src)
+    return plain_load(t, src)
 
 
 def _load_at(t: Tracer, src: Node, idx: Node, axis: int) -> TileValue:
     """The load ``src`` with its dim ``axis`` indexed by ``idx`` and every other dim by its own
     positions placed to broadcast with ``idx`` (all indices advanced: the result is ``idx``'s
     shape, as torch lays out adjacent advanced indices)."""
+    return load_at(t, src, idx, tuple(range(src.ndim)), axis)
+
+
+def load_at(t: Tracer, src: Node, positions: Node, space: tuple[int, ...], line: int) -> TileValue:
+    """The load ``src`` read at ``positions`` along its dim that is axis ``line`` of
+    ``positions``' shape, its dim ``k`` (axis ``space[k]`` there) at its own positions."""
     index: list[Any] = []
-    result_axis = 0
-    positions = None
+    dim = 0
     for item in src.attrs["index"]:
         if item[0] == "int" or (item[0] == "tile" and item[1].scalar):
             index.append(item[1] if item[0] == "int" else t.tile_leaf(item[1], Op.TILE_INDEX))
             continue
-        if result_axis == axis:
-            positions = t.wrap(idx)
-            tensor_index = _tensor_index(t, item, positions)
+        if space[dim] == line:
+            tensor_index = _tensor_index(t, item, t.wrap(positions))
         else:
             position = t.tile_leaf(item[1], Op.TILE_INDEX)
-            placed = along(t, position, idx.shape, result_axis, broadcast=False)
+            placed = along(t, position, positions.shape, space[dim], broadcast=False)
             tensor_index = placed if item[0] == "tile" else _tensor_index(t, item, placed)
         index.append(tensor_index)
-        result_axis += 1
-    assert positions is not None  # the gathered axis is one of the load's dims
+        dim += 1
+    assert line in space  # the gathered line is one of the load's dims
     return indexing.load(t, src.attrs["tensor"], tuple(index))
 
 
@@ -86,7 +90,7 @@ def _tensor_index(t: Tracer, item: tuple[Any, ...], positions: TileValue) -> Til
     return positions * stride + first if stride != 1 else positions + first
 
 
-def _plain_load(t: Tracer, src: Node) -> bool:
+def plain_load(t: Tracer, src: Node) -> bool:
     """Whether ``src`` is a load that can be re-read where the gather is: indexed by tiles,
     whole dims, slices and ints only, with no mask or cache hint, of a tensor no store or atomic
     traced so far writes."""
@@ -94,7 +98,13 @@ def _plain_load(t: Tracer, src: Node) -> bool:
         return False
     if any(item[0] not in _PLAIN_ITEMS for item in src.attrs["index"]):
         return False
-    name = src.attrs["tensor"].name
+    return unwritten(t, src)
+
+
+def unwritten(t: Tracer, load: Node) -> bool:
+    """Whether no store or atomic traced so far writes the tensor ``load`` reads (a load moved
+    past one would read what it wrote)."""
+    name = load.attrs["tensor"].name
     return not any(
         n.op in (Op.STORE, Op.ATOMIC) and n.attrs["tensor"].name == name
         for block in t.blocks

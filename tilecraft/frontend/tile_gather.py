@@ -25,6 +25,7 @@ from tilecraft.errors import DeviceCodeError, ShapeError
 from tilecraft.frontend import rdims
 from tilecraft.frontend.gather_loads import gather_load
 from tilecraft.frontend.rdims import along
+from tilecraft.frontend.recompute import recomputed
 from tilecraft.ir.nodes import Dim, Node, Op, Sym, shape_str, tile_block
 
 # a roll, flip or shift of a loaded tile along a line of at most a warp's lanes permutes it in
@@ -71,6 +72,9 @@ def gather(
                 t.loc,
                 hint="index every other dim with the tile's own dims (expand the index first)",
             )
+    long = reread and long_line(src.shape[axis])
+    if long and (redone := recomputed(t, src, idx, axis)) is not None:
+        return redone
     if (through := _through_pointwise(t, src, idx, axis, reread)) is not None:
         return through
     if (composed := _composed(t, src, idx, axis)) is not None:

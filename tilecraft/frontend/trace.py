@@ -14,7 +14,13 @@ from typing import Any
 
 import torch
 
-from tilecraft.errors import DeviceCodeError, SourceLoc, TilecraftError, UnsupportedOpError
+from tilecraft.errors import (
+    ArgumentError,
+    DeviceCodeError,
+    SourceLoc,
+    TilecraftError,
+    UnsupportedOpError,
+)
 from tilecraft.frontend import loop_nest
 from tilecraft.frontend.glue import GLUE, GLUE_DONE, GlueRun, device_loop, output_name
 from tilecraft.frontend.glue_trace import (
@@ -55,6 +61,7 @@ class TracedKernel:
     specializations: list[int]
     glue: dict[int, GlueLoop] = dataclasses.field(default_factory=dict)  # frontend/glue.py
     glue_problems: dict[int, str | None] = dataclasses.field(default_factory=dict)
+    host_tensors: bool = False  # host code makes tensors with tc.arange / tc.zeros / tc.full
 
     def ir(self) -> str:
         from tilecraft.ir.printer import format_loop
@@ -90,6 +97,14 @@ class _TraceHost:
         self.glue_fns: list[Callable[[dict[str, Any]], tuple[Any, ...]]] = []  # eager, per run
         self.glue_loops: dict[int, GlueLoop] = {}  # glue run -> its program
         self.glue_problems: dict[int, str | None] = {}  # glue run -> why it stays eager
+        self.host_tensors = False
+
+    @property
+    def device(self) -> torch.device:
+        """Where host code's ``tc.arange`` / ``tc.zeros`` / ``tc.full`` tensors go while tracing
+        (with the arguments, on meta); a run then gives them the arguments' device."""
+        self.host_tensors = True
+        return torch.device("meta")
 
     def block_size(self, lo: int, hi: int | None) -> int:
         slot = self.next_slot
@@ -193,6 +208,7 @@ class _TraceHost:
                 widened[widen.key] = widen.dtype
         self.next_slot = tracer.next_block_slot
         body = eliminate_dead_code(tracer.blocks[0])
+        _check_devices(env, body, loc, self.device_type)
         syms = _without_dead_rdims(tracer.syms, body)
         rdims = [s for s in syms if s.kind is SymKind.RDIM]
         for slot, sym in enumerate(rdims, start=first_rdim_slot):
@@ -435,7 +451,27 @@ def trace_kernel(
         host.specializations,
         host.glue_loops,
         host.glue_problems,
+        host.host_tensors,
     )
+
+
+def _check_devices(env: dict[str, Any], body: list[Node], loc: SourceLoc, device_type: str) -> None:
+    """Every tensor device code reads or writes lives where the arguments do. While tracing,
+    tensors made from the arguments are meta; one on a real device was made without their
+    device (``torch.arange(k)`` in host code): on a GPU the kernel cannot read it."""
+    used = {n.attrs["tensor"].name for n in walk(body) if n.op in (Op.LOAD, Op.STORE, Op.ATOMIC)}
+    for name in sorted(used):
+        value = env.get(name)
+        if not isinstance(value, torch.Tensor) or value.device.type in ("meta", device_type):
+            continue
+        raise ArgumentError(
+            f"'{name}' is on {value.device}, but the kernel's tensors are on {device_type}: "
+            "host code made it without their device",
+            loc,
+            hint=f"create it with device=x.device (x a tensor argument), or use tc.arange / "
+            f"tc.zeros / tc.full, which follow the kernel's device; or move it: "
+            f"{name}.to(x.device)",
+        )
 
 
 def assign_config_slots(loops: list[DeviceLoop]) -> None:

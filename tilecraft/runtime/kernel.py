@@ -50,6 +50,7 @@ from tilecraft.runtime.validate import (
     check_layouts,
     check_tensor_args,
     host_code_error,
+    tensor_device,
 )
 from tilecraft.targets.target import Target, check_runnable, detect
 
@@ -312,8 +313,16 @@ class Kernel:
         key = fastpath.guard_key(args)
         if key is not None and key not in self._fast:
             traced = program.traced
-            needs_host = traced.host_slot_order or traced.specializations or traced.tunables
-            make_host = functools.partial(_RunHost, program.config, traced) if needs_host else None
+            needs_host = (
+                traced.host_slot_order
+                or traced.specializations
+                or traced.tunables
+                or traced.host_tensors
+            )
+            device = tensor_device(args)
+            make_host = (
+                functools.partial(_RunHost, program.config, traced, device) if needs_host else None
+            )
             self._fast[key] = fastpath.Launcher(program.host_fn, make_host)
 
     def reset(self) -> None:
@@ -529,7 +538,8 @@ class BoundKernel:
                 )
 
     def run(self, program: CompiledProgram, *args: Any, **kwargs: Any) -> Any:
-        with _context.host_context(_RunHost(program.config, program.traced)):
+        host = _RunHost(program.config, program.traced, tensor_device((*args, *kwargs.values())))
+        with _context.host_context(host):
             return program.host_fn(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -21,8 +21,11 @@ class RunHost:
 
     mode = "run"
 
-    def __init__(self, config: Config, traced: TracedKernel):
+    def __init__(self, config: Config, traced: TracedKernel, device: Any = None):
+        """``device``: where host code's ``tc.arange`` / ``tc.zeros`` / ``tc.full`` make their
+        tensors (the kernel's tensor arguments')."""
         self.config = config
+        self.device = device
         self.slot_order = traced.host_slot_order
         self.expected = traced.specializations
         self.calls = 0

@@ -44,6 +44,14 @@ def check_tensor_args(name: str, arguments: dict[str, Any], loc: SourceLoc | Non
     return devices.pop() if devices else "cpu"
 
 
+def tensor_device(values: Any) -> torch.device | None:
+    """The device of the first tensor among ``values`` (None without one)."""
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            return value.device
+    return None
+
+
 def check_layouts(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> None:
     """Device code indexes strided tensors: a sparse or nested one is refused by name before
     anything reads its strides (which it has not)."""
