@@ -7,6 +7,8 @@ in the generated code, and the defaults cross-compiled at the lengths that faile
 
 from __future__ import annotations
 
+import re
+
 import torch
 import torch.nn.functional as F
 
@@ -17,7 +19,7 @@ from tests.cross_targets import assert_defaults_cross_compile
 @tc.kernel(static_shapes=True)
 def despike_stats(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """A median of 3 (edges replicated), then a centred mean and std over 5 (edges reflected)."""
-    r, l = x.size()
+    r = x.size(0)
     mean, std = torch.empty_like(x), torch.empty_like(x)
     for tr in tc.tile(r):
         a, b, c = F.pad(x[tr, :], (1, 1), mode="replicate").unfold(1, 3, 1).unbind(-1)
@@ -115,3 +117,28 @@ def test_the_windows_compile_at_lengths_that_failed() -> None:
     16000-sample pre-emphasis deltas (ptxas past 18 GB) compile."""
     assert_defaults_cross_compile(despike_stats, (torch.randn(64, 2048),))
     assert_defaults_cross_compile(preemphasis_deltas, (torch.randn(256, 16000), 0.97))
+
+
+@tc.kernel(static_shapes=True)
+def even_rows_normalized(metric: torch.Tensor) -> torch.Tensor:
+    """ToMe's split of tokens after normalizing them: every other row of a computed tile."""
+    b, n, c = metric.size()
+    out = torch.empty([b, (n + 1) // 2, c], dtype=torch.float32, device=metric.device)
+    for tb in tc.tile(b, block_size=1):
+        x = metric[tb.begin, :, :]
+        x = x / x.norm(dim=-1, keepdim=True)
+        out[tb.begin, :, :] = x[0::2, :]
+    return out
+
+
+def test_a_kept_dim_of_one_is_recomputed_as_one() -> None:
+    """The norm kept as [n, 1] is recomputed at the picked rows as [k, 1]: recomputed at the
+    slice's index broadcast over the row ([k, c]) it loaded a [k, c, c] tile, c times the data
+    (at 577 x 64 past Triton's tile limit for every config)."""
+    m = torch.randn(2, 77, 40)
+    want = (m / m.norm(dim=-1, keepdim=True))[:, 0::2, :]
+    torch.testing.assert_close(even_rows_normalized(m), want)
+    loads = re.findall(r"\[([^\]]*)\] = load\(", even_rows_normalized.bind((m,)).ir())
+    assert loads, "no loads in the IR"
+    for dims in loads:
+        assert sum(d.strip() != "1" for d in dims.split(",")) <= 2, loads

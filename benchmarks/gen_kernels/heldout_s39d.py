@@ -29,8 +29,8 @@ fixed in tilecraft/frontend/regroup.py during the session, the module uses it). 
 needed a change: under static_shapes=False ``x[t, :]`` stays run-time sized even
 after ``tc.specialize`` of its size (repro_2: ``x[t, :n]`` with the specialized n works), as do
 ``w[:, :]`` / ``v[:]`` (sliced to the specialized size instead). Cross-compiling the defaults at
-the GPU shapes: the despiker fails for cuda:90 and hip:gfx942 (Triton asserts in a tl.gather
-layout pass, repro_3), pre-emphasis at T = 16000 does not finish for cuda:90 (ptxas past 18 GB,
+the GPU shapes: the despiker failed for cuda:90 and hip:gfx942 (Triton asserts in a tl.gather
+layout pass, repro_3), pre-emphasis at T = 16000 did not finish for cuda:90 (ptxas past 18 GB,
 repro_5), and the fp64 regression's default overflows gfx942 shared memory (repro_4). See
 /work/fuzz39d/REPORT.md.
 """
@@ -628,14 +628,10 @@ CASES: list[Case] = [
     ),
 ]
 
-# Three defaults do not cross-compile at their GPU shapes yet (/work/fuzz39d/REPORT.md, bugs
-# 3-5: a reflect pad then unfold of a computed 2048-row trips Triton's OptimizeThreadLocality
-# assertion; the fp64 regression's summed products exceed gfx942's LDS; the pre-emphasis
-# deltas' register gathers of a 16000-sample computed row run ptxas out of memory). They stay
-# in this module as written and out of the registry, whose default sweep compiles every case.
-_NOT_COMPILING = {
-    "despike_median3_rolling_stats",
-    "audio_preemphasis_deltas",
-    "poly2_features_fp64_regression",
-}
+# One default does not cross-compile at its GPU shape yet (/work/fuzz39d/REPORT.md, bug 4: the
+# fp64 regression's summed products exceed gfx942's LDS); it stays in this module as written and
+# out of the registry, whose default sweep compiles every case. (The despiker's reflect pad +
+# unfold of a computed 2048-row and the pre-emphasis deltas of a 16000-sample computed row,
+# bugs 3 and 5, compile since session 40: frontend/recompute.py.)
+_NOT_COMPILING = {"poly2_features_fp64_regression"}
 CASES = [case for case in CASES if case.name not in _NOT_COMPILING]

@@ -15,14 +15,17 @@ just read), its elementwise ops run once per gathered element, and no value cros
 The walk follows elementwise ops, casts, selects, broadcasting views, reductions over other
 dims (an ``unbind`` pick, a window's median) and gathers along the same line (their positions
 compose). Values that do not vary along the line (a row's mean, a scalar argument) are kept
-and broadcast. Its result is built in the gather's own rank plus one trailing dim per reduced
-or squeezed dim met on the way (``space`` below: each node's dims map to those axes).
+and broadcast. It is built in the gather's own rank plus one trailing dim per reduced or
+squeezed dim met on the way (``space`` below: each node's dims map to those axes), at positions
+that vary only where the gather's index does (a slice's index broadcast over other dims is
+taken unbroadcast: a row norm kept as ``[n, 1]`` is recomputed as ``[k, 1]``, not ``[k, c]``).
+A walk that cannot finish leaves what it built unused (dead code, dropped after tracing).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tilecraft.frontend import indexing
 from tilecraft.frontend.gather_loads import load_at, plain_load, unwritten
@@ -40,52 +43,51 @@ _ELEMENTWISE = (Op.UNARY, Op.BINARY, Op.WHERE, Op.CAST)
 _VIEW_ITEMS = (":", None, 0)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Rank:
-    """The checking walk's stand-in for positions: their rank only."""
-
-    ndim: int
-
-
-Positions = Node | _Rank
-
-
 @dataclasses.dataclass
 class _Walk:
-    """One gather's walk: the line's axis in the result, whether nodes are emitted (the first
-    walk only checks that the second can finish), and what it visited."""
+    """One gather's walk: the line's axis in the result, and what it visited."""
 
     t: Tracer
     line: int
-    build: bool
-    memo: dict[tuple[int, tuple[int, ...], int], Any] = dataclasses.field(default_factory=dict)
-    extended: dict[tuple[int, int], Positions] = dataclasses.field(default_factory=dict)
+    memo: dict[tuple[int, tuple[int, ...], int], Node | None] = dataclasses.field(
+        default_factory=dict
+    )
+    extended: dict[tuple[int, int], Node] = dataclasses.field(default_factory=dict)
     nodes: int = 0
     loads: int = 0
 
 
 def recomputed(t: Tracer, src: Node, idx: Node, axis: int) -> TileValue | None:
     """``src`` gathered at ``idx`` along ``axis``, recomputed at those positions, or None."""
-    space = tuple(range(src.ndim))
-    check = _Walk(t, axis, build=False)
-    if _at(check, src, space, _Rank(idx.ndim)) is None or check.loads > _MOST_LOADS:
+    w = _Walk(t, axis)
+    out = _at(w, src, tuple(range(src.ndim)), _unbroadcast(idx))
+    if out is None or w.loads > _MOST_LOADS or out.dtype != src.dtype:
         return None
-    out = _at(_Walk(t, axis, build=True), src, space, idx)
-    assert out.shape == idx.shape and out.dtype == src.dtype, (out.shape, idx.shape)
+    if out.shape != idx.shape:
+        if t.broadcast_shapes(out.shape, idx.shape) != idx.shape:
+            return None
+        out = t.emit(Op.VIEW, [out], idx.shape, out.dtype, expand=True)
     return t.wrap(out)
 
 
-def _at(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
+def _unbroadcast(idx: Node) -> Node:
+    """The index before its broadcast over the other dims (``rdims.along``'s expand)."""
+    while idx.op is Op.VIEW and set(idx.attrs) == {"expand"}:
+        idx = idx.inputs[0]
+    return idx
+
+
+def _at(w: _Walk, node: Node, space: tuple[int, ...], q: Node) -> Node | None:
     """``node`` (whose dim ``k`` is axis ``space[k]`` of ``q``) at the positions ``q`` along the
-    line: a node (building), True (checking), or None where the walk cannot follow."""
-    key = (node.id, space, id(q))
+    line, or None where the walk cannot follow."""
+    key = (node.id, space, q.id)
     if key not in w.memo:
         w.nodes += 1
         w.memo[key] = None if w.nodes > _MOST_NODES else _visit(w, node, space, q)
     return w.memo[key]
 
 
-def _visit(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
+def _visit(w: _Walk, node: Node, space: tuple[int, ...], q: Node) -> Node | None:
     if node.ndim and node.ndim != len(space):
         return None
     if node.ndim == 0 or w.line not in space or node.shape[space.index(w.line)] == 1:
@@ -95,10 +97,14 @@ def _visit(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
     if node.op is Op.LOAD:
         return _load(w, node, space, q)
     if node.op in _ELEMENTWISE:
-        return _elementwise(w, node, space, q)
+        operands = [_at(w, i, space, q) for i in node.inputs]
+        if any(o is None for o in operands):
+            return None
+        shape = w.t.broadcast_shapes(*[o.shape for o in operands if o is not None])
+        return w.t.emit(node.op, operands, shape, node.dtype, **node.attrs)  # type: ignore[arg-type]
     if node.op is Op.GATHER and space[node.attrs["axis"]] == w.line:
         positions = _at(w, node.inputs[1], space, q)  # the line's positions it reads
-        return positions and _at(w, node.inputs[0], space, positions if w.build else q)
+        return None if positions is None else _at(w, node.inputs[0], space, positions)
     if node.op is Op.REDUCE:
         return _reduced(w, node, space, q)
     if node.op is Op.VIEW:
@@ -106,13 +112,11 @@ def _visit(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
     return None
 
 
-def _lifted(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
+def _lifted(w: _Walk, node: Node, space: tuple[int, ...], q: Node) -> Node | None:
     """A node constant along the line, its dims placed at their axes of ``q``'s rank (in
     order: a view places dims, it does not permute them)."""
     if list(space) != sorted(space):
         return None
-    if not w.build:
-        return True
     if node.ndim == 0 or space == tuple(range(q.ndim)):
         return node
     spec = tuple(":" if axis in space else None for axis in range(q.ndim))
@@ -120,32 +124,29 @@ def _lifted(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
     return w.t.emit(Op.VIEW, [node], shape, node.dtype, spec=spec)
 
 
-def _positions(w: _Walk, node: Node, q: Positions) -> Any:
+def _positions(w: _Walk, node: Node, q: Node) -> Node | None:
     """The line's own positions (``tc.arange``-style index tiles): ``q`` itself."""
     sym = node.attrs["sym"]
     if not isinstance(sym, Sym) or not isinstance(sym.begin, int):
         return None
-    if not w.build:
-        return True
-    assert isinstance(q, Node)
     return q if sym.begin == 0 else w.t.pointwise("add", w.t.wrap(q), sym.begin).node
 
 
-def _load(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
+def _load(w: _Walk, node: Node, space: tuple[int, ...], q: Node) -> Node | None:
     """A load of a tensor the kernel has not written: a plain one read at ``q``, one at computed
     indices (a slice of a long loaded line re-read, a gather of a load) read at its indices
     recomputed at ``q``."""
     w.loads += 1
     if plain_load(w.t, node):
-        return load_at(w.t, node, q, space, w.line).node if isinstance(q, Node) else True
+        return load_at(w.t, node, q, space, w.line).node
     items = node.attrs["index"]
     if set(node.attrs) - {"tensor", "index", "positions"} or not unwritten(w.t, node):
         return None
     if any(item[0] not in ("value", "int", "none") for item in items):
         return None
     indices = [_at(w, i, space, q) for i in node.inputs]
-    if not all(indices) or not w.build:
-        return all(indices) or None
+    if any(i is None for i in indices):
+        return None
     index = [
         w.t.wrap(indices[item[1]])
         if item[0] == "value"
@@ -155,29 +156,24 @@ def _load(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
     return indexing.load(w.t, node.attrs["tensor"], tuple(index)).node
 
 
-def _elementwise(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
-    operands = [_at(w, i, space, q) for i in node.inputs]
-    if not all(operands) or not w.build:
-        return all(operands) or None
-    shape = w.t.broadcast_shapes(*[o.shape for o in operands])
-    return w.t.emit(node.op, operands, shape, node.dtype, **node.attrs)
-
-
-def _reduced(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
+def _reduced(w: _Walk, node: Node, space: tuple[int, ...], q: Node) -> Node | None:
     """A reduction over a dim other than the line's: its input walked with that dim at a new
-    last axis (``q`` given one more dim of 1), then reduced over it."""
+    last axis (``q`` given one more dim of 1), then reduced over it. A kept dim of 1 must stay
+    one: positions varying along it would recompute the reduction once per position."""
     axis, keepdim = node.attrs["axis"], node.attrs["keepdim"]
+    if keepdim and q.shape[space[axis]] != 1:
+        return None
     kept = [a for k, a in enumerate(space) if not (keepdim and k == axis)]
     inner = (*kept[:axis], q.ndim, *kept[axis:])
     source = _at(w, node.inputs[0], inner, _extend(w, q, 1))
-    if not source or not w.build:
-        return source
+    if source is None:
+        return None
     shape = source.shape[:-1]
     attrs = {**node.attrs, "axis": len(shape), "keepdim": False}
     return w.t.emit(Op.REDUCE, [source], shape, node.dtype, **attrs)
 
 
-def _viewed(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
+def _viewed(w: _Walk, node: Node, space: tuple[int, ...], q: Node) -> Node | None:
     """A broadcast (``expand``) or an index-style view (``:`` keeps an input dim, ``None`` adds
     a dim of 1, ``0`` drops a dim of 1: that dim walks at a new last axis, dropped after)."""
     attrs = node.attrs
@@ -196,22 +192,19 @@ def _viewed(w: _Walk, node: Node, space: tuple[int, ...], q: Positions) -> Any:
             dropped += 1
         out_dim += item != 0
     source = _at(w, node.inputs[0], tuple(inner), _extend(w, q, dropped))
-    if not source or not w.build or not dropped:
+    if source is None or not dropped:
         return source
     keep = (":",) * q.ndim + (0,) * dropped
     return w.t.emit(Op.VIEW, [source], source.shape[: q.ndim], source.dtype, spec=keep)
 
 
-def _extend(w: _Walk, q: Positions, count: int) -> Positions:
+def _extend(w: _Walk, q: Node, count: int) -> Node:
     """``q`` with ``count`` more trailing dims of 1 (the axes a reduced or dropped dim takes)."""
     if not count:
         return q
-    key = (id(q), count)
+    key = (q.id, count)
     if key not in w.extended:
-        if isinstance(q, _Rank):
-            w.extended[key] = _Rank(q.ndim + count)
-        else:
-            spec = (":",) * q.ndim + (None,) * count
-            shape = (*q.shape, *(1,) * count)
-            w.extended[key] = w.t.emit(Op.VIEW, [q], shape, q.dtype, spec=spec)
+        spec = (":",) * q.ndim + (None,) * count
+        shape = (*q.shape, *(1,) * count)
+        w.extended[key] = w.t.emit(Op.VIEW, [q], shape, q.dtype, spec=spec)
     return w.extended[key]
