@@ -1,9 +1,10 @@
 """torch.cat / torch.concat / torch.stack of tiles of any sizes along a whole static dim
 (frontend/concat.py), and torch.split / torch.chunk / torch.unbind into unequal parts
-(frontend/splits.py): the interpreter against eager PyTorch with pieces whose sizes differ or are
-not powers of two (padded lanes), mixed dtypes promoted as torch does, two configs each, the
-generated code's form (the power-of-two fast path stays a join), the errors for a tile loop's dim
-and for forms torch refuses, and cross-compiles of the defaults for sm_90 and gfx942."""
+(frontend/splits.py): the kernels (on the GPU, in the interpreter on a CPU) against eager PyTorch
+with pieces whose sizes differ or are not powers of two (padded lanes), mixed dtypes promoted as
+torch does, two configs each, the generated code's form (the power-of-two fast path stays a
+join), the errors for a tile loop's dim and for forms torch refuses, and cross-compiles of the
+defaults for sm_90 and gfx942."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def uneven(
 def _uneven_ref(
     x: torch.Tensor, y: torch.Tensor, k: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    steps = torch.arange(4).float()[None, :].expand(x.size(0), 4)
+    steps = torch.arange(4, device=x.device).float()[None, :].expand(x.size(0), 4)
     return (
         torch.cat([x[:, :3], y], dim=-1),
         torch.cat([x[:, 2:5], y.half(), k], dim=1),
@@ -58,10 +59,11 @@ def _uneven_ref(
 
 
 @pytest.mark.parametrize("blocks", [[1], [4]])
-def test_cat_of_uneven_pieces_matches_eager(blocks: list[int]) -> None:
+def test_cat_of_uneven_pieces_matches_eager(blocks: list[int], device: str) -> None:
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(7, 13, generator=g), torch.randn(7, 5, generator=g)
     k = torch.randint(-9, 9, (7, 1), generator=g)
+    x, y, k = x.to(device), y.to(device), k.to(device)
     want = _uneven_ref(x, y, k)
     assert want[1].dtype == torch.float32  # torch's promotion of float32, float16, int64
     for got, w in zip(_run(uneven, (x, y, k), blocks), want, strict=True):  # type: ignore[call-overload]
@@ -83,9 +85,10 @@ def middle(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("blocks", [[1], [2]])
-def test_cat_along_a_middle_dim_matches_eager(blocks: list[int]) -> None:
+def test_cat_along_a_middle_dim_matches_eager(blocks: list[int], device: str) -> None:
     g = torch.Generator().manual_seed(1)
     a, b = torch.randn(5, 3, 7, generator=g), torch.randn(5, 6, 7, generator=g)
+    a, b = a.to(device), b.to(device)
     assert torch.equal(_run(middle, (a, b), blocks), torch.cat([a, b + 1.0], 1))  # type: ignore[arg-type]
 
 
@@ -101,8 +104,8 @@ def square_pieces(s: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_cat_of_a_transposed_square_piece_lines_up_by_position() -> None:
-    sq = torch.randn(3, 5, 5, generator=torch.Generator().manual_seed(4))
+def test_cat_of_a_transposed_square_piece_lines_up_by_position(device: str) -> None:
+    sq = torch.randn(3, 5, 5, generator=torch.Generator().manual_seed(4)).to(device)
     assert torch.equal(square_pieces(sq), torch.cat([sq[:, :, :3], sq.transpose(1, 2)], 2))
 
 
@@ -122,8 +125,8 @@ def stacks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 
 @pytest.mark.parametrize("blocks", [[1], [4]])
-def test_stack_of_any_number_of_tiles_matches_eager(blocks: list[int]) -> None:
-    x = torch.randn(6, 11, generator=torch.Generator().manual_seed(2))
+def test_stack_of_any_number_of_tiles_matches_eager(blocks: list[int], device: str) -> None:
+    x = torch.randn(6, 11, generator=torch.Generator().manual_seed(2)).to(device)
     three, five, two = _run(stacks, (x,), blocks)  # type: ignore[misc]
     assert torch.equal(three, torch.stack([x, x * 2.0, -x], 1))
     assert torch.equal(five, torch.stack([x + float(i) for i in range(5)]))
@@ -142,8 +145,8 @@ def equal_halves(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_equal_power_of_two_pieces_keep_the_join() -> None:
-    x = torch.randn(5, 8, generator=torch.Generator().manual_seed(3))
+def test_equal_power_of_two_pieces_keep_the_join(device: str) -> None:
+    x = torch.randn(5, 8, generator=torch.Generator().manual_seed(3)).to(device)
     assert torch.equal(equal_halves(x), torch.cat([x, -x], 1))
     code = _code(equal_halves, (x,))
     assert "tl.join" in code and "tl.reshape" in code and "tl.gather" not in code
@@ -168,24 +171,24 @@ def _cat_kernel(body: str, static: bool = True) -> tc.Kernel:
     return k
 
 
-def test_cat_along_a_tile_loop_dim_says_to_store_the_pieces() -> None:
+def test_cat_along_a_tile_loop_dim_says_to_store_the_pieces(device: str) -> None:
     with pytest.raises(UnsupportedOpError, match=r"torch\.cat along dim 0 .* a tile loop") as info:
-        _cat_kernel("tile")(torch.randn(8, 4))
+        _cat_kernel("tile")(torch.randn(8, 4, device=device))
     assert "store each piece" in str(info.value) and "test_concat.py" in str(info.value)
 
 
-def test_cat_of_a_run_time_size_says_to_compile_it_static() -> None:
+def test_cat_of_a_run_time_size_says_to_compile_it_static(device: str) -> None:
     with pytest.raises(UnsupportedOpError, match=r"torch\.cat along dim 1 .* run time") as info:
-        _cat_kernel("dynamic", static=False)(torch.randn(8, 5))
+        _cat_kernel("dynamic", static=False)(torch.randn(8, 5, device=device))
     assert "static_shapes=True" in str(info.value)
 
 
-def test_cat_forms_torch_refuses_are_errors_naming_them() -> None:
+def test_cat_forms_torch_refuses_are_errors_naming_them(device: str) -> None:
     with pytest.raises(UnsupportedOpError, match=r"torch\.cat: tile 1 is 1-D"):
-        _cat_kernel("rank")(torch.randn(8, 4))
+        _cat_kernel("rank")(torch.randn(8, 4, device=device))
     # torch's own argument check, at the user's line
     with pytest.raises(UnsupportedOpError, match=r"test_concat.py:\d+: .*expected Tensor"):
-        _cat_kernel("number")(torch.randn(8, 4))
+        _cat_kernel("number")(torch.randn(8, 4, device=device))
 
 
 @tc.kernel(static_shapes=True)
@@ -225,14 +228,16 @@ def _parts_ref(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
 
 
 @pytest.mark.parametrize("blocks", [[1], [4]])
-def test_split_chunk_and_unbind_into_unequal_parts_match_eager(blocks: list[int]) -> None:
-    x = torch.randn(6, 11, generator=torch.Generator().manual_seed(5))
+def test_split_chunk_and_unbind_into_unequal_parts_match_eager(
+    blocks: list[int], device: str
+) -> None:
+    x = torch.randn(6, 11, generator=torch.Generator().manual_seed(5)).to(device)
     for got, want in zip(_run(parts, (x,), blocks * 2), _parts_ref(x), strict=True):  # type: ignore[call-overload]
         torch.testing.assert_close(got, want)
     assert "tl.gather" in _code(parts, (x,))
 
 
-def test_split_forms_it_cannot_take_are_errors() -> None:
+def test_split_forms_it_cannot_take_are_errors(device: str) -> None:
     def splitting(call: str) -> tc.Kernel:
         @tc.kernel(static_shapes=True)
         def k(x: torch.Tensor) -> torch.Tensor:
@@ -248,7 +253,7 @@ def test_split_forms_it_cannot_take_are_errors() -> None:
 
         return k
 
-    x = torch.randn(5, 5)
+    x = torch.randn(5, 5, device=device)
     with pytest.raises(
         UnsupportedOpError, match=r"torch\.split along dim 0 .* a tile loop"
     ) as info:

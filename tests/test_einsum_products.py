@@ -46,17 +46,18 @@ def _eager(x: torch.Tensor, v: torch.Tensor, y: torch.Tensor) -> tuple[torch.Ten
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
-def test_product_sum_forms_match_eager(dtype: torch.dtype) -> None:
+def test_product_sum_forms_match_eager(dtype: torch.dtype, device: str) -> None:
     g = torch.Generator().manual_seed(0)
     x, y = (torch.randn(13, 37, generator=g) * 4 for _ in range(2))
     v = torch.randn(37, generator=g) * 4
     x, y, v = x.to(dtype), y.to(dtype), v.to(dtype)
+    want = _eager(x, v, y)  # on the CPU: CUDA has no int32 matmul for eager einsum's bmm
+    x, y, v = x.to(device), y.to(device), v.to(device)
     got = products(x, v, y)
-    want = _eager(x, v, y)
     tol = {"rtol": 1e-5, "atol": 1e-4} if dtype == torch.float32 else {}
     for have, expect in zip(got, want, strict=True):
         assert have.dtype == expect.dtype
-        torch.testing.assert_close(have, expect, **tol)
+        torch.testing.assert_close(have.cpu(), expect, **tol)
     code = products.bind((x, v, y)).to_triton_code(products.bind((x, v, y)).config_spec.default())
     assert "tl.dot" not in code and "tl.sum" in code
 
@@ -71,9 +72,10 @@ def batched_matvec(a: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_batched_matvec_matches_eager() -> None:
+def test_batched_matvec_matches_eager(device: str) -> None:
     g = torch.Generator().manual_seed(1)
     a, v = torch.randn(5, 6, 11, generator=g), torch.randn(5, 11, generator=g)
+    a, v = a.to(device), v.to(device)
     torch.testing.assert_close(
         batched_matvec(a, v), torch.einsum("bij,bj->bi", a, v), rtol=1e-5, atol=1e-5
     )
@@ -89,15 +91,16 @@ def short_k(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_contraction_too_short_for_a_dot_is_a_product_and_sum() -> None:
+def test_a_contraction_too_short_for_a_dot_is_a_product_and_sum(device: str) -> None:
     g = torch.Generator().manual_seed(4)
     x, w = torch.randn(21, 3, generator=g), torch.randn(3, 10, generator=g)
+    x, w = x.to(device), w.to(device)
     torch.testing.assert_close(short_k(x, w), x @ w, rtol=1e-5, atol=1e-5)
     bound = short_k.bind((x, w))
     assert "tl.dot" not in bound.to_triton_code(bound.config_spec.default())
 
 
-def test_forms_beyond_two_operands_stay_errors() -> None:
+def test_forms_beyond_two_operands_stay_errors(device: str) -> None:
     @tc.kernel(static_shapes=True)
     def diagonal(x: torch.Tensor) -> torch.Tensor:
         out = torch.empty(x.size(0), device=x.device)
@@ -106,7 +109,7 @@ def test_forms_beyond_two_operands_stay_errors() -> None:
         return out
 
     with pytest.raises(UnsupportedOpError, match=r"torch.einsum\('ii->i'\)"):
-        diagonal(torch.randn(4, 4))
+        diagonal(torch.randn(4, 4, device=device))
 
 
 @pytest.mark.crosscompile

@@ -1,7 +1,8 @@
 """torch.outer, torch.diff, torch.searchsorted / torch.bucketize, torch.repeat_interleave and
-Tensor.unfold on tiles (frontend/sequences.py): the interpreter against eager PyTorch on lengths that are not
-powers of two (padded lanes), the generated code's form, the errors that name an argument
-form device code cannot take, and cross-compiles of the defaults for sm_90 and gfx942."""
+Tensor.unfold on tiles (frontend/sequences.py): the kernels (on the GPU, in the interpreter on a
+CPU) against eager PyTorch on lengths that are not powers of two (padded lanes), the generated
+code's form, the errors that name an argument form device code cannot take, and cross-compiles
+of the defaults for sm_90 and gfx942."""
 
 from __future__ import annotations
 
@@ -34,10 +35,10 @@ def outers(
     return prod, mixed, both
 
 
-def test_outer_matches_eager() -> None:
+def test_outer_matches_eager(device: str) -> None:
     g = torch.Generator().manual_seed(0)
-    a, b = torch.randn(13, generator=g), torch.randn(7, generator=g)
-    k = torch.arange(7) - 3
+    a, b = torch.randn(13, generator=g).to(device), torch.randn(7, generator=g).to(device)
+    k = torch.arange(7, device=device) - 3
     prod, mixed, both = outers(a, b, k)
     assert torch.equal(prod, torch.outer(a, b))
     assert torch.equal(mixed, torch.outer(k, b))
@@ -46,7 +47,7 @@ def test_outer_matches_eager() -> None:
     assert "[:, None]" in code and "[None, :]" in code and "tl.dot" not in code
 
 
-def test_outer_of_a_2d_tile_names_the_argument() -> None:
+def test_outer_of_a_2d_tile_names_the_argument(device: str) -> None:
     @tc.kernel(static_shapes=True)
     def bad(x: torch.Tensor) -> torch.Tensor:
         out = torch.empty(x.size(0), 4, 4, device=x.device)
@@ -55,7 +56,7 @@ def test_outer_of_a_2d_tile_names_the_argument() -> None:
         return out
 
     with pytest.raises(UnsupportedOpError, match=r"torch\.outer: input is a 2-D tile"):
-        bad(torch.randn(8, 4))
+        bad(torch.randn(8, 4, device=device))
 
 
 @tc.kernel(static_shapes=True)
@@ -86,21 +87,22 @@ def middle_diff(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_diff_matches_eager() -> None:
+def test_diff_matches_eager(device: str) -> None:
     g = torch.Generator().manual_seed(1)
     x = torch.randn(6, 11, generator=g)
     k = torch.randint(0, 255, (6, 11), generator=g, dtype=torch.uint8)  # wraps, as in torch
+    x, k = x.to(device), k.to(device)
     first, second, ints, flips = diffs(x, k)
     assert torch.equal(first, torch.diff(x))
     assert torch.equal(second, torch.diff(x, n=2))
     assert torch.equal(ints, torch.diff(k))
     assert torch.equal(flips, torch.diff(x > 0))
-    y = torch.randn(3, 5, 6, generator=g)
+    y = torch.randn(3, 5, 6, generator=g).to(device)
     assert torch.equal(middle_diff(y), torch.diff(y, dim=1))
     assert "tl.gather" in _code(diffs, (x, k))  # rows of 11: slices gathered in registers
 
 
-def test_diff_along_a_tile_or_with_prepend_is_an_error_with_the_rewrite() -> None:
+def test_diff_along_a_tile_or_with_prepend_is_an_error_with_the_rewrite(device: str) -> None:
     @tc.kernel(static_shapes=True)
     def along_tile(x: torch.Tensor) -> torch.Tensor:
         out = torch.empty(x.size(0) - 1, device=x.device)
@@ -109,7 +111,7 @@ def test_diff_along_a_tile_or_with_prepend_is_an_error_with_the_rewrite() -> Non
         return out
 
     with pytest.raises(UnsupportedOpError, match=r"torch\.diff along dim 0, a tile") as info:
-        along_tile(torch.randn(9))
+        along_tile(torch.randn(9, device=device))
     assert "x[t.index + 1] - x[t]" in str(info.value)
 
     @tc.kernel(static_shapes=True)
@@ -120,7 +122,7 @@ def test_diff_along_a_tile_or_with_prepend_is_an_error_with_the_rewrite() -> Non
         return out
 
     with pytest.raises(UnsupportedOpError, match=r"torch\.diff with prepend= / append="):
-        prepended(torch.randn(4, 5))
+        prepended(torch.randn(4, 5, device=device))
 
 
 @tc.kernel(static_shapes=True)
@@ -142,12 +144,12 @@ def buckets(
     return left, right, bucket, by_int
 
 
-def test_searchsorted_and_bucketize_match_eager() -> None:
-    seq = torch.tensor([-1.0, 0.0, 0.0, 0.5, 2.0])  # 5 boundaries: 3 padded lanes
+def test_searchsorted_and_bucketize_match_eager(device: str) -> None:
+    seq = torch.tensor([-1.0, 0.0, 0.0, 0.5, 2.0], device=device)  # 5 boundaries: 3 padded lanes
     row = [-2.0, -1.0, 0.0, 0.25, 0.5, 3.0, float("nan"), float("inf"), -float("inf")]
     g = torch.Generator().manual_seed(2)
-    v = torch.cat([torch.tensor([row] * 3), torch.randn(3, 9, generator=g)]) * 1.0
-    ks = torch.tensor([-1, 0, 1, 1, 3, 7, 9])
+    v = (torch.cat([torch.tensor([row] * 3), torch.randn(3, 9, generator=g)]) * 1.0).to(device)
+    ks = torch.tensor([-1, 0, 1, 1, 3, 7, 9], device=device)
     left, right, bucket, by_int = buckets(seq, v, ks)
     assert left.dtype == torch.int64 and bucket.dtype == torch.int32
     assert torch.equal(left, torch.searchsorted(seq, v))
@@ -177,17 +179,20 @@ def run_time_boundaries(b: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_searchsorted_of_its_own_dim_a_number_and_a_run_time_length() -> None:
+def test_searchsorted_of_its_own_dim_a_number_and_a_run_time_length(device: str) -> None:
     g = torch.Generator().manual_seed(4)
-    b, v = torch.tensor([0.0, 1, 1, 2, 5]), torch.randn(9, generator=g) * 3
+    b = torch.tensor([0.0, 1, 1, 2, 5], device=device)
+    v = (torch.randn(9, generator=g) * 3).to(device)
     ranks, shifted = self_search(b, v)
     assert torch.equal(ranks, torch.searchsorted(b, b, right=True))
-    assert torch.equal(shifted, torch.bucketize(v, b) + torch.searchsorted(b, torch.tensor(0.5)))
-    for seq in (b, torch.tensor([0.0, 1, 1, 2, 5, 7, 9])):  # one compiled kernel, two lengths
+    half = torch.tensor(0.5, device=device)
+    assert torch.equal(shifted, torch.bucketize(v, b) + torch.searchsorted(b, half))
+    longer = torch.tensor([0.0, 1, 1, 2, 5, 7, 9], device=device)
+    for seq in (b, longer):  # one compiled kernel, two lengths
         assert torch.equal(run_time_boundaries(seq, v), torch.bucketize(v, seq))
 
 
-def test_searchsorted_forms_it_cannot_take_are_errors() -> None:
+def test_searchsorted_forms_it_cannot_take_are_errors(device: str) -> None:
     def searching(call: str) -> tc.Kernel:
         @tc.kernel(static_shapes=True)
         def k(seq: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -203,13 +208,13 @@ def test_searchsorted_forms_it_cannot_take_are_errors() -> None:
 
         return k
 
-    v = torch.randn(16)
+    v = torch.randn(16, device=device)
     with pytest.raises(UnsupportedOpError, match="sorter="):
-        searching("sorter")(torch.randn(8), v)
+        searching("sorter")(torch.randn(8, device=device), v)
     with pytest.raises(UnsupportedOpError, match="sorted sequence is a 2-D tile"):
-        searching("2d")(torch.randn(2, 8), v)
+        searching("2d")(torch.randn(2, 8, device=device), v)
     with pytest.raises(UnsupportedOpError, match=r"searchsorted along dim 0, a tile") as info:
-        searching("tile")(torch.randn(16), v)
+        searching("tile")(torch.randn(16, device=device), v)
     assert "b[:]" in str(info.value)
 
 
@@ -232,9 +237,10 @@ def repeats(
     return by4, by3, mid, flat
 
 
-def test_repeat_interleave_matches_eager() -> None:
+def test_repeat_interleave_matches_eager(device: str) -> None:
     g = torch.Generator().manual_seed(3)
-    x, v = torch.randn(5, 7, generator=g), torch.arange(6, dtype=torch.int32)
+    x = torch.randn(5, 7, generator=g).to(device)
+    v = torch.arange(6, dtype=torch.int32, device=device)
     by4, by3, mid, flat = repeats(x, v)
     assert torch.equal(by4, x.repeat_interleave(4, dim=1))
     assert torch.equal(by3, x.repeat_interleave(3, dim=1))
@@ -244,7 +250,7 @@ def test_repeat_interleave_matches_eager() -> None:
     assert "tl.reshape" in code and "tl.gather" in code
 
 
-def test_repeat_interleave_by_a_tensor_names_the_argument() -> None:
+def test_repeat_interleave_by_a_tensor_names_the_argument(device: str) -> None:
     @tc.kernel(static_shapes=True)
     def by_tensor(x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         out = torch.empty(x.size(0), 2 * x.size(1), device=x.device)
@@ -253,7 +259,7 @@ def test_repeat_interleave_by_a_tensor_names_the_argument() -> None:
         return out
 
     with pytest.raises(UnsupportedOpError, match=r"repeat_interleave with repeats=.*Python int"):
-        by_tensor(torch.randn(4, 3), torch.full((3,), 2))
+        by_tensor(torch.randn(4, 3, device=device), torch.full((3,), 2, device=device))
 
 
 @tc.kernel(static_shapes=True)
@@ -278,9 +284,10 @@ def windows(
 
 
 @pytest.mark.parametrize("blocks", [[1, 1], [4, 2]])
-def test_unfold_matches_eager(blocks: list[int]) -> None:
+def test_unfold_matches_eager(blocks: list[int], device: str) -> None:
     g = torch.Generator().manual_seed(5)
     x, y = torch.randn(6, 11, generator=g), torch.randn(3, 7, 5, generator=g)
+    x, y = x.to(device), y.to(device)
     bound = windows.bind((x, y))
     got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x, y)
     want = (x.unfold(1, 3, 1), x.unfold(1, 4, 2), y.unfold(1, 3, 2), x.unfold(1, 11, 1))
@@ -289,7 +296,7 @@ def test_unfold_matches_eager(blocks: list[int]) -> None:
     assert "tl.gather" in _code(windows, (x, y))
 
 
-def test_unfold_forms_it_cannot_take_are_errors() -> None:
+def test_unfold_forms_it_cannot_take_are_errors(device: str) -> None:
     def unfolding(call: str) -> tc.Kernel:
         @tc.kernel(static_shapes=True)
         def k(x: torch.Tensor) -> torch.Tensor:
@@ -305,7 +312,7 @@ def test_unfold_forms_it_cannot_take_are_errors() -> None:
 
         return k
 
-    x = torch.randn(8, 3)
+    x = torch.randn(8, 3, device=device)
     with pytest.raises(UnsupportedOpError, match=r"Tensor\.unfold along dim 0, a tile") as info:
         unfolding("tile")(x)
     assert "x[t.index[:, None] * step" in str(info.value)

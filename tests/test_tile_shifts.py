@@ -1,7 +1,7 @@
 """Constant slices and F.pad of register tiles (frontend/tile_shifts.py): register gathers.
-Numerics in the interpreter and ref mode against eager PyTorch (padded dims, two configs), a
-CTC forward written with torch's shift idiom, errors naming what the user did, cross-compiles
-for cuda:90 and hip:gfx942."""
+Numerics on the GPU (the interpreter on a CPU) and in ref mode against eager PyTorch (padded
+dims, two configs), a CTC forward written with torch's shift idiom, errors naming what the user
+did, cross-compiles for cuda:90 and hip:gfx942."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def _expected(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
 
 
 @pytest.mark.parametrize("config", [None, tc.Config(block_sizes=[2])])
-def test_slices_and_pads_match_torch(config: tc.Config | None) -> None:
-    x = torch.randn(5, 13)  # 13 pads to 16, 12 and 7 to 16 and 8
+def test_slices_and_pads_match_torch(config: tc.Config | None, device: str) -> None:
+    x = torch.randn(5, 13, device=device)  # 13 pads to 16, 12 and 7 to 16 and 8
     bound = shifts.bind((x,))
     got = bound.run(bound.compile_config(config or bound.config_spec.default()), x)
     for have, want in zip(got, _expected(x), strict=True):
@@ -48,11 +48,12 @@ def test_slices_and_pads_match_torch(config: tc.Config | None) -> None:
     assert code.count("tl.gather(") == 5, code  # two slices and a pad a shift, one slice
 
 
-def test_ctc_written_with_pads() -> None:
+def test_ctc_written_with_pads(device: str) -> None:
     g = torch.Generator().manual_seed(0)
-    log_probs = torch.log_softmax(torch.randn(12, 3, 5, generator=g), dim=-1)
-    targets = torch.randint(1, 5, (3, 4), generator=g)
-    tgt_lens, in_lens = torch.tensor([4, 2, 3]), torch.tensor([12, 9, 10])
+    log_probs = torch.log_softmax(torch.randn(12, 3, 5, generator=g), dim=-1).to(device)
+    targets = torch.randint(1, 5, (3, 4), generator=g).to(device)
+    tgt_lens = torch.tensor([4, 2, 3], device=device)
+    in_lens = torch.tensor([12, 9, 10], device=device)
     want = F.ctc_loss(log_probs, targets, in_lens, tgt_lens, reduction="none")
     got = ctc_loss_forward_pads(log_probs, targets, in_lens, tgt_lens)
     torch.testing.assert_close(got, want)
@@ -106,10 +107,10 @@ def reversed_by_slice(x: torch.Tensor) -> torch.Tensor:
     ],
 )
 def test_shift_errors_name_the_call(
-    kernel: tc.Kernel, args: tuple[torch.Tensor, ...], error: type, match: str
+    kernel: tc.Kernel, args: tuple[torch.Tensor, ...], error: type, match: str, device: str
 ) -> None:
     with pytest.raises(error, match=match) as info:
-        kernel(*args)
+        kernel(*(a.to(device) for a in args))
     assert "test_tile_shifts.py" in str(info.value)
 
 
@@ -138,16 +139,16 @@ def slice_at_run_time_int(x: torch.Tensor, k: int) -> torch.Tensor:
     return out
 
 
-def test_tile_slices_take_specialized_ints() -> None:
+def test_tile_slices_take_specialized_ints(device: str) -> None:
     """tc.specialize's int (an int subclass) bounds a tile slice like a literal int does."""
-    x = torch.randn(5, 8)
+    x = torch.randn(5, 8, device=device)
     expect = torch.cat([-2.0 * x[:, 4:], 2.0 * x[:, :4]], dim=1)
     torch.testing.assert_close(rotate_halves(x), expect)
 
 
-def test_a_run_time_int_slice_bound_names_what_to_do() -> None:
+def test_a_run_time_int_slice_bound_names_what_to_do(device: str) -> None:
     with pytest.raises(UnsupportedOpError, match=r"\[:7\]: 7 is a run-time int") as info:
-        slice_at_run_time_int(torch.randn(4, 8), 7)
+        slice_at_run_time_int(torch.randn(4, 8, device=device), 7)
     assert "tc.specialize" in str(info.value) and "test_tile_shifts.py" in str(info.value)
 
 
@@ -176,26 +177,26 @@ def _rotate_blocks_eager(x: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("n", [8, 64, 128])
-def test_aligned_blocks_of_a_computed_tile_split_its_layout(n: int) -> None:
+def test_aligned_blocks_of_a_computed_tile_split_its_layout(n: int, device: str) -> None:
     """A half or quarter of a whole power-of-two dim, at a multiple of its length, is a reshape
     into dims of 2, permutes and ``tl.split``: no register gather (each element through warp
     shuffles)."""
-    x = torch.randn(5, n).to(torch.bfloat16)
+    x = torch.randn(5, n).to(device, torch.bfloat16)
     bound = rotate_blocks.bind((x,))
     code = bound.to_triton_code(bound.config_spec.default())
     assert "tl.split(" in code and "tl.gather(" not in code, code
     torch.testing.assert_close(rotate_blocks(x), _rotate_blocks_eager(x))
 
 
-def test_unaligned_or_loaded_slices_keep_their_gathers() -> None:
+def test_unaligned_or_loaded_slices_keep_their_gathers(device: str) -> None:
     """An unaligned slice of a computed tile stays a register gather; a slice of a loaded long
     row re-reads memory (no split either way)."""
-    x = torch.randn(4, 16)
+    x = torch.randn(4, 16, device=device)
     bound = middle_of_a_row.bind((x,))  # [4, 12) of 16: not at a multiple of its length
     code = bound.to_triton_code(bound.config_spec.default())
     assert "tl.split(" not in code and "tl.gather(" in code, code
     torch.testing.assert_close(middle_of_a_row(x), x[:, 4:12] * 2.0)
-    y = torch.randn(4, 64)
+    y = torch.randn(4, 64, device=device)
     bound = halves_of_a_load.bind((y,))
     code = bound.to_triton_code(bound.config_spec.default())
     assert "tl.split(" not in code and "tl.gather(" not in code, code
