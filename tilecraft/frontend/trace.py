@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import (
+    RUN_TIME_COUNT_HINT,
     ArgumentError,
     DeviceCodeError,
     SourceLoc,
@@ -45,7 +46,13 @@ from tilecraft.ir.promote import promote_small_grids
 from tilecraft.ir.tuple_scans import narrow_tuple_scans
 from tilecraft.language import _context
 from tilecraft.language.loops import TileSpec, grid
-from tilecraft.language.tunables import BlockSize, DynamicFlag, DynamicInt, Specialized
+from tilecraft.language.tunables import (
+    BlockSize,
+    DynamicFlag,
+    DynamicInt,
+    Specialized,
+    SpecializeHostInts,
+)
 
 PROVISIONAL_BLOCK = 32
 
@@ -91,6 +98,7 @@ class _TraceHost:
         self.first_env: dict[int, dict[str, Any]] = {}
         self.varying: set[str] = set()  # host ints that change between launches of one loop
         self.force_dynamic: set[str] = set()
+        self.force_static: frozenset[str] = frozenset()  # host ints device code needs baked in
         self.arguments: set[int] = set()  # ids of the kernel's tensor arguments (meta copies)
         self.misaligned: set[int] = set()  # ... whose real data pointer is not 16-byte aligned
         self.alias_groups: dict[int, int] = {}  # id of a host-allocated buffer -> its group
@@ -325,6 +333,7 @@ class _TraceHost:
             return value
         if isinstance(value, int):
             static = self.static_shapes and name not in self.force_dynamic
+            static = static or name in self.force_static
             return value if static else DynamicInt(value, name)
         if isinstance(value, float):
             node = Node(
@@ -414,6 +423,7 @@ def trace_kernel(
     fn = build_function(src, launch_tree(src), hooks)
     glue_fns = eager_glue_functions(src)
     force_dynamic: set[str] = set()
+    force_static: frozenset[str] = frozenset()
     meta_args, meta_kwargs = _meta(args), _meta(kwargs)
     pairs = list(zip((*meta_args, *meta_kwargs.values()), (*args, *kwargs.values()), strict=True))
     arguments = {id(m) for m, _ in pairs if isinstance(m, torch.Tensor)}
@@ -424,9 +434,18 @@ def trace_kernel(
         host.misaligned = misaligned
         host.glue_fns = glue_fns
         current.append(host)
-        host.force_dynamic = force_dynamic
-        with _context.host_context(host):
-            fn(*meta_args, **meta_kwargs)
+        host.force_dynamic, host.force_static = force_dynamic, force_static
+        try:
+            with _context.host_context(host):
+                fn(*meta_args, **meta_kwargs)
+        except SpecializeHostInts as need:
+            if need.names <= force_static:  # baked in, and still not an int: not a host int's
+                raise DeviceCodeError(
+                    "tc.static_range needs int bounds known when the kernel compiles",
+                    hint=RUN_TIME_COUNT_HINT,
+                ) from None
+            force_static = force_static | need.names  # re-trace with those ints baked in
+            continue
         if host.varying <= force_dynamic:
             break
         force_dynamic = force_dynamic | host.varying  # re-trace with those ints as arguments

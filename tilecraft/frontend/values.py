@@ -55,6 +55,12 @@ class TileValue:
     def size(self, dim: int | None = None) -> Any:
         return self.shape if dim is None else self.shape[dim]
 
+    @property
+    def device(self) -> torch.device:
+        """A placeholder: device code has one device, and its factories ignore ``device=``
+        (``torch.ones(n, n, device=x.device)`` builds a tile as torch code writes it)."""
+        return torch.device("meta")
+
     def __getattr__(self, name: str) -> Any:
         method = getattr(torch.Tensor, name, None)
         if method is None or name.startswith("_"):

@@ -47,6 +47,18 @@ class Sym:
     def __repr__(self) -> str:
         return self.name
 
+    def __index__(self) -> int:
+        """A whole dim of a static length is that int where Python or torch needs one
+        (``torch.ones(T, T)`` with ``T = x.size(-1)``, ``range(T)``); torch's factories in
+        device code still receive the dim itself (``frontend/factories.py``)."""
+        n = whole_length(self)
+        if n is None or self.extent_args:
+            kind = "a tile loop's block" if self.kind is SymKind.BLOCK else "a run-time size"
+            raise TypeError(
+                f"{self.name} is {kind}: its length is not an int when the kernel compiles"
+            )
+        return n
+
 
 def same_range(a: Sym, b: Sym) -> bool:
     """Two syms over one range: the same kind, equal begins and extents (ints equal, nodes the

@@ -17,6 +17,7 @@ import torch
 
 from tilecraft.errors import RUN_TIME_COUNT_HINT, DeviceCodeError, SourceLoc
 from tilecraft.language import _context, ref_sample
+from tilecraft.language.tunables import SpecializeHostInts, host_int_names
 
 
 @dataclasses.dataclass
@@ -207,6 +208,8 @@ def static_range(*args: int) -> range:
     range gets the same block size, and copies that do not depend on each other run as one
     loop (``ir/fuse_loops.py``: four taps of a convolution read their inputs once)."""
     for a in args:
+        if (names := host_int_names(a)) is not None:
+            raise SpecializeHostInts(names)  # traced again with them baked in
         if not isinstance(a, int) or type(a).__name__ == "DynamicInt":
             what = "a run-time int" if type(a).__name__ == "DynamicInt" else type(a).__name__
             raise DeviceCodeError(

@@ -40,6 +40,39 @@ class DynamicInt(int):
         return obj
 
 
+class SpecializeHostInts(Exception):
+    """Device code needs these host ints (passed at run time under ``static_shapes=False``) as
+    compile-time ints (``tc.static_range(-half, half + 1)``): the kernel is traced again with
+    them baked in, and a call with other values compiles again (as ``tc.specialize`` does)."""
+
+    def __init__(self, names: frozenset[str]):
+        super().__init__(sorted(names))
+        self.names = names
+
+
+def host_int_names(value: Any) -> frozenset[str] | None:
+    """The host ints a run-time int value is computed from (``half``, ``-half``, ``k // 2 + 1``
+    of them and constants), or None where it reads anything else (a loaded value, a size's
+    device-side expression)."""
+    if isinstance(value, DynamicInt):
+        return frozenset([value.arg])
+    node = getattr(value, "node", None)
+    if node is None:
+        return None
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        kind = getattr(n.op, "value", None)
+        if kind == "arg" and not n.dtype.is_floating_point:
+            names.add(n.attrs["name"])
+        elif kind in ("unary", "binary", "cast") or (kind == "const" and not n.inputs):
+            stack.extend(n.inputs)
+        else:
+            return None
+    return frozenset(names) or None
+
+
 class DynamicFlag(DynamicInt):
     """A host bool that a host loop changes between launches of a device loop: 0 or 1 at run
     time (the launcher passes ``int(flag)``)."""

@@ -1,0 +1,82 @@
+"""Fixes for what session 40's held-out kernels met: host ints that ``tc.static_range`` needs
+under ``static_shapes=False`` are baked in (a call with other values compiles again), and torch
+code's mask idioms in device code (``torch.ones(T, T)`` with ``T = x.size(-1)`` of a tile,
+``device=x.device`` of a tile) build tiles."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+import tilecraft as tc
+
+
+@tc.kernel(static_shapes=False)
+def window_sum(x: torch.Tensor) -> torch.Tensor:
+    n = x.size(0)
+    out = torch.empty_like(x)
+    half = 2  # a host literal: a run-time int under static_shapes=False
+    for tn in tc.tile(n):
+        acc = tc.zeros([tn], dtype=torch.float32)
+        for off in tc.static_range(-half, half + 1):
+            pos = tn.index + off
+            ok = (pos >= 0) & (pos < n)
+            acc = acc + tc.load(x, [pos], extra_mask=ok)
+        out[tn] = acc
+    return out
+
+
+@tc.kernel(static_shapes=False)
+def window_sum_of(x: torch.Tensor, half: int) -> torch.Tensor:
+    n = x.size(0)
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        acc = tc.zeros([tn], dtype=torch.float32)
+        for off in tc.static_range(-half, half + 1):
+            pos = tn.index + off
+            ok = (pos >= 0) & (pos < n)
+            acc = acc + tc.load(x, [pos], extra_mask=ok)
+        out[tn] = acc
+    return out
+
+
+def _window_reference(x: torch.Tensor, half: int) -> torch.Tensor:
+    ones = torch.ones(1, 1, 2 * half + 1, device=x.device)
+    return F.conv1d(x[None, None], ones, padding=half)[0, 0]
+
+
+def test_a_host_int_static_range_needs_is_baked_in(device: str) -> None:
+    x = torch.randn(37, device=device)
+    torch.testing.assert_close(window_sum(x), _window_reference(x, 2))
+    for n, half in ((37, 2), (50, 3), (41, 1), (37, 2)):  # another value compiles again
+        y = torch.randn(n, device=device)
+        torch.testing.assert_close(window_sum_of(y, half), _window_reference(y, half))
+
+
+@tc.kernel(static_shapes=True)
+def segsum_decay(a_chunk: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mamba-2's segment sums as its reference writes them: a lower-triangular mask of ones."""
+    b, c = a_chunk.size()
+    out = torch.empty([b, c + 1, c + 1], dtype=torch.float32, device=a_chunk.device)
+    out2 = torch.empty_like(out)
+    for tb in tc.tile(b, block_size=1):
+        x = F.pad(a_chunk[tb.begin, :], (1, 0))
+        t = x.size(-1)
+        cs = torch.cumsum(x, dim=-1)
+        seg = cs[..., :, None] - cs[..., None, :]
+        mask = torch.tril(torch.ones(t, t, dtype=torch.bool), diagonal=0)
+        out[tb.begin, :, :] = torch.exp(seg.masked_fill(~mask, -torch.inf))
+        mask2 = torch.ones(c + 1, c + 1, device=x.device, dtype=torch.bool).tril()
+        out2[tb.begin, :, :] = torch.exp(seg.masked_fill(~mask2, -torch.inf))
+    return out, out2
+
+
+def test_masks_built_from_a_tiles_size_and_device(device: str) -> None:
+    a = -torch.rand(3, 15, device=device)
+    cs = F.pad(a, (1, 0)).cumsum(-1)
+    seg = cs[..., :, None] - cs[..., None, :]
+    mask = torch.tril(torch.ones(16, 16, dtype=torch.bool, device=device))
+    want = torch.exp(seg.masked_fill(~mask, -torch.inf))
+    got, got2 = segsum_decay(a)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got2, want)
