@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import tilecraft as tc
+from tests.cross_targets import assert_defaults_cross_compile
 
 
 @tc.kernel(static_shapes=False)
@@ -80,3 +81,25 @@ def test_masks_built_from_a_tiles_size_and_device(device: str) -> None:
     got, got2 = segsum_decay(a)
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(got2, want)
+
+
+@tc.kernel(static_shapes=True)
+def pooled_keys_t(k: torch.Tensor) -> torch.Tensor:
+    """NSA's key compression, stored transposed: the mean over each block's 16 keys."""
+    b, nb, _, d = k.size()
+    out = torch.empty([b, d, nb], dtype=torch.float32, device=k.device)
+    for tb in tc.tile(b, block_size=1):
+        out[tb.begin, :, :] = k[tb.begin, :, :, :].to(torch.float32).mean(dim=1).t()
+    return out
+
+
+def test_a_short_dim_loops_when_nothing_else_can_shrink(device: str) -> None:
+    """[1024 blocks, 16 keys, 128] is past Triton's tile limit and its other dims are
+    transposed (they cannot loop): the default loops the 16 (it refused every config)."""
+    k = torch.randn(2, 1024, 16, 128, device="meta").to(torch.bfloat16)
+    spec = pooled_keys_t.bind((k,)).config_spec
+    assert spec.default().reduction_loops[1] is not None
+    assert_defaults_cross_compile(pooled_keys_t, (k,))
+    small = torch.randn(2, 24, 16, 32, device=device).to(torch.bfloat16)
+    want = small.float().mean(dim=2).transpose(1, 2)
+    torch.testing.assert_close(pooled_keys_t(small), want)

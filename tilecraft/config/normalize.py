@@ -138,7 +138,7 @@ def _fit_tiles(spec: ConfigSpec, config: Config, repairs: list[str]) -> Config:
     fitted = fitted.replace(num_warps=warps)
     if largest > MAX_NUMEL:
         raise ConfigError(
-            f"{problem} exceeds Triton's limit of {MAX_NUMEL} even with the smallest blocks",
+            f"{problem}, even with the smallest blocks",
             hint="use a looped reduction (reduction_loops=[...]) if the kernel allows it",
         )
     repairs.append(f"{problem}; use smaller block_sizes or reduction_loops; using {fitted!r}")

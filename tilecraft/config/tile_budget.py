@@ -134,6 +134,13 @@ def shrink_to(spec: ConfigSpec, config: Config, budget: int) -> Config:
         elif grid:
             slot = max(grid, key=lambda s: blocks[s])
             blocks[slot] //= 2
+        elif short := [
+            d[1] for d in value.dims if d[0] == "r" and _may_roll(spec, d[1], chunks, 1)
+        ]:
+            # nothing else shrinks: a short dim loops too (NSA's [1024 blocks, 16 keys, 128]
+            # pooled over its 16 was past Triton's tile limit at every config)
+            slot = max(short, key=lambda s: spec.reductions[s].full)
+            chunks[slot] = (chunks[slot] or spec.reductions[slot].full) // 2
         else:
             return current
 
@@ -194,12 +201,15 @@ def lanes_slot(spec: ConfigSpec, value: ValueShape) -> int | None:
     return blocks[-1] if blocks else None
 
 
-def _may_roll(spec: ConfigSpec, slot: int, chunks: list[int | None]) -> bool:
-    """Whether reduction dim ``slot`` is whole and may be looped in chunks by the default (no
-    other dim is looped: codegen rolls one)."""
+def _may_roll(spec: ConfigSpec, slot: int, chunks: list[int | None], shortest: int = 32) -> bool:
+    """Whether reduction dim ``slot`` may be looped in chunks by the default: longer than
+    ``shortest``, whole or in chunks over 1 (a last resort halves them), and no other dim is
+    looped (codegen rolls one)."""
     r = spec.reductions[slot]
     others = [c for i, c in enumerate(chunks) if i != slot and c is not None]
-    return chunks[slot] is None and not others and r.loopable and not r.homes and r.full > 32
+    chunk = chunks[slot]
+    open_chunk = chunk is None or (shortest < 32 and chunk > 1)
+    return open_chunk and not others and r.loopable and not r.homes and r.full > shortest
 
 
 def fill_device(spec: ConfigSpec, blocks: list[int]) -> list[int]:
