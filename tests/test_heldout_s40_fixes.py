@@ -103,3 +103,60 @@ def test_a_short_dim_loops_when_nothing_else_can_shrink(device: str) -> None:
     small = torch.randn(2, 24, 16, 32, device=device).to(torch.bfloat16)
     want = small.float().mean(dim=2).transpose(1, 2)
     torch.testing.assert_close(pooled_keys_t(small), want)
+
+
+@tc.kernel(static_shapes=True)
+def diagonal_and_first(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A grid index compared with ==, != and to an arange (a wavefront's start condition)."""
+    b, n = x.size()
+    first = torch.zeros([b, n], dtype=x.dtype, device=x.device)
+    diag = torch.zeros([b, n], dtype=x.dtype, device=x.device)
+    branch = torch.zeros([b, n], dtype=x.dtype, device=x.device)
+    for tb in tc.tile(b, block_size=1):
+        i = torch.arange(n)
+        for d in tc.grid(n):
+            first[tb.begin, :] = first[tb.begin, :] + torch.where((i == 0) & (d == 0), 1.0, 0.0)
+            diag[tb.begin, :] = diag[tb.begin, :] + torch.where(i == d, 1.0, 0.0) * (-d + n)
+            if d == 0:
+                branch[tb.begin, d] = 1.0
+            if d != 0:
+                branch[tb.begin, d] = 2.0 + (d & 1) + (d >> 1) + (1 << d) + d**2
+    return first, diag, branch
+
+
+def test_a_grid_index_compares_as_its_int(device: str) -> None:
+    """``d == 0`` of a grid index was identity (always False) in compiled code and ref mode."""
+    x = torch.randn(2, 5, device=device)
+    first = torch.zeros(2, 5, device=device)
+    first[:, 0] = 1.0
+    d = torch.arange(5, device=device, dtype=torch.float32)
+    diag = (5 - d).expand(2, 5)
+    dd = torch.arange(5, device=device)
+    branch = (2 + (dd & 1) + (dd >> 1) + (1 << dd) + dd**2).float().expand(2, 5).clone()
+    branch[:, 0] = 1.0
+    for run in (diagonal_and_first, diagonal_and_first.run_ref):
+        got = run(x)
+        for g, w in zip(got, (first, diag, branch), strict=True):
+            torch.testing.assert_close(g, w)
+
+
+@tc.kernel(static_shapes=True)
+def bucket_slots(bucket: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Slot allocation: each element's place in its bucket from the counter's old value."""
+    n = bucket.size(0)
+    count = torch.zeros([7], dtype=torch.int32, device=bucket.device)
+    slot = torch.empty([n], dtype=torch.int32, device=bucket.device)
+    for t in tc.tile(n):
+        slot[t] = tc.atomic_add(count, [bucket[t]], 1)
+    return count, slot
+
+
+def test_ref_mode_atomic_add_returns_each_lanes_own_previous_value() -> None:
+    """Ref mode gave every lane of one address the value before the whole tile's adds (slot 0
+    for all), so the accuracy check rejected every config of a slot allocator."""
+    bucket = torch.randint(0, 7, (100,), generator=torch.Generator().manual_seed(0))
+    count, slot = bucket_slots.run_ref(bucket)
+    assert torch.equal(count, torch.bincount(bucket, minlength=7).int())
+    assert slot.dtype == torch.int32
+    for s in range(7):
+        assert sorted(slot[bucket == s].tolist()) == list(range(int((bucket == s).sum())))

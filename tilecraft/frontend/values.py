@@ -227,15 +227,10 @@ class TileProxy:
 
 
 for _name in [
-    "__add__",
-    "__radd__",
-    "__sub__",
-    "__rsub__",
-    "__mul__",
-    "__rmul__",
-    "__floordiv__",
-    "__mod__",
-    "__truediv__",
+    *(f"__{op}__" for op in ("add", "sub", "mul", "floordiv", "mod", "truediv", "pow")),
+    *(f"__r{op}__" for op in ("add", "sub", "mul", "floordiv", "mod", "truediv", "pow")),
+    *(f"__{op}__" for op in ("and", "or", "xor", "lshift", "rshift")),
+    *(f"__r{op}__" for op in ("and", "or", "xor", "lshift", "rshift")),
     "__lt__",
     "__le__",
     "__gt__",
@@ -246,6 +241,29 @@ for _name in [
         _name,
         (lambda n: lambda self, other: getattr(self.index, n)(other))(_name),
     )
+
+
+def _proxy_equal(negate: bool) -> Any:
+    """``d == 0`` of a tile loop's variable compares its index, as torch compares a tensor
+    (identity made ``if d == 0:`` never run); two proxies compare their indices too, unless
+    they are one object."""
+
+    def fn(self: TileProxy, other: Any) -> Any:
+        if other is self:
+            return not negate
+        if isinstance(other, TileProxy):
+            other = other.index
+        elif not isinstance(other, (int, float, TileValue)):
+            return NotImplemented
+        return self.index != other if negate else self.index == other
+
+    return fn
+
+
+TileProxy.__eq__ = _proxy_equal(negate=False)  # type: ignore[method-assign,assignment]
+TileProxy.__ne__ = _proxy_equal(negate=True)  # type: ignore[method-assign,assignment]
+TileProxy.__hash__ = object.__hash__  # type: ignore[method-assign,assignment]
+TileProxy.__neg__ = lambda self: -self.index  # type: ignore[attr-defined,operator]
 
 
 _ACCUMULATING_METHODS = frozenset(

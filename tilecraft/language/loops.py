@@ -85,7 +85,7 @@ class RefTile:
 def _ref_binary(name: str, reflected: bool) -> Any:
     import operator
 
-    op = getattr(operator, name)
+    op = getattr(operator, name.rstrip("_") + "_" if name in ("and", "or") else name)
 
     def fn(self: RefTile, other: Any) -> Any:
         other = other.value() if isinstance(other, RefTile) else other
@@ -94,10 +94,28 @@ def _ref_binary(name: str, reflected: bool) -> Any:
     return fn
 
 
-for _name in ("add", "sub", "mul", "floordiv", "truediv", "mod", "lt", "le", "gt", "ge"):
+def _ref_equal(negate: bool) -> Any:
+    """``d == 0`` of a grid index compares its int, as compiled code does (the dataclass's field
+    equality made it always False); two tiles of one loop stay equal as values."""
+
+    def fn(self: RefTile, other: Any) -> Any:
+        if isinstance(other, RefTile) and not (self.is_grid and other.is_grid):
+            same = dataclasses.astuple(self) == dataclasses.astuple(other)
+            return same != negate
+        other = other.value() if isinstance(other, RefTile) else other
+        return self.value() != other if negate else self.value() == other
+
+    return fn
+
+
+_REFLECTED = ("add", "sub", "mul", "floordiv", "truediv", "mod", "and", "or", "xor", "lshift")
+for _name in (*_REFLECTED, "rshift", "pow", "lt", "le", "gt", "ge"):
     setattr(RefTile, f"__{_name}__", _ref_binary(_name, False))
-    if _name in ("add", "sub", "mul", "floordiv", "truediv", "mod"):
+    if _name in (*_REFLECTED, "rshift", "pow"):
         setattr(RefTile, f"__r{_name}__", _ref_binary(_name, True))
+RefTile.__eq__ = _ref_equal(negate=False)  # type: ignore[method-assign,assignment]
+RefTile.__ne__ = _ref_equal(negate=True)  # type: ignore[method-assign,assignment]
+RefTile.__neg__ = lambda self: -self.value()  # type: ignore[attr-defined,operator]
 
 
 def _ref_iter(spec: TileSpec) -> Iterator[Any]:

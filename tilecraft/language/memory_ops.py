@@ -96,6 +96,7 @@ def _ref_atomic(kind: str, target: torch.Tensor, items: tuple[Any, ...], value: 
     vals = vals.expand(flat_index.shape).reshape(-1)
     work = target.contiguous().view(-1)
     if kind == "add":
+        old = (old + _earlier_adds(lin, vals).view(old.shape)).to(old.dtype)
         work.index_add_(0, lin, vals)
     elif kind in ("max", "min"):
         work.scatter_reduce_(0, lin, vals, reduce="a" + kind, include_self=True)
@@ -108,6 +109,22 @@ def _ref_atomic(kind: str, target: torch.Tensor, items: tuple[Any, ...], value: 
     if work.data_ptr() != target.data_ptr():
         target.copy_(work.view(target.shape))
     return old
+
+
+def _earlier_adds(lin: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
+    """Per element, the sum of the values earlier elements (in order) add to its address: what
+    it finds there beyond the old value, as lanes of one atomic applied in order find (a slot
+    allocator's ``tc.atomic_add(count, [bucket], 1)`` gives a bucket's elements 0, 1, 2...)."""
+    order = torch.argsort(lin, stable=True)
+    grouped, added = lin[order], vals[order]
+    before = torch.cumsum(added, 0) - added  # exclusive, over all addresses
+    first = torch.ones_like(grouped, dtype=torch.bool)
+    first[1:] = grouped[1:] != grouped[:-1]
+    starts = torch.where(first, torch.arange(len(grouped), device=lin.device), 0)
+    starts = torch.cummax(starts, 0).values  # each element's group start
+    out = torch.empty_like(before)
+    out[order] = before - before[starts]
+    return out
 
 
 def _atomic(kind: str, target: Any, index: Any, value: Any, sem: str) -> Any:
