@@ -160,3 +160,25 @@ def test_ref_mode_atomic_add_returns_each_lanes_own_previous_value() -> None:
     assert slot.dtype == torch.int32
     for s in range(7):
         assert sorted(slot[bucket == s].tolist()) == list(range(int((bucket == s).sum())))
+
+
+@tc.kernel(static_shapes=True)
+def csr_row_sums_plus_self(x: torch.Tensor, off: torch.Tensor) -> torch.Tensor:
+    """One row per program (block_size=1): an accumulator made by tc.zeros([tp])."""
+    n = x.size(0)
+    out = torch.empty([n], dtype=x.dtype, device=x.device)
+    for tp in tc.tile(n, block_size=1):
+        acc = tc.zeros([tp], dtype=torch.float32)
+        for tj in tc.tile(off[tp.begin], off[tp.begin + 1]):
+            acc = acc + torch.sum(x[tj])
+        out[tp] = acc + x[tp]
+    return out
+
+
+def test_a_block_of_one_builds_what_it_indexes(device: str) -> None:
+    """tc.zeros([tp]) of a block of one was a [1] tile while x[tp] is one element: storing
+    their sum through out[tp] was a shape error."""
+    x = torch.randn(5, device=device)
+    off = torch.tensor([0, 1, 3, 3, 4, 5], dtype=torch.int32, device=device)
+    want = torch.stack([x[off[i] : off[i + 1]].sum() + x[i] for i in range(5)])
+    torch.testing.assert_close(csr_row_sums_plus_self(x, off), want)

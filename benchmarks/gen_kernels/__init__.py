@@ -56,6 +56,7 @@ from benchmarks.gen_kernels import (
     heldout_s39c,
     heldout_s39d,
     heldout_s40a,
+    heldout_s40b,
     norms,
     reductions,
     rewritten,
@@ -110,6 +111,7 @@ _HELDOUT_MODULES = (
     heldout_s39c,
     heldout_s39d,
     heldout_s40a,
+    heldout_s40b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)

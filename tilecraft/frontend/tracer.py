@@ -388,6 +388,8 @@ class Tracer:
         out: list[Dim] = []
         for d in dims:
             dim = self.size_dim(d, used)
+            if isinstance(dim, Sym) and dim.scalar:
+                continue  # a block of one indexes a scalar: x[tp] of it is one element
             if isinstance(dim, Sym):
                 used.append(dim)
             out.append(dim)
