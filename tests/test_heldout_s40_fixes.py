@@ -182,3 +182,52 @@ def test_a_block_of_one_builds_what_it_indexes(device: str) -> None:
     off = torch.tensor([0, 1, 3, 3, 4, 5], dtype=torch.int32, device=device)
     want = torch.stack([x[off[i] : off[i + 1]].sum() + x[i] for i in range(5)])
     torch.testing.assert_close(csr_row_sums_plus_self(x, off), want)
+
+
+@tc.kernel(static_shapes=True)
+def kalman_predict(x: torch.Tensor, p: torch.Tensor, f: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """x' = x F^T, P' = F P F^T for a batch of 4-state filters, written with @."""
+    b, n = x.size()
+    xo, po = torch.empty_like(x), torch.empty_like(p)
+    for tb in tc.tile(b):
+        fm = f[:, :]
+        xo[tb, :] = x[tb, :] @ fm.T
+        po[tb, :, :] = fm @ p[tb, :, :] @ fm.T
+    return xo, po
+
+
+@tc.kernel(static_shapes=True)
+def dct_blocks(img: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """JPEG's 8x8 DCT of [rows, cols] blocks: c @ blk @ c.T on a 4-D tile of blocks."""
+    r, w, _, _ = img.size()
+    out = torch.empty_like(img, dtype=torch.float32)
+    for tr, tw in tc.tile([r, w]):
+        cm = c[:, :]
+        blk = img[tr, tw, :, :].to(torch.float32)
+        out[tr, tw, :, :] = cm @ blk @ cm.T
+    return out
+
+
+def test_matmul_with_a_short_inner_dim_or_two_batch_dims(device: str) -> None:
+    """@ with K = 4 (fp64) or on a 4-D tile was refused (tl.dot needs K >= 16, 2-D or 3-D
+    tiles); it is the product summed over K, as einsum writes it."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 4, generator=g, dtype=torch.float64).to(device)
+    p = torch.randn(6, 4, 4, generator=g, dtype=torch.float64).to(device)
+    f = torch.randn(4, 4, generator=g, dtype=torch.float64).to(device)
+    xo, po = kalman_predict(x, p, f)
+    torch.testing.assert_close(xo, x @ f.T)
+    torch.testing.assert_close(po, f @ p @ f.T)
+    img = torch.randn(3, 5, 8, 8, generator=g).to(device).to(torch.bfloat16)
+    c = torch.randn(8, 8, generator=g).to(device)
+    want = c @ img.float() @ c.T
+    torch.testing.assert_close(dct_blocks(img, c), want, rtol=1e-4, atol=1e-4)
+
+
+def test_summed_products_cross_compile() -> None:
+    g = torch.Generator().manual_seed(1)
+    img = torch.randn(64, 64, 8, 8, generator=g).to(torch.bfloat16)
+    assert_defaults_cross_compile(dct_blocks, (img, torch.randn(8, 8, generator=g)))
+    f64 = torch.float64
+    x, p, f = torch.randn(4096, 4, dtype=f64), torch.randn(4096, 4, 4, dtype=f64), torch.eye(4)
+    assert_defaults_cross_compile(kalman_predict, (x, p, f.to(f64)))

@@ -168,8 +168,14 @@ def _exact_operands(t: Tracer, a: Node, b: Node) -> tuple[Node, Node, dict[str, 
 
 
 def matmul(t: Tracer, a: Any, b: Any, op: str = "torch.matmul") -> TileValue:
-    """2-D or 3-D (batched) tiles; a 2-D operand of a 3-D product is broadcast over the batch."""
+    """2-D or 3-D (batched) tiles; a 2-D operand of a 3-D product is broadcast over the batch.
+    A static inner dim too short for ``tl.dot`` (a 4x4 Kalman covariance, an 8x8 DCT) or
+    more than one batch dim is the product summed over K, as einsum writes it."""
     an, bn = t.value_node(a), t.value_node(b)
+    k = _static_size(an.shape[-1]) if min(an.ndim, bn.ndim) >= 2 else None
+    short = k is not None and k < min_k(an.dtype)
+    if min(an.ndim, bn.ndim) >= 2 and (short or max(an.ndim, bn.ndim) > 3):
+        return _summed_products(t, a, b, an.ndim, bn.ndim)
     if {an.ndim, bn.ndim} == {2, 3}:
         batch = (an if an.ndim == 3 else bn).shape[0]
         if an.ndim == 2:
@@ -177,6 +183,16 @@ def matmul(t: Tracer, a: Any, b: Any, op: str = "torch.matmul") -> TileValue:
         else:
             b = _batched(t, bn, batch)
     return dot(t, a, b, op=op)
+
+
+def _summed_products(t: Tracer, a: Any, b: Any, rank_a: int, rank_b: int) -> TileValue:
+    """``a @ b`` with torch's batch broadcasting as an einsum product sum (``...mk,...kn``)."""
+    from tilecraft.frontend.einsum import product_sum
+
+    batch = "abcdefgh"[: max(rank_a, rank_b) - 2]
+    subs_a = batch[len(batch) - (rank_a - 2) :] + "mk"
+    subs_b = batch[len(batch) - (rank_b - 2) :] + "kn"
+    return product_sum(t, (a, subs_a), (b, subs_b), batch + "mn")
 
 
 def _batched(t: Tracer, node: Node, batch: Dim) -> TileValue:

@@ -43,10 +43,10 @@ def einsum(t: Tracer, equation: str, *operands: Any) -> Any:
     free_a, free_b = [c for c in sa if c not in sb], [c for c in sb if c not in sa]
     if len(contracted) != 1 or len(batch) > 1 or len(free_a) != 1 or len(free_b) != 1:
         # not one matmul (a mat-vec, a row-wise dot, an outer product): no tl.dot to use
-        return _product_sum(t, (a, sa), (b, sb), out)
+        return product_sum(t, (a, sa), (b, sb), out)
     (k,) = contracted
     if _below_dot(t, a, sa.index(k)):
-        return _product_sum(t, (a, sa), (b, sb), out)
+        return product_sum(t, (a, sa), (b, sb), out)
     a = views.permute(t, a, [sa.index(c) for c in (*batch, free_a[0], k)])
     b = views.permute(t, b, [sb.index(c) for c in (*batch, k, free_b[0])])
     product = dots.matmul(t, a, b, op="torch.einsum")
@@ -54,7 +54,7 @@ def einsum(t: Tracer, equation: str, *operands: Any) -> Any:
     return views.permute(t, product, [order.index(c) for c in out])
 
 
-def _product_sum(t: Tracer, a: tuple[Any, str], b: tuple[Any, str], out: str) -> Any:
+def product_sum(t: Tracer, a: tuple[Any, str], b: tuple[Any, str], out: str) -> Any:
     """Two operands placed on every index of the equation (output indices first), multiplied
     elementwise and summed over the rest, in fp32 for half precision and rounded once to the
     operands' promoted dtype (as torch's matmul-based einsum accumulates)."""

@@ -444,8 +444,9 @@ def _type_as(t: Any, x: Any, other: Any) -> Any:
 
 @lowering(torch.matmul, T.matmul, T.__matmul__)
 def _matmul(t: Any, a: Any, b: Any) -> Any:
-    """2-D or 3-D (batched) tiles, a 2-D operand broadcast over the batch; inner dim K >= 16
-    (32 for 8-bit operands) unless it is a tunable tile; fp32 accumulation (``tl.dot``)."""
+    """2-D or 3-D (batched) tiles, a 2-D operand broadcast over the batch; fp32 accumulation
+    (``tl.dot``). A whole static K under 16 (32 for 8-bit operands) or more batch dims (a 4-D
+    tile of 8x8 blocks) is the product summed over K, as einsum writes it."""
     return dots.matmul(t, a, b)
 
 
