@@ -231,3 +231,21 @@ def test_summed_products_cross_compile() -> None:
     f64 = torch.float64
     x, p, f = torch.randn(4096, 4, dtype=f64), torch.randn(4096, 4, 4, dtype=f64), torch.eye(4)
     assert_defaults_cross_compile(kalman_predict, (x, p, f.to(f64)))
+
+
+@tc.kernel(static_shapes=False)
+def transform_batch(p: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """F @ P for a batch of run-time n x n matrices, written as einsum."""
+    out = torch.empty_like(p)
+    for tb in tc.tile(p.size(0)):
+        out[tb, :, :] = torch.einsum("ij,bjk->bik", f[:, :], p[tb, :, :])
+    return out
+
+
+def test_einsum_names_a_subscripts_run_time_dims_once(device: str) -> None:
+    """Two run-time n x n operands whose dims tilecraft had named crosswise ("shapes ... do
+    not broadcast", a hint no user could follow); another n compiles again."""
+    for n in (4, 6):
+        p = torch.randn(37, n, n, dtype=torch.float64, device=device)
+        f = torch.randn(n, n, dtype=torch.float64, device=device)
+        torch.testing.assert_close(transform_batch(p, f), f @ p)

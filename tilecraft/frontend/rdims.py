@@ -134,7 +134,7 @@ def _common_shape(tr: Tracer, nodes: list[Node]) -> Shape:
         ]
         first = widest.shape[place]
         pick = next((d for d in (first, *names) if _fits_place(d, names, used)), None)
-        if pick is None and names and _static_whole(names[0]):
+        if pick is None and names and interchangeable(names[0], names[0]):
             pick = _fresh(tr, names[0], used)
         chosen = pick if pick is not None else first
         if isinstance(chosen, Sym):
@@ -153,17 +153,17 @@ def _fits_place(d: Dim, names: list[Sym], used: set[int]) -> bool:
     )
 
 
-def _static_whole(d: Sym) -> bool:
-    return interchangeable(d, d) and not d.extent_args
-
-
 def _fresh(tr: Tracer, like: Sym, used: set[int]) -> Sym:
-    """The first whole dim of ``like``'s extent that no earlier place took."""
+    """The first whole dim of ``like``'s extent that no earlier place took; a run-time one
+    checks ``like``'s sizes at launch (einsum's ``"ij,bjk->bik"`` of two run-time n x n tiles
+    names each subscript's n once, however the operands named theirs)."""
     occurrence = 0
     while (
         id(sym := tr.rdim_for(int(like.extent), occurrence, dynamic=bool(like.extent_args))) in used
     ):
         occurrence += 1
+    if like.extent_args and not sym.extent_args:
+        unify(sym, like)
     return sym
 
 
