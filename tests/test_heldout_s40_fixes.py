@@ -5,6 +5,7 @@ code's mask idioms in device code (``torch.ones(T, T)`` with ``T = x.size(-1)`` 
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -249,3 +250,20 @@ def test_einsum_names_a_subscripts_run_time_dims_once(device: str) -> None:
         p = torch.randn(37, n, n, dtype=torch.float64, device=device)
         f = torch.randn(n, n, dtype=torch.float64, device=device)
         torch.testing.assert_close(transform_batch(p, f), f @ p)
+
+
+@tc.kernel(static_shapes=True)
+def scatter_by_edges(src: torch.Tensor, dst: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros([src.size(0)], dtype=f.dtype, device=f.device)
+    for t in tc.tile(dst.size(0)):
+        out[dst[t]] += f[t]  # two edges into one node lose an update
+        out[t] += f[t] * 0.0  # the tile's own positions: no warning
+    return out
+
+
+def test_an_update_at_loaded_indices_names_atomic_add() -> None:
+    dst = torch.tensor([0, 1, 1, 2, 0, 3])
+    with pytest.warns(UserWarning, match=r"out\[dst\[t\]\] \+= .*tc\.atomic_add") as record:
+        scatter_by_edges.bind((torch.zeros(6), dst, torch.ones(6)))
+    assert len([w for w in record if "atomic_add" in str(w.message)]) == 1
+    assert all(w.filename.endswith("test_heldout_s40_fixes.py") for w in record)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import warnings
 from typing import Any
 
 import torch
@@ -28,7 +29,7 @@ from tilecraft.frontend.factories import DeviceFactories
 from tilecraft.frontend.scalar_builtins import with_device_builtins
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, host_tensor_operand
-from tilecraft.ir.nodes import Node, Sym
+from tilecraft.ir.nodes import Node, Op, Sym
 from tilecraft.language import _context
 from tilecraft.language.loops import TileSpec
 from tilecraft.language.tunables import DynamicInt
@@ -227,7 +228,20 @@ class Interpreter:
             binop = ast.BinOp(left=_as_load(stmt.target), op=stmt.op, right=stmt.value)
             derived = ast.fix_missing_locations(ast.copy_location(binop, stmt))
             self._derived[stmt] = derived
+        block = self.tracer.blocks[-1]
+        before = len(block)
         self.assign(stmt.target, self.eval(derived))
+        if any(_scatters_by_data(n) for n in block[before:]):
+            loc = self.tracer.loc
+            warnings.warn_explicit(
+                f"{ast.unparse(stmt.target)} {_OPERATOR_TEXT.get(type(stmt.op), '?=')} ... at "
+                "indices loaded from memory is a load, an update and a store: elements of one "
+                "tile that hit the same index lose all but one update (torch's own x[idx] += v "
+                "does too); to accumulate each, use tc.atomic_add(tensor, [index, ...], value)",
+                UserWarning,
+                loc.filename if loc else "<kernel>",
+                loc.lineno if loc else 0,
+            )
 
     # -- loops ----------------------------------------------------------------------------
     def exec_for(self, stmt: ast.For) -> None:
@@ -287,6 +301,26 @@ class Interpreter:
 
 
 _EQ, _NE = "__tc_eq__", "__tc_ne__"
+
+
+_OPERATOR_TEXT = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.BitOr: "|=", ast.BitAnd: "&="}
+
+
+def _scatters_by_data(node: Node) -> bool:
+    """Whether ``node`` stores at positions computed from loaded values (a scatter by an index
+    list), where two elements of one tile may hit one address."""
+    if node.op is not Op.STORE:
+        return False
+    stack = [node.inputs[1 + item[1]] for item in node.attrs["index"] if item[0] == "value"]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if n.op is Op.LOAD:
+            return True
+        if n.id not in seen:
+            seen.add(n.id)
+            stack.extend(n.inputs)
+    return False
 
 
 class _RuntimeEquality(ast.NodeTransformer):
