@@ -267,3 +267,25 @@ def test_an_update_at_loaded_indices_names_atomic_add() -> None:
         scatter_by_edges.bind((torch.zeros(6), dst, torch.ones(6)))
     assert len([w for w in record if "atomic_add" in str(w.message)]) == 1
     assert all(w.filename.endswith("test_heldout_s40_fixes.py") for w in record)
+
+
+@tc.kernel(static_shapes=True)
+def spring_forces(pos: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
+    """Per-edge forces scattered into both vertices with index_add_ (a cloth solver)."""
+    force = torch.zeros_like(pos)
+    for te in tc.tile(edges.size(0)):
+        i, j = edges[te, 0], edges[te, 1]
+        f = pos[j, :] - pos[i, :]
+        force.index_add_(0, i, f)
+        force.index_add_(0, j, f, alpha=-1)
+    return force
+
+
+def test_index_add_on_a_host_tensor_is_an_atomic_add(device: str) -> None:
+    g = torch.Generator().manual_seed(3)
+    pos = torch.randn(10, 3, generator=g).to(device)
+    edges = torch.randint(0, 10, (40, 2), generator=g).to(device)
+    d = pos[edges[:, 1]] - pos[edges[:, 0]]
+    want = torch.zeros_like(pos).index_add_(0, edges[:, 0], d).index_add_(0, edges[:, 1], -d)
+    torch.testing.assert_close(spring_forces(pos, edges), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(spring_forces.run_ref(pos, edges), want, rtol=1e-5, atol=1e-5)

@@ -268,7 +268,6 @@ TileProxy.__neg__ = lambda self: -self.index  # type: ignore[attr-defined,operat
 
 _ACCUMULATING_METHODS = frozenset(
     [
-        "index_add_",
         "scatter_add_",
         "index_put_",
         "scatter_reduce_",
@@ -363,6 +362,29 @@ class HostTensor:
         self, size: Any, fill_value: float, dtype: torch.dtype | None = None, **_: Any
     ) -> TileValue:
         return self._new(size, fill_value, dtype)
+
+    def index_add_(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> HostTensor:
+        """``x.index_add_(dim, index, source)``: ``source``'s slices added into ``x`` at the
+        positions a 1-D index tile holds along ``dim``, atomically (two elements of one index,
+        as edges into one vertex, each count): ``tc.atomic_add(x, [:, .., index, ..], source)``."""
+        if not isinstance(dim, int) or not -self.ndim <= dim < self.ndim:
+            raise DeviceCodeError(
+                f"'{self.name}'.index_add_: dim {dim!r} is out of range for {self.ndim}-D "
+                f"{list(self.shape)}"
+            )
+        if getattr(index, "ndim", None) != 1:
+            raise DeviceCodeError(
+                f"'{self.name}'.index_add_: the index must be a 1-D tile of positions (as in "
+                "torch)",
+                hint="load the positions first (`idx[te]`)",
+            )
+        items = [slice(None)] * self.ndim
+        items[dim % self.ndim] = index
+        value = source if alpha == 1 else source * alpha
+        from tilecraft.language.memory_ops import atomic_add
+
+        atomic_add(self, items, value)
+        return self
 
     def index_select(self, dim: int, index: Any) -> TileValue:
         """``x.index_select(dim, index)``: the rows (along ``dim``) at the positions of a 1-D
