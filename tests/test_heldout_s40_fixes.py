@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 import tilecraft as tc
 from tests.cross_targets import assert_defaults_cross_compile
+from tilecraft.errors import UnsupportedOpError
 
 
 @tc.kernel(static_shapes=False)
@@ -289,3 +290,18 @@ def test_index_add_on_a_host_tensor_is_an_atomic_add(device: str) -> None:
     want = torch.zeros_like(pos).index_add_(0, edges[:, 0], d).index_add_(0, edges[:, 1], -d)
     torch.testing.assert_close(spring_forces(pos, edges), want, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(spring_forces.run_ref(pos, edges), want, rtol=1e-5, atol=1e-5)
+
+
+@tc.kernel(static_shapes=True)
+def pooled_max(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tr in tc.tile(x.size(0)):
+        out[tr, :] = F.max_pool1d(x[tr, :], 3, stride=1, padding=1)
+    return out
+
+
+def test_an_unsupported_functional_op_is_named_as_the_user_wrote_it() -> None:
+    """F.max_pool1d was named 'torch.nn.functional.boolean_dispatch.<locals>.fn'."""
+    with pytest.raises(UnsupportedOpError) as info:
+        pooled_max(torch.randn(4, 16))
+    assert "torch.nn.functional.max_pool1d" in str(info.value), str(info.value)

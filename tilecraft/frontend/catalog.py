@@ -50,6 +50,12 @@ def torch_name(fn: Any) -> str:
         return f"torch.nn.functional.{qual}"
     if module.startswith("torch._C._"):
         return f"torch.{module.removeprefix('torch._C._')}.{qual.split('_', 1)[-1]}"
+    if "<locals>" in qual and module == "torch.nn.functional":  # F.max_pool1d's dispatcher
+        import torch.nn.functional as F
+
+        named = next((n for n, v in vars(F).items() if v is fn and not n.startswith("_")), None)
+        if named:
+            return f"torch.nn.functional.{named}"
     return f"{module}.{qual}" if module else qual
 
 
