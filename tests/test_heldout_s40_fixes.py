@@ -305,3 +305,20 @@ def test_an_unsupported_functional_op_is_named_as_the_user_wrote_it() -> None:
     with pytest.raises(UnsupportedOpError) as info:
         pooled_max(torch.randn(4, 16))
     assert "torch.nn.functional.max_pool1d" in str(info.value), str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def top_blocks_in_order(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """NSA's block selection: the top-k block ids, sorted ascending (as its code sorts them)."""
+    out = torch.empty([scores.size(0), k], dtype=torch.int64, device=scores.device)
+    for tr in tc.tile(scores.size(0)):
+        ids = torch.topk(scores[tr, :], k, dim=-1).indices
+        out[tr, :] = ids.sort(dim=-1).values
+    return out
+
+
+def test_topk_indices_sort_as_int64(device: str) -> None:
+    """int64 keys were refused (keys hold 32 bits); topk's positions fit int32 exactly."""
+    scores = torch.randn(6, 40, device=device)
+    want = torch.topk(scores, 8, dim=-1).indices.sort(dim=-1).values
+    torch.testing.assert_close(top_blocks_in_order(scores, 8), want)

@@ -45,6 +45,9 @@ def _sorted(
     src = t.value_node(x)
     if src.ndim == 0:
         raise DeviceCodeError(f"{what} of a scalar", t.loc, hint="sort a tile")
+    if src.dtype == torch.int64 and _int32_valued(src):  # topk's indices, sorted: exact
+        values, indices = _sorted(t, t.to_dtype(x, torch.int32), dim, ascending, k, what)
+        return t.to_dtype(values, torch.int64), indices
     if src.dtype in _WIDE or src.dtype.is_complex:
         raise UnsupportedOpError(
             f"{what} of a {src.dtype} tile (keys hold values of up to 32 bits)",
@@ -82,6 +85,17 @@ def _sorted(
     values = _extern(t, helper, f"{{0}}, {up}", [keys], shape, value_dtype, what)
     indices = _extern(t, "key_positions", "{0}", [keys], shape, torch.int64, what)
     return t.to_dtype(values, src.dtype), indices
+
+
+def _int32_valued(node: Node) -> bool:
+    """Whether an int64 tile holds values that fit int32 by construction: positions a sort or
+    topk returned (below its dim's length), or a widened narrower int."""
+    if node.op is Op.CAST:
+        inner = node.inputs[0].dtype
+        return inner in (torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+    return node.op is Op.EXTERN and str(node.attrs.get("call", "")).startswith(
+        "_tc_sort.key_positions("
+    )
 
 
 def sort(
