@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 import tilecraft as tc
 from tests.cross_targets import assert_defaults_cross_compile
-from tilecraft.errors import UnsupportedOpError
+from tilecraft.errors import DeviceCodeError, UnsupportedOpError
 
 
 @tc.kernel(static_shapes=False)
@@ -322,3 +322,24 @@ def test_topk_indices_sort_as_int64(device: str) -> None:
     scores = torch.randn(6, 40, device=device)
     want = torch.topk(scores, 8, dim=-1).indices.sort(dim=-1).values
     torch.testing.assert_close(top_blocks_in_order(scores, 8), want)
+
+
+ORDER = [0, 4, 1, 5, 2, 6, 3, 7]
+
+
+@tc.kernel(static_shapes=True)
+def reorder_in_device_code(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tr in tc.tile(x.size(0)):
+        col = tc.arange(x.size(1))
+        out[tr, :] = x[tr, :] + torch.tensor(ORDER, device=x.device)[col % 8]
+    return out
+
+
+def test_a_table_made_in_device_code_says_to_make_it_in_host_code() -> None:
+    """It said 'a host tensor inside a Python list, tuple or dict': there was none."""
+    with pytest.raises(DeviceCodeError) as info:
+        reorder_in_device_code(torch.randn(4, 16))
+    text = str(info.value)
+    assert "made in device code" in text and "host code before the loop" in text, text
+    assert "test_heldout_s40_fixes.py" in text, text

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def torch_call(tr: Tracer, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     handler = lookup(func)
     if args and type(args[0]) is torch.Tensor:  # noqa: E721 - a plain tensor, not a tile
-        raise contained_host_tensor(tr)
+        raise contained_host_tensor(tr, args[0])
     if handler is None:
         from tilecraft.frontend.catalog import torch_name
 
@@ -66,10 +66,20 @@ def _helper_loc(kernel_loc: SourceLoc | None) -> tuple[SourceLoc, str] | None:
     return loc, frame.f_code.co_name
 
 
-def contained_host_tensor(tr: Tracer) -> DeviceCodeError:
+def contained_host_tensor(tr: Tracer, value: Any = None) -> DeviceCodeError:
     """A tensor reached through a Python container (``outs[0][tn]``, ``ins[1][tn]``), an
     attribute or a global: device code reaches a host tensor through the name it has in the
-    kernel when the loop starts."""
+    kernel when the loop starts. One on a real device while tracing (the kernel's own are meta)
+    was made in device code from numbers (``torch.tensor(ORDER)``) or is a global."""
+    if isinstance(value, torch.Tensor) and value.device.type != "meta":
+        return DeviceCodeError(
+            f"a {value.dtype} tensor of shape {list(value.shape)} on {value.device}, made in "
+            "device code (torch.tensor([...]) of numbers) or a global, is not one the kernel "
+            "can read",
+            tr.loc,
+            hint="make it in host code before the loop with the kernel's device and index it "
+            "in the loop: `order = torch.tensor(ORDER, device=x.device)`, then `order[col % 8]`",
+        )
     return DeviceCodeError(
         "a host tensor inside a Python list, tuple or dict (or an attribute or global) cannot "
         "be loaded or stored in device code",

@@ -204,7 +204,7 @@ class Interpreter:
                     "accs)`), or unroll the loop with `tc.static_range` and use separate names",
                 )
             if type(obj) is torch.Tensor:  # noqa: E721 - a plain tensor, not a tile
-                raise contained_host_tensor(self.tracer)
+                raise contained_host_tensor(self.tracer, obj)
             if not isinstance(obj, HostTensor):
                 raise DeviceCodeError(
                     "assignment into a subscript of something that is not a host tensor",
