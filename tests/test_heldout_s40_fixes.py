@@ -300,10 +300,10 @@ def pooled_max(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_an_unsupported_functional_op_is_named_as_the_user_wrote_it() -> None:
+def test_an_unsupported_functional_op_is_named_as_the_user_wrote_it(device: str) -> None:
     """F.max_pool1d was named 'torch.nn.functional.boolean_dispatch.<locals>.fn'."""
     with pytest.raises(UnsupportedOpError) as info:
-        pooled_max(torch.randn(4, 16))
+        pooled_max(torch.randn(4, 16, device=device))
     assert "torch.nn.functional.max_pool1d" in str(info.value), str(info.value)
 
 
@@ -336,10 +336,10 @@ def reorder_in_device_code(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_table_made_in_device_code_says_to_make_it_in_host_code() -> None:
+def test_a_table_made_in_device_code_says_to_make_it_in_host_code(device: str) -> None:
     """It said 'a host tensor inside a Python list, tuple or dict': there was none."""
     with pytest.raises(DeviceCodeError) as info:
-        reorder_in_device_code(torch.randn(4, 16))
+        reorder_in_device_code(torch.randn(4, 16, device=device))
     text = str(info.value)
     assert "made in device code" in text and "host code before the loop" in text, text
     assert "test_heldout_s40_fixes.py" in text, text

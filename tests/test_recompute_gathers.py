@@ -79,37 +79,37 @@ def _code(kernel: tc.Kernel, args: tuple) -> str:
     return bound.to_triton_code(bound.config_spec.default())
 
 
-def test_a_moving_window_over_a_computed_row_recomputes_it() -> None:
-    x = torch.randn(5, 100)
+def test_a_moving_window_over_a_computed_row_recomputes_it(device: str) -> None:
+    x = torch.randn(5, 100, device=device)
     got, want = despike_stats(x), _despike_reference(x)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
-    code = _code(despike_stats, (x,))
+    code = _code(despike_stats, (x.cpu(),))
     assert "tl.gather(" not in code, code
 
 
-def test_differences_of_a_concatenated_row_recompute_it() -> None:
-    a = torch.randn(4, 77)
+def test_differences_of_a_concatenated_row_recompute_it(device: str) -> None:
+    a = torch.randn(4, 77, device=device)
     y, d1, d2 = preemphasis_deltas(a, 0.97)
     want = torch.cat([a[:, :1], a[:, 1:] - 0.97 * a[:, :-1]], dim=1)
     torch.testing.assert_close(y, want)
     torch.testing.assert_close(d1, want.diff(dim=1), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(d2, want.diff(n=2, dim=1), rtol=1e-5, atol=1e-5)
-    assert "tl.gather(" not in _code(preemphasis_deltas, (a, 0.97))
+    assert "tl.gather(" not in _code(preemphasis_deltas, (a.cpu(), 0.97))
 
 
-def test_values_the_same_along_the_row_are_kept() -> None:
-    x = torch.randn(3, 50)
+def test_values_the_same_along_the_row_are_kept(device: str) -> None:
+    x = torch.randn(3, 50, device=device)
     torch.testing.assert_close(centred_roll(x), torch.roll(x - x.mean(1, keepdim=True), 3, 1))
-    assert "tl.gather(" not in _code(centred_roll, (x,))
+    assert "tl.gather(" not in _code(centred_roll, (x.cpu(),))
 
 
-def test_a_row_written_before_the_gather_stays_in_registers() -> None:
-    x = torch.randn(3, 50)
+def test_a_row_written_before_the_gather_stays_in_registers(device: str) -> None:
+    x = torch.randn(3, 50, device=device)
     want = torch.roll(x * 2.0, 1, 1)
     got = roll_then_overwrite(x.clone())
     torch.testing.assert_close(got, want)
-    assert "tl.gather(" in _code(roll_then_overwrite, (x.clone(),))
+    assert "tl.gather(" in _code(roll_then_overwrite, (x.cpu(),))
 
 
 def test_the_windows_compile_at_lengths_that_failed() -> None:
@@ -131,14 +131,14 @@ def even_rows_normalized(metric: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_kept_dim_of_one_is_recomputed_as_one() -> None:
+def test_a_kept_dim_of_one_is_recomputed_as_one(device: str) -> None:
     """The norm kept as [n, 1] is recomputed at the picked rows as [k, 1]: recomputed at the
     slice's index broadcast over the row ([k, c]) it loaded a [k, c, c] tile, c times the data
     (at 577 x 64 past Triton's tile limit for every config)."""
-    m = torch.randn(2, 77, 40)
+    m = torch.randn(2, 77, 40, device=device)
     want = (m / m.norm(dim=-1, keepdim=True))[:, 0::2, :]
     torch.testing.assert_close(even_rows_normalized(m), want)
-    loads = re.findall(r"\[([^\]]*)\] = load\(", even_rows_normalized.bind((m,)).ir())
+    loads = re.findall(r"\[([^\]]*)\] = load\(", even_rows_normalized.bind((m.cpu(),)).ir())
     assert loads, "no loads in the IR"
     for dims in loads:
         assert sum(d.strip() != "1" for d in dims.split(",")) <= 2, loads

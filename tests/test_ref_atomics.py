@@ -27,28 +27,29 @@ def bucket_max(x: torch.Tensor, v: torch.Tensor, bins: torch.Tensor) -> torch.Te
     return out
 
 
-def _data() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _data(device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(3)
     x = torch.randint(0, 5, (50,), generator=g)
-    return x, torch.randn(50, generator=g), torch.zeros(5)
+    v, bins = torch.randn(50, generator=g), torch.zeros(5)
+    return x.to(device), v.to(device), bins.to(device)
 
 
-def test_ref_histogram_counts_repeats() -> None:
-    x, _, bins = _data()
+def test_ref_histogram_counts_repeats(device: str) -> None:
+    x, _, bins = _data(device)
     want = torch.bincount(x, minlength=5).float()
     assert torch.equal(histogram.run_ref(x, bins), want)
     assert torch.equal(histogram(x, bins), want)  # the compiled kernel agrees (and is accepted)
 
 
-def test_ref_mode_env_histogram(monkeypatch: pytest.MonkeyPatch) -> None:
-    x, _, bins = _data()
+def test_ref_mode_env_histogram(monkeypatch: pytest.MonkeyPatch, device: str) -> None:
+    x, _, bins = _data(device)
     monkeypatch.setenv("TILECRAFT_REF", "1")
     assert torch.equal(histogram(x, bins), torch.bincount(x, minlength=5).float())
 
 
-def test_ref_atomic_max_over_repeats() -> None:
-    x, v, bins = _data()
-    want = torch.full((5,), -1000.0).scatter_reduce(0, x, v, "amax")
+def test_ref_atomic_max_over_repeats(device: str) -> None:
+    x, v, bins = _data(device)
+    want = torch.full((5,), -1000.0, device=device).scatter_reduce(0, x, v, "amax")
     assert torch.equal(bucket_max.run_ref(x, v, bins), want)
     assert torch.equal(bucket_max(x, v, bins), want)
 
@@ -69,12 +70,12 @@ def scatter_rows_by_tiles(x: torch.Tensor, idx: torch.Tensor, nb: int) -> torch.
     return out
 
 
-def test_a_one_row_tiles_scatter_adds_every_column_in_the_interpreter() -> None:
+def test_a_one_row_tiles_scatter_adds_every_column_in_the_interpreter(device: str) -> None:
     """Rows added at ids by [1, 2] tiles: Triton's interpreter dropped every column but the
     first of an atomic whose mask is a broadcast view; the mask is materialized there."""
-    x = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
-    idx = torch.tensor([0, 1, 0])
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], device=device)
+    idx = torch.tensor([0, 1, 0], device=device)
     bound = scatter_rows_by_tiles.bind((x, idx, 2))
     config = bound.config_spec.default().replace(block_sizes=[1, 2])
     got = bound.run(bound.compile_config(config), x, idx, 2)
-    assert torch.equal(got, torch.zeros(2, 2).index_add_(0, idx, x))
+    assert torch.equal(got, torch.zeros(2, 2, device=device).index_add_(0, idx, x))
