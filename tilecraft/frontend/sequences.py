@@ -282,8 +282,7 @@ def _windows(t: Tracer, src: Node, axis: int, n: int, size: int, step: int) -> T
     if isinstance(width, Sym):
         offsets = along(t, t.tile_leaf(width, Op.TILE_INDEX), shape, len(shape) - 1)
         position = t.pointwise("add", offsets, start)
-    placed = t.pointwise("minimum", position, n - 1)
-    return gather(t, wide, axis, placed, reread=long_line(src.shape[axis]))
+    return gather(t, wide, axis, position, reread=long_line(src.shape[axis]), bound=n)
 
 
 LOWERINGS: list[tuple[tuple[Any, ...], Any]] = [

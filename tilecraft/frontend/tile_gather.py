@@ -38,11 +38,21 @@ if TYPE_CHECKING:
 
 
 def gather(
-    t: Tracer, x: Any, dim: Any, index: Any, *, sparse_grad: bool = False, reread: bool = True
+    t: Tracer,
+    x: Any,
+    dim: Any,
+    index: Any,
+    *,
+    sparse_grad: bool = False,
+    reread: bool = True,
+    bound: int | None = None,
 ) -> TileValue:
     """``torch.gather(x, dim, index)`` of a tile: ``x`` at the positions ``index`` holds along
     ``dim`` (a whole dim of ``x``); the result has ``index``'s shape and ``x``'s dtype. A tile
-    that is a plain load of a tensor is read from memory at the positions instead."""
+    that is a plain load of a tensor is read from memory at the positions instead. ``bound``
+    (slices, pads, windows): positions outside ``[0, bound)`` belong to lanes whose values are
+    never used; a register gather reads them clamped, a read of memory takes them as they are
+    (masked loads; ``x[t, j + 1]`` stays a slice Triton can vectorize)."""
     # reread=False: a roll, flip or shift along a short line keeps its register gather (a few
     # shuffles; its loads stay 16-byte vectors where loads at computed positions are one
     # element each): long_line
@@ -72,18 +82,34 @@ def gather(
                 t.loc,
                 hint="index every other dim with the tile's own dims (expand the index first)",
             )
+    raw = idx
+    if bound is not None:
+        idx = _clamped(t, idx, axis, bound)
     long = reread and long_line(src.shape[axis])
-    if long and (redone := recomputed(t, src, idx, axis)) is not None:
+    if long and (redone := recomputed(t, src, raw, axis)) is not None:
         return redone
     if (through := _through_pointwise(t, src, idx, axis, reread)) is not None:
         return through
     if (composed := _composed(t, src, idx, axis)) is not None:
         src, idx = composed
-    if reread and (loaded := gather_load(t, src, idx, axis)) is not None:
+        raw = idx  # composed positions come clamped
+    if reread and (loaded := gather_load(t, src, raw, axis)) is not None:
         return loaded
     if idx.shape[axis] == 1 and src.shape[axis] != 1:
         return _pick_one(t, src, idx, axis)
     return t.wrap(t.emit(Op.GATHER, [src, idx], idx.shape, src.dtype, axis=axis))
+
+
+def _clamped(t: Tracer, idx: Node, axis: int, bound: int) -> Node:
+    """``idx`` clamped into ``[0, bound)``, as its 1-D positions placed again where it is one
+    (so that a later gather of it still composes)."""
+    line = _positions(idx, axis) if idx.ndim > 1 else idx
+    if line is None:
+        line = idx
+    clamped = t.pointwise("minimum", t.pointwise("maximum", t.wrap(line), 0), bound - 1)
+    if line is idx:
+        return clamped.node
+    return rdims.along(t, clamped, idx.shape, axis).node
 
 
 def _composed(t: Tracer, src: Node, idx: Node, axis: int) -> tuple[Node, Node] | None:

@@ -116,7 +116,7 @@ def _reflected(t: Tracer, p: TileValue, n: int) -> TileValue:
 
 
 _EDGE_POSITIONS = {
-    "replicate": lambda t, p, n: p,  # gathered clamps into [0, n)
+    "replicate": lambda t, p, n: t.pointwise("minimum", t.pointwise("maximum", p, 0), n - 1),
     "reflect": _reflected,
     "circular": lambda t, p, n: t.pointwise("mod_int", t.pointwise("add", p, n), n),
 }
@@ -154,7 +154,9 @@ def _pad_dim(t: Tracer, x: TileValue, axis: int, left: int, right: int, value: A
 
 def gathered(t: Tracer, x: TileValue, axis: int, wanted: TileValue, n: int) -> TileValue:
     """``x`` read at the positions ``wanted`` (1-D, a new whole dim) along ``axis``; lanes
-    whose position lies outside ``[0, n)`` read position 0 or ``n - 1``."""
-    index = t.pointwise("minimum", t.pointwise("maximum", wanted, 0), n - 1)
-    shape = tuple(index.node.shape[0] if i == axis else d for i, d in enumerate(x.node.shape))
-    return gather(t, x, axis, along(t, index, shape, axis), reread=long_line(x.node.shape[axis]))
+    whose position lies outside ``[0, n)`` are never used (a pad's, a piece's elsewhere):
+    a register gather reads them clamped, a load masks them (``tile_gather.gather``'s
+    ``bound``)."""
+    shape = tuple(wanted.node.shape[0] if i == axis else d for i, d in enumerate(x.node.shape))
+    placed = along(t, wanted, shape, axis)
+    return gather(t, x, axis, placed, reread=long_line(x.node.shape[axis]), bound=n)
