@@ -108,11 +108,13 @@ def _ref_equal(negate: bool) -> Any:
     return fn
 
 
-_REFLECTED = ("add", "sub", "mul", "floordiv", "truediv", "mod", "and", "or", "xor", "lshift")
-for _name in (*_REFLECTED, "rshift", "pow", "lt", "le", "gt", "ge"):
+_ARITHMETIC = ("add", "sub", "mul", "floordiv", "truediv", "mod", "pow")
+_BITWISE = ("and", "or", "xor", "lshift", "rshift")
+for _name in (*_ARITHMETIC, *_BITWISE):
     setattr(RefTile, f"__{_name}__", _ref_binary(_name, False))
-    if _name in (*_REFLECTED, "rshift", "pow"):
-        setattr(RefTile, f"__r{_name}__", _ref_binary(_name, True))
+    setattr(RefTile, f"__r{_name}__", _ref_binary(_name, True))
+for _name in ("lt", "le", "gt", "ge"):
+    setattr(RefTile, f"__{_name}__", _ref_binary(_name, False))
 RefTile.__eq__ = _ref_equal(negate=False)  # type: ignore[method-assign,assignment]
 RefTile.__ne__ = _ref_equal(negate=True)  # type: ignore[method-assign,assignment]
 RefTile.__neg__ = lambda self: -self.value()  # type: ignore[attr-defined,operator]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tilecraft.errors import DeviceCodeError
+from tilecraft.ir.nodes import Op
 from tilecraft.language import _context
 
 
@@ -63,10 +64,9 @@ def host_int_names(value: Any) -> frozenset[str] | None:
     stack = [node]
     while stack:
         n = stack.pop()
-        kind = getattr(n.op, "value", None)
-        if kind == "arg" and not n.dtype.is_floating_point:
+        if n.op is Op.ARG and not n.dtype.is_floating_point:
             names.add(n.attrs["name"])
-        elif kind in ("unary", "binary", "cast") or (kind == "const" and not n.inputs):
+        elif n.op in (Op.UNARY, Op.BINARY, Op.CAST, Op.CONST):
             stack.extend(n.inputs)
         else:
             return None
