@@ -343,3 +343,28 @@ def test_a_table_made_in_device_code_says_to_make_it_in_host_code(device: str) -
     text = str(info.value)
     assert "made in device code" in text and "host code before the loop" in text, text
     assert "test_heldout_s40_fixes.py" in text, text
+
+
+@tc.kernel(static_shapes=True)
+def euler_trajectory(u0: torch.Tensor, steps: int) -> torch.Tensor:
+    """Explicit Euler for du/dt = -u, storing every step, with a Python range."""
+    n = u0.size(0)
+    traj = torch.empty([n, steps], dtype=u0.dtype, device=u0.device)
+    for tn in tc.tile(n):
+        u = u0[tn]
+        for s in range(steps):
+            u = u - 0.01 * u
+            traj[tn, s] = u
+    return traj
+
+
+def test_a_long_python_range_warns_that_it_unrolls() -> None:
+    u0 = torch.rand(8)
+    with pytest.warns(
+        UserWarning,
+        match=r"range\(\.\.\.\) in device code unrolls its body 40 "
+        r"times.*tc\.grid\(40\)",
+    ) as record:
+        euler_trajectory.bind((u0, 40))
+    assert any(w.filename.endswith("test_heldout_s40_fixes.py") for w in record)
+    torch.testing.assert_close(euler_trajectory(u0, 40)[:, -1], u0 * 0.99**40)
