@@ -16,9 +16,9 @@ from tilecraft.tools.check import check_kernel
 HAS_CUDA = torch.cuda.is_available()
 
 
-def _rand(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def _rand(*shape: int, dtype: torch.dtype = torch.float32, device: str = "cpu") -> torch.Tensor:
     g = torch.Generator().manual_seed(sum(shape) * 11 + len(shape))
-    return torch.randn(*shape, generator=g).to(dtype)
+    return torch.randn(*shape, generator=g).to(device=device, dtype=dtype)
 
 
 @tc.kernel(static_shapes=True)
@@ -68,8 +68,11 @@ def addmm_scaled(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Ten
 
 @pytest.mark.parametrize("blocks", [[1, 16, 16, 16], [2, 32, 16, 32]])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_baddbmm_loop_numerics(blocks: list[int], dtype: torch.dtype) -> None:
-    a, b = _rand(3, 37, 40, dtype=dtype), _rand(3, 40, 20, dtype=dtype)
+def test_baddbmm_loop_numerics(blocks: list[int], dtype: torch.dtype, device: str) -> None:
+    a, b = (
+        _rand(3, 37, 40, dtype=dtype, device=device),
+        _rand(3, 40, 20, dtype=dtype, device=device),
+    )
     bound = batched.bind((a, b))
     assert "acc=" in bound.to_triton_code(tc.Config(block_sizes=blocks))
     got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), a, b)
@@ -79,8 +82,9 @@ def test_baddbmm_loop_numerics(blocks: list[int], dtype: torch.dtype) -> None:
     torch.testing.assert_close(batched.run_ref(a, b), expected, rtol=tol, atol=tol)
 
 
-def test_whole_k_forms_numerics_and_code() -> None:
-    a, b, c = _rand(2, 20, 24), _rand(2, 24, 33), _rand(2, 20, 33)
+def test_whole_k_forms_numerics_and_code(device: str) -> None:
+    a, b = _rand(2, 20, 24, device=device), _rand(2, 24, 33, device=device)
+    c = _rand(2, 20, 33, device=device)
     bound = batched_whole_k.bind((a, b, c))
     config = tc.Config(block_sizes=[2, 16, 32])
     code = bound.to_triton_code(config)
@@ -92,9 +96,9 @@ def test_whole_k_forms_numerics_and_code() -> None:
     torch.testing.assert_close(ref, _batched_whole_k_ref(a, b, c), rtol=1e-4, atol=1e-4)
 
 
-def test_addmm_beta_zero_ignores_input() -> None:
-    a, b = _rand(20, 16), _rand(16, 24)
-    c = torch.full((20, 24), float("nan"))
+def test_addmm_beta_zero_ignores_input(device: str) -> None:
+    a, b = _rand(20, 16, device=device), _rand(16, 24, device=device)
+    c = torch.full((20, 24), float("nan"), device=device)
     got = addmm_scaled(a, b, c)
     torch.testing.assert_close(got, torch.addmm(c, a, b, beta=0.0, alpha=0.5))
     torch.testing.assert_close(addmm_scaled.run_ref(a, b, c), got, rtol=1e-5, atol=1e-5)
@@ -132,22 +136,22 @@ def mismatched(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_dot_shape_errors_name_the_op_and_the_fix() -> None:
+def test_dot_shape_errors_name_the_op_and_the_fix(device: str) -> None:
     # a whole K too short for tl.dot: @ is the product summed over K (as einsum writes it)
-    a, b = _rand(32, 8), _rand(8, 32)
+    a, b = _rand(32, 8, device=device), _rand(8, 32, device=device)
     torch.testing.assert_close(small_k(a, b), a @ b, rtol=1e-5, atol=1e-5)
     # an explicit tc.dot of a K block of 8 stays an error naming the fix
     with pytest.raises(ShapeError, match=r"tc.dot: the inner \(K\) dim .* is 8") as info:
-        small_k_block(_rand(32, 64), _rand(64, 32))
+        small_k_block(_rand(32, 64, device=device), _rand(64, 32, device=device))
     message = str(info.value)
     assert "K >= 16" in message and "test_dots.py" in message and ".sum(1)" in message
     with pytest.raises(ShapeError, match=r"torch.bmm: inner dims differ") as info:
-        mismatched(_rand(2, 32, 32), _rand(2, 32, 32))
+        mismatched(_rand(2, 32, 32, device=device), _rand(2, 32, 32, device=device))
     assert "same k tile" in str(info.value)
 
 
-def test_dot_block_sizes_must_fit_tl_dot() -> None:
-    a, b = _rand(3, 37, 40), _rand(3, 40, 20)
+def test_dot_block_sizes_must_fit_tl_dot(device: str) -> None:
+    a, b = _rand(3, 37, 40, device=device), _rand(3, 40, 20, device=device)
     bound = batched.bind((a, b))
     with pytest.raises(ConfigError, match=r"block_sizes\[1\]=8 is below 16 \(tl.dot"):
         bound.compile_config(tc.Config(block_sizes=[1, 8, 16, 16]))
@@ -196,8 +200,11 @@ def addmm_mixed(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_addmm_accumulating_other_dtypes_runs_in_ref_mode_and_checks_accuracy() -> None:
-    a, b = _rand(40, 48, dtype=torch.bfloat16), _rand(48, 24, dtype=torch.bfloat16)
+def test_addmm_accumulating_other_dtypes_runs_in_ref_mode_and_checks_accuracy(
+    device: str,
+) -> None:
+    a = _rand(40, 48, dtype=torch.bfloat16, device=device)
+    b = _rand(48, 24, dtype=torch.bfloat16, device=device)
     want = a.float() @ b.float()  # 0.5 * ab + 0.5 * ab
     torch.testing.assert_close(addmm_mixed.run_ref(a, b), want, rtol=1e-4, atol=1e-4)
     addmm_mixed.reset()

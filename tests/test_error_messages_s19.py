@@ -56,10 +56,10 @@ def uses_method_index_select(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor
     ids=["torch", "method"],
 )
 def test_index_select_names_the_public_op_and_suggests_index_tiles(
-    kern: tc.Kernel, needle: str, name: str
+    kern: tc.Kernel, needle: str, name: str, device: str
 ) -> None:
-    x = torch.randn(8, 16)
-    idx = torch.randint(0, 16, (8,))
+    x = torch.randn(8, 16, device=device)
+    idx = torch.randint(0, 16, (8,), device=device)
     text = _error_text(kern, needle, x, idx)
     assert f"torch op {name} is not supported in device code" in text
     assert "_VariableFunctionsClass" not in text and "TensorBase" not in text
@@ -77,8 +77,8 @@ def uses_item(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_item_says_a_loaded_element_is_already_a_scalar() -> None:
-    text = _error_text(uses_item, "s = x[t].item()", torch.randn(16))
+def test_item_says_a_loaded_element_is_already_a_scalar(device: str) -> None:
+    text = _error_text(uses_item, "s = x[t].item()", torch.randn(16, device=device))
     assert "torch op 'Tensor.item' is not supported in device code" in text
     assert "already a scalar" in text
     assert "docs/ops.md" in text
@@ -95,8 +95,9 @@ def uses_torch_arange(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_torch_arange_on_a_symbolic_size_suggests_tc_arange() -> None:
-    text = _error_text(uses_torch_arange, "r = torch.arange(lsm.shape[0])", torch.randn(8, 16))
+def test_torch_arange_on_a_symbolic_size_suggests_tc_arange(device: str) -> None:
+    x = torch.randn(8, 16, device=device)
+    text = _error_text(uses_torch_arange, "r = torch.arange(lsm.shape[0])", x)
     assert "torch.arange" in text
     assert "tc.arange(n)" in text and ".index" in text
     assert "must be Number, not Sym" not in text
@@ -115,8 +116,9 @@ def list_of_tiles(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_assigning_into_a_list_of_tiles_suggests_a_stacked_tile() -> None:
-    text = _error_text(list_of_tiles, "accs[k] = accs[k] + x[k, tch]", torch.randn(4, 32))
+def test_assigning_into_a_list_of_tiles_suggests_a_stacked_tile(device: str) -> None:
+    x = torch.randn(4, 32, device=device)
+    text = _error_text(list_of_tiles, "accs[k] = accs[k] + x[k, tch]", x)
     assert "Python list" in text
     assert "torch.where(tc.arange(4)[:, None] == k" in text
     assert "tc.static_range" in text
@@ -149,8 +151,10 @@ def uses_continue(x: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize(("kern", "word"), [(uses_break, "break"), (uses_continue, "continue")])
-def test_break_and_continue_suggest_a_while_test_or_if(kern: tc.Kernel, word: str) -> None:
-    text = _error_text(kern, f"            {word}", torch.randn(8, 16))
+def test_break_and_continue_suggest_a_while_test_or_if(
+    kern: tc.Kernel, word: str, device: str
+) -> None:
+    text = _error_text(kern, f"            {word}", torch.randn(8, 16, device=device))
     assert f"`{word}`" in text
     assert "while (i < n) & ~done:" in text
     assert "if" in text
@@ -175,19 +179,19 @@ def uses_scatter_add(x: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_in_place_scatter_methods_suggest_atomic_add() -> None:
-    x = torch.randn(32)
-    seg = torch.randint(0, 4, (32,))
+def test_in_place_scatter_methods_suggest_atomic_add(device: str) -> None:
+    x = torch.randn(32, device=device)
+    seg = torch.randint(0, 4, (32,), device=device)
     text = _error_text(uses_scatter_add, "out.scatter_add_(0, seg[tn], x[tn])", x, seg)
     assert "tc.atomic_add(out, [" in text
 
 
-def test_index_add_in_device_code_adds_atomically() -> None:
+def test_index_add_in_device_code_adds_atomically(device: str) -> None:
     """x.index_add_(0, index, source) on a host tensor is the atomic add it means (session 40:
     ref mode ran it, compiled code refused it)."""
-    x = torch.randn(32)
-    seg = torch.randint(0, 4, (32,))
-    want = torch.zeros(4).index_add_(0, seg, x)
+    x = torch.randn(32, device=device)
+    seg = torch.randint(0, 4, (32,), device=device)
+    want = torch.zeros(4, device=device).index_add_(0, seg, x)
     torch.testing.assert_close(uses_index_add(x, seg), want)
 
 
@@ -220,7 +224,9 @@ def test_a_baseline_that_finds_a_kernel_bug_keeps_its_hint() -> None:
 
 
 def _segment_sum_baseline(x: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
-    return torch.zeros(4, x.size(1)).index_add_(0, seg, x) + 1.0  # every config disagrees
+    return (
+        torch.zeros(4, x.size(1), device=x.device).index_add_(0, seg, x) + 1.0
+    )  # every config disagrees
 
 
 @tc.kernel(baseline=_segment_sum_baseline)
@@ -232,11 +238,12 @@ def segment_sum_rmw(x: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_no_working_config_names_a_read_modify_write_at_loaded_indices() -> None:
+def test_no_working_config_names_a_read_modify_write_at_loaded_indices(device: str) -> None:
     from tilecraft.autotune.classify import NoWorkingConfigError
     from tilecraft.autotune.discover import discover_default
 
-    x, seg = torch.randn(64, 8), torch.randint(0, 4, (64,))
+    x = torch.randn(64, 8, device=device)
+    seg = torch.randint(0, 4, (64,), device=device)
     bound = segment_sum_rmw.bind((x, seg))
     with pytest.raises(NoWorkingConfigError) as info:
         discover_default(bound, (x, seg), max_candidates=2, isolate=False, use_cache=False)

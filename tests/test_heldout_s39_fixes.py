@@ -39,8 +39,8 @@ def test_a_block_size_1_tiles_index_is_a_scalar_in_both_modes(device: str) -> No
     torch.testing.assert_close(per_head_decay(x), want)
 
 
-def test_indexing_that_scalar_as_a_vector_fails_alike_and_says_why() -> None:
-    x = torch.rand(3, 10)
+def test_indexing_that_scalar_as_a_vector_fails_alike_and_says_why(device: str) -> None:
+    x = torch.rand(3, 10, device=device)
     with pytest.raises(IndexError):
         per_head_decay_as_vector.run_ref(x)
     with pytest.raises(ShapeError, match="too many indices") as info:
@@ -120,11 +120,11 @@ def horner(coef: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_range_over_a_run_time_size_says_what_to_do() -> None:
+def test_range_over_a_run_time_size_says_what_to_do(device: str) -> None:
     """Was "UnsupportedOpError: TypeError: 'TileValue' object cannot be interpreted as an
     integer" (an internal class name, no hint)."""
     with pytest.raises(DeviceCodeError, match="known only at run time") as info:
-        horner(torch.rand(8, 4), torch.rand(8))
+        horner(torch.rand(8, 4, device=device), torch.rand(8, device=device))
     text = str(info.value)
     assert "TileValue" not in text and "tc.specialize" in text and "tc.grid" in text
     assert "test_heldout_s39_fixes.py" in text
@@ -172,7 +172,7 @@ def test_f_pad_replicate_reflect_and_circular_on_tiles(device: str) -> None:
     assert torch.equal(sobel_x(img), wide[..., 2:] - wide[..., :-2])
 
 
-def test_f_pad_reflect_wider_than_the_dim_is_refused_as_torch_does() -> None:
+def test_f_pad_reflect_wider_than_the_dim_is_refused_as_torch_does(device: str) -> None:
     @tc.kernel(static_shapes=True)
     def too_wide(x: torch.Tensor) -> torch.Tensor:
         out = torch.empty([x.size(0), x.size(1) + 8], dtype=x.dtype, device=x.device)
@@ -181,7 +181,7 @@ def test_f_pad_reflect_wider_than_the_dim_is_refused_as_torch_does() -> None:
         return out
 
     with pytest.raises(DeviceCodeError, match="at most 3 for a dim of 4"):
-        too_wide(torch.randn(3, 4))
+        too_wide(torch.randn(3, 4, device=device))
 
 
 @pytest.mark.crosscompile
@@ -284,11 +284,11 @@ def add_bias(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_whole_dims_of_different_sizes_say_so() -> None:
+def test_whole_dims_of_different_sizes_say_so(device: str) -> None:
     """Was "[BLOCK_0, RDIM_1] and [1, RDIM_2] do not broadcast" with a hint to add [None, :]
     (there already): a bias of 63 for 64 columns."""
     with pytest.raises(ShapeError, match=r"RDIM_1 \(64\)\] and \[1, RDIM_2 \(63\)\]") as info:
-        add_bias(torch.randn(8, 64), torch.randn(63))
+        add_bias(torch.randn(8, 64, device=device), torch.randn(63, device=device))
     assert "sizes differ" in str(info.value) and "explicit [:, None]" not in str(info.value)
 
 
@@ -328,8 +328,8 @@ def thousand_blocks(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_block_size_that_is_no_power_of_two_fails_alike_in_ref_mode() -> None:
-    x = torch.randn(3000)
+def test_a_block_size_that_is_no_power_of_two_fails_alike_in_ref_mode(device: str) -> None:
+    x = torch.randn(3000, device=device)
     with pytest.raises(DeviceCodeError, match="block_size=1000 must be a power of two"):
         thousand_blocks(x)
     with pytest.raises(DeviceCodeError, match="block_size=1000 must be a power of two"):
@@ -361,10 +361,10 @@ def part_dot(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_static_and_a_run_time_dim_of_one_size_are_told_apart() -> None:
+def test_a_static_and_a_run_time_dim_of_one_size_are_told_apart(device: str) -> None:
     """Both printed as 11, with the hint to add [None, :] (an einsum of a split part)."""
     with pytest.raises(ShapeError, match="run-time size") as info:
-        part_dot(torch.randn(4, 16), torch.randn(11))
+        part_dot(torch.randn(4, 16, device=device), torch.randn(11, device=device))
     assert "one known only at run time" in str(info.value)
 
 

@@ -36,9 +36,9 @@ def _expected(x: torch.Tensor, perm: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 
 @pytest.mark.parametrize("config", [None, tc.Config(block_sizes=[2])])
-def test_gather_matches_torch(config: tc.Config | None) -> None:
-    x = torch.randn(7, 37)  # 37 pads to 64: indices stay within the valid positions
-    perm = torch.randperm(37, generator=torch.Generator().manual_seed(1))
+def test_gather_matches_torch(config: tc.Config | None, device: str) -> None:
+    x = torch.randn(7, 37, device=device)  # 37 pads to 64: indices stay within the valid positions
+    perm = torch.randperm(37, generator=torch.Generator().manual_seed(1)).to(device)
     bound = shifted_and_reversed.bind((x, perm))
     got = bound.run(bound.compile_config(config or bound.config_spec.default()), x, perm)
     for have, want in zip(got, _expected(x, perm), strict=True):
@@ -66,8 +66,8 @@ def take_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_take_along_dim_broadcasts_the_index() -> None:
-    x, idx = torch.randn(6, 16), torch.tensor([3, 3, 0, 15, 7])
+def test_take_along_dim_broadcasts_the_index(device: str) -> None:
+    x, idx = torch.randn(6, 16, device=device), torch.tensor([3, 3, 0, 15, 7], device=device)
     torch.testing.assert_close(take_rows(x, idx), x[:, idx])
 
 
@@ -81,8 +81,8 @@ def take_from_scaled_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_gathered_dim_is_never_chunked() -> None:
-    x, idx = torch.randn(8, 4096), torch.arange(0, 4096, 7)
+def test_gathered_dim_is_never_chunked(device: str) -> None:
+    x, idx = torch.randn(8, 4096, device=device), torch.arange(0, 4096, 7, device=device)
     spec = take_from_scaled_rows.bind((x, idx)).config_spec
     assert spec.reductions and all(not r.loopable for r in spec.reductions)
     assert any("torch.gather" in r.reason for r in spec.reductions), spec.reductions
@@ -121,7 +121,7 @@ def pick_one(x: torch.Tensor, k: torch.Tensor, idx: torch.Tensor) -> tuple[torch
     return fx, fk, fb
 
 
-def test_one_index_a_row_is_a_masked_max_that_chunks() -> None:
+def test_one_index_a_row_is_a_masked_max_that_chunks(device: str) -> None:
     """A gather of one element a row (a target's logit) reads the row by a masked max: exact
     for NaN, -0.0 and infinities, and the row loops in chunks. Gathered with tl.gather from a
     whole [2, 32768] fp32 row, ptxas ran past 20 GB (sm_90)."""
@@ -131,6 +131,7 @@ def test_one_index_a_row_is_a_masked_max_that_chunks() -> None:
     k = torch.randint(-50, 50, (9, 300), generator=gen)
     idx = torch.randint(0, 300, (9, 1), generator=gen)
     idx[:3, 0] = torch.tensor([7, 8, 9])
+    x, k, idx = x.to(device), k.to(device), idx.to(device)
     got = pick_one(x, k, idx)
     want = (x.gather(1, idx), k.gather(1, idx), (k > 0).gather(1, idx))
     for have, expect in zip(got, want, strict=True):
@@ -141,6 +142,7 @@ def test_one_index_a_row_is_a_masked_max_that_chunks() -> None:
     target = torch.randint(0, 300, (9,), generator=gen)
     target[4] = -100
     logits = torch.randn(9, 300, generator=gen).to(torch.bfloat16)
+    target, logits = target.to(device), logits.to(device)
     xf = logits.float()
     expect = torch.logsumexp(xf, -1) - xf.gather(1, target.clamp(min=0)[:, None]).squeeze(1)
     torch.testing.assert_close(
@@ -195,8 +197,11 @@ def gather_from_host(x: torch.Tensor) -> torch.Tensor:
         (gather_from_host, DeviceCodeError, "torch.gather of a host tensor", "index it"),
     ],
 )
-def test_gather_errors_name_the_call(kernel: tc.Kernel, error: type, match: str, hint: str) -> None:
-    x = torch.randn(4, 8) if kernel is not gather_along_block else torch.randn(8)
+def test_gather_errors_name_the_call(
+    kernel: tc.Kernel, error: type, match: str, hint: str, device: str
+) -> None:
+    shape = (4, 8) if kernel is not gather_along_block else (8,)
+    x = torch.randn(*shape, device=device)
     with pytest.raises(error, match=match) as info:
         kernel(x)
     assert "test_tile_gather.py" in str(info.value) and hint in str(info.value)
@@ -226,8 +231,8 @@ def _recurrence(x: torch.Tensor, steps: int) -> torch.Tensor:
     return state.to(x.dtype)
 
 
-def test_recurrence_through_gathers() -> None:
-    x = torch.randn(3, 241)
+def test_recurrence_through_gathers(device: str) -> None:
+    x = torch.randn(3, 241, device=device)
     torch.testing.assert_close(shift_recurrence(x, 6), _recurrence(x, 6), rtol=1e-5, atol=1e-5)
 
 
@@ -292,8 +297,8 @@ def rolled(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return ahead, both
 
 
-def test_roll_matches_torch() -> None:
-    x = torch.randn(13, 13)  # 13 pads to 16: the rolled positions wrap at 13, not 16
+def test_roll_matches_torch(device: str) -> None:
+    x = torch.randn(13, 13, device=device)  # 13 pads to 16: the rolled positions wrap at 13, not 16
     ahead, both = rolled(x)
     torch.testing.assert_close(ahead, torch.roll(x, 3, 1) - torch.roll(x, -14, 1))
     torch.testing.assert_close(both, torch.roll(x, (1, -2), (0, 1)))
@@ -309,11 +314,11 @@ def roll_a_block(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_roll_along_a_block_names_it() -> None:
+def test_roll_along_a_block_names_it(device: str) -> None:
     with pytest.raises(
         ShapeError, match="torch.roll along dim 0 .* BLOCK_0 is a tile loop's block"
     ):
-        roll_a_block(torch.randn(8))
+        roll_a_block(torch.randn(8, device=device))
 
 
 @tc.kernel(static_shapes=False)
@@ -325,10 +330,10 @@ def flipped_rows(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_flip_with_a_run_time_row_length() -> None:
+def test_flip_with_a_run_time_row_length(device: str) -> None:
     """The mirror point is the row's length, a kernel argument here (one compile serves both)."""
     for n in (37, 45):
-        x = torch.randn(5, n)
+        x = torch.randn(5, n, device=device)
         torch.testing.assert_close(flipped_rows(x), x.flip(1) * 2)
 
 
@@ -344,12 +349,12 @@ def reversed_sums(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_flip_along_a_whole_power_of_two_dim_is_tl_flip() -> None:
+def test_a_flip_along_a_whole_power_of_two_dim_is_tl_flip(device: str) -> None:
     """Rows of 64: both flips are ``tl.flip`` (log2(n) butterfly steps, no per-element gather);
     rows of 48 pad to 64, where tl.flip would move the padding first: they stay gathers."""
     gen = torch.Generator().manual_seed(9)
     for n, flips in ((64, 2), (48, 0)):
-        x = torch.randn(6, n, generator=gen)
+        x = torch.randn(6, n, generator=gen).to(device)
         code = reversed_sums.bind((x,)).to_triton_code(
             reversed_sums.bind((x,)).config_spec.default()
         )
@@ -367,12 +372,12 @@ def rolled_rows(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_roll_of_a_long_loaded_line_reads_memory() -> None:
+def test_a_roll_of_a_long_loaded_line_reads_memory(device: str) -> None:
     """Past 32 elements a line the roll re-reads x at the rolled positions (a register gather
     along 4096-element rows compiled to 16384 shuffles a thread); a short line stays a gather."""
     gen = torch.Generator().manual_seed(10)
     for n, gathers in ((100, 0), (24, 1)):
-        x = torch.randn(7, n, generator=gen)
+        x = torch.randn(7, n, generator=gen).to(device)
         bound = rolled_rows.bind((x,))
         assert bound.to_triton_code(bound.config_spec.default()).count("tl.gather(") == gathers
         torch.testing.assert_close(rolled_rows(x), torch.roll(x, 5, -1))
