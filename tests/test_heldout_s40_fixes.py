@@ -368,3 +368,39 @@ def test_a_long_python_range_warns_that_it_unrolls() -> None:
         euler_trajectory.bind((u0, 40))
     assert any(w.filename.endswith("test_heldout_s40_fixes.py") for w in record)
     torch.testing.assert_close(euler_trajectory(u0, 40)[:, -1], u0 * 0.99**40)
+
+
+@tc.kernel(static_shapes=True)
+def bf16_scatter(ids: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros([7], dtype=torch.bfloat16, device=v.device)
+    for t in tc.tile(ids.size(0)):
+        tc.atomic_add(out, [ids[t]], v[t])
+    return out
+
+
+def test_a_half_precision_atomic_in_the_interpreter_is_one_clear_error(device: str) -> None:
+    """Triton's interpreter has no bf16 atomics: every config failed with its raw
+    'Unsupported data type'; on a GPU the kernel runs."""
+    ids = torch.randint(0, 7, (40,), generator=torch.Generator().manual_seed(0)).to(device)
+    v = torch.randn(40, generator=torch.Generator().manual_seed(1)).to(device).to(torch.bfloat16)
+    want = torch.zeros(7, device=device).index_add_(0, ids, v.float())
+    if device == "cuda":
+        torch.testing.assert_close(bf16_scatter(ids, v).float(), want, rtol=2e-2, atol=5e-2)
+        return
+    with pytest.raises(Exception) as info:  # the error itself, or the tuner's table of it
+        bf16_scatter(ids, v)
+    text = str(info.value)
+    assert "interpreter (CPU tensors) has no half-precision atomics" in text, text
+    assert "float32" in text and "test_heldout_s40_fixes.py" in text, text
+
+
+def test_one_error_every_config_raised_is_the_tuners_cause() -> None:
+    """Five configs that each failed with the same tilecraft error gave a table of truncated
+    copies; the hint now carries the error once, whole (its line and what to do)."""
+    from tilecraft.autotune.classify import NoWorkingConfigError
+
+    ids = torch.randint(0, 7, (40,), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(NoWorkingConfigError) as info:
+        bf16_scatter(ids, torch.randn(40).to(torch.bfloat16))
+    hint = info.value.hint or ""
+    assert "no half-precision atomics" in hint and "accumulate into a float32" in hint, hint

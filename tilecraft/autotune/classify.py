@@ -188,6 +188,21 @@ class NoWorkingConfigError(TilecraftError):
         )
 
 
+def shared_error(attempts: Sequence[Attempt]) -> str:
+    """The one tilecraft error (its message, source line and hint) every failed config raised
+    while its code was generated: the kernel meets something no config changes (an op this
+    target lacks), which the table would only repeat per config; '' otherwise."""
+    texts: set[str] = set()
+    for attempt in attempts:
+        if attempt.ok:
+            continue
+        _, found, rest = attempt.detail.rpartition("\ntilecraft.errors.")
+        if not found:
+            return ""
+        texts.add(rest.split(": ", 1)[-1].rstrip())
+    return texts.pop() if len(texts) == 1 else ""
+
+
 def racy_updates(loops: Sequence[DeviceLoop]) -> list[str]:
     """Host tensors a device loop loads and stores (a read-modify-write, ``out[ids[t]] += v``)
     with a store index computed from loaded data: programs can race on such elements."""

@@ -21,7 +21,13 @@ from tilecraft.autotune import cache
 from tilecraft.autotune.alarm import CandidateTimeout, time_limit
 from tilecraft.autotune.baseline import Baseline, compute_baseline
 from tilecraft.autotune.candidates import candidates, quiet_normalize
-from tilecraft.autotune.classify import Attempt, Category, NoWorkingConfigError, racy_updates
+from tilecraft.autotune.classify import (
+    Attempt,
+    Category,
+    NoWorkingConfigError,
+    racy_updates,
+    shared_error,
+)
 from tilecraft.autotune.compare import DEFAULT_TOLERANCES, Tolerances, tolerance_for
 from tilecraft.autotune.evaluate import error_text
 from tilecraft.autotune.progress import Reporter
@@ -340,7 +346,7 @@ def run_discovery(
         )
     if winner is None:
         repro = write_repro(bound, args, kwargs, attempts, "no candidate config worked")
-        cause = unfit_values(bound.config_spec)
+        cause = unfit_values(bound.config_spec) or shared_error(attempts)
         if all(a.category is Category.WRONG_RESULT for a in attempts if not a.ok):
             cause = cause or user_baseline(bound) or unsteady_baseline(bound, args, kwargs)
         raise NoWorkingConfigError(name, attempts, repro, cause, racy_updates(bound.traced.loops))

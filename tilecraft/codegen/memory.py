@@ -19,6 +19,7 @@ from tilecraft.codegen import lane_order, paired
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.uniform import uniform_quotient
 from tilecraft.config.space import descriptor_order
+from tilecraft.errors import UnsupportedOpError
 from tilecraft.ir import dtypes
 from tilecraft.ir.int_ranges import NARROWER_INTS, nonnegative
 from tilecraft.ir.nodes import Node, Op, Sym, reads_memory
@@ -428,6 +429,14 @@ def emit_store(ctx: EmitContext, node: Node) -> None:
 @emits(Op.ATOMIC)
 def emit_atomic(ctx: EmitContext, node: Node) -> None:
     value, *index_values = node.inputs
+    if ctx.interpret and node.dtype in (torch.bfloat16, torch.float16):
+        raise UnsupportedOpError(
+            f"tc.atomic_{node.attrs['kind']} into '{node.attrs['tensor'].name}' "
+            f"({node.dtype}): Triton's interpreter (CPU tensors) has no half-precision atomics; "
+            "the kernel compiles for GPUs",
+            node.loc,
+            hint="accumulate into a float32 tensor and cast it after the loop, or run on a GPU",
+        )
     ptr, mask = access(ctx, node, index_values)
     if mask and ctx.interpret and node.shape:
         # Triton 3.6's interpreter drops lanes of an atomic whose mask is a broadcast view (a
