@@ -9,6 +9,10 @@ atomic applies every element once, duplicates included (an embedding backward sc
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -96,7 +100,7 @@ def _ref_atomic(kind: str, target: torch.Tensor, items: tuple[Any, ...], value: 
     vals = vals.expand(flat_index.shape).reshape(-1)
     work = target.contiguous().view(-1)
     if kind == "add":
-        old = (old + _earlier_adds(lin, vals).view(old.shape)).to(old.dtype)
+        old = (old + _lane_ordered_adds(lin, vals).view(old.shape)).to(old.dtype)
         work.index_add_(0, lin, vals)
     elif kind in ("max", "min"):
         work.scatter_reduce_(0, lin, vals, reduce="a" + kind, include_self=True)
@@ -109,6 +113,54 @@ def _ref_atomic(kind: str, target: torch.Tensor, items: tuple[Any, ...], value: 
     if work.data_ptr() != target.data_ptr():
         target.copy_(work.view(target.shape))
     return old
+
+
+@dataclasses.dataclass
+class LaneOrder:
+    """Whether ref mode marks the previous values an atomic add returns that depend on the order
+    of its lanes on one address (a GPU picks its own: another lane's add comes before or after),
+    and whether any call returned such values: the accuracy baseline runs ref mode again marking
+    them and compares only what the marks do not reach (``autotune/baseline.py``)."""
+
+    mark: bool = False
+    dependent: bool = False
+
+
+_LANE_ORDER: contextvars.ContextVar[LaneOrder | None] = contextvars.ContextVar(
+    "tc_lane_order", default=None
+)
+
+
+@contextlib.contextmanager
+def lane_order(mark: bool) -> Iterator[LaneOrder]:
+    """Ref-mode atomic adds inside note order-dependent returns, and mark them when ``mark``
+    (NaN for floats, one more for ints)."""
+    order = LaneOrder(mark)
+    token = _LANE_ORDER.set(order)
+    try:
+        yield order
+    finally:
+        _LANE_ORDER.reset(token)
+
+
+def _lane_ordered_adds(lin: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
+    """:func:`_earlier_adds`, with the lanes whose value another lane's nonzero add to their
+    address could change noted (and marked) under :func:`lane_order`."""
+    adds = _earlier_adds(lin, vals)
+    order = _LANE_ORDER.get()
+    if order is None or lin.numel() < 2:
+        return adds
+    size = vals.abs().to(torch.float64)
+    others = torch.zeros(int(lin.max()) + 1, dtype=torch.float64, device=lin.device)
+    dependent = (others.index_add_(0, lin, size)[lin] - size) > 0
+    if not bool(dependent.any()):
+        return adds
+    order.dependent = True
+    if not order.mark:
+        return adds
+    if adds.is_floating_point():
+        return torch.where(dependent, float("nan"), adds)
+    return adds + dependent.to(adds.dtype)
 
 
 def _earlier_adds(lin: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
