@@ -26,6 +26,7 @@ import torch
 
 from tilecraft.errors import ShapeError
 from tilecraft.frontend import rdims
+from tilecraft.frontend.product_sums import product_sum
 from tilecraft.ir.dtypes import FP8
 from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str
 
@@ -187,8 +188,6 @@ def matmul(t: Tracer, a: Any, b: Any, op: str = "torch.matmul") -> TileValue:
 
 def _summed_products(t: Tracer, a: Any, b: Any, rank_a: int, rank_b: int) -> TileValue:
     """``a @ b`` with torch's batch broadcasting as an einsum product sum (``...mk,...kn``)."""
-    from tilecraft.frontend.einsum import product_sum
-
     batch = "abcdefgh"[: max(rank_a, rank_b) - 2]
     subs_a = batch[len(batch) - (rank_a - 2) :] + "mk"
     subs_b = batch[len(batch) - (rank_b - 2) :] + "kn"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend import dots, views
-from tilecraft.ir import dtypes
+from tilecraft.frontend.product_sums import product_sum
 from tilecraft.ir.nodes import Sym, SymKind
 
 if TYPE_CHECKING:
@@ -54,19 +54,6 @@ def einsum(t: Tracer, equation: str, *operands: Any) -> Any:
     return views.permute(t, product, [order.index(c) for c in out])
 
 
-def product_sum(t: Tracer, a: tuple[Any, str], b: tuple[Any, str], out: str) -> Any:
-    """Two operands placed on every index of the equation (output indices first), multiplied
-    elementwise and summed over the rest, in fp32 for half precision and rounded once to the
-    operands' promoted dtype (as torch's matmul-based einsum accumulates)."""
-    order = out + "".join(c for c in dict.fromkeys(a[1] + b[1]) if c not in out)
-    dtype = dtypes.promote(t.dtype_of(a[0]), t.dtype_of(b[0]))
-    compute = dtypes.compute_dtype(dtype) if dtype.is_floating_point else dtype
-    wa, wb = (t.to_dtype(_placed(t, x, subs, order), compute) for x, subs in (a, b))
-    product = t.pointwise("mul", wa, wb)
-    summed = list(range(len(out), len(order)))
-    return t.to_dtype(t.reduce("sum", product, summed) if summed else product, dtype)
-
-
 def _below_dot(t: Tracer, x: Any, axis: int) -> bool:
     """Whether the contracted dim is a whole static one too short for ``tl.dot`` (padded to
     a power of two, under ``dots.min_k``: ``"ij,jk->ik"`` with a j of 4), whose product and
@@ -77,17 +64,6 @@ def _below_dot(t: Tracer, x: Any, axis: int) -> bool:
         return False  # a tile's block, or a size known at run time: the dot decides
     n = d if isinstance(d, int) else int(d.extent)
     return 1 << max(n - 1, 0).bit_length() < dots.min_k(node.dtype)
-
-
-def _placed(t: Tracer, x: Any, subs: str, order: str) -> Any:
-    """``x`` (indexed by ``subs``) permuted into ``order``'s sequence, a size-1 dim for each
-    index of ``order`` it lacks, so that the two operands broadcast index by index."""
-    kept = sorted(range(len(subs)), key=lambda i: order.index(subs[i]))
-    x = views.permute(t, x, kept) if kept != list(range(len(subs))) else x
-    for pos, c in enumerate(order):
-        if c not in subs:
-            x = views.unsqueeze(t, x, pos)
-    return x
 
 
 def _parse(t: Tracer, equation: str, operands: tuple[Any, ...]) -> tuple[list[str], str]:
