@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from tilecraft.errors import ShapeError
 from tilecraft.frontend import indexing
 from tilecraft.frontend.gather_loads import load_at, plain_load, unwritten
 from tilecraft.ir.nodes import Node, Op, Sym
@@ -64,7 +65,11 @@ def recomputed(t: Tracer, src: Node, idx: Node, axis: int) -> TileValue | None:
     if out is None or w.loads > _MOST_LOADS or out.dtype != src.dtype:
         return None
     if out.shape != idx.shape:
-        if t.broadcast_shapes(out.shape, idx.shape) != idx.shape:
+        try:
+            fits = t.broadcast_shapes(out.shape, idx.shape) == idx.shape
+        except ShapeError:  # the walk's own shapes: leave the gather as it was
+            fits = False
+        if not fits:
             return None
         out = t.emit(Op.VIEW, [out], idx.shape, out.dtype, expand=True)
     return t.wrap(out)
