@@ -29,7 +29,7 @@ from tilecraft.frontend.factories import DeviceFactories
 from tilecraft.frontend.scalar_builtins import with_device_builtins
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, host_tensor_operand
-from tilecraft.ir.nodes import Node, Op, Sym
+from tilecraft.ir.nodes import Node, Op, Sym, reads_memory
 from tilecraft.language import _context
 from tilecraft.language.loops import TileSpec
 from tilecraft.language.tunables import DynamicInt
@@ -232,15 +232,12 @@ class Interpreter:
         before = len(block)
         self.assign(stmt.target, self.eval(derived))
         if any(_scatters_by_data(n) for n in block[before:]):
-            loc = self.tracer.loc
-            warnings.warn_explicit(
+            _warn_at(
+                self.tracer.loc,
                 f"{ast.unparse(stmt.target)} {_OPERATOR_TEXT.get(type(stmt.op), '?=')} ... at "
                 "indices loaded from memory is a load, an update and a store: elements of one "
                 "tile that hit the same index lose all but one update (torch's own x[idx] += v "
                 "does too); to accumulate each, use tc.atomic_add(tensor, [index, ...], value)",
-                UserWarning,
-                loc.filename if loc else "<kernel>",
-                loc.lineno if loc else 0,
             )
 
     # -- loops ----------------------------------------------------------------------------
@@ -254,7 +251,7 @@ class Interpreter:
             # a Python sequence known while tracing (``for v in (lo, hi)``): unrolled, as a list
             # comprehension over it is
             if isinstance(spec, range) and len(spec) > UNROLL_WARNING:
-                _warn_unrolled(spec, stmt, self.tracer.loc)
+                _warn_unrolled(spec, stmt.target, self.tracer.loc)
             for i in list(spec):
                 self.assign(stmt.target, i)
                 self.run(stmt.body)
@@ -310,17 +307,22 @@ _EQ, _NE = "__tc_eq__", "__tc_ne__"
 UNROLL_WARNING = 32
 
 
-def _warn_unrolled(spec: range, stmt: ast.For, loc: Any) -> None:
+def _warn_unrolled(spec: range, target: ast.expr, loc: SourceLoc | None) -> None:
     bounds = f"{spec.start}, {spec.stop}" if spec.start else f"{spec.stop}"
-    warnings.warn_explicit(
-        f"for {ast.unparse(stmt.target)} in range(...) in device code unrolls its body "
-        f"{len(spec)} times (a Python loop while tracing): Triton compiles every copy, minutes "
-        f"for long bodies; write `for {ast.unparse(stmt.target)} in tc.grid({bounds})` for a "
-        "loop on the device (its index is then a device scalar)",
-        UserWarning,
-        loc.filename if loc else "<kernel>",
-        loc.lineno if loc else 0,
+    name = ast.unparse(target)
+    _warn_at(
+        loc,
+        f"for {name} in range(...) in device code unrolls its body {len(spec)} times (a Python "
+        "loop while tracing): Triton compiles every copy, minutes for long bodies; write "
+        f"`for {name} in tc.grid({bounds})` for a loop on the device (its index is then a "
+        "device scalar)",
     )
+
+
+def _warn_at(loc: SourceLoc | None, message: str) -> None:
+    """A warning attributed to the user's kernel line (not tilecraft's frames)."""
+    filename, lineno = (loc.filename, loc.lineno) if loc else ("<kernel>", 0)
+    warnings.warn_explicit(message, UserWarning, filename, lineno)
 
 
 _OPERATOR_TEXT = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.BitOr: "|=", ast.BitAnd: "&="}
@@ -331,16 +333,8 @@ def _scatters_by_data(node: Node) -> bool:
     list), where two elements of one tile may hit one address."""
     if node.op is not Op.STORE:
         return False
-    stack = [node.inputs[1 + item[1]] for item in node.attrs["index"] if item[0] == "value"]
-    seen: set[int] = set()
-    while stack:
-        n = stack.pop()
-        if n.op is Op.LOAD:
-            return True
-        if n.id not in seen:
-            seen.add(n.id)
-            stack.extend(n.inputs)
-    return False
+    indices = [node.inputs[1 + item[1]] for item in node.attrs["index"] if item[0] == "value"]
+    return any(reads_memory(index) for index in indices)
 
 
 class _RuntimeEquality(ast.NodeTransformer):

@@ -98,15 +98,15 @@ def _visit(w: _Walk, node: Node, space: tuple[int, ...], q: Node) -> Node | None
     if node.ndim == 0 or w.line not in space or node.shape[space.index(w.line)] == 1:
         return _lifted(w, node, space, q)  # the same all along the line
     if node.op is Op.TILE_INDEX:
-        return _positions(w, node, q)
+        return _line_positions(w, node, q)
     if node.op is Op.LOAD:
         return _load(w, node, space, q)
     if node.op in _ELEMENTWISE:
-        operands = [_at(w, i, space, q) for i in node.inputs]
-        if any(o is None for o in operands):
+        operands = [o for i in node.inputs if (o := _at(w, i, space, q)) is not None]
+        if len(operands) != len(node.inputs):
             return None
-        shape = w.t.broadcast_shapes(*[o.shape for o in operands if o is not None])
-        return w.t.emit(node.op, operands, shape, node.dtype, **node.attrs)  # type: ignore[arg-type]
+        shape = w.t.broadcast_shapes(*[o.shape for o in operands])
+        return w.t.emit(node.op, operands, shape, node.dtype, **node.attrs)
     if node.op is Op.GATHER and space[node.attrs["axis"]] == w.line:
         positions = _at(w, node.inputs[1], space, q)  # the line's positions it reads
         return None if positions is None else _at(w, node.inputs[0], space, positions)
@@ -129,7 +129,7 @@ def _lifted(w: _Walk, node: Node, space: tuple[int, ...], q: Node) -> Node | Non
     return w.t.emit(Op.VIEW, [node], shape, node.dtype, spec=spec)
 
 
-def _positions(w: _Walk, node: Node, q: Node) -> Node | None:
+def _line_positions(w: _Walk, node: Node, q: Node) -> Node | None:
     """The line's own positions (``tc.arange``-style index tiles): ``q`` itself."""
     sym = node.attrs["sym"]
     if not isinstance(sym, Sym) or not isinstance(sym.begin, int):
@@ -149,8 +149,8 @@ def _load(w: _Walk, node: Node, space: tuple[int, ...], q: Node) -> Node | None:
         return None
     if any(item[0] not in ("value", "int", "none") for item in items):
         return None
-    indices = [_at(w, i, space, q) for i in node.inputs]
-    if any(i is None for i in indices):
+    indices = [i for n in node.inputs if (i := _at(w, n, space, q)) is not None]
+    if len(indices) != len(node.inputs):
         return None
     index = [
         w.t.wrap(indices[item[1]])

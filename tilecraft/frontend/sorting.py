@@ -17,6 +17,7 @@ from tilecraft.errors import DeviceCodeError, UnsupportedOpError
 from tilecraft.frontend import views
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.tile_gather import check_whole
+from tilecraft.ir.int_ranges import NARROWER_INTS
 from tilecraft.ir.nodes import Node, Op, Sym, shape_str
 from tilecraft.language.tunables import DynamicInt
 
@@ -91,8 +92,7 @@ def _int32_valued(node: Node) -> bool:
     """Whether an int64 tile holds values that fit int32 by construction: positions a sort or
     topk returned (below its dim's length), or a widened narrower int."""
     if node.op is Op.CAST:
-        inner = node.inputs[0].dtype
-        return inner in (torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+        return node.inputs[0].dtype in (*NARROWER_INTS, torch.bool)
     return node.op is Op.EXTERN and str(node.attrs.get("call", "")).startswith(
         "_tc_sort.key_positions("
     )

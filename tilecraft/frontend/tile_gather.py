@@ -106,10 +106,15 @@ def _clamped(t: Tracer, idx: Node, axis: int, bound: int) -> Node:
     line = _positions(idx, axis) if idx.ndim > 1 else idx
     if line is None:
         line = idx
-    clamped = t.pointwise("minimum", t.pointwise("maximum", t.wrap(line), 0), bound - 1)
+    clamped = clamp_positions(t, t.wrap(line), bound)
     if line is idx:
         return clamped.node
     return rdims.along(t, clamped, idx.shape, axis).node
+
+
+def clamp_positions(t: Tracer, positions: TileValue, n: int) -> TileValue:
+    """Positions moved into ``[0, n)``: the nearest end for those outside."""
+    return t.pointwise("minimum", t.pointwise("maximum", positions, 0), n - 1)
 
 
 def _composed(t: Tracer, src: Node, idx: Node, axis: int) -> tuple[Node, Node] | None:

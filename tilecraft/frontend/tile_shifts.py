@@ -20,7 +20,13 @@ from tilecraft.errors import DeviceCodeError
 from tilecraft.frontend.gather_loads import rereadable
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.regroup import pow2, regroup
-from tilecraft.frontend.tile_gather import gather, long_line, pick_position, static_whole
+from tilecraft.frontend.tile_gather import (
+    clamp_positions,
+    gather,
+    long_line,
+    pick_position,
+    static_whole,
+)
 from tilecraft.frontend.views import permute, split
 from tilecraft.ir.nodes import Sym
 
@@ -116,7 +122,7 @@ def _reflected(t: Tracer, p: TileValue, n: int) -> TileValue:
 
 
 _EDGE_POSITIONS = {
-    "replicate": lambda t, p, n: t.pointwise("minimum", t.pointwise("maximum", p, 0), n - 1),
+    "replicate": clamp_positions,
     "reflect": _reflected,
     "circular": lambda t, p, n: t.pointwise("mod_int", t.pointwise("add", p, n), n),
 }
