@@ -10,7 +10,7 @@ import torch
 import tilecraft as tc
 from benchmarks.gen_kernels import HELDOUT
 from tilecraft.autotune.classify import Category, NoWorkingConfigError
-from tilecraft.autotune.compare import compare, scattered
+from tilecraft.autotune.compare import compare, scattered, traded_places
 from tilecraft.autotune.decisions import float_decisions, rounds_floats
 from tilecraft.autotune.discover import run_discovery
 
@@ -65,6 +65,24 @@ def first_half_doubled(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     for t in tc.tile(n):
         out[t] = torch.where(t.index < n // 2, x[t] * 2.0, x[t])
+    return out
+
+
+@tc.kernel
+def rank_rows(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, n], dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.argsort(x[tm, :] * 2.0, dim=-1, descending=True)
+    return out
+
+
+@tc.kernel
+def rank_int_rows(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, n], dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.argsort(x[tm, :], dim=-1)
     return out
 
 
@@ -194,3 +212,42 @@ def test_an_argmax_may_pick_a_near_tie_differently_in_a_few_rows_only() -> None:
     assert compare(flipped, many, decides_on_floats=True).ok
     flipped[100:110] = 0
     assert not compare(flipped, many, decides_on_floats=True).ok
+
+
+def test_a_sort_of_loaded_floats_decides_and_of_integers_does_not() -> None:
+    x = _inputs()
+    found = float_decisions(rank_rows.bind((x,)).traced.loops)
+    assert len(found) == 1 and found[0].startswith("torch.argsort (line "), found
+    assert float_decisions(rank_int_rows.bind((x.to(torch.int32),)).traced.loops) == []
+
+
+def _swapped(want: torch.Tensor, *places: tuple[int, int, int]) -> torch.Tensor:
+    """``want`` with ``want[row, i]`` and ``want[row, j]`` exchanged for each (row, i, j)."""
+    got = want.clone()
+    for row, i, j in places:
+        got[row, i], got[row, j] = want[row, j], want[row, i]
+    return got
+
+
+def test_sorted_positions_of_near_ties_may_trade_places() -> None:
+    """ToMe's argsort of 256 x 289 computed similarities on the H100: 4 of 73984 positions
+    differed from ref mode (two pairs of keys a rounding apart) and every config failed."""
+    want = torch.stack([torch.randperm(289, generator=torch.Generator().manual_seed(r))
+                        for r in range(256)])  # fmt: skip
+    got = _swapped(want, (3, 40, 41), (200, 7, 8))
+    assert traded_places(got, want, got != want)
+    assert compare(got, want, decides_on_floats=True).ok
+    assert not compare(got, want).ok  # a kernel that decides nothing stays exact
+    three = got.clone()
+    three[9, 100:103] = want[9, 100:103].roll(1)  # three keys in a near tie: a run of three
+    assert compare(three, want, decides_on_floats=True).ok
+    far = _swapped(want, (3, 40, 200))  # positions far apart: a wrong sort, not a tie
+    assert not traded_places(far, want, far != want)
+    run = want.clone()
+    run[5, 10:20] = want[5, 10:20].flip(0)  # a reversed stretch
+    assert not compare(run, want, decides_on_floats=True).ok
+    other = got.clone()
+    other[3, 41] = other[3, 40]  # a duplicated position: not a permutation
+    assert not compare(other, want, decides_on_floats=True).ok
+    many = _swapped(want, *[(r, 0, 1) for r in range(0, 256, 2)])  # 256 elements: too many
+    assert not compare(many, want, decides_on_floats=True).ok

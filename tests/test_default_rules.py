@@ -468,9 +468,17 @@ def test_a_vocab_argmax_loops_its_row_without_spilling() -> None:
 
 
 @tc.kernel(static_shapes=True)
+def project_whole_k(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """A projection with K loaded whole (``x[tn, :] @ w[:, :]``)."""
+    out = torch.empty([x.size(0), w.size(1)], dtype=torch.float32, device=x.device)
+    for tn in tc.tile(x.size(0)):
+        out[tn, :] = x[tn, :].to(torch.float32) @ w[:, :].to(torch.float32)
+    return out
+
+
+@tc.kernel(static_shapes=True)
 def kmeans_whole_k(x: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
-    """k-means assignment with the centroids as one whole ':' tile (a dot and a transpose use
-    both dims, so neither loops)."""
+    """k-means assignment with the centroids as one whole ':' tile."""
     n, d = x.size()
     ids = torch.empty([n], dtype=torch.int64, device=x.device)
     for tn in tc.tile(n):
@@ -482,21 +490,38 @@ def kmeans_whole_k(x: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
 
 
 def test_a_value_no_config_can_hold_is_named_with_what_to_do() -> None:
-    """4096 centroids as a whole dim: 512 fp32 elements a thread at 32 warps in every config
-    (ptxas refused them all); discovery's error names the value and says to tile the dim."""
+    """A projection with its 65536-long K loaded whole: tl.dot sums over K, so no config can
+    loop it, and every config holds 16 x 65536 elements a program; discovery's error names the
+    value and says to tile the dim."""
     from tilecraft.autotune.classify import NoWorkingConfigError
     from tilecraft.config.unfit import unfit_values
 
-    spec = _spec(kmeans_whole_k, _meta(65536, 128), _meta(4096, 128))
+    spec = _spec(project_whole_k, _meta(4096, 65536), _meta(65536, 16))
     message = unfit_values(spec)
-    assert "test_default_rules.py:" in message and "524288 elements" in message
-    assert "a transpose uses it" in message and "tc.tile(" in message
-    error = NoWorkingConfigError("kmeans_whole_k", [], None, message)
+    assert "test_default_rules.py:" in message and "1048576 elements" in message
+    assert "tl.dot sums over it" in message and "tc.tile(" in message
+    error = NoWorkingConfigError("project_whole_k", [], None, message)
     assert "tc.tile(" in str(error.hint)
-    assert unfit_values(_spec(kmeans_whole_k, _meta(65536, 128), _meta(256, 128))) == ""
-    x, c = torch.randn(37, 20), torch.randn(50, 20)  # the interpreter has no register limit
-    assert unfit_values(kmeans_whole_k.bind((x, c)).config_spec) == ""
-    assert torch.equal(kmeans_whole_k(x, c), torch.cdist(x, c).argmin(-1))
+    assert unfit_values(_spec(project_whole_k, _meta(4096, 1024), _meta(1024, 16))) == ""
+
+
+def test_whole_centroids_loop_as_the_dot_output_dim(device: str) -> None:
+    """4096 centroids as a whole dim (``centroids[:, :]``, ``xt @ ct.t()``): 512 fp32 elements
+    a thread at 32 warps if held at once (ptxas refused every config). The centroid dim is the
+    dot's N, not its K, so it loops in chunks (the argmin carries across them) and fits."""
+    from tilecraft.config.unfit import unfit_values
+
+    spec = _spec(kmeans_whole_k, _meta(65536, 128), _meta(4096, 128))
+    assert unfit_values(spec) == ""
+    centroid_dim = [r for r in spec.reductions if r.extent == 4096]
+    assert centroid_dim and centroid_dim[0].loopable, spec.reductions
+    default = spec.default()
+    assert default.reduction_loops[centroid_dim[0].slot] is not None, default
+    x, c = torch.randn(37, 20, device=device), torch.randn(50, 20, device=device)
+    for chunk in (None, 16):
+        config = tc.Config(block_sizes=[16], reduction_loops=[None, chunk])
+        looped = tc.kernel(kmeans_whole_k.fn, config=config, static_shapes=True)
+        assert torch.equal(looped(x, c), torch.cdist(x, c).argmin(-1))
 
 
 # -- grids under a wave keep long rows; row vectors in vectorized layouts ----------------------

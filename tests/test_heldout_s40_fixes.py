@@ -96,15 +96,19 @@ def pooled_keys_t(k: torch.Tensor) -> torch.Tensor:
 
 
 def test_a_short_dim_loops_when_nothing_else_can_shrink(device: str) -> None:
-    """[1024 blocks, 16 keys, 128] is past Triton's tile limit and its other dims are
-    transposed (they cannot loop): the default loops the 16 (it refused every config)."""
+    """[1024 blocks, 16 keys, 128] is past Triton's tile limit with every dim whole: the
+    default loops one of them (it refused every config)."""
     k = torch.randn(2, 1024, 16, 128, device="meta").to(torch.bfloat16)
     spec = pooled_keys_t.bind((k,)).config_spec
-    assert spec.default().reduction_loops[1] is not None
+    assert any(chunk is not None for chunk in spec.default().reduction_loops)
     assert_defaults_cross_compile(pooled_keys_t, (k,))
     small = torch.randn(2, 24, 16, 32, device=device).to(torch.bfloat16)
     want = small.float().mean(dim=2).transpose(1, 2)
     torch.testing.assert_close(pooled_keys_t(small), want)
+    for chunks in ([16, None, None], [None, None, 16]):  # the transposed dims, in chunks
+        config = tc.Config(reduction_loops=chunks)
+        looped = tc.kernel(pooled_keys_t.fn, static_shapes=True, config=config)
+        torch.testing.assert_close(looped(small), want)
 
 
 @tc.kernel(static_shapes=True)

@@ -303,7 +303,9 @@ def test_roll_matches_torch(device: str) -> None:
     torch.testing.assert_close(ahead, torch.roll(x, 3, 1) - torch.roll(x, -14, 1))
     torch.testing.assert_close(both, torch.roll(x, (1, -2), (0, 1)))
     code = rolled.bind((x,)).to_triton_code(tc.Config(block_sizes=[4]))
-    assert code.count("tl.gather(") == 4, code
+    # along the rows (16 x 16 lanes: the line crosses warps) the square is read again at the
+    # rolled rows; the three rolls along rows of 16 stay register gathers
+    assert code.count("tl.gather(") == 3, code
 
 
 @tc.kernel(static_shapes=True)

@@ -120,6 +120,12 @@ def one_line(text: str, limit: int = 200) -> str:
     return best if len(best) <= limit else best[: limit - 3] + "..."
 
 
+# a working config spilling more 4-byte words a thread than this runs far from its speed (Mamba-2
+# SSD's fp32 FMA dot at [128] columns: 2542 words, 49 ms; [32]: none): discovery takes it only
+# where no later candidate works without
+HEAVY_SPILL_WORDS = 64
+
+
 @dataclasses.dataclass
 class Attempt:
     """One config tried: its outcome and, when it failed, why."""
@@ -137,6 +143,12 @@ class Attempt:
     @property
     def ok(self) -> bool:
         return self.category is None
+
+    @property
+    def lean(self) -> bool:
+        """Whether it worked without spilling hard (Triton's ``n_spills``, 4-byte words of
+        local memory a thread, at most ``HEAVY_SPILL_WORDS``)."""
+        return self.ok and self.resources.get("spills", 0) <= HEAVY_SPILL_WORDS
 
 
 def format_table(attempts: Sequence[Attempt], limit: int = 40) -> str:

@@ -8,7 +8,8 @@ sum) are judged against the tensor's magnitude, not against zero. NaN matches Na
 matches the same infinity. Bool tensors must be equal; integer ones too, except that float math
 rounded to integers (a quantization) may land one off in a few elements (:func:`_rounding_ties`).
 A kernel that decides on computed floats (``decisions.py``) may differ in a few scattered
-elements: its boundary cases (:func:`scattered`). Where ref mode also ran in fp64 (``precise``),
+elements: its boundary cases (:func:`scattered`), or, for integers, in a few short runs whose
+values trade places (:func:`traded_places`: a sort's positions of near-tied keys). Where ref mode also ran in fp64 (``precise``),
 a float tensor may differ in its ill-conditioned elements, those whose value moves many ulps under
 rounding, if this run is not much further off there (:func:`_ill_conditioned`).
 """
@@ -286,7 +287,7 @@ def compare_tensors(
         return Mismatch(
             name, f"{int(diff.sum())} of {a.numel()} elements differ", index=index,
             actual=float(a.flatten()[flat]), expected=float(e.flatten()[flat]),
-            scattered=scattered(diff), off_by_one=one_off,
+            scattered=scattered(diff) or traded_places(a, e, diff), off_by_one=one_off,
         )  # fmt: skip
     rtol, atol = tolerance_for(expected.dtype, tol)
     work = torch.float64 if expected.dtype == torch.float64 else torch.float32
@@ -420,6 +421,39 @@ def scattered(bad: torch.Tensor) -> bool:
         if bad.shape[dim] > 2 and int(torch.unique(where[:, dim], return_counts=True)[1].max()) > 2:
             return False
     return _no_runs(bad)
+
+
+def traded_places(actual: torch.Tensor, expected: torch.Tensor, bad: torch.Tensor) -> bool:
+    """Whether integer results differ only as a sort's positions of near-tied keys do: at most
+    ``INT_ROUNDING_SHARE`` of the elements (at least ``TIE_RUN - 1``), in runs of at most
+    ``TIE_RUN`` consecutive elements along some dim, each run holding the values the baseline
+    holds there in another order (two keys a rounding apart trade places). A wrong sort moves
+    values across a row, not within a few neighbours."""
+    count = int(bad.sum())
+    if count > max(TIE_RUN - 1, int(bad.numel() * INT_ROUNDING_SHARE)):
+        return False
+    return any(_runs_permute(actual, expected, bad, dim) for dim in range(bad.dim()))
+
+
+def _runs_permute(a: torch.Tensor, e: torch.Tensor, bad: torch.Tensor, dim: int) -> bool:
+    """Whether along ``dim`` the set elements of ``bad`` form runs of at most ``TIE_RUN`` in
+    which ``a`` holds a permutation of ``e``'s values."""
+    lines = [t.movedim(dim, -1).reshape(-1, bad.shape[dim]) for t in (a, e, bad)]
+    a2, e2, bad2 = lines
+    for row in bad2.any(dim=1).nonzero().flatten().tolist():
+        where = bad2[row].nonzero().flatten().tolist()
+        start = 0
+        for i in range(1, len(where) + 1):
+            if i < len(where) and where[i] == where[i - 1] + 1:
+                continue
+            run = where[start:i]
+            if len(run) < 2 or len(run) > TIE_RUN:
+                return False
+            lo, hi = run[0], run[-1] + 1
+            if not torch.equal(a2[row, lo:hi].sort().values, e2[row, lo:hi].sort().values):
+                return False
+            start = i
+    return True
 
 
 def _no_runs(bad: torch.Tensor, length: int = 3) -> bool:

@@ -330,12 +330,14 @@ def run_discovery(
                 tolerances=tolerances,
             )
         try:
-            results = runner.check(configs, timeout_s=timeout_s, first_ok=True, on_result=on_result)
+            results = runner.check(
+                configs, timeout_s=timeout_s, first_ok=True, lean=True, on_result=on_result
+            )
         finally:
             if own:
                 runner.close()
     attempts += [r for r in results if r is not None]
-    winner = next((r for r in results if r is not None and r.ok), None)
+    winner = _first_working(results)
     if winner is None and (winner := agreed_ties(attempts)) is not None:
         warnings.warn(
             f"tilecraft: {name}: every config differs from the baseline by one integer code "
@@ -354,13 +356,29 @@ def run_discovery(
     heuristic_ok = winner.config.key() == _default_key(bound)
     if not heuristic_ok:
         failed = [a for a in attempts if not a.ok]
+        spilled = [a for a in attempts if a.ok and not a.lean]
+        why = []
+        if failed:
+            kinds = ", ".join(sorted({str(a.category) for a in failed}))
+            why.append(f"{len(failed)} failures ({kinds})")
+        if spilled:
+            words = spilled[0].resources["spills"]
+            why.append(f"{len(spilled)} spilling hard ({words * 4} bytes a thread)")
         reporter.line(
-            f"{name}: the heuristic default did not work; using candidate {rank} after "
-            f"{len(failed)} failures ({', '.join(sorted({str(a.category) for a in failed}))})"
+            f"{name}: the heuristic default did not work or spilled; using candidate {rank} "
+            f"after {' and '.join(why)}"
         )
     if use_cache:
         cache.store(bound, "default", winner.config, rank=rank, heuristic_ok=heuristic_ok)
     return Discovery(winner.config, attempts, rank, heuristic_ok)
+
+
+def _first_working(results: list[Attempt | None]) -> Attempt | None:
+    """The first candidate that works without spilling hard (``Attempt.lean``: a config whose
+    registers spill to local memory runs many times slower than one that fits, and the
+    resource model cannot always tell), else the first that works."""
+    done = [r for r in results if r is not None]
+    return next((r for r in done if r.lean), None) or next((r for r in done if r.ok), None)
 
 
 def agreed_ties(attempts: list[Attempt]) -> Attempt | None:

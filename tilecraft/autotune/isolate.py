@@ -327,6 +327,7 @@ class IsolatedRunner(Runner):
         *,
         timeout_s: float,
         first_ok: bool = False,
+        lean: bool = False,
         bench_rep_ms: float | None = None,
         bench_if: BenchIf | None = None,
         on_result: OnResult | None = None,
@@ -357,7 +358,7 @@ class IsolatedRunner(Runner):
                 finished = results[futures[future]]
                 if finished is not None and on_result is not None and not cancel.is_set():
                     on_result(finished)
-            if error is not None or (first_ok and prefix_has_ok(results)):
+            if error is not None or (first_ok and prefix_has_ok(results, lean)):
                 self.cancel(cancel)
         if error is not None:
             raise error

@@ -43,12 +43,13 @@ def attempt_from(config: Config, result: Mapping[str, Any]) -> Attempt:
     )
 
 
-def prefix_has_ok(results: Sequence[Attempt | None]) -> bool:
-    """Whether the rank-ordered prefix of finished results already holds the first survivor."""
+def prefix_has_ok(results: Sequence[Attempt | None], lean: bool = False) -> bool:
+    """Whether the rank-ordered prefix of finished results already holds the first survivor
+    (``lean``: the first that does not spill hard, ``Attempt.lean``)."""
     for r in results:
         if r is None:
             return False
-        if r.ok:
+        if r.lean if lean else r.ok:
             return True
     return False
 
@@ -57,7 +58,8 @@ class Runner:
     """Checks (compile, run, compare) and benchmarks configs.
 
     ``check`` returns one entry per config, in order: an :class:`Attempt`, or ``None`` for a
-    config that was not run (``first_ok`` found an earlier survivor, or the ``deadline``, a
+    config that was not run (``first_ok`` found an earlier survivor, one that does not spill
+    hard where ``lean`` is set, or the ``deadline``, a
     ``time.monotonic()`` value, passed). With ``bench_rep_ms`` each surviving config for which
     ``bench_if`` holds is also timed (``Attempt.ms``).
     """
@@ -70,6 +72,7 @@ class Runner:
         *,
         timeout_s: float,
         first_ok: bool = False,
+        lean: bool = False,
         bench_rep_ms: float | None = None,
         bench_if: BenchIf | None = None,
         on_result: OnResult | None = None,
@@ -117,6 +120,7 @@ class InProcessRunner(Runner):
         *,
         timeout_s: float,
         first_ok: bool = False,
+        lean: bool = False,
         bench_rep_ms: float | None = None,
         bench_if: BenchIf | None = None,
         on_result: OnResult | None = None,
@@ -134,7 +138,7 @@ class InProcessRunner(Runner):
             results[i] = attempt
             if on_result is not None:
                 on_result(attempt)
-            if first_ok and attempt.ok:
+            if first_ok and (attempt.lean if lean else attempt.ok):
                 break
         return results
 

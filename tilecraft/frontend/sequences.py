@@ -231,7 +231,7 @@ def _gathered_repeat(t: Tracer, x: Any, axis: int, n: int, repeats: int) -> Tile
     source = t.pointwise("minimum", t.pointwise("floordiv", t.arange(n * repeats), repeats), n - 1)
     shape = tuple(source.node.shape[0] if i == axis else s for i, s in enumerate(node.shape))
     placed = along(t, source, shape, axis)
-    return gather(t, x, axis, placed, reread=long_line(node.shape[axis]))
+    return gather(t, x, axis, placed, reread=long_line(node.shape, axis))
 
 
 def unfold(t: Tracer, x: Any, dimension: int, size: int, step: int) -> TileValue:
@@ -282,7 +282,7 @@ def _windows(t: Tracer, src: Node, axis: int, n: int, size: int, step: int) -> T
     if isinstance(width, Sym):
         offsets = along(t, t.tile_leaf(width, Op.TILE_INDEX), shape, len(shape) - 1)
         position = t.pointwise("add", offsets, start)
-    return gather(t, wide, axis, position, reread=long_line(src.shape[axis]), bound=n)
+    return gather(t, wide, axis, position, reread=long_line(src.shape, axis), bound=n)
 
 
 LOWERINGS: list[tuple[tuple[Any, ...], Any]] = [

@@ -26,7 +26,7 @@ from tilecraft.frontend import rdims
 from tilecraft.frontend.gather_loads import gather_load
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.recompute import recomputed
-from tilecraft.ir.nodes import Dim, Node, Op, Sym, shape_str, tile_block
+from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str, tile_block
 
 # a roll, flip or shift of a loaded tile along a line of at most a warp's lanes permutes it in
 # registers (a few shuffles an element); a longer one re-reads memory (long_line)
@@ -85,7 +85,7 @@ def gather(
     raw = idx
     if bound is not None:
         idx = _clamped(t, idx, axis, bound)
-    long = reread and long_line(src.shape[axis])
+    long = reread and long_line(src.shape, axis)
     if long and (redone := recomputed(t, src, raw, axis)) is not None:
         return redone
     if (through := _through_pointwise(t, src, idx, axis, reread)) is not None:
@@ -286,7 +286,7 @@ def _roll_dim(t: Tracer, x: Any, shift: int, dim: Any) -> Any:
     assert isinstance(d, Sym)  # a size-1 dim returned above (every shift is 0 mod 1)
     pos = t.tile_leaf(d, Op.TILE_INDEX)
     source = t.pointwise("mod", t.pointwise("add", pos, n - shift % n), n)
-    return gather(t, x, axis, along(t, source, src.shape, axis), reread=long_line(d))
+    return gather(t, x, axis, along(t, source, src.shape, axis), reread=long_line(src.shape, axis))
 
 
 def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
@@ -306,7 +306,7 @@ def flip(t: Tracer, x: Any, dims: Any) -> TileValue:
             mirrored = t.where(pos < n, t.pointwise("sub", n - 1, pos), pos)
             whole = _whole_power_of_two(d) and src.dtype != torch.bool
             placed = along(t, mirrored, src.shape, axis)
-            out = gather(t, out, axis, placed, reread=long_line(d) and not whole)
+            out = gather(t, out, axis, placed, reread=long_line(src.shape, axis) and not whole)
             if whole and out.node.op is Op.GATHER:
                 out.node.attrs["flip"] = True  # codegen: tl.flip (see _whole_power_of_two)
     return out
@@ -342,18 +342,35 @@ def _whole_power_of_two(d: Sym) -> bool:
     return d.begin == 0 and n > 1 and n & (n - 1) == 0
 
 
-def long_line(d: Dim) -> bool:
-    """Whether a roll, flip or shift along ``d`` re-reads a loaded tile from memory rather than
-    permuting its registers: a register gather along a line holding more than
-    ``REGISTER_GATHER_LINE`` elements (or a run-time number) costs shuffles per element for
-    every element a thread holds (a roll of 4096-element bf16 rows, 2 rows at 8 warps, compiled
-    to 16384 ``shfl.sync.idx`` a thread and 123 registers on sm_90; re-read: 32 scalar loads,
-    42 registers; a take_along_dim's register gather of such rows ran 208 ms, its memory read
-    0.122, gather_loads_ab_s30)."""
+def long_line(shape: tuple[Dim, ...], axis: int) -> bool:
+    """Whether a roll, flip or shift along dim ``axis`` of a tile of ``shape`` re-reads a loaded
+    tile from memory (or recomputes a computed one) rather than permuting its registers. A
+    register gather is a few shuffles an element only where the line and the dims inside it
+    fit a warp's lanes (``REGISTER_GATHER_LINE``). Along a longer line (or a run-time one) it
+    costs shuffles per element for every element a thread holds (a roll of 4096-element bf16
+    rows, 2 rows at 8 warps, compiled to 16384 ``shfl.sync.idx`` a thread and 123 registers on
+    sm_90; re-read: 32 scalar loads, 42 registers; a take_along_dim's register gather of such
+    rows ran 208 ms, its memory read 0.122, gather_loads_ab_s30). Along an outer dim of a
+    tile whose inner dims fill the lanes (a block of columns) the line crosses warps: the
+    gather goes through shared memory and ptxas keeps the tile on the stack (Mamba-2's
+    ``cat([init[None, :], states[:, tp]])`` of [32, 128] fp32 rows: 10.5 KB of spills a
+    thread, sm_90; 49 ms where torch.compile took 1.55 on an H100)."""
+    d = shape[axis]
     if not isinstance(d, Sym):
         return False
-    n = _static_length(d)
-    return n is None or n > REGISTER_GATHER_LINE
+    lanes = _static_length(d)
+    for inner in shape[axis + 1 :]:
+        if lanes is None:
+            break
+        size = inner if isinstance(inner, int) else None
+        if isinstance(inner, Sym) and inner.kind is SymKind.RDIM:
+            size = _static_length(inner)
+        lanes = None if size is None else lanes * _next_pow2(size)
+    return lanes is None or lanes > REGISTER_GATHER_LINE
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
 
 
 def _static_length(d: Sym) -> int | None:

@@ -55,7 +55,7 @@ def slice_dim(t: Tracer, x: TileValue, axis: int, part: slice) -> TileValue:
     if length == 1 and isinstance(src.shape[axis], Sym):  # one element: a size-1 dim
         return pick_position(t, src, axis, start)
     # a loaded tile's long line is re-read from memory instead (tile_gather.long_line)
-    reread = long_line(src.shape[axis]) and rereadable(t, src)
+    reread = long_line(src.shape, axis) and rereadable(t, src)
     if step == 1 and _aligned_block(src, n, start, length) and not reread:
         return _block_of(t, x, axis, n, n // length, start // length)
     wanted = t.pointwise("add", t.pointwise("mul", t.arange(length), step), start)
@@ -165,4 +165,4 @@ def gathered(t: Tracer, x: TileValue, axis: int, wanted: TileValue, n: int) -> T
     ``bound``)."""
     shape = tuple(wanted.node.shape[0] if i == axis else d for i, d in enumerate(x.node.shape))
     placed = along(t, wanted, shape, axis)
-    return gather(t, x, axis, placed, reread=long_line(x.node.shape[axis]), bound=n)
+    return gather(t, x, axis, placed, reread=long_line(x.node.shape, axis), bound=n)

@@ -9,7 +9,7 @@ reductions (``ir/split.py``) split the chunk loops across programs.
 
 from __future__ import annotations
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, dot_roles, walk
 
 
 def free_inputs(loop: Node) -> list[Node]:
@@ -108,8 +108,10 @@ def rolled_reduce(node: Node, sym: Sym) -> bool:
 
 def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
     """A reduction dim can be processed in chunks if every value on it is consumed by stores,
-    pointwise ops or sum/max/min/argmax/argmin reductions (loop-carried values on it need homes
-    in memory: ``ir/carried_homes.py``) and no pass re-reads what an earlier one stored."""
+    pointwise ops, views, dots that keep it (an M, N or batch dim: each chunk loop computes its
+    chunk of the product; tl.dot's K is summed inside the dot) or sum/max/min/argmax/argmin
+    reductions (loop-carried values on it need homes in memory: ``ir/carried_homes.py``) and no
+    pass re-reads what an earlier one stored."""
     for node in walk(loop.body):
         if (
             node.op is Op.REDUCE
@@ -124,14 +126,12 @@ def rdim_loopable(loop: DeviceLoop, sym: Sym) -> tuple[bool, str]:
             node.shape[node.attrs["axis"]],
         ):
             return False, "a torch.gather along it needs the whole dim"
-        if node.op is Op.DOT and any(sym in i.shape for i in node.inputs):
-            return False, "tl.dot uses it"
+        if node.op is Op.DOT and any(d is sym and r == "k" for d, r in dot_roles(node)):
+            return False, "tl.dot sums over it (its K dim)"
         if node.op in (Op.IF, Op.WHILE) and any(sym in n.shape for n in walk([node])):
             return False, f"{'an' if node.op is Op.IF else 'a'} `{node.op.value}` on data uses it"
         if node.op is Op.EXTERN and any(sym in i.shape for i in [node, *node.inputs]):
             return False, f"{node.attrs.get('what', 'tc.triton_call')} uses it"
-        if node.op is Op.VIEW and node.attrs.get("perm") and sym in node.shape:
-            return False, "a transpose uses it"
         if (
             node.op is Op.VIEW
             and node.attrs.get("reshape")
