@@ -362,8 +362,8 @@ def euler_trajectory(u0: torch.Tensor, steps: int) -> torch.Tensor:
     return traj
 
 
-def test_a_long_python_range_warns_that_it_unrolls() -> None:
-    u0 = torch.rand(8)
+def test_a_long_python_range_warns_that_it_unrolls(device: str) -> None:
+    u0 = torch.rand(8, device=device)
     with pytest.warns(
         UserWarning,
         match=r"range\(\.\.\.\) in device code unrolls its body 40 "
@@ -398,6 +398,7 @@ def test_a_half_precision_atomic_in_the_interpreter_is_one_clear_error(device: s
     assert "float32" in text and "test_heldout_s40_fixes.py" in text, text
 
 
+@pytest.mark.interpreter
 def test_one_error_every_config_raised_is_the_tuners_cause() -> None:
     """Five configs that each failed with the same tilecraft error gave a table of truncated
     copies; the hint now carries the error once, whole (its line and what to do)."""
@@ -410,14 +411,14 @@ def test_one_error_every_config_raised_is_the_tuners_cause() -> None:
     assert "no half-precision atomics" in hint and "accumulate into a float32" in hint, hint
 
 
-def test_the_baseline_leaves_out_what_an_atomics_lane_order_decides() -> None:
+def test_the_baseline_leaves_out_what_an_atomics_lane_order_decides(device: str) -> None:
     """A GPU orders one address's lanes as it likes: the slots a slot allocator hands out may
     differ from ref mode's (lane order), its counts may not. The baseline runs ref mode once
     more, marking the returns an order decides, and compares only what the marks do not
     reach."""
     from tilecraft.autotune.baseline import compute_baseline, restrict
 
-    bucket = torch.randint(0, 7, (100,), generator=torch.Generator().manual_seed(0))
+    bucket = torch.randint(0, 7, (100,), generator=torch.Generator().manual_seed(0)).to(device)
     base = compute_baseline(bucket_slots, (bucket,))
     assert base.written is not None and "order" in base.source
     (count_mask, slot_mask), _, _ = base.written

@@ -24,22 +24,28 @@ if TYPE_CHECKING:
 
 def init_carried(ctx: EmitContext, node: Node, split: SplitPass | None = None) -> None:
     """A variable per carried value, assigned its value from before the loop (or branch)."""
-    for carry in node.attrs.get("carried", []):
-        if ctx.homes.homed(carry):
-            continue  # kept in its output row: homes.emit_init
-        init = carry.inputs[0]
-        text = ctx.expr(init)
-        if init.op is Op.CONST or init.ndim == 0 and init.op in (Op.ARG,):
-            # a Python number would not be a tensor the loop can reassign
-            text = ctx.full_expr("", text, carry.dtype)
+    carried = [c for c in node.attrs.get("carried", []) if not ctx.homes.homed(c)]
+    inits = {c.id: _init_text(ctx, c) for c in carried}  # (homed: homes.emit_init)
+    for carry in carried:
+        text = inits[carry.id]
         if split is not None and split.phase == COMBINE:
-            split.combine(ctx, text, carry)  # the loop ran in the partials kernel
+            split.combine(ctx, text, carry, inits)  # the loop ran in the partials kernel
             continue
         if split is not None:
             text = split.carry_init(ctx, carry)
         name = ctx.w.fresh(carry.hint)
         ctx.w.line(f"{name} = {text}")
         ctx.scopes[-1][carry.id] = name
+
+
+def _init_text(ctx: EmitContext, carry: Node) -> str:
+    """The expression of ``carry``'s value before the loop."""
+    init = carry.inputs[0]
+    text = ctx.expr(init)
+    if init.op is Op.CONST or init.ndim == 0 and init.op in (Op.ARG,):
+        # a Python number would not be a tensor the loop can reassign
+        text = ctx.full_expr("", text, carry.dtype)
+    return text
 
 
 @emits(Op.LOOP)

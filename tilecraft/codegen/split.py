@@ -179,26 +179,81 @@ class SplitPass:
             ctx.w.line(f"tl.store({counter}, 0)  # zero again for the next launch")
 
     # -- combine kernel -------------------------------------------------------------------
-    def combine(self, ctx: EmitContext, init_text: str | None, carry: Node) -> None:
+    def combine(
+        self,
+        ctx: EmitContext,
+        init_text: str | None,
+        carry: Node,
+        inits: dict[int, str] | None = None,
+    ) -> None:
         """Bind ``carry`` (or a rolled reduction) to ``init (+) p_0 (+) ... (+) p_{S-1}`` (in
-        that order; a reduction has no init)."""
+        that order; a reduction has no init). An online softmax's sum of exponentials combines
+        relative to its running max (:meth:`_combine_relative`; ``inits``: the carries' init
+        texts by id)."""
+        relative_to = self._relative_to(carry)
+        if relative_to is not None and init_text is not None:
+            self._combine_relative(
+                ctx, init_text, carry, relative_to, (inits or {})[relative_to.id]
+            )
+            return
         _, fn = self._combine(carry)
-        buffer = self._buffer(ctx, carry)
         template = POINTWISE[fn].template
-        base = ctx.w.fresh(f"{carry.hint}_part")
-        ctx.w.line(f"{base} = {buffer.name} + tl.program_id(0).to(tl.int64) * {buffer.numel}")
-        step = ctx.w.fresh(f"{carry.hint}_stride")
-        ctx.w.line(f"{step} = tl.num_programs(0).to(tl.int64) * {buffer.numel}")
-        offsets = _offsets(ctx, carry)
         name = ctx.w.fresh(carry.hint)
-        volatile = ", volatile=True" if self.one_launch else ""
-        for s in range(1 if self.atomic else self.factor):  # atomics left one total per tile
-            part = f"tl.load({base} + {s} * {step} + {offsets}{volatile})"
+        for s, part in enumerate(self._partials(ctx, carry)):
             if s == 0 and init_text is None:
                 ctx.w.line(f"{name} = {part}")
                 continue
             ctx.w.line(f"{name} = {template.format(init_text if s == 0 else name, part)}")
         ctx.scopes[-1][carry.id] = name
+
+    def _partials(self, ctx: EmitContext, value: Node) -> list[str]:
+        """The loads of ``value``'s partials, share by share (one total per tile where the
+        partial sums were added atomically)."""
+        buffer = self._buffer(ctx, value)
+        base = ctx.w.fresh(f"{value.hint}_part")
+        ctx.w.line(f"{base} = {buffer.name} + tl.program_id(0).to(tl.int64) * {buffer.numel}")
+        step = ctx.w.fresh(f"{value.hint}_stride")
+        ctx.w.line(f"{step} = tl.num_programs(0).to(tl.int64) * {buffer.numel}")
+        offsets = _offsets(ctx, value)
+        volatile = ", volatile=True" if self.one_launch else ""
+        shares = 1 if self.atomic else self.factor
+        return [f"tl.load({base} + {s} * {step} + {offsets}{volatile})" for s in range(shares)]
+
+    def _combine_relative(
+        self, ctx: EmitContext, init_text: str, carry: Node, running_max: Node, max_init: str
+    ) -> None:
+        """``carry``, a sum of ``exp(s - m)`` whose running max ``m`` is ``running_max``:
+        ``M = max(m_init, m_0, ..., m_{S-1})`` (the max's own combine, in the same order),
+        then ``l_init * exp(m_init - M) + l_0 * exp(m_0 - M) + ...``. A share whose max is
+        still -inf saw only masked scores: it adds nothing (its own sum is ``0 * exp(nan)``
+        where its first update compared -inf with -inf; a serial loop's first iteration sees
+        the same only where its first block is masked whole)."""
+        names = self._bound(ctx, running_max, [max_init, *self._partials(ctx, running_max)])
+        sums = self._bound(ctx, carry, [init_text, *self._partials(ctx, carry)])
+        top = ctx.w.fresh(f"{running_max.hint}_all")
+        ctx.w.line(f"{top} = {names[0]}")
+        for name in names[1:]:
+            ctx.w.line(f"{top} = {POINTWISE['maximum'].template.format(top, name)}")
+        total = ctx.w.fresh(carry.hint)
+        terms = [
+            f"tl.where({m} > float('-inf'), {part} * tl.exp({m} - {top}), 0.0)"
+            for m, part in zip(names, sums, strict=True)
+        ]
+        ctx.w.line(f"{total} = {' + '.join(terms)}")
+        ctx.scopes[-1][carry.id] = total
+
+    def _bound(self, ctx: EmitContext, value: Node, texts: list[str]) -> list[str]:
+        """Each of ``texts`` (an init and ``value``'s partials) bound to a name of its own."""
+        names = [ctx.w.fresh(f"{value.hint}_share") for _ in texts]
+        for name, text in zip(names, texts, strict=True):
+            ctx.w.line(f"{name} = {text}")
+        return names
+
+    def _relative_to(self, value: Node) -> Node | None:
+        if isinstance(self.site, RolledSite):
+            return None
+        acc = next(a for a in self.site.accumulators if a.carry is value)
+        return acc.relative_to
 
     def combine_reductions(self, ctx: EmitContext) -> None:
         """The combine kernel's rolled reductions, from the partials kernel's results."""

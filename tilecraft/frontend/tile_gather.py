@@ -85,7 +85,7 @@ def gather(
     raw = idx
     if bound is not None:
         idx = _clamped(t, idx, axis, bound)
-    long = reread and long_line(src.shape, axis)
+    long = reread and (long_line(src.shape, axis) or long_line(idx.shape, axis))
     if long and (redone := recomputed(t, src, raw, axis)) is not None:
         return redone
     if (through := _through_pointwise(t, src, idx, axis, reread)) is not None:

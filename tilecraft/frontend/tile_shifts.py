@@ -165,4 +165,5 @@ def gathered(t: Tracer, x: TileValue, axis: int, wanted: TileValue, n: int) -> T
     ``bound``)."""
     shape = tuple(wanted.node.shape[0] if i == axis else d for i, d in enumerate(x.node.shape))
     placed = along(t, wanted, shape, axis)
-    return gather(t, x, axis, placed, reread=long_line(x.node.shape, axis), bound=n)
+    reread = long_line(x.node.shape, axis) or long_line(shape, axis)
+    return gather(t, x, axis, placed, reread=reread, bound=n)

@@ -1,0 +1,121 @@
+"""Split reductions of an online softmax's running max and sum of exponentials
+(``ir/split.softmax_pairs``, ``codegen/split.py``): attention statistics over a long key range
+with one program per batch element (NSA's block scores, SnapKV's votes) ran on 64 programs of a
+132-SM H100. Which loops pair up, the combine's code, interpreter numerics against eager
+PyTorch with shares that see only masked keys, the default at a GPU shape, cross-compiles."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tests.cross_targets import assert_defaults_cross_compile
+from tilecraft.ir.split import SplitSite, split_site
+from tilecraft.runtime.kernel import BoundKernel
+from tilecraft.targets.target import Target
+
+
+@tc.kernel(static_shapes=True)
+def key_votes(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """W window queries attend causally (query i sits at position T - W + i) over T keys; each
+    key's votes are its probabilities summed over the queries. One program per batch element."""
+    b, w, d = q.size()
+    t = k.size(1)
+    votes = torch.empty([b, t], dtype=torch.float32, device=q.device)
+    for tb in tc.tile(b, block_size=1):
+        qt = q[tb.begin, :, :].to(torch.float32)
+        qpos = t - w + tc.arange(w)
+        m_i = tc.full([w], float("-inf"), dtype=torch.float32)
+        l_i = tc.zeros([w], dtype=torch.float32)
+        for tk in tc.tile(t):
+            s = qt @ k[tb.begin, tk, :].to(torch.float32).t()
+            s = torch.where(tk.index[None, :] <= qpos[:, None], s, float("-inf"))
+            m_new = torch.maximum(m_i, s.amax(dim=1))
+            l_i = l_i * torch.exp(m_i - m_new) + torch.exp(s - m_new[:, None]).sum(dim=1)
+            m_i = m_new
+        for tk in tc.tile(t):
+            s = qt @ k[tb.begin, tk, :].to(torch.float32).t()
+            s = torch.where(tk.index[None, :] <= qpos[:, None], s, float("-inf"))
+            votes[tb.begin, tk] = (torch.exp(s - m_i[:, None]) / l_i[:, None]).sum(dim=0)
+    return votes
+
+
+@tc.kernel(static_shapes=True)
+def unscaled_sum(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """The sum forgets to rescale by exp(m - m_new): not a softmax's sum, never split."""
+    b, w, d = q.size()
+    out = torch.empty([b, w], dtype=torch.float32, device=q.device)
+    for tb in tc.tile(b, block_size=1):
+        qt = q[tb.begin, :, :].to(torch.float32)
+        m_i = tc.full([w], float("-inf"), dtype=torch.float32)
+        l_i = tc.zeros([w], dtype=torch.float32)
+        for tk in tc.tile(k.size(1)):
+            s = qt @ k[tb.begin, tk, :].to(torch.float32).t()
+            m_new = torch.maximum(m_i, s.amax(dim=1))
+            l_i = l_i + torch.exp(s - m_new[:, None]).sum(dim=1)
+            m_i = m_new
+        out[tb.begin, :] = l_i / m_i
+    return out
+
+
+def key_votes_reference(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    w, t = q.size(1), k.size(1)
+    s = q.float() @ k.float().transpose(1, 2)
+    keys, queries = torch.arange(t, device=q.device), t - w + torch.arange(w, device=q.device)
+    s = s.masked_fill(keys[None, None, :] > queries[None, :, None], float("-inf"))
+    return s.softmax(-1).sum(1)
+
+
+def _bind(kernel: tc.Kernel, *args: torch.Tensor, target: str = "cuda:90") -> BoundKernel:
+    return BoundKernel(kernel, kernel.bind_arguments(args, {}), target=Target.parse(target))
+
+
+def _meta(*shape: int) -> torch.Tensor:
+    return torch.empty(*shape, dtype=torch.bfloat16, device="meta")
+
+
+def test_the_running_max_and_its_sum_of_exponentials_pair_up() -> None:
+    bound = _bind(key_votes, _meta(2, 16, 32), _meta(2, 100, 32))
+    site, why = split_site(bound.traced.loops[0])
+    assert isinstance(site, SplitSite), why
+    kinds = {a.carry.hint: (a.kind, a.relative_to) for a in site.accumulators}
+    assert kinds["m_i"] == ("max", None)
+    assert kinds["l_i"][0] == "sum" and kinds["l_i"][1] is not None
+    assert kinds["l_i"][1].hint == "m_i"
+    assert len(site.shared) == 1  # the probabilities' pass: each share writes its own keys
+    bound = _bind(unscaled_sum, _meta(2, 16, 32), _meta(2, 100, 32))
+    site, why = split_site(bound.traced.loops[0])
+    assert site is None and "'l_i' is updated with a value that depends on" in why, why
+
+
+def test_the_combine_rescales_each_share_by_its_own_max() -> None:
+    bound = _bind(key_votes, _meta(2, 16, 32), _meta(2, 100, 32))
+    config = tc.Config(block_sizes=[16, 16], split_reductions=[3])
+    kernels = bound.generate(config)[3]
+    combine = kernels[0].companions[0].device_source
+    assert combine.count("* tl.exp(m_i_share") == 4, combine  # the init and three shares
+    assert "m_i_all = tl.maximum(m_i_all, m_i_share_3" in combine
+
+
+@pytest.mark.parametrize("split", [1, 2, 3, 7])
+def test_split_softmax_statistics_match_eager(split: int, device: str) -> None:
+    """100 keys in blocks of 16: at 7 shares the last holds keys 96-99, which the first 12
+    queries never see (its running max stays -inf, its sum 0 * nan)."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(3, 16, 32, generator=g).to(device)
+    k = torch.randn(3, 100, 32, generator=g).to(device)
+    config = tc.Config(block_sizes=[16, 16], split_reductions=[split])
+    kernel = tc.kernel(key_votes.fn, static_shapes=True, config=config)
+    got = kernel(q, k)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got, key_votes_reference(q, k), rtol=1e-4, atol=1e-5)
+
+
+def test_few_programs_over_long_keys_split_by_default() -> None:
+    """16 programs over 32768 keys on a 132-SM H100: the default splits the statistics pass
+    and shares the probabilities' pass."""
+    args = (_meta(16, 16, 128), _meta(16, 32768, 128))
+    default = _bind(key_votes, *args).config_spec.default()
+    assert default.split_reductions[0] > 1, default
+    assert_defaults_cross_compile(key_votes, args)
