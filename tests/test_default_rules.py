@@ -233,12 +233,12 @@ def test_short_rows_stay_whole(target: Target) -> None:
     assert list(softmax.block_sizes) == [8, 512, 512]  # several short rows per program
 
 
-def test_the_wide_row_default_computes_rms_norm_in_the_interpreter() -> None:
+def test_the_wide_row_default_computes_rms_norm_in_the_interpreter(device: str) -> None:
     from benchmarks.gen_kernels.norms import rms_norm_reference
 
     config = _spec(rms_norm_llama, _meta(3, 40920), _meta(40920)).default()
     assert list(config.reduction_loops) == [8192]
-    x, w = torch.randn(3, 40920), torch.rand(40920) + 0.5
+    x, w = torch.randn(3, 40920, device=device), torch.rand(40920, device=device) + 0.5
     bound = BoundKernel(rms_norm_llama, rms_norm_llama.bind_arguments((x, w), {}))
     out = bound.run(bound.compile_config(config), x, w)
     torch.testing.assert_close(out, rms_norm_reference(x, w), rtol=1e-4, atol=1e-4)
@@ -303,10 +303,13 @@ def test_a_small_per_program_store_keeps_one_row_per_program() -> None:
     assert amortizing_rows(plain, plain.grid_syms[0]) == 1  # no per-program store at all
 
 
-def test_amortized_rms_norm_backward_default_matches_eager_in_the_interpreter() -> None:
+def test_amortized_rms_norm_backward_default_matches_eager_in_the_interpreter(
+    device: str,
+) -> None:
     g = torch.Generator().manual_seed(0)
     x, dy = torch.randn(9, 4000, generator=g), torch.randn(9, 4000, generator=g)
     w = torch.rand(4000, generator=g) + 0.5
+    x, dy, w = x.to(device), dy.to(device), w.to(device)
     rstd = torch.rsqrt(x.pow(2).mean(-1) + 1e-6)
     config = tc.Config(block_sizes=[4], reduction_loops=[512], num_warps=4)
     bound = BoundKernel(rms_norm_bwd, rms_norm_bwd.bind_arguments((dy, x, w, rstd), {}))
@@ -439,10 +442,10 @@ def test_loops_with_other_outputs_keep_their_tiles() -> None:
     assert list(spec.default().block_sizes) == [8]
 
 
-def test_tile_over_a_torch_size_and_the_global_sum_match_eager() -> None:
+def test_tile_over_a_torch_size_and_the_global_sum_match_eager(device: str) -> None:
     """``tc.tile(x.size())`` iterates the Size's dims (it is a tuple; a type() check once read it
     as one bound and refused it); the global sum matches eager at two tilings."""
-    x = torch.randn(70, 300, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(70, 300, generator=torch.Generator().manual_seed(0)).to(device)
     bound = sum_of_squares.bind((x,))
     for blocks in ([16, 64], [64, 512]):
         got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)

@@ -259,10 +259,10 @@ def test_one_launch_last_program_combines() -> None:
     assert "split_counters(" not in rolled and rolled.count("[(split_tiles, 4,)]") == 2
 
 
-def test_counters_stay_zero_between_launches() -> None:
+def test_counters_stay_zero_between_launches(device: str) -> None:
     from tilecraft.runtime.device import split_counters
 
-    x = torch.randn(1000, 48)
+    x = torch.randn(1000, 48, device=device)
     config = tc.Config(block_sizes=[16, 32], split_reductions=[4])
     for _ in range(3):  # the counters each launch leaves behind serve the next
         hi, total = _run(col_max_and_sum, config, x)
@@ -272,7 +272,7 @@ def test_counters_stay_zero_between_launches() -> None:
 
 
 def test_a_candidate_stopped_part_way_leaves_the_counters_zeroed(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, device: str
 ) -> None:
     """A time limit that interrupts a split launch in the interpreter (or an error in one of
     its programs) leaves the counts of tiles whose last program never ran: every later split
@@ -284,7 +284,7 @@ def test_a_candidate_stopped_part_way_leaves_the_counters_zeroed(
     from tilecraft.autotune.classify import Category
     from tilecraft.runtime.device import split_counters
 
-    x = torch.randn(1000, 48)
+    x = torch.randn(1000, 48, device=device)
     config = tc.Config(block_sizes=[16, 32], split_reductions=[4])
     counters = split_counters(x, 3)
     counters[:3] = 2  # as a launch of 4 shares a tile, stopped after two, leaves them
@@ -301,10 +301,10 @@ def test_a_candidate_stopped_part_way_leaves_the_counters_zeroed(
     torch.testing.assert_close(total, x.sum(0) * 0.5, rtol=1e-5, atol=1e-4)
 
 
-def test_two_launch_combine_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The second-kernel combine (AMD, XPU), run in the interpreter."""
+def test_two_launch_combine_matches_eager(monkeypatch: pytest.MonkeyPatch, device: str) -> None:
+    """The second-kernel combine (AMD, XPU), run in the interpreter (or on the GPU)."""
     monkeypatch.setattr(Target, "arrival_counters", property(lambda self: False))
-    x = torch.randn(1000, 40) - 2.0
+    x = torch.randn(1000, 40, device=device) - 2.0
     bound = _bind(col_max_and_sum, x)
     config = tc.Config(block_sizes=[16, 32], split_reductions=[4])
     assert not bound.config_spec.resolve(config).split_one_launch
@@ -339,8 +339,9 @@ def test_heuristic_splits_few_long_rows_on_h200() -> None:
 
 
 @pytest.mark.parametrize("split", [3, 16])
-def test_rolled_split_matches_eager(split: int) -> None:
-    x, w = torch.randn(3, 1000), torch.randn(1000)  # 1000 = 15 chunks of 64 and a ragged tail
+def test_rolled_split_matches_eager(split: int, device: str) -> None:
+    # 1000 = 15 chunks of 64 and a ragged tail
+    x, w = torch.randn(3, 1000, device=device), torch.randn(1000, device=device)
     config = tc.Config(block_sizes=[2], reduction_loops=[64], split_reductions=[split])
     bound = _bind(rms_rows, x, w)
     code = bound.to_triton_code(config)
@@ -348,7 +349,7 @@ def test_rolled_split_matches_eager(split: int) -> None:
     out = bound.run(bound.compile_config(config), x, w)
     expect = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w
     torch.testing.assert_close(out, expect, rtol=1e-5, atol=1e-5)
-    y = torch.randn(5, 777)
+    y = torch.randn(5, 777, device=device)
     y[1, 500] = 9.0  # the row's max sits in one share only
     out, scale = _run(
         absmax_scale, tc.Config(block_sizes=[1], reduction_loops=[32], split_reductions=[split]), y
@@ -360,23 +361,24 @@ def test_rolled_split_matches_eager(split: int) -> None:
 
 # -- numerics in the interpreter -----------------------------------------------------------
 @pytest.mark.parametrize("split", [2, 3, 8])
-def test_column_sum_split_matches_eager(split: int) -> None:
-    x = torch.randn(1000, 48)  # 1000 rows: not a multiple of split * 32
+def test_column_sum_split_matches_eager(split: int, device: str) -> None:
+    x = torch.randn(1000, 48, device=device)  # 1000 rows: not a multiple of split * 32
     out = _run(col_sum, tc.Config(block_sizes=[32, 16], split_reductions=[split]), x)
     torch.testing.assert_close(out, x.sum(0), rtol=1e-5, atol=1e-4)
 
 
-def test_max_and_sum_split_with_dynamic_shapes_and_init() -> None:
+def test_max_and_sum_split_with_dynamic_shapes_and_init(device: str) -> None:
     config = tc.Config(block_sizes=[16, 32], split_reductions=[4])
     for m in (1000, 37):  # 37 rows in 16-row blocks: 3 iterations for 4 shares (one is empty)
-        x = torch.randn(m, 40) - 2.0
+        x = torch.randn(m, 40, device=device) - 2.0
         hi, total = _run(col_max_and_sum, config, x)
         torch.testing.assert_close(hi, torch.clamp(x.amax(0), min=-1.0))
         torch.testing.assert_close(total, x.sum(0) * 0.5, rtol=1e-5, atol=1e-4)
 
 
-def test_split_k_matches_eager() -> None:
-    a, b, bias = torch.randn(37, 300), torch.randn(300, 50) / 17, torch.randn(50)
+def test_split_k_matches_eager(device: str) -> None:
+    a, b = torch.randn(37, 300, device=device), torch.randn(300, 50, device=device) / 17
+    bias = torch.randn(50, device=device)
     config = tc.Config(block_sizes=[16, 16, 32], split_reductions=[3])
     out = _run(mm_bias, config, a, b, bias)
     torch.testing.assert_close(out, _gelu(a @ b + bias), rtol=1e-4, atol=1e-4)
@@ -386,8 +388,8 @@ def test_split_k_matches_eager() -> None:
     torch.testing.assert_close(out16, expect, rtol=2e-2, atol=2e-2)
 
 
-def test_atomic_variant_is_opt_in() -> None:
-    x = torch.randn(1000, 48)
+def test_atomic_variant_is_opt_in(device: str) -> None:
+    x = torch.randn(1000, 48, device=device)
     config = tc.Config(block_sizes=[32, 16], split_reductions=[4], split_atomics=True)
     bound = _bind(col_sum, x)
     code = bound.to_triton_code(config)
@@ -408,10 +410,10 @@ def test_atomic_variant_is_opt_in() -> None:
     assert not _bind(col_sum, x, target=H200).config_spec.default().split_atomics
 
 
-def test_split_program_exports_standalone(tmp_path: Path) -> None:
+def test_split_program_exports_standalone(tmp_path: Path, device: str) -> None:
     from test_export import run_exported
 
-    x = torch.randn(300, 24)
+    x = torch.randn(300, 24, device=device)
     config = tc.Config(block_sizes=[32, 16], split_reductions=[4])
     source = _bind(col_sum, x).to_triton_code(config, standalone=True)
     torch.testing.assert_close(run_exported(tmp_path, source, "column_sum", (x,)), x.sum(0))

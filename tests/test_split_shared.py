@@ -177,8 +177,8 @@ def test_a_chain_is_one_kernel_per_accumulator_loop_then_the_shared_combine() ->
 
 
 @pytest.mark.parametrize("split", [1, 2, 3, 8])
-def test_chained_loops_match_eager(split: int) -> None:
-    x = torch.randn(301, 45) * 3 + 1
+def test_chained_loops_match_eager(split: int, device: str) -> None:
+    x = torch.randn(301, 45, device=device) * 3 + 1
     config = tc.Config(block_sizes=[16, 16, 32, 64], split_reductions=[split])
     kernel = tc.kernel(standardize_columns.fn, static_shapes=True, config=config)
     out, rstds = kernel(x)
@@ -212,9 +212,9 @@ def test_combine_runs_on_the_split_grid_and_shares_the_later_loop() -> None:
 
 
 @pytest.mark.parametrize("split", [1, 2, 3, 8])
-def test_shared_loops_match_eager(split: int) -> None:
+def test_shared_loops_match_eager(split: int, device: str) -> None:
     """Ragged shares: 301 rows in blocks of 16 and 32 do not divide into equal shares."""
-    x = torch.randn(301, 45)
+    x = torch.randn(301, 45, device=device)
     config = tc.Config(block_sizes=[16, 16, 32], split_reductions=[split])
     kernel = tc.kernel(center_columns.fn, static_shapes=True, config=config)
     out, means = kernel(x)
@@ -225,9 +225,10 @@ def test_shared_loops_match_eager(split: int) -> None:
     torch.testing.assert_close(kernel(x), want, rtol=1e-4, atol=1e-4)
 
 
-def test_batchnorm_default_splits_both_passes_and_matches_eager() -> None:
-    x = torch.randn(777, 40).to(torch.bfloat16)
-    w, b = torch.rand(40).to(torch.bfloat16) + 0.5, torch.randn(40).to(torch.bfloat16)
+def test_batchnorm_default_splits_both_passes_and_matches_eager(device: str) -> None:
+    x = torch.randn(777, 40, device=device).to(torch.bfloat16)
+    w = torch.rand(40, device=device).to(torch.bfloat16) + 0.5
+    b = torch.randn(40, device=device).to(torch.bfloat16)
     config = tc.Config(block_sizes=[16, 64, 64], split_reductions=[4])
     kernel = tc.kernel(batchnorm1d_train_fwd.fn, static_shapes=True, config=config)
     got = kernel(x, w, b)
