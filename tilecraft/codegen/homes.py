@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from tilecraft.codegen.gather_memory import gathers_through_memory
 from tilecraft.codegen.memory import access
 from tilecraft.codegen.registry import emits
 from tilecraft.codegen.schedule import emit_chunk_loop
@@ -73,6 +74,11 @@ class Homes:
                     dropped.append(stores[home.store_slot])
                 self.loops.add(owner.id)
         self.stores = {n.id for n in dropped}
+        # gathers along long lines of computed tiles: a row per program (gather_memory.py)
+        self.gathers: dict[int, ScratchRows] = {
+            node.id: self._new_rows("_tc_gather_", node.dtype, plan, loop, width)
+            for node, width in gathers_through_memory(loop, plan)
+        }
         # row loops run as a statistics pass and a chunks-outer pass (codegen/chunk_outer.py):
         # LOOP id -> (each reduction over the width, the scratch row its per-row values go to)
         self.chunk_outer: dict[int, list[tuple[Node, ScratchRows]]] = {}

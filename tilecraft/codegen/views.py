@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tilecraft.codegen.gather_memory import emit_through_memory
 from tilecraft.codegen.registry import emits
 from tilecraft.ir.nodes import Node, Op
 
@@ -55,9 +56,14 @@ def emit_view(ctx: EmitContext, node: Node) -> None:
 @emits(Op.GATHER)
 def emit_gather(ctx: EmitContext, node: Node) -> None:
     """``torch.gather`` of a tile (frontend/tile_gather.py): a register gather, ``tl.gather``
-    (warp shuffles within a warp, shared memory across warps)."""
+    (warp shuffles within a warp, shared memory across warps), or along a long line of a
+    computed tile a round trip through a scratch row (``gather_memory.py``)."""
     src, index = node.inputs
     if node.attrs.get("flip"):  # a flip along a whole power-of-two dim (frontend/tile_gather)
         ctx.bind(node, f"tl.flip({ctx.expr(src)}, {node.attrs['axis']})")
+        return
+    rows = ctx.homes.gathers.get(node.id)
+    if rows is not None and ctx.split is None:  # a long line of a computed tile
+        emit_through_memory(ctx, node, rows)
         return
     ctx.bind(node, f"tl.gather({ctx.expr(src)}, {ctx.expr(index)}, {node.attrs['axis']})")

@@ -97,7 +97,9 @@ def gather(
         return loaded
     if idx.shape[axis] == 1 and src.shape[axis] != 1:
         return _pick_one(t, src, idx, axis)
-    return t.wrap(t.emit(Op.GATHER, [src, idx], idx.shape, src.dtype, axis=axis))
+    # along a long line, a computed tile goes through memory (codegen/gather_memory.py)
+    attrs = {"through_memory": True} if long else {}
+    return t.wrap(t.emit(Op.GATHER, [src, idx], idx.shape, src.dtype, axis=axis, **attrs))
 
 
 def _clamped(t: Tracer, idx: Node, axis: int, bound: int) -> Node:
