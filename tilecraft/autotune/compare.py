@@ -9,9 +9,10 @@ matches the same infinity. Bool tensors must be equal; integer ones too, except 
 rounded to integers (a quantization) may land one off in a few elements (:func:`_rounding_ties`).
 A kernel that decides on computed floats (``decisions.py``) may differ in a few scattered
 elements: its boundary cases (:func:`scattered`), or, for integers, in a few short runs whose
-values trade places (:func:`traded_places`: a sort's positions of near-tied keys). Where ref mode also ran in fp64 (``precise``),
-a float tensor may differ in its ill-conditioned elements, those whose value moves many ulps under
-rounding, if this run is not much further off there (:func:`_ill_conditioned`).
+values trade places (:func:`traded_places`: a sort's positions of near-tied keys). Where ref
+mode also ran in fp64 (``precise``), a float tensor may differ in its ill-conditioned elements,
+those whose value moves many ulps under rounding, if this run is not much further off there
+(:func:`_ill_conditioned`).
 """
 
 from __future__ import annotations

@@ -367,6 +367,8 @@ def long_line(shape: tuple[Dim, ...], axis: int) -> bool:
         size = inner if isinstance(inner, int) else None
         if isinstance(inner, Sym) and inner.kind is SymKind.RDIM:
             size = _static_length(inner)
+        elif isinstance(inner, Sym):  # a tile loop's block: known only where the user fixed it
+            size = 1 if inner.scalar else inner.fixed_block
         lanes = None if size is None else lanes * _next_pow2(size)
     return lanes is None or lanes > REGISTER_GATHER_LINE
 
