@@ -15,10 +15,10 @@ import torch
 
 import tilecraft as tc
 from benchmarks.gen_kernels import HELDOUT
-from tilecraft.autotune.classify import HEAVY_SPILL_WORDS, Attempt
+from tilecraft.autotune.classify import HEAVY_SPILL_WORDS, Attempt, Category
 from tilecraft.autotune.discover import run_discovery
 from tilecraft.autotune.progress import Reporter
-from tilecraft.autotune.runner import prefix_has_ok
+from tilecraft.autotune.runner import LEAN_LOOKAHEAD, prefix_has_ok
 
 
 @tc.kernel
@@ -36,6 +36,7 @@ class SpillingRunner:
     def __init__(self, spilling: int):
         self.spilling = spilling
         self.options: dict[str, Any] = {}
+        self.checked = 0
 
     def check(self, configs: list[tc.Config], **options: Any) -> list[Attempt | None]:
         self.options = options
@@ -45,8 +46,9 @@ class SpillingRunner:
             attempt = Attempt(config, None, "", 0.1, resources={"spills": words})
             options["on_result"](attempt)
             out.append(attempt)
-            if options.get("first_ok") and options.get("lean") and attempt.lean:
+            if options.get("first_ok") and prefix_has_ok(out, options.get("lean", False)):
                 break
+        self.checked = len(out)
         return out + [None] * (len(configs) - len(out))
 
 
@@ -68,8 +70,10 @@ def test_a_spilling_default_gives_way_to_the_first_lean_candidate() -> None:
 
 
 def test_when_every_candidate_spills_the_first_that_works_wins() -> None:
-    found = _discover(SpillingRunner(spilling=99), io.StringIO())
+    runner = SpillingRunner(spilling=99)
+    found = _discover(runner, io.StringIO())
     assert found.rank == 0 and found.heuristic_ok
+    assert runner.checked <= 1 + LEAN_LOOKAHEAD  # not every candidate: a few past the first
 
 
 def test_a_lean_prefix_is_what_stops_a_lean_check() -> None:
@@ -77,6 +81,9 @@ def test_a_lean_prefix_is_what_stops_a_lean_check() -> None:
     fits = Attempt(tc.Config(), None, resources={"spills": HEAVY_SPILL_WORDS})
     assert prefix_has_ok([spilled, None]) and not prefix_has_ok([spilled, None], lean=True)
     assert prefix_has_ok([spilled, fits], lean=True)
+    failed = Attempt(tc.Config(), Category.COMPILE_ERROR)
+    looked = [failed, spilled, *[spilled] * LEAN_LOOKAHEAD]  # enough past the first that works
+    assert not prefix_has_ok(looked[:-1], lean=True) and prefix_has_ok(looked, lean=True)
     assert Attempt(tc.Config(), None).lean  # the interpreter reports no resources
 
 

@@ -43,13 +43,26 @@ def attempt_from(config: Config, result: Mapping[str, Any]) -> Attempt:
     )
 
 
+# a lean search goes this many candidates past the first that works (spilling) before it takes
+# that one: a kernel whose every tile spills must not compile the whole candidate list
+LEAN_LOOKAHEAD = 4
+
+
 def prefix_has_ok(results: Sequence[Attempt | None], lean: bool = False) -> bool:
     """Whether the rank-ordered prefix of finished results already holds the first survivor
-    (``lean``: the first that does not spill hard, ``Attempt.lean``)."""
+    (``lean``: the first that does not spill hard, ``Attempt.lean``, or the first that works
+    once ``LEAN_LOOKAHEAD`` candidates after it did not work lean either)."""
+    since_ok: int | None = None
     for r in results:
         if r is None:
             return False
         if r.lean if lean else r.ok:
+            return True
+        if since_ok is not None:
+            since_ok += 1
+        elif r.ok:
+            since_ok = 0
+        if since_ok == LEAN_LOOKAHEAD:
             return True
     return False
 
@@ -138,7 +151,7 @@ class InProcessRunner(Runner):
             results[i] = attempt
             if on_result is not None:
                 on_result(attempt)
-            if first_ok and (attempt.lean if lean else attempt.ok):
+            if first_ok and prefix_has_ok(results[: i + 1], lean):
                 break
         return results
 
