@@ -12,6 +12,7 @@ import tilecraft as tc
 from tests.cross_targets import TARGETS
 from tilecraft.autotune.candidates import static_check
 from tilecraft.autotune.select import without_tuning
+from tilecraft.config.spec import ConfigSpec
 from tilecraft.errors import ConfigError
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.tools.crosscompile import CompileJob
@@ -95,3 +96,40 @@ def test_dot_operands_loaded_whole_past_shared_memory_are_named_with_a_remedy() 
     assert reason is not None and "staged loads need" in reason
     assert "test_sort_shared_memory.py:" in reason and "[1024, 64] float32, 262144 B" in reason
     assert "loop over it in chunks" in reason
+
+
+@tc.kernel(static_shapes=True)
+def decayed_states(states: torch.Tensor, log_decay: torch.Tensor) -> torch.Tensor:
+    """A [C, C] fp32 decay matrix computed in registers times the chunk states (state passing
+    across C chunks); its rows are a cumsum's dim, so no config can loop them."""
+    b, c, d = states.size()
+    out = torch.empty([b, c, d], dtype=torch.float32, device=states.device)
+    for tb, td in tc.tile([b, d], block_size=[1, None]):
+        la = torch.cumsum(log_decay[tb.begin, :].to(torch.float32), dim=0)
+        i = tc.arange(c)
+        decay = torch.where(i[:, None] >= i[None, :], torch.exp(la[:, None] - la[None, :]), 0.0)
+        out[tb.begin, :, td] = tc.dot(decay, states[tb.begin, :, td].to(torch.float32))
+    return out
+
+
+def test_a_computed_left_operand_of_an_fp32_fma_dot_takes_shared_memory() -> None:
+    """An fp32 dot on the FMA units takes both operands through shared memory, a computed left
+    one too: at 256 chunks the [256, 256] decay matrix alone is 256 KiB. The estimate missed
+    it; ptxas refused every config, after 216 s at [32] columns. Now refused before compiling,
+    naming the operand; at 64 chunks it fits."""
+
+    def spec_at(chunks: int) -> ConfigSpec:
+        args = (
+            torch.empty(32, chunks, 1024, device="meta"),
+            torch.empty(32, chunks, device="meta"),
+        )
+        return BoundKernel(
+            decayed_states, decayed_states.bind_arguments(args, {}), target=H200
+        ).config_spec
+
+    spec = spec_at(256)
+    reason = static_check(spec, spec.resolve(spec.default(), warn=False).config)
+    assert reason is not None and "staged loads need" in reason, reason
+    assert "[256, 256] float32, 262144 B" in reason, reason
+    small = spec_at(64)
+    assert static_check(small, small.resolve(small.default(), warn=False).config) is None

@@ -76,8 +76,10 @@ def store_staging_bytes(spec: ConfigSpec, config: Config) -> int:
 def operand_stage_bytes(spec: ConfigSpec, config: Config) -> int:
     """Shared memory of tl.dot operands, in the loop that needs the most: an operand loaded in
     the loop takes one buffer per stage, one loaded before it (attention's query tile) one
-    buffer, a computed left operand none (wgmma reads it from registers), a computed right
-    operand one. Loops run one after another, so their buffers do not add up. (Cross-compiled
+    buffer, a computed left operand none (wgmma reads it from registers) except in an fp32 dot
+    on the FMA units (both operands reach their layouts through shared memory: Mamba-2 state
+    passing's [256, 256] fp32 decay matrix, 278528 B on sm_90, refused by ptxas after 216 s),
+    a computed right operand one. Loops run one after another, so their buffers do not add up. (Cross-compiled
     for sm_90, attention at 128x64 blocks, d 128, 2 stages: 96 KiB = q + 2 x (k + v).)"""
     return sum(b for _, b in staged_operands(spec, config))
 
@@ -93,6 +95,7 @@ def staged_operands(spec: ConfigSpec, config: Config) -> list[tuple[Node, int]]:
 
     worst: list[tuple[Node, int]] = []
     worst_total = 0
+    on_fma = {id(n) for n in fma_dot_nodes(spec)}
     for loop in spec.loops:
         scopes: list[list[Node]] = [
             loop.body,
@@ -117,7 +120,7 @@ def staged_operands(spec: ConfigSpec, config: Config) -> list[tuple[Node, int]]:
                     loads = loads_in_loop(operand, inside)
                     total = sum(size(n) * stages for n in loads)
                     total += max((size(n) for n in loads if value_indexed(n)), default=0)
-                    total += size(operand) if k == 1 else 0
+                    total += size(operand) if k == 1 or id(dot) in on_fma else 0
                     found.append((operand, total))
             if (scope_total := sum(b for _, b in found)) > worst_total:
                 worst, worst_total = found, scope_total
