@@ -59,6 +59,29 @@ def unscaled_sum(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@tc.kernel(static_shapes=True)
+def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Flash decoding as users write it: G query heads share a key head (the dot's M), one
+    program per (batch, key head), the accumulator rescaled with the running max."""
+    b, g, d = q.size()
+    out = torch.empty([b, g, d], dtype=torch.float32, device=q.device)
+    for tb in tc.tile(b, block_size=1):
+        qt = q[tb.begin, :, :].to(torch.float32)
+        m_i = tc.full([g], float("-inf"), dtype=torch.float32)
+        l_i = tc.zeros([g], dtype=torch.float32)
+        acc = tc.zeros([g, d], dtype=torch.float32)
+        for tk in tc.tile(k.size(1)):
+            s = qt @ k[tb.begin, tk, :].to(torch.float32).t()
+            m_new = torch.maximum(m_i, s.amax(dim=-1))
+            alpha = torch.exp(m_i - m_new)
+            p = torch.exp(s - m_new[:, None])
+            l_i = l_i * alpha + p.sum(dim=-1)
+            acc = acc * alpha[:, None] + p @ v[tb.begin, tk, :].to(torch.float32)
+            m_i = m_new
+        out[tb.begin, :, :] = acc / l_i[:, None]
+    return out
+
+
 def key_votes_reference(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     w, t = q.size(1), k.size(1)
     s = q.float() @ k.float().transpose(1, 2)
@@ -110,6 +133,26 @@ def test_split_softmax_statistics_match_eager(split: int, device: str) -> None:
     got = kernel(q, k)
     assert not got.isnan().any()
     torch.testing.assert_close(got, key_votes_reference(q, k), rtol=1e-4, atol=1e-5)
+
+
+def test_flash_decodings_accumulator_splits_with_its_max(device: str) -> None:
+    """``acc = acc * alpha[:, None] + p @ v`` (traced as ``tc.dot(p, v, acc=acc * alpha)``)
+    combines like the sum: sum_s acc_s * exp(m_s - M) along the max's dims."""
+    bound = _bind(decode_attention, _meta(2, 16, 64), _meta(2, 300, 64), _meta(2, 300, 64))
+    site, why = split_site(bound.traced.loops[0])
+    assert isinstance(site, SplitSite), why
+    relative = {a.carry.hint: a.relative_to.hint for a in site.accumulators if a.relative_to}
+    assert relative == {"l_i": "m_i", "acc": "m_i"}, relative
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, n, 64, generator=g).to(device) for n in (16, 300, 300))
+    want = torch.softmax(q @ k.transpose(1, 2), -1) @ v
+    for split in (1, 3, 5):
+        config = tc.Config(block_sizes=[32], split_reductions=[split])
+        kernel = tc.kernel(decode_attention.fn, static_shapes=True, config=config)
+        torch.testing.assert_close(kernel(q, k, v), want, rtol=1e-4, atol=1e-5)
+    args = (_meta(4, 16, 128), _meta(4, 32768, 128), _meta(4, 32768, 128))
+    assert _bind(decode_attention, *args).config_spec.default().split_reductions[0] > 1
+    assert_defaults_cross_compile(decode_attention, args)
 
 
 def test_few_programs_over_long_keys_split_by_default() -> None:

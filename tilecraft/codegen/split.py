@@ -235,8 +235,11 @@ class SplitPass:
         for name in names[1:]:
             ctx.w.line(f"{top} = {POINTWISE['maximum'].template.format(top, name)}")
         total = ctx.w.fresh(carry.hint)
+        # an accumulator with dims past the max's (flash decoding's [G, D]) rescales along them
+        extra = carry.ndim - running_max.ndim
+        at = "[" + ", ".join([":"] * running_max.ndim + ["None"] * extra) + "]" if extra else ""
         terms = [
-            f"tl.where({m} > float('-inf'), {part} * tl.exp({m} - {top}), 0.0)"
+            f"tl.where({m}{at} > float('-inf'), {part} * tl.exp({m}{at} - {top}{at}), 0.0)"
             for m, part in zip(names, sums, strict=True)
         ]
         ctx.w.line(f"{total} = {' + '.join(terms)}")

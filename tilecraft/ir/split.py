@@ -285,8 +285,10 @@ def _accumulator(
 
 
 def softmax_pairs(carried: list[Node], dependent: set[int]) -> dict[int, tuple[Accumulator, str]]:
-    """The carried running max ``m`` and sum of exponentials ``l`` of an online softmax, as
-    accumulators by carry id::
+    """The carried running max ``m`` and sum of exponentials ``l`` of an online softmax (and
+    flash decoding's accumulator ``acc = acc * exp(m - m_new)[:, None] + p @ v`` with
+    ``p = exp(s - m_new[:, None])``, which combines the same way), as accumulators by carry
+    id::
 
         m_new = torch.maximum(m, a)                 # a: independent of the carries
         l = l * torch.exp(m - m_new) + torch.exp(s - m_new[:, None]).sum(dim=1)
@@ -316,37 +318,75 @@ def softmax_pairs(carried: list[Node], dependent: set[int]) -> dict[int, tuple[A
 
 
 def _sums_exponentials(l_carry: Node, m: Node, m_new: Node, dependent: set[int]) -> bool:
-    """Whether ``l_carry`` is updated to ``l * exp(m - m_new) + exp(s - m_new[...]).sum(...)``
-    (either operand order of the ``+`` and the ``*``)."""
+    """Whether ``l_carry`` is updated to ``l * exp(m - m_new)[...] + X`` (either operand order
+    of the ``+`` and the ``*``; or ``tc.dot(p, v, acc=l * ...)``, as ``acc * alpha + p @ v``
+    is traced), ``X`` linear in ``p = exp(s - m_new[...])``: ``p.sum(dim)`` (a softmax's sum)
+    or ``p @ v`` (flash decoding's accumulator, ``v`` independent of the carries); ``l``'s
+    leading dims are ``m``'s (the combine rescales along them)."""
     nxt = l_carry.attrs.get("next")
-    if not _is_binary(nxt, "add") or nxt.dtype != torch.float32 or nxt.shape != l_carry.shape:
+    if nxt is None or nxt.dtype != torch.float32 or nxt.shape != l_carry.shape:
         return False
-    for scaled, summed in (nxt.inputs, nxt.inputs[::-1]):
-        if not _is_binary(scaled, "mul") or l_carry not in scaled.inputs:
-            continue
-        factor = next((i for i in scaled.inputs if i is not l_carry), None)
-        if factor is None or not _is_unary(factor, "exp"):
-            continue
-        diff = factor.inputs[0]
-        if not _is_binary(diff, "sub") or diff.inputs[0] is not m or diff.inputs[1] is not m_new:
-            continue
-        if _exp_sum(summed, m_new, dependent):
-            return True
-    return False
+    if l_carry.ndim > m.ndim and (m.ndim == 0 or l_carry.shape[: m.ndim] != m.shape):
+        return False
+    if nxt.op is Op.DOT and len(nxt.inputs) == 3:
+        p, v, scaled = nxt.inputs
+        return _rescaled(scaled, l_carry, m, m_new) and _exp_product(p, v, m_new, dependent)
+    if not _is_binary(nxt, "add"):
+        return False
+    return any(
+        _rescaled(scaled, l_carry, m, m_new)
+        and (_exp_sum(summed, m_new, dependent) or _exp_dot(summed, m_new, dependent))
+        for scaled, summed in (nxt.inputs, nxt.inputs[::-1])
+    )
+
+
+def _rescaled(scaled: Node, l_carry: Node, m: Node, m_new: Node) -> bool:
+    """Whether ``scaled`` is ``l_carry * exp(m - m_new)`` (the factor maybe placed by views)."""
+    if not _is_binary(scaled, "mul") or l_carry not in scaled.inputs:
+        return False
+    factor = _through_views(next((i for i in scaled.inputs if i is not l_carry), None))
+    if factor is None or not _is_unary(factor, "exp"):
+        return False
+    diff = factor.inputs[0]
+    return _is_binary(diff, "sub") and diff.inputs[0] is m and diff.inputs[1] is m_new
 
 
 def _exp_sum(summed: Node, m_new: Node, dependent: set[int]) -> bool:
-    """Whether ``summed`` is ``exp(s - m_new[...]).sum(dim)``: ``s`` independent of the carries,
-    the running max placed by views."""
+    """Whether ``summed`` is ``exp(s - m_new[...]).sum(dim)``."""
     if summed.op is not Op.REDUCE or summed.attrs.get("kind") != "sum":
         return False
-    exp = summed.inputs[0]
+    return _exponentials(summed.inputs[0], m_new, dependent)
+
+
+def _exp_dot(product: Node, m_new: Node, dependent: set[int]) -> bool:
+    """Whether ``product`` is ``exp(s - m_new[...]) @ v`` with no accumulator of its own."""
+    if product.op is not Op.DOT or len(product.inputs) != 2:
+        return False
+    p, v = product.inputs
+    return _exp_product(p, v, m_new, dependent)
+
+
+def _exp_product(p: Node, v: Node, m_new: Node, dependent: set[int]) -> bool:
+    """Whether ``p @ v`` has ``p = exp(s - m_new[...])`` (maybe cast) and ``v`` independent
+    of the carries."""
+    while p.op is Op.CAST:
+        p = p.inputs[0]
+    return v.id not in dependent and _exponentials(p, m_new, dependent)
+
+
+def _exponentials(exp: Node, m_new: Node, dependent: set[int]) -> bool:
+    """Whether ``exp`` is ``exp(s - m_new[...])``: ``s`` independent of the carries, the
+    running max placed by views."""
     if not _is_unary(exp, "exp") or not _is_binary(exp.inputs[0], "sub"):
         return False
     scores, placed = exp.inputs[0].inputs
-    while placed.op is Op.VIEW:
-        placed = placed.inputs[0]
-    return placed is m_new and scores.id not in dependent
+    return _through_views(placed) is m_new and scores.id not in dependent
+
+
+def _through_views(node: Node | None) -> Node | None:
+    while node is not None and node.op is Op.VIEW:
+        node = node.inputs[0]
+    return node
 
 
 def _is_binary(node: Node | None, fn: str) -> TypeGuard[Node]:
