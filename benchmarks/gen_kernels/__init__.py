@@ -57,6 +57,8 @@ from benchmarks.gen_kernels import (
     heldout_s39d,
     heldout_s40a,
     heldout_s40b,
+    heldout_s41a,
+    heldout_s41b,
     norms,
     reductions,
     rewritten,
@@ -112,6 +114,8 @@ _HELDOUT_MODULES = (
     heldout_s39d,
     heldout_s40a,
     heldout_s40b,
+    heldout_s41a,
+    heldout_s41b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
