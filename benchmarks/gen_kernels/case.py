@@ -102,12 +102,23 @@ def one_kernel_case(
 
 def copy_state(name: str, mutated: tuple[int, ...]) -> Runner:
     """A runner for an in-place kernel: copy the mutated inputs first, so the inputs stay."""
+    return with_args(name, mutated=mutated)
+
+
+def with_args(name: str, *extra: Any, mutated: tuple[int, ...] = ()) -> Runner:
+    """A runner that appends the case's Python-number arguments ``extra`` to its inputs
+    (copying the ``mutated`` inputs first)."""
 
     def run(kernels: Mapping[str, Callable[..., Any]], inputs: Inputs) -> Any:
         args = [x.clone() if i in mutated else x for i, x in enumerate(inputs)]
-        return kernels[name](*args)
+        return kernels[name](*args, *extra)
 
     return run
+
+
+def ref_args(fn: Callable[..., Any], *extra: Any) -> Callable[..., Any]:
+    """A reference that appends the case's Python-number arguments ``extra``."""
+    return lambda *inputs: fn(*inputs, *extra)
 
 
 def gen(seed: int) -> torch.Generator:

@@ -46,6 +46,7 @@ from benchmarks.gen_kernels.case import (
     one_kernel_case,
     randint,
     randn,
+    with_args,
 )
 
 F32 = torch.float32
@@ -572,16 +573,6 @@ def diff_attention_causal_reference(q, k, v, lam, lambda_init=DIFF_LAMBDA_INIT):
 # --------------------------------------------------------------------------- cases
 
 
-def _with_args(name: str, *extra, mutated: tuple[int, ...] = ()):
-    """A runner that appends the case's Python-number arguments (copying mutated inputs)."""
-
-    def run(kernels, inputs):
-        args = [x.clone() if i in mutated else x for i, x in enumerate(inputs)]
-        return kernels[name](*args, *extra)
-
-    return run
-
-
 def _resample_case_inputs(shape, device, seed):
     return (*_resample_inputs(shape, device, seed), shape[3])
 
@@ -612,7 +603,7 @@ CASES: list[Case] = [
         kernels=(kl_rewards_whiten,),
         make_inputs=_kl_inputs,
         reference=kl_rewards_whiten_reference,
-        run=_with_args("kl_rewards_whiten", KL_COEF),
+        run=with_args("kl_rewards_whiten", KL_COEF),
         gpu_shapes=((512, 2048),),  # PPO rollout batch of 512 responses of up to 2k tokens
         cpu_shapes=((4, 50), (7, 33), (1, 128)),
         atol=1e-4,
@@ -650,7 +641,7 @@ CASES: list[Case] = [
         kernels=(rowwise_adagrad_,),
         make_inputs=_adagrad_inputs,
         reference=rowwise_adagrad_reference,
-        run=_with_args("rowwise_adagrad_", ADAGRAD_LR, ADAGRAD_EPS, mutated=(0, 1)),
+        run=with_args("rowwise_adagrad_", ADAGRAD_LR, ADAGRAD_EPS, mutated=(0, 1)),
         gpu_shapes=((1 << 19, 128, 65536),),  # 512k-row table, 64k touched rows
         cpu_shapes=((100, 16, 30), (37, 24, 37), (500, 64, 3)),
         atol=1e-6,
@@ -660,7 +651,7 @@ CASES: list[Case] = [
         kernels=(diff_attention_causal,),
         make_inputs=_diff_inputs,
         reference=diff_attention_causal_reference,
-        run=_with_args("diff_attention_causal", DIFF_LAMBDA_INIT),
+        run=with_args("diff_attention_causal", DIFF_LAMBDA_INIT),
         gpu_shapes=((2, 16, 2048, 64),),  # Diff Transformer 3B-like, 2k context
         cpu_shapes=((1, 2, 40, 16), (2, 1, 33, 16), (1, 1, 64, 32)),
         atol=2.0**-6,  # bf16 out, |y| < 4

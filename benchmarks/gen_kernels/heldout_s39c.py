@@ -43,30 +43,13 @@ import math
 import torch
 
 import tilecraft as tc
-from benchmarks.gen_kernels.case import (
-    Case,
-    Inputs,
-    gen,
-    meta_tensors,
-    randint,
-    randn,
-)
+from benchmarks.gen_kernels.case import Case, Inputs, gen, meta_tensors, randint, randn, with_args
 
 F32 = torch.float32
 BF16 = torch.bfloat16
 I32 = torch.int32
 I64 = torch.int64
 E4M3 = torch.float8_e4m3fn
-
-
-def _with_args(name: str, *extra, mutated: tuple[int, ...] = ()):
-    """A runner that appends the case's Python-number arguments (copying mutated inputs)."""
-
-    def run(kernels, inputs):
-        args = [x.clone() if i in mutated else x for i, x in enumerate(inputs)]
-        return kernels[name](*args, *extra)
-
-    return run
 
 
 # --------------------------------------------------------------------------- merge attention states
@@ -683,7 +666,7 @@ def _bert_case_inputs(shape, device, seed):
 
 
 def _run_all(name: str, mutated: tuple[int, ...] = ()):
-    return _with_args(name, mutated=mutated)
+    return with_args(name, mutated=mutated)
 
 
 CASES: list[Case] = [

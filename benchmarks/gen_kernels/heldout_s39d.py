@@ -48,6 +48,8 @@ from benchmarks.gen_kernels.case import (
     meta_tensors,
     randint,
     randn,
+    ref_args,
+    with_args,
 )
 
 F32 = torch.float32
@@ -55,16 +57,6 @@ F64 = torch.float64
 I8 = torch.int8
 I32 = torch.int32
 I64 = torch.int64
-
-
-def _with_args(name: str, *extra, mutated: tuple[int, ...] = ()):
-    """A runner that appends the case's Python-number arguments (copying mutated inputs)."""
-
-    def run(kernels, inputs):
-        args = [x.clone() if i in mutated else x for i, x in enumerate(inputs)]
-        return kernels[name](*args, *extra)
-
-    return run
 
 
 # --------------------------------------------------------------------------- PWL calibration
@@ -531,17 +523,13 @@ SMALL_CONFIGS: dict[str, list[tc.Config]] = {
 }
 
 
-def _ref_args(fn, *extra):
-    return lambda *inp: fn(*inp, *extra)
-
-
 CASES: list[Case] = [
     Case(
         name="pwl_calibration_bucketize",
         kernels=(pwl_calibrate,),
         make_inputs=_pwl_inputs,
         reference=pwl_calibrate_reference,
-        run=_with_args("pwl_calibrate"),
+        run=with_args("pwl_calibrate"),
         gpu_shapes=((1 << 20, 64, 32),),  # a CTR model's 64 dense features, 1M rows
         cpu_shapes=((37, 5, 9), (64, 3, 16), (19, 7, 33)),
         atol=1e-5,
@@ -551,7 +539,7 @@ CASES: list[Case] = [
         kernels=(despike_rolling_stats,),
         make_inputs=_despike_inputs,
         reference=despike_rolling_stats_reference,
-        run=_with_args("despike_rolling_stats"),
+        run=with_args("despike_rolling_stats"),
         gpu_shapes=((8192, 2048),),
         cpu_shapes=((5, 40), (8, 64), (3, 97)),
         atol=1e-5,
@@ -560,8 +548,8 @@ CASES: list[Case] = [
         name="audio_preemphasis_deltas",
         kernels=(preemphasis_deltas,),
         make_inputs=_preemph_inputs,
-        reference=_ref_args(preemphasis_deltas_reference, PREEMPH_CHANNEL, PREEMPH),
-        run=_with_args("preemphasis_deltas", PREEMPH_CHANNEL, PREEMPH),
+        reference=ref_args(preemphasis_deltas_reference, PREEMPH_CHANNEL, PREEMPH),
+        run=with_args("preemphasis_deltas", PREEMPH_CHANNEL, PREEMPH),
         gpu_shapes=((256, 4, 16000),),  # 1 s at 16 kHz, 4 mics
         cpu_shapes=((3, 2, 50), (4, 3, 64), (2, 4, 33)),
         atol=1e-5,
@@ -571,7 +559,7 @@ CASES: list[Case] = [
         kernels=(poly2_regression,),
         make_inputs=_poly_inputs,
         reference=poly2_regression_reference,
-        run=_with_args("poly2_regression"),
+        run=with_args("poly2_regression"),
         gpu_shapes=((262144, 16, 64),),
         cpu_shapes=((20, 6, 16), (33, 8, 24), (16, 11, 32)),
         atol=1e-10,
@@ -581,7 +569,7 @@ CASES: list[Case] = [
         kernels=(quantile_bin_encode,),
         make_inputs=_qbin_inputs,
         reference=quantile_bin_encode_reference,
-        run=_with_args("quantile_bin_encode"),
+        run=with_args("quantile_bin_encode"),
         gpu_shapes=((1 << 20, 128, 64),),
         cpu_shapes=((50, 4, 8), (33, 6, 5), (64, 3, 16)),
         atol=1e-6,
@@ -590,8 +578,8 @@ CASES: list[Case] = [
         name="no_repeat_trigram_penalty",
         kernels=(ngram_repeat_penalty,),
         make_inputs=_ngram_inputs,
-        reference=_ref_args(ngram_repeat_penalty_reference, REP_PENALTY),
-        run=_with_args("ngram_repeat_penalty", REP_PENALTY),
+        reference=ref_args(ngram_repeat_penalty_reference, REP_PENALTY),
+        run=with_args("ngram_repeat_penalty", REP_PENALTY),
         gpu_shapes=((64, 512, 32000),),
         cpu_shapes=((3, 12, 40), (4, 16, 64), (2, 9, 50)),
         atol=1e-5,
@@ -601,7 +589,7 @@ CASES: list[Case] = [
         kernels=(block_fp_quantize,),
         make_inputs=_bfp_inputs,
         reference=block_fp_quantize_reference,
-        run=_with_args("block_fp_quantize"),
+        run=with_args("block_fp_quantize"),
         gpu_shapes=((8192, 8192),),
         cpu_shapes=((5, 64), (8, 96), (3, 160)),
         atol=1e-30,
@@ -611,7 +599,7 @@ CASES: list[Case] = [
         kernels=(discount_cumprod_fp64,),
         make_inputs=_cumprod_inputs,
         reference=discount_cumprod_fp64_reference,
-        run=_with_args("discount_cumprod_fp64"),
+        run=with_args("discount_cumprod_fp64"),
         gpu_shapes=((4096, 4096),),
         cpu_shapes=((5, 70), (8, 128), (3, 200)),
         atol=1e-12,
@@ -620,8 +608,8 @@ CASES: list[Case] = [
         name="rope_gptj_position_interp",
         kernels=(rope_gptj_interp,),
         make_inputs=_rope_inputs,
-        reference=_ref_args(rope_gptj_interp_reference, PI_SCALE),
-        run=_with_args("rope_gptj_interp", PI_SCALE),
+        reference=ref_args(rope_gptj_interp_reference, PI_SCALE),
+        run=with_args("rope_gptj_interp", PI_SCALE),
         gpu_shapes=((8192, 32, 128),),
         cpu_shapes=((9, 2, 16), (16, 3, 32), (7, 4, 64)),
         atol=1e-5,

@@ -47,13 +47,7 @@ import torch
 import torch.nn.functional as F
 
 import tilecraft as tc
-from benchmarks.gen_kernels.case import (
-    Case,
-    Inputs,
-    gen,
-    meta_tensors,
-    randn,
-)
+from benchmarks.gen_kernels.case import Case, Inputs, gen, meta_tensors, randn, ref_args, with_args
 
 F32 = torch.float32
 F16 = torch.float16
@@ -61,20 +55,6 @@ BF16 = torch.bfloat16
 FP8 = torch.float8_e4m3fn
 I32 = torch.int32
 I64 = torch.int64
-
-
-def _with_args(name: str, *extra, mutated: tuple[int, ...] = ()):
-    """A runner that appends the case's Python-number arguments (copying mutated inputs)."""
-
-    def run(kernels, inputs):
-        args = [x.clone() if i in mutated else x for i, x in enumerate(inputs)]
-        return kernels[name](*args, *extra)
-
-    return run
-
-
-def _ref_args(fn, *extra):
-    return lambda *inp: fn(*inp, *extra)
 
 
 # --------------------------------------------------------------------------- NSA block selection
@@ -779,8 +759,8 @@ CASES: list[Case] = [
         name="nsa_compressed_block_select",
         kernels=(nsa_select_blocks,),
         make_inputs=_nsa_inputs,
-        reference=_ref_args(nsa_select_blocks_reference, NSA_TOP),
-        run=_with_args("nsa_select_blocks", NSA_TOP),
+        reference=ref_args(nsa_select_blocks_reference, NSA_TOP),
+        run=with_args("nsa_select_blocks", NSA_TOP),
         gpu_shapes=((8, 8, 8, 16384, 128),),  # Llama-3-8B GQA, 16k context
         cpu_shapes=((2, 2, 4, 160, 32), (1, 3, 2, 256, 16), (3, 1, 5, 112, 32)),
         atol=1e-5,
@@ -790,7 +770,7 @@ CASES: list[Case] = [
         kernels=(snapkv_window_vote,),
         make_inputs=_snap_inputs,
         reference=snapkv_window_vote_reference,
-        run=_with_args("snapkv_window_vote"),
+        run=with_args("snapkv_window_vote"),
         gpu_shapes=((2, 32, 16384, 128),),  # 16k-token prompt, 32 KV heads
         cpu_shapes=((2, 2, 50, 32), (1, 3, 64, 16), (2, 1, 37, 32)),
         atol=1e-5,
@@ -800,7 +780,7 @@ CASES: list[Case] = [
         kernels=(tome_bipartite_match,),
         make_inputs=_tome_inputs,
         reference=tome_bipartite_match_reference,
-        run=_with_args("tome_bipartite_match"),
+        run=with_args("tome_bipartite_match"),
         gpu_shapes=((256, 577, 64),),
         cpu_shapes=((2, 37, 16), (3, 50, 32), (1, 64, 24)),
         atol=1e-5,
@@ -810,7 +790,7 @@ CASES: list[Case] = [
         kernels=(ssd_state_passing,),
         make_inputs=_ssd_inputs,
         reference=ssd_state_passing_reference,
-        run=_with_args("ssd_state_passing"),
+        run=with_args("ssd_state_passing"),
         # 8k tokens in chunks of 256, 64 heads, headdim 64 x dstate 128
         gpu_shapes=((8, 32, 64, 8192),),
         cpu_shapes=((2, 15, 2, 40), (1, 16, 3, 64), (2, 21, 1, 33)),
@@ -830,8 +810,8 @@ CASES: list[Case] = [
         name="awq_rmsnorm_int4_gemv",
         kernels=(awq_rmsnorm_gemv,),
         make_inputs=_awq_inputs,
-        reference=_ref_args(awq_rmsnorm_gemv_reference, 1e-6),
-        run=_with_args("awq_rmsnorm_gemv", 1e-6),
+        reference=ref_args(awq_rmsnorm_gemv_reference, 1e-6),
+        run=with_args("awq_rmsnorm_gemv", 1e-6),
         gpu_shapes=((4, 4096, 14336),),
         cpu_shapes=((1, 128, 48), (3, 96, 40), (2, 160, 72)),
         atol=2e-3,
@@ -851,7 +831,7 @@ CASES: list[Case] = [
         kernels=(clip_contrastive_loss,),
         make_inputs=_clip_inputs,
         reference=clip_contrastive_loss_reference,
-        run=_with_args("clip_contrastive_loss"),
+        run=with_args("clip_contrastive_loss"),
         gpu_shapes=((32768, 768),),
         cpu_shapes=((40, 32), (64, 24), (33, 64)),
         atol=1e-4,

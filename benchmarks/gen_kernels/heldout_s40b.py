@@ -47,6 +47,8 @@ from benchmarks.gen_kernels.case import (
     meta_tensors,
     randint,
     randn,
+    ref_args,
+    with_args,
 )
 
 F32 = torch.float32
@@ -55,20 +57,6 @@ BF16 = torch.bfloat16
 I32 = torch.int32
 I64 = torch.int64
 U8 = torch.uint8
-
-
-def _with_args(name: str, *extra, mutated: tuple[int, ...] = ()):
-    """A runner that appends the case's Python-number arguments (copying mutated inputs)."""
-
-    def run(kernels, inputs):
-        args = [x.clone() if i in mutated else x for i, x in enumerate(inputs)]
-        return kernels[name](*args, *extra)
-
-    return run
-
-
-def _ref_args(fn, *extra):
-    return lambda *inp: fn(*inp, *extra)
 
 
 # --------------------------------------------------------------------------- SPH density
@@ -787,8 +775,8 @@ CASES: list[Case] = [
         name="sph_density_cubic_spline",
         kernels=(sph_density_pressure,),
         make_inputs=_sph_inputs,
-        reference=_ref_args(sph_density_pressure_reference, SPH_H, SPH_RHO0, SPH_STIFF),
-        run=_with_args("sph_density_pressure", SPH_H, SPH_RHO0, SPH_STIFF),
+        reference=ref_args(sph_density_pressure_reference, SPH_H, SPH_RHO0, SPH_STIFF),
+        run=with_args("sph_density_pressure", SPH_H, SPH_RHO0, SPH_STIFF),
         gpu_shapes=((1 << 20, 24),),  # 1M particles, ~24 neighbour candidates
         cpu_shapes=((37, 5), (64, 9), (20, 3)),
         atol=0.25,  # pressures up to 4e4 (fp32 ulp 4e-3; p ~ rho**7 grows rho's error 7x)
@@ -798,7 +786,7 @@ CASES: list[Case] = [
         kernels=(kalman_cv_step_,),
         make_inputs=_kalman_inputs,
         reference=kalman_cv_step_reference,
-        run=_with_args("kalman_cv_step_", mutated=(0, 1)),
+        run=with_args("kalman_cv_step_", mutated=(0, 1)),
         gpu_shapes=((1 << 20,),),
         cpu_shapes=((37,), (64,), (5,)),
         atol=1e-12,
@@ -807,8 +795,8 @@ CASES: list[Case] = [
         name="rk4_lotka_volterra_traj",
         kernels=(rk4_lotka_volterra,),
         make_inputs=_rk4_inputs,
-        reference=_ref_args(rk4_lotka_volterra_reference, RK4_DT, RK4_STEPS),
-        run=_with_args("rk4_lotka_volterra", RK4_DT, RK4_STEPS),
+        reference=ref_args(rk4_lotka_volterra_reference, RK4_DT, RK4_STEPS),
+        run=with_args("rk4_lotka_volterra", RK4_DT, RK4_STEPS),
         gpu_shapes=((1 << 20,),),
         cpu_shapes=((37,), (64,), (5,)),
         atol=1e-5,
@@ -818,7 +806,7 @@ CASES: list[Case] = [
         kernels=(dtw_wavefront,),
         make_inputs=_dtw_inputs,
         reference=dtw_wavefront_reference,
-        run=_with_args("dtw_wavefront"),
+        run=with_args("dtw_wavefront"),
         gpu_shapes=((4096, 256, 256),),
         cpu_shapes=((3, 12, 9), (4, 16, 16), (2, 20, 13)),
         atol=1e-3,
@@ -828,7 +816,7 @@ CASES: list[Case] = [
         kernels=(histeq_u8,),
         make_inputs=_histeq_inputs,
         reference=histeq_u8_reference,
-        run=_with_args("histeq_u8"),
+        run=with_args("histeq_u8"),
         gpu_shapes=((64, 1920 * 1080),),
         cpu_shapes=((3, 777), (2, 16384), (4, 1000)),
         atol=1e-30,
@@ -837,8 +825,8 @@ CASES: list[Case] = [
         name="cloth_spring_scatter_forces",
         kernels=(cloth_spring_forces,),
         make_inputs=_cloth_inputs,
-        reference=_ref_args(cloth_spring_forces_reference, CLOTH_K, CLOTH_DAMP),
-        run=_with_args("cloth_spring_forces", CLOTH_K, CLOTH_DAMP),
+        reference=ref_args(cloth_spring_forces_reference, CLOTH_K, CLOTH_DAMP),
+        run=with_args("cloth_spring_forces", CLOTH_K, CLOTH_DAMP),
         gpu_shapes=((1024, 1024),),
         cpu_shapes=((7, 5), (9, 9), (13, 4)),
         atol=1e-4,
@@ -848,7 +836,7 @@ CASES: list[Case] = [
         kernels=(dct8x8_blocks,),
         make_inputs=_dct_inputs,
         reference=dct8x8_blocks_reference,
-        run=_with_args("dct8x8_blocks"),
+        run=with_args("dct8x8_blocks"),
         gpu_shapes=((64, 1080, 1920),),
         cpu_shapes=((2, 16, 24), (1, 40, 32), (3, 8, 8)),
         atol=2e-3,
@@ -858,7 +846,7 @@ CASES: list[Case] = [
         kernels=(fm_second_order,),
         make_inputs=_fm_inputs,
         reference=fm_second_order_reference,
-        run=_with_args("fm_second_order"),
+        run=with_args("fm_second_order"),
         gpu_shapes=((65536, 39, 1 << 20, 64),),  # Criteo: 39 fields, 1M-row table
         cpu_shapes=((37, 5, 50, 16), (64, 7, 100, 8), (5, 3, 10, 32)),
         atol=1e-4,
@@ -868,7 +856,7 @@ CASES: list[Case] = [
         kernels=(fir_filter_bank,),
         make_inputs=_fir_inputs,
         reference=fir_filter_bank_reference,
-        run=_with_args("fir_filter_bank"),
+        run=with_args("fir_filter_bank"),
         gpu_shapes=((32, 48000, 32, 64),),  # 1 s at 48 kHz, 32 bands of 64 taps
         cpu_shapes=((2, 16000, 8, 16), (3, 100, 5, 17), (4, 257, 16, 32)),
         atol=2e-2,  # energies up to 1e4 summed by atomics in any order
@@ -877,10 +865,10 @@ CASES: list[Case] = [
         name="montecarlo_asian_hash_rng",
         kernels=(mc_asian_call,),
         make_inputs=_mc_inputs,
-        reference=_ref_args(
+        reference=ref_args(
             mc_asian_call_reference, MC_S0, MC_STRIKE, MC_RATE, MC_VOL, MC_T, MC_STEPS, MC_SEED
         ),
-        run=_with_args("mc_asian_call", MC_S0, MC_STRIKE, MC_RATE, MC_VOL, MC_T, MC_STEPS, MC_SEED),
+        run=with_args("mc_asian_call", MC_S0, MC_STRIKE, MC_RATE, MC_VOL, MC_T, MC_STEPS, MC_SEED),
         gpu_shapes=((1 << 24,),),
         cpu_shapes=((1000,), (333,), (4096,)),
         atol=1e-3,

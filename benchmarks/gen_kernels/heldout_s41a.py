@@ -24,28 +24,11 @@ import math
 import torch
 
 import tilecraft as tc
-from benchmarks.gen_kernels.case import (
-    Case,
-    Inputs,
-    gen,
-    meta_tensors,
-    randn,
-)
+from benchmarks.gen_kernels.case import Case, Inputs, gen, meta_tensors, randn, with_args
 
 F32 = torch.float32
 BF16 = torch.bfloat16
 F16 = torch.float16
-
-
-def _with_args(name: str, *extra):
-    def run(kernels, inputs):
-        return kernels[name](*inputs, *extra)
-
-    return run
-
-
-def _ref_args(fn, *extra):
-    return lambda *inp: fn(*inp, *extra)
 
 
 # --------------------------------------------------------------------------- flash decoding GQA
@@ -362,7 +345,7 @@ CASES: list[Case] = [
         kernels=(flash_decode_gqa,),
         make_inputs=_fd_inputs,
         reference=flash_decode_gqa_reference,
-        run=_with_args("flash_decode_gqa"),
+        run=with_args("flash_decode_gqa"),
         gpu_shapes=((4, 8, 4, 32768, 128),),  # Llama-3-8B GQA, 32k context, batch 4
         cpu_shapes=((2, 2, 4, 100, 32), (1, 3, 2, 257, 16), (3, 1, 5, 64, 32)),
         atol=1e-4,
@@ -372,7 +355,7 @@ CASES: list[Case] = [
         kernels=(h2o_heavy_hitter_scores,),
         make_inputs=_h2o_inputs,
         reference=h2o_heavy_hitter_scores_reference,
-        run=_with_args("h2o_heavy_hitter_scores"),
+        run=with_args("h2o_heavy_hitter_scores"),
         gpu_shapes=((1, 32, 4096, 128),),
         cpu_shapes=((1, 2, 50, 32), (2, 1, 64, 16), (1, 1, 37, 24)),
         atol=1e-4,
@@ -382,7 +365,7 @@ CASES: list[Case] = [
         kernels=(cosine_top1_match,),
         make_inputs=_cos_inputs,
         reference=cosine_top1_match_reference,
-        run=_with_args("cosine_top1_match"),
+        run=with_args("cosine_top1_match"),
         gpu_shapes=((64, 600, 577, 64),),
         cpu_shapes=((2, 37, 29, 16), (1, 64, 50, 32), (3, 20, 33, 8)),
         atol=1e-5,
@@ -392,7 +375,7 @@ CASES: list[Case] = [
         kernels=(kmeans_assign_whole_k,),
         make_inputs=_km_inputs,
         reference=kmeans_assign_whole_k_reference,
-        run=_with_args("kmeans_assign_whole_k"),
+        run=with_args("kmeans_assign_whole_k"),
         gpu_shapes=((1 << 20, 256, 64),),
         cpu_shapes=((100, 16, 8), (77, 10, 32), (256, 33, 16)),
         atol=1e-4,
@@ -402,7 +385,7 @@ CASES: list[Case] = [
         kernels=(vocab_logsumexp_running,),
         make_inputs=_lse_inputs,
         reference=vocab_logsumexp_running_reference,
-        run=_with_args("vocab_logsumexp_running"),
+        run=with_args("vocab_logsumexp_running"),
         gpu_shapes=((4, 128256),),
         cpu_shapes=((4, 5000), (3, 1037), (1, 4096)),
         atol=1e-4,

@@ -28,21 +28,10 @@ import torch
 import torch.nn.functional as F
 
 import tilecraft as tc
-from benchmarks.gen_kernels.case import Case, gen, randint, randn
+from benchmarks.gen_kernels.case import Case, gen, randint, randn, ref_args, with_args
 
 F32 = torch.float32
 I64 = torch.int64
-
-
-def _with_args(name: str, *extra):
-    def run(kernels, inputs):
-        return kernels[name](*inputs, *extra)
-
-    return run
-
-
-def _ref_args(fn, *extra):
-    return lambda *inp: fn(*inp, *extra)
 
 
 # --------------------------------------------------------------------------- inverse-CDF sampling
@@ -292,7 +281,7 @@ CASES = [
         kernels=(inverse_cdf_sample,),
         make_inputs=_icdf_inputs,
         reference=inverse_cdf_sample_reference,
-        run=_with_args("inverse_cdf_sample"),
+        run=with_args("inverse_cdf_sample"),
         gpu_shapes=((4096, 4096, 64),),
         cpu_shapes=((5, 4096, 16), (3, 300, 40), (6, 100, 7)),
         atol=1e-6,
@@ -301,8 +290,8 @@ CASES = [
         name="log_returns_rolling_rv_cat",
         kernels=(rolling_realized_var,),
         make_inputs=_rv_inputs,
-        reference=_ref_args(rolling_realized_var_reference, RV_WINDOW),
-        run=_with_args("rolling_realized_var", RV_WINDOW),
+        reference=ref_args(rolling_realized_var_reference, RV_WINDOW),
+        run=with_args("rolling_realized_var", RV_WINDOW),
         gpu_shapes=((16384, 2520),),  # 10 years of daily closes per asset
         cpu_shapes=((5, 2000), (7, 300), (3, 64)),
         atol=1e-6,
@@ -312,7 +301,7 @@ CASES = [
         kernels=(chunk_state_passing,),
         make_inputs=_csp_inputs,
         reference=chunk_state_passing_reference,
-        run=_with_args("chunk_state_passing"),
+        run=with_args("chunk_state_passing"),
         gpu_shapes=((256, 64, 8192),),  # batch x heads, 64 chunks, headdim x state
         cpu_shapes=((3, 32, 100), (2, 48, 64), (2, 16, 33)),
         atol=1e-4,
@@ -322,7 +311,7 @@ CASES = [
         kernels=(survival_and_mirror,),
         make_inputs=_flip_inputs,
         reference=survival_and_mirror_reference,
-        run=_with_args("survival_and_mirror"),
+        run=with_args("survival_and_mirror"),
         gpu_shapes=((32768, 1000),),
         cpu_shapes=((5, 1000), (4, 333), (9, 37)),
         atol=1e-5,
@@ -331,8 +320,8 @@ CASES = [
         name="despike_median3_unfold_ma",
         kernels=(despike_smooth,),
         make_inputs=_despike_inputs,
-        reference=_ref_args(despike_smooth_reference, EPS),
-        run=_with_args("despike_smooth", EPS),
+        reference=ref_args(despike_smooth_reference, EPS),
+        run=with_args("despike_smooth", EPS),
         gpu_shapes=((65536, 2000),),
         cpu_shapes=((4, 2000), (6, 257), (3, 40)),
         atol=1e-5,
@@ -341,8 +330,8 @@ CASES = [
         name="rms_causal_fir_pad_shifts",
         kernels=(rms_causal_fir,),
         make_inputs=_fir_inputs,
-        reference=_ref_args(rms_causal_fir_reference, EPS),
-        run=_with_args("rms_causal_fir", EPS),
+        reference=ref_args(rms_causal_fir_reference, EPS),
+        run=with_args("rms_causal_fir", EPS),
         gpu_shapes=((65536, 2000),),
         cpu_shapes=((4, 2000), (5, 129), (3, 50)),
         atol=1e-5,

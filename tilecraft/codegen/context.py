@@ -117,6 +117,32 @@ class EmitContext:
         """A tile shape's block sizes as the list items of a Triton shape (``_BLOCK_0, 4``)."""
         return ", ".join(self.dim_expr(d) for d in shape)
 
+    def block_offsets(
+        self,
+        layout: tuple[Any, ...],
+        shape: tuple[Any, ...] | None = None,
+        replaced: Callable[[int], str | None] = lambda i: None,
+    ) -> str:
+        """Element offsets of a tile of ``shape`` (default: ``layout``) in a padded row-major
+        block of ``layout`` (the same rank); dim ``i`` at the positions ``replaced(i)`` (an
+        index tile of the whole ``shape``) where that is given, else at its own positions."""
+        shape = layout if shape is None else shape
+        rank = len(shape)
+        if rank == 0:
+            return "0"
+        terms = []
+        for i, d in enumerate(shape):
+            inner = "".join(f" * {self.dim_expr(x)}" for x in layout[i + 1 :])
+            positions = replaced(i)
+            if positions is not None:
+                terms.append(f"({positions}){inner}")
+                continue
+            positions = f"tl.arange(0, {self.dim_expr(d)})"
+            if rank > 1:
+                positions += "[" + ", ".join(":" if j == i else "None" for j in range(rank)) + "]"
+            terms.append(positions + inner)
+        return "(" + " + ".join(terms) + ")"
+
     def state(self, sym: Sym) -> SymState:
         return self.syms[id(sym)]
 

@@ -21,7 +21,6 @@ source has no looped reduction dim; elsewhere the gather stays in registers.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.config.plan import Plan
@@ -60,9 +59,9 @@ def emit_through_memory(ctx: EmitContext, node: Node, rows: Any) -> None:
     base = ctx.w.fresh("gather_row")
     ctx.w.line(f"{base} = {rows.name} + ({program}).to(tl.int64) * {rows.shape[-1]}")
     ctx.w.line(BARRIER)  # a previous iteration's readers are done with the row
-    ctx.w.line(f"tl.store({base} + {_offsets(ctx, src.shape, src.shape)}, {ctx.expr(src)})")
+    ctx.w.line(f"tl.store({base} + {ctx.block_offsets(src.shape)}, {ctx.expr(src)})")
     ctx.w.line(BARRIER)  # every thread's part of the tile is in the row
-    at = _offsets(ctx, src.shape, node.shape, lambda i: ctx.expr(index) if i == axis else None)
+    at = ctx.block_offsets(src.shape, node.shape, lambda i: ctx.expr(index) if i == axis else None)
     ctx.bind(node, f"tl.load({base} + {at})")
 
 
@@ -72,30 +71,6 @@ def _linear_program_id() -> str:
         "tl.program_id(0) + tl.program_id(1) * tl.num_programs(0)"
         " + tl.program_id(2) * tl.num_programs(0) * tl.num_programs(1)"
     )
-
-
-def _offsets(
-    ctx: EmitContext,
-    layout: tuple[Any, ...],
-    shape: tuple[Any, ...],
-    replaced: Callable[[int], str | None] = lambda i: None,
-) -> str:
-    """Offsets of a tile of ``shape`` in a padded row-major tile of ``layout`` (the source's
-    shape: the same rank); dim ``i`` at the positions ``replaced(i)`` (an index tile of the
-    whole ``shape``) where that is given, else at its own positions."""
-    rank = len(shape)
-    if rank == 0:
-        return "0"
-    terms = []
-    for i, d in enumerate(shape):
-        inner = [ctx.dim_expr(x) for x in layout[i + 1 :]]
-        positions = replaced(i)
-        if positions is None:
-            positions = f"tl.arange(0, {ctx.dim_expr(d)})"
-            if rank > 1:
-                positions += "[" + ", ".join(":" if j == i else "None" for j in range(rank)) + "]"
-        terms.append(f"({positions})" + "".join(f" * {x}" for x in inner))
-    return "(" + " + ".join(terms) + ")"
 
 
 __all__ = ["emit_through_memory", "gathers_through_memory"]

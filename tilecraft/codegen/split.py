@@ -158,7 +158,7 @@ class SplitPass:
         sem = ', sem="relaxed"' if self.atomic else ""
         for value in self.values:
             buffer = self._buffer(ctx, value)
-            offsets = _offsets(ctx, value)
+            offsets = ctx.block_offsets(value.shape)
             ctx.w.line(
                 f"{store}({buffer.name} + {base} * {buffer.numel} + {offsets}, "
                 f"{ctx.expr(value)}{sem})"
@@ -214,7 +214,7 @@ class SplitPass:
         ctx.w.line(f"{base} = {buffer.name} + tl.program_id(0).to(tl.int64) * {buffer.numel}")
         step = ctx.w.fresh(f"{value.hint}_stride")
         ctx.w.line(f"{step} = tl.num_programs(0).to(tl.int64) * {buffer.numel}")
-        offsets = _offsets(ctx, value)
+        offsets = ctx.block_offsets(value.shape)
         volatile = ", volatile=True" if self.one_launch else ""
         shares = 1 if self.atomic else self.factor
         return [f"tl.load({base} + {s} * {step} + {offsets}{volatile})" for s in range(shares)]
@@ -292,21 +292,6 @@ class SplitPass:
             buffer = Scratch(name, numel, carry.dtype)
             self.scratch[carry.id] = buffer
         return buffer
-
-
-def _offsets(ctx: EmitContext, carry: Node) -> str:
-    """Row-major element offsets of the carry's whole (padded) block, in its own shape."""
-    rank = len(carry.shape)
-    if rank == 0:
-        return "0"
-    terms = []
-    for i, d in enumerate(carry.shape):
-        inner = [ctx.dim_expr(x) for x in carry.shape[i + 1 :]]
-        index = f"tl.arange(0, {ctx.dim_expr(d)})"
-        if rank > 1:
-            index += "[" + ", ".join(":" if j == i else "None" for j in range(rank)) + "]"
-        terms.append(index + "".join(f" * {x}" for x in inner))
-    return "(" + " + ".join(terms) + ")"
 
 
 __all__ = ["COMBINE", "COUNTERS", "PARTIALS", "Scratch", "SplitPass"]

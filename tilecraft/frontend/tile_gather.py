@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tilecraft.config.plan import next_pow2
 from tilecraft.errors import DeviceCodeError, ShapeError
 from tilecraft.frontend import rdims
 from tilecraft.frontend.gather_loads import gather_load
@@ -369,12 +370,8 @@ def long_line(shape: tuple[Dim, ...], axis: int) -> bool:
             size = _static_length(inner)
         elif isinstance(inner, Sym):  # a tile loop's block: known only where the user fixed it
             size = 1 if inner.scalar else inner.fixed_block
-        lanes = None if size is None else lanes * _next_pow2(size)
+        lanes = None if size is None else lanes * next_pow2(size)
     return lanes is None or lanes > REGISTER_GATHER_LINE
-
-
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, n - 1).bit_length()
 
 
 def _static_length(d: Sym) -> int | None:
