@@ -105,7 +105,7 @@ def test_a_row_stored_to_before_the_gather_is_gathered_as_loaded() -> None:
     values as loaded, a tile being a value; eager torch's ``row`` is a view and sees the
     store, which is why this runs one config rather than autotuning against ref mode)."""
     gen = torch.Generator().manual_seed(4)
-    x, idx = torch.randn(9, 64, generator=gen), torch.randint(0, 64, (9, 5), generator=gen)
+    x, idx = torch.randn(9, 300, generator=gen), torch.randint(0, 300, (9, 5), generator=gen)
     before = x.clone()
     bound = doubled_in_place.bind((x, idx))
     config = bound.config_spec.default()

@@ -167,15 +167,15 @@ def reverse_scan_by_index(x: torch.Tensor) -> torch.Tensor:
 
 
 def test_reverse_scan_along_a_whole_dim() -> None:
-    """Flipped, scanned forward and flipped back: the padding (37 -> 64) stays at the end."""
-    x = torch.randn(5, 37)
+    """Flipped, scanned forward and flipped back: the padding (300 -> 512) stays at the end."""
+    x = torch.randn(5, 300)
     expected = x.flip(1).cumsum(1).flip(1)
     for got in (reverse_scan(x), reverse_scan.run_ref(x), reverse_scan_by_index(x)):
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
     code = reverse_scan.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
-    # the loaded row's flip reads x at the mirrored positions (37 > 32 elements a line: a
+    # the loaded row's flip reads x at the mirrored positions (300 > 32 elements a line: a
     # register gather costs shuffles per element); the scanned values' flip back goes
-    # through a scratch row (codegen/gather_memory.py)
+    # through a scratch row (300 > 256 positions: codegen/gather_memory.py)
     assert "tl.gather(" not in code and "tl.associative_scan(" in code, code
     assert code.count("gather_row = _tc_gather_") == 1, code
     x = torch.randn(5, 64)  # a whole power-of-two row: both flips are tl.flip butterflies
@@ -426,7 +426,11 @@ def test_suffix_sums_by_flips() -> None:
     x = torch.randn(6, 37)  # 37 pads to 64: the padding stays after the flipped row
     torch.testing.assert_close(suffix_sums(x), x.flip(1).cumsum(1).flip(1), rtol=1e-5, atol=1e-5)
     code = suffix_sums.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
-    assert code.count("gather_row = _tc_gather_") == 1 and "tl.cumsum(" in code, code
+    assert code.count("tl.gather(") == 1 and "tl.cumsum(" in code, code  # a short line
+    x = torch.randn(6, 300)  # past 256 positions the cumsum's flip goes through a scratch row
+    torch.testing.assert_close(suffix_sums(x), x.flip(1).cumsum(1).flip(1), rtol=1e-4, atol=1e-4)
+    code = suffix_sums.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    assert code.count("gather_row = _tc_gather_") == 1 and "tl.gather(" not in code, code
 
 
 @tc.kernel(static_shapes=True)

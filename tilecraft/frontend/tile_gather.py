@@ -32,6 +32,13 @@ from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str, tile_bloc
 # a roll, flip or shift of a loaded tile along a line of at most a warp's lanes permutes it in
 # registers (a few shuffles an element); a longer one re-reads memory (long_line)
 REGISTER_GATHER_LINE = 32
+# a computed tile that can be neither re-read nor recomputed keeps its register gather up to
+# this many positions in a line (memory_line): a warp-local gather costs each thread about
+# (line / 32)^2 shuffles, a scratch row a store, a barrier and a load. H100, at 64 and 256
+# positions the scratch row lost (a bitonic sort of [32, 64] rows: 2.98 ms vs 0.146 in
+# registers; a DTW wavefront's [256] diagonals: 1.24 vs 0.705 ms); at 4096 the register gather
+# did not finish compiling in 600 s
+MEMORY_GATHER_LINE = 256
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -98,8 +105,9 @@ def gather(
         return loaded
     if idx.shape[axis] == 1 and src.shape[axis] != 1:
         return _pick_one(t, src, idx, axis)
-    # along a long line, a computed tile goes through memory (codegen/gather_memory.py)
-    attrs = {"through_memory": True} if long else {}
+    # along a very long line, a computed tile goes through memory (codegen/gather_memory.py)
+    memory = long and (memory_line(src.shape, axis) or memory_line(idx.shape, axis))
+    attrs = {"through_memory": True} if memory else {}
     return t.wrap(t.emit(Op.GATHER, [src, idx], idx.shape, src.dtype, axis=axis, **attrs))
 
 
@@ -358,9 +366,24 @@ def long_line(shape: tuple[Dim, ...], axis: int) -> bool:
     gather goes through shared memory and ptxas keeps the tile on the stack (Mamba-2's
     ``cat([init[None, :], states[:, tp]])`` of [32, 128] fp32 rows: 10.5 KB of spills a
     thread, sm_90; 49 ms where torch.compile took 1.55 on an H100)."""
+    positions = line_positions(shape, axis)
+    return positions is None or positions > REGISTER_GATHER_LINE
+
+
+def memory_line(shape: tuple[Dim, ...], axis: int) -> bool:
+    """Whether a gather of a computed tile along dim ``axis`` goes through a scratch row in
+    memory rather than registers (``MEMORY_GATHER_LINE``; run-time lines always do)."""
+    positions = line_positions(shape, axis)
+    return positions is None or positions > MEMORY_GATHER_LINE
+
+
+def line_positions(shape: tuple[Dim, ...], axis: int) -> int | None:
+    """The positions a gather along dim ``axis`` of ``shape`` moves across: the line's length
+    times the (padded) dims inside it (0 for a dim that is no whole dim: never long); ``None``
+    where a length is known only at run time or from the config."""
     d = shape[axis]
     if not isinstance(d, Sym):
-        return False
+        return 0
     lanes = _static_length(d)
     for inner in shape[axis + 1 :]:
         if lanes is None:
@@ -371,7 +394,7 @@ def long_line(shape: tuple[Dim, ...], axis: int) -> bool:
         elif isinstance(inner, Sym):  # a tile loop's block: known only where the user fixed it
             size = 1 if inner.scalar else inner.fixed_block
         lanes = None if size is None else lanes * next_pow2(size)
-    return lanes is None or lanes > REGISTER_GATHER_LINE
+    return lanes
 
 
 def _static_length(d: Sym) -> int | None:
