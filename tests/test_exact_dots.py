@@ -1,6 +1,8 @@
-"""fp32 dots whose operands are exact upcasts of 16-bit tiles (frontend/dots.py, codegen/dots.py):
-both operands upcast -> one 16-bit tl.dot; one bf16 upcast and one true fp32 operand -> three
-bf16 dots of the fp32 operand's parts under "ieee" precision, a widened tf32 dot under "tf32".
+"""fp32 dots whose operands are exact upcasts of narrower floats (frontend/exact_dots.py,
+codegen/dots.py): both operands upcast -> one 16-bit tl.dot (fp8 widened to the other's dtype,
+factors constant along K applied to the product); one bf16 upcast and one true fp32 operand ->
+three bf16 dots of the fp32 operand's parts under "ieee" precision, a widened tf32 dot under
+"tf32".
 Numerics in the interpreter against fp64, generated code, cross-compiles, and the GPU run."""
 
 from __future__ import annotations
@@ -117,13 +119,86 @@ def test_tf32_precision_widens_instead_of_splitting() -> None:
     assert "input_precision='tf32'" in line and ".to(tl.float32)" in line, line
 
 
-def test_different_16bit_sources_stay_an_fp32_dot() -> None:
+def test_different_16bit_sources_split_the_fp16_one() -> None:
+    """No common 16-bit dtype: the bf16 operand stays bf16, the fp16 one (11 significant bits)
+    is split into bf16 parts."""
     a, b = _rand(32, 32, dtype=torch.bfloat16), _rand(32, 16, dtype=torch.float16, seed=1)
     code = _gpu_code(upcast_mixed, (a, b), tc.Config(block_sizes=[16, 16]))
-    (line,) = _dot_lines(code)
-    assert "input_precision='ieee'" in line, line
+    assert len(_dot_lines(code)) == 3 and "input_precision" not in code, code
     expected = (a.double() @ b.double()).float()
     torch.testing.assert_close(upcast_mixed(a, b), expected, rtol=1e-5, atol=1e-5)
+
+
+@tc.kernel(static_shapes=True)
+def scaled_scores(q: torch.Tensor, k: torch.Tensor, k_scale: torch.Tensor) -> torch.Tensor:
+    """Attention scores as users write them: bf16 queries upcast times 1/sqrt(d), fp8 keys
+    upcast times their dequantization scale (a loaded scalar)."""
+    m, d = q.size()
+    n = k.size(0)
+    out = torch.empty([m, n], dtype=torch.float32, device=q.device)
+    sm_scale = 1.0 / d**0.5
+    for tm, tn in tc.tile([m, n]):
+        qt = q[tm, :].to(torch.float32) * sm_scale
+        kt = k[tn, :].to(torch.float32) * k_scale[0]
+        out[tm, tn] = qt @ kt.t()
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def cosine_scores(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity: each bf16 row upcast and divided by its norm (a factor per row of the
+    left operand, per column of the right one after the transpose)."""
+    m, _ = a.size()
+    n = b.size(0)
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        at, bt = a[tm, :].to(torch.float32), b[tn, :].to(torch.float32)
+        an = at / at.norm(dim=1, keepdim=True)
+        bn = bt / bt.norm(dim=1, keepdim=True)
+        out[tm, tn] = an @ bn.t()
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def scaled_along_k(a: torch.Tensor, b: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """A factor that varies along K (per column of the left operand) cannot leave the dot."""
+    m, _ = a.size()
+    n = b.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = (a[tm, :].to(torch.float32) * w[:][None, :]) @ b[:, tn].to(torch.float32)
+    return out
+
+
+def test_scaled_upcasts_feed_a_16bit_dot_and_scale_the_product() -> None:
+    q = _rand(40, 64, dtype=torch.bfloat16)
+    k, ks = _rand(72, 64, seed=1).to(torch.float8_e4m3fn), torch.tensor([0.37])
+    code = _gpu_code(scaled_scores, (q, k, ks), tc.Config(block_sizes=[16, 16]))
+    (line,) = _dot_lines(code)
+    assert "input_precision" not in line and "tl.float32" not in line.split("out_dtype")[0], code
+    assert "load_1.to(tl.bfloat16)" in code, code  # fp8 keys widen exactly to the queries' bf16
+    expected = (q.double() / 8.0) @ (k.double() * 0.37).t()
+    torch.testing.assert_close(scaled_scores(q, k, ks).double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_row_norms_leave_the_dot_through_the_transpose() -> None:
+    a, b = _rand(40, 64, dtype=torch.bfloat16), _rand(56, 64, dtype=torch.bfloat16, seed=1)
+    code = _gpu_code(cosine_scores, (a, b), tc.Config(block_sizes=[16, 16]))
+    (line,) = _dot_lines(code)
+    assert "input_precision" not in line, code
+    a64, b64 = a.double(), b.double()
+    expected = (a64 / a64.norm(dim=1, keepdim=True)) @ (b64 / b64.norm(dim=1, keepdim=True)).t()
+    torch.testing.assert_close(cosine_scores(a, b).double(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_factor_along_k_stays_in_the_operand() -> None:
+    a, b = _rand(32, 48, dtype=torch.bfloat16), _rand(48, 16, dtype=torch.bfloat16, seed=1)
+    w = _rand(48, seed=2)
+    code = _gpu_code(scaled_along_k, (a, b, w), tc.Config(block_sizes=[16, 16]))
+    # the scaled left operand is true fp32: the bf16 right one stays, the left one splits
+    assert len(_dot_lines(code)) == 3, code
+    expected = (a.double() * w.double()) @ b.double()
+    torch.testing.assert_close(scaled_along_k(a, b, w).double(), expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.crosscompile
@@ -134,7 +209,10 @@ def test_exact_dots_crosscompile() -> None:
     configs = lambda bound: [bound.config_spec.default()]  # noqa: E731
     rows = check_kernel(upcast_one, (p, v), targets, configs)
     rows += check_kernel(upcast_both, (a, b), targets, configs)
-    assert len(rows) == 4
+    k, ks = _rand(128, 128, seed=2).to(torch.float8_e4m3fn), torch.tensor([0.5])
+    rows += check_kernel(scaled_scores, (a, k, ks), targets, configs)
+    rows += check_kernel(cosine_scores, (a, b), targets, configs)
+    assert len(rows) == 8
     for row in rows:
         assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
 
@@ -148,3 +226,10 @@ def test_exact_dots_on_gpu() -> None:
     a, b = _rand(512, 384, dtype=torch.bfloat16).cuda(), v.t().contiguous()
     expected = a.double() @ b.double().t()
     torch.testing.assert_close(upcast_both(a, b).double(), expected, rtol=1e-5, atol=1e-4)
+    k, ks = _rand(256, 384, seed=2).to(torch.float8_e4m3fn).cuda(), torch.tensor([0.37]).cuda()
+    expected = (a.double() / 384**0.5) @ (k.double() * 0.37).t()
+    torch.testing.assert_close(scaled_scores(a, k, ks).double(), expected, rtol=1e-5, atol=1e-4)
+    expected = (a.double() / a.double().norm(dim=1, keepdim=True)) @ (
+        b.double() / b.double().norm(dim=1, keepdim=True)
+    ).t()
+    torch.testing.assert_close(cosine_scores(a, b).double(), expected, rtol=1e-5, atol=1e-5)

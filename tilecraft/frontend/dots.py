@@ -9,13 +9,8 @@ shapes a dot cannot take are refused here, at the user's line: ``tl.dot`` needs 
 dim to be at least 16 elements (32 for 8-bit operands) on NVIDIA GPUs, so a K fixed below that
 (a whole small extent, a literal block size) is an error that says what to write instead.
 
-fp32 operands that are exact upcasts of 16-bit tiles (``q.to(torch.float32)``, possibly
-transposed or expanded after the cast) feed the dot in their 16-bit form: products of bf16 or
-fp16 values are exact in fp32 and ``tl.dot`` accumulates in fp32, so the result is an fp32 dot's
-(to accumulation order) while the tensor cores do the work - an fp32 "ieee" dot on the GPU runs
-on the FMA units, an order of magnitude slower. When only one operand is an upcast bf16 tile, the
-node keeps the other in fp32 with ``split_fp32`` set: codegen splits it into three bf16 parts
-under "ieee" precision (``codegen/dots.py``).
+fp32 operands that are exact upcasts of narrower floats (times factors constant along K) feed
+the dot in their 16-bit form, the factors applied to the product (``frontend/exact_dots.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +21,7 @@ import torch
 
 from tilecraft.errors import ShapeError
 from tilecraft.frontend import rdims
+from tilecraft.frontend.exact_dots import ExactOperands, exact_operands
 from tilecraft.frontend.product_sums import product_sum
 from tilecraft.ir.dtypes import FP8
 from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str
@@ -117,13 +113,15 @@ def dot(
     result = out_dtype or (torch.float32 if common in FP8 else common)
     if out_dtype is None and common == torch.int8 and op == "tc.dot":
         result = torch.int32  # as the eager tc.dot: an int8 result would wrap
-    an, bn, attrs = _exact_operands(t, an, bn) if common == torch.float32 else (an, bn, {})
+    exact = exact_operands(t, an, bn) if common == torch.float32 else ExactOperands(an, bn, {})
+    an, bn, attrs = exact.a, exact.b, exact.attrs
     # int8 products accumulate in int32 (tl.dot's only integer form), fp64 ones in fp64 (as
     # torch; tl.dot returns fp64 for them: typed fp32, the code after it read garbage), all
     # others in fp32
     accum = {torch.int8: torch.int32, torch.float64: torch.float64}.get(common, torch.float32)
     if acc is None:
-        return t.wrap(t.cast(t.emit(Op.DOT, [an, bn], shape, accum, **attrs), result))
+        product = exact.rescaled(t, t.emit(Op.DOT, [an, bn], shape, accum, **attrs))
+        return t.wrap(t.cast(product, result))
     accn = rdims.conform(t, t.value_node(acc), shape)
     if accn.ndim != len(shape) or t.broadcast_shapes(accn.shape, shape) != shape:
         raise ShapeError(
@@ -133,39 +131,12 @@ def dot(
     accf = t.cast(accn, accum)
     if accf.shape != shape:
         accf = t.emit(Op.VIEW, [accf], shape, accum, expand=True)
-    out = t.emit(Op.DOT, [an, bn, accf], shape, accum, **attrs)
+    if exact.factors:  # the factors apply to the product alone
+        product = exact.rescaled(t, t.emit(Op.DOT, [an, bn], shape, accum, **attrs))
+        out = t.emit(Op.BINARY, [accf, product], shape, accum, fn="add")
+    else:
+        out = t.emit(Op.DOT, [an, bn, accf], shape, accum, **attrs)
     return t.wrap(t.cast(out, out_dtype or accn.dtype))
-
-
-_EXACT_SOURCES = (torch.bfloat16, torch.float16)
-
-
-def exact_16bit(t: Tracer, node: Node) -> Node | None:
-    """``node`` (fp32) rebuilt on the bf16/fp16 tile it is an exact upcast of (the same views -
-    transposes, expands, inserted or dropped unit dims - applied before the cast), or None."""
-    views: list[Node] = []
-    while node.op is Op.VIEW and len(node.inputs) == 1 and "split" not in node.attrs:
-        views.append(node)
-        node = node.inputs[0]
-    if node.op is not Op.CAST or node.inputs[0].dtype not in _EXACT_SOURCES:
-        return None
-    source = node.inputs[0]
-    for view in reversed(views):
-        source = t.emit(Op.VIEW, [source], view.shape, source.dtype, **view.attrs)
-    return source
-
-
-def _exact_operands(t: Tracer, a: Node, b: Node) -> tuple[Node, Node, dict[str, Any]]:
-    """fp32 operands as their exact 16-bit sources where both have one of the same dtype; one
-    bf16 source: that operand in bf16 and ``split_fp32`` naming the other (0: a, 1: b)."""
-    ea, eb = exact_16bit(t, a), exact_16bit(t, b)
-    if ea is not None and eb is not None and ea.dtype == eb.dtype:
-        return ea, eb, {}
-    if eb is not None and eb.dtype == torch.bfloat16 and ea is None:
-        return a, eb, {"split_fp32": 0}
-    if ea is not None and ea.dtype == torch.bfloat16 and eb is None:
-        return ea, b, {"split_fp32": 1}
-    return a, b, {}
 
 
 def matmul(t: Tracer, a: Any, b: Any, op: str = "torch.matmul") -> TileValue:
