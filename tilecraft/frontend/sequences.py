@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tilecraft.errors import UnsupportedOpError
+from tilecraft.errors import ShapeError, UnsupportedOpError
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.regroup import pow2
-from tilecraft.frontend.tile_gather import gather, long_line
+from tilecraft.frontend.tile_gather import gather, long_line, same_dim
 from tilecraft.frontend.tile_shifts import slice_dim
 from tilecraft.frontend.views import expand, reshape, unsqueeze
-from tilecraft.ir.nodes import Op, Sym, tile_block
+from tilecraft.ir.nodes import Op, Sym, sized_shape_str, tile_block
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -127,9 +127,12 @@ def searchsorted(
     sorter: Any = None,
     out: Any = None,
 ) -> TileValue:
-    """The int64 (``out_int32``: int32) count of the 1-D sorted tile's elements below each
-    value (``right``: at most it), a broadcast compare and a sum over its whole dim: ``O(n)``
-    per value, for small boundary sets. A NaN value counts every element, as torch's search."""
+    """The int64 (``out_int32``: int32) count of the sorted tile's elements below each value
+    (``right``: at most it), a broadcast compare and a sum over its whole last dim: ``O(n)``
+    per value, for small boundary sets. A 1-D sequence serves every value; an N-D one is
+    torch's batched search, its leading dims those of ``values`` (each row of values searches
+    its own row: ``cdf[tb, :]`` with ``v[tb, :]``). A NaN value counts every element, as
+    torch's search."""
     if sorter is not None:
         raise UnsupportedOpError(
             "torch.searchsorted with sorter= in device code",
@@ -143,6 +146,8 @@ def searchsorted(
                 hint="side='left' or 'right', not contradicting right=",
             )  # fmt: skip
         right = side == "right"
+    if t.value_node(sorted_sequence).ndim > 1:
+        return _row_count(t, sorted_sequence, values, right, out_int32)
     return _bucket_count(t, sorted_sequence, values, right, out_int32, "torch.searchsorted")
 
 
@@ -171,14 +176,52 @@ def _bucket_count(
             f"{op}: the sorted sequence is a {seq.ndim}-D "
             f"{'tile' if seq.ndim else 'scalar'}; it must be one 1-D tile for every value",
             t.loc,
-            hint="load one sorted row (seq[:]); for a sequence per row, compare and sum "
-            "yourself: ((row[:, :] < v[:, None]).sum(dim=1))",
+            hint="load one sorted row (seq[:]); for a sequence per row, search each row of "
+            "values in its own row: torch.searchsorted(seq[tb, :], v[tb, :])",
         )
     _check_whole(t, seq, 0, op, "load every boundary: b[:]")
     placed = values if isinstance(values, (bool, int, float)) else unsqueeze(t, values, -1)
     above = t.pointwise("ge" if not right else "gt", t.wrap(seq), placed)
+    return _counted(t, above, out_int32)
+
+
+def _counted(t: Tracer, above: TileValue, out_int32: bool) -> TileValue:
+    """The number of boundaries not ``above`` each value (``above``'s last dim), as torch's
+    binary search counts them: ``!(s >= v)``, so a NaN value counts them all."""
     count = t.reduce("sum", t.pointwise("logical_not", above), -1)
     return t.to_dtype(count, torch.int32 if out_int32 else torch.int64)
+
+
+def _row_count(t: Tracer, sequence: Any, values: Any, right: bool, out_int32: bool) -> TileValue:
+    """torch's batched search: ``values[..., j]`` counts in ``sequence[..., :]`` of the same
+    leading index, ``[..., s, 1]`` against ``[..., 1, n]`` summed over ``n`` (the 1-D form's
+    compare, once per row)."""
+    seq = t.value_node(sequence)
+    vals = _row_values(t, seq, values)
+    _check_whole(t, seq, seq.ndim - 1, "torch.searchsorted", "load every boundary: b[tb, :]")
+    rows = unsqueeze(t, t.wrap(seq), -2)
+    above = t.pointwise("ge" if not right else "gt", rows, unsqueeze(t, t.wrap(vals), -1))
+    return _counted(t, above, out_int32)
+
+
+def _row_values(t: Tracer, seq: Node, values: Any) -> Node:
+    """``values`` as a tile whose leading dims are ``seq``'s (the same tile loops' blocks, or
+    whole dims of one size): torch refuses any other shape, broadcasting none."""
+    vals = t.value_node(values)
+    lead, have = seq.shape[:-1], vals.shape[:-1]
+    if vals.ndim == seq.ndim and all(same_dim(a, b) for a, b in zip(lead, have, strict=True)):
+        return vals
+    got = f"a {vals.ndim}-D tile {sized_shape_str(vals.shape)}" if vals.ndim else "a scalar"
+    raise ShapeError(
+        f"torch.searchsorted: the sorted sequence is a {seq.ndim}-D tile "
+        f"{sized_shape_str(seq.shape)}, whose leading dims {sized_shape_str(lead)} must be the "
+        f"values' leading dims (torch's batched search: each row of values searches its own "
+        f"row), but the values are {got}",
+        t.loc,
+        hint="index both with the same tiles and whole dims (torch.searchsorted(cdf[tb, :], "
+        "v[tb, :]); one value a row: v[:, None]), or search one 1-D sequence for every value "
+        "(seq[:])",
+    )
 
 
 def repeat_interleave(

@@ -83,7 +83,7 @@ def gather(
     check_whole(t, src, axis)
     idx = rdims.conform(t, idx, src.shape)
     for d, (have, want) in enumerate(zip(idx.shape, src.shape, strict=True)):
-        if d != axis and not _same_dim(have, want):
+        if d != axis and not same_dim(have, want):
             raise ShapeError(
                 f"torch.gather along dim {axis}: index {shape_str(idx.shape)} differs from the "
                 f"tile {shape_str(src.shape)} in dim {d}",
@@ -260,7 +260,7 @@ def take_along_dim(t: Tracer, x: Any, indices: Any, dim: Any = None) -> TileValu
     idx = rdims.conform(t, t.expand_rank(idx, src.ndim), src.shape)
     wanted = tuple(idx.shape[d] if d == axis else src.shape[d] for d in range(src.ndim))
     if wanted != idx.shape:
-        if any(have != 1 and not _same_dim(have, want) for have, want in zip(idx.shape, wanted)):
+        if any(have != 1 and not same_dim(have, want) for have, want in zip(idx.shape, wanted)):
             raise ShapeError(
                 f"torch.take_along_dim: indices {shape_str(idx.shape)} do not broadcast to the "
                 f"tile {shape_str(src.shape)} outside dim {axis}",
@@ -439,7 +439,8 @@ def check_whole(t: Tracer, src: Node, axis: int, op: str = "torch.gather") -> No
         )
 
 
-def _same_dim(a: Any, b: Any) -> bool:
+def same_dim(a: Any, b: Any) -> bool:
+    """One dim: the same sym (a tile loop's block, a whole extent), or equal ints."""
     return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
 
 
