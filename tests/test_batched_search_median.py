@@ -1,8 +1,9 @@
 """Batched torch.searchsorted (an N-D sorted tile whose leading dims are the values': each row
-of values searches its own row, frontend/sequences.py): numerics in the interpreter (on the
-GPU where there is one) against eager PyTorch at lengths that are not powers of two, under
-several configs; the generated code's form; errors naming what the user wrote;
-cross-compiles for cuda:90 and hip:gfx942."""
+of values searches its own row, frontend/sequences.py) and Tensor.median / torch.median along
+a whole static dim (the ascending sort's middle element, frontend/sorting.py): numerics in the
+interpreter (on the GPU where there is one) against eager PyTorch at lengths that are not
+powers of two, under several configs; the generated code's form; errors naming what the user
+wrote; cross-compiles for cuda:90 and hip:gfx942."""
 
 from __future__ import annotations
 
@@ -165,3 +166,157 @@ def test_batched_search_cross_compiles() -> None:
     assert_defaults_cross_compile(row_searches, _search_args("cpu"))
     seq = torch.randn(5, 3, 19).sort(dim=-1).values
     assert_defaults_cross_compile(head_searches, (seq, torch.randn(5, 3, 6)))
+
+
+# -- Tensor.median / torch.median ------------------------------------------------------------
+
+
+@tc.kernel(static_shapes=True)
+def medians(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """A row's median (values, indices), torch.median's kept dim by tuple unpacking, and the
+    median along a 3-D tile's middle dim."""
+    b, n = x.size()
+    c = y.size(2)
+    values = torch.empty([b], dtype=x.dtype, device=x.device)
+    indices = torch.empty([b], dtype=torch.int64, device=x.device)
+    kept = torch.empty([b, 1], dtype=x.dtype, device=x.device)
+    kept_at = torch.empty([b, 1], dtype=torch.int64, device=x.device)
+    mid = torch.empty([b, c], dtype=y.dtype, device=y.device)
+    mid_at = torch.empty([b, c], dtype=torch.int64, device=y.device)
+    for tb in tc.tile(b):
+        m = x[tb, :].median(dim=1)
+        values[tb], indices[tb] = m.values, m.indices
+        kept[tb, :], kept_at[tb, :] = torch.median(x[tb, :], -1, keepdim=True)
+        along_h = y[tb, :, :].median(dim=1)
+        mid[tb, :], mid_at[tb, :] = along_h.values, along_h.indices
+    return values, indices, kept, kept_at, mid, mid_at
+
+
+def _distinct(shape: tuple[int, ...], seed: int, dtype: torch.dtype) -> torch.Tensor:
+    """Tie-free values (torch's median index of tied values is not necessarily the first)."""
+    n = torch.Size(shape).numel()
+    x = torch.randperm(n, generator=torch.Generator().manual_seed(seed)) - n // 2
+    x = (x.float() / 8).to(dtype) if dtype.is_floating_point else x.to(dtype)
+    return x.reshape(shape)
+
+
+def _median_want(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m, k, h = x.median(dim=1), torch.median(x, -1, keepdim=True), y.median(dim=1)
+    return m.values, m.indices, k.values, k.indices, h.values, h.indices
+
+
+@pytest.mark.parametrize("n", [37, 100])  # odd; even: the lower of the two middle values
+@pytest.mark.parametrize("config", CONFIGS, ids=["default", "block1", "block4"])
+def test_medians_match_eager(n: int, config: tc.Config | None, device: str) -> None:
+    x = _distinct((7, n), 2, torch.float32).to(device)
+    y = _distinct((7, 6, 5), 3, torch.float32).to(device)
+    for have, want in zip(_run(medians, (x, y), config), _median_want(x, y), strict=True):
+        assert have.dtype == want.dtype and torch.equal(have, want)
+
+
+def test_int_medians_match_eager(device: str) -> None:
+    x, y = _distinct((5, 22), 4, torch.int32).to(device), _distinct((5, 4, 3), 5, torch.int32)
+    got = medians(x, y.to(device))
+    for have, want in zip(got, _median_want(x, y.to(device)), strict=True):
+        assert have.dtype == want.dtype and torch.equal(have, want)
+
+
+def test_median_propagates_nan_at_the_first_nan(device: str) -> None:
+    """A row holding NaN has median NaN at its first NaN's index (torch on the CPU), NaN
+    rows beside clean ones."""
+    x, y = _distinct((6, 41), 6, torch.float32), _distinct((6, 6, 5), 7, torch.float32)
+    x[1, [30, 3]] = float("nan")
+    x[4, 40] = float("nan")
+    x[5, :] = float("nan")
+    y[2, 5, 1] = float("nan")
+    values, indices, kept, _, mid, mid_at = medians(x.to(device), y.to(device))
+    want = _median_want(x, y)  # eager on the CPU: the first NaN's index
+    assert torch.equal(values.isnan().cpu(), torch.tensor([0, 1, 0, 0, 1, 1], dtype=torch.bool))
+    torch.testing.assert_close(values.cpu(), want[0], equal_nan=True)
+    assert want[1][[1, 4, 5]].tolist() == [3, 40, 0] and torch.equal(indices.cpu(), want[1])
+    torch.testing.assert_close(kept.cpu(), want[2], equal_nan=True)
+    torch.testing.assert_close(mid.cpu(), want[4], equal_nan=True)
+    assert mid_at[2, 1].item() == 5 and torch.equal(mid_at.cpu(), want[5])
+
+
+@tc.kernel(static_shapes=True)
+def rolling_median(x: torch.Tensor) -> torch.Tensor:
+    """A 5-wide rolling median of a centered row: unfold's windows in a new last dim."""
+    b, t = x.size()
+    out = torch.empty([b, t - 4], dtype=torch.float32, device=x.device)
+    for tb in tc.tile(b):
+        xt = x[tb, :]
+        out[tb, :] = (xt - xt.mean(dim=1, keepdim=True)).unfold(1, 5, 1).median(dim=-1).values
+    return out
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["default", "block1", "block4"])
+def test_rolling_median_matches_eager(config: tc.Config | None, device: str) -> None:
+    x = torch.randn(5, 123, generator=torch.Generator().manual_seed(8)).to(device)
+    xn = x - x.mean(1, keepdim=True)
+    want = xn.unfold(1, 5, 1).median(dim=-1).values
+    torch.testing.assert_close(_run(rolling_median, (x,), config), want, rtol=0, atol=1e-6)
+
+
+@tc.kernel(static_shapes=True)
+def centered_by_median(x: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """``x`` minus the median of every element of the 1-D tile ``ref`` (no dim)."""
+    (m,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(m):
+        out[t] = x[t] - (ref[:].median() + torch.median(ref[:])) / 2
+    return out
+
+
+def test_median_of_a_whole_1d_tile(device: str) -> None:
+    x, ref = torch.randn(50, device=device), _distinct((10,), 9, torch.float32).to(device)
+    torch.testing.assert_close(centered_by_median(x, ref), x - ref.median(), rtol=0, atol=0)
+
+
+def test_median_code_sorts_then_picks() -> None:
+    x, y = _distinct((7, 37), 2, torch.float32), _distinct((7, 6, 5), 3, torch.float32)
+    code = _code(medians, (x, y))
+    assert code.count("_tc_sort.sorted_keys(") == 3, code  # one sort per median
+    assert code.count(" != ") == 3  # each float line counts its NaN (x != x)
+    int_code = _code(medians, (x.int(), y.int()))
+    assert "!=" not in int_code, int_code  # ints have no NaN to look for
+
+
+def _median_form(form: str, static_shapes: bool = True) -> tc.Kernel:
+    """A kernel whose median has the form ``form`` names."""
+
+    @tc.kernel(static_shapes=static_shapes)
+    def k(x: torch.Tensor) -> torch.Tensor:
+        b, n = x.size()
+        out = torch.empty([b], dtype=x.dtype, device=x.device)
+        for tb in tc.tile(b):
+            row = x[tb, :]
+            if form == "tile dim":
+                out[tb] = row.median(dim=0).values.sum() + row[:, 0]
+            elif form == "no dim":
+                out[tb] = row.median() + row[:, 0]
+            else:
+                out[tb] = row.median(dim=1).values
+        return out
+
+    return k
+
+
+def test_median_errors(device: str) -> None:
+    x = torch.randn(8, 12, device=device)
+    with pytest.raises(UnsupportedOpError, match=r"median along dim 0 .* tile loop's block"):
+        _median_form("tile dim")(x)
+    with pytest.raises(UnsupportedOpError, match=r"median\(\) without dim of a 2-D tile") as info:
+        _median_form("no dim")(x)
+    assert "x.median(dim=-1).values" in str(info.value)
+    with pytest.raises(UnsupportedOpError, match="known only at run time"):
+        _median_form("dim 1", static_shapes=False)(x)
+    with pytest.raises(UnsupportedOpError, match="Tensor.median of a torch.int64 tile"):
+        _median_form("dim 1")(x.long())
+
+
+@pytest.mark.crosscompile
+def test_median_cross_compiles() -> None:
+    x, y = _distinct((7, 37), 2, torch.float32), _distinct((7, 6, 5), 3, torch.float32)
+    assert_defaults_cross_compile(medians, (x, y))
+    assert_defaults_cross_compile(rolling_median, (torch.randn(5, 123),))

@@ -2,6 +2,9 @@
 frontend; in: the tracer and the call's operands; out: ``EXTERN`` nodes calling
 ``runtime/triton_sort.py``).
 
+``Tensor.median`` along a dim is the ascending sort's middle element (a masked pick of one
+position, ``tile_gather.pick_position``).
+
 The dim is sorted as the tile's last (``tl.sort`` sorts that one; another is transposed there and
 back). Values and positions travel together in one 64-bit key, so the indices are exact and ties
 keep their order (stable). Values up to 32 bits: half precision and fp32, ints to int32, bool.
@@ -16,9 +19,9 @@ import torch
 from tilecraft.errors import DeviceCodeError, UnsupportedOpError
 from tilecraft.frontend import views
 from tilecraft.frontend.rdims import along
-from tilecraft.frontend.tile_gather import check_whole
+from tilecraft.frontend.tile_gather import check_whole, pick_position
 from tilecraft.ir.int_ranges import NARROWER_INTS
-from tilecraft.ir.nodes import Node, Op, Sym, shape_str
+from tilecraft.ir.nodes import Node, Op, Sym, shape_str, tile_block
 from tilecraft.language.tunables import DynamicInt
 
 if TYPE_CHECKING:
@@ -136,3 +139,78 @@ def topk(
         )
     values, indices = _sorted(t, x, dim, not largest, k, "torch.topk")
     return torch.return_types.topk((values, indices))
+
+
+def median(t: Tracer, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """``(values, indices)`` of the lower median along a whole static ``dim`` (of an even
+    count the smaller middle value, as torch), the stable sort's middle element; values of up
+    to 32 bits. A line holding NaN gives NaN at its first NaN's index (torch propagates NaN).
+    Of tied values the index is one of theirs, not necessarily the first (torch promises no
+    more). Without ``dim``: the median value of a 1-D tile."""
+    if dim is None:
+        return _median_of_all(t, x)
+    src = t.value_node(x)
+    if src.ndim == 0:
+        raise DeviceCodeError(
+            "Tensor.median of a scalar along a dim", t.loc, hint="a scalar is its own median"
+        )
+    axis = t._axis(src, dim)
+    n = _median_length(t, src, axis)
+    values, indices = _sorted(t, x, axis, True, None, "Tensor.median")
+    if isinstance(src.shape[axis], Sym):  # a dim of 1 is its own median
+        at = _middle(t, src, axis, n)
+        values = pick_position(t, values.node, axis, at)
+        indices = pick_position(t, indices.node, axis, at)
+    if not keepdim:
+        values, indices = views.squeeze(t, values, axis), views.squeeze(t, indices, axis)
+    return torch.return_types.median((values, indices))
+
+
+def _median_of_all(t: Tracer, x: Any) -> Any:
+    """``x.median()``: the median of every element, for a 1-D tile (its dim 0's)."""
+    src = t.value_node(x)
+    if src.ndim == 0:
+        return x
+    if src.ndim != 1:
+        raise UnsupportedOpError(
+            f"Tensor.median() without dim of a {src.ndim}-D tile {shape_str(src.shape)}: the "
+            "median of all its elements",
+            t.loc,
+            hint="take the median along one whole dim (x.median(dim=-1).values), or of a "
+            "1-D tile (x.flatten().median() where its whole dims can merge)",
+        )
+    return median(t, x, 0).values
+
+
+def _median_length(t: Tracer, src: Node, axis: int) -> int:
+    """The static length of ``src``'s whole dim ``axis`` (the median's position needs it)."""
+    d = src.shape[axis]
+    if not isinstance(d, Sym):
+        return int(d)
+    if tile_block(d):
+        raise UnsupportedOpError(
+            f"Tensor.median along dim {axis} of {shape_str(src.shape)}: {d.name} is a tile "
+            "loop's block, which holds only part of each line",
+            t.loc,
+            hint="load the dim whole with `:` (x[tm, :]) and take the median along it",
+        )
+    if not isinstance(d.extent, int) or d.extent_args:
+        raise UnsupportedOpError(
+            f"Tensor.median along dim {axis}, whose size is known only at run time: the "
+            "middle position is fixed when the kernel compiles",
+            t.loc,
+            hint="compile for the size: @tc.kernel(static_shapes=True), or tc.specialize(n)",
+        )
+    return d.extent
+
+
+def _middle(t: Tracer, src: Node, axis: int, n: int) -> Any:
+    """Where the median lies in the ascending sort: ``(n - 1) // 2``; in a float line with
+    NaN (sorted last, in their order) the first NaN's place, ``n - count``, so NaN propagates
+    as in torch."""
+    mid = (n - 1) // 2
+    if not src.dtype.is_floating_point:
+        return mid
+    nans = t.reduce("sum", t.pointwise("isnan", t.wrap(src)), axis, keepdim=True)
+    first_nan = t.pointwise("sub", n, nans)
+    return t.where(t.pointwise("gt", nans, 0), first_nan, mid)
