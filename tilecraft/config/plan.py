@@ -17,7 +17,7 @@ from typing import Any
 
 from tilecraft.config.config import Config
 from tilecraft.ir.carried_homes import CarriedHome
-from tilecraft.ir.nodes import Node, Sym, SymKind
+from tilecraft.ir.nodes import Node, Op, Sym, SymKind
 from tilecraft.ir.paired_slices import SlicePair
 from tilecraft.targets.target import Target
 
@@ -32,14 +32,28 @@ def prev_pow2(n: int) -> int:
 
 
 def extent_hint(sym: Sym) -> int:
-    """An upper bound of a loop's trip extent: its int extent, or for a loop over another tile's
-    ``[begin, end)`` that tile's extent."""
+    """An upper bound of a loop's trip extent: its int extent, for a loop over another tile's
+    ``[begin, end)`` that tile's extent, or for a run-time extent (``static_shapes=False``) the
+    traced call's: a dynamic compile serves one power-of-two bucket of each size
+    (``runtime/signature.py``), so the traced sizes are within a factor of two of every call's."""
     if isinstance(sym.extent, int):
         return sym.extent - (sym.begin if isinstance(sym.begin, int) else 0)
     bound = sym.extent
     if isinstance(bound, Node) and "sym" in bound.attrs:
         return extent_hint(bound.attrs["sym"])
+    end, begin = _traced_int(bound), _traced_int(sym.begin) if sym.begin != 0 else 0
+    if end is not None and begin is not None:
+        return max(end - begin, 1)
     return 1 << 16
+
+
+def _traced_int(value: object) -> int | None:
+    """An int, or a run-time size argument's value in the traced call."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Node) and value.op is Op.ARG and isinstance(value.attrs.get("value"), int):
+        return int(value.attrs["value"])
+    return None
 
 
 def sym_block(

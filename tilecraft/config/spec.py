@@ -222,11 +222,9 @@ class ConfigSpec:
                 best = (n, v)
         return best
 
-    def programs(self, index: int, config: Config) -> int | None:
-        """Programs of device loop ``index``'s grid for the traced shapes (None: dynamic),
-        before any split."""
-        if self.space.grids[index].counts is None:
-            return None
+    def programs(self, index: int, config: Config) -> int:
+        """Programs of device loop ``index``'s grid for the traced shapes (a dynamic grid: for
+        the traced call's sizes, ``plan.extent_hint``), before any split."""
         slots = self.grid_slots[index]
         tiles = math.prod(cdiv(self.blocks[s].extent, config.block_sizes[s]) for s in slots)
         return self.fixed_programs[index] * tiles

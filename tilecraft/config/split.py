@@ -180,7 +180,6 @@ def with_default_splits(
         programs = spec.programs(i, config)
         if (
             site is None
-            or programs is None
             or _unsplittable(spec.loops[i], site, list(config.reduction_loops))
             or (wanted := _wanted_split(spec, i, config, programs)).factor == 1
         ):
@@ -311,9 +310,12 @@ def _unshared_loops_after(loop: DeviceLoop, site: Site | None) -> bool:
 
 
 def _data_trips(sym: Sym) -> bool:
-    """Whether a loop's trip count is a loaded value (not a shape, nor another tile's bounds)."""
+    """Whether a loop's trip count is a loaded value (not a shape - static or a run-time size
+    argument, the same for every program - nor another tile's bounds)."""
     bound = sym.extent
-    return not isinstance(bound, int) and not (isinstance(bound, Node) and "sym" in bound.attrs)
+    if isinstance(bound, int) or isinstance(bound, Node) and bound.op is Op.ARG:
+        return False
+    return not (isinstance(bound, Node) and "sym" in bound.attrs)
 
 
 def _numel(node: Node, config: Config) -> int:
