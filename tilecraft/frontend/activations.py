@@ -205,9 +205,9 @@ def layer_norm(
 
 
 def rms_norm(t: Any, x: Any, normalized_shape: Any, weight: Any = None, eps: Any = None) -> Any:
-    """``x * rsqrt(mean(x^2) + eps)`` over the last ``len(normalized_shape)`` dims in fp32, cast
-    to ``x``'s dtype, then times ``weight`` (torch's order; a host weight is read whole);
-    ``eps`` defaults to fp32's epsilon."""
+    """``x * rsqrt(mean(x^2) + eps) * weight`` over the last ``len(normalized_shape)`` dims in
+    fp32, rounded once to ``x``'s dtype (torch's fused order, whatever the weight's dtype; a
+    host weight is read whole); ``eps`` defaults to fp32's epsilon."""
     dims = _norm_dims(t, x, normalized_shape)
     weight = _affine(t, weight)
     dtype = t.dtype_of(x)
@@ -216,10 +216,10 @@ def rms_norm(t: Any, x: Any, normalized_shape: Any, weight: Any = None, eps: Any
 
     def build(v: Any) -> Any:
         mean_sq = t.mean(t.pointwise("mul", v, v), dims, True)
-        return t.pointwise("mul", v, t.pointwise("rsqrt", t.pointwise("add", mean_sq, eps)))
+        out = t.pointwise("mul", v, t.pointwise("rsqrt", t.pointwise("add", mean_sq, eps)))
+        return out if weight is None else t.pointwise("mul", out, t.to_dtype(weight, compute))
 
-    out = in_opmath(t, x, build)
-    return out if weight is None else t.pointwise("mul", out, weight)
+    return in_opmath(t, x, build)
 
 
 def cosine_similarity(t: Any, x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8) -> Any:
