@@ -15,7 +15,7 @@ from benchmarks.gen_kernels.reductions import column_sum as col_sum
 from examples.matmul import matmul_bias_gelu as mm_bias
 from tilecraft.config import occupancy
 from tilecraft.errors import ConfigError
-from tilecraft.ir.split import split_site
+from tilecraft.ir.split import RolledSite, split_site
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
 from tilecraft.tools.crosscompile import CompileJob
@@ -102,6 +102,17 @@ def row_softmax(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     for tm in tc.tile(m):
         out[tm, :] = torch.softmax(x[tm, :], dim=-1)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def row_centred(x: torch.Tensor) -> torch.Tensor:
+    """Sums of squares about the row's mean: a second pass over the first pass's sum that no
+    share's partial result can be rescaled to."""
+    m, n = x.size()
+    out = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm] = ((x[tm, :] - x[tm, :].mean(dim=-1, keepdim=True)) ** 2).sum(dim=-1)
     return out
 
 
@@ -339,8 +350,11 @@ def test_rolled_sites_and_repairs() -> None:
     )
     whole = spec.resolve(tc.Config(block_sizes=[1], split_reductions=[4]))  # not rolled
     assert whole.splits == (1,) and any("reduction_loops" in r for r in whole.repairs)
+    # a softmax's second pass sums exp(x - max): each share runs both passes (test_split_softmax)
     soft_site, why = _bind(row_softmax, x).config_spec.split_sites[0]
-    assert soft_site is None and "depend on each other" in why
+    assert isinstance(soft_site, RolledSite) and soft_site.passes == 2, why
+    centred_site, why = _bind(row_centred, x).config_spec.split_sites[0]
+    assert centred_site is None and "depend on each other" in why
 
 
 def test_heuristic_splits_few_long_rows_on_h200() -> None:

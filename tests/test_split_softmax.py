@@ -162,3 +162,78 @@ def test_few_programs_over_long_keys_split_by_default() -> None:
     default = _bind(key_votes, *args).config_spec.default()
     assert default.split_reductions[0] > 1, default
     assert_defaults_cross_compile(key_votes, args)
+
+
+# -- a rolled row's two passes: max, then sums of exponentials relative to it -------------------
+
+
+@tc.kernel(static_shapes=True)
+def row_lse_and_probs(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A few long rows (sampling over a vocabulary): torch.logsumexp and torch.softmax of the
+    whole row, each a max over the row and then a sum of exp(x - max)."""
+    r, v = logits.size()
+    lse = torch.empty([r], dtype=torch.float32, device=logits.device)
+    probs = torch.empty([r, v], dtype=torch.float32, device=logits.device)
+    for tr in tc.tile(r):
+        x = logits[tr, :].to(torch.float32)
+        lse[tr] = torch.logsumexp(x, dim=-1)
+        probs[tr, :] = torch.softmax(x, dim=-1)
+    return lse, probs
+
+
+@tc.kernel(static_shapes=True)
+def row_variance(x: torch.Tensor) -> torch.Tensor:
+    """A second pass that is no sum of exponentials: sum((x - mean)^2) cannot combine."""
+    r, v = x.size()
+    out = torch.empty([r], dtype=torch.float32, device=x.device)
+    for tr in tc.tile(r):
+        xt = x[tr, :].to(torch.float32)
+        out[tr] = ((xt - xt.mean(dim=-1, keepdim=True)) ** 2).sum(dim=-1)
+    return out
+
+
+def _vocab(rows: int, n: int, device: str) -> torch.Tensor:
+    x = (torch.randn(rows, n, generator=torch.Generator().manual_seed(3)) * 4).bfloat16()
+    x[1, :] = float("-inf")  # a row of -inf: logsumexp -inf, softmax NaN (as torch)
+    x[2, 100:] = float("-inf")  # most shares of this row see only -inf
+    return x.to(device)
+
+
+def test_logsumexp_and_softmax_rows_are_rolled_sites_with_relative_sums() -> None:
+    bound = row_lse_and_probs.bind((_vocab(3, 5000, "cpu"),))
+    ((site, why),) = bound.config_spec.split_sites
+    assert site is not None and site.passes == 2, why
+    assert len(site.relative) == 2 and {r.m.attrs["kind"] for r in site.relative} == {"max"}
+    assert all(r.total.attrs["kind"] == "sum" for r in site.relative)
+    ((variance, why),) = row_variance.bind((torch.randn(3, 5000),)).config_spec.split_sites
+    assert variance is None and "depend on each other (2 passes" in why, why
+
+
+@pytest.mark.parametrize("split", [1, 3, 4, 7])
+def test_two_pass_rolled_split_matches_eager(split: int, device: str) -> None:
+    x = _vocab(3, 5000, device)
+    bound = row_lse_and_probs.bind((x,))
+    config = tc.Config(block_sizes=[1], reduction_loops=[256], split_reductions=[split])
+    code = bound.to_triton_code(config)
+    if split > 1:  # each share's max, shift and sum; the combine rescales by exp(shift_s - shift)
+        assert code.count("tl.exp(") >= 3 + 2 * split and "_partials" in code, code
+    lse, probs = bound.run(bound.compile_config(config), x)
+    want_lse, want_probs = torch.logsumexp(x.float(), -1), torch.softmax(x.float(), -1)
+    torch.testing.assert_close(lse, want_lse, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(probs, want_probs, rtol=1e-5, atol=1e-7, equal_nan=True)
+
+
+def test_few_long_rows_split_their_two_passes_by_default() -> None:
+    """4 rows of a 128256-entry vocabulary: 4 programs unsplit on a 132-SM H100; the chunk
+    shrinks so that the row splits into tens of shares."""
+    x = torch.empty(4, 128256, dtype=torch.bfloat16, device="meta")
+    args = row_lse_and_probs.bind_arguments((x,), {})
+    bound = BoundKernel(row_lse_and_probs, args, target=Target.parse("cuda:90"))
+    default = bound.config_spec.default()
+    programs = bound.config_spec.resolve(default).resources.programs[0]
+    assert default.split_reductions[0] >= 16 and programs >= 64, (default, programs)
+
+
+@pytest.mark.crosscompile
+def test_two_pass_split_cross_compiles() -> None:
+    assert_defaults_cross_compile(row_lse_and_probs, (torch.randn(4, 128256).bfloat16(),))

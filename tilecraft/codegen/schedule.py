@@ -49,12 +49,12 @@ def emit_block(ctx: EmitContext, nodes: list[Node]) -> None:
             # (an input from outside the block, e.g. a carried value kept in memory: phase 0)
             or (rolled_reduce(n, looped) and phase.get(n.inputs[0].id, 0) == p)
         ]
-        if split is not None and p == 0 and split.phase == COMBINE:
-            split.combine_reductions(ctx)  # the partials kernel ran this chunk loop
+        if split is not None and p < split.passes and split.phase == COMBINE:
+            split.combine_reductions(ctx, p)  # the partials kernel ran this chunk loop
             continue
         if sinks:
             emit_chunk_loop(ctx, sinks, looped)
-        if split is not None and p == 0:
+        if split is not None and p == split.passes - 1:
             split.store_partials(ctx)  # the combine kernel runs the rest
             return
 

@@ -39,6 +39,8 @@ A split **rolled** reduction dim (``RolledSite``) runs both kernels on the ``(ti
 the partials kernel runs the code before the reductions and its share of their chunk loop, then
 stores each reduction's result; the combine kernel sets each reduction to
 ``p_0 (+) ... (+) p_{S-1}`` (every share alike) and runs its share of the chunk loop after them.
+With a second pass of sums relative to a first-pass max (softmax, logsumexp), the partials
+kernel runs both chunk loops and also stores each share's shift; the combine rescales.
 
 ``codegen/loops.py`` (an inner loop) and ``codegen/schedule.py`` (chunk loops) call the hooks of
 :class:`SplitPass` where they render the split loop; ``EmitContext.split`` holds the pass.
@@ -55,7 +57,7 @@ import torch
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Sym
 from tilecraft.ir.pointwise import POINTWISE
-from tilecraft.ir.split import FN_OF, RolledSite, Site, SplitSite
+from tilecraft.ir.split import FN_OF, RelativeSum, RolledSite, Site, SplitSite
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
@@ -110,10 +112,17 @@ class SplitPass:
 
     @property
     def values(self) -> list[Node]:
-        """The values whose partials are combined, in buffer order."""
+        """The values whose partials are stored, in buffer order (a rolled site's relative
+        sums also store each share's shift)."""
         if isinstance(self.site, RolledSite):
-            return list(self.site.reduces)
+            shifts = {r.shift.id: r.shift for r in self.site.relative}
+            return [*self.site.reduces, *shifts.values()]
         return [a.carry for a in self.site.accumulators]
+
+    @property
+    def passes(self) -> int:
+        """The chunk loops a rolled site's partials kernel runs (1 for an inner loop)."""
+        return self.site.passes if isinstance(self.site, RolledSite) else 1
 
     @property
     def shared(self) -> tuple[Node, ...]:
@@ -258,10 +267,38 @@ class SplitPass:
         acc = next(a for a in self.site.accumulators if a.carry is value)
         return acc.relative_to
 
-    def combine_reductions(self, ctx: EmitContext) -> None:
-        """The combine kernel's rolled reductions, from the partials kernel's results."""
-        for node in self.values:
-            self.combine(ctx, None, node)
+    def combine_reductions(self, ctx: EmitContext, phase: int) -> None:
+        """The combine kernel's rolled reductions of chunk loop ``phase``, from the partials
+        kernel's results: the first pass's at 0, the relative sums at 1 (once the combined
+        shift is computed from the combined max)."""
+        assert isinstance(self.site, RolledSite)
+        relative = {r.total.id: r for r in self.site.relative}
+        for node in self.site.reduces:
+            if node.id in relative and phase == 1:
+                self._combine_rolled_relative(ctx, relative[node.id])
+            elif node.id not in relative and phase == 0:
+                self.combine(ctx, None, node)
+
+    def _combine_rolled_relative(self, ctx: EmitContext, rel: RelativeSum) -> None:
+        """``sum_s l_s * exp(shift_s - shift)`` over the shares whose max is not -inf (a share
+        of masked or -inf values only adds nothing), ``shift`` the combine's own."""
+        maxes = self._bound(ctx, rel.m, self._partials(ctx, rel.m))
+        shifts = self._bound(ctx, rel.shift, self._partials(ctx, rel.shift))
+        sums = self._bound(ctx, rel.total, self._partials(ctx, rel.total))
+        shift = ctx.expr(rel.shift)
+        # the max and its shift keep the reduced dim (keepdim), the sum may not: same numel
+        shape = ctx.shape_expr(rel.total.shape)
+
+        def fit(expr: str) -> str:
+            return expr if rel.shift.shape == rel.total.shape else f"tl.reshape({expr}, [{shape}])"
+
+        terms = []
+        for m, c, part in zip(maxes, shifts, sums, strict=True):
+            live, scale = fit(f"{m} > float('-inf')"), fit(f"tl.exp({c} - {shift})")
+            terms.append(f"tl.where({live}, {part} * {scale}, 0.0)")
+        total = ctx.w.fresh(rel.total.hint)
+        ctx.w.line(f"{total} = {' + '.join(terms)}")
+        ctx.scopes[-1][rel.total.id] = total
 
     # -- shared ---------------------------------------------------------------------------
     def _combine(self, value: Node) -> tuple[str, str]:

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
 
 MIN_SPLIT_TRIPS = 4  # inner-loop iterations each split program keeps at least (heuristic)
+# the smallest chunk of a rolled dim a split shrinks it to (4 elements a thread at 8 warps)
+ROLLED_CHUNK_FLOOR = 1024
 # of each row a nested split's contiguous grid block keeps: two 128-byte lines (a depthwise
 # conv1d weight gradient reads rows 8 KB apart: 64 channels split 4 0.200 ms, 128 split 8
 # 0.151, the same programs; conv_split_s21)
@@ -340,8 +342,8 @@ def _iteration_load_bytes(loop: DeviceLoop, site: Site, config: Config) -> int:
 def _grow_loop_block(
     spec: ConfigSpec, index: int, site: Site, config: Config, wanted: int, budget: int
 ) -> Config:
-    if not isinstance(site, SplitSite):
-        return config  # a rolled dim keeps its chunk (the register budget chose it)
+    if isinstance(site, RolledSite):
+        return _shrink_rolled_chunk(spec, index, site, config, wanted)
     slot = site.sym.config_slot
     if slot is None or site.sym.scalar or any(n.op is Op.DOT for n in walk(site.loop.body or [])):
         return config
@@ -356,6 +358,26 @@ def _grow_loop_block(
         ):
             return config
         config = grown
+
+
+def _shrink_rolled_chunk(
+    spec: ConfigSpec, index: int, site: RolledSite, config: Config, wanted: int
+) -> Config:
+    """A rolled dim's chunk (the register budget chose it as a most) halved while the loop has
+    fewer than ``MIN_SPLIT_TRIPS`` chunks for each of the ``wanted`` shares, down to
+    ``ROLLED_CHUNK_FLOOR`` elements: a logsumexp over a 128256-entry vocabulary at 8192 a chunk
+    had 16 chunks, 4 shares for a row where the SMs wanted over 100 programs."""
+    slot = site.sym.config_slot
+    chunks = list(config.reduction_loops)
+    if slot is None or slot >= len(chunks) or not chunks[slot]:
+        return config
+    while trips(spec, index, config) < wanted * MIN_SPLIT_TRIPS:
+        chunk = chunks[slot]
+        if chunk is None or chunk // 2 < ROLLED_CHUNK_FLOOR:
+            break
+        chunks[slot] = chunk // 2
+        config = config.replace(reduction_loops=chunks)
+    return config
 
 
 def _nested_chain(site: Site) -> list[Node]:

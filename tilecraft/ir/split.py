@@ -27,7 +27,9 @@ share. Legal when the device loop has no inner loop, the reductions over the dim
 pass (phase 1 in ``ir/phases.py``: no reduction depends on another one over the dim), each is a
 sum (fp32/fp64/int32/int64), max or min, nothing before them stores, and nothing after them uses
 atomics or prints (a store of a value off the dim is repeated, with the same value, by every
-share).
+share). One second pass is legal too: sums of ``exp(x - shift)`` with ``shift`` a function of
+a first-pass max alone (``torch.logsumexp``, softmax's denominator: :class:`RelativeSum`); each
+share runs both passes over its chunks and the combine rescales its sums to the combined max.
 
 Anything else is not offered: a split never changes what the kernel computes beyond the order
 in which partial sums are added.
@@ -78,13 +80,32 @@ class SplitSite:
 
 
 @dataclasses.dataclass(frozen=True)
+class RelativeSum:
+    """A second-pass sum over a rolled dim of ``exp(x - shift)``, ``shift`` an off-dim function
+    of the first pass's max ``m`` (a softmax's or logsumexp's denominator): each share sums
+    relative to its own shift, and the combine rescales by ``exp(shift_s - shift)``."""
+
+    total: Node  # the sum REDUCE
+    m: Node  # the max REDUCE of the first pass
+    shift: Node  # the off-dim value subtracted inside the exponential (m, or m with inf -> 0)
+
+
+@dataclasses.dataclass(frozen=True)
 class RolledSite:
     sym: Sym  # the reduction dim whose chunk loops are split (when reduction_loops rolls it)
     reduces: tuple[Node, ...]  # the reductions over it whose partial results are combined
+    # the second pass's sums of exponentials relative to a first-pass max (two passes run in
+    # each share; empty: one pass)
+    relative: tuple[RelativeSum, ...] = ()
 
     @property
     def loop(self) -> None:
         return None
+
+    @property
+    def passes(self) -> int:
+        """The chunk loops each share runs before its partials are stored."""
+        return 2 if self.relative else 1
 
 
 Site = SplitSite | RolledSite
@@ -120,18 +141,63 @@ def _rolled_site(loop: DeviceLoop, sym: Sym) -> tuple[RolledSite | None, str]:
     reduces = [n for n in loop.body if rolled_reduce(n, sym)]
     if not reduces:
         return None, f"nothing reduces over {sym.name}"
+    relative: tuple[RelativeSum, ...] = ()
     if last != 1:
-        return None, f"reductions over {sym.name} depend on each other ({last} passes over it)"
+        second = [n for n in reduces if phase[n.id] == 2]
+        relative = tuple(r for n in second if (r := _relative_sum(n, sym, phase)) is not None)
+        if last != 2 or not second or len(relative) != len(second):
+            why = f"reductions over {sym.name} depend on each other ({last} passes over it)"
+            return None, why
     for n in reduces:
         kind, dtype = n.attrs["kind"], n.inputs[0].dtype
         if kind not in FN_OF or dtype == torch.bool:
             return None, f"a {kind} over {sym.name} cannot be combined from partial results"
         if kind == "sum" and (dtype not in SUM_DTYPES or n.dtype != dtype):
             return None, f"a sum over {sym.name} in {dtype} (partial sums need fp32/fp64/int)"
+    first_after = 2 if relative else 1  # the first phase the combine kernel runs
     for n in loop.body:
-        if n.op in _EFFECTS and (phase[n.id] == 0 or n.op is not Op.STORE):
+        if n.op in _EFFECTS and (phase[n.id] < first_after or n.op is not Op.STORE):
             return None, f"the {n.op.value} at {n.loc.short if n.loc else '?'} would run twice"
-    return RolledSite(sym, tuple(reduces)), ""
+    return RolledSite(sym, tuple(reduces), relative), ""
+
+
+def _relative_sum(total: Node, sym: Sym, phase: dict[int, int]) -> RelativeSum | None:
+    """``total`` as ``sum(exp(x - shift))`` over ``sym`` with ``x`` from the first pass (phase
+    0) and ``shift`` off the dim, a function of one first-pass max alone, else None."""
+    if total.attrs.get("kind") != "sum" or total.dtype != torch.float32:
+        return None
+    e = total.inputs[0]
+    if not _is_unary(e, "exp") or not _is_binary(e.inputs[0], "sub"):
+        return None
+    x, placed = e.inputs[0].inputs
+    shift = _through_views(placed)
+    if shift is None or phase.get(x.id, 0) != 0 or any(d is sym for d in shift.shape):
+        return None
+    maxes = _first_pass_maxes(shift, sym)
+    if len(maxes) != 1:
+        return None
+    return RelativeSum(total, maxes[0], shift)
+
+
+def _first_pass_maxes(node: Node, sym: Sym) -> list[Node]:
+    """The reductions over ``sym`` that ``node`` is computed from (without loads or other
+    reductions in between): one max, where ``node`` is its shift."""
+    found: list[Node] = []
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if rolled_reduce(n, sym):
+            found.append(n)
+            if n.attrs.get("kind") != "max":
+                return []
+            continue
+        if n.op in (Op.LOAD, Op.REDUCE) or n.body is not None:
+            return []
+        stack.extend(n.inputs)
+    return found
 
 
 def _site(loop: DeviceLoop, position: int, node: Node) -> tuple[SplitSite | None, str]:
