@@ -21,6 +21,7 @@ from tilecraft.frontend import (
     dots,
     einsum,
     float_bits,
+    losses,
     scans,
     sequences,
     sorting,
@@ -521,6 +522,7 @@ for _fns, _handler in (
     *tile_gather.LOWERINGS,
     *sequences.LOWERINGS,
     *float_bits.LOWERINGS,
+    *losses.LOWERINGS,
 ):
     lowering(*_fns)(_handler)
 
