@@ -3,7 +3,8 @@ codegen/dots.py): both operands upcast -> one 16-bit tl.dot (fp8 widened to the 
 factors constant along K applied to the product); one bf16 upcast and one true fp32 operand ->
 three bf16 dots of the fp32 operand's parts under "ieee" precision, a widened tf32 dot under
 "tf32".
-Numerics in the interpreter against fp64, generated code, cross-compiles, and the GPU run."""
+Numerics against fp64 (in the interpreter on a CPU, on the GPU where there is one), generated code
+(for cuda:90), cross-compiles, and a larger GPU run."""
 
 from __future__ import annotations
 
@@ -79,23 +80,25 @@ def _dot_lines(code: str) -> list[str]:
     return [line.strip() for line in code.splitlines() if "tl.dot(" in line]
 
 
-def test_both_upcast_operands_feed_a_16bit_dot() -> None:
+def test_both_upcast_operands_feed_a_16bit_dot(device: str) -> None:
     a, b = _rand(40, 48, dtype=torch.bfloat16), _rand(24, 48, dtype=torch.bfloat16, seed=1)
     code = _gpu_code(upcast_both, (a, b), CONFIG)
     (line,) = _dot_lines(code)
     assert "input_precision" not in line and ".to(tl.float32)" not in line, line
     assert "tl.trans(" in code  # the transpose moved onto the 16-bit tile
+    a, b = a.to(device), b.to(device)
     got = upcast_both(a, b)
     expected = (a.double() @ b.double().t()).float()
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
-def test_one_upcast_operand_splits_the_fp32_one_under_ieee() -> None:
+def test_one_upcast_operand_splits_the_fp32_one_under_ieee(device: str) -> None:
     p, v = _rand(40, 64), _rand(64, 24, dtype=torch.bfloat16, seed=1)
-    bound = upcast_one.bind((p, v))
     code = _gpu_code(upcast_one, (p, v), CONFIG)
     assert len(_dot_lines(code)) == 3, code
     assert len(re.findall(r"\.to\(tl\.bfloat16\)", code)) >= 3, code
+    p, v = p.to(device), v.to(device)
+    bound = upcast_one.bind((p, v))
     got = bound.run(bound.compile_config(CONFIG), p, v)
     expected = p.double() @ v.double()
     # three parts carry all 24 bits of p: fp32-level error (bf16 p alone: ~1e-2 relative)
@@ -103,9 +106,10 @@ def test_one_upcast_operand_splits_the_fp32_one_under_ieee() -> None:
     torch.testing.assert_close(upcast_one.run_ref(p, v), got, rtol=1e-5, atol=1e-4)
 
 
-def test_split_keeps_infinities_of_the_fp32_operand() -> None:
+def test_split_keeps_infinities_of_the_fp32_operand(device: str) -> None:
     p, v = _rand(16, 32), _rand(32, 16, dtype=torch.bfloat16, seed=1).abs() + 0.5
     p[3, 5], p[7, 0] = float("inf"), float("-inf")
+    p, v = p.to(device), v.to(device)
     got = upcast_one(p, v)
     assert torch.isposinf(got[3]).all() and torch.isneginf(got[7]).all(), got[[3, 7]]
     assert torch.isfinite(got[0]).all()
@@ -119,12 +123,13 @@ def test_tf32_precision_widens_instead_of_splitting() -> None:
     assert "input_precision='tf32'" in line and ".to(tl.float32)" in line, line
 
 
-def test_different_16bit_sources_split_the_fp16_one() -> None:
+def test_different_16bit_sources_split_the_fp16_one(device: str) -> None:
     """No common 16-bit dtype: the bf16 operand stays bf16, the fp16 one (11 significant bits)
     is split into bf16 parts."""
     a, b = _rand(32, 32, dtype=torch.bfloat16), _rand(32, 16, dtype=torch.float16, seed=1)
     code = _gpu_code(upcast_mixed, (a, b), tc.Config(block_sizes=[16, 16]))
     assert len(_dot_lines(code)) == 3 and "input_precision" not in code, code
+    a, b = a.to(device), b.to(device)
     expected = (a.double() @ b.double()).float()
     torch.testing.assert_close(upcast_mixed(a, b), expected, rtol=1e-5, atol=1e-5)
 
@@ -170,33 +175,36 @@ def scaled_along_k(a: torch.Tensor, b: torch.Tensor, w: torch.Tensor) -> torch.T
     return out
 
 
-def test_scaled_upcasts_feed_a_16bit_dot_and_scale_the_product() -> None:
+def test_scaled_upcasts_feed_a_16bit_dot_and_scale_the_product(device: str) -> None:
     q = _rand(40, 64, dtype=torch.bfloat16)
     k, ks = _rand(72, 64, seed=1).to(torch.float8_e4m3fn), torch.tensor([0.37])
     code = _gpu_code(scaled_scores, (q, k, ks), tc.Config(block_sizes=[16, 16]))
     (line,) = _dot_lines(code)
     assert "input_precision" not in line and "tl.float32" not in line.split("out_dtype")[0], code
     assert "load_1.to(tl.bfloat16)" in code, code  # fp8 keys widen exactly to the queries' bf16
+    q, k, ks = q.to(device), k.to(device), ks.to(device)
     expected = (q.double() / 8.0) @ (k.double() * 0.37).t()
     torch.testing.assert_close(scaled_scores(q, k, ks).double(), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_row_norms_leave_the_dot_through_the_transpose() -> None:
+def test_row_norms_leave_the_dot_through_the_transpose(device: str) -> None:
     a, b = _rand(40, 64, dtype=torch.bfloat16), _rand(56, 64, dtype=torch.bfloat16, seed=1)
     code = _gpu_code(cosine_scores, (a, b), tc.Config(block_sizes=[16, 16]))
     (line,) = _dot_lines(code)
     assert "input_precision" not in line, code
+    a, b = a.to(device), b.to(device)
     a64, b64 = a.double(), b.double()
     expected = (a64 / a64.norm(dim=1, keepdim=True)) @ (b64 / b64.norm(dim=1, keepdim=True)).t()
     torch.testing.assert_close(cosine_scores(a, b).double(), expected, rtol=1e-5, atol=1e-6)
 
 
-def test_a_factor_along_k_stays_in_the_operand() -> None:
+def test_a_factor_along_k_stays_in_the_operand(device: str) -> None:
     a, b = _rand(32, 48, dtype=torch.bfloat16), _rand(48, 16, dtype=torch.bfloat16, seed=1)
     w = _rand(48, seed=2)
     code = _gpu_code(scaled_along_k, (a, b, w), tc.Config(block_sizes=[16, 16]))
     # the scaled left operand is true fp32: the bf16 right one stays, the left one splits
     assert len(_dot_lines(code)) == 3, code
+    a, b, w = a.to(device), b.to(device), w.to(device)
     expected = (a.double() * w.double()) @ b.double()
     torch.testing.assert_close(scaled_along_k(a, b, w).double(), expected, rtol=1e-5, atol=1e-5)
 
