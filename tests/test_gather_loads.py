@@ -1,6 +1,7 @@
 """Gathers from a loaded tile read memory at the gathered positions (frontend/gather_loads.py):
 no register gather, the row never loaded whole, the same values as torch in the interpreter,
-and a register gather still where the tile is computed or its tensor was stored to first."""
+and a register gather still where the tile is computed or its tensor was stored to first (the
+kernels run in the interpreter on a CPU, on the GPU where there is one)."""
 
 from __future__ import annotations
 
@@ -31,16 +32,16 @@ def picks(
     return cast, odd, plane
 
 
-def _picks_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _picks_inputs(device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(37, 300, generator=gen).to(torch.bfloat16)
     idx = torch.randint(0, 300, (37, 45), generator=gen)
     v = torch.randn(2, 37, 300, generator=gen).to(torch.bfloat16)
-    return x, idx, v
+    return x.to(device), idx.to(device), v.to(device)
 
 
-def test_gathers_of_loaded_tiles_match_torch() -> None:
-    x, idx, v = _picks_inputs()
+def test_gathers_of_loaded_tiles_match_torch(device: str) -> None:
+    x, idx, v = _picks_inputs(device)
     cast, odd, plane = picks(x, idx, v)
     torch.testing.assert_close(cast, torch.take_along_dim(x.float(), idx, dim=1))
     torch.testing.assert_close(odd, torch.gather(x[:, 1::2], 1, idx // 2))
@@ -56,10 +57,10 @@ def test_gathers_of_loaded_tiles_are_loads_at_the_positions() -> None:
     assert "(2 * " in code or "* 2" in code, code  # x[tb, 1::2]'s position 2 p + 1
 
 
-def test_an_index_past_the_row_reads_zero() -> None:
+def test_an_index_past_the_row_reads_zero(device: str) -> None:
     """torch raises on it; the register gather was undefined; the load is masked to the tensor
     (a compiled kernel must not read past it)."""
-    x, idx, v = _picks_inputs()
+    x, idx, v = _picks_inputs(device)
     idx[0, 0], idx[5, 3] = 10_000, -1
     plane = picks(x, idx, v)[2]
     assert plane[0, 0] == 0 and plane[5, 3] == 0
@@ -80,11 +81,12 @@ def column_picks(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_gather_down_whole_columns_reads_memory_too() -> None:
+def test_a_gather_down_whole_columns_reads_memory_too(device: str) -> None:
     gen = torch.Generator().manual_seed(8)
     x, idx = torch.randn(70, 33, generator=gen), torch.randint(0, 70, (9, 33), generator=gen)
     bound = column_picks.bind((x, idx))
     assert "tl.gather" not in bound.to_triton_code(bound.config_spec.default())
+    x, idx = x.to(device), idx.to(device)
     torch.testing.assert_close(column_picks(x, idx), torch.gather(x, 0, idx))
 
 
@@ -100,7 +102,7 @@ def doubled_in_place(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_row_stored_to_before_the_gather_is_gathered_as_loaded() -> None:
+def test_a_row_stored_to_before_the_gather_is_gathered_as_loaded(device: str) -> None:
     """Re-reading x after the store would change what the compiled kernel gathers (the row's
     values as loaded, a tile being a value; eager torch's ``row`` is a view and sees the
     store, which is why this runs one config rather than autotuning against ref mode)."""
@@ -111,7 +113,9 @@ def test_a_row_stored_to_before_the_gather_is_gathered_as_loaded() -> None:
     config = bound.config_spec.default()
     code = bound.to_triton_code(config)  # the row as loaded, through the program's scratch row
     assert "gather_row = _tc_gather_" in code and "tl.gather" not in code, code
-    out = bound.run(bound.compile_config(config), x, idx)
+    x, idx, before = x.to(device), idx.to(device), before.to(device)
+    bound = doubled_in_place.bind((x, idx))  # bound again for the device it runs on
+    out = bound.run(bound.compile_config(bound.config_spec.default()), x, idx)
     torch.testing.assert_close(out, torch.take_along_dim(before, idx, 1))
     torch.testing.assert_close(x, 2 * before)
 
