@@ -1,6 +1,7 @@
 """Scans and custom reductions: torch.cumsum / cumprod, tc.associative_scan and tc.reduce with a
 user's combine function. Generated code, numerics in the interpreter against eager PyTorch (two
-configs, padded tiles), ref mode, dtypes, cross-compiles for cuda:90 and hip:gfx942, errors."""
+configs, padded tiles; on the GPU where there is one), ref mode, dtypes, cross-compiles for cuda:90
+and hip:gfx942, errors."""
 
 from __future__ import annotations
 
@@ -66,8 +67,8 @@ def test_scan_codegen() -> None:
 
 
 @pytest.mark.parametrize("blocks", [[16, 16, 16], [4, 4, 8]])
-def test_scan_numerics(blocks: list[int]) -> None:
-    x = torch.rand(13, 37) + 0.5
+def test_scan_numerics(blocks: list[int], device: str) -> None:
+    x = torch.rand(13, 37, device=device) + 0.5
     bound = scans.bind((x,))
     got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)
     expected = list(_expected(x))
@@ -90,14 +91,14 @@ def int_and_half_cumsum(x: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor,
     return a, b
 
 
-def test_cumsum_dtypes_follow_torch() -> None:
-    x = torch.randn(6, 50).to(torch.bfloat16)
-    k = torch.randint(-5, 5, (6, 50), dtype=torch.int32)
+def test_cumsum_dtypes_follow_torch(device: str) -> None:
+    x = torch.randn(6, 50, device=device).to(torch.bfloat16)
+    k = torch.randint(-5, 5, (6, 50), dtype=torch.int32, device=device)
     a, b = int_and_half_cumsum(x, k)
     assert a.dtype == torch.bfloat16 and b.dtype == torch.int64
     torch.testing.assert_close(a, x.float().cumsum(1).to(torch.bfloat16), rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(b, k.cumsum(1))
-    code = int_and_half_cumsum.bind((x, k)).to_triton_code(tc.Config(block_sizes=[2]))
+    code = int_and_half_cumsum.bind((x.cpu(), k.cpu())).to_triton_code(tc.Config(block_sizes=[2]))
     assert "v = load.to(tl.float32)\n    v_1 = tl.cumsum(v, 1)" in code, code  # bf16: in fp32
     assert "v_3 = load_1.to(tl.int64)\n    v_4 = tl.cumsum(v_3, 1)" in code, code
 
@@ -130,9 +131,9 @@ def scans_tuple(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_combine_returning_two_values_is_an_error() -> None:
+def test_combine_returning_two_values_is_an_error(device: str) -> None:
     with pytest.raises(DeviceCodeError, match=r"combine function 'pair' returned 2 values") as info:
-        scans_tuple(torch.rand(4, 8))
+        scans_tuple(torch.rand(4, 8, device=device))
     assert "test_scans.py" in str(info.value)
 
 
@@ -166,21 +167,21 @@ def reverse_scan_by_index(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_reverse_scan_along_a_whole_dim() -> None:
+def test_reverse_scan_along_a_whole_dim(device: str) -> None:
     """Flipped, scanned forward and flipped back: the padding (300 -> 512) stays at the end."""
-    x = torch.randn(5, 300)
+    x = torch.randn(5, 300, device=device)
     expected = x.flip(1).cumsum(1).flip(1)
     for got in (reverse_scan(x), reverse_scan.run_ref(x), reverse_scan_by_index(x)):
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
-    code = reverse_scan.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    code = reverse_scan.bind((x.cpu(),)).to_triton_code(tc.Config(block_sizes=[2]))
     # the loaded row's flip reads x at the mirrored positions (300 > 32 elements a line: a
     # register gather costs shuffles per element); the scanned values' flip back goes
     # through a scratch row (300 > 256 positions: codegen/gather_memory.py)
     assert "tl.gather(" not in code and "tl.associative_scan(" in code, code
     assert code.count("gather_row = _tc_gather_") == 1, code
-    x = torch.randn(5, 64)  # a whole power-of-two row: both flips are tl.flip butterflies
+    x = torch.randn(5, 64, device=device)  # a whole power-of-two row: both flips are tl.flip
     torch.testing.assert_close(reverse_scan(x), x.flip(1).cumsum(1).flip(1), rtol=1e-5, atol=1e-5)
-    code = reverse_scan.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    code = reverse_scan.bind((x.cpu(),)).to_triton_code(tc.Config(block_sizes=[2]))
     assert code.count("tl.flip(") == 2 and "tl.gather(" not in code, code
 
 
@@ -197,10 +198,10 @@ def discounted_returns(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
     return out
 
 
-def test_reverse_linear_recurrence() -> None:
-    r = torch.randn(4, 45)
+def test_reverse_linear_recurrence(device: str) -> None:
+    r = torch.randn(4, 45, device=device)
     want = torch.zeros_like(r)
-    running = torch.zeros(4)
+    running = torch.zeros(4, device=device)
     for i in reversed(range(45)):
         running = r[:, i] + 0.9 * running
         want[:, i] = running
@@ -216,9 +217,9 @@ def reverse_scan_of_a_block(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_reverse_scan_of_a_block_is_refused_with_a_working_hint() -> None:
+def test_reverse_scan_of_a_block_is_refused_with_a_working_hint(device: str) -> None:
     with pytest.raises(DeviceCodeError, match=r"reverse=True\) along a tile loop's block") as info:
-        reverse_scan_of_a_block(torch.randn(5, 37))
+        reverse_scan_of_a_block(torch.randn(5, 37, device=device))
     assert "reversed index" in str(info.value) and "test_scans.py" in str(info.value)
 
 
@@ -244,7 +245,8 @@ def recurrence(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Te
 
 
 def _sequential(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    h, p, hs, ps = torch.zeros(a.shape[0]), torch.ones(a.shape[0]), [], []
+    h, p = torch.zeros(a.shape[0], device=a.device), torch.ones(a.shape[0], device=a.device)
+    hs, ps = [], []
     for t in range(a.shape[1]):
         h, p = a[:, t].float() * h + b[:, t].float(), p * a[:, t].float()
         hs.append(h)
@@ -253,16 +255,17 @@ def _sequential(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.T
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_tuple_scan_computes_a_linear_recurrence(dtype: torch.dtype) -> None:
+def test_tuple_scan_computes_a_linear_recurrence(dtype: torch.dtype, device: str) -> None:
     gen = torch.Generator().manual_seed(0)
     a = (0.5 + 0.5 * torch.rand(5, 300, generator=gen)).to(dtype)  # 300: a padded tile
     b = torch.randn(5, 300, generator=gen).to(dtype)
+    code = recurrence.bind((a, b)).to_triton_code(tc.Config(block_sizes=[2]))
+    a, b = a.to(device), b.to(device)
     want = _sequential(a, b)
     tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {"rtol": 2e-2, "atol": 2e-2}
     for got in (recurrence(a, b), recurrence.run_ref(a, b)):
         torch.testing.assert_close(got[0], want[0], **tol)
         torch.testing.assert_close(got[1], want[1], **tol)
-    code = recurrence.bind((a, b)).to_triton_code(tc.Config(block_sizes=[2]))
     assert "def _combine_0_linear_step(lhs0, lhs1, rhs0, rhs1):" in code
     # one scan of the pair, whose results both outputs index
     assert code.count("tl.associative_scan((") == 1
@@ -296,16 +299,17 @@ def recurrence_pairs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return h
 
 
-def test_tuple_scan_takes_torch_convention_combines() -> None:
+def test_tuple_scan_takes_torch_convention_combines(device: str) -> None:
     gen = torch.Generator().manual_seed(1)
     a, b = 0.5 + 0.5 * torch.rand(3, 50, generator=gen), torch.randn(3, 50, generator=gen)
+    a, b = a.to(device), b.to(device)
     want = _sequential(a, b)[0]
     torch.testing.assert_close(recurrence_pairs(a, b), want, rtol=1e-4, atol=1e-4)
     eager = tc.associative_scan(linear_step_pairs, (a, b), 1)[1]
     torch.testing.assert_close(eager, want, rtol=1e-5, atol=1e-5)
 
 
-def test_tuple_scan_eager_and_shape_errors() -> None:
+def test_tuple_scan_eager_and_shape_errors(device: str) -> None:
     a, b = torch.rand(3, 9), torch.randn(3, 9)
     got = tc.associative_scan(linear_step, (a, b), 1)
     torch.testing.assert_close(got[1], _sequential(a, b)[0])
@@ -319,7 +323,7 @@ def test_tuple_scan_eager_and_shape_errors() -> None:
         return out
 
     with pytest.raises(ShapeError, match="differ in shape"):
-        mismatched(torch.rand(4, 16), torch.rand(4, 16))
+        mismatched(torch.rand(4, 16, device=device), torch.rand(4, 16, device=device))
 
 
 @pytest.mark.crosscompile
@@ -332,7 +336,7 @@ def test_tuple_scan_crosscompiles() -> None:
         assert row.report is not None and row.report.ok, (row.target, row.status, row.report)
 
 
-def test_lambda_combines_scan_and_reduce() -> None:
+def test_lambda_combines_scan_and_reduce(device: str) -> None:
     """A lambda's ``__name__`` is ``<lambda>``: the helper it becomes still has a valid name
     (it was ``_combine_0_<lambda>``, a SyntaxError in every config)."""
 
@@ -347,11 +351,11 @@ def test_lambda_combines_scan_and_reduce() -> None:
             top[tm] = tc.reduce(lambda a, b: torch.maximum(a, b), xt, dim=1)
         return running, top
 
-    x = torch.randn(5, 37)
+    x = torch.randn(5, 37, device=device)
     running, top = lambda_combines(x)
     torch.testing.assert_close(running, x.cumsum(1), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(top, x.amax(1))
-    code = lambda_combines.bind((x,)).to_triton_code()
+    code = lambda_combines.bind((x.cpu(),)).to_triton_code()
     assert "def _combine_0_lambda(" in code and "<lambda>" not in code.split("# src")[0], code
 
 
@@ -422,14 +426,15 @@ def suffix_sums(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_suffix_sums_by_flips() -> None:
-    x = torch.randn(6, 37)  # 37 pads to 64: the padding stays after the flipped row
+def test_suffix_sums_by_flips(device: str) -> None:
+    x = torch.randn(6, 37, device=device)  # 37 pads to 64: the padding stays after the flipped row
     torch.testing.assert_close(suffix_sums(x), x.flip(1).cumsum(1).flip(1), rtol=1e-5, atol=1e-5)
-    code = suffix_sums.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    code = suffix_sums.bind((x.cpu(),)).to_triton_code(tc.Config(block_sizes=[2]))
     assert code.count("tl.gather(") == 1 and "tl.cumsum(" in code, code  # a short line
-    x = torch.randn(6, 300)  # past 256 positions the cumsum's flip goes through a scratch row
+    # past 256 positions the cumsum's flip goes through a scratch row
+    x = torch.randn(6, 300, device=device)
     torch.testing.assert_close(suffix_sums(x), x.flip(1).cumsum(1).flip(1), rtol=1e-4, atol=1e-4)
-    code = suffix_sums.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    code = suffix_sums.bind((x.cpu(),)).to_triton_code(tc.Config(block_sizes=[2]))
     assert code.count("gather_row = _tc_gather_") == 1 and "tl.gather(" not in code, code
 
 
@@ -442,25 +447,25 @@ def suffix_products(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_flip_scan_flip_of_a_power_of_two_row_is_one_reverse_scan() -> None:
+def test_flip_scan_flip_of_a_power_of_two_row_is_one_reverse_scan(device: str) -> None:
     """Along a whole power-of-two dim (no padding to move) the flips around a sum or product
     scan become ``reverse=True`` (H200, suffix sums of 4096 fp32 a row: the two tl.flip
     butterflies ran 1.18 ms against torch.compile's 0.223)."""
-    x = torch.randn(6, 64)
-    code = suffix_sums.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    x = torch.randn(6, 64, device=device)
+    code = suffix_sums.bind((x.cpu(),)).to_triton_code(tc.Config(block_sizes=[2]))
     assert "tl.cumsum(" in code and "reverse=True" in code, code
     assert "tl.flip(" not in code and "tl.gather(" not in code, code
     for blocks in ([1], [4]):
         bound = suffix_sums.bind((x,))
         got = bound.run(bound.compile_config(tc.Config(block_sizes=blocks)), x)
         torch.testing.assert_close(got, x.flip(1).cumsum(1).flip(1), rtol=1e-5, atol=1e-5)
-    y = (1.0 + 0.05 * torch.randn(5, 32)).to(torch.bfloat16)
-    code = suffix_products.bind((y,)).to_triton_code(tc.Config(block_sizes=[2]))
+    y = (1.0 + 0.05 * torch.randn(5, 32, device=device)).to(torch.bfloat16)
+    code = suffix_products.bind((y.cpu(),)).to_triton_code(tc.Config(block_sizes=[2]))
     assert "tl.cumprod(" in code and "reverse=True" in code and "tl.flip(" not in code, code
     want = y.float().flip(1).cumprod(1).flip(1).to(torch.bfloat16)
     torch.testing.assert_close(suffix_products(y), want)
     # a combine function's reverse scan keeps its flips (its argument order is the eager one's)
-    code = reverse_scan.bind((x,)).to_triton_code(tc.Config(block_sizes=[2]))
+    code = reverse_scan.bind((x.cpu(),)).to_triton_code(tc.Config(block_sizes=[2]))
     assert code.count("tl.flip(") == 2 and not re.search(r"tl\.\w+\(.*reverse=True", code), code
 
 
@@ -480,10 +485,10 @@ def running_extremes(
     return top, top_at, low, low_at
 
 
-def test_cummax_and_cummin_match_torch_on_ties_and_nans() -> None:
+def test_cummax_and_cummin_match_torch_on_ties_and_nans(device: str) -> None:
     """Small integers give ties (torch takes the later index); a NaN, once met, stays (with
     the last NaN's index); 37 columns pad to 64."""
-    x = torch.randint(0, 5, (7, 37)).float()
+    x = torch.randint(0, 5, (7, 37), device=device).float()
     x[2, 5] = x[3, 9] = x[3, 20] = float("nan")
     want = (*torch.cummax(x, 1), *torch.cummin(x, 1))
     for got in (running_extremes(x), running_extremes.run_ref(x)):
@@ -506,7 +511,7 @@ def running_max_only(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return top, at
 
 
-def test_a_cummax_whose_indices_are_unused_scans_the_values_alone() -> None:
+def test_a_cummax_whose_indices_are_unused_scans_the_values_alone(device: str) -> None:
     """ir/tuple_scans.py: the positions' scan member goes with its dead result (a [16, 512]
     fp32 column cummax: 190 -> 128 registers on sm_90); the cummin's indices keep both members
     (its pick reads the values)."""
@@ -514,6 +519,7 @@ def test_a_cummax_whose_indices_are_unused_scans_the_values_alone() -> None:
     x[2, 5] = x[3, 9] = x[3, 20] = float("nan")
     bound = running_max_only.bind((x,))
     code = bound.to_triton_code(bound.config_spec.default())
+    x = x.to(device)
     helpers = re.findall(r"def (_combine_\d+_\w+)\((.*)\):", code)
     assert sorted(params for _, params in helpers) == ["lhs, rhs", "lhs0, lhs1, rhs0, rhs1"], code
     assert code.count("tl.associative_scan(") == 2, code
@@ -533,7 +539,7 @@ def reduce_a_pair(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_tuple_reduce_names_the_call_and_what_to_use() -> None:
+def test_a_tuple_reduce_names_the_call_and_what_to_use(device: str) -> None:
     with pytest.raises(UnsupportedOpError, match="tc.reduce of a tuple of 2 tiles") as info:
-        reduce_a_pair(torch.randn(4, 8))
+        reduce_a_pair(torch.randn(4, 8, device=device))
     assert "torch.max(x, dim)" in str(info.value) and "test_scans.py" in str(info.value)
