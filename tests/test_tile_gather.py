@@ -115,7 +115,9 @@ def partner_of_scanned_rows(x: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize(("n", "memory"), [(64, False), (256, False), (512, True)])
-def test_a_computed_line_up_to_256_keeps_its_register_gather(n: int, memory: bool) -> None:
+def test_a_computed_line_up_to_256_keeps_its_register_gather(
+    n: int, memory: bool, device: str
+) -> None:
     """A scratch row (store, barrier, load) lost to the register gather on the H100 at 64 and
     256 positions (a bitonic sort of [32, 64] rows 2.98 ms vs 0.146; a DTW wavefront's [256]
     diagonals 1.24 vs 0.705 ms); past 256 a thread's shuffles grow with the square of its
@@ -125,8 +127,9 @@ def test_a_computed_line_up_to_256_keeps_its_register_gather(n: int, memory: boo
     code = bound.to_triton_code(tc.Config(block_sizes=[2]))
     assert ("tl.gather(" in code) is not memory, code
     assert ("tl.debug_barrier()" in code) is memory, code
+    x = x.to(device)
     cs = x.cumsum(1)
-    want = cs - cs[:, torch.arange(n) ^ 1]
+    want = cs - cs[:, torch.arange(n, device=device) ^ 1]
     torch.testing.assert_close(partner_of_scanned_rows(x), want, atol=1e-4, rtol=1e-4)
 
 
