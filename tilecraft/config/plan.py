@@ -32,19 +32,29 @@ def prev_pow2(n: int) -> int:
 
 
 def extent_hint(sym: Sym) -> int:
-    """An upper bound of a loop's trip extent: its int extent, for a loop over another tile's
-    ``[begin, end)`` that tile's extent, or for a run-time extent (``static_shapes=False``) the
-    traced call's: a dynamic compile serves one power-of-two bucket of each size
-    (``runtime/signature.py``), so the traced sizes are within a factor of two of every call's."""
+    """An upper bound of a loop's trip extent: its int extent, or for a loop over another tile's
+    ``[begin, end)`` that tile's extent; a run-time extent (``static_shapes=False``) counts as
+    ``1 << 16`` (tile sizes stay those of a large call: :func:`traced_extent` is the call's)."""
     if isinstance(sym.extent, int):
         return sym.extent - (sym.begin if isinstance(sym.begin, int) else 0)
     bound = sym.extent
     if isinstance(bound, Node) and "sym" in bound.attrs:
         return extent_hint(bound.attrs["sym"])
-    end, begin = _traced_int(bound), _traced_int(sym.begin) if sym.begin != 0 else 0
-    if end is not None and begin is not None:
-        return max(end - begin, 1)
     return 1 << 16
+
+
+def traced_extent(sym: Sym) -> int:
+    """A loop's trip extent in the traced call: :func:`extent_hint`, or for a run-time size its
+    traced value. A dynamic compile serves one power-of-two bucket of each size
+    (``runtime/signature.py``), so grid and split decisions sized for the traced call hold
+    within a factor of two for every call it serves."""
+    bound = sym.extent
+    if isinstance(bound, Node) and "sym" in bound.attrs:
+        return traced_extent(bound.attrs["sym"])
+    end, begin = _traced_int(bound), _traced_int(sym.begin) if sym.begin != 0 else 0
+    if isinstance(bound, int) or end is None or begin is None:
+        return extent_hint(sym)
+    return max(end - begin, 1)
 
 
 def _traced_int(value: object) -> int | None:
@@ -289,6 +299,7 @@ __all__ = [
     "RangePlan",
     "Resources",
     "extent_hint",
+    "traced_extent",
     "next_pow2",
     "prev_pow2",
     "sym_block",

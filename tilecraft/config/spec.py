@@ -41,7 +41,7 @@ from tilecraft.config.pipelines import (
     sort_scratch,
     store_staging_bytes,
 )
-from tilecraft.config.plan import Plan
+from tilecraft.config.plan import Plan, traced_extent
 from tilecraft.config.plan import extent_hint as _extent_hint
 from tilecraft.config.resolve import build_plan, predicted_registers
 from tilecraft.config.resources import RegisterEstimate
@@ -85,13 +85,22 @@ class ConfigSpec:
         self.grid_slots: list[list[int]] = []
         self.loop_slots: list[list[int]] = []  # per device loop: block slots of its inner loops
         self.fixed_programs: list[int] = []
+        self.grid_extents: dict[int, int] = {}
         for loop in loops:
             fixed = [s for s in loop.grid_syms if s.config_slot is None]
             self.grid_slots.append(
                 [s.config_slot for s in loop.grid_syms if s.config_slot is not None]
             )
             self.fixed_programs.append(
-                math.prod(cdiv(_extent_hint(s), s.fixed_block or 1) for s in fixed)
+                math.prod(cdiv(traced_extent(s), s.fixed_block or 1) for s in fixed)
+            )
+            # a grid block's extent in the traced call (a run-time size's traced value)
+            self.grid_extents.update(
+                {
+                    s.config_slot: traced_extent(s)
+                    for s in loop.grid_syms
+                    if s.config_slot is not None
+                }
             )
         self.split_sites = split.sites(loops)  # per device loop: (SplitSite | None, why not)
         # some inner loop adds a sum over its own tile to a carried value (the deferred_sums knob)
@@ -226,7 +235,10 @@ class ConfigSpec:
         """Programs of device loop ``index``'s grid for the traced shapes (a dynamic grid: for
         the traced call's sizes, ``plan.extent_hint``), before any split."""
         slots = self.grid_slots[index]
-        tiles = math.prod(cdiv(self.blocks[s].extent, config.block_sizes[s]) for s in slots)
+        tiles = math.prod(
+            cdiv(self.grid_extents.get(s, self.blocks[s].extent), config.block_sizes[s])
+            for s in slots
+        )
         return self.fixed_programs[index] * tiles
 
     # -- configs --------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import torch
 
 from tilecraft.config import occupancy
 from tilecraft.config.config import MAX_SPLIT, Config
-from tilecraft.config.plan import block_dims, extent_hint, sym_block
+from tilecraft.config.plan import block_dims, sym_block, traced_extent
 from tilecraft.errors import ConfigError
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
 from tilecraft.ir.split import NOTHING_TO_SPLIT, RolledSite, Site, SplitSite, split_site
@@ -68,7 +68,7 @@ def trips(spec: ConfigSpec, index: int, config: Config) -> int:
 def _sym_trips(sym: Sym, config: Config) -> int:
     """Iterations of the loop over ``sym`` under ``config`` (an upper bound)."""
     block = 1 if sym.scalar else sym_block(sym, config.block_sizes, config.reduction_loops)
-    return max(1, -(-extent_hint(sym) // block))
+    return max(1, -(-traced_extent(sym) // block))
 
 
 def normalize_splits(
@@ -183,6 +183,7 @@ def with_default_splits(
         if (
             site is None
             or _unsplittable(spec.loops[i], site, list(config.reduction_loops))
+            or (spec.space.grids[i].counts is None and _dot_accumulators(site))
             or (wanted := _wanted_split(spec, i, config, programs)).factor == 1
         ):
             factors.append(1)
@@ -207,6 +208,16 @@ def with_default_splits(
             config = settle(widened) if widened != config else config
         factors.append(factor if factor > 1 and work >= MIN_SPLIT_WORK else 1)
     return config.replace(split_reductions=factors)
+
+
+def _dot_accumulators(site: Site) -> bool:
+    """Whether a split would store ``tl.dot`` accumulator blocks (split-K). Under dynamic
+    shapes the heuristic never splits them: the blocks are sized for a large call (a
+    run-time extent counts as ``1 << 16``), so their partials' traffic says nothing of the
+    traced one's (an AWQ GEMV of 4 rows held [128, 128] fp32 blocks)."""
+    if not isinstance(site, SplitSite):
+        return False
+    return any((a.carry.attrs.get("next") or a.carry).op is Op.DOT for a in site.accumulators)
 
 
 def _widen_rows(
