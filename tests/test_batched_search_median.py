@@ -320,3 +320,37 @@ def test_median_cross_compiles() -> None:
     x, y = _distinct((7, 37), 2, torch.float32), _distinct((7, 6, 5), 3, torch.float32)
     assert_defaults_cross_compile(medians, (x, y))
     assert_defaults_cross_compile(rolling_median, (torch.randn(5, 123),))
+
+
+def test_ref_mode_median_is_the_compiled_ones_on_ties_and_nan(device: str) -> None:
+    """Ref mode (the autotuner's baseline) takes the stable sort's middle, or a line's first
+    NaN, as compiled code does: torch's CUDA median returns whichever equal value's (or NaN's)
+    index a thread finds first, so every config differed from it on such lines."""
+    g = torch.Generator().manual_seed(11)
+    x = torch.randint(0, 3, (6, 41), generator=g).float()  # many ties
+    y = torch.randint(0, 2, (6, 6, 5), generator=g).float()
+    x[1, [30, 3]] = float("nan")
+    y[2, 5, 1] = float("nan")
+    x, y = x.to(device), y.to(device)
+    got, ref = medians(x, y), medians.run_ref(x, y)
+    for have, want in zip(got, ref, strict=True):
+        assert torch.equal(have.isnan(), want.isnan())
+        assert torch.equal(have.nan_to_num(-7), want.nan_to_num(-7)), (have, want)
+    stable = torch.sort(x[0], stable=True)
+    assert ref[1][0].item() == stable.indices[20].item()  # (41 - 1) // 2
+    assert ref[1][1].item() == 3  # the first NaN
+
+
+def test_ref_call_answers_median_itself() -> None:
+    """ref_call computes a median along a dim without calling torch's (whose CUDA index of a
+    tie or NaN is whichever a thread finds first): a stand-in named median is never called."""
+    from tilecraft.runtime.ref import ref_call
+
+    def median(*args: object, **kwargs: object) -> None:
+        raise AssertionError("torch's median was called")
+
+    x = torch.tensor([[2.0, 1.0, 2.0, 2.0, 0.0], [1.0, float("nan"), 0.0, float("nan"), 3.0]])
+    values, indices = ref_call(median, x, 1)
+    assert indices.tolist() == [0, 1] and values[0].item() == 2.0 and values[1].isnan()
+    kept = ref_call(median, x, dim=1, keepdim=True)
+    assert kept.indices.shape == (2, 1)

@@ -109,6 +109,8 @@ def ref_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     _check_gather_index(fn, args, kwargs)
     if (sorted_ := _stable_sort(fn, args, kwargs)) is not None:
         return sorted_
+    if (middle := _stable_median(fn, args, kwargs)) is not None:
+        return middle
     if getattr(fn, "__name__", "") in _PRODUCTS and not kwargs:
         operands = _operands(fn, args)
         if _fp8_operands(operands):
@@ -158,6 +160,31 @@ def _stable_sort(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         x, dim=params.get("dim", -1), descending=params.get("descending", False), stable=True
     )
     return s if name == "sort" else s.indices
+
+
+def _stable_median(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``torch.median(x, dim)`` / ``x.median(dim)`` as compiled code computes it (frontend/
+    sorting.py): the stable sort's position ``(n - 1) // 2``, or a line's first NaN. torch's
+    CUDA kernel returns the index of whichever equal value (or NaN) a thread finds first, so
+    ref mode differed from every config on lines with NaN or ties. None for any other call."""
+    if getattr(fn, "__name__", "") != "median":
+        return None
+    owner = getattr(fn, "__self__", None)
+    x, rest = (owner, args) if isinstance(owner, torch.Tensor) else (args[0], args[1:])
+    params = dict(zip(("dim", "keepdim"), rest, strict=False)) | kwargs
+    if not isinstance(x, torch.Tensor) or params.get("dim") is None or x.ndim == 0:
+        return None
+    dim, keepdim = int(params["dim"]), bool(params.get("keepdim", False))
+    s = torch.sort(x, dim=dim, stable=True)
+    n = x.size(dim)
+    at = torch.full_like(s.indices.narrow(dim, 0, 1), (n - 1) // 2)
+    if x.dtype.is_floating_point:
+        nans = torch.isnan(x).sum(dim=dim, keepdim=True)
+        at = torch.where(nans > 0, n - nans, at)
+    values, indices = s.values.gather(dim, at), s.indices.gather(dim, at)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return torch.return_types.median((values, indices))
 
 
 # torch.gather / take_along_dim: their parameters in order
