@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import tilecraft as tc
+from tilecraft.errors import ShapeError
 
 
 def _shift_rows(x: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
@@ -24,3 +26,46 @@ def test_a_run_time_size_keeps_its_name_from_the_generated_temporaries() -> None
     kernel = tc.kernel(static_shapes=False, config=tc.Config(block_sizes=[2, 16]))(_shift_rows)
     x, shift = torch.randn(7, 50), torch.randn(7)
     torch.testing.assert_close(kernel(x, shift), x - shift[:, None])
+
+
+@tc.kernel(static_shapes=False)
+def specialized_head_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """docs/patterns.md's attention with the head dim specialized and the sequence dynamic:
+    the accumulator's [tq, d] is static, k[tk, :] and v[tk, :] keep their run-time dim."""
+    s, d = q.size()
+    d = tc.specialize(d)
+    out = torch.empty_like(q)
+    for tq in tc.tile(s):
+        qt = q[tq, :] * (1.0 / d**0.5)
+        m_i = tc.full([tq], float("-inf"), dtype=torch.float32)
+        l_i = tc.zeros([tq], dtype=torch.float32)
+        acc = tc.zeros([tq, d], dtype=torch.float32)
+        for tk in tc.tile(s):
+            scores = tc.dot(qt, k[tk, :].t())
+            m_new = torch.maximum(m_i, scores.amax(dim=1))
+            p = torch.exp(scores - m_new[:, None])
+            alpha = torch.exp(m_i - m_new)
+            l_i = l_i * alpha + p.sum(dim=1)
+            acc = acc * alpha[:, None] + tc.dot(p, v[tk, :])
+            m_i = m_new
+        out[tq, :] = acc / l_i[:, None]
+    return out
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(q @ k.t() / q.size(1) ** 0.5, -1) @ v
+
+
+def test_a_run_time_dim_stands_where_its_specialized_extent_is_wanted(device: str) -> None:
+    """v[tk, :] (a run-time head dim) beside tc.zeros([tq, d]) with d specialized: the run-time
+    dim takes the static one's place, the launch checking its extent (a ShapeError for
+    another size, not a read of other positions); other head sizes compile again."""
+    for s, d in ((40, 16), (70, 16), (33, 32)):
+        q, k, v = (torch.randn(s, d, device=device) for _ in range(3))
+        got = specialized_head_attention(q, k, v)
+        torch.testing.assert_close(got, _attention(q, k, v), rtol=1e-4, atol=1e-4)
+    q, k = torch.randn(40, 16, device=device), torch.randn(40, 16, device=device)
+    with pytest.raises(ShapeError, match=r"v\.shape\[1\]"):  # (same size bucket: launch check)
+        specialized_head_attention(q, k, torch.randn(40, 15, device=device))
+    with pytest.raises(ShapeError, match="do not broadcast"):  # (another bucket: traced again)
+        specialized_head_attention(q, k, torch.randn(40, 32, device=device))

@@ -83,6 +83,12 @@ def conform(tr: Tracer, node: Node, shape: Shape) -> Node:
     for i, d in enumerate(dims):
         want = shape[offset + i]
         if isinstance(d, Sym) and isinstance(want, Sym) and d is not want:
+            if _pinnable(want, d):
+                # a run-time dim where a static one of its traced extent is wanted (`v[tk, :]`
+                # beside `tc.zeros([tq, d])` with d specialized): the launch checks d's extent
+                d.pinned = True
+                dims[i] = want
+                continue
             if _pinnable(d, want):
                 want.pinned = True  # the launch checks want's run-time extent (codegen/guards)
             elif not interchangeable(d, want):
