@@ -41,8 +41,7 @@ def cross_entropy(
     x = _checked(t, "F.cross_entropy", input, target, weight, size_average, reduce, reduction)
     xf = x.to(_math_dtype(x.dtype))
     lse = torch.logsumexp(xf, dim=1)
-    ignored = target == ignore_index
-    picked = torch.gather(xf, 1, torch.where(ignored, 0, target)[:, None]).squeeze(1)
+    ignored, picked = _targets(xf, target, ignore_index)
     loss = lse - picked
     if not isinstance(label_smoothing, (int, float)) or label_smoothing != 0:  # (or run-time)
         smooth = lse - xf.mean(dim=1)
@@ -63,9 +62,15 @@ def nll_loss(
     """``F.nll_loss(input [rows, C], target [rows], reduction="none")``: ``-input[target]``,
     0 where ``target == ignore_index``; no class ``weight``."""
     x = _checked(t, "F.nll_loss", input, target, weight, size_average, reduce, reduction)
-    ignored = target == ignore_index
-    picked = torch.gather(x, 1, torch.where(ignored, 0, target)[:, None]).squeeze(1)
+    ignored, picked = _targets(x, target, ignore_index)
     return torch.where(ignored, 0.0, -picked).to(x.dtype)
+
+
+def _targets(x: Any, target: Any, ignore_index: int) -> tuple[Any, Any]:
+    """Which rows are ignored, and each row's value at its target class (class 0's where
+    ignored: a gather must stay in the row)."""
+    ignored = target == ignore_index
+    return ignored, torch.gather(x, 1, torch.where(ignored, 0, target)[:, None]).squeeze(1)
 
 
 def _checked(
