@@ -141,6 +141,8 @@ def upcast_of(node: Node, k_axis: int) -> Upcast | None:
     divide = base.attrs["fn"] == "truediv"
     orders = [(0, 1)] if divide else [(0, 1), (1, 0)]
     for xi, si in orders:
+        if base.inputs[xi].shape != base.shape:  # the factor broadcasts it: no longer the operand
+            continue
         inner, views = _strip_views(base.inputs[xi])
         source = _cast_source(inner)
         if source is None:
