@@ -59,6 +59,7 @@ from benchmarks.gen_kernels import (
     heldout_s40b,
     heldout_s41a,
     heldout_s41b,
+    heldout_s42a,
     norms,
     reductions,
     rewritten,
@@ -116,6 +117,7 @@ _HELDOUT_MODULES = (
     heldout_s40b,
     heldout_s41a,
     heldout_s41b,
+    heldout_s42a,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
