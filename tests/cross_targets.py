@@ -39,7 +39,8 @@ def assert_defaults_cross_compile(kernel: tc.Kernel, args: tuple[Any, ...]) -> N
 def default_memory_ops(kernel: tc.Kernel, args: tuple[Any, ...]) -> list[str]:
     """The global load/store instructions (``ld.global.v4.b32``, ...) of the first device loop
     of ``kernel``'s sm_90 default for ``args``, in PTX order, compiled with 16-byte aligned
-    pointers as a launch specializes torch's allocations. Compiled in a worker process: an
+    pointers as a launch specializes torch's allocations (and, with dynamic shapes, its int
+    arguments as a launch at these arguments specializes them). Compiled in a worker process: an
     in-process compile after interpreter runs can meet the interpreter's patches."""
     import re
 

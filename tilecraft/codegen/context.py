@@ -59,6 +59,9 @@ class EmitContext:
         self.tensors: dict[str, Any] = {}  # param name -> HostTensor
         self.scalars: dict[str, Any] = {}  # param name -> where the launcher gets its value
         self.scalar_types: dict[str, torch.dtype] = {}
+        # the value each int parameter had in the traced call: a launch specializes ints by
+        # value (divisible by 16, equal to 1), so the cross-compile must know them
+        self.scalar_values: dict[str, int] = {}
         self.looped: Sym | None = None
         # (id(a), id(b)): every index of tile a is below every index of tile b here (a loop
         # split at a diagonal, codegen/diagonal.py)
@@ -164,6 +167,7 @@ class EmitContext:
         name = f"{tensor.name}_stride_{dim}"
         self.scalars[name] = ("stride", tensor.name, dim)
         self.scalar_types[name] = torch.int32 if abs(stride) < 2**31 else torch.int64
+        self.scalar_values[name] = int(stride)
         return name
 
     def size_expr(self, tensor: Any, dim: int) -> str:
@@ -173,6 +177,7 @@ class EmitContext:
         name = f"{tensor.name}_size_{dim}"
         self.scalars[name] = ("size", tensor.name, dim)
         self.scalar_types[name] = torch.int32
+        self.scalar_values[name] = int(tensor.shape[dim])
         return name
 
     def index_cast(self, expr: str) -> str:
@@ -281,6 +286,8 @@ class EmitContext:
             name = node.attrs["name"]
             self.scalars[name] = node.attrs.get("source")
             self.scalar_types[name] = node.dtype
+            if isinstance(node.attrs.get("value"), int):  # a float argument has no traced value
+                self.scalar_values[name] = node.attrs["value"]
             return name
         if op in _TILE_LEAVES:
             return self._tile_leaf(node)

@@ -62,6 +62,9 @@ class GeneratedKernel:
     launch_options: dict[str, Any]
     # further kernels the launcher runs (a split loop's combine kernel), for cross-compiling
     companions: list[GeneratedKernel] = dataclasses.field(default_factory=list)
+    # the value each int parameter had in the traced call (the launcher's arguments for it), so
+    # a cross-compile specializes them as Triton's launch does (``tools/crosscompile.py``)
+    traced_ints: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def module_source(self) -> str:
@@ -111,6 +114,7 @@ class _Emitted:
     tiles: grid.GridLayout
     arguments: list[str]  # the function's parameters in order, constexprs included
     local: set[str]  # parameters the launcher allocates (scratch buffers)
+    traced_ints: dict[str, int]  # int parameter -> its value in the traced call
     renames: dict[str, str]  # parameters named otherwise in the device source (binder names)
 
 
@@ -138,6 +142,7 @@ def _emit(
     )
     constexprs, computed = dict(em.constexprs), dict(em.launch_constexprs)
     scalars = dict(em.scalars)
+    traced_ints = dict(em.scalar_values)
     local = {s.name for s in scratch} | {rows.name for rows in em.homes.scratch}
     if calls is not None:
         extra = [name for name in calls.params if name not in params]
@@ -147,6 +152,7 @@ def _emit(
         constexprs.update(calls.constexprs)
         computed.update(calls.em.launch_constexprs)
         scalars = {**calls.em.scalars, **scalars}
+        traced_ints = {**calls.traced_ints, **traced_ints}
         local |= calls.local | {COUNTERS}
     constexprs = dict(sorted(constexprs.items()))
     arguments = params + [*constexprs, *computed]
@@ -170,6 +176,7 @@ def _emit(
         tiles,
         arguments,
         local,
+        {name: traced_ints[name] for name in params if name in traced_ints},
         renames,
     )
 
@@ -260,6 +267,7 @@ def _generated(
         e.constexprs,
         launch_grid,
         dict(plan.options),
+        traced_ints={e.renames.get(p, p): v for p, v in e.traced_ints.items()},
     )
 
 
