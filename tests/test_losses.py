@@ -94,3 +94,15 @@ def test_errors_name_the_call_and_the_way_out() -> None:
         weighted_loss.bind((logits, target, torch.ones(16)))
     with pytest.raises(DeviceCodeError, match="class-index target"):
         float_targets.bind((logits, torch.rand(8, 16)))
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_banned_tokens_with_a_run_time_smoothing(smoothing: float, device: str) -> None:
+    """-inf logits (a padded vocabulary tail) with label_smoothing passed at run time: 0.0 adds
+    no smoothing term (0 * inf was NaN on every such row), 0.1 gives torch's inf."""
+    logits, target = _inputs(9, 40, torch.float32, device)
+    logits[:, 33:] = float("-inf")
+    target = torch.where(target >= 33, 3, target)
+    ce, _ = token_losses(logits, target, smoothing)
+    want = F.cross_entropy(logits, target, reduction="none", label_smoothing=smoothing)
+    torch.testing.assert_close(ce, want, rtol=1e-5, atol=1e-5)

@@ -237,3 +237,19 @@ def test_few_long_rows_split_their_two_passes_by_default() -> None:
 @pytest.mark.crosscompile
 def test_two_pass_split_cross_compiles() -> None:
     assert_defaults_cross_compile(row_lse_and_probs, (torch.randn(4, 128256).bfloat16(),))
+
+
+def test_a_split_dropped_leaves_the_chunk_it_shrank() -> None:
+    """16 rows of 32000: too little work a row to split, so the default is the chunk and
+    warps an unsplittable kernel over the same rows gets (the shrink for the planned split
+    stayed: 1024-element chunks at 4 warps where 8192 at 16 were due)."""
+    x = torch.empty(16, 32000, dtype=torch.bfloat16, device="meta")
+    target = Target.parse("cuda:90")
+    defaults = []
+    for kernel in (row_lse_and_probs, row_variance):
+        bound = BoundKernel(kernel, kernel.bind_arguments((x,), {}), target=target)
+        defaults.append(bound.config_spec.default())
+    split, unsplittable = defaults
+    assert split.split_reductions in ((), (1,)), split
+    assert split.reduction_loops == unsplittable.reduction_loops, defaults
+    assert split.num_warps == unsplittable.num_warps, defaults

@@ -188,7 +188,7 @@ def with_default_splits(
         ):
             factors.append(1)
             continue
-        grown = config
+        grown, before = config, config
         if wanted.under_wave:  # a tail split keeps the tile: its programs fill the SMs already
             grown = _grow_loop_block(spec, i, site, config, wanted.factor, budget)
             grown = _shift_to_nested(spec, i, site, grown, wanted.factor)
@@ -206,7 +206,11 @@ def with_default_splits(
         if factor > 1 and work >= MIN_SPLIT_WORK and wanted.under_wave and _nested_chain(site):
             widened, factor = _widen_rows(spec, i, site, config, factor)
             config = settle(widened) if widened != config else config
-        factors.append(factor if factor > 1 and work >= MIN_SPLIT_WORK else 1)
+        if factor > 1 and work >= MIN_SPLIT_WORK:
+            factors.append(factor)
+        else:  # no split after all: the tile it grew or shrank for one goes back
+            factors.append(1)
+            config = before
     return config.replace(split_reductions=factors)
 
 

@@ -44,8 +44,10 @@ def cross_entropy(
     ignored, picked = _targets(xf, target, ignore_index)
     loss = lse - picked
     if not isinstance(label_smoothing, (int, float)) or label_smoothing != 0:  # (or run-time)
-        smooth = lse - xf.mean(dim=1)
-        loss = (1.0 - label_smoothing) * loss + label_smoothing * smooth
+        # no smoothing term where it is 0 (a run-time 0.0 times a row's inf - -inf logits,
+        # banned tokens - is NaN; torch adds nothing)
+        smooth = torch.where(label_smoothing != 0, label_smoothing * (lse - xf.mean(dim=1)), 0.0)
+        loss = (1.0 - label_smoothing) * loss + smooth
     return torch.where(ignored, 0.0, loss).to(x.dtype)
 
 
