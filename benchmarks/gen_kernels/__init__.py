@@ -60,6 +60,7 @@ from benchmarks.gen_kernels import (
     heldout_s41a,
     heldout_s41b,
     heldout_s42a,
+    heldout_s42b,
     norms,
     reductions,
     rewritten,
@@ -118,6 +119,7 @@ _HELDOUT_MODULES = (
     heldout_s41a,
     heldout_s41b,
     heldout_s42a,
+    heldout_s42b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
