@@ -32,7 +32,7 @@ def cross_entropy(
     ignore_index: int = -100,
     reduce: Any = None,
     reduction: str = "mean",
-    label_smoothing: float = 0.0,
+    label_smoothing: Any = 0.0,
 ) -> Any:
     """``F.cross_entropy(input [rows, C], target [rows], reduction="none")`` with class-index
     targets: ``logsumexp(x) - x[target]`` in fp32 (with ``label_smoothing`` e: ``(1 - e)`` of
