@@ -169,10 +169,11 @@ def reverse_scan_by_index(x: torch.Tensor) -> torch.Tensor:
 
 def test_reverse_scan_along_a_whole_dim(device: str) -> None:
     """Flipped, scanned forward and flipped back: the padding (300 -> 512) stays at the end."""
-    x = torch.randn(5, 300, device=device)
+    x = torch.randn(5, 300, generator=torch.Generator().manual_seed(2)).to(device)
     expected = x.flip(1).cumsum(1).flip(1)
     for got in (reverse_scan(x), reverse_scan.run_ref(x), reverse_scan_by_index(x)):
-        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+        # fp32 sums of 300 values in another order: errors of ~1e-5 where the sum nears 0
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
     code = reverse_scan.bind((x.cpu(),)).to_triton_code(tc.Config(block_sizes=[2]))
     # the loaded row's flip reads x at the mirrored positions (300 > 32 elements a line: a
     # register gather costs shuffles per element); the scanned values' flip back goes
