@@ -51,7 +51,7 @@ def traced_extent(sym: Sym) -> int:
     bound = sym.extent
     if isinstance(bound, Node) and "sym" in bound.attrs:
         return traced_extent(bound.attrs["sym"])
-    end, begin = _traced_int(bound), _traced_int(sym.begin) if sym.begin != 0 else 0
+    end, begin = _traced_int(bound), _traced_int(sym.begin)
     if isinstance(bound, int) or end is None or begin is None:
         return extent_hint(sym)
     return max(end - begin, 1)

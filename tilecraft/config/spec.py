@@ -94,14 +94,11 @@ class ConfigSpec:
             self.fixed_programs.append(
                 math.prod(cdiv(traced_extent(s), s.fixed_block or 1) for s in fixed)
             )
-            # a grid block's extent in the traced call (a run-time size's traced value)
-            self.grid_extents.update(
-                {
-                    s.config_slot: traced_extent(s)
-                    for s in loop.grid_syms
-                    if s.config_slot is not None
-                }
-            )
+            # a run-time grid extent's value in the traced call (static ones: self.blocks)
+            for grid_sym in loop.grid_syms:
+                slot = grid_sym.config_slot
+                if slot is not None and not isinstance(grid_sym.extent, int):
+                    self.grid_extents.setdefault(slot, traced_extent(grid_sym))
         self.split_sites = split.sites(loops)  # per device loop: (SplitSite | None, why not)
         # some inner loop adds a sum over its own tile to a carried value (the deferred_sums knob)
         self.deferrable_sums = any(has_deferrable_sums(loop.body) for loop in loops)
@@ -233,7 +230,7 @@ class ConfigSpec:
 
     def programs(self, index: int, config: Config) -> int:
         """Programs of device loop ``index``'s grid for the traced shapes (a dynamic grid: for
-        the traced call's sizes, ``plan.extent_hint``), before any split."""
+        the traced call's sizes, ``plan.traced_extent``), before any split."""
         slots = self.grid_slots[index]
         tiles = math.prod(
             cdiv(self.grid_extents.get(s, self.blocks[s].extent), config.block_sizes[s])
