@@ -19,12 +19,12 @@ def _shift_rows(x: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_run_time_size_keeps_its_name_from_the_generated_temporaries() -> None:
+def test_a_run_time_size_keeps_its_name_from_the_generated_temporaries(device: str) -> None:
     """With dynamic shapes the inner loop's bound ``v`` is a kernel parameter, met only when
     the loop is emitted: a temporary ``v = s[:, None]`` had taken the name (interpreter shape
     error, or garbage from the second chunk on)."""
     kernel = tc.kernel(static_shapes=False, config=tc.Config(block_sizes=[2, 16]))(_shift_rows)
-    x, shift = torch.randn(7, 50), torch.randn(7)
+    x, shift = torch.randn(7, 50, device=device), torch.randn(7, device=device)
     torch.testing.assert_close(kernel(x, shift), x - shift[:, None])
 
 

@@ -466,11 +466,11 @@ def test_chunk_split_unbind_and_glu_of_tiles_match_torch(device: str) -> None:
     torch.testing.assert_close(pairs(y), ya * yb + torch.cat([yc.sum(1), yd.sum(1)], 1))
 
 
-def test_a_chunk_of_a_dim_that_is_not_a_power_of_two_is_slices() -> None:
+def test_a_chunk_of_a_dim_that_is_not_a_power_of_two_is_slices(device: str) -> None:
     """Was an error (power-of-two dims only): two slices and a cat of 12 + 12 now
     (frontend/splits.py, frontend/concat.py)."""
     swapped = _row_kernel(lambda v: torch.cat(v.chunk(2, dim=-1)[::-1], dim=-1))
-    x = torch.randn(4, 24)
+    x = torch.randn(4, 24, device=device)
     assert torch.equal(swapped(x), torch.cat([x[:, 12:], x[:, :12]], dim=1))
 
 
