@@ -323,3 +323,37 @@ def test_a_number_passed_for_a_tensor_is_named(value: object, kind: str) -> None
     object is not subscriptable" (neither named the argument)."""
     with pytest.raises(DeviceCodeError, match=f"'y' is a host {kind} .*not a tensor"):
         add_vectors(torch.randn(8), value)
+
+
+@tc.kernel(config=CONFIG)
+def scale_into_(out: torch.Tensor, x: torch.Tensor) -> None:
+    m, n = x.size()
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = x[tm, tn] * 2.0
+
+
+@tc.kernel(config=CONFIG)
+def count_into(out: torch.Tensor, x: torch.Tensor) -> None:
+    m, n = x.size()
+    for tm, tn in tc.tile([m, n]):
+        tc.atomic_add(out, [tm, tn], x[tm, tn])
+
+
+@pytest.mark.parametrize("kernel", [scale_into_, count_into], ids=["store", "atomic"])
+def test_an_expanded_output_is_refused_where_stored(kernel: tc.Kernel, device: str) -> None:
+    """Storing into an expand()ed view (stride 0) would race: every program writes one row's
+    memory (torch refuses such a write too). Reading an expanded input, and atomics (meant to
+    meet in memory), are fine."""
+    x = torch.randn(4, 3, device=device)
+    row = torch.zeros(1, 3, device=device)
+    if kernel is scale_into_:
+        with pytest.raises(ArgumentError, match="argument 'out' is written, but it is an expanded"):
+            kernel(row.expand(4, 3), x)
+        assert not row.any()  # nothing ran
+        out = torch.empty(4, 3, device=device)
+        kernel(out, row.expand(4, 3) + 0 * x[:1])  # an input may be expanded
+        kernel(out, x)
+        torch.testing.assert_close(out, x * 2)
+    else:
+        kernel(row.expand(4, 3), x)
+        torch.testing.assert_close(row, x.sum(0, keepdim=True))

@@ -2,8 +2,8 @@
 frontend; in: the tracer and the call's operands; out: ``EXTERN`` nodes calling
 ``runtime/triton_sort.py``).
 
-``Tensor.median`` along a dim is the ascending sort's middle element (a masked pick of one
-position, ``tile_gather.pick_position``).
+``Tensor.median`` along a dim selects its middle element without sorting
+(``frontend/median_select.py``).
 
 The dim is sorted as the tile's last (``tl.sort`` sorts that one; another is transposed there and
 back). Values and positions travel together in one 64-bit key, so the indices are exact and ties
@@ -18,8 +18,9 @@ import torch
 
 from tilecraft.errors import DeviceCodeError, UnsupportedOpError
 from tilecraft.frontend import views
+from tilecraft.frontend.median_select import select_median
 from tilecraft.frontend.rdims import along
-from tilecraft.frontend.tile_gather import check_whole, pick_position
+from tilecraft.frontend.tile_gather import check_whole
 from tilecraft.ir.int_ranges import NARROWER_INTS
 from tilecraft.ir.nodes import Node, Op, Sym, shape_str, tile_block
 from tilecraft.language.tunables import DynamicInt
@@ -143,8 +144,8 @@ def topk(
 
 def median(t: Tracer, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
     """``(values, indices)`` of the lower median along a whole static ``dim`` (of an even
-    count the smaller middle value, as torch), the stable sort's middle element; values of up
-    to 32 bits. A line holding NaN gives NaN at its first NaN's index (torch propagates NaN).
+    count the smaller middle value, as torch), the stable sort's middle element, found by
+    radix selection; values of up to 32 bits. A line holding NaN gives NaN at its first NaN's index (torch propagates NaN).
     Of tied values the index is one of theirs, not necessarily the first (torch promises no
     more). Without ``dim``: the median value of a 1-D tile."""
     if dim is None:
@@ -156,11 +157,17 @@ def median(t: Tracer, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
         )
     axis = t._axis(src, dim)
     n = _median_length(t, src, axis)
-    values, indices = _sorted(t, x, axis, True, None, "Tensor.median")
-    if isinstance(src.shape[axis], Sym):  # a dim of 1 is its own median
-        at = _middle(t, src, axis, n)
-        values = pick_position(t, values.node, axis, at)
-        indices = pick_position(t, indices.node, axis, at)
+    if src.dtype in _WIDE or src.dtype.is_complex:
+        raise UnsupportedOpError(
+            f"Tensor.median of a {src.dtype} tile (values of up to 32 bits)",
+            t.loc,
+            hint="cast to torch.float32 or torch.int32 first",
+        )
+    check_whole(t, src, axis, "Tensor.median")
+    if isinstance(src.shape[axis], Sym):
+        values, indices = select_median(t, src, axis, n)
+    else:  # a dim of 1 is its own median
+        values, indices = x, t.full(list(src.shape), 0, torch.int64)
     if not keepdim:
         values, indices = views.squeeze(t, values, axis), views.squeeze(t, indices, axis)
     return torch.return_types.median((values, indices))
@@ -202,15 +209,3 @@ def _median_length(t: Tracer, src: Node, axis: int) -> int:
             hint="compile for the size: @tc.kernel(static_shapes=True), or tc.specialize(n)",
         )
     return d.extent
-
-
-def _middle(t: Tracer, src: Node, axis: int, n: int) -> Any:
-    """Where the median lies in the ascending sort: ``(n - 1) // 2``; in a float line with
-    NaN (sorted last, in their order) the first NaN's place, ``n - count``, so NaN propagates
-    as in torch."""
-    mid = (n - 1) // 2
-    if not src.dtype.is_floating_point:
-        return mid
-    nans = t.reduce("sum", t.pointwise("isnan", t.wrap(src)), axis, keepdim=True)
-    first_nan = t.pointwise("sub", n, nans)
-    return t.where(t.pointwise("gt", nans, 0), first_nan, mid)

@@ -23,7 +23,9 @@ from tilecraft.codegen.kernel import HEADER
 from tilecraft.config.config import Config
 from tilecraft.errors import ArgumentError
 from tilecraft.frontend.source import LAUNCH, launch_tree
+from tilecraft.ir.index_width import INT32_LIMIT, max_offset, needs_int64
 from tilecraft.runtime import device, triton_helpers
+from tilecraft.runtime.signature import dynamic_layout
 
 if TYPE_CHECKING:
     from tilecraft.runtime.kernel import BoundKernel
@@ -169,21 +171,55 @@ def _host_tree(bound: BoundKernel) -> tuple[ast.FunctionDef, list[str]]:
 
 
 def _guard(bound: BoundKernel) -> str:
-    """The wrapper's check that arguments fit the specialization (sizes are baked in)."""
+    """The wrapper's check that arguments fit the specialization: dtypes, and the shapes and
+    strides (static) or size ranks and layouts (dynamic) baked into the code, and a 16-byte
+    aligned pointer where the code was compiled for one (TMA descriptors need it)."""
     static = bound.kernel.static_shapes
     expected = [
-        (s.name, str(s.dtype), list(s.shape or ()) if static else len(s.shape or ()))
+        (
+            s.name,
+            str(s.dtype),
+            list(s.shape or ()) if static else len(s.shape or ()),
+            list(s.stride or ()),
+            s.aligned,
+        )
         for s in bound.arg_signatures
         if s.kind == "tensor"
     ]
+    layout = (
+        "list(value.stride())" if static else "list(dynamic_layout(value.shape, value.stride()))"
+    )
+    what = "strides" if static else "the layout (unit strides, dim order, int64 offsets)"
+    got_layout = (
+        "{list(value.stride())}" if static else f"{{{layout}}} (strides {{list(value.stride())}})"
+    )
+    sources = (
+        ""
+        if static
+        else "".join(
+            inspect.getsource(fn) + "\n\n" for fn in (max_offset, needs_int64, dynamic_layout)
+        )
+    )
     return (
+        f"INT32_LIMIT = {INT32_LIMIT}\n\n\n{sources}"
         f"_EXPECTED = {expected!r}\n\n\n"
         "def _check(values):\n"
-        "    for (name, dtype, shape), value in zip(_EXPECTED, values):\n"
+        "    for (name, dtype, shape, stride, aligned), value in zip(_EXPECTED, values):\n"
         "        got = list(value.shape) if isinstance(shape, list) else value.dim()\n"
         "        if str(value.dtype) != dtype or got != shape:\n"
         "            raise ShapeError(\n"
         "                f'{name}: exported for {dtype} {shape}, got {value.dtype} {got}'\n"
+        "            )\n"
+        f"        if {layout} != stride:\n"
+        "            raise ShapeError(\n"
+        f"                f'{{name}}: exported for {what} {{stride}}, got {got_layout} '\n"
+        "                '(the code computes offsets with them): pass a tensor of that layout '\n"
+        "                '(.contiguous()), or export again for this one'\n"
+        "            )\n"
+        "        if aligned and value.data_ptr() % 16:\n"
+        "            raise ShapeError(\n"
+        "                f'{name}: exported for a 16-byte aligned pointer, got one '\n"
+        "                f'{value.data_ptr() % 16} bytes off: pass .clone(), or export again'\n"
         "            )\n"
     )
 

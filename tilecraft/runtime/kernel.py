@@ -49,6 +49,7 @@ from tilecraft.runtime.validate import (
     check_has_data,
     check_layouts,
     check_tensor_args,
+    check_unshared_outputs,
     host_code_error,
     tensor_device,
 )
@@ -202,6 +203,10 @@ class Kernel:
         key.append(settings.target_override())
         return tuple(key)
 
+    def _plain_stores(self) -> set[str]:
+        """The host names any device loop stores into (atomics aside)."""
+        return set().union(*torch_op.stored_names(self.source, atomics=False).values())
+
     def _positional_values(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, ...] | None:
@@ -232,6 +237,7 @@ class Kernel:
         if found is None:
             bound = bound or self.bind_arguments(args, kwargs)
             check_layouts(self.__name__, bound.arguments, self.def_loc)
+            check_unshared_outputs(self.__name__, bound.arguments, self._plain_stores, self.def_loc)
             found = self._bound[key] = [BoundKernel(self, bound)]
         return found
 

@@ -48,16 +48,9 @@ def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
                 name, "tensor", value.dtype, shape, stride, value.device.type, None, aligned(value)
             )
         # dynamic: one compile per power-of-two size bucket (whole reduction dims need a constexpr
-        # block >= the extent) and per pattern of unit strides (kept literal for vectorization)
+        # block >= the extent) and per layout (dynamic_layout)
         buckets = tuple(s if s < 2 else next_pow2(s) for s in value.shape)
-        # strides of 1 (literal in the code), of 0 (expanded), and the dims' order by stride:
-        # torch.empty_like(x) in host code follows x's layout, which the compile keeps
-        # (an expanded [3, 5] column and a transposed [3, 5] had one pattern, not one layout)
-        stride = value.stride()
-        unit = tuple(1 if st == 1 else 2 if st == 0 else 0 for st in stride)
-        unit += tuple(sorted(range(len(stride)), key=lambda d: (-stride[d], d)))
-        # and per index width: offsets past 2^31 need int64 (the last entry: 1 = int64)
-        unit += (int(needs_int64(value.shape, value.stride())),)
+        unit = dynamic_layout(tuple(value.shape), tuple(value.stride()))
         return ArgSignature(
             name, "tensor", value.dtype, buckets, unit, value.device.type, "dynamic", aligned(value)
         )
@@ -68,6 +61,17 @@ def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
     if isinstance(value, float):
         return ArgSignature(name, "float")
     return ArgSignature(name, "other", value=repr(value))
+
+
+def dynamic_layout(shape: tuple[int, ...], stride: tuple[int, ...]) -> tuple[int, ...]:
+    """What a dynamic-shape compile keeps of a tensor's strides: which are 1 (literal in the
+    code, for vectorization) and 0 (expanded), the dims' order by stride (``torch.empty_like``
+    in host code follows it: an expanded [3, 5] column and a transposed [3, 5] had one pattern,
+    not one layout), and the index width (1: offsets past 2^31 need int64). Exported modules
+    check arguments with it (and carry ``ir/index_width``'s two functions)."""
+    unit = tuple(1 if st == 1 else 2 if st == 0 else 0 for st in stride)
+    order = tuple(sorted(range(len(stride)), key=lambda d: (-stride[d], d)))
+    return unit + order + (int(needs_int64(shape, stride)),)
 
 
 def value_key(v: Any, static_shapes: bool) -> Any:

@@ -141,9 +141,9 @@ class _FakeHost:
         return None
 
 
-def stored_names(src: KernelSource) -> dict[int, set[str]]:
+def stored_names(src: KernelSource, atomics: bool = True) -> dict[int, set[str]]:
     """Per device loop: the host names its body stores into (``t[...] = v``, ``tc.store(t, ...)``,
-    ``tc.atomic_*(t, ...)``)."""
+    and unless ``atomics`` is False ``tc.atomic_*(t, ...)``)."""
     out: dict[int, set[str]] = {}
     for loop in src.loops:
         names: set[str] = set()
@@ -153,7 +153,11 @@ def stored_names(src: KernelSource) -> dict[int, set[str]]:
                 targets = list(node.targets)
             elif isinstance(node, ast.AugAssign):
                 targets = [node.target]
-            elif isinstance(node, ast.Call) and _writes_first_argument(node.func) and node.args:
+            elif (
+                isinstance(node, ast.Call)
+                and _writes_first_argument(node.func, atomics)
+                and node.args
+            ):
                 targets = [ast.Subscript(node.args[0], ast.Constant(0), ast.Store())]
             for t in targets:
                 while isinstance(t, ast.Subscript):
@@ -164,11 +168,11 @@ def stored_names(src: KernelSource) -> dict[int, set[str]]:
     return out
 
 
-def _writes_first_argument(func: ast.expr) -> bool:
+def _writes_first_argument(func: ast.expr, atomics: bool) -> bool:
     """``tc.store(t, ...)`` and ``tc.atomic_*(t, ...)`` (``torch.compile`` must know ``t``
     changes: a kernel writing only through tc.store returned zeros under compile)."""
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    return name.startswith("atomic_") or name == "store"
+    return (atomics and name.startswith("atomic_")) or name == "store"
 
 
 def _same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:

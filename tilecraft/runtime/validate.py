@@ -9,6 +9,7 @@ cannot run on these shapes) is one clear line here, not a table of identical fai
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -65,6 +66,32 @@ def check_layouts(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -
                 hint="pass its dense form (.to_dense()), or its index and value tensors "
                 "(.indices() / .values(), .crow_indices() / .col_indices()) as arguments",
             )
+
+
+def check_unshared_outputs(
+    name: str, arguments: dict[str, Any], stored: Callable[[], set[str]], loc: SourceLoc | None
+) -> None:
+    """A tensor device code stores into must not be an expanded view (a dim of size > 1 and
+    stride 0): its programs would all write one element's memory, a race on the GPU (torch
+    refuses the write too). ``stored``: the argument names the loops store into (atomics,
+    meant to land on shared memory, aside); asked only when some argument is expanded."""
+    expanded = [
+        arg
+        for arg, value in arguments.items()
+        if isinstance(value, torch.Tensor)
+        and any(st == 0 and n > 1 for n, st in zip(value.shape, value.stride(), strict=True))
+    ]
+    written = [arg for arg in expanded if arg in stored()] if expanded else []
+    if written:
+        value = arguments[written[0]]
+        raise ArgumentError(
+            f"{name}(): argument '{written[0]}' is written, but it is an expanded view (shape "
+            f"{list(value.shape)}, strides {list(value.stride())}): more than one of its "
+            "elements is one element of memory, so its stores would race",
+            loc,
+            hint=f"pass a tensor with memory of its own ({written[0]}.clone() or torch.empty), "
+            "and expand it after the kernel",
+        )
 
 
 def check_has_data(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> None:
