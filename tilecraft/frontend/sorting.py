@@ -164,6 +164,8 @@ def median(t: Tracer, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
             hint="cast to torch.float32 or torch.int32 first",
         )
     check_whole(t, src, axis, "Tensor.median")
+    values: Any
+    indices: Any
     if isinstance(src.shape[axis], Sym):
         values, indices = select_median(t, src, axis, n)
     else:  # a dim of 1 is its own median
