@@ -374,6 +374,7 @@ def test_rolled_split_matches_eager(split: int, device: str) -> None:
     code = bound.to_triton_code(config)
     # both chunk loops are shared (the interpreter's code wraps the bound in _tc_index)
     assert len(re.findall(r"tl\.range\((?:_tc_index\()?split_start_1\b", code)) == 2, code
+    assert (f"in tl.range(1, {split})" in code) == (split > 8), code  # a loop over shares
     out = bound.run(bound.compile_config(config), x, w)
     expect = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w
     torch.testing.assert_close(out, expect, rtol=1e-5, atol=1e-5)

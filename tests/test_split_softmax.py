@@ -118,7 +118,7 @@ def test_the_combine_rescales_each_share_by_its_own_max() -> None:
     kernels = bound.generate(config)[3]
     combine = kernels[0].companions[0].device_source
     assert combine.count("* tl.exp(m_i_share") == 4, combine  # the init and three shares
-    assert "m_i_all = tl.maximum(m_i_all, m_i_share_3" in combine
+    assert combine.count("m_i_all = tl.maximum(m_i_all, tl.load(") == 3, combine
 
 
 @pytest.mark.parametrize("split", [1, 2, 3, 7])
@@ -146,7 +146,7 @@ def test_flash_decodings_accumulator_splits_with_its_max(device: str) -> None:
     g = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(2, n, 64, generator=g).to(device) for n in (16, 300, 300))
     want = torch.softmax(q @ k.transpose(1, 2), -1) @ v
-    for split in (1, 3, 5):
+    for split in (1, 3, 5, 10):  # 10 shares: the combine loops over them
         config = tc.Config(block_sizes=[32], split_reductions=[split])
         kernel = tc.kernel(decode_attention.fn, static_shapes=True, config=config)
         torch.testing.assert_close(kernel(q, k, v), want, rtol=1e-4, atol=1e-5)
@@ -209,14 +209,18 @@ def test_logsumexp_and_softmax_rows_are_rolled_sites_with_relative_sums() -> Non
     assert variance is None and "depend on each other (2 passes" in why, why
 
 
-@pytest.mark.parametrize("split", [1, 3, 4, 7])
+@pytest.mark.parametrize("split", [1, 3, 4, 7, 12])
 def test_two_pass_rolled_split_matches_eager(split: int, device: str) -> None:
+    """Past 8 shares the combine is a loop over them (unrolled, 62 shares held 225
+    registers)."""
     x = _vocab(3, 5000, device)
     bound = row_lse_and_probs.bind((x,))
     config = tc.Config(block_sizes=[1], reduction_loops=[256], split_reductions=[split])
     code = bound.to_triton_code(config)
     if split > 1:  # each share's max, shift and sum; the combine rescales by exp(shift_s - shift)
-        assert code.count("tl.exp(") >= 3 + 2 * split and "_partials" in code, code
+        unrolled = split <= 8
+        assert code.count("tl.exp(") >= (3 + 2 * split if unrolled else 4), code
+        assert "_partials" in code and ("in tl.range(0, 12)" in code) != unrolled, code
     lse, probs = bound.run(bound.compile_config(config), x)
     want_lse, want_probs = torch.logsumexp(x.float(), -1), torch.softmax(x.float(), -1)
     torch.testing.assert_close(lse, want_lse, rtol=1e-5, atol=1e-5)

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import torch
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 
 
 PARTIALS, COMBINE = "partials", "combine"
+UNROLLED_SHARES = 8  # more shares combine in a loop (SplitPass._shares)
 COUNTERS = "_tc_split_count"  # one launch: the kernel parameter of the tiles' arrival counters
 
 
@@ -208,16 +210,30 @@ class SplitPass:
         _, fn = self._combine(carry)
         template = POINTWISE[fn].template
         name = ctx.w.fresh(carry.hint)
-        for s, part in enumerate(self._partials(ctx, carry)):
-            if s == 0 and init_text is None:
-                ctx.w.line(f"{name} = {part}")
-                continue
-            ctx.w.line(f"{name} = {template.format(init_text if s == 0 else name, part)}")
+        load = self._partial_at(ctx, carry)
+        first = load("0")
+        ctx.w.line(f"{name} = {first if init_text is None else template.format(init_text, first)}")
+        for share in self._shares(ctx, 1):
+            ctx.w.line(f"{name} = {template.format(name, load(share))}")
         ctx.scopes[-1][carry.id] = name
 
-    def _partials(self, ctx: EmitContext, value: Node) -> list[str]:
-        """The loads of ``value``'s partials, share by share (one total per tile where the
-        partial sums were added atomically)."""
+    def _shares(self, ctx: EmitContext, begin: int) -> Iterator[str]:
+        """Shares ``begin..S-1`` in order, each as the text a loop body reads: unrolled for a
+        few shares (their loads overlap), else the variable of a ``tl.range`` loop whose body
+        the caller writes once (62 unrolled shares of a 4 x 256000 log-softmax held 225
+        registers: every load was hoisted)."""
+        end = 1 if self.atomic else self.factor
+        if end - begin <= UNROLLED_SHARES:
+            yield from (str(k) for k in range(begin, end))
+            return
+        share = ctx.w.fresh("share")
+        ctx.w.line(f"for {share} in tl.range({begin}, {end}):")
+        with ctx.w.indented():
+            yield share
+
+    def _partial_at(self, ctx: EmitContext, value: Node) -> Callable[[str], str]:
+        """The load of ``value``'s partial of a share (one total per tile where the partial
+        sums were added atomically), as a function of the share's text."""
         buffer = self._buffer(ctx, value)
         base = ctx.w.fresh(f"{value.hint}_part")
         ctx.w.line(f"{base} = {buffer.name} + tl.program_id(0).to(tl.int64) * {buffer.numel}")
@@ -225,8 +241,7 @@ class SplitPass:
         ctx.w.line(f"{step} = tl.num_programs(0).to(tl.int64) * {buffer.numel}")
         offsets = ctx.block_offsets(value.shape)
         volatile = ", volatile=True" if self.one_launch else ""
-        shares = 1 if self.atomic else self.factor
-        return [f"tl.load({base} + {s} * {step} + {offsets}{volatile})" for s in range(shares)]
+        return lambda share: f"tl.load({base} + {share} * {step} + {offsets}{volatile})"
 
     def _combine_relative(
         self, ctx: EmitContext, init_text: str, carry: Node, running_max: Node, max_init: str
@@ -237,29 +252,27 @@ class SplitPass:
         still -inf saw only masked scores: it adds nothing (its own sum is ``0 * exp(nan)``
         where its first update compared -inf with -inf; a serial loop's first iteration sees
         the same only where its first block is masked whole)."""
-        names = self._bound(ctx, running_max, [max_init, *self._partials(ctx, running_max)])
-        sums = self._bound(ctx, carry, [init_text, *self._partials(ctx, carry)])
+        m_at, l_at = self._partial_at(ctx, running_max), self._partial_at(ctx, carry)
         top = ctx.w.fresh(f"{running_max.hint}_all")
-        ctx.w.line(f"{top} = {names[0]}")
-        for name in names[1:]:
-            ctx.w.line(f"{top} = {POINTWISE['maximum'].template.format(top, name)}")
-        total = ctx.w.fresh(carry.hint)
+        ctx.w.line(f"{top} = {max_init}")
+        for share in self._shares(ctx, 0):
+            ctx.w.line(f"{top} = {POINTWISE['maximum'].template.format(top, m_at(share))}")
         # an accumulator with dims past the max's (flash decoding's [G, D]) rescales along them
         extra = carry.ndim - running_max.ndim
         at = "[" + ", ".join([":"] * running_max.ndim + ["None"] * extra) + "]" if extra else ""
-        terms = [
-            f"tl.where({m}{at} > float('-inf'), {part} * tl.exp({m}{at} - {top}{at}), 0.0)"
-            for m, part in zip(names, sums, strict=True)
-        ]
-        ctx.w.line(f"{total} = {' + '.join(terms)}")
-        ctx.scopes[-1][carry.id] = total
 
-    def _bound(self, ctx: EmitContext, value: Node, texts: list[str]) -> list[str]:
-        """Each of ``texts`` (an init and ``value``'s partials) bound to a name of its own."""
-        names = [ctx.w.fresh(f"{value.hint}_share") for _ in texts]
-        for name, text in zip(names, texts, strict=True):
-            ctx.w.line(f"{name} = {text}")
-        return names
+        def term(m: str, part: str) -> str:
+            return f"tl.where({m}{at} > float('-inf'), {part} * tl.exp({m}{at} - {top}{at}), 0.0)"
+
+        total = ctx.w.fresh(carry.hint)
+        init_max = ctx.w.fresh(f"{running_max.hint}_share")
+        ctx.w.line(f"{init_max} = {max_init}")
+        ctx.w.line(f"{total} = {term(init_max, init_text)}")
+        for share in self._shares(ctx, 0):
+            m = ctx.w.fresh(f"{running_max.hint}_share")
+            ctx.w.line(f"{m} = {m_at(share)}")
+            ctx.w.line(f"{total} = {total} + {term(m, l_at(share))}")
+        ctx.scopes[-1][carry.id] = total
 
     def _relative_to(self, value: Node) -> Node | None:
         if isinstance(self.site, RolledSite):
@@ -282,9 +295,8 @@ class SplitPass:
     def _combine_rolled_relative(self, ctx: EmitContext, rel: RelativeSum) -> None:
         """``sum_s l_s * exp(shift_s - shift)`` over the shares whose max is not -inf (a share
         of masked or -inf values only adds nothing), ``shift`` the combine's own."""
-        maxes = self._bound(ctx, rel.m, self._partials(ctx, rel.m))
-        shifts = self._bound(ctx, rel.shift, self._partials(ctx, rel.shift))
-        sums = self._bound(ctx, rel.total, self._partials(ctx, rel.total))
+        m_at, c_at = self._partial_at(ctx, rel.m), self._partial_at(ctx, rel.shift)
+        l_at = self._partial_at(ctx, rel.total)
         shift = ctx.expr(rel.shift)
         # the max and its shift keep the reduced dim (keepdim), the sum may not: same numel
         shape = ctx.shape_expr(rel.total.shape)
@@ -292,12 +304,12 @@ class SplitPass:
         def fit(expr: str) -> str:
             return expr if rel.shift.shape == rel.total.shape else f"tl.reshape({expr}, [{shape}])"
 
-        terms = []
-        for m, c, part in zip(maxes, shifts, sums, strict=True):
-            live, scale = fit(f"{m} > float('-inf')"), fit(f"tl.exp({c} - {shift})")
-            terms.append(f"tl.where({live}, {part} * {scale}, 0.0)")
         total = ctx.w.fresh(rel.total.hint)
-        ctx.w.line(f"{total} = {' + '.join(terms)}")
+        ctx.w.line(f"{total} = {ctx.full_expr(shape, 0.0, rel.total.dtype)}")
+        for share in self._shares(ctx, 0):
+            live = fit(f"{m_at(share)} > float('-inf')")
+            scale = fit(f"tl.exp({c_at(share)} - {shift})")
+            ctx.w.line(f"{total} = {total} + tl.where({live}, {l_at(share)} * {scale}, 0.0)")
         ctx.scopes[-1][rel.total.id] = total
 
     # -- shared ---------------------------------------------------------------------------

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from tilecraft.errors import DeviceCodeError
 from tilecraft.frontend.gather_loads import rereadable
 from tilecraft.frontend.rdims import along
@@ -53,7 +55,12 @@ def slice_dim(t: Tracer, x: TileValue, axis: int, part: slice) -> TileValue:
     if length == 0:
         raise DeviceCodeError(f"slicing a tile's dim of {n} with {part} leaves no elements", t.loc)
     if length == 1 and isinstance(src.shape[axis], Sym):  # one element: a size-1 dim
-        return pick_position(t, src, axis, start)
+        if not long_line(src.shape, axis):
+            return pick_position(t, src, axis, start)
+        # of a long line, a loaded tile is read there and a computed one recomputed there
+        # where it can be (else picked: tile_gather.gather); the pick, a max over the line,
+        # kept a whole loop over a 16000-sample row for its x[:, :1]
+        return gathered(t, x, axis, t.full([1], start, torch.int32), n)
     # a loaded tile's long line is re-read from memory instead (tile_gather.long_line)
     reread = long_line(src.shape, axis) and rereadable(t, src)
     if step == 1 and _aligned_block(src, n, start, length) and not reread:
