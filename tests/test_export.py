@@ -78,33 +78,35 @@ def test_exported_module_rejects_other_shapes(tmp_path: Path) -> None:
 
 
 @tc.kernel(static_shapes=False)
-def scale_rows(x: torch.Tensor, out: torch.Tensor) -> None:
+def scale_rows(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     m, n = x.size()
     for tm, tn in tc.tile([m, n]):
         out[tm, tn] = x[tm, tn] * 2.0
+    return out
 
 
 @pytest.mark.parametrize("static", [True, False], ids=["static", "dynamic"])
 def test_exported_module_checks_the_layout_it_was_compiled_for(
-    tmp_path: Path, static: bool
+    tmp_path: Path, static: bool, device: str
 ) -> None:
     """The strides (static) or layout (dynamic) are baked into the exported code: another
     layout of the same shape (a column-major input, an output sliced from a wider buffer) is
     refused by name, not computed wrong; the same layout at another size runs."""
     kernel = tc.kernel(static_shapes=static)(scale_rows.fn)
-    x, out = torch.randn(8, 16), torch.zeros(8, 16)
+    x, out = torch.randn(8, 16, device=device), torch.zeros(8, 16, device=device)
     source = kernel.bind((x, out)).to_triton_code(tc.Config(block_sizes=[4, 16]), standalone=True)
-    column_major = torch.randn(16, 8).t()
+    column_major = torch.randn(16, 8, device=device).t()
     with pytest.raises(subprocess.CalledProcessError) as info:
-        run_exported(tmp_path, source, "scale_rows", (column_major, torch.zeros(8, 16)))
+        run_exported(tmp_path, source, "scale_rows", (column_major, torch.zeros_like(out)))
     assert "x: exported for" in info.value.stderr and "got" in info.value.stderr
     if static:  # a slice of a wider buffer has the same layout pattern, another stride
         with pytest.raises(subprocess.CalledProcessError) as info:
-            run_exported(tmp_path, source, "scale_rows", (x, torch.zeros(8, 24)[:, 4:20]))
+            wide = torch.zeros(8, 24, device=device)
+            run_exported(tmp_path, source, "scale_rows", (x, wide[:, 4:20]))
         assert "out: exported for strides [16, 1], got [24, 1]" in info.value.stderr
     else:
-        y = torch.randn(6, 16)
-        run_exported(tmp_path, source, "scale_rows", (y, torch.zeros(6, 16)))
+        y, into = torch.randn(6, 16, device=device), torch.zeros(6, 16, device=device)
+        assert torch.equal(run_exported(tmp_path, source, "scale_rows", (y, into)), y * 2)
 
 
 def test_host_globals_that_cannot_be_exported_are_named() -> None:

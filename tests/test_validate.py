@@ -5,6 +5,7 @@ or the right answer, never a crash or an out-of-bounds read."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -17,6 +18,15 @@ from tests.kernels import rms_norm, rms_norm_ref
 from tilecraft.errors import ArgumentError, DeviceCodeError, ShapeError
 
 CONFIG = tc.Config(block_sizes=[16, 16])
+
+
+@pytest.fixture(autouse=True)
+def _tensors_where_kernels_run(device: str) -> Iterator[None]:
+    """Tensors these tests build live where kernels run: the GPU on a machine with one (the
+    checks must hold at the launches that matter), else the CPU interpreter."""
+    torch.set_default_device(device)
+    yield
+    torch.set_default_device(None)
 
 
 @tc.kernel(config=CONFIG)
@@ -164,10 +174,10 @@ def test_non_contiguous_inputs_are_honored() -> None:
 
 
 def test_cpu_without_interpreter_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("TRITON_INTERPRET")
-    x = torch.randn(8, 24)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    x = torch.randn(8, 24, device="cpu")
     with pytest.raises(ArgumentError, match="TRITON_INTERPRET=1") as info:
-        rms_norm(x, torch.randn(24))
+        rms_norm(x, torch.randn(24, device="cpu"))
     assert "candidates" not in str(info.value)
 
 
