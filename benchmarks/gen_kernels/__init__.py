@@ -61,6 +61,8 @@ from benchmarks.gen_kernels import (
     heldout_s41b,
     heldout_s42a,
     heldout_s42b,
+    heldout_s43a,
+    heldout_s43b,
     norms,
     reductions,
     rewritten,
@@ -120,6 +122,8 @@ _HELDOUT_MODULES = (
     heldout_s41b,
     heldout_s42a,
     heldout_s42b,
+    heldout_s43a,
+    heldout_s43b,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
