@@ -367,3 +367,16 @@ def test_an_expanded_output_is_refused_where_stored(kernel: tc.Kernel, device: s
     else:
         kernel(row.expand(4, 3), x)
         torch.testing.assert_close(row, x.sum(0, keepdim=True))
+
+
+def test_tensors_in_a_list_decide_the_device_and_are_checked() -> None:
+    """A kernel whose tensors all come in a list ran as a CPU kernel on the GPU machine (the
+    device came from direct tensor arguments only); their dtypes went unchecked."""
+    from tilecraft.runtime.validate import check_tensor_args
+
+    meta = [torch.empty(2, device="meta"), torch.empty(2, device="meta")]
+    assert check_tensor_args("k", {"xs": meta, "n": 3}, None) == "meta"
+    with pytest.raises(ArgumentError, match=r"xs\[0\]=meta.*y=cpu"):
+        check_tensor_args("k", {"xs": meta, "y": torch.empty(2, device="cpu")}, None)
+    with pytest.raises(ArgumentError, match=r"argument 'xs\[1\]' is a .*complex64"):
+        check_tensor_args("k", {"xs": [meta[0], torch.empty(2, dtype=torch.complex64)]}, None)

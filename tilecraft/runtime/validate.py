@@ -9,7 +9,7 @@ cannot run on these shapes) is one clear line here, not a table of identical fai
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -23,8 +23,10 @@ def _describe(value: torch.Tensor) -> str:
 
 
 def check_tensor_args(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> str:
-    """Check every tensor argument; returns the one device type they share (``cpu`` if none)."""
-    tensors = {n: v for n, v in arguments.items() if isinstance(v, torch.Tensor)}
+    """Check every tensor argument (those in a list or tuple too); returns the one device
+    type they share (``cpu`` if none: a kernel whose tensors all came in a list was taken for
+    a CPU one on the GPU)."""
+    tensors = dict(_tensor_items(arguments))
     for arg, value in tensors.items():
         if value.dtype not in TRITON_DTYPES:
             supported = supported_names()
@@ -45,11 +47,26 @@ def check_tensor_args(name: str, arguments: dict[str, Any], loc: SourceLoc | Non
     return devices.pop() if devices else "cpu"
 
 
+def _tensor_items(arguments: dict[str, Any]) -> Iterator[tuple[str, torch.Tensor]]:
+    """Each tensor argument by name, and each tensor of a list or tuple argument as
+    ``name[i]``."""
+    for name, value in arguments.items():
+        if isinstance(value, torch.Tensor):
+            yield name, value
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                if isinstance(item, torch.Tensor):
+                    yield f"{name}[{i}]", item
+
+
 def tensor_device(values: Any) -> torch.device | None:
-    """The device of the first tensor among ``values`` (None without one)."""
+    """The device of the first tensor among ``values``, or in a list or tuple among them;
+    None without one."""
     for value in values:
         if isinstance(value, torch.Tensor):
             return value.device
+        if isinstance(value, (list, tuple)) and (inner := tensor_device(value)) is not None:
+            return inner
     return None
 
 
