@@ -453,15 +453,19 @@ class KernelOps:
         ``values``: the call's, whose sizes define the op where the stand-ins fail (host code
         viewing an argument by its own dims: ``grid.view(n, ho * wo, 2)``), as under
         torch.compile (:func:`op_for_sizes`)."""
-        if self.backward is None:
-            return no_backward_error(self.kernel)
         try:
             info, _ = self.get(kinds)
         except Exception:
             if values is None:
+                if self.backward is None:
+                    return no_backward_error(self.kernel)
                 raise
             info, _ = self.get(kinds, shape_hint(values))
-        return mutating_backward_error(self.kernel, info.mutated) if info.mutated else None
+        # a kernel that writes into an argument never takes a backward: say so first (the
+        # no-backward hint, register_backward, could not help it)
+        if info.mutated:
+            return mutating_backward_error(self.kernel, info.mutated, values)
+        return no_backward_error(self.kernel, values) if self.backward is None else None
 
     def _register_autograd(self, info: OpInfo, op: Any) -> None:
         assert self.backward is not None
@@ -594,9 +598,9 @@ def autograd_problem(ops_id: str, kinds: tuple[ArgKind, ...]) -> str:
     error = _registry[ops_id].autograd_error(kinds)
     if error is None:
         return ""
-    if (ops_id, kinds) not in RAISERS:
-        raiser = functools.partial(_raise, error)
-        RAISERS[(ops_id, kinds)] = torch.compiler.disable(raiser, reason=str(error))
+    # made again each trace: a backward registered since changes the reason
+    raiser = functools.partial(_raise, error)
+    RAISERS[(ops_id, kinds)] = torch.compiler.disable(raiser, reason=str(error))
     return str(error)
 
 
