@@ -286,6 +286,19 @@ def test_median_code_selects_without_sorting() -> None:
     assert "associative_scan" not in values_only
 
 
+def test_a_median_over_a_run_time_length(device: str) -> None:
+    """With dynamic shapes the middle position is computed at run time (was refused): one
+    compile serves lengths of one size bucket, odd and even, padded lanes outside the count."""
+    kernel = _median_form("dim 1", static_shapes=False)
+    g = torch.Generator().manual_seed(5)
+    for n in (20, 23, 32):
+        x = torch.randn(6, n, generator=g).to(device)
+        x[2, 3] = float("nan")
+        want = x.cpu().median(dim=1).values
+        torch.testing.assert_close(kernel(x).cpu(), want, equal_nan=True, rtol=0, atol=0)
+    assert len(kernel._bound) == 1  # one bucket, one compile
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.int16])
 def test_median_selection_across_signs_zeros_and_extremes(dtype: torch.dtype, device: str) -> None:
     """Keys order negatives, -0.0 beside +0.0 (tied), infinities and an int's extremes as
@@ -339,8 +352,6 @@ def test_median_errors(device: str) -> None:
     with pytest.raises(UnsupportedOpError, match=r"median\(\) without dim of a 2-D tile") as info:
         _median_form("no dim")(x)
     assert "x.median(dim=-1).values" in str(info.value)
-    with pytest.raises(UnsupportedOpError, match="known only at run time"):
-        _median_form("dim 1", static_shapes=False)(x)
     with pytest.raises(UnsupportedOpError, match="Tensor.median of a torch.int64 tile"):
         _median_form("dim 1")(x.long())
 
@@ -350,6 +361,8 @@ def test_median_cross_compiles() -> None:
     x, y = _distinct((7, 37), 2, torch.float32), _distinct((7, 6, 5), 3, torch.float32)
     assert_defaults_cross_compile(medians, (x, y))
     assert_defaults_cross_compile(rolling_median, (torch.randn(5, 123),))
+    dynamic = _median_form("dim 1", static_shapes=False)  # the middle computed at run time
+    assert_defaults_cross_compile(dynamic, (torch.randn(64, 3000),))
 
 
 def test_ref_mode_median_is_the_compiled_ones_on_ties_and_nan(device: str) -> None:

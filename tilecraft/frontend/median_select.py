@@ -54,9 +54,10 @@ def _count(t: Tracer, hit: Any, axis: int) -> TileValue:
     return t.reduce("sum", t.to_dtype(hit, torch.float32), axis, keepdim=True)
 
 
-def _select_key(t: Tracer, keys: TileValue, axis: int, rank: int) -> TileValue:
-    """The key of rank ``rank`` (0-based, ascending) of each line: the smallest threshold at
-    or below which more than ``rank`` keys lie, its bits decided from the top."""
+def _select_key(t: Tracer, keys: TileValue, axis: int, rank: Any) -> TileValue:
+    """The key of rank ``rank`` (0-based, ascending; an int or a run-time value) of each
+    line: the smallest threshold at or below which more than ``rank`` keys lie, its bits
+    decided from the top."""
     prefix: Any = t.full([1] * keys.node.ndim, 0, torch.int32)  # unsigned bits, as int32
     for bit in reversed(range(_BITS)):
         below_bit = (1 << bit) - 1
@@ -75,14 +76,17 @@ def _key_value(t: Tracer, key: Any, dtype: torch.dtype) -> TileValue:
     return t.to_dtype(views.bitcast(t, bits, torch.float32), dtype)
 
 
-def select_median(t: Tracer, src: Node, axis: int, n: int) -> tuple[TileValue, TileValue]:
+def select_median(t: Tracer, src: Node, axis: int) -> tuple[TileValue, TileValue]:
     """(values, int64 indices) of the lower median of each line of ``src`` along ``axis`` (a
-    whole dim of static length ``n``), keeping that dim as size 1."""
+    whole dim, of a length known at compile or at run time), keeping that dim as size 1."""
     d = src.shape[axis]
     assert isinstance(d, Sym)  # a dim of one is its own median
     x = t.wrap(src)
     is_float = src.dtype.is_floating_point
-    mid = (n - 1) // 2
+    n = t.extent_value(d)
+    mid = (
+        (n - 1) // 2 if isinstance(n, int) else t.pointwise("floordiv", t.pointwise("sub", n, 1), 2)
+    )
     keys = _order_keys(t, x, is_float)
     if is_float:  # NaN ranks last: the lines holding one are answered below
         keys = t.where(t.pointwise("isnan", x), _MAGNITUDE, keys)

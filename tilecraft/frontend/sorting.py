@@ -143,7 +143,7 @@ def topk(
 
 
 def median(t: Tracer, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
-    """``(values, indices)`` of the lower median along a whole static ``dim`` (of an even
+    """``(values, indices)`` of the lower median along a whole ``dim`` (of an even
     count the smaller middle value, as torch), the stable sort's middle element, found by
     radix selection; values of up to 32 bits. A line holding NaN gives NaN at its first NaN's index (torch propagates NaN).
     Of tied values the index is one of theirs, not necessarily the first (torch promises no
@@ -156,7 +156,7 @@ def median(t: Tracer, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
             "Tensor.median of a scalar along a dim", t.loc, hint="a scalar is its own median"
         )
     axis = t._axis(src, dim)
-    n = _median_length(t, src, axis)
+    _check_median_dim(t, src, axis)
     if src.dtype in _WIDE or src.dtype.is_complex:
         raise UnsupportedOpError(
             f"Tensor.median of a {src.dtype} tile (values of up to 32 bits)",
@@ -167,7 +167,7 @@ def median(t: Tracer, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
     values: Any
     indices: Any
     if isinstance(src.shape[axis], Sym):
-        values, indices = select_median(t, src, axis, n)
+        values, indices = select_median(t, src, axis)
     else:  # a dim of 1 is its own median
         values, indices = x, t.full(list(src.shape), 0, torch.int64)
     if not keepdim:
@@ -191,23 +191,13 @@ def _median_of_all(t: Tracer, x: Any) -> Any:
     return median(t, x, 0).values
 
 
-def _median_length(t: Tracer, src: Node, axis: int) -> int:
-    """The static length of ``src``'s whole dim ``axis`` (the median's position needs it)."""
+def _check_median_dim(t: Tracer, src: Node, axis: int) -> None:
+    """The median's dim must be whole in the tile (a tile loop's block holds part of a line)."""
     d = src.shape[axis]
-    if not isinstance(d, Sym):
-        return int(d)
-    if tile_block(d):
+    if isinstance(d, Sym) and tile_block(d):
         raise UnsupportedOpError(
             f"Tensor.median along dim {axis} of {shape_str(src.shape)}: {d.name} is a tile "
             "loop's block, which holds only part of each line",
             t.loc,
             hint="load the dim whole with `:` (x[tm, :]) and take the median along it",
         )
-    if not isinstance(d.extent, int) or d.extent_args:
-        raise UnsupportedOpError(
-            f"Tensor.median along dim {axis}, whose size is known only at run time: the "
-            "middle position is fixed when the kernel compiles",
-            t.loc,
-            hint="compile for the size: @tc.kernel(static_shapes=True), or tc.specialize(n)",
-        )
-    return d.extent
