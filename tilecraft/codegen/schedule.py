@@ -22,7 +22,7 @@ from tilecraft.codegen.reduce import (
 from tilecraft.codegen.split import COMBINE
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op, Sym
-from tilecraft.ir.phases import phases, rolled_reduce
+from tilecraft.ir.phases import free_inputs, phases, rolled_reduce
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
@@ -54,10 +54,31 @@ def emit_block(ctx: EmitContext, nodes: list[Node]) -> None:
             split.combine_reductions(ctx, p)  # the partials kernel ran this chunk loop
             continue
         if sinks:
-            emit_chunk_loop(ctx, sinks, looped)
+            emit_chunk_loop(ctx, _with_ordered_loads(nodes, sinks, looped, phase, p), looped)
         if split is not None and p == split.passes - 1:
             split.store_partials(ctx)  # the combine kernel runs the rest
             return
+
+
+def _with_ordered_loads(
+    nodes: list[Node], sinks: list[Node], looped: Sym, phase: dict[int, int], p: int
+) -> list[Node]:
+    """``sinks`` with the chunk loop's loads of the tensors it stores into, in program order:
+    on the rolled dim a value is emitted where first used, so ``before = out[t, :]`` used
+    after a store to ``out`` read the stored value (every element of a [3, 699] row wrong)."""
+    stored = {n.attrs["tensor"].name for n in sinks if n.op in (Op.STORE, Op.ATOMIC)}
+    if not stored:
+        return sinks
+    chosen = {n.id for n in sinks}
+    chosen.update(
+        n.id
+        for n in nodes
+        if n.op is Op.LOAD
+        and on_dim(n, looped)
+        and phase[n.id] == p
+        and n.attrs["tensor"].name in stored
+    )
+    return [n for n in nodes if n.id in chosen]
 
 
 def _wanted_phases(nodes: list[Node], looped: Sym, phase: dict[int, int]) -> dict[int, int]:
@@ -70,8 +91,9 @@ def _wanted_phases(nodes: list[Node], looped: Sym, phase: dict[int, int]) -> dic
     wanted = dict(phase)
     in_block = {n.id for n in nodes}
     users: dict[int, list[Node]] = {}
-    for n in nodes:
-        for i in n.inputs:
+    for n in nodes:  # (a loop's or branch's body reads values from outside it too)
+        deps = free_inputs(n) if n.op in (Op.LOOP, Op.IF, Op.WHILE) else n.inputs
+        for i in deps:
             if i.id in in_block:
                 users.setdefault(i.id, []).append(n)
     for n in reversed(nodes):
