@@ -485,3 +485,48 @@ def test_host_tensor_in_a_container_names_the_fix(kern: tc.Kernel, line: str) ->
         kern(torch.randn(8))
     text = str(info.value)
     assert "test_errors.py" in text and line in text and "out0 = outs[0]" in text
+
+
+@tc.kernel(static_shapes=True)
+def gather_rows(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    n, d = ids.size(0), table.size(1)
+    out = torch.empty([n, d], dtype=table.dtype, device=table.device)
+    for tn, td in tc.tile([n, d]):
+        out[tn, td] = table[ids[tn], td]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def segment_sums(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    s, d = offsets.size(0) - 1, x.size(1)
+    out = torch.zeros([s, d], dtype=torch.float32, device=x.device)
+    for seg, td in tc.tile([s, d], block_size=[1, None]):
+        acc = tc.zeros([td], dtype=torch.float32)
+        for tt in tc.tile(offsets[seg.begin], offsets[seg.begin + 1]):
+            acc = acc + torch.sum(x[tt, td], dim=0)
+        out[seg.begin, td] = acc
+    return out
+
+
+def test_index_tensors_of_the_wrong_dtype_name_the_index(device: str) -> None:
+    """A bool index was read as positions 0 and 1 (torch takes it as a mask: wrong rows,
+    silently); a float one named the indexed tensor, not the index."""
+    table = torch.arange(20.0, device=device).view(10, 2)
+    mask = torch.tensor([True, False, True, True], device=device)
+    with pytest.raises(DeviceCodeError, match=r"'table' with 'ids', a bool tile.*mask") as info:
+        gather_rows(table, mask)
+    assert "torch.where(mask" in str(info.value)
+    with pytest.raises(DeviceCodeError, match=r"'table' with 'ids', a torch.float32 tile"):
+        gather_rows(table, torch.tensor([1.0, 2.0], device=device))
+    rows = gather_rows(table, torch.tensor([3, 1], device=device))
+    assert rows.tolist() == [[6.0, 7.0], [2.0, 3.0]]
+
+
+def test_float_loop_bounds_read_from_memory_name_the_tensor(device: str) -> None:
+    """Every config failed in Triton ('unexpected type fp32') and no message named 'offsets'."""
+    x = torch.randn(40, 8, device=device)
+    with pytest.raises(DeviceCodeError, match=r"bound read from 'offsets' is torch.float32"):
+        segment_sums(x, torch.tensor([0.0, 7.0, 30.0, 40.0], device=device))
+    offsets = torch.tensor([0, 7, 7, 40], dtype=torch.int32, device=device)
+    want = torch.stack([x[:7].sum(0), torch.zeros(8, device=device), x[7:].sum(0)])
+    torch.testing.assert_close(segment_sums(x, offsets), want, rtol=1e-5, atol=1e-5)

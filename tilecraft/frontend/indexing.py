@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 from tilecraft.frontend import advanced_index, rdims, strided_tiles, views
 from tilecraft.frontend.coverage import check_tile_covers, known_int
@@ -84,13 +86,33 @@ def _item(tr: Tracer, t: HostTensor, dim: int, item: Any, out: _Items) -> None:
         out.resolved.append(("tile", sym, dim))  # ``x[te.begin]`` of a one-wide tile: ``x[te]``
     elif isinstance(item, TileValue):
         node = item.node
-        if node.dtype.is_floating_point:
-            raise DeviceCodeError(f"index into '{t.name}' has float dtype {node.dtype}")
+        _check_index_dtype(tr, t, node)
         out.resolved.append(("value", len(out.inputs), dim))
         out.inputs.append(node)
         out.shape.extend(node.shape)
     else:
         raise UnsupportedOpError(f"index of type {type(item).__name__} on '{t.name}'")
+
+
+def _check_index_dtype(tr: Tracer, t: HostTensor, node: Node) -> None:
+    """A tensor-valued index holds positions: a float one is refused, and a bool one too (torch
+    reads it as a mask that selects a data-dependent number of elements; taken as positions it
+    gathered rows 0 and 1)."""
+    origin = f"'{node.attrs['tensor'].name}'" if node.op is Op.LOAD else "a tile"
+    if node.dtype == torch.bool:
+        raise DeviceCodeError(
+            f"indexing '{t.name}' with {origin}, a bool tile: torch takes a bool index as a "
+            "mask, which selects a data-dependent number of elements",
+            tr.loc,
+            hint="index with positions (an int tile), or keep the shape and select with "
+            "torch.where(mask, value, other)",
+        )
+    if node.dtype.is_floating_point or node.dtype.is_complex:
+        raise DeviceCodeError(
+            f"indexing '{t.name}' with {origin}, a {node.dtype} tile: an index holds positions",
+            tr.loc,
+            hint=f"pass {origin} as an int32 or int64 tensor (or convert it: .long())",
+        )
 
 
 def _scalar_tile_begin(node: Node, size: int) -> Sym | None:

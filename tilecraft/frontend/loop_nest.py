@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 _NO_DTYPE = torch.int32  # loops have no value; the dtype field is unused
 
 
+def _integer(dtype: torch.dtype) -> bool:
+    return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
+
+
 def block_sym(
     tr: Tracer, extent: Any, begin: Any, block: Any, scalar: bool = False, site: Any = None
 ) -> Sym:
@@ -38,6 +42,16 @@ def block_sym(
         tr.value_node(v) if isinstance(v, (TileValue, TileProxy, DynamicInt)) else v
         for v in (extent, begin)
     )
+    for bound in (begin, extent):
+        if isinstance(bound, Node) and not _integer(bound.dtype):
+            origin = f"'{bound.attrs['tensor'].name}'" if bound.op is Op.LOAD else "a value"
+            raise DeviceCodeError(
+                f"a loop's bound read from {origin} is {bound.dtype}: loop bounds count "
+                "elements",
+                tr.loc,
+                hint=f"pass {origin} as an int32 or int64 tensor (or convert the bound: "
+                ".to(torch.int32))",
+            )
     sym = Sym(SymKind.BLOCK, len(tr.syms), extent, begin, scalar=scalar)
     earlier = tr.site_syms.get(site) if site is not None else None
     if site is not None and earlier is None:
