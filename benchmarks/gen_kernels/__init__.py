@@ -63,6 +63,7 @@ from benchmarks.gen_kernels import (
     heldout_s42b,
     heldout_s43a,
     heldout_s43b,
+    heldout_s43c,
     norms,
     reductions,
     rewritten,
@@ -124,6 +125,7 @@ _HELDOUT_MODULES = (
     heldout_s42b,
     heldout_s43a,
     heldout_s43b,
+    heldout_s43c,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
