@@ -46,8 +46,7 @@ def block_sym(
         if isinstance(bound, Node) and not _integer(bound.dtype):
             origin = f"'{bound.attrs['tensor'].name}'" if bound.op is Op.LOAD else "a value"
             raise DeviceCodeError(
-                f"a loop's bound read from {origin} is {bound.dtype}: loop bounds count "
-                "elements",
+                f"a loop's bound read from {origin} is {bound.dtype}: loop bounds count elements",
                 tr.loc,
                 hint=f"pass {origin} as an int32 or int64 tensor (or convert the bound: "
                 ".to(torch.int32))",
