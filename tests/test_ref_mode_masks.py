@@ -350,3 +350,32 @@ def test_tuple_and_chained_stores_are_masked_in_ref_mode() -> None:
     for got in (two_stores_at_once.run_ref(x), two_stores_at_once(x)):
         for have, expect in zip(got, want, strict=True):
             torch.testing.assert_close(have, expect)
+
+
+@tc.kernel(static_shapes=True)
+def weighted_bag_sums(
+    table: torch.Tensor, indices: torch.Tensor, weights: torch.Tensor, offsets: torch.Tensor
+) -> torch.Tensor:
+    """Per bag, the weighted sum of its rows; the bags' bounds come from ``offsets``."""
+    bags, d = offsets.size(0) - 1, table.size(1)
+    out = torch.zeros([bags, d], dtype=torch.float32, device=table.device)
+    for bag, td in tc.tile([bags, d], block_size=[1, None]):
+        acc = tc.zeros([td], dtype=torch.float32)
+        for tt in tc.tile(offsets[bag.begin], offsets[bag.begin + 1]):
+            acc = acc + torch.sum(table[indices[tt], td] * weights[tt][:, None], dim=0)
+        out[bag.begin, td] = acc
+    return out
+
+
+def test_a_tile_past_a_tensors_end_names_the_tensor() -> None:
+    """weights 3 shorter than indices (the bags' offsets count indices): ref mode sliced it
+    short and failed later with torch's broadcast error, naming nothing; compiled code reads 0
+    there (documented)."""
+    table, indices = torch.randn(10, 4), torch.tensor([1, 2, 3, 4, 5, 6, 7, 8, 9])
+    offsets = torch.tensor([0, 4, 9])
+    with pytest.raises(IndexOutOfBoundsError, match=r"'weights': the tile along dim 0 covers"):
+        weighted_bag_sums.run_ref(table, indices, torch.ones(6), offsets)
+    want = torch.stack([table[indices[:4]].sum(0), table[indices[4:]].sum(0)])
+    torch.testing.assert_close(
+        weighted_bag_sums.run_ref(table, indices, torch.ones(9), offsets), want
+    )

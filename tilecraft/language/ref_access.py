@@ -85,6 +85,7 @@ class _OutOfRange:
 class _Checked:
     items: tuple[Any, ...]  # every out-of-range index replaced by 0
     bad: list[_OutOfRange]
+    ends: list[_OutOfRange] = dataclasses.field(default_factory=list)  # tiles past the end
 
 
 def _is_index_tensor(item: Any) -> bool:
@@ -100,6 +101,7 @@ def _check_items(tensor: torch.Tensor, items: tuple[Any, ...]) -> _Checked:
         return _Checked(items, [])  # forms compiled code has no counterpart of: torch checks them
     safe: list[Any] = []
     bad: list[_OutOfRange] = []
+    ends: list[_OutOfRange] = []
     dim = 0
     for position, item in enumerate(items):
         if item is None:
@@ -123,9 +125,24 @@ def _check_items(tensor: torch.Tensor, items: tuple[Any, ...]) -> _Checked:
             else:
                 safe.append(item)
         else:
+            if _past_end(item, size):
+                ends.append(_OutOfRange(position, dim, size, item.stop, True))
             safe.append(item)
         dim += 1
-    return _Checked(tuple(safe), bad)
+    return _Checked(tuple(safe), bad, ends)
+
+
+def _past_end(item: Any, size: int) -> bool:
+    """A tile (ref mode's ``slice(begin, end)``) whose end lies past its dim: torch would
+    return a shorter slice, which surfaced later as a bare broadcast error naming nothing."""
+    return (
+        isinstance(item, slice)
+        and item.step in (None, 1)
+        and isinstance(item.stop, int)
+        and isinstance(item.start, int)
+        and item.start < item.stop
+        and item.stop > size
+    )
 
 
 def _lanes_in_result(tensor: torch.Tensor, checked: _Checked, which: _OutOfRange) -> Any:
@@ -200,6 +217,18 @@ def _raise_unmasked(op: str, tensor: torch.Tensor, which: _OutOfRange, masked: b
     )
 
 
+def _raise_past_end(op: str, tensor: torch.Tensor, which: _OutOfRange, tile: slice) -> None:
+    what, loc = _describe(op, tensor)
+    raise IndexOutOfBoundsError(
+        f"{what}: the tile along dim {which.dim} covers [{tile.start}, {tile.stop}), past the "
+        f"tensor's end (size {which.size})",
+        loc,
+        hint="compiled code reads 0 there and skips the write. If the loop's bounds come from "
+        "another tensor (offsets, a length), this tensor may be shorter than they say; else "
+        f"mask the lanes off with tc.load/tc.store(..., extra_mask=idx < {which.size})",
+    )
+
+
 def _access(
     op: str, tensor: torch.Tensor, items: tuple[Any, ...], mask: Any
 ) -> tuple[tuple[Any, ...], Any, Any]:
@@ -210,6 +239,8 @@ def _access(
     if mask is None:
         if checked.bad:
             _raise_unmasked(op, tensor, checked.bad[0], False)
+        if checked.ends:
+            _raise_past_end(op, tensor, checked.ends[0], items[checked.ends[0].position])
         return checked.items, None, None
     view = tensor[checked.items]
     fitted = _fit_mask(op, tensor, mask, view.shape)

@@ -454,18 +454,24 @@ class KernelOps:
         viewing an argument by its own dims: ``grid.view(n, ho * wo, 2)``), as under
         torch.compile (:func:`op_for_sizes`)."""
         try:
-            info, _ = self.get(kinds)
+            info = self._op_info(kinds, values)
         except Exception:
-            if values is None:
-                if self.backward is None:
-                    return no_backward_error(self.kernel)
-                raise
-            info, _ = self.get(kinds, shape_hint(values))
+            if self.backward is None:  # no op to build (a list argument): no backward either
+                return no_backward_error(self.kernel, values)
+            raise
         # a kernel that writes into an argument never takes a backward: say so first (the
         # no-backward hint, register_backward, could not help it)
         if info.mutated:
             return mutating_backward_error(self.kernel, info.mutated, values)
         return no_backward_error(self.kernel, values) if self.backward is None else None
+
+    def _op_info(self, kinds: tuple[ArgKind, ...], values: tuple[Any, ...] | None) -> OpInfo:
+        try:
+            return self.get(kinds)[0]
+        except Exception:
+            if values is None:
+                raise
+            return self.get(kinds, shape_hint(values))[0]
 
     def _register_autograd(self, info: OpInfo, op: Any) -> None:
         assert self.backward is not None
