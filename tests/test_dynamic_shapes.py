@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import tilecraft as tc
-from tilecraft.errors import ShapeError
+from tilecraft.errors import ShapeError, UnsupportedOpError
 
 
 def _shift_rows(x: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
@@ -69,3 +69,20 @@ def test_a_run_time_dim_stands_where_its_specialized_extent_is_wanted(device: st
         specialized_head_attention(q, k, torch.randn(40, 15, device=device))
     with pytest.raises(ShapeError, match="do not broadcast"):  # (another bucket: traced again)
         specialized_head_attention(q, k, torch.randn(40, 32, device=device))
+
+
+def test_an_open_ended_slice_of_a_run_time_dim_says_the_end_is_the_size() -> None:
+    """The hint said 'tc.specialize the size' to a user who had specialized the start."""
+
+    @tc.kernel(static_shapes=False)
+    def second_half(x: torch.Tensor) -> torch.Tensor:
+        m, d = x.size()
+        half = tc.specialize(d // 2)
+        out = torch.empty([m, half], dtype=x.dtype, device=x.device)
+        for tm in tc.tile(m):
+            out[tm, :] = x[tm, half:]
+        return out
+
+    with pytest.raises(UnsupportedOpError, match="depends on its size") as info:
+        second_half(torch.randn(4, 16))
+    assert "give the end as an int too (8:8 + n" in str(info.value)

@@ -55,10 +55,18 @@ def slice_item(
     if t.dynamic and (
         stop is None or stop < 0 or (start or 0) < 0 or not isinstance(item.stop, int)
     ):
+        open_end = stop is None and isinstance(start, int) and start >= 0
+        hint = (
+            "the slice ends at the dim's size, known only at run time: give the end as an "
+            f"int too ({start}:{start} + n, n a tc.specialize'd int), tc.specialize the size "
+            "itself, or use static_shapes=True"
+            if open_end
+            else "give both bounds as ints (tc.specialize the size) or use static_shapes=True"
+        )
         raise UnsupportedOpError(
             f"slice {_text(item)} on '{t.name}' depends on its size, which is a run-time value "
             "(static_shapes=False)",
-            hint="give both bounds as ints (tc.specialize the size) or use static_shapes=True",
+            hint=hint,
         )
     if t.dynamic and stop is not None and stop > extent:
         raise ShapeError(f"slice {_text(item)} on '{t.name}' ends past its dim {dim} ({extent})")
