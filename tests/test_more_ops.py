@@ -507,3 +507,53 @@ def test_isclose_matches_torch(dtype: torch.dtype, device: str) -> None:
     got, nans = close(x, y)
     assert torch.equal(got, torch.isclose(x, y, rtol=1e-3, atol=1e-4))
     assert torch.equal(nans, torch.isclose(x, y, equal_nan=True))
+
+
+@tc.kernel(static_shapes=True)
+def half_row_stats(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    m = x.size(0)
+    total = torch.empty([m], dtype=torch.float32, device=x.device)
+    mean = torch.empty([m], dtype=torch.float32, device=x.device)
+    safe = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        row = x[tm, :]
+        total[tm] = row.sum(dim=-1, dtype=torch.float32)
+        mean[tm] = torch.mean(row, dim=-1, dtype=torch.float32) * 1000
+        safe[tm] = torch.nansum(row, -1, dtype=torch.float32)
+    return total, mean, safe
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_sum_and_mean_with_a_dtype_cast_the_input_first(dtype: torch.dtype, device: str) -> None:
+    """torch casts the input to ``dtype=`` before reducing: an fp16 row summing past 65504 was
+    inf (the fp32 sum rounded to fp16, then widened), a bf16 one lost digits, and mean ignored
+    ``dtype``."""
+    x = torch.full((3, 200), 500.0).to(dtype)
+    x[1] = torch.linspace(-3, 80, 200).to(dtype)
+    x[2, 5] = float("nan")
+    x = x.to(device)
+    total, mean, safe = half_row_stats(x)
+    torch.testing.assert_close(total, x.sum(-1, dtype=torch.float32), equal_nan=True)
+    torch.testing.assert_close(mean, x.mean(-1, dtype=torch.float32) * 1000, equal_nan=True)
+    torch.testing.assert_close(safe, x.nansum(-1, dtype=torch.float32))
+    assert total[0].item() == 100000.0  # past fp16's largest finite value
+
+
+@tc.kernel(static_shapes=True)
+def selected_constants(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    n = x.size(0)
+    scaled = torch.empty([n], dtype=torch.int64, device=x.device)
+    big = torch.empty([n], dtype=torch.int64, device=x.device)
+    for t in tc.tile(n):
+        scaled[t] = torch.where(x[t] > 0, 100000, 1) * 100000
+        big[t] = torch.where(x[t] > 0, 3, -2) * 2**33
+    return scaled, big
+
+
+def test_a_select_of_two_int_literals_is_int64(device: str) -> None:
+    """torch.where(c, int, int) is int64 in torch; Triton typed the literals int32: the
+    product wrapped, and a constant past 2^31 did not compile."""
+    x = torch.tensor([1.0, -1.0, 2.0, -3.0], device=device)
+    scaled, big = selected_constants(x)
+    assert torch.equal(scaled, torch.where(x > 0, 100000, 1) * 100000)
+    assert torch.equal(big, torch.where(x > 0, 3, -2) * 2**33)

@@ -79,11 +79,16 @@ def emit_where(ctx: EmitContext, node: Node) -> None:
 
 
 def _where_operand(ctx: EmitContext, value: Node, dtype: torch.dtype) -> str:
-    """A select's operand; a constant selected into bf16 or fp8 is a 0-d tile of that dtype in
-    the interpreter, whose builder makes no such constants (``torch.where(row < 0, 0.5, row)``
-    of a bf16 row had no working config on the CPU)."""
+    """A select's operand; a constant is a 0-d tile of the select's dtype where Triton would
+    type its literal otherwise: int64 (``torch.where(c, 100000, 1)`` is int64 in torch, Triton's
+    literals int32: a product past 2^31 wrapped), fp64 where fp32 loses digits, and bf16 or fp8
+    in the interpreter, whose builder makes no such constants (``torch.where(row < 0, 0.5,
+    row)`` of a bf16 row had no working config on the CPU)."""
     text = ctx.expr(value)
-    if ctx.interpret and value.op is Op.CONST and (dtype == torch.bfloat16 or dtype in dtypes.FP8):
+    if value.op is not Op.CONST:
+        return text
+    typed = dtype == torch.int64 or (dtype == torch.float64 and _inexact_in_fp32(value))
+    if typed or (ctx.interpret and (dtype == torch.bfloat16 or dtype in dtypes.FP8)):
         return ctx.full_expr("", text, dtype)
     return text
 

@@ -177,12 +177,13 @@ def _dim_arg(args: tuple[Any, ...], kwargs: dict[str, Any], pos: int = 0) -> Any
 
 @lowering(torch.sum, T.sum)
 def _sum(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    """Over ``dim`` (int, list or None), ``keepdim``, ``dtype``; floats accumulate in fp32, ints give int64."""
+    """Over ``dim`` (int, list or None), ``keepdim``, ``dtype`` (the input cast to it first, as
+    torch: an fp16 tile summed with ``dtype=torch.float32`` past 65504 was inf); floats
+    accumulate in fp32, ints give int64."""
     dim = _dim_arg(args, kwargs)
     keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
-    out = t.reduce("sum", x, dim, keepdim)
     dtype = kwargs.pop("dtype", None)
-    return t.to_dtype(out, dtype) if dtype is not None else out
+    return t.reduce("sum", t.to_dtype(x, dtype) if dtype is not None else x, dim, keepdim)
 
 
 @lowering(torch.nansum, T.nansum)
@@ -200,10 +201,12 @@ def _count_nonzero(t: Any, x: Any, dim: Any = None) -> Any:
 
 @lowering(torch.mean, T.mean)
 def _mean(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    """Over ``dim`` (int, list or None), ``keepdim``; accumulates in fp32."""
+    """Over ``dim`` (int, list or None), ``keepdim``, ``dtype`` (the input cast to it first, as
+    torch; it was ignored); accumulates in fp32."""
     dim = _dim_arg(args, kwargs)
     keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
-    return t.mean(x, dim, keepdim)
+    dtype = kwargs.pop("dtype", None)
+    return t.mean(t.to_dtype(x, dtype) if dtype is not None else x, dim, keepdim)
 
 
 def _reducer(kind: str) -> Handler:
