@@ -64,6 +64,7 @@ from benchmarks.gen_kernels import (
     heldout_s43a,
     heldout_s43b,
     heldout_s43c,
+    heldout_s43d,
     norms,
     reductions,
     rewritten,
@@ -126,6 +127,7 @@ _HELDOUT_MODULES = (
     heldout_s43a,
     heldout_s43b,
     heldout_s43c,
+    heldout_s43d,
 )
 HELDOUT: dict[str, Case] = {case.name: case for mod in _HELDOUT_MODULES for case in mod.CASES}
 # held-out kernels rewritten with a feature built after they were timed (rewritten.py)
