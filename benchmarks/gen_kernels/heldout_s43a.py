@@ -71,7 +71,7 @@ def _linear_inputs(shape, device, seed):
     x = randn((m, k), BF16, device, g)
     w = randn((n, k), BF16, device, g) * (k**-0.5)
     bias = randn((n,), F32, device, g)
-    buf = torch.zeros((m, n + 3 * 64), dtype=BF16, device=device)  # a concat buffer, 3 other parts
+    buf = randn((m, n + 3 * 64), BF16, device, g)  # a concat buffer, 3 other parts (kept)
     return x, w, bias, buf
 
 
