@@ -17,6 +17,7 @@ import torch
 from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc
 from tilecraft.frontend import rdims
 from tilecraft.frontend.values import TileProxy, TileValue
+from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind, same_range, shape_str
 from tilecraft.language.tunables import BlockSize, DynamicInt
 
@@ -24,10 +25,6 @@ if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
 
 _NO_DTYPE = torch.int32  # loops have no value; the dtype field is unused
-
-
-def _integer(dtype: torch.dtype) -> bool:
-    return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
 
 
 def block_sym(
@@ -43,7 +40,7 @@ def block_sym(
         for v in (extent, begin)
     )
     for bound in (begin, extent):
-        if isinstance(bound, Node) and not _integer(bound.dtype):
+        if isinstance(bound, Node) and not dtypes.is_integer(bound.dtype):
             origin = f"'{bound.attrs['tensor'].name}'" if bound.op is Op.LOAD else "a value"
             raise DeviceCodeError(
                 f"a loop's bound read from {origin} is {bound.dtype}: loop bounds count elements",

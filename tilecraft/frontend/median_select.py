@@ -44,7 +44,12 @@ def _order_keys(t: Tracer, x: Any, is_float: bool) -> TileValue:
         return t.to_dtype(x, torch.int32)
     wide = t.to_dtype(x, torch.float32)
     canonical = t.where(t.pointwise("eq", wide, 0.0), 0.0, wide)
-    bits = views.bitcast(t, canonical, torch.int32)
+    return _flip_negatives(t, views.bitcast(t, canonical, torch.int32))
+
+
+def _flip_negatives(t: Tracer, bits: Any) -> TileValue:
+    """``bits`` with the magnitude flipped where the sign is set: float bits to an order key
+    and back (the map is its own inverse)."""
     flip = t.pointwise("bitwise_and", t.pointwise("rshift", bits, 31), _MAGNITUDE)
     return t.pointwise("bitwise_xor", bits, flip)
 
@@ -68,12 +73,10 @@ def _select_key(t: Tracer, keys: TileValue, axis: int, rank: Any) -> TileValue:
 
 
 def _key_value(t: Tracer, key: Any, dtype: torch.dtype) -> TileValue:
-    """The value a key stands for (the key map is its own inverse), in ``dtype``."""
+    """The value a key stands for, in ``dtype``."""
     if not dtype.is_floating_point:
         return t.to_dtype(key, dtype)
-    flip = t.pointwise("bitwise_and", t.pointwise("rshift", key, 31), _MAGNITUDE)
-    bits = t.pointwise("bitwise_xor", key, flip)
-    return t.to_dtype(views.bitcast(t, bits, torch.float32), dtype)
+    return t.to_dtype(views.bitcast(t, _flip_negatives(t, key), torch.float32), dtype)
 
 
 def select_median(t: Tracer, src: Node, axis: int) -> tuple[TileValue, TileValue]:

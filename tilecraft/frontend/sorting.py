@@ -143,10 +143,10 @@ def topk(
 
 
 def median(t: Tracer, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
-    """``(values, indices)`` of the lower median along a whole ``dim`` (of an even
-    count the smaller middle value, as torch), the stable sort's middle element, found by
-    radix selection; values of up to 32 bits. A line holding NaN gives NaN at its first NaN's index (torch propagates NaN).
-    Of tied values the index is one of theirs, not necessarily the first (torch promises no
+    """``(values, indices)`` of the lower median along a whole ``dim`` (of an even count the
+    smaller middle value, as torch), the stable sort's middle element, found by radix
+    selection; values of up to 32 bits. A line holding NaN gives NaN at its first NaN's index
+    (torch propagates NaN). Of tied values the index is one of theirs, not necessarily the first (torch promises no
     more). Without ``dim``: the median value of a 1-D tile."""
     if dim is None:
         return _median_of_all(t, x)

@@ -27,6 +27,7 @@ from tilecraft.frontend import rdims
 from tilecraft.frontend.gather_loads import gather_load
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.recompute import recomputed
+from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str, tile_block
 
 # a roll, flip or shift of a loaded tile along a line of at most a warp's lanes permutes it in
@@ -66,7 +67,7 @@ def gather(
     # element each): long_line
     del sparse_grad  # a gradient option: device code has no autograd
     src, idx = t.value_node(x), t.value_node(index)
-    if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
+    if not dtypes.is_integer(idx.dtype):
         raise DeviceCodeError(
             f"torch.gather: index must be an integer tile, got {idx.dtype}",
             t.loc,

@@ -28,6 +28,11 @@ FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
+def is_integer(dtype: torch.dtype) -> bool:
+    """An integer dtype (not bool): what positions, counts and loop bounds are held in."""
+    return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
+
+
 def supported_names() -> str:
     """The dtypes device code holds, as an error's hint lists them (``float32, bfloat16, ...``)."""
     return ", ".join(str(d).removeprefix("torch.") for d in TRITON_DTYPES)

@@ -82,7 +82,7 @@ def needing_grad(kernel: Kernel, values: tuple[Any, ...] | None) -> str:
     if values is None:
         return "an input requires"
     params = list(kernel.signature.parameters)
-    names = [f"'{p}'" for p, v in zip(params, values, strict=False) if _requires_grad(v)]
+    names = [f"'{p}'" for p, v in zip(params, values, strict=False) if requires_grad(v)]
     if not names:
         return "an input requires"
     return (
@@ -92,10 +92,11 @@ def needing_grad(kernel: Kernel, values: tuple[Any, ...] | None) -> str:
     )
 
 
-def _requires_grad(value: Any) -> bool:
+def requires_grad(value: Any) -> bool:
+    """Whether a tensor argument (or one in a list or tuple argument) requires grad."""
     if isinstance(value, torch.Tensor):
         return value.requires_grad
-    return isinstance(value, (list, tuple)) and any(_requires_grad(v) for v in value)
+    return isinstance(value, (list, tuple)) and any(requires_grad(v) for v in value)
 
 
 def mutating_backward_error(

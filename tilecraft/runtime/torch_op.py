@@ -37,6 +37,7 @@ from tilecraft.runtime.op_autograd import (
     autograd_adapters,
     mutating_backward_error,
     no_backward_error,
+    requires_grad,
 )
 from tilecraft.runtime.validate import host_code_error
 
@@ -569,13 +570,7 @@ def storage_less(values: tuple[Any, ...]) -> bool:
 def needs_grad(values: tuple[Any, ...]) -> bool:
     """Whether autograd must see this call: a tensor argument (or one in a list or tuple
     argument) requires grad."""
-    return torch.is_grad_enabled() and any(_requires_grad(v) for v in values)
-
-
-def _requires_grad(value: Any) -> bool:
-    if isinstance(value, torch.Tensor):
-        return value.requires_grad
-    return isinstance(value, (list, tuple)) and any(_requires_grad(v) for v in value)
+    return torch.is_grad_enabled() and any(requires_grad(v) for v in values)
 
 
 # per (KernelOps.id, argument kinds): raises the call's autograd error, skipped by torch.compile
