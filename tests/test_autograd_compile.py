@@ -253,14 +253,14 @@ def scale_bias(x: torch.Tensor, b: torch.Tensor, alpha: float) -> torch.Tensor:
     return out
 
 
-def test_a_gradient_returned_for_a_number_names_the_parameter() -> None:
+def test_a_gradient_returned_for_a_number_names_the_parameter(device: str) -> None:
     """torch's own error said 'a gradient different than None at position 3' of a generated
     class; the parameter is named, with the fix."""
     fresh = tc.kernel(scale_bias.fn)
     fresh.register_backward(lambda ctx, g: (g * 2.0, g, g.sum()))
-    x = torch.randn(5, requires_grad=True)
+    x = torch.randn(5, device=device, requires_grad=True)
     with pytest.raises(ArgumentError, match=r"gradient of 'alpha'.*non-tensor") as info:
-        fresh(x, torch.zeros(5), 2.0).sum().backward()
+        fresh(x, torch.zeros(5, device=device), 2.0).sum().backward()
     assert "return None for 'alpha'" in str(info.value)
 
 
@@ -272,16 +272,16 @@ def scale_into(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_writing_kernel_says_so_before_asking_for_a_backward() -> None:
+def test_a_writing_kernel_says_so_before_asking_for_a_backward(device: str) -> None:
     """Without a backward, a kernel writing into an argument was told to register one, which
     could not help; the argument needing grad is named; under torch.compile the reason
     follows a backward registered later (the first reason was kept)."""
     fresh = tc.kernel(scale_into.fn)
-    x = torch.randn(4, requires_grad=True)
+    x = torch.randn(4, device=device, requires_grad=True)
     with pytest.raises(ArgumentError, match=r"argument 'x' requires grad, .* writes into its "):
-        fresh(x, torch.empty(4))
+        fresh(x, torch.empty(4, device=device))
     with pytest.raises(ArgumentError, match=r"arguments 'x', 'b' require grad, but this kernel "):
-        scale_bias(x, torch.zeros(4, requires_grad=True), 2.0)
+        scale_bias(x, torch.zeros(4, device=device, requires_grad=True), 2.0)
     torch._dynamo.reset()
     compiled = torch.compile(lambda a: double(a * 1.0), fullgraph=True, backend="aot_eager")
     with pytest.raises(Exception, match="has no backward"):
