@@ -28,19 +28,19 @@ def double(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_compile_dynamic_of_the_kernel_itself_and_of_a_closure() -> None:
+def test_compile_dynamic_of_the_kernel_itself_and_of_a_closure(device: str) -> None:
     """The op registry's id was an int, which dynamic=True made a dynamic int that op_for's
     constant folding refused (only a module-global lookup worked)."""
-    x = torch.arange(6.0)
+    x = torch.arange(6.0, device=device)
     torch.testing.assert_close(torch.compile(double, dynamic=True, backend="eager")(x), x * 2)
     closure = torch.compile(lambda a: double(a) + 1, dynamic=True, backend="eager")
     torch.testing.assert_close(closure(x), x * 2 + 1)
 
 
-def test_no_backward_under_fullgraph_names_the_kernel_and_the_fix() -> None:
+def test_no_backward_under_fullgraph_names_the_kernel_and_the_fix(device: str) -> None:
     """Building the error under the trace read linecache: the user got dynamo's 'getline should
     not be traced' instead."""
-    x = torch.arange(6.0, requires_grad=True)
+    x = torch.arange(6.0, device=device, requires_grad=True)
     full = torch.compile(lambda a: double(a).sum(), fullgraph=True, backend="aot_eager")
     with pytest.raises(Exception, match="has no backward") as info:
         full(x)
@@ -61,18 +61,18 @@ def double_(x: torch.Tensor) -> torch.Tensor:
 double_.register_backward(lambda ctx, g: g * 2)
 
 
-def test_a_kernel_that_writes_its_argument_refuses_autograd_every_time() -> None:
+def test_a_kernel_that_writes_its_argument_refuses_autograd_every_time(device: str) -> None:
     """The first call raised torch's 'non-functional operator' (a hashed op name), the second
     ran without autograd: wrong gradients, a leaf mutated in place."""
-    a = torch.arange(1.0, 5.0, requires_grad=True)
+    a = torch.arange(1.0, 5.0, device=device, requires_grad=True)
     for _ in range(2):
         with pytest.raises(ArgumentError, match=r"double_\(\): .* writes into its argument 'x'"):
             double_(a * 1)
     assert a.tolist() == [1.0, 2.0, 3.0, 4.0]
     with torch.no_grad():  # and without gradients it runs, eager and compiled
-        assert double_(torch.ones(4)).tolist() == [2.0] * 4
+        assert double_(torch.ones(4, device=device)).tolist() == [2.0] * 4
     compiled = torch.compile(lambda t: double_(t), fullgraph=True, backend="aot_eager")
-    assert compiled(torch.ones(4)).tolist() == [2.0] * 4
+    assert compiled(torch.ones(4, device=device)).tolist() == [2.0] * 4
 
 
 @tc.kernel
@@ -88,11 +88,11 @@ def scale_by(x: torch.Tensor, factors: tuple[int, int]) -> torch.Tensor:
 scale_by.register_backward(lambda ctx, g: (g * 6, None))
 
 
-def test_an_argument_an_op_cannot_take_is_named_before_the_host_code_runs() -> None:
+def test_an_argument_an_op_cannot_take_is_named_before_the_host_code_runs(device: str) -> None:
     """The host code ran on a None stand-in first: "'NoneType' object is not subscriptable"."""
-    assert scale_by(torch.arange(4.0), (2, 3)).tolist() == [0.0, 6.0, 12.0, 18.0]
+    assert scale_by(torch.arange(4.0, device=device), (2, 3)).tolist() == [0.0, 6.0, 12.0, 18.0]
     with pytest.raises(ArgumentError, match="argument 'factors' is a tuple") as info:
-        scale_by(torch.arange(4.0, requires_grad=True), (2, 3))
+        scale_by(torch.arange(4.0, device=device, requires_grad=True), (2, 3))
     assert "separate arguments" in str(info.value)
 
 
@@ -111,10 +111,10 @@ drop.register_backward(lambda ctx, g: (g, None))
 
 
 @pytest.mark.parametrize("p", [0.0, 0.5])
-def test_an_argument_returned_for_some_values_is_copied_by_the_op(p: float) -> None:
+def test_an_argument_returned_for_some_values_is_copied_by_the_op(p: float, device: str) -> None:
     """The layout read with p = 1.0 says "new tensor"; at p = 0.0 the kernel returns x, which an
     op may not return (torch: 'must not also be an input')."""
-    x = torch.arange(4.0, requires_grad=True)
+    x = torch.arange(4.0, device=device, requires_grad=True)
     y = drop(x, p)
     y.sum().backward()
     assert y.tolist() == (x / (1 - p)).tolist() and x.grad is not None
@@ -135,16 +135,17 @@ def scaled(x: torch.Tensor, s: float) -> torch.Tensor:
 scaled.register_backward(lambda ctx, g: g * 3.0)  # forgot the None for s
 
 
-def test_a_backward_returning_too_few_gradients_says_which() -> None:
-    x = torch.arange(4.0, requires_grad=True)
+def test_a_backward_returning_too_few_gradients_says_which(device: str) -> None:
+    x = torch.arange(4.0, device=device, requires_grad=True)
     with pytest.raises(ArgumentError, match=r"returned 1 gradient\(s\) for 2 parameters \(x, s\)"):
         scaled(x, 3.0).sum().backward()
 
 
-def test_host_code_failing_under_compile_says_so_as_eager_does() -> None:
+def test_host_code_failing_under_compile_says_so_as_eager_does(device: str) -> None:
     from examples.cross_entropy import cross_entropy
 
-    logits, labels = torch.randn(6, 4).t(), torch.tensor([0, 1, 2, 3])  # view(-1) fails
+    logits = torch.randn(6, 4, device=device).t()  # view(-1) fails
+    labels = torch.tensor([0, 1, 2, 3], device=device)
     with pytest.raises(ArgumentError, match="host code failed on these arguments"):
         cross_entropy(logits, labels)
     compiled = torch.compile(cross_entropy, fullgraph=True, backend="eager")
@@ -153,6 +154,7 @@ def test_host_code_failing_under_compile_says_so_as_eager_does() -> None:
 
 
 _TRAIN_STEP = """
+import sys
 import torch, tilecraft as tc
 
 @tc.kernel
@@ -172,14 +174,14 @@ def square_bwd(g, x):
     return gx
 
 square.register_backward(lambda ctx, g: square_bwd(g, ctx.saved_tensors[0]))
-x = torch.arange(8.0, requires_grad=True)
+x = torch.arange(8.0, device=sys.argv[1], requires_grad=True)
 torch.compile(lambda a: square(a).sum(), fullgraph=True)(x).backward()
 print("grad", x.grad.tolist())
 """
 
 
 def test_a_second_process_with_warm_inductor_caches_defines_the_backward_ops(
-    tmp_path: Path,
+    tmp_path: Path, device: str
 ) -> None:
     """The second run's compiled backward came from inductor's disk cache and called
     ``tilecraft.square_bwd_<digest>_0``, which only tracing the backward had defined."""
@@ -194,17 +196,21 @@ def test_a_second_process_with_warm_inductor_caches_defines_the_backward_ops(
     want = f"grad {[2.0 * i for i in range(8)]}"
     for run in (1, 2):
         done = subprocess.run(
-            [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
+            [sys.executable, str(script), device],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         assert done.returncode == 0 and want in done.stdout, (run, done.stderr[-2000:])
     assert list((tmp_path / "tilecraft" / "ops").glob("square_*.json"))
 
 
 @pytest.mark.filterwarnings("ignore:There is a performance drop")
-def test_vmap_runs_the_kernel_as_its_op_per_example() -> None:
+def test_vmap_runs_the_kernel_as_its_op_per_example(device: str) -> None:
     """torch.vmap's BatchedTensors have no memory: Triton's launcher failed on them ("Cannot
     access storage of BatchedTensorImpl"), also after a plain call made the fast path."""
-    xs = torch.arange(12.0).reshape(3, 4)
+    xs = torch.arange(12.0, device=device).reshape(3, 4)
     fresh = tc.kernel(double.fn)
     torch.testing.assert_close(torch.vmap(fresh)(xs), xs * 2)  # the first call: vmap's
     torch.testing.assert_close(fresh(xs[0]), xs[0] * 2)  # a plain call: the fast path exists
@@ -232,14 +238,14 @@ def group_absmax(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_host_code_needing_its_sizes_relations_compiles_with_fullgraph() -> None:
+def test_host_code_needing_its_sizes_relations_compiles_with_fullgraph(device: str) -> None:
     """The op's layout was read only on stand-ins whose dims are all one extent: a [3 H, I]
     weight viewed by another argument's H, or groups of 128, failed on every one ("shape
     '[720, 5, 128]' is invalid") inside torch.compile; now the call's own sizes are used."""
-    w, h = torch.randn(18, 10), torch.randn(2, 6)
+    w, h = torch.randn(18, 10, device=device), torch.randn(2, 6, device=device)
     compiled = torch.compile(gate_row_sums, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(compiled(w, h), w.view(3, 6, 10).sum(-1))
-    x = torch.randn(4, 384)
+    x = torch.randn(4, 384, device=device)
     grouped = torch.compile(group_absmax, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(grouped(x), x.view(4, 3, 128).abs().amax(-1))
 
