@@ -76,6 +76,10 @@ class EmitContext:
         # (input, axis, keepdim, arg kind) of the reductions the loop takes both ways
         self.reduce_pairs: set[tuple[int, int, bool, str]] | None = None
         self.split: SplitPass | None = None  # one pass of a split inner loop (codegen/split.py)
+        # inside a loop over chunks of a dim (codegen/dot_chunks.py): that dim's chunk block, and
+        # (first scope of the loop, dim): values on the dim bound outside it are not its chunk's
+        self.block_overrides: dict[int, str] = {}
+        self.hidden: list[tuple[int, Sym]] = []
         for name in (*loop.tensors, *loop.scalar_args):  # temporaries never shadow parameters
             self.w.reserve(name)
         # nor run-time scalars that become parameters as they are met (an inner loop's bound
@@ -104,6 +108,8 @@ class EmitContext:
         return self.plan.block(sym)
 
     def block_expr(self, sym: Sym) -> str:
+        if id(sym) in self.block_overrides:
+            return self.block_overrides[id(sym)]
         if sym.kind is SymKind.BLOCK and sym.config_slot is None:
             return str(self.block_value(sym))
         prefix = (
@@ -213,10 +219,17 @@ class EmitContext:
 
     # -- values ---------------------------------------------------------------------------
     def lookup(self, node: Node) -> str | None:
-        for scope in reversed(self.scopes):
-            if node.id in scope:
-                return scope[node.id]
+        for depth in range(len(self.scopes) - 1, -1, -1):
+            if node.id in self.scopes[depth] and not (self.hidden and self._hidden_at(node, depth)):
+                return self.scopes[depth][node.id]
         return None
+
+    def _hidden_at(self, node: Node, depth: int) -> bool:
+        """Whether ``node``'s binding in scope ``depth`` is the whole of a dim the current
+        scope sees in chunks."""
+        return any(
+            depth < first and any(d is sym for d in node.shape) for first, sym in self.hidden
+        )
 
     def expr(self, node: Node) -> str:
         """The Triton text of ``node``'s value, emitting it (and its inputs) first if needed."""
@@ -244,7 +257,9 @@ class EmitContext:
             return
         if known.fold_known(self, node):  # a mask the plan makes all true, a count, ...
             return
-        if node.op is not Op.CARRY:  # a carry's input is its initial value, used at loop entry
+        # a carry's input is its initial value, used at loop entry; a dot asks for its operands
+        # itself (in K chunks they are computed inside its loop: codegen/dot_chunks.py)
+        if node.op not in (Op.CARRY, Op.DOT):
             for inp in node.inputs:
                 self.ensure(inp)
         self.emit_node(node)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from tilecraft.codegen import dot_chunks
 from tilecraft.codegen.registry import emits
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
@@ -26,22 +27,46 @@ if TYPE_CHECKING:
 
 @emits(Op.DOT)
 def emit_dot(ctx: EmitContext, node: Node) -> None:
-    a, b = node.inputs[0], node.inputs[1]
-    at, bt = ctx.expr(a), ctx.expr(b)
-    k, rank = a.shape[-1], a.ndim  # 2-D, or 3-D with a leading batch dim
-    if a.op is not Op.LOAD and (m := ctx.mask_at(k, rank - 1, rank)):
-        at = f"tl.where({m}, {at}, 0)"
-    if b.op is not Op.LOAD and (m := ctx.mask_at(k, rank - 2, rank)):
-        bt = f"tl.where({m}, {bt}, 0)"
+    rank = node.inputs[0].ndim  # 2-D, or 3-D with a leading batch dim
+    chunk = dot_chunks.k_chunk(ctx, node)
+    if chunk is not None:  # an fp32 FMA dot over a whole K, in chunks of K
+        dot_chunks.emit_chunked_dot(
+            ctx,
+            node,
+            chunk,
+            lambda: _operands(ctx, node),
+            lambda at, bt, acc: _dot_call(ctx, at, bt, torch.float32, acc, rank),
+        )
+        return
+    at, bt = _operands(ctx, node)
     acc = ctx.expr(node.inputs[2]) if len(node.inputs) == 3 else None
     split = node.attrs.get("split_fp32")
     if split is None:
-        ctx.bind(node, _dot_call(ctx, at, bt, a.dtype, acc, rank))
+        ctx.bind(node, _dot_call(ctx, at, bt, node.inputs[0].dtype, acc, rank))
     elif ctx.plan.dot_precision != "ieee":
         widened = [f"{t}.to(tl.float32)" if i != split else t for i, t in enumerate((at, bt))]
         ctx.bind(node, _dot_call(ctx, widened[0], widened[1], torch.float32, acc))
     else:
         ctx.bind(node, _split_dot(ctx, (at, bt), split, acc))
+
+
+def _operands(ctx: EmitContext, node: Node) -> tuple[str, str]:
+    """The texts of the dot's operands, zeroed past K's mask where not loads."""
+    a, b = node.inputs[0], node.inputs[1]
+    at, bt = ctx.expr(a), ctx.expr(b)
+    k, rank = a.shape[-1], a.ndim
+    if not _loaded(a) and (m := ctx.mask_at(k, rank - 1, rank)):
+        at = f"tl.where({m}, {at}, 0)"
+    if not _loaded(b) and (m := ctx.mask_at(k, rank - 2, rank)):
+        bt = f"tl.where({m}, {bt}, 0)"
+    return at, bt
+
+
+def _loaded(node: Node) -> bool:
+    """Whether ``node`` is a load, transposed or not (a masked load reads 0 past K's end)."""
+    while node.op is Op.VIEW and node.attrs.get("perm"):
+        node = node.inputs[0]
+    return node.op is Op.LOAD
 
 
 def _dot_call(

@@ -96,10 +96,10 @@ def arg_reduce_expr(
 ) -> str:
     """The index of the first best of ``values`` along ``axis`` (NaN counts as best), given
     each element's index ``indices`` (a rolled reduction passes each lane's best so far)."""
-    return f"{_best_and_index(kind, values, indices, axis, keep, interpret)}[1]"
+    return f"{best_and_index(kind, values, indices, axis, keep, interpret)}[1]"
 
 
-def _best_and_index(
+def best_and_index(
     kind: str, values: str, indices: str, axis: int, keep: bool, interpret: bool = False
 ) -> str:
     """The (first best value, its index) tuple of ``values`` along ``axis``."""
@@ -171,6 +171,6 @@ def _value_and_index(ctx: EmitContext, node: Node) -> str:
     def reduction() -> str:
         text = masked_for_reduce(ctx, src, axis, arg)
         indices = _element_indices(axis, [ctx.dim_expr(d) for d in src.shape])
-        return _best_and_index(arg, text, indices, axis, keep, ctx.interpret)
+        return best_and_index(arg, text, indices, axis, keep, ctx.interpret)
 
     return ctx.shared_tuple(("arg", *reduce_pairs.pair_key(node)), "best", reduction)

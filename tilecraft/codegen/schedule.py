@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from tilecraft.codegen import row_reductions
 from tilecraft.codegen.reduce import (
     along_axis,
     arg_reduce_expr,
@@ -21,6 +22,7 @@ from tilecraft.codegen.reduce import (
 )
 from tilecraft.codegen.split import COMBINE
 from tilecraft.ir import dtypes
+from tilecraft.ir.chunk_reductions import reduces_per_chunk
 from tilecraft.ir.nodes import Node, Op, Sym
 from tilecraft.ir.phases import free_inputs, phases, rolled_reduce
 
@@ -114,8 +116,9 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
     reductions over the dim, which accumulate chunk by chunk and finish after the loop)."""
     accs: dict[int, str] = {}
     indices: dict[int, str] = {}  # arg-reductions: the index of each lane's best so far
+    rows = row_reductions.start_rows(ctx, [n for n in sinks if reduces_per_chunk(n, sym)])
     for n in sinks:
-        if n.op is Op.REDUCE:
+        if n.op is Op.REDUCE and n.id not in rows:
             src = n.inputs[0]
             dims = ctx.shape_expr(src.shape)
             acc = ctx.w.fresh(f"{n.hint}_acc")
@@ -130,7 +133,9 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
                 ctx.w.line(f"{indices[n.id]} = tl.broadcast_to({lanes}, [{dims}])")
     with chunk_loop(ctx, sym):
         for n in sinks:
-            if n.op is Op.REDUCE and n.id in indices:
+            if n.id in rows:
+                row_reductions.step_row(ctx, n, sym, rows[n.id])
+            elif n.op is Op.REDUCE and n.id in indices:
                 _arg_step(ctx, n, sym, accs[n.id], indices[n.id])
             elif n.op is Op.REDUCE:
                 kind, axis = n.attrs["kind"], n.attrs["axis"]
@@ -140,7 +145,9 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
             else:
                 ctx.ensure(n)
     for n in sinks:
-        if n.op is Op.REDUCE:
+        if n.id in rows:
+            row_reductions.finish_row(ctx, n, rows[n.id])
+        elif n.op is Op.REDUCE:
             src = n.inputs[0]
             src_dims = [ctx.dim_expr(d) for d in src.shape]
             kind, axis, keep = n.attrs["kind"], n.attrs["axis"], n.attrs["keepdim"]

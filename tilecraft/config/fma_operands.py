@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 import torch
 
+from tilecraft.ir.dot_k_chunks import chunkable, k_dim
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym
 
 # an fp32 FMA dot holds operand slices as large as its accumulator per 32 of K (sm_90, fp32
@@ -44,23 +45,41 @@ def fma_dot(node: Node) -> bool:
     return node.op is Op.DOT and all(i.dtype == torch.float32 for i in node.inputs[:2])
 
 
+def fma_k_chunk(
+    dot: Node, block_of: Callable[[Sym], int], looped: Callable[[Sym], bool]
+) -> int | None:
+    """The K chunk an fp32 FMA dot over a whole K dim runs in (``ir/dot_k_chunks.py``,
+    ``codegen/dot_chunks.py``), None where it runs whole: each thread then holds K values per
+    accumulator row and column (64 points x 64 centroids x K 64 at 4 warps spilled on sm_90; in
+    chunks of 32: 198 registers, none spilled). A rolled K is already one chunk a step."""
+    k = k_dim(dot)
+    if not fma_dot(dot) or k is None or looped(k) or block_of(k) <= FMA_K_STEP:
+        return None
+    return FMA_K_STEP if chunkable(dot) else None
+
+
 def fma_operand_events(
     loop: DeviceLoop,
     positions: dict[int, int],
     spans: dict[int, tuple[int, int]],
     block_of: Callable[[Sym], int],
     value_cost: Callable[[Node], float],
+    looped: Callable[[Sym], bool] = lambda sym: False,
 ) -> list[Event]:
     """(position, registers, node) events of every fp32 FMA dot's operands: the streamed slice
     while each dot runs, and the whole slabs held across other dots or loops (module doc).
     ``spans``: each LOOP node's (first, last) position."""
     dots = [n for n in loop.walk() if fma_dot(n)]
+    chunked = {d.id for d in dots if fma_k_chunk(d, block_of, looped) is not None}
     events: list[Event] = []
     for dot in dots:
-        cost = value_cost(dot) * max(1.0, _block(dot.inputs[0].shape[-1], block_of) / FMA_K_STEP)
+        k_block = FMA_K_STEP if dot.id in chunked else _block(dot.inputs[0].shape[-1], block_of)
+        cost = value_cost(dot) * max(1.0, k_block / FMA_K_STEP)
         events += [(positions[dot.id], cost, dot), (positions[dot.id] + 1, -cost, dot)]
     dot_positions = [positions[d.id] for d in dots]
-    for operand, slab, users in _operand_slabs(dots, block_of, value_cost):
+    # a chunked dot reads its operands' chunks in its own loop: no whole slab is held
+    whole = [d for d in dots if d.id not in chunked]
+    for operand, slab, users in _operand_slabs(whole, block_of, value_cost):
         start = positions.get(operand.id, 0)
         last = max(positions[d.id] for d in users)
         end = max(

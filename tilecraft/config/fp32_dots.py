@@ -58,6 +58,12 @@ def fma_dot_k_slots(spec: ConfigSpec) -> list[int]:
     )
 
 
+def on_fma_units(backend: str, precision: str) -> bool:
+    """Whether fp32 dots of ``precision`` run on FMA units on ``backend`` (NVIDIA's "ieee"; the
+    interpreter runs the same code, so its numerics are tested)."""
+    return backend in ("cuda", "interpret") and precision == "ieee"
+
+
 def dot_precision(target: Target, requested: str | None) -> str:
     """The input precision of fp32 dots: the kernel's ``dot_precision=``, else what PyTorch's
     float32 matmul precision allows; a precision the target lacks becomes "ieee" (never less

@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable
 
 from tilecraft.config.fma_operands import fma_operand_events
 from tilecraft.ir import reduce_pairs
+from tilecraft.ir.chunk_reductions import reduces_per_chunk
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies, nested_bodies
 from tilecraft.ir.paired_slices import slice_pairs
 from tilecraft.ir.phases import chunk_loop_loads, phases, rolled_reduce
@@ -162,7 +163,7 @@ def predict_registers(
         end = max(program.last_use.get(node.id, start), loop_end)
         events += [(start, cost, node), (end + 1, -cost, node)]
     if fma_dots:
-        events += fma_operand_events(loop, positions, loop_spans, block_of, value_cost)
+        events += fma_operand_events(loop, positions, loop_spans, block_of, value_cost, looped)
     for node in loop.walk():
         if program.streams and (words := _expansion_registers(node)) and not skip(node):
             # an op far heavier than one instruction (Philox rounds, libdevice erff) holds
@@ -362,7 +363,9 @@ def _rolled_accumulators(
         for node in nodes:
             if rolled_reduce(node, sym):
                 key = (id(sym), phase.get(node.inputs[0].id, 0))
-                acc = _chunk_tile(node.inputs[0], block_of, parent, threads, mma)
+                # a reduction of a dot's chunks carries a row (ir/chunk_reductions.py)
+                held = node if reduces_per_chunk(node, sym) else node.inputs[0]
+                acc = _chunk_tile(held, block_of, parent, threads, mma)
                 per_phase[key] = per_phase.get(key, 0.0) + acc
                 last = node if last is None or order[node.id] > order[last.id] else last
         for p, loads in chunk_loop_loads(nodes, sym).items():
