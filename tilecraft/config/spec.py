@@ -18,6 +18,7 @@ from tilecraft import settings
 from tilecraft.config import (
     eviction,
     flags,
+    fma_tiles,
     occupancy,
     row_loops,
     shared_atomics,
@@ -298,6 +299,7 @@ class ConfigSpec:
         config = config.replace(num_stages=stages, **tunables)
         config = occupancy.fit_occupancy(self, config, self._warps_for)
         config = tile_budget.spread_live_values(self, config)
+        config = fma_tiles.own_more_outputs(self, config)
         config = row_loops.fit_registers(self, config, self._settle_warps)
         config = occupancy.keep_occupancy(self, config)
         # a grid under one wave of resident programs (by these warps and the registers they
