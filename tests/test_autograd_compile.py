@@ -250,6 +250,18 @@ def test_host_code_needing_its_sizes_relations_compiles_with_fullgraph(device: s
     torch.testing.assert_close(grouped(x), x.view(4, 3, 128).abs().amax(-1))
 
 
+def test_host_code_needing_its_sizes_relations_compiles_with_dynamic_sizes(device: str) -> None:
+    """With symbolic sizes (dynamic=True, or sizes a recompile made dynamic: the GPU run of
+    the test above, after another kernel's call compiled) the sizes handed to the op's
+    definition stayed symbolic, which a traced constant cannot take (a dynamo internal error)."""
+    w, h = torch.randn(18, 10, device=device), torch.randn(2, 6, device=device)
+    compiled = torch.compile(gate_row_sums, fullgraph=True, backend="aot_eager", dynamic=True)
+    torch.testing.assert_close(compiled(w, h), w.view(3, 6, 10).sum(-1))
+    x = torch.randn(4, 384, device=device)
+    grouped = torch.compile(group_absmax, fullgraph=True, backend="aot_eager", dynamic=True)
+    torch.testing.assert_close(grouped(x), x.view(4, 3, 128).abs().amax(-1))
+
+
 @tc.kernel
 def scale_bias(x: torch.Tensor, b: torch.Tensor, alpha: float) -> torch.Tensor:
     (m,) = x.size()

@@ -147,3 +147,13 @@ def test_k_chunked_fma_dots_do_not_spill_on_sm90(config: tc.Config) -> None:
     (report,) = run_compile_jobs([CompileJob.of(kernels[0], traced.loops[0], SM90)], 300)
     assert report.ok, report.error
     assert report.spills == 0 and report.registers is not None and report.registers <= 255
+
+
+def test_fma_dot_defaults_give_each_thread_64_outputs() -> None:
+    """An FMA dot's thread reads r + c operand values for r x c multiply-adds: the default's
+    warps leave each thread 64 of the accumulator (config/fma_tiles.py; at 8 warps, 32)."""
+    args = (torch.empty(1 << 20, 64, device="meta"), torch.empty(256, 64, device="meta"))
+    kernel = tc.kernel(nearest, static_shapes=True)
+    config = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=SM90).config_spec.default()
+    rows = config.block_sizes[0]
+    assert rows * 256 // (config.num_warps * 32) >= 64, config

@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import operator
 import re
 import sys
 from collections.abc import Callable
@@ -242,14 +243,17 @@ def shape_hint(values: tuple[Any, ...]) -> Hint:
     where the stand-ins failed). Host code may need its sizes' relations (``w.view(3, h, i)``
     of a [3 H, I] weight beside an [B, H] state; ``x.view(m, k // 128, 128)``), which no one
     extent satisfies."""
+    # operator.index, not int(): under torch.compile with dynamic sizes (dynamic=True, or
+    # sizes a recompile made dynamic) int() of a size stays symbolic, which op_for_sizes (a
+    # constant to the tracer) cannot take; operator.index specializes on the size
     hint: list[Any] = []
     for v in values:
         if isinstance(v, torch.Tensor):
-            hint.append(tuple(int(d) for d in v.shape))
+            hint.append(tuple(operator.index(d) for d in v.shape))
         elif isinstance(v, bool) or not isinstance(v, (int, float)):
             hint.append(None)
         else:
-            hint.append(float(v) if isinstance(v, float) else int(v))
+            hint.append(float(v) if isinstance(v, float) else operator.index(v))
     return tuple(hint)
 
 
