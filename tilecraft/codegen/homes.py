@@ -74,11 +74,15 @@ class Homes:
                     dropped.append(stores[home.store_slot])
                 self.loops.add(owner.id)
         self.stores = {n.id for n in dropped}
-        # gathers along long lines of computed tiles: a row per program (gather_memory.py)
-        self.gathers: dict[int, ScratchRows] = {
-            node.id: self._new_rows("_tc_gather_", node.dtype, plan, loop, width)
-            for node, width in gathers_through_memory(loop, plan)
-        }
+        # gathers along long lines of computed tiles: a row per program and source tile, which
+        # every gather of that tile reads (gather_memory.py)
+        self.gathers: dict[int, ScratchRows] = {}
+        by_source: dict[int, ScratchRows] = {}
+        for node, width in gathers_through_memory(loop, plan):
+            src = node.inputs[0]
+            if src.id not in by_source:
+                by_source[src.id] = self._new_rows("_tc_gather_", node.dtype, plan, loop, width)
+            self.gathers[node.id] = by_source[src.id]
         # row loops run as a statistics pass and a chunks-outer pass (codegen/chunk_outer.py):
         # LOOP id -> (each reduction over the width, the scratch row its per-row values go to)
         self.chunk_outer: dict[int, list[tuple[Node, ScratchRows]]] = {}

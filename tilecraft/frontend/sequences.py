@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from tilecraft.ir.nodes import Node
 
 T = torch.Tensor
+# a sorted sequence at least this long is searched by binary lifting, not counted (_binary_search)
+SEARCH_LINE = 1024
 
 
 def outer(t: Tracer, a: Any, b: Any, *, out: Any = None) -> TileValue:
@@ -180,9 +182,41 @@ def _bucket_count(
             "values in its own row: torch.searchsorted(seq[tb, :], v[tb, :])",
         )
     _check_whole(t, seq, 0, op, "load every boundary: b[:]")
+    if (searched := _binary_search(t, seq, values, right, out_int32)) is not None:
+        return searched
     placed = values if isinstance(values, (bool, int, float)) else unsqueeze(t, values, -1)
     above = t.pointwise("ge" if not right else "gt", t.wrap(seq), placed)
     return _counted(t, above, out_int32)
+
+
+def _binary_search(
+    t: Tracer, seq: Node, values: Any, right: bool, out_int32: bool
+) -> TileValue | None:
+    """The count of a 1-D tile of values in a long sorted sequence (``SEARCH_LINE`` elements or
+    more, a static length) by binary lifting, as torch searches: ``log2(n)`` gathers of one
+    element a value, each step moving a value's position forward by a power of two while the
+    element before the new position is not above it (``!(s > v)``; ``!(s >= v)`` left). Counting
+    compares every value with every element: an inverse-CDF sampler's 64 draws in a 4096-long
+    CDF, a [64, 4096] compare and sum a row (0.269 ms on an H100, torch.compile 0.106).
+    None where the compare-and-count form is kept (short sequences, values of other ranks)."""
+    if isinstance(values, (bool, int, float)):
+        return None
+    vals = t.value_node(values)
+    n = seq.shape[0]
+    extent = n if isinstance(n, int) else n.extent if not n.extent_args else None
+    if vals.ndim != 1 or not isinstance(extent, int) or extent < SEARCH_LINE:
+        return None
+    pos = t.full(list(vals.shape), 0, torch.int32)
+    step = 1 << (extent.bit_length() - 1)
+    while step:
+        cand = t.pointwise("add", pos, step)
+        at = t.pointwise("minimum", t.pointwise("sub", cand, 1), extent - 1)
+        probe = gather(t, t.wrap(seq), 0, at)
+        above = t.pointwise("gt" if right else "ge", probe, t.wrap(vals))
+        ok = t.pointwise("and", t.pointwise("le", cand, extent), t.pointwise("logical_not", above))
+        pos = t.where(ok, cand, pos)
+        step //= 2
+    return t.to_dtype(pos, torch.int32 if out_int32 else torch.int64)
 
 
 def _counted(t: Tracer, above: TileValue, out_int32: bool) -> TileValue:
