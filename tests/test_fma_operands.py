@@ -32,12 +32,12 @@ def _compiled(bound: BoundKernel, config: tc.Config) -> tuple[int, int]:
 
 
 def test_shared_fma_operands_are_counted_and_the_stft_default_fits() -> None:
+    """Since session 44 the STFT's dots run in K chunks (codegen/dot_chunks.py): no slab is
+    held, and its default owns 64 outputs a thread (config/fma_tiles.py), predicted past the
+    limit (the streamed operands counted at their most), compiled without a spill."""
     bound = _bound("stft_magnitude")
     spec = bound.config_spec
-    old = spec.resolve(tc.Config(block_sizes=[64, 64], num_warps=8, num_stages=3), warn=False)
-    assert old.resources.spills  # ptxas: 255 registers and 528 B spilled
     default = spec.resolve(spec.default(), warn=False)
-    assert not default.resources.spills, default.config
     registers, spills = _compiled(bound, default.config)
     assert spills == 0 and registers <= default.resources.registers + 16, registers
 
