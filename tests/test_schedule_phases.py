@@ -60,3 +60,37 @@ def test_a_load_of_a_written_tensor_keeps_its_order(device: str) -> None:
     kernel = tc.kernel(centered_then_added.fn, static_shapes=True, config=CONFIG)
     kernel(x, out)
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-4)
+
+
+@tc.kernel(static_shapes=True)
+def row_max_and_where(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """amax, argmax and amin of a half-precision row, each of its own ``.float()``."""
+    b, _ = x.size()
+    top = torch.empty([b], dtype=torch.float32, device=x.device)
+    at = torch.empty([b], dtype=torch.int64, device=x.device)
+    low = torch.empty([b], dtype=torch.float32, device=x.device)
+    for tb in tc.tile(b):
+        row = x[tb, :]
+        top[tb] = row.float().amax(dim=1)
+        at[tb] = row.float().argmax(dim=1)
+        low[tb] = row.float().amin(dim=1)
+    return top, at, low
+
+
+def test_a_rolled_max_shares_its_argmax_lanes(device: str) -> None:
+    """A rolled max beside its argmax of the same values (each of its own ``.float()``: a
+    cast counts as its source) takes the argmax's lanes' best: two chunk-wide accumulators
+    (argmax, amin) and the argmax's indices, not three."""
+    x = torch.randn(5, 3000, dtype=torch.float16)
+    x[1, 2500:] = x[1].max()  # ties in a later chunk: the first index
+    x[2, 700] = float("nan")  # NaN wins, its first index
+    x[3, :] = float("-inf")
+    config = tc.Config(block_sizes=[1], reduction_loops=[512], num_warps=4)
+    code = row_max_and_where.bind((x,)).to_triton_code(config)
+    assert len(re.findall(r"_acc\w* = tl\.full\(", code)) == 2, code
+    x = x.to(device)
+    kernel = tc.kernel(row_max_and_where.fn, static_shapes=True, config=config)
+    top, at, low = kernel(x)
+    torch.testing.assert_close(top, x.float().amax(1), equal_nan=True)
+    assert torch.equal(at, x.float().argmax(1))
+    torch.testing.assert_close(low, x.float().amin(1), equal_nan=True)

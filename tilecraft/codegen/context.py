@@ -24,7 +24,7 @@ from tilecraft.codegen.registry import emission
 from tilecraft.codegen.split import SplitPass
 from tilecraft.codegen.writer import CodeWriter
 from tilecraft.config.plan import Plan
-from tilecraft.ir import dtypes
+from tilecraft.ir import dtypes, reduce_pairs
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, upstream
 from tilecraft.ir.read_after_write import loads_after_stores
 
@@ -74,7 +74,7 @@ class EmitContext:
         # reduce.py), by a key of what computes them: the scope each was emitted in, its variable
         self.shared_tuples: dict[tuple[Any, ...], tuple[dict[int, str], str]] = {}
         # (input, axis, keepdim, arg kind) of the reductions the loop takes both ways
-        self.reduce_pairs: set[tuple[int, int, bool, str]] | None = None
+        self.reduce_pairs: set[reduce_pairs.PairKey] | None = None
         self.split: SplitPass | None = None  # one pass of a split inner loop (codegen/split.py)
         # inside a loop over chunks of a dim (codegen/dot_chunks.py): that dim's chunk block, and
         # (first scope of the loop, dim): values on the dim bound outside it are not its chunk's

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 from tilecraft.codegen import row_reductions
 from tilecraft.codegen.reduce import (
     along_axis,
-    arg_reduce_expr,
+    best_and_index,
     combine_expr,
     masked_for_reduce,
     reduce_expr,
 )
 from tilecraft.codegen.split import COMBINE
-from tilecraft.ir import dtypes
+from tilecraft.ir import dtypes, reduce_pairs
 from tilecraft.ir.chunk_reductions import reduces_per_chunk
 from tilecraft.ir.nodes import Node, Op, Sym
 from tilecraft.ir.phases import free_inputs, phases, rolled_reduce
@@ -114,27 +114,22 @@ def _wanted_phases(nodes: list[Node], looped: Sym, phase: dict[int, int]) -> dic
 def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
     """One ``for roffset`` loop over the rolled dim that computes ``sinks`` (stores, atomics and
     reductions over the dim, which accumulate chunk by chunk and finish after the loop)."""
+    rows = row_reductions.start_rows(ctx, [n for n in sinks if reduces_per_chunk(n, sym)])
+    lanes = [n for n in sinks if n.op is Op.REDUCE and n.id not in rows]
+    partners = _arg_partners(lanes)
     accs: dict[int, str] = {}
     indices: dict[int, str] = {}  # arg-reductions: the index of each lane's best so far
-    rows = row_reductions.start_rows(ctx, [n for n in sinks if reduces_per_chunk(n, sym)])
-    for n in sinks:
-        if n.op is Op.REDUCE and n.id not in rows:
-            src = n.inputs[0]
-            dims = ctx.shape_expr(src.shape)
-            acc = ctx.w.fresh(f"{n.hint}_acc")
-            neutral = dtypes.neutral(n.attrs["kind"], src.dtype)
-            ctx.w.line(f"{acc} = {ctx.full_expr(dims, neutral, src.dtype)}")
-            accs[n.id] = acc
-            if n.attrs["kind"] in ARG_PICK:
-                # the first chunk's lane numbers: a row that never beats the neutral gives 0
-                axis = n.attrs["axis"]
-                lanes = along_axis(f"tl.arange(0, {ctx.dim_expr(src.shape[axis])})", axis, src.ndim)
-                indices[n.id] = ctx.w.fresh(f"{n.hint}_at")
-                ctx.w.line(f"{indices[n.id]} = tl.broadcast_to({lanes}, [{dims}])")
+    for n in lanes:
+        if n.id not in partners:
+            accs[n.id], at = _start_lanes(ctx, n)
+            if at is not None:
+                indices[n.id] = at
     with chunk_loop(ctx, sym):
         for n in sinks:
             if n.id in rows:
                 row_reductions.step_row(ctx, n, sym, rows[n.id])
+            elif n.id in partners:
+                continue  # its argmax / argmin partner's lanes hold its best too
             elif n.op is Op.REDUCE and n.id in indices:
                 _arg_step(ctx, n, sym, accs[n.id], indices[n.id])
             elif n.op is Op.REDUCE:
@@ -148,15 +143,62 @@ def emit_chunk_loop(ctx: EmitContext, sinks: list[Node], sym: Sym) -> None:
         if n.id in rows:
             row_reductions.finish_row(ctx, n, rows[n.id])
         elif n.op is Op.REDUCE:
-            src = n.inputs[0]
-            src_dims = [ctx.dim_expr(d) for d in src.shape]
-            kind, axis, keep = n.attrs["kind"], n.attrs["axis"], n.attrs["keepdim"]
-            if n.id in indices:  # each lane's (best, index): the row's first best
-                text = arg_reduce_expr(kind, accs[n.id], indices[n.id], axis, keep, ctx.interpret)
-                ctx.bind(n, text)
-            else:
-                text = reduce_expr(kind, accs[n.id], axis, keep, src.dtype, src_dims, ctx.interpret)
-                ctx.bind(n, text)
+            _finish_lanes(ctx, n, partners.get(n.id, n), accs, indices)
+
+
+def _arg_partners(lanes: list[Node]) -> dict[int, Node]:
+    """Each float max (min) of ``lanes`` whose argmax (argmin) over the same input and axis
+    is also there: that one's lanes (best value, index) give both (``torch.max(x, dim)``)."""
+    args = {
+        reduce_pairs.pair_key(n): n
+        for n in lanes
+        if n.attrs["kind"] in ARG_PICK and reduce_pairs.pairable(n)
+    }
+    return {
+        n.id: args[reduce_pairs.pair_key(n)]
+        for n in lanes
+        if n.attrs["kind"] in ("max", "min")
+        and reduce_pairs.pairable(n)
+        and reduce_pairs.pair_key(n) in args
+    }
+
+
+def _start_lanes(ctx: EmitContext, n: Node) -> tuple[str, str | None]:
+    """A chunk-wide accumulator of reduction ``n`` (and an arg reduction's lane indices)."""
+    src = n.inputs[0]
+    dims = ctx.shape_expr(src.shape)
+    acc = ctx.w.fresh(f"{n.hint}_acc")
+    neutral = dtypes.neutral(n.attrs["kind"], src.dtype)
+    ctx.w.line(f"{acc} = {ctx.full_expr(dims, neutral, src.dtype)}")
+    if n.attrs["kind"] not in ARG_PICK:
+        return acc, None
+    # the first chunk's lane numbers: a row that never beats the neutral gives 0
+    axis = n.attrs["axis"]
+    lanes = along_axis(f"tl.arange(0, {ctx.dim_expr(src.shape[axis])})", axis, src.ndim)
+    at = ctx.w.fresh(f"{n.hint}_at")
+    ctx.w.line(f"{at} = tl.broadcast_to({lanes}, [{dims}])")
+    return acc, at
+
+
+def _finish_lanes(
+    ctx: EmitContext, n: Node, owner: Node, accs: dict[int, str], indices: dict[int, str]
+) -> None:
+    """Bind ``n`` to its lanes reduced across the chunk (``owner``: the reduction whose lanes
+    hold it, its arg partner's for a paired max / min)."""
+    src = n.inputs[0]
+    kind, axis, keep = owner.attrs["kind"], n.attrs["axis"], n.attrs["keepdim"]
+    acc = accs[owner.id]
+    if owner.id not in indices:
+        dims = [ctx.dim_expr(d) for d in src.shape]
+        ctx.bind(n, reduce_expr(kind, acc, axis, keep, src.dtype, dims, ctx.interpret))
+        return
+    at = indices[owner.id]  # each lane's (best, index): the row's first best, for both
+    best = ctx.shared_tuple(
+        ("lanes_best", owner.id),
+        "best",
+        lambda: best_and_index(kind, acc, at, axis, keep, ctx.interpret),
+    )
+    ctx.bind(n, f"{best}[{1 if n is owner else 0}]")
 
 
 # an arg-reduction's chunk value replaces a lane's best when strictly better (an earlier chunk

@@ -13,13 +13,16 @@ from collections.abc import Iterable
 from tilecraft.ir.nodes import Node, Op
 
 ARG_OF = {"max": "argmax", "min": "argmin", "argmax": "argmax", "argmin": "argmin"}
-PairKey = tuple[int, int, bool, str]
+PairKey = tuple[tuple[int | str, ...], int, bool, str]
 
 
 def pair_key(node: Node) -> PairKey:
-    """What a value reduction and its arg partner share: input, axis, keepdim, arg kind."""
-    a = node.attrs
-    return (node.inputs[0].id, a["axis"], a["keepdim"], ARG_OF.get(a["kind"], a["kind"]))
+    """What a value reduction and its arg partner share: input, axis, keepdim, arg kind. A cast
+    counts as its source (``x.float().amax(1)`` and ``x.float().argmax(1)`` trace two casts
+    of ``x``, the same values)."""
+    a, src = node.attrs, node.inputs[0]
+    values = (src.id,) if src.op is not Op.CAST else (src.inputs[0].id, str(src.dtype))
+    return (values, a["axis"], a["keepdim"], ARG_OF.get(a["kind"], a["kind"]))
 
 
 def pairable(node: Node) -> bool:
