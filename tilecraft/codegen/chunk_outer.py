@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 from tilecraft.codegen.homes import BARRIER, ScratchRows
 from tilecraft.codegen.loop_header import tile_loop
-from tilecraft.codegen.schedule import chunk_loop, emit_block, on_dim
-from tilecraft.ir.nodes import Node, Op, Sym
+from tilecraft.codegen.schedule import chunk_loop, emit_block
+from tilecraft.ir.nodes import Node, Op, Sym, on_dim
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext, SymState

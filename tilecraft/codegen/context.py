@@ -25,7 +25,7 @@ from tilecraft.codegen.split import SplitPass
 from tilecraft.codegen.writer import CodeWriter
 from tilecraft.config.plan import Plan
 from tilecraft.ir import dtypes, reduce_pairs
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, upstream
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, on_dim, upstream
 from tilecraft.ir.read_after_write import loads_after_stores
 
 _TILE_LEAVES = (Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID, Op.BLOCK_SIZE)
@@ -227,9 +227,7 @@ class EmitContext:
     def _hidden_at(self, node: Node, depth: int) -> bool:
         """Whether ``node``'s binding in scope ``depth`` is the whole of a dim the current
         scope sees in chunks."""
-        return any(
-            depth < first and any(d is sym for d in node.shape) for first, sym in self.hidden
-        )
+        return any(depth < first and on_dim(node, sym) for first, sym in self.hidden)
 
     def expr(self, node: Node) -> str:
         """The Triton text of ``node``'s value, emitting it (and its inputs) first if needed."""
@@ -271,14 +269,24 @@ class EmitContext:
     def shared_tuple(self, key: tuple[Any, ...], hint: str, make: Callable[[], str]) -> str:
         """The variable holding the tuple ``make()`` computes, emitted once under ``key`` and
         reused while the scope it was emitted in is open (each user indexes that one tuple)."""
+        name = self.shared(key)
+        if name is None:
+            text = make()
+            name = self.w.fresh(hint)
+            self.w.line(f"{name} = {text}")
+            self.share(key, name)
+        return name
+
+    def shared(self, key: tuple[Any, ...]) -> str | None:
+        """The variable shared under ``key`` if the scope it was emitted in is still open."""
         found = self.shared_tuples.get(key)
         if found is not None and any(scope is found[0] for scope in self.scopes):
             return found[1]
-        text = make()
-        name = self.w.fresh(hint)
-        self.w.line(f"{name} = {text}")
+        return None
+
+    def share(self, key: tuple[Any, ...], name: str) -> None:
+        """Share ``name`` under ``key`` while the current scope is open."""
         self.shared_tuples[key] = (self.scopes[-1], name)
-        return name
 
     def bind(self, node: Node, text: str) -> str:
         """Assign ``text`` to a fresh variable named after the node; the node's value is it."""

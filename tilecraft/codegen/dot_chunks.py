@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from tilecraft.codegen.context import SymState
 from tilecraft.config.fma_operands import fma_k_chunk
 from tilecraft.config.fp32_dots import on_fma_units
-from tilecraft.ir.dot_k_chunks import k_dim, spans
-from tilecraft.ir.nodes import Node, Sym
+from tilecraft.ir.dot_k_chunks import k_dim
+from tilecraft.ir.nodes import Node, Sym, on_dim
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
@@ -55,7 +55,7 @@ def emit_chunked_dot(
 
 def _off_k_inputs(node: Node, k: Sym) -> list[Node]:
     """The values off K the dot's operand trees read (inputs of their values on K)."""
-    found: dict[int, Node] = {}
+    found: list[Node] = []
     seen: set[int] = set()
     stack = list(node.inputs[:2])
     while stack:
@@ -63,11 +63,11 @@ def _off_k_inputs(node: Node, k: Sym) -> list[Node]:
         if n.id in seen:
             continue
         seen.add(n.id)
-        if not spans(n, k):
-            found.setdefault(n.id, n)
-            continue
-        stack.extend(n.inputs)
-    return list(found.values())
+        if on_dim(n, k):
+            stack.extend(n.inputs)
+        else:
+            found.append(n)
+    return found
 
 
 @contextlib.contextmanager

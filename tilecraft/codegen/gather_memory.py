@@ -64,15 +64,14 @@ def _stored_row(ctx: EmitContext, src: Node, rows: Any) -> str:
     """This program's row of ``rows`` holding ``src``: stored once where the scope that stored
     it is still open (a binary search's dozen gathers of one CDF share its store)."""
     key = ("gather_row", src.id)
-    found = ctx.shared_tuples.get(key)
-    if found is not None and any(scope is found[0] for scope in ctx.scopes):
-        return found[1]
+    if (stored := ctx.shared(key)) is not None:
+        return stored
     base = ctx.w.fresh("gather_row")
     ctx.w.line(f"{base} = {rows.name} + ({_linear_program_id()}).to(tl.int64) * {rows.shape[-1]}")
     ctx.w.line(BARRIER)  # a previous iteration's readers are done with the row
     ctx.w.line(f"tl.store({base} + {ctx.block_offsets(src.shape)}, {ctx.expr(src)})")
     ctx.w.line(BARRIER)  # every thread's part of the tile is in the row
-    ctx.shared_tuples[key] = (ctx.scopes[-1], base)
+    ctx.share(key, base)
     return base
 
 

@@ -125,6 +125,24 @@ def combine_expr(kind: str, acc: str, value: str, dtype: torch.dtype) -> str:
     return f"{fn}({acc}, {value}{nan})"
 
 
+# an arg-reduction's candidate replaces the best so far when strictly better (an earlier chunk
+# keeps ties: torch gives the first index) or NaN over a number (torch.argmax picks NaN)
+ARG_PICK = {"argmax": ">", "argmin": "<"}
+
+
+def keep_better(ctx: EmitContext, n: Node, value: str, index: str, best: tuple[str, str]) -> None:
+    """One step of the chunked argmax/argmin ``n``: its (best value, its index) accumulators
+    ``best`` take the candidate ``value`` / ``index`` where that is better (``ARG_PICK``)."""
+    acc, at = best
+    take = f"({value} {ARG_PICK[n.attrs['kind']]} {acc})"
+    if n.inputs[0].dtype.is_floating_point:
+        take = f"({take} | (({value} != {value}) & ({acc} == {acc})))"
+    picked = ctx.w.fresh(f"{n.hint}_take")
+    ctx.w.line(f"{picked} = {take}")
+    ctx.w.line(f"{at} = tl.where({picked}, {index}, {at})")
+    ctx.w.line(f"{acc} = tl.where({picked}, {value}, {acc})")
+
+
 def masked_for_reduce(ctx: EmitContext, node: Node, axis: int, kind: str) -> str:
     """``node``'s value with padded lanes of the reduced dim set to ``kind``'s neutral element."""
     text = ctx.expr(node)

@@ -15,9 +15,11 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from tilecraft.codegen.reduce import (
+    ARG_PICK,
     along_axis,
     best_and_index,
     combine_expr,
+    keep_better,
     masked_for_reduce,
     reduce_expr,
 )
@@ -26,10 +28,6 @@ from tilecraft.ir.nodes import Node, Sym
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
-
-# an arg-reduction's chunk best replaces the row's when strictly better, or NaN over a number
-_BETTER = {"argmax": ">", "argmin": "<"}
-_VALUE_OF = {"argmax": "max", "argmin": "min"}
 
 
 @dataclasses.dataclass
@@ -46,11 +44,11 @@ def start_rows(ctx: EmitContext, nodes: list[Node]) -> dict[int, Row]:
     for n in nodes:
         kind, src = n.attrs["kind"], n.inputs[0]
         dims = ctx.shape_expr(n.shape)
-        neutral = dtypes.neutral(_VALUE_OF.get(kind, kind), src.dtype)
+        neutral = dtypes.neutral(kind, src.dtype)
         acc = ctx.w.fresh(f"{n.hint}_row")
         ctx.w.line(f"{acc} = {ctx.full_expr(dims, neutral, src.dtype)}")
         at = None
-        if kind in _BETTER:
+        if kind in ARG_PICK:
             at = ctx.w.fresh(f"{n.hint}_at")
             index = "tl.int64" if ctx.int64 else "tl.int32"
             ctx.w.line(f"{at} = tl.full([{dims}], 0, {index})")
@@ -72,13 +70,7 @@ def step_row(ctx: EmitContext, n: Node, sym: Sym, row: Row) -> None:
     if row.at is None:  # a max/min beside its arg partner: the same chunk tuple's value
         ctx.w.line(f"{row.acc} = {combine_expr(kind, row.acc, f'{best}[0]', src.dtype)}")
         return
-    take = ctx.w.fresh(f"{n.hint}_take")
-    better = f"({best}[0] {_BETTER[kind]} {row.acc})"
-    if src.dtype.is_floating_point:
-        better = f"({better} | (({best}[0] != {best}[0]) & ({row.acc} == {row.acc})))"
-    ctx.w.line(f"{take} = {better}")
-    ctx.w.line(f"{row.at} = tl.where({take}, {best}[1], {row.at})")
-    ctx.w.line(f"{row.acc} = tl.where({take}, {best}[0], {row.acc})")
+    keep_better(ctx, n, f"{best}[0]", f"{best}[1]", (row.acc, row.at))
 
 
 def finish_row(ctx: EmitContext, n: Node, row: Row) -> None:

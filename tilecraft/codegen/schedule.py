@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING
 
 from tilecraft.codegen import row_reductions
 from tilecraft.codegen.reduce import (
+    ARG_PICK,
     along_axis,
     best_and_index,
     combine_expr,
+    keep_better,
     masked_for_reduce,
     reduce_expr,
 )
 from tilecraft.codegen.split import COMBINE
 from tilecraft.ir import dtypes, reduce_pairs
 from tilecraft.ir.chunk_reductions import reduces_per_chunk
-from tilecraft.ir.nodes import Node, Op, Sym
+from tilecraft.ir.nodes import Node, Op, Sym, on_dim
 from tilecraft.ir.phases import free_inputs, phases, rolled_reduce
 
 if TYPE_CHECKING:
@@ -201,24 +203,13 @@ def _finish_lanes(
     ctx.bind(n, f"{best}[{1 if n is owner else 0}]")
 
 
-# an arg-reduction's chunk value replaces a lane's best when strictly better (an earlier chunk
-# keeps ties: torch gives the first index) or NaN over a number (torch.argmax picks NaN)
-ARG_PICK = {"argmax": ">", "argmin": "<"}
-
-
 def _arg_step(ctx: EmitContext, n: Node, sym: Sym, acc: str, at: str) -> None:
     """One chunk of a rolled argmax/argmin: each lane keeps its best value and its index."""
     src, kind, axis = n.inputs[0], n.attrs["kind"], n.attrs["axis"]
     value = ctx.w.fresh(f"{n.hint}_chunk")
     ctx.w.line(f"{value} = {masked_for_reduce(ctx, src, axis, kind)}")
-    take = f"({value} {ARG_PICK[kind]} {acc})"
-    if src.dtype.is_floating_point:
-        take = f"({take} | (({value} != {value}) & ({acc} == {acc})))"
-    picked = ctx.w.fresh(f"{n.hint}_take")
-    ctx.w.line(f"{picked} = {take}")
     index = along_axis(ctx.state(sym).index, axis, src.ndim)  # the chunk's column numbers
-    ctx.w.line(f"{at} = tl.where({picked}, {index}, {at})")
-    ctx.w.line(f"{acc} = tl.where({picked}, {value}, {acc})")
+    keep_better(ctx, n, value, index, (acc, at))
 
 
 @contextlib.contextmanager
@@ -240,8 +231,3 @@ def chunk_loop(ctx: EmitContext, sym: Sym) -> Iterator[None]:
             ctx.w.line(f"{st.mask} = {st.index} < {st.end}")
         yield
         ctx.scopes.pop()
-
-
-def on_dim(node: Node, sym: Sym) -> bool:
-    """Whether ``node``'s value spans ``sym``."""
-    return any(d is sym for d in node.shape)

@@ -12,7 +12,7 @@ lanes as it comes (as flash attention takes each block's row max) and only a row
 
 from __future__ import annotations
 
-from tilecraft.ir.nodes import Node, Op, Sym
+from tilecraft.ir.nodes import Node, Op, Sym, on_dim
 from tilecraft.ir.phases import rolled_reduce
 
 
@@ -25,7 +25,7 @@ def reduces_per_chunk(node: Node, sym: Sym) -> bool:
     stack = [node.inputs[0]]
     while stack:
         n = stack.pop()
-        if n.id in seen or not any(d is sym for d in n.shape):
+        if n.id in seen or not on_dim(n, sym):
             continue
         seen.add(n.id)
         if n.op is Op.DOT:

@@ -16,7 +16,7 @@ row's norm, ``y / y.norm(dim=-1, keepdim=True)``) is computed once, outside the 
 
 from __future__ import annotations
 
-from tilecraft.ir.nodes import Node, Op, Sym, SymKind
+from tilecraft.ir.nodes import Node, Op, Sym, SymKind, on_dim
 
 # ops whose element at k depends only on their inputs' elements at k
 _ELEMENTWISE = frozenset(
@@ -44,13 +44,8 @@ def chunkable(dot: Node) -> bool:
     return all(_elementwise_along(operand, k, {}) for operand in dot.inputs[:2])
 
 
-def spans(node: Node, sym: Sym) -> bool:
-    """Whether ``node``'s value has ``sym`` among its dims."""
-    return any(d is sym for d in node.shape)
-
-
 def _elementwise_along(node: Node, k: Sym, seen: dict[int, bool]) -> bool:
-    if not spans(node, k):
+    if not on_dim(node, k):
         return True  # computed once, before the loop
     if node.id in seen:
         return seen[node.id]
@@ -72,4 +67,4 @@ def _keeps_k_elementwise(node: Node) -> bool:
     return 0 not in attrs.get("spec", (0,))  # unit dims added (a reshape merges dims)
 
 
-__all__ = ["chunkable", "k_dim", "spans"]
+__all__ = ["chunkable", "k_dim"]

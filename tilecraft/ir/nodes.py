@@ -210,6 +210,11 @@ def walk(nodes: list[Node]):
             yield from walk(n.attrs["cond_body"])
 
 
+def on_dim(node: Node, sym: Sym) -> bool:
+    """Whether ``node``'s value spans ``sym``."""
+    return any(d is sym for d in node.shape)
+
+
 def value_indexed(node: Node) -> bool:
     """Whether a load, store or atomic takes a tensor-valued index (a gather or a scatter: its
     addresses come from computed values)."""
