@@ -148,8 +148,8 @@ def chunk_state_passing(
 
 def chunk_state_passing_reference(states, log_decay):
     b, c, d = states.shape
-    h = torch.zeros(b, d)
-    prev = torch.empty(b, c, d)
+    h = torch.zeros(b, d, device=states.device)
+    prev = torch.empty(b, c, d, device=states.device)
     for k in range(c):
         prev[:, k] = h
         h = torch.exp(log_decay[:, k])[:, None] * h + states[:, k].float()
