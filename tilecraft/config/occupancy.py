@@ -20,16 +20,18 @@ from typing import TYPE_CHECKING
 from tilecraft.config import flags
 from tilecraft.config.config import Config
 from tilecraft.config.grid_order import tensor_bytes
+from tilecraft.config.plan import sym_block
 from tilecraft.config.resolve import deferred_reductions, predicted_registers
-from tilecraft.config.resources import register_limit
+from tilecraft.config.resources import index_values, register_limit
 from tilecraft.ir.deferred_sums import keeps_step_reductions, step_reductions_only_accumulate
-from tilecraft.ir.nodes import Op, walk
+from tilecraft.ir.nodes import Op, Sym, SymKind, walk
 from tilecraft.targets.target import Limits, Target
 
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
 
 _NOT_POINTWISE = (Op.DOT, Op.REDUCE, Op.SCAN, Op.GATHER, Op.LOOP)
+_COMPUTED = (Op.UNARY, Op.BINARY, Op.WHERE, Op.CAST)
 OCCUPANCY_REGISTERS = 128  # per thread: above it an SM holds fewer than 16 warps
 MIN_CONTIGUOUS = 64  # a block over a contiguous dim keeps 128-byte rows of bf16
 REGISTER_GRANULE = 8  # ptxas allocates a thread's registers in steps of 8
@@ -144,7 +146,7 @@ def programs_per_sm(limits: Limits, threads: int, registers: int, shared_bytes: 
 
 def fit_occupancy(spec: ConfigSpec, config: Config, warps_for: Callable[[Config], int]) -> Config:
     """Halve the largest grid block (dims other than the contiguous one first) while the model
-    predicts more than OCCUPANCY_REGISTERS per thread; ``warps_for`` re-derives the warps of each
+    predicts more than OCCUPANCY_REGISTERS per thread (times MODEL_MARGIN); ``warps_for`` re-derives the warps of each
     smaller tile. Only pointwise device loops (no dot, no reduction, no inner loop, no block the
     host code sizes buffers by): a row reduction's rows and a loop's chunks have rules of their
     own, measured on the H200 (see ``config/spec.py``), and shrinking a host-registered block
@@ -158,7 +160,12 @@ def fit_occupancy(spec: ConfigSpec, config: Config, warps_for: Callable[[Config]
     while True:
         config = config.replace(num_warps=warps_for(config))
         estimate = predicted_registers(spec, config, config.num_warps or 4)
-        if estimate.per_thread <= OCCUPANCY_REGISTERS:
+        # within the model's error: ptxas issues a pointwise loop's loads ahead of the work
+        # between them, which the model does not count (a 3x3 / 2 max pool with argmax, [32,
+        # 64] at 4 warps: 104 predicted, 145 compiled, 0.403 ms; [16, 64] 0.229 ms, torch.compile
+        # 0.13). Halving a tile predicted near the line cost none of six other pointwise
+        # kernels measured (t5_maxpool_s45_h100, margin_cc_s45_h100)
+        if estimate.per_thread * MODEL_MARGIN <= OCCUPANCY_REGISTERS:
             return config
         blocks = list(config.block_sizes)
         shrinkable = [
@@ -170,9 +177,30 @@ def fit_occupancy(spec: ConfigSpec, config: Config, warps_for: Callable[[Config]
         ]
         if not shrinkable:
             return config
-        slot = max(shrinkable, key=lambda s: (not spec.blocks[s].contiguous, blocks[s]))
+        shared = {s: broadcast_elements(spec, config, s) for s in shrinkable}
+        slot = max(shrinkable, key=lambda s: (not spec.blocks[s].contiguous, -shared[s], blocks[s]))
         blocks[slot] //= 2
         config = config.replace(block_sizes=blocks)
+
+
+def broadcast_elements(spec: ConfigSpec, config: Config, slot: int) -> int:
+    """Elements per program of the computed values that do not span block ``slot``'s dim: each
+    program computes them once and broadcasts them along it, so halving that block doubles
+    their work over the grid. (YaRN RoPE over [tokens, heads, 128], cos and sin per token
+    broadcast over heads: [4, 8] -> [4, 4] recomputed them for every 4 heads, 0.196 -> 0.251 ms
+    on an H100, default_change_s45_margin; halving the tokens adds only the per-dim inv_freq.)"""
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    total = 0
+    for loop in spec.loops:
+        indices = index_values(loop)  # masks and offsets: recomputed per element, no work
+        for node in walk(loop.body):
+            dims = [d for d in node.shape if isinstance(d, Sym)]
+            if node.op not in _COMPUTED or node.id in indices or not dims:
+                continue
+            if any(d.kind is SymKind.BLOCK and d.config_slot == slot for d in dims):
+                continue
+            total += math.prod(sym_block(d, blocks, chunks) for d in dims)
+    return total
 
 
 def fit_maxnreg(target: Target, maxnreg: int | None, warps: int, repairs: list[str]) -> int | None:

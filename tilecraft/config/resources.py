@@ -228,7 +228,7 @@ def _program_order(loop: DeviceLoop, looped: Callable[[Sym], bool]) -> _ProgramO
         last_use,
         barriers,
         any(n.op in _STREAMED_INTO for n in loop.walk()),
-        in_place | _index_values(loop),
+        in_place | index_values(loop),
     )
 
 
@@ -326,7 +326,7 @@ _INDEX_LEAVES = (
 )
 
 
-def _index_values(loop: DeviceLoop) -> set[int]:
+def index_values(loop: DeviceLoop) -> set[int]:
     """Ids of the elementwise values computed from tile indices and scalars alone (masks,
     offsets): cheap to recompute, ptxas keeps no tile of them."""
     found: set[int] = set()
