@@ -24,14 +24,13 @@ from tilecraft.config.plan import sym_block
 from tilecraft.config.resolve import deferred_reductions, predicted_registers
 from tilecraft.config.resources import index_values, register_limit
 from tilecraft.ir.deferred_sums import keeps_step_reductions, step_reductions_only_accumulate
-from tilecraft.ir.nodes import Op, Sym, SymKind, walk
+from tilecraft.ir.nodes import ELEMENTWISE_OPS, Op, Sym, SymKind, walk
 from tilecraft.targets.target import Limits, Target
 
 if TYPE_CHECKING:
     from tilecraft.config.spec import ConfigSpec
 
 _NOT_POINTWISE = (Op.DOT, Op.REDUCE, Op.SCAN, Op.GATHER, Op.LOOP)
-_COMPUTED = (Op.UNARY, Op.BINARY, Op.WHERE, Op.CAST)
 OCCUPANCY_REGISTERS = 128  # per thread: above it an SM holds fewer than 16 warps
 MIN_CONTIGUOUS = 64  # a block over a contiguous dim keeps 128-byte rows of bf16
 REGISTER_GRANULE = 8  # ptxas allocates a thread's registers in steps of 8
@@ -145,12 +144,13 @@ def programs_per_sm(limits: Limits, threads: int, registers: int, shared_bytes: 
 
 
 def fit_occupancy(spec: ConfigSpec, config: Config, warps_for: Callable[[Config], int]) -> Config:
-    """Halve the largest grid block (dims other than the contiguous one first) while the model
-    predicts more than OCCUPANCY_REGISTERS per thread (times MODEL_MARGIN); ``warps_for`` re-derives the warps of each
-    smaller tile. Only pointwise device loops (no dot, no reduction, no inner loop, no block the
-    host code sizes buffers by): a row reduction's rows and a loop's chunks have rules of their
-    own, measured on the H200 (see ``config/spec.py``), and shrinking a host-registered block
-    multiplies the partial results the host combines."""
+    """Halve a grid block while the model predicts more than OCCUPANCY_REGISTERS per thread
+    (times MODEL_MARGIN): dims other than the contiguous one first, then the one fewest computed
+    values are broadcast along (:func:`broadcast_elements`), then the largest; ``warps_for``
+    re-derives the warps of each smaller tile. Only pointwise device loops (no dot, no
+    reduction, no inner loop, no block the host code sizes buffers by): a row reduction's rows
+    and a loop's chunks have rules of their own, measured on the H200 (see ``config/spec.py``),
+    and shrinking a host-registered block multiplies the partial results the host combines."""
     pointwise = not (
         any(n.op in _NOT_POINTWISE for loop in spec.loops for n in walk(loop.body))
         or any(b.role == "host" for b in spec.blocks)
@@ -195,7 +195,7 @@ def broadcast_elements(spec: ConfigSpec, config: Config, slot: int) -> int:
         indices = index_values(loop)  # masks and offsets: recomputed per element, no work
         for node in walk(loop.body):
             dims = [d for d in node.shape if isinstance(d, Sym)]
-            if node.op not in _COMPUTED or node.id in indices or not dims:
+            if node.op not in ELEMENTWISE_OPS or node.id in indices or not dims:
                 continue
             if any(d.kind is SymKind.BLOCK and d.config_slot == slot for d in dims):
                 continue

@@ -46,7 +46,15 @@ from collections.abc import Callable, Iterable
 from tilecraft.config.fma_operands import fma_operand_events
 from tilecraft.ir import reduce_pairs
 from tilecraft.ir.chunk_reductions import reduces_per_chunk
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, bodies, nested_bodies
+from tilecraft.ir.nodes import (
+    ELEMENTWISE_OPS,
+    DeviceLoop,
+    Node,
+    Op,
+    Sym,
+    bodies,
+    nested_bodies,
+)
 from tilecraft.ir.paired_slices import slice_pairs
 from tilecraft.ir.phases import chunk_loop_loads, phases, rolled_reduce
 from tilecraft.ir.pointwise import POINTWISE
@@ -65,7 +73,6 @@ MFMA_ROW_GROUPS = 2
 VECTOR_BYTES = 16
 MAX_REGISTERS = 255  # per thread on NVIDIA GPUs (and the VGPR budget we assume elsewhere)
 _NO_VALUE = (Op.STORE,)
-_ELEMENTWISE = (Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE)
 # ops that need a whole tile of their inputs before anything after them runs
 _BARRIERS = (Op.REDUCE, Op.SCAN, Op.GATHER, Op.DOT, Op.LOOP, Op.IF, Op.WHILE, Op.EXTERN, Op.STORE)
 # loops whose elementwise chains stream into these (a pure elementwise loop does not: ptxas
@@ -290,7 +297,7 @@ def _holds_registers(
     rolled = any(looped(d) for d in node.shape if isinstance(d, Sym))
     if rolled and node.op is Op.LOAD and loop_end == 0:
         return False  # counted with the chunk loops that read it (_rolled_accumulators)
-    if program.streams and node.op in _ELEMENTWISE and loop_end == 0:
+    if program.streams and node.op in ELEMENTWISE_OPS and loop_end == 0:
         if rolled:
             return False  # recomputed chunk by chunk in each chunk loop that needs it
         start = program.positions[node.id]
@@ -331,7 +338,7 @@ def index_values(loop: DeviceLoop) -> set[int]:
     offsets): cheap to recompute, ptxas keeps no tile of them."""
     found: set[int] = set()
     for node in loop.walk():
-        if (node.op in _ELEMENTWISE or node.op is Op.VIEW) and all(
+        if (node.op in ELEMENTWISE_OPS or node.op is Op.VIEW) and all(
             i.op in _INDEX_LEAVES or i.id in found for i in node.inputs
         ):
             found.add(node.id)
@@ -417,7 +424,7 @@ def _own_layout(node: Node) -> bool:
     load's own layout and converts at the broadcast that uses them."""
     if node.op is Op.LOAD:
         return True
-    return node.op in _ELEMENTWISE and all(not i.shape or _own_layout(i) for i in node.inputs)
+    return node.op in ELEMENTWISE_OPS and all(not i.shape or _own_layout(i) for i in node.inputs)
 
 
 def _threads_per_dim(
@@ -453,7 +460,7 @@ def _chain_start(node: Node, positions: dict[int, int], skipped: set[int]) -> in
         for i in stack.pop().inputs:
             if i.id in seen or i.id in skipped or i.id not in positions:
                 continue
-            if i.op in (*_ELEMENTWISE, Op.VIEW):
+            if i.op in (*ELEMENTWISE_OPS, Op.VIEW):
                 seen.add(i.id)
                 start = min(start, positions[i.id])
                 stack.append(i)

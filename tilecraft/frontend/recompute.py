@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from tilecraft.errors import ShapeError
 from tilecraft.frontend import indexing
 from tilecraft.frontend.gather_loads import load_at, plain_load, unwritten
-from tilecraft.ir.nodes import Node, Op, Sym
+from tilecraft.ir.nodes import ELEMENTWISE_OPS, Node, Op, Sym
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 _MOST_NODES = 96
 _MOST_LOADS = 16
 
-_ELEMENTWISE = (Op.UNARY, Op.BINARY, Op.WHERE, Op.CAST)
 _VIEW_ITEMS = (":", None, 0)
 
 
@@ -101,7 +100,7 @@ def _visit(w: _Walk, node: Node, space: tuple[int, ...], q: Node) -> Node | None
         return _line_positions(w, node, q)
     if node.op is Op.LOAD:
         return _load(w, node, space, q)
-    if node.op in _ELEMENTWISE:
+    if node.op in ELEMENTWISE_OPS:
         operands = [o for i in node.inputs if (o := _at(w, i, space, q)) is not None]
         if len(operands) != len(node.inputs):
             return None

@@ -34,10 +34,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, walk
+from tilecraft.ir.nodes import ELEMENTWISE_OPS, DeviceLoop, Node, Op, Sym, walk
 from tilecraft.ir.phases import phases, rolled_reduce
 
-_ELEMENTWISE = (Op.BINARY, Op.UNARY, Op.CAST, Op.WHERE)
 _PER_PROGRAM = (Op.TILE_ID, Op.TILE_BEGIN)  # scalars that differ between the grid's programs
 
 
@@ -173,7 +172,7 @@ def _check_updates(owner: Node, carry: Node, sym: Sym) -> str:
             continue
         if node.op is Op.LOOP or node.body is not None:
             return "a nested loop uses it"
-        if node.op not in _ELEMENTWISE or node.shape != (sym,):
+        if node.op not in ELEMENTWISE_OPS or node.shape != (sym,):
             return (
                 f"it feeds a {node.op.value} in its loop (only elementwise updates can be chunked)"
             )

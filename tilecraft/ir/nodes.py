@@ -145,6 +145,9 @@ class Op(enum.Enum):
     CARRY = "carry"  # inputs: [init]; attrs: next (Node, set when the body is traced)
 
 
+# ops computed element by element from their inputs (no view, load or cross-element work)
+ELEMENTWISE_OPS = (Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE)
+
 _ids = itertools.count()
 
 
