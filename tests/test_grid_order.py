@@ -15,6 +15,7 @@ from examples.add import add
 from examples.matmul import matmul
 from tilecraft.config.grid_order import contiguous_first_order
 from tilecraft.config.spec import ConfigSpec
+from tilecraft.ir.nodes import Op
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.targets.target import Target
 
@@ -133,3 +134,32 @@ def test_a_shifted_tile_walks_its_row() -> None:
     default = spec.default()
     assert default.loop_orders == ((2, 0, 1),)
     assert default.block_sizes[2] * 2 >= 256
+
+
+def test_an_interleaved_pair_dim_walks_its_row() -> None:
+    """A complex multiply over ``x.view(t, d // 2, 2)[tt, tp, 0]`` (bf16 real / imaginary
+    parts, the parts' dim of 2 picked by an int): the pair block walks memory 4 bytes a pair,
+    so it is the contiguous one, varies fastest and keeps its 64-pair rows while the occupancy
+    rule shrinks the tile (it halved the pairs to 32 while rows stayed 32)."""
+    spec = _case_spec("complex_mul_interleaved")
+    assert [b.contiguous for b in spec.blocks] == [False, True]
+    default = spec.default()
+    assert default.loop_orders == ((1, 0),)
+    assert default.block_sizes[1] >= 64
+
+
+def test_a_conv_weights_taps_do_not_make_its_channels_contiguous() -> None:
+    """A causal depthwise conv reads its [D, 4] bf16 taps ``w[td, j]`` (8 bytes a channel)
+    beside [B, D, T] activations 4096x their size: only bulk accesses' interleaved dims count,
+    so the time block stays the one contiguous block (counting the taps moved the default to
+    [1, 32, 64], channels fastest)."""
+    spec = _case_spec("causal_conv1d_silu")
+    taps = [
+        n
+        for loop in spec.loops
+        for n in loop.walk()
+        if n.op is Op.LOAD and n.attrs["tensor"].shape == (8192, 4)
+    ]
+    assert len(taps) == 4 and all(n.attrs["index"][1][0] == "int" for n in taps)
+    assert [b.contiguous for b in spec.blocks] == [False, False, True]
+    assert spec.default().loop_orders == ((2, 0, 1),)

@@ -192,7 +192,7 @@ class ConfigSpec:
                 if run is not None and run[0].config_slot in slots:
                     block = slots[run[0].config_slot]
                     block.run_bytes = min(block.run_bytes or run[1], run[1])
-                last = contiguous_index_sym(node)
+                last = contiguous_index_sym(node, largest)
                 if last is not None and last.config_slot in slots:
                     block = slots[last.config_slot]
                     block.contiguous = True
