@@ -76,16 +76,16 @@ def test_the_search_moves_between_identity_and_memory_order() -> None:
 @pytest.mark.parametrize(
     "pid_type", ["flat", "xyz", "persistent_blocked", "persistent_interleaved"]
 )
-def test_reordered_grids_match_eager_in_the_interpreter(pid_type: str) -> None:
+def test_reordered_grids_match_eager(pid_type: str, device: str) -> None:
     """Ragged edges in both dims (37x100 in [16, 32] tiles) under each pid type, and the 4-D
-    pool at an odd size."""
-    x, y = torch.randn(37, 100), torch.randn(37, 100)
+    pool at an odd size (the interpreter on CPU, the GPU where there is one)."""
+    x, y = torch.randn(37, 100, device=device), torch.randn(37, 100, device=device)
     bound = _bound(add, x, y, target=None)
     config = tc.Config(block_sizes=[16, 32], num_warps=4, loop_orders=[[1, 0]], pid_type=pid_type)
     torch.testing.assert_close(bound.run(bound.compile_config(config), x, y), x + y)
 
     case = HELDOUT["max_pool2x2"]
-    (image,) = case.make_inputs((2, 5, 7, 9), "cpu", 0)
+    (image,) = case.make_inputs((2, 5, 7, 9), device, 0)
     pool = _bound(case.kernels[0], image, target=None)
     default = pool.config_spec.default()
     assert default.loop_orders == ((1, 3, 0, 2),)
