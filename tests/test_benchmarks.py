@@ -167,3 +167,29 @@ def test_heldout_registers_records_launches_and_summarizes_agreement() -> None:
     row = summary(rows)
     assert row["ptxas"] == "spill agreement 2/3"
     assert "missed ['b']" in row["spill_bytes"] and "10 regs" in row["predicted"]
+
+
+def test_heldout_registers_repredicts_stored_compiles_without_compiling() -> None:
+    """``--repredict``: a stored row gets the current model's registers for its launch, config
+    and generated kernel (the stored value kept beside it); a row naming a kernel the config no
+    longer generates is left out; the stored dataset holds its 212 compiles."""
+    import json
+
+    import tilecraft as tc
+    from benchmarks.gen_kernels import HELDOUT
+    from benchmarks.heldout_registers import TARGET, launches, repredicted
+    from tilecraft.config.resolve import predicted_registers
+    from tilecraft.runtime.kernel import BoundKernel
+
+    text = "tc.Config(block_sizes=[4, 8], reduction_loops=[None], num_warps=4, num_stages=1)"
+    stored = {"case": "yarn_rope", "predicted": 1, "ptxas": 62, "spill_bytes": 0, "config": text}
+    rows = repredicted([{**stored, "kernel": "_tc_yarn_rope_0"}, {**stored, "kernel": "nope"}])
+    ((kernel, args),) = launches(HELDOUT["yarn_rope"])
+    spec = BoundKernel(kernel, kernel.bind_arguments(args, {}), target=TARGET).config_spec
+    config = spec.normalize(tc.Config(block_sizes=[4, 8], num_warps=4), warn=False)
+    assert [r["kernel"] for r in rows] == ["_tc_yarn_rope_0"]
+    assert rows[0]["stored_predicted"] == 1
+    assert rows[0]["predicted"] == predicted_registers(spec, config, 4).per_thread > 1
+    with open("benchmarks/results/ptxas_counts_s46.json") as f:
+        data = json.load(f)["rows"]
+    assert len(data) == 212 and all(r["ptxas"] > 0 for r in data)

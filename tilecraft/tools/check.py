@@ -70,36 +70,47 @@ def check_kernel(
     timeout_s: float = 300.0,
 ) -> list[CheckRow]:
     """Cross-compile ``configs_for(bound)`` (a list of Configs per target's BoundKernel)."""
-    rows: list[CheckRow] = []
-    jobs: list[CompileJob] = []
-    pending: list[CheckRow] = []
+    planned = _planned(kernel, args, targets, configs_for)
+    pending = [(row, job) for row, job in planned if job is not None]
+    reports = _compile_parallel([job for _, job in pending], timeout_s)
+    for (row, _), report in zip(pending, reports, strict=True):
+        row.report = report
+    return [row for row, _ in planned]
+
+
+def predict_kernel(
+    kernel: Any, args: tuple[Any, ...], targets: list[Target], configs_for: Any
+) -> list[CheckRow]:
+    """:func:`check_kernel`'s rows without compiling: each generated kernel's predicted
+    registers (``report`` None; ``error`` for a config that does not resolve)."""
+    return [row for row, _ in _planned(kernel, args, targets, configs_for)]
+
+
+def _planned(
+    kernel: Any, args: tuple[Any, ...], targets: list[Target], configs_for: Any
+) -> list[tuple[CheckRow, CompileJob | None]]:
+    """A row per generated kernel of each config (its compile job), or per rejected config."""
+    planned: list[tuple[CheckRow, CompileJob | None]] = []
     for target in targets:
         bound = _bind_for(kernel, args, target)
         for config in configs_for(bound):
             try:
                 plan, _, traced, kernels = bound.generate(config)
             except ConfigError as exc:
-                rows.append(CheckRow(target, config, "-", None, exc.message))
+                planned.append((CheckRow(target, config, "-", None, exc.message), None))
                 continue
             # each loop's own prediction (the plan's is its worst loop's)
             per_loop = plan.resources.loop_registers
             if len(per_loop) != len(traced.loops):
                 per_loop = (plan.resources.registers,) * len(traced.loops)
-            pairs = [
-                (loop, k, predicted)
-                for loop, main, predicted in zip(traced.loops, kernels, per_loop, strict=True)
-                for k in (main, *main.companions)  # a split loop's combine kernel too
-            ]
-            for loop, generated, predicted in pairs:
-                row = CheckRow(
-                    target, plan.config, generated.kernel_name, None, predicted_registers=predicted
-                )
-                rows.append(row)
-                pending.append(row)
-                jobs.append(CompileJob.of(generated, loop, target))
-    for row, report in zip(pending, _compile_parallel(jobs, timeout_s), strict=True):
-        row.report = report
-    return rows
+            for loop, main, predicted in zip(traced.loops, kernels, per_loop, strict=True):
+                for generated in (main, *main.companions):  # a split loop's combine kernel too
+                    row = CheckRow(
+                        target, plan.config, generated.kernel_name, None,
+                        predicted_registers=predicted,
+                    )  # fmt: skip
+                    planned.append((row, CompileJob.of(generated, loop, target)))
+    return planned
 
 
 def _bind_for(kernel: Any, args: tuple[Any, ...], target: Target) -> Any:
