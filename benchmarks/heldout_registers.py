@@ -136,7 +136,11 @@ def main() -> None:
         with open(ns.repredict) as f:
             stored = [r for r in json.load(f)["rows"] if r["case"] != "SUMMARY"]
         rows = repredicted(stored)
-        notes = f"The rows of {ns.repredict} re-predicted by the current model (no compiles)."
+        dropped = len(stored) - len(rows)
+        notes = (
+            f"The rows of {ns.repredict} re-predicted by the current model (no compiles); "
+            f"{dropped} of {len(stored)} left out: their case, config or kernel no longer generates."
+        )
         write_results(ns.name, [summary(rows), *rows], [*COLUMNS, "stored_predicted"], notes)
         return
     rows: list[dict[str, Any]] = []
