@@ -23,6 +23,7 @@ streams ran 8% faster rows-first (adam_order_s18), which no rule here predicts.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, value_indexed, walk
@@ -47,7 +48,7 @@ def _items_and_unit_dim(node: Node) -> tuple[list[tuple[Any, ...]], int | None]:
     return items, unit[-1] if tensor.ndim == len(items) and unit else None
 
 
-def contiguous_index_sym(node: Node, largest: int = 0) -> Sym | None:
+def contiguous_index_sym(node: Node, largest: int) -> Sym | None:
     """The tile sym indexing the contiguous (stride-1) dim of a 2-D+ load/store, else its last
     dim when no dim has stride 1 (None: an int, slice or value there, or a 1-D access, which
     walks no row). A channels_last [B, C, H, W] tensor's rows run along C, not W. Where an int
@@ -87,8 +88,14 @@ def _interleaved_item(node: Node) -> tuple[Any, ...] | None:
     # gave its default 16 warps, 4.07 -> 4.28 ms, default_change_s46_interleaved_h100)
     if inner & (inner - 1) or inner * node.dtype.itemsize > INTERLEAVED_BYTES:
         return None
-    outer = [d for d in range(tensor.ndim) if tensor.stride[d] == inner and tensor.shape[d] != 1]
+    outer = _dims_of_stride(tensor, inner)
     return items[outer[0]] if outer else None
+
+
+def _dims_of_stride(tensor: Any, stride: int) -> list[int]:
+    """The tensor's dims of more than one index whose stride is ``stride`` (the dim just outside
+    a stride-1 dim of that many elements)."""
+    return [d for d in range(tensor.ndim) if tensor.stride[d] == stride and tensor.shape[d] != 1]
 
 
 def narrow_run(node: Node, least_bytes: int) -> tuple[Sym, int] | None:
@@ -105,7 +112,7 @@ def narrow_run(node: Node, least_bytes: int) -> tuple[Sym, int] | None:
     if items[unit][0] != "rdim" or not isinstance(tensor.shape[unit], int):
         return None
     inner = tensor.shape[unit]
-    outer = [d for d in range(tensor.ndim) if tensor.stride[d] == inner and tensor.shape[d] != 1]
+    outer = _dims_of_stride(tensor, inner)
     if not outer or items[outer[0]][0] != "tile" or not isinstance(items[outer[0]][1], Sym):
         return None
     run_bytes = inner * node.dtype.itemsize
@@ -122,6 +129,11 @@ def tensor_bytes(node: Node) -> int:
     if not all(isinstance(d, int) for d in shape):
         return 0
     return math.prod(shape) * node.dtype.itemsize
+
+
+def largest_tensor_bytes(nodes: Iterable[Node]) -> int:
+    """Bytes of the largest tensor ``nodes`` access (the ``largest`` of :func:`bulk_store`)."""
+    return max((tensor_bytes(n) for n in nodes if "tensor" in n.attrs), default=0)
 
 
 def bulk_store(node: Node, largest: int) -> bool:
@@ -141,7 +153,7 @@ def contiguous_first_order(loop: DeviceLoop) -> list[int]:
     if len(syms) < 2 or any(n.op is Op.DOT or _scatters(n) for n in body):
         return identity
     votes = [0] * len(syms)
-    largest = max((tensor_bytes(n) for n in body if "tensor" in n.attrs), default=0)
+    largest = largest_tensor_bytes(body)
     for node in body:
         if node.op in (Op.LOAD, Op.STORE):
             sym = contiguous_index_sym(node, largest)
@@ -160,5 +172,6 @@ __all__ = [
     "contiguous_first_order",
     "contiguous_index_sym",
     "contiguous_item",
+    "largest_tensor_bytes",
     "tensor_bytes",
 ]

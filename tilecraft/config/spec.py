@@ -31,8 +31,8 @@ from tilecraft.config.grid_order import (
     bulk_store,
     contiguous_index_sym,
     contiguous_item,
+    largest_tensor_bytes,
     narrow_run,
-    tensor_bytes,
 )
 from tilecraft.config.normalize import normalize_config
 from tilecraft.config.pipelines import (
@@ -165,7 +165,7 @@ class ConfigSpec:
         self.exchanged_states += [
             ValueShape(tuple(_dim_ref(d) for d in n.shape), n.loc) for n in exchanged_states(loop)
         ]
-        largest = max((tensor_bytes(n) for n in walk(loop.body) if "tensor" in n.attrs), default=0)
+        largest = largest_tensor_bytes(walk(loop.body))
         values: list[ValueShape] = []
         for node in walk(loop.body):
             if node.op is Op.DOT:

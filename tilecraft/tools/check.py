@@ -70,7 +70,7 @@ def check_kernel(
     timeout_s: float = 300.0,
 ) -> list[CheckRow]:
     """Cross-compile ``configs_for(bound)`` (a list of Configs per target's BoundKernel)."""
-    planned = _planned(kernel, args, targets, configs_for)
+    planned = _planned(kernel, args, targets, configs_for, jobs=True)
     pending = [(row, job) for row, job in planned if job is not None]
     reports = _compile_parallel([job for _, job in pending], timeout_s)
     for (row, _), report in zip(pending, reports, strict=True):
@@ -83,13 +83,14 @@ def predict_kernel(
 ) -> list[CheckRow]:
     """:func:`check_kernel`'s rows without compiling: each generated kernel's predicted
     registers (``report`` None; ``error`` for a config that does not resolve)."""
-    return [row for row, _ in _planned(kernel, args, targets, configs_for)]
+    return [row for row, _ in _planned(kernel, args, targets, configs_for, jobs=False)]
 
 
 def _planned(
-    kernel: Any, args: tuple[Any, ...], targets: list[Target], configs_for: Any
+    kernel: Any, args: tuple[Any, ...], targets: list[Target], configs_for: Any, jobs: bool
 ) -> list[tuple[CheckRow, CompileJob | None]]:
-    """A row per generated kernel of each config (its compile job), or per rejected config."""
+    """A row per generated kernel of each config (with ``jobs``, its compile job), or per
+    rejected config (no job)."""
     planned: list[tuple[CheckRow, CompileJob | None]] = []
     for target in targets:
         bound = _bind_for(kernel, args, target)
@@ -109,7 +110,8 @@ def _planned(
                         target, plan.config, generated.kernel_name, None,
                         predicted_registers=predicted,
                     )  # fmt: skip
-                    planned.append((row, CompileJob.of(generated, loop, target)))
+                    job = CompileJob.of(generated, loop, target) if jobs else None
+                    planned.append((row, job))
     return planned
 
 
