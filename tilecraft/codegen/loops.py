@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tilecraft.codegen import chunk_outer, deferred_sums, homes
+from tilecraft.codegen import chunk_outer, deferred_args, deferred_sums, homes
 from tilecraft.codegen.diagonal import Diagonal, find_diagonal, ordered, split_point
 from tilecraft.codegen.loop_header import tile_loop
 from tilecraft.codegen.registry import emits
@@ -19,7 +19,10 @@ from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext, SymState
+    from tilecraft.codegen.deferred_args import OpenArg
     from tilecraft.codegen.deferred_sums import OpenSum
+
+    Deferred = tuple[list[OpenSum], list[OpenArg]]
 
 
 def init_carried(ctx: EmitContext, node: Node, split: SplitPass | None = None) -> None:
@@ -59,20 +62,37 @@ def emit_loop(ctx: EmitContext, node: Node) -> None:
     init_carried(ctx, node, split)
     if split is not None and split.phase == COMBINE and split.is_site(node):
         return
-    deferred = deferred_sums.open_rows(ctx, deferred_sums.deferred_sums(ctx, node))
+    deferred = (
+        deferred_sums.open_rows(ctx, deferred_sums.deferred_sums(ctx, node)),
+        deferred_args.open_lanes(ctx, deferred_args.deferred_args(ctx, node)),
+    )
     diagonal = find_diagonal(ctx, node) if split is None else None
     if diagonal is None:
         with tile_loop(ctx, node, split):
             _emit_iteration(ctx, node, deferred)
     else:
         _emit_split_at_diagonal(ctx, node, diagonal, deferred)
-    deferred_sums.close_rows(ctx, deferred)
+    deferred_sums.close_rows(ctx, deferred[0])
+    deferred_args.close_lanes(ctx, deferred[1])
+    deferred_args.rerun_on_nan(ctx, deferred[1], lambda: _emit_again(ctx, node, diagonal))
     if split is not None and split.is_site(node):
         split.store_partials(ctx)
 
 
+def _emit_again(ctx: EmitContext, node: Node, diagonal: Diagonal | None) -> None:
+    """The loop once more from its carries' initial values, nothing deferred (a deferred
+    arg-best's NaN fallback, codegen/deferred_args.py)."""
+    for carry in node.attrs.get("carried", []):
+        ctx.w.line(f"{ctx.lookup(carry)} = {_init_text(ctx, carry)}")
+    if diagonal is None:
+        with tile_loop(ctx, node):
+            _emit_iteration(ctx, node, ([], []))
+    else:
+        _emit_split_at_diagonal(ctx, node, diagonal, ([], []))
+
+
 def _emit_split_at_diagonal(
-    ctx: EmitContext, node: Node, diagonal: Diagonal, deferred: list[OpenSum]
+    ctx: EmitContext, node: Node, diagonal: Diagonal, deferred: Deferred
 ) -> None:
     """The loop as two ``for`` loops over consecutive parts of its range, the part wholly off
     the diagonal emitted with its indices' order known (codegen/diagonal.py)."""
@@ -89,12 +109,16 @@ def _emit_split_at_diagonal(
             _emit_iteration(ctx, node, deferred)
 
 
-def _emit_iteration(ctx: EmitContext, node: Node, deferred: list[OpenSum]) -> None:
-    """One iteration of a loop's body: its nodes, deferred sums' row adds, carry updates."""
-    skipped = {id(d.carry) for d in deferred}
-    deferred_nodes = {id(n) for d in deferred for n in d.skipped}
+def _emit_iteration(ctx: EmitContext, node: Node, deferred: Deferred) -> None:
+    """One iteration of a loop's body: its nodes, deferred sums' row adds and arg-bests' lane
+    updates, carry updates."""
+    sums, args = deferred
+    skipped = {id(d.carry) for d in sums} | {id(c) for d in args for c in d.carries}
+    deferred_nodes = {id(n) for d in sums for n in d.skipped}
+    deferred_nodes |= {id(n) for d in args for n in d.skipped}
     emit_block(ctx, [n for n in homes.body_with_updates(ctx, node) if id(n) not in deferred_nodes])
-    deferred_sums.add_rows(ctx, deferred)
+    deferred_sums.add_rows(ctx, sums)
+    deferred_args.keep_lanes(ctx, args)
     for carry in node.attrs.get("carry_updates", []):
         nxt = carry.attrs.get("next")
         kept = nxt is None or nxt is carry or ctx.homes.homed(carry) or id(carry) in skipped

@@ -59,6 +59,9 @@ class Config:
     split_atomics: bool = False  # split partial sums added with fp32 atomics (not deterministic)
     # acc + x.sum(0) in a row loop: one reduction after the loop (None: wherever the kernel has one)
     deferred_sums: bool | None = None
+    # a running arg-best over a loop (v, i = torch.min(x, 1); better = v < best; ...): a best and
+    # an index a lane, one reduction after the loop (None: off; codegen/deferred_args.py)
+    deferred_args: bool | None = None
     # a row loop with [n] accumulators in memory: statistics pass, then column chunks outer
     chunk_outer: bool | None = None
     # a loop whose select compares its indices with an enclosing tile's: split at the diagonal
@@ -93,6 +96,7 @@ class Config:
                 "pid_type",
                 "split_atomics",
                 "deferred_sums",
+                "deferred_args",
                 "chunk_outer",
                 "diagonal_splits",
             ):
@@ -120,7 +124,14 @@ class Config:
                     f"split_reductions: {s!r} is not an int in [1, {MAX_SPLIT}] "
                     "(programs one inner loop is split over; 1 = not split)"
                 )
-        for flag in ("split_atomics", "deferred_sums", "chunk_outer", "diagonal_splits"):
+        flags = (
+            "split_atomics",
+            "deferred_sums",
+            "deferred_args",
+            "chunk_outer",
+            "diagonal_splits",
+        )
+        for flag in flags:
             value = getattr(self, flag)
             if not isinstance(value, bool) and not (flag != "split_atomics" and value is None):
                 raise ConfigError(f"{flag}={getattr(self, flag)!r}: must be True or False")

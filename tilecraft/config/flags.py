@@ -3,6 +3,9 @@ kernel's spec and a user's or the search's config; out: each knob's resolved val
 
 * ``deferred_sums``: ``acc + x.sum(0)`` (or ``torch.maximum(acc, x.amax(0))``, a min likewise)
   in a row loop keeps a tile accumulator and reduces once after the loop (``ir/deferred_sums.py``);
+* ``deferred_args``: a running arg-best over a loop (``v, i = torch.min(x, 1)``, kept where
+  ``v < best``) keeps a best and an index a lane and reduces once after it
+  (``ir/deferred_args.py``);
 * ``chunk_outer``: a row loop whose ``[n]`` accumulators live in memory runs its row statistics
   first, then column chunks outer with its rows inner and the accumulators in registers
   (``ir/chunk_outer.py``);
@@ -31,13 +34,22 @@ if TYPE_CHECKING:
 WHY_NOT = {
     "deferred_sums": "no inner loop adds a sum over its own tile to a carried value "
     "(acc = acc + x.sum(0)) or takes its max or min (torch.maximum(acc, x.amax(0)))",
+    "deferred_args": "no inner loop without stores keeps a running arg-best of its own tile "
+    "(v, i = torch.min(x, dim=1); better = v < best; arg = torch.where(better, i + t.begin, arg); "
+    "best = torch.where(better, v, best); see ir/deferred_args.py)",
     "chunk_outer": "no row loop keeps [n] accumulators in memory that could run column chunks "
     "outer (see ir/chunk_outer.py)",
     "diagonal_splits": "no select compares a loop's indices with an enclosing tile's "
     "(see codegen/diagonal.py)",
 }
 # what an unset knob resolves to where the kernel offers it
-UNSET = {"deferred_sums": True, "chunk_outer": True, "diagonal_splits": False}
+UNSET = {
+    "deferred_sums": True,
+    # off until timed on a GPU (offered to the search, which flips it)
+    "deferred_args": False,
+    "chunk_outer": True,
+    "diagonal_splits": False,
+}
 
 
 def offered(spec: ConfigSpec, config: Config | None = None) -> dict[str, bool]:
@@ -52,6 +64,7 @@ def offered(spec: ConfigSpec, config: Config | None = None) -> dict[str, bool]:
     split = config is not None and any(s > 1 for s in config.split_reductions)
     return {
         "deferred_sums": spec.deferrable_sums,
+        "deferred_args": spec.deferrable_args,
         "chunk_outer": any(chunked) and not split,
         "diagonal_splits": spec.diagonal_selects,
     }

@@ -26,6 +26,7 @@ from tilecraft.config.resources import (
 )
 from tilecraft.config.space import TMA_MAX_BOX, descriptor_order, outer_tile
 from tilecraft.config.warp_specialize import compute_threads, consumer_register_file
+from tilecraft.ir.deferred_args import DeferredArg, deferred_args_plan, lane_budget
 from tilecraft.ir.deferred_sums import (
     MAX_ELEMS_PER_THREAD,
     DeferredSum,
@@ -261,6 +262,11 @@ def loop_registers(spec: ConfigSpec, config: Config, warps: int) -> list[Registe
     # accumulator (held) replaces them
     deferred = _deferred_by_loop(spec, config, threads, on)
     skipped = {n.id for sums in deferred.values() for d, _ in sums for n in (d.carry, *d.chain)}
+    # a deferred arg-best's per-step reductions and update neither: its lane tiles replace them
+    lanes = _deferred_args_by_loop(spec, config, threads, on)
+    skipped |= {
+        n.id for pairs in lanes.values() for d in pairs for n in (d.best, d.arg, *d.skipped)
+    }
     return [
         predict_registers(
             loop,
@@ -272,7 +278,10 @@ def loop_registers(spec: ConfigSpec, config: Config, warps: int) -> list[Registe
                 and d.kind is SymKind.RDIM
                 and reduction_chunk(d, chunks) is not None
             ),
-            held=lambda node: _held_registers(node, config, threads, on, deferred[node.id]),
+            held=lambda node: (
+                _held_registers(node, config, threads, on, deferred[node.id])
+                + _lane_registers(lanes[node.id], config, threads)
+            ),
             fma_dots=fma,
             mma_row_groups=MFMA_ROW_GROUPS if hip else MMA_ROW_GROUPS,
             warp_size=spec.target.warp_size,
@@ -325,6 +334,31 @@ def _deferred_sums(
         return math.prod(block_dims(shape, blocks, chunks))
 
     return [(d, numel(d.kept)) for d in deferred_plan(loop, numel, MAX_ELEMS_PER_THREAD * threads)]
+
+
+def _deferred_args_by_loop(
+    spec: ConfigSpec, config: Config, threads: int, on: dict[str, bool]
+) -> dict[int, list[DeferredArg]]:
+    """The arg-bests of every loop node that run deferred under ``config``
+    (``codegen/deferred_args.py``: as deferred sums, only without a chunked width)."""
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    off = not on["deferred_args"] or any(c is not None for c in chunks)
+
+    def numel(shape: tuple[Any, ...]) -> int:
+        return math.prod(block_dims(shape, blocks, chunks))
+
+    return {
+        node.id: [] if off else deferred_args_plan(node, numel, lane_budget(threads))
+        for loop in spec.loops
+        for node in loop.walk()
+        if node.op is Op.LOOP
+    }
+
+
+def _lane_registers(pairs: list[DeferredArg], config: Config, threads: int) -> float:
+    """Registers a thread keeps for deferred arg-bests' lanes: a value and an index an element."""
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    return sum(2 * math.prod(block_dims(d.root.shape, blocks, chunks)) / threads for d in pairs)
 
 
 def _held_registers(

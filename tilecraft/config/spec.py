@@ -51,6 +51,7 @@ from tilecraft.config.space import StrategySpace
 from tilecraft.errors import ConfigError, UnsupportedOpError
 from tilecraft.ir.carried_homes import carried_homes
 from tilecraft.ir.chunk_outer import can_chunk_outer
+from tilecraft.ir.deferred_args import has_deferrable_args
 from tilecraft.ir.deferred_sums import has_deferrable_sums
 from tilecraft.ir.dtypes import FP8
 from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, SymKind, dot_roles, walk
@@ -103,6 +104,7 @@ class ConfigSpec:
         self.split_sites = split.sites(loops)  # per device loop: (SplitSite | None, why not)
         # some inner loop adds a sum over its own tile to a carried value (the deferred_sums knob)
         self.deferrable_sums = any(has_deferrable_sums(loop.body) for loop in loops)
+        self.deferrable_args = any(has_deferrable_args(loop.body) for loop in loops)
         # some select compares a loop's indices with another tile's (the diagonal_splits knob)
         self.diagonal_selects = any(has_diagonal_selects(loop.body) for loop in loops)
         self.reductions: list[ReductionSpec] = []

@@ -1,0 +1,240 @@
+"""Deferred running arg-bests (``ir/`` and ``codegen/deferred_args.py``, the ``deferred_args``
+knob): ``v, i = torch.min(x, dim=1); better = v < best; arg = where(better,
+i + tk.begin, arg); best = where(better, v, best)`` keeps a best and an index a lane and reduces
+once after the loop. What is recognized and what is left alone, the generated code, numerics in
+the interpreter against ref mode and eager (ties, ragged tiles, NaN rows the user's code skips),
+cross-compiles for cuda:90 / gfx942, and the GPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.ir.deferred_args import deferrable_args
+from tilecraft.ir.nodes import Op, walk
+from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
+
+HAS_CUDA = torch.cuda.is_available()
+
+
+@tc.kernel(static_shapes=True)
+def nearest(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For each query row of q [N, 2] the nearest key of k [M, 2] (squared distance, index)."""
+    n, m = q.size(0), k.size(0)
+    dist = torch.empty([n], dtype=torch.float32, device=q.device)
+    idx = torch.empty([n], dtype=torch.int64, device=q.device)
+    for tq in tc.tile(n):
+        qx, qy = q[tq, 0][:, None], q[tq, 1][:, None]
+        best = tc.full([tq], float("inf"), dtype=torch.float32)
+        arg = tc.zeros([tq], dtype=torch.int64)
+        for tk in tc.tile(m):
+            dx = qx - k[tk, 0][None, :]
+            dy = qy - k[tk, 1][None, :]
+            v, i = torch.min(dx * dx + dy * dy, dim=1)
+            better = v < best
+            arg = torch.where(better, i.to(torch.int64) + tk.begin, arg)
+            best = torch.where(better, v, best)
+        dist[tq] = best
+        idx[tq] = arg
+    return dist, idx
+
+
+@tc.kernel(static_shapes=True)
+def column_argmax(x: torch.Tensor) -> torch.Tensor:
+    """The first row index of each column's max, over row tiles (``best < v`` spelled)."""
+    m, n = x.size()
+    out = torch.empty([n], dtype=torch.int64, device=x.device)
+    for tn in tc.tile(n):
+        best = tc.full([tn], -1.0, dtype=torch.float32)
+        at = tc.zeros([tn], dtype=torch.int64)
+        for tm in tc.tile(m):
+            v, i = torch.max(x[tm, tn].to(torch.float32), dim=0)
+            better = best < v
+            at = torch.where(better, tm.begin + i, at)
+            best = torch.where(better, v, best)
+        out[tn] = at
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def last_of_ties(x: torch.Tensor) -> torch.Tensor:
+    """``<=``: a later step wins a tie. Not the first index: left as written."""
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        best = tc.full([tm], float("inf"), dtype=torch.float32)
+        at = tc.zeros([tm], dtype=torch.int64)
+        for tn in tc.tile(n):
+            v, i = torch.min(x[tm, tn], dim=1)
+            better = v <= best
+            at = torch.where(better, i.to(torch.int64) + tn.begin, at)
+            best = torch.where(better, v, best)
+        out[tm] = at
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def running_index_read(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The index is read in the loop (a count of improvements): left as written."""
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.int64, device=x.device)
+    moves = torch.empty([m], dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        best = tc.full([tm], float("inf"), dtype=torch.float32)
+        at = tc.zeros([tm], dtype=torch.int64)
+        count = tc.zeros([tm], dtype=torch.int64)
+        for tn in tc.tile(n):
+            v, i = torch.min(x[tm, tn], dim=1)
+            better = v < best
+            count = count + (at != i.to(torch.int64) + tn.begin).to(torch.int64)
+            at = torch.where(better, i.to(torch.int64) + tn.begin, at)
+            best = torch.where(better, v, best)
+        out[tm] = at
+        moves[tm] = count
+    return out, moves
+
+
+def _inner_loop(kernel: tc.Kernel, *args: torch.Tensor) -> object:
+    spec = kernel.bind(args).config_spec
+    return next(n for loop in spec.loops for n in walk(loop.body) if n.op is Op.LOOP)
+
+
+def _points(n: int, m: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    # on a coarse grid: equal distances are common, so the first-index rule is exercised
+    q = torch.randint(-8, 8, (n, 2), generator=g).float() / 4
+    k = torch.randint(-8, 8, (m, 2), generator=g).float() / 4
+    return q, k
+
+
+def test_the_idiom_is_found_in_either_spelling() -> None:
+    (pair,) = deferrable_args(_inner_loop(nearest, *_points(8, 8)))
+    assert (pair.kind, pair.axis, pair.best.hint, pair.arg.hint) == ("min", 1, "best", "arg")
+    (pair,) = deferrable_args(_inner_loop(column_argmax, torch.randn(8, 8)))
+    assert (pair.kind, pair.axis) == ("max", 0)
+
+
+def test_other_updates_are_left_as_written() -> None:
+    x = torch.randn(8, 8)
+    assert deferrable_args(_inner_loop(last_of_ties, x)) == []
+    assert deferrable_args(_inner_loop(running_index_read, x)) == []
+    config = tc.Config(block_sizes=[4, 4], num_warps=4, deferred_args=True)
+    assert "_lanes" not in running_index_read.bind((x,)).to_triton_code(config)
+
+
+def test_the_loop_keeps_lanes_and_reduces_once_after_it() -> None:
+    q, k = _points(100, 300)
+    bound = nearest.bind((q, k))
+    config = tc.Config(block_sizes=[16, 64], num_warps=4, deferred_args=True)
+    code = bound.to_triton_code(config)
+    body = code[code.index("for offset_1") : code.index("best_pair")]
+    assert "best_lanes = tl.where(best_take, best_step, best_lanes)" in body
+    assert "tl.reduce" not in body and "_tc_arg_best_interp" not in body
+    after = code[code.index("best_pair") : code.index("tl.store(dist")]
+    assert "if (tl.max((best_lanes != best_lanes)" in after  # the NaN fallback: the loop again
+    assert "_lanes" not in bound.to_triton_code(config.replace(deferred_args=False))
+
+
+def _eager_nearest(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    d = (q[:, None, :] - k[None, :, :]).pow(2).sum(-1)
+    return d.min(dim=1)
+
+
+@pytest.mark.parametrize("shape", [(100, 300), (64, 256), (5, 1000)])
+@pytest.mark.parametrize("blocks", [[16, 64], [32, 32]])
+def test_deferred_nearest_matches_eager(shape: tuple[int, int], blocks: list[int]) -> None:
+    q, k = _points(*shape, seed=shape[0])
+    bound = nearest.bind((q, k))
+    config = tc.Config(block_sizes=blocks, num_warps=4, deferred_args=True)
+    dist, idx = bound.run(bound.compile_config(config), q, k)
+    want_d, want_i = _eager_nearest(q, k)
+    torch.testing.assert_close(dist, want_d)
+    assert torch.equal(idx, want_i)  # the first index among equal distances
+
+
+def _skipping_step(
+    q: torch.Tensor, k: torch.Tensor, step: int, bad: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the user's loop gives when key ``bad`` is NaN: its whole step of ``step`` keys
+    is skipped (its min is NaN, never ``< best``), the other keys count."""
+    lo = bad // step * step
+    kept = torch.cat([k[:lo], k[lo + step :]])
+    d, i = _eager_nearest(q, kept)
+    return d, torch.where(i >= lo, i + step, i)
+
+
+def test_a_step_holding_a_nan_is_skipped_as_written() -> None:
+    """A NaN distance makes its step's min NaN, which the user's ``v < best`` never takes, even
+    where that step also holds the row's least distance: the deferred lanes would take it, so
+    the tile runs the loop again as written. (Ref mode is no judge here: it runs the loop in
+    other steps, and which keys a NaN hides depends on the step.)"""
+    q, k = _points(40, 200, seed=3)
+    k[70] = torch.tensor([float("nan"), 0.0])  # every row's step over keys 64..127 is skipped
+    bound = nearest.bind((q, k))
+    config = tc.Config(block_sizes=[16, 64], num_warps=4, deferred_args=True)
+    dist, idx = bound.run(bound.compile_config(config), q, k)
+    want_d, want_i = _skipping_step(q, k, 64, 70)
+    torch.testing.assert_close(dist, want_d)
+    assert torch.equal(idx, want_i)
+    assert not torch.equal(idx, _eager_nearest(q, torch.nan_to_num(k, nan=1e9))[1])
+
+
+@pytest.mark.parametrize("shape", [(300, 40), (77, 50)])
+def test_deferred_column_argmax_matches_eager(shape: tuple[int, int]) -> None:
+    g = torch.Generator().manual_seed(1)
+    x = (torch.randn(*shape, generator=g) * 2).round().to(torch.bfloat16)  # many ties
+    bound = column_argmax.bind((x,))
+    config = bound.config_spec.default().replace(deferred_args=True)
+    assert "_lanes" in bound.to_triton_code(config)
+    got = bound.run(bound.compile_config(config), x)
+    want = x.float().argmax(0)  # the first row of the max (every column's max is above -1)
+    assert torch.equal(got, want)
+
+
+def test_the_knob_is_offered_where_a_pair_defers_and_off_by_default() -> None:
+    from tilecraft.autotune.candidates import neighbors
+    from tilecraft.errors import ConfigError
+
+    spec = nearest.bind(_points(64, 64)).config_spec
+    default = spec.default()
+    assert spec.deferrable_args and not spec.deferrable_sums
+    assert default.deferred_args is False and "_lanes" not in nearest.bind(
+        _points(64, 64)
+    ).to_triton_code(default)
+    assert [c.deferred_args for c in neighbors(spec, default) if c.deferred_args] == [True]
+    plain = running_index_read.bind((torch.randn(8, 8),)).config_spec
+    assert not plain.deferrable_args
+    assert not any(c.deferred_args for c in neighbors(plain, plain.default()))
+    with pytest.raises(ConfigError, match="deferred_args"):
+        tc.Config(deferred_args=1)
+
+
+@pytest.mark.crosscompile
+def test_deferred_args_crosscompile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    q, k = _points(4096, 4096)
+    configs = [tc.Config(block_sizes=[32, 128], num_warps=8, deferred_args=True)]
+    rows = check_kernel(nearest, (q, k), targets, lambda b: configs)
+    assert len(rows) == 2
+    for row in rows:
+        assert row.report is not None and row.report.ok and row.report.spills == 0, row.status
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_deferred_args_on_gpu() -> None:
+    q, k = (t.cuda() for t in _points(3000, 5000, seed=7))
+    bound = nearest.bind((q, k))
+    default = bound.config_spec.default().replace(deferred_args=True)
+    assert "_lanes" in bound.to_triton_code(default)
+    dist, idx = bound.run(bound.compile_config(default), q, k)
+    want_d, want_i = _eager_nearest(q, k)
+    torch.testing.assert_close(dist, want_d)
+    assert torch.equal(idx, want_i)
+    k[1234, 0] = float("nan")
+    dist, idx = bound.run(bound.compile_config(default), q, k)
+    want_d, want_i = _skipping_step(q, k, default.block_sizes[1], 1234)
+    torch.testing.assert_close(dist, want_d)
+    assert torch.equal(idx, want_i)
