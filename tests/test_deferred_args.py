@@ -211,6 +211,22 @@ def test_the_knob_is_offered_where_a_pair_defers_and_off_by_default() -> None:
         tc.Config(deferred_args=1)
 
 
+def test_the_lanes_fit_a_budget_and_the_model_counts_them() -> None:
+    """[32, 128] at 8 warps: two 4096-element lane tiles are 32 registers a thread, counted by
+    the resource model; [128, 128] at 4 warps would be 256 (over 64 values a thread): no lanes."""
+    from tilecraft.config.resolve import predicted_registers
+
+    bound = nearest.bind(_points(512, 512))
+    spec = bound.config_spec
+    small = tc.Config(block_sizes=[32, 128], num_warps=8, deferred_args=True)
+    on = predicted_registers(spec, small, 8).per_thread
+    off = predicted_registers(spec, small.replace(deferred_args=False), 8).per_thread
+    assert on >= 32 and on != off
+    big = tc.Config(block_sizes=[128, 128], num_warps=4, deferred_args=True)
+    assert "_lanes" not in bound.to_triton_code(big)
+    assert "_lanes" in bound.to_triton_code(small)
+
+
 @pytest.mark.crosscompile
 def test_deferred_args_crosscompile() -> None:
     targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]

@@ -340,16 +340,20 @@ def _deferred_args_by_loop(
     spec: ConfigSpec, config: Config, threads: int, on: dict[str, bool]
 ) -> dict[int, list[DeferredArg]]:
     """The arg-bests of every loop node that run deferred under ``config``
-    (``codegen/deferred_args.py``: as deferred sums, only without a chunked width)."""
+    (``codegen/deferred_args.py``: as deferred sums, only without a chunked width, and not in
+    a device loop split across programs)."""
     blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    splits = list(config.split_reductions) + [1] * len(spec.loops)
     off = not on["deferred_args"] or any(c is not None for c in chunks)
 
     def numel(shape: tuple[Any, ...]) -> int:
         return math.prod(block_dims(shape, blocks, chunks))
 
     return {
-        node.id: [] if off else deferred_args_plan(node, numel, lane_budget(threads))
-        for loop in spec.loops
+        node.id: []
+        if off or splits[i] > 1
+        else deferred_args_plan(node, numel, lane_budget(threads))
+        for i, loop in enumerate(spec.loops)
         for node in loop.walk()
         if node.op is Op.LOOP
     }
