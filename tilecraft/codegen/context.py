@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -106,6 +107,10 @@ class EmitContext:
     # -- sizes and syms -------------------------------------------------------------------
     def block_value(self, sym: Sym) -> int:
         return self.plan.block(sym)
+
+    def numel(self, shape: tuple[Any, ...]) -> int:
+        """Elements of a tile of ``shape`` under the plan's block sizes."""
+        return math.prod(d if isinstance(d, int) else self.block_value(d) for d in shape)
 
     def block_expr(self, sym: Sym) -> str:
         if id(sym) in self.block_overrides:

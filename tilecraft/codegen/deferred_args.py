@@ -20,9 +20,8 @@ tiles fit ``LANE_VALUES_PER_THREAD`` values a thread.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -63,11 +62,7 @@ def deferred_args(ctx: EmitContext, loop: Node) -> list[DeferredArg]:
     if any(ctx.homes.homed(c) for c in loop.attrs.get("carried", [])):
         return []  # the NaN fallback restarts the carries in registers
     threads = (ctx.plan.config.num_warps or 4) * ctx.plan.target.warp_size
-
-    def numel(shape: tuple[Any, ...]) -> int:
-        return math.prod(d if isinstance(d, int) else ctx.block_value(d) for d in shape)
-
-    return deferred_args_plan(loop, numel, lane_budget(threads))
+    return deferred_args_plan(loop, ctx.numel, lane_budget(threads))
 
 
 def open_lanes(ctx: EmitContext, plan: list[DeferredArg]) -> list[OpenArg]:

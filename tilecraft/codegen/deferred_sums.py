@@ -20,8 +20,7 @@ not at all).
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tilecraft.codegen.reduce import combine_expr, reduce_expr
 from tilecraft.ir import dtypes
@@ -56,11 +55,7 @@ def deferred_sums(ctx: EmitContext, loop: Node) -> list[DeferredSum]:
     if not ctx.plan.config.deferred_sums or ctx.looped is not None:
         return []  # (a rolled reduction dim: the body is emitted in phases, codegen/schedule.py)
     threads = (ctx.plan.config.num_warps or 4) * ctx.plan.target.warp_size
-
-    def numel(shape: tuple[Any, ...]) -> int:
-        return math.prod(d if isinstance(d, int) else ctx.block_value(d) for d in shape)
-
-    plan = deferred_plan(loop, numel, MAX_ELEMS_PER_THREAD * threads)
+    plan = deferred_plan(loop, ctx.numel, MAX_ELEMS_PER_THREAD * threads)
     return [d for d in plan if not ctx.homes.homed(d.carry)]
 
 

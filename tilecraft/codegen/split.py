@@ -49,7 +49,6 @@ kernel runs both chunk loops and also stores each share's shift; the combine res
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -334,7 +333,7 @@ class SplitPass:
     def _buffer(self, ctx: EmitContext, carry: Node) -> Scratch:
         buffer = self.scratch.get(carry.id)
         if buffer is None:
-            numel = math.prod(d if isinstance(d, int) else ctx.block_value(d) for d in carry.shape)
+            numel = ctx.numel(carry.shape)
             k = next(i for i, v in enumerate(self.values) if v is carry)
             name = f"_tc_split{self.link or ''}_{carry.hint}_{k}"
             ctx.w.reserve(name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.config import flags
@@ -326,14 +327,16 @@ def _deferred_sums(
     """The carries of ``loop`` that run as deferred sums under ``config``, the sums each one
     skips and the elements of its tile accumulator (``codegen/deferred_sums.py``: only without
     a chunked width, and at most ``MAX_ELEMS_PER_THREAD`` a thread)."""
-    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
-    if not on["deferred_sums"] or any(c is not None for c in chunks):
+    if not on["deferred_sums"] or any(c is not None for c in config.reduction_loops):
         return []
-
-    def numel(shape: tuple[Any, ...]) -> int:
-        return math.prod(block_dims(shape, blocks, chunks))
-
+    numel = _tile_numel(config)
     return [(d, numel(d.kept)) for d in deferred_plan(loop, numel, MAX_ELEMS_PER_THREAD * threads)]
+
+
+def _tile_numel(config: Config) -> Callable[[tuple[Any, ...]], int]:
+    """Elements of a tile of a given IR shape under ``config``'s blocks and chunks."""
+    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
+    return lambda shape: math.prod(block_dims(shape, blocks, chunks))
 
 
 def _deferred_args_by_loop(
@@ -342,13 +345,9 @@ def _deferred_args_by_loop(
     """The arg-bests of every loop node that run deferred under ``config``
     (``codegen/deferred_args.py``: as deferred sums, only without a chunked width, and not in
     a device loop split across programs)."""
-    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
     splits = list(config.split_reductions) + [1] * len(spec.loops)
-    off = not on["deferred_args"] or any(c is not None for c in chunks)
-
-    def numel(shape: tuple[Any, ...]) -> int:
-        return math.prod(block_dims(shape, blocks, chunks))
-
+    off = not on["deferred_args"] or any(c is not None for c in config.reduction_loops)
+    numel = _tile_numel(config)
     return {
         node.id: []
         if off or splits[i] > 1
@@ -361,8 +360,8 @@ def _deferred_args_by_loop(
 
 def _lane_registers(pairs: list[DeferredArg], config: Config, threads: int) -> float:
     """Registers a thread keeps for deferred arg-bests' lanes: a value and an index an element."""
-    blocks, chunks = tuple(config.block_sizes), tuple(config.reduction_loops)
-    return sum(2 * math.prod(block_dims(d.root.shape, blocks, chunks)) / threads for d in pairs)
+    numel = _tile_numel(config)
+    return sum(2 * numel(d.root.shape) / threads for d in pairs)
 
 
 def _held_registers(

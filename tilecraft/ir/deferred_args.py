@@ -51,7 +51,6 @@ class DeferredArg:
     arg: Node  # CARRY of the running index
     kind: str  # "min" or "max"
     value: Node  # the REDUCE (min / max) of ``root``
-    index: Node  # its arg partner
     skipped: tuple[Node, ...]  # every node of the update: reductions, compare, index, wheres
     sym: Sym  # the loop's own dim (the reduced one)
 
@@ -124,12 +123,12 @@ def _arg_best(
             continue
         if nxt.inputs[2] is not arg:
             continue
-        chain = _index_chain(nxt.inputs[1], value)
+        chain = _index_chain(nxt.inputs[1], value, sym)
         if chain is None:
             continue
         skipped = (value, *chain, better, update, nxt)
         if _read_within(best, arg, skipped, users):
-            return DeferredArg(best, arg, kind, value, chain[0], skipped, sym)
+            return DeferredArg(best, arg, kind, value, skipped, sym)
     return None
 
 
@@ -147,9 +146,9 @@ def _compared(better: Node, value: Node, best: Node) -> str | None:
     return next((k for k, f in _STRICT.items() if f == fn), None)
 
 
-def _index_chain(node: Node, value: Node) -> tuple[Node, ...] | None:
-    """The nodes of ``i + tk.begin`` (``i`` the arg partner of ``value``, either side, each
-    maybe cast), the arg reduction first, or None."""
+def _index_chain(node: Node, value: Node, sym: Sym) -> tuple[Node, ...] | None:
+    """The nodes of ``i + tk.begin`` (``i`` the arg partner of ``value``, ``tk`` the loop's
+    ``sym``, either side, each maybe cast), the arg reduction first, or None."""
     if node.op is not Op.BINARY or node.attrs.get("fn") != "add" or len(node.inputs) != 2:
         return None
     for i, j in (node.inputs, node.inputs[::-1]):
@@ -159,7 +158,7 @@ def _index_chain(node: Node, value: Node) -> tuple[Node, ...] | None:
             continue
         if reduce.attrs["kind"] != ARG_OF[value.attrs["kind"]]:
             continue
-        if pair_key(reduce) != pair_key(value) or begin.attrs["sym"] is not _own_sym(value):
+        if pair_key(reduce) != pair_key(value) or begin.attrs["sym"] is not sym:
             continue
         return (reduce, *casts, *begin_casts, node)
     return None
@@ -172,10 +171,6 @@ def _uncast(node: Node) -> tuple[Node, tuple[Node, ...]]:
         casts.append(node)
         node = node.inputs[0]
     return node, tuple(casts)
-
-
-def _own_sym(value: Node) -> object:
-    return value.inputs[0].shape[value.attrs["axis"]]
 
 
 def _read_within(
