@@ -530,3 +530,48 @@ def test_float_loop_bounds_read_from_memory_name_the_tensor(device: str) -> None
     offsets = torch.tensor([0, 7, 7, 40], dtype=torch.int32, device=device)
     want = torch.stack([x[:7].sum(0), torch.zeros(8, device=device), x[7:].sum(0)])
     torch.testing.assert_close(segment_sums(x, offsets), want, rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# the traceback a user reads
+# ----------------------------------------------------------------------------------------------
+
+
+@tc.kernel
+def uses_i0_on_a_tile(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = torch.special.i0(x[tn])
+    return out
+
+
+def _frames(err: BaseException) -> list[str]:
+    tb = err.__traceback__
+    files = []
+    while tb is not None:
+        files.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    return files
+
+
+def test_kernel_errors_hide_tilecraft_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The traceback of a user's mistake ends at their call (one frame of tilecraft: the call
+    that re-raises), not in the tracer; the caret sits under the statement's first character."""
+    monkeypatch.delenv("TILECRAFT_FULL_TRACEBACK", raising=False)
+    with pytest.raises(UnsupportedOpError) as info:
+        uses_i0_on_a_tile(_rand(16))
+    inside = [f for f in _frames(info.value) if "/tilecraft/" in f]
+    assert len(inside) == 1 and inside[0].endswith("runtime/kernel.py"), inside
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    text = _assert_located(info.value, uses_i0_on_a_tile, "torch.special.i0(x[tn])")
+    source, caret = text.splitlines()[2:4]
+    assert caret.index("^") == len(source) - len(source.lstrip()), (source, caret)
+
+
+def test_full_traceback_setting_keeps_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILECRAFT_FULL_TRACEBACK", "1")
+    with pytest.raises(UnsupportedOpError) as info:
+        uses_i0_on_a_tile(_rand(16))
+    inside = [f for f in _frames(info.value) if "/tilecraft/" in f]
+    assert any(f.endswith("frontend/trace.py") for f in inside), inside

@@ -33,7 +33,9 @@ class SourceLoc:
         line = self.source_line()
         if not line:
             return f"  File {self}"
-        caret = " " * self.col + "^"
+        # col 0 (a statement's line, no column known): under its first character
+        col = self.col or len(line) - len(line.lstrip())
+        caret = " " * col + "^"
         return f"  File {self}\n    {line}\n    {caret}"
 
 

@@ -29,6 +29,12 @@ def debug() -> bool:
     return _flag("TILECRAFT_DEBUG")
 
 
+def full_tracebacks() -> bool:
+    """``TILECRAFT_FULL_TRACEBACK=1``: errors a kernel call raises keep tilecraft's own frames
+    (by default the traceback ends at the call: the message already names the kernel's line)."""
+    return _flag("TILECRAFT_FULL_TRACEBACK")
+
+
 def fuse_glue() -> bool:
     """``TILECRAFT_GLUE=0``: host statements between device loops run as written, never as one
     glue program (``frontend/glue.py``; to compare the two, or to rule glue out)."""

@@ -56,6 +56,15 @@ from tilecraft.runtime.validate import (
 from tilecraft.targets.target import Target, check_runnable, detect
 
 
+def _user_facing(err: TilecraftError) -> TilecraftError:
+    """``err`` without tilecraft's frames (tracer, compiler, runtime): the traceback a user
+    reads ends at their call, and the message carries their kernel's file:line and a caret.
+    ``TILECRAFT_FULL_TRACEBACK=1`` keeps every frame (for reports against tilecraft)."""
+    if settings.full_tracebacks():
+        return err
+    return err.with_traceback(None)
+
+
 class Kernel:
     """A tilecraft kernel: call it like the function it decorates."""
 
@@ -242,6 +251,13 @@ class Kernel:
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._dispatch(args, kwargs)
+        except TilecraftError as err:
+            raise _user_facing(err) from err.__cause__
+
+    def _dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A call from user code: the fast path, torch.compile / autograd, or a plain call."""
         compiling = torch.compiler.is_compiling()
         if not compiling and not kwargs and self._fast and not settings.ref_mode():
             # (no key for tensor subclasses: fake/functional tensors of a tracer go on below)
