@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,7 @@ from tilecraft.frontend.source import (
     LAUNCH,
     KernelSource,
     build_function,
+    device_loop_names,
     launch_tree,
     parse_kernel,
 )
@@ -37,6 +39,7 @@ from tilecraft.language import _context
 from tilecraft.runtime import direct_launch, fastpath, hooks, torch_op
 from tilecraft.runtime.device import capturing
 from tilecraft.runtime.export import standalone_source
+from tilecraft.runtime.global_guard import GlobalGuard, describe
 from tilecraft.runtime.glue import GlueRunner
 from tilecraft.runtime.host_paths import Respecialize as _Respecialize
 from tilecraft.runtime.host_paths import host_path_changed, same_bounds, same_scalars
@@ -137,6 +140,8 @@ class Kernel:
         self._ops = torch_op.KernelOps(self)
         self._runner: torch_op.HostRunner | None = None
         self._fast: dict[Any, fastpath.Launcher] = {}  # guard key -> prebuilt launcher
+        # constants device code names (baked in when traced)
+        self._globals = GlobalGuard(fn, device_loop_names(self.source))
         self.__name__: str = fn.__name__
         self.__qualname__: str = fn.__qualname__
         # also doc, module, annotations and __wrapped__: a function-like object (custom_op takes it)
@@ -229,6 +234,7 @@ class Kernel:
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> BoundKernel:
         """The kernel specialized for arguments like ``args`` (traced on first use)."""
+        self._drop_if_globals_changed()
         return self._candidates(tuple(args), kwargs or {})[0]
 
     def _candidates(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[BoundKernel]:
@@ -259,6 +265,8 @@ class Kernel:
     def _dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A call from user code: the fast path, torch.compile / autograd, or a plain call."""
         compiling = torch.compiler.is_compiling()
+        if not compiling and self._globals.active:
+            self._drop_if_globals_changed()
         if not compiling and not kwargs and self._fast and not settings.ref_mode():
             # (no key for tensor subclasses: fake/functional tensors of a tracer go on below)
             launcher = self._fast.get(fastpath.guard_key(args))
@@ -288,6 +296,7 @@ class Kernel:
         """A plain call: specialize (trace and compile on first use) and launch."""
         if settings.ref_mode():
             return self.run_ref(*args, **kwargs)
+        self._drop_if_globals_changed()  # (also reached from torch.compile's op, not _dispatch)
         candidates = self._candidates(args, kwargs)
         for bound in candidates:
             try:
@@ -330,6 +339,23 @@ class Kernel:
         if self._ref is None:
             self._ref = build_ref(self.source)
         return self._ref(*args, **kwargs)
+
+    def _drop_if_globals_changed(self) -> None:
+        """Forget every specialization when a global or closure constant the kernel's code
+        names changed since it was traced (``runtime/global_guard.py``): the next call traces
+        with the new value instead of running the old one baked in."""
+        changes = self._globals.changed()
+        if not changes:
+            return
+        warnings.warn(
+            f"kernel '{self.__name__}' ({self.def_loc.short}): {describe(changes)} since it "
+            "was traced; tracing it again (pass a value that changes as an argument: a float "
+            "argument does not retrace)",
+            stacklevel=4,
+        )
+        self._bound.clear()
+        self._fast.clear()
+        self._runner = None
 
     def _remember(self, args: tuple[Any, ...], program: CompiledProgram) -> None:
         key = fastpath.guard_key(args)

@@ -1,0 +1,132 @@
+"""A global or closure constant that device code reads is baked in when the kernel is traced; a
+later change must retrace it (runtime/global_guard.py), never keep the old value silently."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.frontend.source import device_loop_names
+from tilecraft.runtime.global_guard import GlobalGuard
+
+SHIFT = 1.0
+SCALE = 2.0
+TAPS = (1.0, 2.0)
+
+
+def _scaled(v: torch.Tensor) -> torch.Tensor:
+    """A helper the kernel calls: its own global is baked in as well."""
+    return v * SCALE
+
+
+@tc.kernel(static_shapes=True)
+def add_shift(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = _scaled(x[tm, :]) + SHIFT * TAPS[1]
+    return out
+
+
+@pytest.fixture
+def restore_globals() -> Iterator[None]:
+    saved = dict(SHIFT=SHIFT, SCALE=SCALE, TAPS=TAPS)
+    yield
+    globals().update(saved)
+
+
+def _expected(x: torch.Tensor) -> torch.Tensor:
+    return x * SCALE + SHIFT * TAPS[1]
+
+
+def test_changed_global_retraces(restore_globals: None) -> None:
+    x = torch.randn(37, 20)
+    torch.testing.assert_close(add_shift(x), _expected(x))
+    first = add_shift.bind((x,))
+    for name, value in (("SHIFT", 10.0), ("SCALE", -3.0), ("TAPS", (1.0, 0.5))):
+        globals()[name] = value
+        with pytest.warns(UserWarning, match=f"{name} .* -> {re.escape(repr(value))}"):
+            got = add_shift(x)
+        torch.testing.assert_close(got, _expected(x))
+    assert add_shift.bind((x,)) is not first
+
+
+def test_unchanged_globals_keep_the_specialization(recwarn: pytest.WarningsRecorder) -> None:
+    x = torch.randn(8, 16)
+    add_shift(x)  # (another test may have traced it with other values)
+    recwarn.clear()
+    bound = add_shift.bind((x,))
+    add_shift(x)
+    assert add_shift.bind((x,)) is bound
+    assert not [w for w in recwarn if "since it was traced" in str(w.message)]
+
+
+def _closure_kernel(offset: int) -> tc.Kernel:
+    bias = offset
+
+    @tc.kernel(static_shapes=True)
+    def add_bias(x: torch.Tensor) -> torch.Tensor:
+        (n,) = x.size()
+        out = torch.empty_like(x)
+        for tn in tc.tile(n):
+            out[tn] = x[tn] + bias
+        return out
+
+    def set_bias(value: int) -> None:
+        nonlocal bias
+        bias = value
+
+    add_bias.set_bias = set_bias  # type: ignore[attr-defined]
+    return add_bias
+
+
+def test_changed_closure_constant_retraces() -> None:
+    kernel = _closure_kernel(3)
+    x = torch.arange(10, dtype=torch.int32)
+    assert torch.equal(kernel(x), x + 3)
+    kernel.set_bias(5)  # type: ignore[attr-defined]
+    with pytest.warns(UserWarning, match="bias 3 -> 5"):
+        assert torch.equal(kernel(x), x + 5)
+
+
+def test_guarded_names() -> None:
+    """Constants (also a helper's and a tuple) are guarded; modules, functions and builtins are
+    not, and 1 -> 1.0 is a change (another constant in generated code)."""
+    guard = GlobalGuard(add_shift.fn, device_loop_names(add_shift.source))
+    names = sorted(slot[0] for slot in guard._slots)
+    assert names == ["SCALE", "SHIFT", "TAPS"], names
+    assert guard.changed() == []
+    globals()["SHIFT"], saved = 1, SHIFT
+    try:
+        assert guard.changed() == [("SHIFT", saved, 1)]
+        assert guard.changed() == []
+    finally:
+        globals()["SHIFT"] = saved
+
+
+HOST_SCALE = 2.0  # read by host code only: live at each call, no retrace
+
+
+@tc.kernel(static_shapes=True)
+def host_scaled(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = x[tn] + 1.0
+    return out * HOST_SCALE
+
+
+def test_host_only_global_is_not_guarded(
+    monkeypatch: pytest.MonkeyPatch, recwarn: pytest.WarningsRecorder
+) -> None:
+    x = torch.randn(50)
+    torch.testing.assert_close(host_scaled(x), (x + 1.0) * 2.0)
+    bound = host_scaled.bind((x,))
+    monkeypatch.setattr(f"{__name__}.HOST_SCALE", 5.0)
+    torch.testing.assert_close(host_scaled(x), (x + 1.0) * 5.0)
+    assert host_scaled.bind((x,)) is bound
+    assert not [w for w in recwarn if "since it was traced" in str(w.message)]

@@ -1,0 +1,156 @@
+"""Guards on the module globals and closure constants a kernel reads (stage: runtime; in: the
+kernel's Python function; out: the constants it names and whether they changed since it was
+traced).
+
+Tracing bakes a global's value into the generated code (``x + SHIFT`` becomes ``x + 1.0``).
+Without a guard, assigning ``SHIFT = 10.0`` later in the same process would leave every
+compiled specialization computing with 1.0 while ref mode and eager PyTorch use 10.0. Each
+call compares the constants the kernel's code names with the values it was traced with; a
+change drops the kernel's specializations so the next call traces again (as ``torch.compile``
+recompiles on a changed global, where Triton raises).
+
+Only immutable constants are guarded (numbers, strings, bools, None, dtypes and tuples of
+them): a module, a function or a tensor is not baked as a value, and a list could change
+without its binding changing.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dis
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+_MISSING = object()
+_SCALARS = (bool, int, float, complex, str, bytes, type(None), torch.dtype)
+
+
+def _is_constant(value: Any) -> bool:
+    if isinstance(value, tuple | frozenset):
+        return all(_is_constant(v) for v in value)
+    return isinstance(value, _SCALARS)
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """Names a function's code (and code nested in it: comprehensions, lambdas) loads as
+    globals."""
+    names = {
+        i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+    }
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+# helpers from these packages are library code, not the user's: their globals are not followed
+_LIBRARIES = frozenset({"torch", "triton", "tilecraft", "numpy", "math", "builtins"})
+_HELPER_DEPTH = 3
+
+
+class GlobalGuard:
+    """The constant globals and closure variables ``fn`` names, also through the plain Python
+    helpers it calls, with the values it was traced with (recorded by the first
+    :meth:`changed` call)."""
+
+    def __init__(self, fn: Callable[..., Any], device_names: set[str]):
+        """``device_names``: the names device loops mention (host code reads its globals live
+        at each call, and host values a loop captures are guarded where it is launched)."""
+        # (name, where, key): a global is where[key] of its module's dict, a closure
+        # variable the contents of cell ``where`` (key None)
+        self._slots: list[tuple[str, Any, str | None]] = []
+        _collect(fn, set(), self._slots, _HELPER_DEPTH, device_names)
+        self._seen: tuple[Any, ...] | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self._slots)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(
+            _cell_value(where) if key is None else where.get(key, _MISSING)
+            for _, where, key in self._slots
+        )
+
+    def changed(self) -> list[tuple[str, Any, Any]]:
+        """(name, traced value, value now) of each guarded constant that differs from the values
+        of the last trace; the current values become the new baseline."""
+        now = self._values()
+        before, self._seen = self._seen, now
+        if before is None:
+            return []
+        return [
+            (slot[0], old, new)
+            for slot, old, new in zip(self._slots, before, now, strict=True)
+            if not _same(old, new)
+        ]
+
+
+def _collect(
+    fn: Any,
+    seen: set[Any],
+    out: list[tuple[str, Any, str | None]],
+    depth: int,
+    only: set[str] | None = None,
+) -> None:
+    """Add ``fn``'s constant closure variables and globals (those in ``only``, if given) to
+    ``out``, and those of the user helpers it names (``depth`` levels deep)."""
+    code = fn.__code__
+    if code in seen or depth < 0:
+        return
+    seen.add(code)
+    for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
+        if only is not None and name not in only:
+            continue
+        value = _cell_value(cell)
+        if _is_constant(value):
+            out.append((name, cell, None))
+        elif _is_user_helper(value):
+            _collect(value, seen, out, depth - 1)
+    scope = fn.__globals__
+    for name in sorted(_global_names(code)):
+        if only is not None and name not in only:
+            continue
+        if name not in scope:
+            # not bound yet: may become a constant later; builtins (range, float) are not in
+            # the module's dict
+            if not hasattr(builtins, name):
+                out.append((name, scope, name))
+        elif _is_constant(scope[name]):
+            out.append((name, scope, name))
+        elif _is_user_helper(scope[name]):
+            _collect(scope[name], seen, out, depth - 1)
+
+
+def _is_user_helper(value: Any) -> bool:
+    module = getattr(value, "__module__", None) or ""
+    return isinstance(value, types.FunctionType) and module.split(".")[0] not in _LIBRARIES
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell: not assigned yet
+        return _MISSING
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as the generated code would bake them: 1, 1.0 and True are three constants."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def describe(changes: list[tuple[str, Any, Any]]) -> str:
+    return ", ".join(
+        f"{name} {'(unset)' if old is _MISSING else repr(old)} -> "
+        f"{'(unset)' if new is _MISSING else repr(new)}"
+        for name, old, new in changes
+    )
