@@ -54,14 +54,22 @@ def clone_tensor(t: torch.Tensor) -> torch.Tensor:
 def clone_args(
     args: Sequence[Any], kwargs: dict[str, Any] | None = None
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Clones of every tensor in ``args``/``kwargs`` (other values as they are)."""
-    return (
-        tuple(clone_tensor(a) if isinstance(a, torch.Tensor) else a for a in args),
-        {
-            k: clone_tensor(v) if isinstance(v, torch.Tensor) else v
-            for k, v in (kwargs or {}).items()
-        },
-    )
+    """Clones of every tensor in ``args``/``kwargs``, also inside lists, tuples and dicts (an
+    optimizer's parameter list written in place: its tensors were run on as they were, and
+    the discovery's runs applied one step three times); other values as they are."""
+    return tuple(_cloned(a) for a in args), {k: _cloned(v) for k, v in (kwargs or {}).items()}
+
+
+def _cloned(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return clone_tensor(value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
+        return type(value)(*(_cloned(v) for v in value))
+    if isinstance(value, list | tuple):
+        return type(value)(_cloned(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _cloned(v) for k, v in value.items()}
+    return value
 
 
 def compute_baseline(

@@ -1,0 +1,69 @@
+"""Discovery and tuning run a kernel several times (the default, candidates, the baseline in
+ref mode): each run gets clones of every argument tensor, also of tensors inside lists, tuples
+and dicts, so the caller's tensors are written once, by the call itself. An optimizer-style
+kernel over a parameter list had its step applied three times by its first call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.autotune.baseline import clone_args
+
+
+@tc.kernel(static_shapes=True)
+def scale_all_(grads: list[torch.Tensor], inv_scale: float) -> None:
+    for g in grads:
+        for tn in tc.tile(g.numel()):
+            g[tn] = g[tn] * inv_scale
+
+
+@tc.kernel(static_shapes=True)
+def momentum_(state: dict[str, torch.Tensor], grad: torch.Tensor, beta: float) -> None:
+    buf = state["buf"]
+    for tn in tc.tile(grad.numel()):
+        buf[tn] = buf[tn] * beta + grad[tn]
+
+
+@pytest.fixture
+def fresh_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No cached config: the first call discovers one (the runs that wrote the list)."""
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TILECRAFT_FORCE_AUTOTUNE", "1")
+    monkeypatch.delenv("TILECRAFT_NO_AUTOTUNE", raising=False)
+
+
+@pytest.mark.usefixtures("fresh_discovery")
+def test_a_list_argument_is_written_once_by_the_first_call() -> None:
+    grads = [torch.randn(24), torch.randn(24)]
+    want = [g * 0.5 for g in grads]
+    scale_all_(grads, 0.5)
+    for got, w in zip(grads, want, strict=True):
+        torch.testing.assert_close(got, w, rtol=0, atol=0)
+
+
+@pytest.mark.usefixtures("fresh_discovery")
+def test_a_dict_argument_is_written_once_by_the_first_call() -> None:
+    state, grad = {"buf": torch.randn(40)}, torch.randn(40)
+    want = state["buf"] * 0.9 + grad
+    momentum_(state, grad, 0.9)
+    torch.testing.assert_close(state["buf"], want)
+
+
+class Pair(NamedTuple):
+    a: torch.Tensor
+    b: int
+
+
+def test_clone_args_copies_tensors_inside_containers() -> None:
+    t = torch.randn(3, 4).t()  # a strided layout the kernel was specialized to
+    args, kwargs = clone_args(([t], (t, 2), Pair(t, 3)), {"d": {"x": t}})
+    copies = [args[0][0], args[1][0], args[2].a, kwargs["d"]["x"]]
+    assert isinstance(args[1], tuple) and args[1][1] == 2 and isinstance(args[2], Pair)
+    for c in copies:
+        assert c.data_ptr() != t.data_ptr() and c.stride() == t.stride()
+        assert torch.equal(c, t)
