@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 import tilecraft as tc
+from tilecraft.errors import DeviceCodeError
 
 
 @tc.kernel(static_shapes=True)
@@ -194,3 +196,32 @@ def test_every_operator_on_a_run_time_int_is_computed_at_run_time(device: str) -
     x = torch.ones(5, device=device)
     want = sum(x * -i + i**2 + ~i for i in range(3))
     torch.testing.assert_close(negated_steps(x), want)
+
+
+@tc.kernel(static_shapes=True)
+def scale_views_(grads: list[torch.Tensor], inv_scale: float) -> None:
+    for g in grads:
+        flat = g.view(-1)
+        for tn in tc.tile(flat.numel()):
+            flat[tn] = flat[tn] * inv_scale
+
+
+@tc.kernel(static_shapes=True)
+def scale_rows_(grads: list[torch.Tensor], inv_scale: float) -> None:
+    for g in grads:
+        rows = g.view(g.size(0), -1)
+        for tm in tc.tile(rows.size(0)):
+            rows[tm, :] = rows[tm, :] * inv_scale
+
+
+def test_a_relaunch_checks_only_what_the_loop_names(device: str) -> None:
+    """A host loop's views of tensors whose shapes differ (an optimizer's parameter list):
+    the loop reads only the view, so the tensor it was made from may change; the error
+    named that tensor ('g'), which the loop never reads."""
+    grads = [torch.randn(4, 6, device=device), torch.randn(2, 12, device=device)]
+    want = [g * 0.5 for g in grads]
+    scale_views_(grads, 0.5)  # 'g' changed shape, 'flat' did not
+    for got, w in zip(grads, want, strict=True):
+        torch.testing.assert_close(got, w)
+    with pytest.raises(DeviceCodeError, match=r"'rows' changed: shape \(4, 6\) then \(2, 12\)"):
+        scale_rows_([torch.randn(4, 6, device=device), torch.randn(2, 12, device=device)], 0.5)

@@ -137,7 +137,10 @@ class _TraceHost:
         if index in self.loops:
             self._check_relaunch(index, spec, env)  # the same loop reached again (a host loop)
             return
-        self.first_env[index] = {k: _fingerprint(v) for k, v in env.items()}
+        # only what the loop names: a host loop's other locals (the tensor a view was made
+        # from) may change freely
+        named = {n.id for n in ast.walk(self.src.loops[index].node) if isinstance(n, ast.Name)}
+        self.first_env[index] = {k: _fingerprint(v) for k, v in env.items() if k in named}
         if isinstance(spec, TileSpec):
             self.first_env[index].update(_bound_fingerprints(index, spec))
         source = self.src.loops[index]
@@ -356,7 +359,8 @@ def _bound_fingerprints(index: int, spec: TileSpec) -> dict[str, Any]:
 
 
 _RELAUNCH_FIXES = {  # in _fingerprint's order of a tensor's parts
-    "shape": "launch it on tensors of one shape (slice or pad to one size)",
+    "shape": "launch it on tensors of one shape (slice or pad to one size; or call the kernel "
+    "once per tensor from a host loop outside it: each shape is a specialization of its own)",
     "strides": "give it one layout on every launch (e.g. .contiguous() where it is made)",
     "dtype": "cast it to one dtype",
 }
