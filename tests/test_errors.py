@@ -575,3 +575,32 @@ def test_full_traceback_setting_keeps_frames(monkeypatch: pytest.MonkeyPatch) ->
         uses_i0_on_a_tile(_rand(16))
     inside = [f for f in _frames(info.value) if "/tilecraft/" in f]
     assert any(f.endswith("frontend/trace.py") for f in inside), inside
+
+
+@tc.kernel
+def centre_rows_one_at_a_time(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m, block_size=1):
+        v = x[tm, :]
+        out[tm, :] = v - v.mean(1)[:, None]
+    return out
+
+
+def test_a_dim_error_under_a_block_of_one_says_the_tile_indexes_like_an_int() -> None:
+    with pytest.raises(ShapeError, match="dim=1 is out of range") as info:
+        centre_rows_one_at_a_time(_rand(6, 8))
+    text = _assert_located(info.value, centre_rows_one_at_a_time, "v.mean(1)")
+    assert "block_size=1 indexes like an int" in text
+    with pytest.raises(ShapeError) as plain:
+        reduces_a_missing_dim(_rand(6, 8))
+    assert "block_size=1" not in str(plain.value)
+
+
+@tc.kernel
+def reduces_a_missing_dim(x: torch.Tensor) -> torch.Tensor:
+    (m, n) = x.size()
+    out = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm] = x[tm, :].sum(2)
+    return out

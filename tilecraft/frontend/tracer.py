@@ -344,8 +344,16 @@ class Tracer:
     def _axis(self, node: Node, dim: Any) -> int:
         d = int(dim)
         if not -node.ndim <= d < max(node.ndim, 1):
+            scalar_tiles = any(s.kind is SymKind.BLOCK and s.scalar for s in self.syms)
             raise ShapeError(
-                f"dim={d} is out of range for a {node.ndim}-D tile {shape_str(node.shape)}"
+                f"dim={d} is out of range for a {node.ndim}-D tile {shape_str(node.shape)}",
+                hint=(
+                    "a tile of block_size=1 indexes like an int, as tc.grid does (x[t, :] "
+                    "has no dim for t): count dims without it, or leave out block_size=1 "
+                    "to keep t's dim (the config picks its block)"
+                )
+                if scalar_tiles
+                else None,
             )
         return d % node.ndim
 
