@@ -604,3 +604,21 @@ def reduces_a_missing_dim(x: torch.Tensor) -> torch.Tensor:
     for tm in tc.tile(m):
         out[tm] = x[tm, :].sum(2)
     return out
+
+
+@tc.kernel
+def picks_by_a_computed_index(x: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, q.size(0)], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        xs = x[tm, :] * 2.0
+        lo = (q[:] * (n - 1)).long()
+        out[tm, :] = xs[:, lo]
+    return out
+
+
+def test_indexing_a_tile_with_a_tile_names_its_dtype_not_the_ir() -> None:
+    with pytest.raises(UnsupportedOpError, match=r"indexing a tile with a tile \(int64") as info:
+        picks_by_a_computed_index(_rand(6, 8), torch.tensor([0.1, 0.9]))
+    text = _assert_located(info.value, picks_by_a_computed_index, "xs[:, lo]")
+    assert "TileValue" not in text and "%" not in text and "torch.gather" in text

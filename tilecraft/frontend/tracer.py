@@ -498,11 +498,17 @@ class Tracer:
                 src += 1
                 spec.append(0)
             else:
+                what = (
+                    f"a tile ({str(item.dtype).removeprefix('torch.')}, shape "
+                    f"{shape_str(item.shape)})"
+                    if isinstance(item, TileValue)
+                    else repr(item)
+                )
                 raise UnsupportedOpError(
-                    f"indexing a tile with {item!r}",
+                    f"indexing a tile with {what}",
                     hint="tiles take [:, None]-style views and constant slices (x[1:], "
-                    "x[:, ::2]); torch.gather reads other positions; index host tensors to "
-                    "load data",
+                    "x[:, ::2]); torch.gather reads other positions (the index expanded to "
+                    "the result's shape); index host tensors to load data",
                 )
         while src < node.ndim:
             spec.append(":")
