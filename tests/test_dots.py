@@ -82,6 +82,32 @@ def test_baddbmm_loop_numerics(blocks: list[int], dtype: torch.dtype, device: st
     torch.testing.assert_close(batched.run_ref(a, b), expected, rtol=tol, atol=tol)
 
 
+@tc.kernel(static_shapes=True)
+def gram_bf16_widened(f: torch.Tensor) -> torch.Tensor:
+    b, c, k = f.size()
+    out = torch.empty([b, c, c], dtype=torch.float32, device=f.device)
+    for tb, ti, tj in tc.tile([b, c, c]):
+        acc = tc.zeros([tb, ti, tj], dtype=torch.float32)
+        for tk in tc.tile(k):
+            acc = acc + torch.bmm(f[tb, ti, tk], f[tb, tj, tk].transpose(1, 2)).float()
+        out[tb, ti, tj] = acc
+    return out
+
+
+def test_a_widened_bf16_product_accumulates_inside_the_dot(device: str) -> None:
+    """``acc + torch.bmm(bf16, bf16).float()`` over a K loop: each step's product was rounded
+    to bf16 before the fp32 sum, so the result moved with the config's K block (0.33 on
+    values near 117 at one block); it accumulates in fp32 inside tl.dot, as ``acc + a @ b``."""
+    f = _rand(2, 32, 117, dtype=torch.bfloat16, device=device)
+    want = f.float() @ f.float().transpose(1, 2)
+    bound = gram_bf16_widened.bind((f,))
+    for blocks in ([1, 16, 16, 16], [2, 32, 32, 64]):
+        config = tc.Config(block_sizes=blocks)
+        assert "acc=" in bound.to_triton_code(config)
+        got = bound.run(bound.compile_config(config), f)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-3)
+
+
 def test_whole_k_forms_numerics_and_code(device: str) -> None:
     a, b = _rand(2, 20, 24, device=device), _rand(2, 24, 33, device=device)
     c = _rand(2, 20, 33, device=device)

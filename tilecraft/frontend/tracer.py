@@ -281,9 +281,13 @@ class Tracer:
         )
 
     def _fuse_dot_accumulate(self, nodes: list[Node]) -> Node | None:
-        """``acc + a @ b`` with an fp32 acc accumulates inside tl.dot (no rounding of a @ b)."""
+        """``acc + a @ b`` with an fp32 acc accumulates inside tl.dot (no rounding of a @ b),
+        also written ``acc + (a @ b).float()`` (a bf16 product rounded, then widened: each K
+        step rounded to bf16, so the result depended on the config's K block)."""
         for acc, other in ((nodes[0], nodes[1]), (nodes[1], nodes[0])):
-            dot = other.inputs[0] if other.op is Op.CAST and other.inputs else other
+            dot = other
+            while dot.op is Op.CAST and dot.inputs and dot.inputs[0].dtype.is_floating_point:
+                dot = dot.inputs[0]
             if (
                 dot.op is Op.DOT
                 and len(dot.inputs) == 2
