@@ -622,3 +622,21 @@ def test_indexing_a_tile_with_a_tile_names_its_dtype_not_the_ir() -> None:
         picks_by_a_computed_index(_rand(6, 8), torch.tensor([0.1, 0.9]))
     text = _assert_located(info.value, picks_by_a_computed_index, "xs[:, lo]")
     assert "TileValue" not in text and "%" not in text and "torch.gather" in text
+
+
+@tc.kernel
+def doubles_in_place(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        v = x[tn] + 0.0
+        v.mul_(2.0)
+        out[tn] = v
+    return out
+
+
+def test_an_in_place_method_on_a_tile_suggests_the_out_of_place_form() -> None:
+    with pytest.raises(UnsupportedOpError, match="Tensor.mul_") as info:
+        doubles_in_place(_rand(8))
+    text = _assert_located(info.value, doubles_in_place, "v.mul_(2.0)")
+    assert "v = v.mul(...)" in text

@@ -105,6 +105,11 @@ def _hint_for(name: str) -> str:
             "a loaded element is already a scalar value in device code: use `x[i]` (a tile "
             f"of one element, or indexed by a scalar) directly in arithmetic; {_OPS_HINT}"
         )
+    if short.endswith("_") and not short.startswith("_"):
+        return (
+            f"tiles are values, not memory: write the out-of-place form and rebind the name "
+            f"(`v = v.{short[:-1]}(...)`; `v += ...` works too); {_OPS_HINT}"
+        )
     return _OPS_HINT
 
 
