@@ -208,8 +208,16 @@ def _offset_index(ctx: EmitContext, value: Node) -> str:
         and value.dtype == torch.int64
         and value.inputs[0].dtype in NARROWER_INTS
     ):
-        return ctx.expr(value.inputs[0])
+        value = value.inputs[0]
+    if value.dtype in _SUB_INT32:
+        # Triton keeps a tensor's int8 / int16 type when it is multiplied by a stride: the
+        # offset wrapped (a uint8 row id times 64 read row id % 4; int8 ids wrote outside
+        # the output)
+        return f"({ctx.expr(value)}).to(tl.int32)"
     return ctx.expr(value)
+
+
+_SUB_INT32 = (torch.int16, torch.int8, torch.uint8, torch.uint16, torch.bool)
 
 
 def _block_geometry(
