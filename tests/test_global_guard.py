@@ -10,7 +10,6 @@ import pytest
 import torch
 
 import tilecraft as tc
-from tilecraft.frontend.source import device_loop_names
 from tilecraft.runtime.global_guard import GlobalGuard
 
 SHIFT = 1.0
@@ -96,7 +95,7 @@ def test_changed_closure_constant_retraces() -> None:
 def test_guarded_names() -> None:
     """Constants (also a helper's and a tuple) are guarded; modules, functions and builtins are
     not, and 1 -> 1.0 is a change (another constant in generated code)."""
-    guard = GlobalGuard(add_shift.fn, device_loop_names(add_shift.source))
+    guard = GlobalGuard(add_shift.fn, [loop.node for loop in add_shift.source.loops])
     names = sorted(slot[0] for slot in guard._slots)
     assert names == ["SCALE", "SHIFT", "TAPS"], names
     assert guard.changed() == []
@@ -130,3 +129,61 @@ def test_host_only_global_is_not_guarded(
     torch.testing.assert_close(host_scaled(x), (x + 1.0) * 5.0)
     assert host_scaled.bind((x,)) is bound
     assert not [w for w in recwarn if "since it was traced" in str(w.message)]
+
+
+HP = {"scale": 2.0, "taps": [1.0, 0.5]}
+
+
+class _Cfg:
+    shift = 1.0
+
+
+CFG = _Cfg()
+
+
+@tc.kernel(static_shapes=True)
+def hyper_scaled(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = x[tn].to(torch.float32) * HP["scale"] + CFG.shift * HP["taps"][1]
+    return out
+
+
+def test_items_and_attributes_of_mutable_globals_are_guarded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hyperparameter dict's item, a config object's attribute and a list item read in
+    device code were baked in and went stale when mutated (fuzzing, session 48: 15.6 off)."""
+    monkeypatch.setitem(HP, "taps", [1.0, 0.5])
+    x = torch.randn(40)
+    torch.testing.assert_close(hyper_scaled(x), x * 2.0 + 0.5)
+    for change, want, label in (
+        (lambda: monkeypatch.setitem(HP, "scale", -3.0), x * -3.0 + 0.5, "HP['scale']"),
+        (lambda: monkeypatch.setattr(CFG, "shift", 4.0), x * -3.0 + 2.0, "CFG.shift"),
+        (lambda: HP["taps"].__setitem__(1, 0.25), x * -3.0 + 1.0, "HP['taps'][1]"),
+    ):
+        change()
+        with pytest.warns(UserWarning, match=re.escape(label)):
+            got = hyper_scaled(x)
+        torch.testing.assert_close(got, want)
+
+
+def test_a_closure_dict_item_is_guarded() -> None:
+    params = {"bias": 1.0}
+
+    @tc.kernel(static_shapes=True)
+    def add_bias(x: torch.Tensor) -> torch.Tensor:
+        (n,) = x.size()
+        out = torch.empty_like(x)
+        for tn in tc.tile(n):
+            out[tn] = x[tn] + params["bias"]
+        return out
+
+    x = torch.randn(20)
+    torch.testing.assert_close(add_bias(x), x + 1.0)
+    params["bias"] = 5.0
+    with pytest.warns(UserWarning, match=re.escape("params['bias'] 1.0 -> 5.0")):
+        torch.testing.assert_close(add_bias(x), x + 5.0)
+    guard = GlobalGuard(add_bias.fn, [loop.node for loop in add_bias.source.loops])
+    assert [c.label for c in guard._chains] == ["params['bias']"]  # not torch.float32 etc.

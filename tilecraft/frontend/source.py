@@ -76,11 +76,6 @@ class KernelSource:
         )
 
 
-def device_loop_names(src: KernelSource) -> set[str]:
-    """Every name the kernel's device loops mention (their headers included)."""
-    return {n.id for loop in src.loops for n in ast.walk(loop.node) if isinstance(n, ast.Name)}
-
-
 def _is_device_iter(expr: ast.expr) -> bool:
     if not isinstance(expr, ast.Call):
         return False

@@ -16,10 +16,12 @@ without its binding changing.
 
 from __future__ import annotations
 
+import ast
 import builtins
+import dataclasses
 import dis
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -56,34 +58,40 @@ class GlobalGuard:
     helpers it calls, with the values it was traced with (recorded by the first
     :meth:`changed` call)."""
 
-    def __init__(self, fn: Callable[..., Any], device_names: set[str]):
-        """``device_names``: the names device loops mention (host code reads its globals live
-        at each call, and host values a loop captures are guarded where it is launched)."""
+    def __init__(self, fn: Callable[..., Any], loops: Sequence[ast.AST]):
+        """``loops``: the kernel's device loops (host code reads its globals live at each
+        call, and host values a loop captures are guarded where it is launched)."""
+        names = {n.id for loop in loops for n in ast.walk(loop) if isinstance(n, ast.Name)}
         # (name, where, key): a global is where[key] of its module's dict, a closure
         # variable the contents of cell ``where`` (key None)
         self._slots: list[tuple[str, Any, str | None]] = []
-        _collect(fn, set(), self._slots, _HELPER_DEPTH, device_names)
+        _collect(fn, set(), self._slots, _HELPER_DEPTH, names)
+        # constants device code reads from a mutable object: HP["scale"], CFG.lr, TAPS[0]
+        self._chains = _item_chains(fn, loops)
         self._seen: tuple[Any, ...] | None = None
 
     @property
     def active(self) -> bool:
-        return bool(self._slots)
+        return bool(self._slots or self._chains)
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(
             _cell_value(where) if key is None else where.get(key, _MISSING)
             for _, where, key in self._slots
-        )
+        ) + tuple(chain.read() for chain in self._chains)
 
     def _identical(self, before: tuple[Any, ...]) -> bool:
         """Every slot still holds the very object it held (each call's path: a plain loop, as
         a kernel call's overhead is a few microseconds)."""
-        for (_, where, key), old in zip(self._slots, before, strict=True):
+        for (_, where, key), old in zip(self._slots, before, strict=False):
             if key is None:
                 if _cell_value(where) is not old:
                     return False
             elif where.get(key, _MISSING) is not old:
                 return False
+        if self._chains:
+            read = before[len(self._slots) :]
+            return all(c.read() is old for c, old in zip(self._chains, read, strict=True))
         return True
 
     def changed(self) -> list[tuple[str, Any, Any]]:
@@ -96,9 +104,10 @@ class GlobalGuard:
         self._seen = now
         if before is None:
             return []
+        labels = [slot[0] for slot in self._slots] + [c.label for c in self._chains]
         return [
-            (slot[0], old, new)
-            for slot, old, new in zip(self._slots, before, now, strict=True)
+            (label, old, new)
+            for label, old, new in zip(labels, before, now, strict=True)
             if not _same(old, new)
         ]
 
@@ -142,6 +151,60 @@ def _collect(
 def _is_user_helper(value: Any) -> bool:
     module = getattr(value, "__module__", None) or ""
     return isinstance(value, types.FunctionType) and module.split(".")[0] not in _LIBRARIES
+
+
+@dataclasses.dataclass(frozen=True)
+class _Chain:
+    """``root`` then items and attributes with constant keys (``HP["scale"]``, ``CFG.lr``)."""
+
+    label: str
+    root: Any  # a module's dict or a closure cell
+    key: str | None  # the root's name in that dict (None: a cell)
+    steps: tuple[tuple[bool, Any], ...]  # (is_attribute, attribute name or item key)
+
+    def read(self) -> Any:
+        value = _cell_value(self.root) if self.key is None else self.root.get(self.key, _MISSING)
+        for is_attr, step in self.steps:
+            try:
+                value = getattr(value, step) if is_attr else value[step]
+            except Exception:  # gone, or no longer indexable: a change either way
+                return _MISSING
+        return value
+
+
+def _item_chains(fn: Any, loops: Sequence[ast.AST]) -> list[_Chain]:
+    """The item / attribute chains device loops read from a global or closure object that is
+    not a module, whose value now is a constant."""
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False))
+    chains: dict[str, _Chain] = {}
+    for node in (n for loop in loops for n in ast.walk(loop)):
+        parsed = _parse_chain(node)
+        if parsed is None:
+            continue
+        name, steps = parsed
+        root, key = (cells[name], None) if name in cells else (fn.__globals__, name)
+        base = _cell_value(root) if key is None else root.get(key, _MISSING)
+        if isinstance(base, types.ModuleType) or base is _MISSING or _is_constant(base):
+            continue  # torch.float32, math.pi: library constants; a constant: a name slot
+        chain = _Chain(ast.unparse(node), root, key, steps)
+        if _is_constant(chain.read()):
+            chains.setdefault(chain.label, chain)
+    return list(chains.values())
+
+
+def _parse_chain(node: ast.AST) -> tuple[str, tuple[tuple[bool, Any], ...]] | None:
+    steps: list[tuple[bool, Any]] = []
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        if isinstance(node, ast.Attribute):
+            steps.append((True, node.attr))
+        elif isinstance(node.slice, ast.Constant):
+            steps.append((False, node.slice.value))
+        else:
+            return None
+        node = node.value
+    if not steps or not isinstance(node, ast.Name):
+        return None
+    return node.id, tuple(reversed(steps))
 
 
 def _cell_value(cell: Any) -> Any:

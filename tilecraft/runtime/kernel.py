@@ -30,7 +30,6 @@ from tilecraft.frontend.source import (
     LAUNCH,
     KernelSource,
     build_function,
-    device_loop_names,
     launch_tree,
     parse_kernel,
 )
@@ -141,7 +140,7 @@ class Kernel:
         self._runner: torch_op.HostRunner | None = None
         self._fast: dict[Any, fastpath.Launcher] = {}  # guard key -> prebuilt launcher
         # constants device code names (baked in when traced)
-        self._globals = GlobalGuard(fn, device_loop_names(self.source))
+        self._globals = GlobalGuard(fn, [loop.node for loop in self.source.loops])
         self.__name__: str = fn.__name__
         self.__qualname__: str = fn.__qualname__
         # also doc, module, annotations and __wrapped__: a function-like object (custom_op takes it)
