@@ -86,3 +86,24 @@ def test_an_open_ended_slice_of_a_run_time_dim_says_the_end_is_the_size() -> Non
     with pytest.raises(UnsupportedOpError, match="depends on its size") as info:
         second_half(torch.randn(4, 16))
     assert "give the end as an int too (8:8 + n" in str(info.value)
+
+
+@tc.kernel(static_shapes=False)
+def first_half(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    n = tc.specialize(n)
+    h = n // 2 - 1 + 1  # host arithmetic on a specialized int: still baked
+    out = torch.empty([m, h], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, :h]
+    return out
+
+
+def test_host_arithmetic_on_a_specialized_int_stays_specialized(device: str) -> None:
+    """``h = n // 2`` of ``n = tc.specialize(n)`` became a plain (run-time) int: its slice
+    was refused with a hint to use tc.specialize, which the code did (fuzzing, session 48)."""
+    for n in (1000, 64):
+        x = torch.randn(37, n, device=device)
+        assert torch.equal(first_half(x), x[:, : n // 2])
+    n = tc.specialize(10)
+    assert isinstance(n // 2 + 1, tc.Specialized) and not isinstance(n / 2, tc.Specialized)

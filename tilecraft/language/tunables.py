@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tilecraft.errors import DeviceCodeError
@@ -22,7 +23,30 @@ class BlockSize(int):
 
 
 class Specialized(int):
-    """An int baked into the generated kernel (``tc.specialize``)."""
+    """An int baked into the generated kernel (``tc.specialize``). Int arithmetic with plain
+    ints keeps it baked (``h = n // 2`` in host code, then ``x[tm, :h]``: as int it was a
+    run-time int under ``static_shapes=False``, though written from a specialized one)."""
+
+
+def _keeps_specialized(name: str) -> Callable[[Specialized, Any], Any]:
+    base = getattr(int, name)
+
+    def op(self: Specialized, other: Any) -> Any:
+        if type(other) not in (int, bool, Specialized):
+            return NotImplemented  # a run-time int (DynamicInt), a float...: as int does
+        result = base(self, other)
+        return Specialized(result) if type(result) is int else result
+
+    return op
+
+
+for _name in (
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
+    "__rfloordiv__", "__mod__", "__rmod__", "__lshift__", "__rshift__", "__and__", "__or__",
+    "__xor__",
+):  # fmt: skip
+    setattr(Specialized, _name, _keeps_specialized(_name))
+Specialized.__neg__ = lambda self: Specialized(-int(self))  # type: ignore[assignment,method-assign]
 
 
 class DynamicInt(int):
