@@ -640,3 +640,20 @@ def test_an_in_place_method_on_a_tile_suggests_the_out_of_place_form() -> None:
         doubles_in_place(_rand(8))
     text = _assert_located(info.value, doubles_in_place, "v.mul_(2.0)")
     assert "v = v.mul(...)" in text
+
+
+@tc.kernel
+def stores_after_its_loop(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, :]
+    out[tm, :] = 0.0  # noqa: F821 (the tile does not exist here)
+    return out
+
+
+def test_a_tile_used_after_its_loop_is_not_blamed_on_the_arguments() -> None:
+    with pytest.raises(ArgumentError, match="NameError") as info:
+        stores_after_its_loop(_rand(6, 8))
+    text = _assert_located(info.value, stores_after_its_loop, "out[tm, :] = 0.0")
+    assert "inside their device loop" in text and "ranks and shapes" not in text

@@ -136,6 +136,15 @@ def host_code_error(
         f"{n}: {_describe(v)}" if isinstance(v, torch.Tensor) else f"{n}: {type(v).__name__}"
         for n, v in arguments.items()
     )
+    if isinstance(exc, NameError) and not isinstance(exc, UnboundLocalError):
+        # not an argument's shape: a name the host code reads is not bound there (a device
+        # loop's tile used after its loop, a typo)
+        return ArgumentError(
+            f"{name}(): the kernel's host code failed: {type(exc).__name__}: {exc}",
+            where,
+            hint="a tile (`for tm in tc.tile(m)`) and the values made from it exist only "
+            "inside their device loop: index and store inside the loop",
+        )
     return ArgumentError(
         f"{name}(): the kernel's host code failed on these arguments ({given}): "
         f"{type(exc).__name__}: {exc}",
