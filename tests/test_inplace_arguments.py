@@ -13,6 +13,7 @@ import torch
 
 import tilecraft as tc
 from tilecraft.autotune.baseline import clone_args
+from tilecraft.errors import ArgumentError
 
 
 @tc.kernel(static_shapes=True)
@@ -67,3 +68,31 @@ def test_clone_args_copies_tensors_inside_containers() -> None:
     for c in copies:
         assert c.data_ptr() != t.data_ptr() and c.stride() == t.stride()
         assert torch.equal(c, t)
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16]))
+def axpy_(x: torch.Tensor, y: torch.Tensor, a: float) -> None:
+    (n,) = x.size()
+    for tn in tc.tile(n):
+        y[tn] = y[tn] + a * x[tn]
+
+
+def test_a_written_argument_that_partly_overlaps_another_is_refused() -> None:
+    """y = buf[1:] written while x = buf[:-1] is read: the result depended on the block (3 to
+    62 elements off); torch refuses such in-place ops. The same tensor twice, disjoint halves
+    of one buffer and interleaved strided views run."""
+    buf = torch.randn(101)
+    with pytest.raises(ArgumentError, match="'y' is written and partly overlaps argument 'x'"):
+        axpy_(buf[:-1], buf[1:], 2.0)
+    z = torch.randn(50)
+    want = z * 3.0
+    axpy_(z, z, 2.0)
+    torch.testing.assert_close(z, want)
+    halves = torch.randn(100)
+    want = halves[50:] + 2.0 * halves[:50]
+    axpy_(halves[:50], halves[50:], 2.0)
+    torch.testing.assert_close(halves[50:], want)
+    pairs = torch.randn(100)
+    want = pairs[1::2] + 2.0 * pairs[0::2]
+    axpy_(pairs[0::2], pairs[1::2], 2.0)
+    torch.testing.assert_close(pairs[1::2], want)

@@ -50,6 +50,7 @@ from tilecraft.runtime.signature import signature_of, value_key
 from tilecraft.runtime.validate import (
     check_has_data,
     check_layouts,
+    check_no_partial_overlap,
     check_tensor_args,
     check_unshared_outputs,
     host_code_error,
@@ -141,6 +142,8 @@ class Kernel:
         self._fast: dict[Any, fastpath.Launcher] = {}  # guard key -> prebuilt launcher
         # constants device code names (baked in when traced)
         self._globals = GlobalGuard(fn, [loop.node for loop in self.source.loops])
+        stored = self._plain_stores()  # parameters device loops write: checked per call
+        self._written_params = tuple(i for i, n in enumerate(self._param_names) if n in stored)
         self.__name__: str = fn.__name__
         self.__qualname__: str = fn.__qualname__
         # also doc, module, annotations and __wrapped__: a function-like object (custom_op takes it)
@@ -266,6 +269,11 @@ class Kernel:
         compiling = torch.compiler.is_compiling()
         if not compiling and self._globals.active:
             self._drop_if_globals_changed()
+        if self._written_params and not compiling:
+            values = self._positional_values(args, kwargs) or self.positional(args, kwargs)
+            check_no_partial_overlap(
+                self.__name__, self._param_names, values, self._written_params, self.def_loc
+            )
         if not compiling and not kwargs and self._fast and not settings.ref_mode():
             # (no key for tensor subclasses: fake/functional tensors of a tracer go on below)
             launcher = self._fast.get(fastpath.guard_key(args))

@@ -111,6 +111,44 @@ def check_unshared_outputs(
         )
 
 
+def check_no_partial_overlap(
+    name: str,
+    params: tuple[str, ...],
+    values: tuple[Any, ...],
+    written: tuple[int, ...],
+    loc: SourceLoc | None,
+) -> None:
+    """A written argument must not partly overlap another tensor argument (``y = buf[1:]``
+    written while ``x = buf[:-1]`` is read): which program reads an element before another
+    writes it decides the result, as torch refuses for its in-place ops. The same view passed
+    twice (``axpy_(z, z)``) is fine, and, as torch, only dense tensors are compared (strided
+    views may interleave without sharing an element). Runs on each call of a kernel that writes
+    an argument: a few data pointers."""
+    for i in written:
+        w = values[i]
+        if not isinstance(w, torch.Tensor) or not w.is_contiguous() or w.numel() == 0:
+            continue
+        start = w.data_ptr()
+        end = start + w.numel() * w.element_size()
+        for j, r in enumerate(values):
+            if j == i or not isinstance(r, torch.Tensor) or r.numel() == 0:
+                continue
+            other = r.data_ptr()
+            if (
+                other < end
+                and start < other + r.numel() * r.element_size()
+                and (r.is_contiguous() and not (other == start and r.shape == w.shape))
+            ):
+                raise ArgumentError(
+                    f"{name}(): argument '{params[i]}' is written and partly overlaps argument "
+                    f"'{params[j]}' (views of one buffer at different offsets): which program "
+                    "reads an element before another writes it would decide the result",
+                    loc,
+                    hint=f"pass '{params[j]}'.clone() (or write into a new tensor), as torch "
+                    "refuses this for its in-place ops",
+                )
+
+
 def check_has_data(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> None:
     """Running (not inspecting or cross-compiling) needs tensors with data."""
     for arg, value in arguments.items():
