@@ -42,7 +42,9 @@ CONFIG = tc.Config(block_sizes=[1], reduction_loops=[512, None])
 
 
 def test_values_used_after_a_chunk_loop_are_emitted_after_it(device: str) -> None:
-    x = torch.randn(4, 3000)
+    # rows summing far from 0: a randn row's sum near 0 made the quotient ill-conditioned, and
+    # the chunked sum's order alone exceeded the tolerance (a CI run, session 48)
+    x = torch.randn(4, 3000, generator=torch.Generator().manual_seed(7)) + 0.5
     code = scaled_diff.bind((x,)).to_triton_code(CONFIG)
     loop = code.index("for roffset_1 in tl.range(")
     shifted = [m.start() for m in re.finditer(r"\bload(_1)? = ", code)]
