@@ -657,3 +657,20 @@ def test_a_tile_used_after_its_loop_is_not_blamed_on_the_arguments() -> None:
         stores_after_its_loop(_rand(6, 8))
     text = _assert_located(info.value, stores_after_its_loop, "out[tm, :] = 0.0")
     assert "inside their device loop" in text and "ranks and shapes" not in text
+
+
+@tc.kernel
+def scales_by_a_python_float(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = x[tn] * float(x[tn].sum())
+    return out
+
+
+def test_float_of_a_tile_is_a_located_error_not_a_type_error() -> None:
+    """float(tile) / int(tile) / len(tile) raised TypeError naming an internal class."""
+    with pytest.raises(DeviceCodeError, match=r"float\(\.\.\.\) of a device value") as info:
+        scales_by_a_python_float(_rand(20))
+    text = _assert_located(info.value, scales_by_a_python_float, "float(x[tn].sum())")
+    assert "TileValue" not in text and ".to(torch.float32)" in text

@@ -95,6 +95,23 @@ class TileValue:
     def __iter__(self) -> Any:
         raise DeviceCodeError("tile values cannot be iterated in device code")
 
+    def _as_python(self, what: str) -> DeviceCodeError:
+        return DeviceCodeError(
+            f"{what}(...) of a device value: it holds no Python number while the kernel is "
+            "traced (it is computed on the device)",
+            hint="keep it a tile: .to(torch.float32) / .to(torch.int32) casts it, .shape / "
+            ".size(d) give its sizes; a number the host needs is an argument or a kernel output",
+        )
+
+    def __float__(self) -> float:
+        raise self._as_python("float")
+
+    def __int__(self) -> int:
+        raise self._as_python("int")
+
+    def __len__(self) -> int:
+        raise self._as_python("len")
+
     def __repr__(self) -> str:
         return f"TileValue({self.node!r}: {list(self.node.shape)} {self.node.dtype})"
 
