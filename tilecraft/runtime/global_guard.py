@@ -9,9 +9,10 @@ call compares the constants the kernel's code names with the values it was trace
 change drops the kernel's specializations so the next call traces again (as ``torch.compile``
 recompiles on a changed global, where Triton raises).
 
-Only immutable constants are guarded (numbers, strings, bools, None, dtypes and tuples of
-them): a module, a function or a tensor is not baked as a value, and a list could change
-without its binding changing.
+Guarded are names bound to immutable constants (numbers, strings, bools, None, dtypes and
+tuples of them; a module, a function or a tensor is not baked as a value), and chains of
+constant items and attributes that device code reads from a mutable object (``HP["scale"]``,
+``CFG.lr``): a dict or an object changes without its binding changing.
 """
 
 from __future__ import annotations
