@@ -674,3 +674,34 @@ def test_float_of_a_tile_is_a_located_error_not_a_type_error() -> None:
         scales_by_a_python_float(_rand(20))
     text = _assert_located(info.value, scales_by_a_python_float, "float(x[tn].sum())")
     assert "TileValue" not in text and ".to(torch.float32)" in text
+
+
+@tc.kernel
+def cumsum_down_the_grid(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.cumsum(x[tm, :], dim=0)
+    return out
+
+
+@tc.kernel(config=tc.Config(block_sizes=[16]))
+def chunked_cumsum(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m, block_size=1):
+        total = tc.zeros([1], dtype=torch.float32)
+        for tk in tc.tile(n):
+            out[tm, tk] = total + torch.cumsum(x[tm, tk], dim=0)
+            total = total + torch.sum(x[tm, tk], dim=0, keepdim=True)
+    return out
+
+
+def test_a_scan_along_the_grid_block_is_refused_and_an_inner_loops_is_not() -> None:
+    """cumsum over dim 0 of x[tm, :] restarted at every program's block (up to 17 off;
+    ref mode scanned the whole column): refused as sort and flip are. A chunked scan over an
+    inner loop's tiles, carrying its total, is the way to write it."""
+    with pytest.raises(ShapeError, match=r"torch.cumsum along dim 0 .* one program each tile"):
+        cumsum_down_the_grid(_rand(37, 10))
+    x = _rand(5, 100)
+    torch.testing.assert_close(chunked_cumsum(x), x.cumsum(1), rtol=1e-5, atol=1e-4)

@@ -22,7 +22,7 @@ from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.tile_gather import flip
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Node, Op, Sym, tile_block
+from tilecraft.ir.nodes import Node, Op, Sym, shape_str, tile_block
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -102,13 +102,28 @@ def _scan_node(t: Tracer, x: Any, dim: Any, kind: str) -> tuple[Node, int]:
     node = t.value_node(x)
     if node.ndim == 0:
         raise ShapeError(f"a scan needs a tile with dims, got a scalar ({kind})")
-    return node, t._axis(node, dim)
+    axis = t._axis(node, dim)
+    d = node.shape[axis]
+    if tile_block(d) and d.fixed_block is None and any(d is g for g in t.grid_syms):
+        # each program would scan its own block, restarting where the config cuts the dim
+        # (ref mode scans it whole); an inner loop's tiles may be scanned (a chunked scan
+        # carries its total from tile to tile)
+        raise ShapeError(
+            f"{kind} along dim {axis} of {shape_str(node.shape)}: {d.name} is the device "
+            "loop's block, one program each tile, so the scan would restart at every tile "
+            "the config cuts",
+            t.loc,
+            hint="scan along a whole dim (`x[:, tn]` then dim 0, or `x[tm, :]` then dim 1), "
+            "or loop over the dim in an inner `for tk in tc.tile(n)` carrying the running "
+            "total",
+        )
+    return node, axis
 
 
 def cumulative(t: Tracer, kind: str, x: Any, dim: Any, dtype: Any = None) -> TileValue:
     """``torch.cumsum`` / ``torch.cumprod``: integer inputs give int64 as in torch; half-precision
     inputs are scanned in fp32 and rounded once."""
-    node, axis = _scan_node(t, x, dim, kind)
+    node, axis = _scan_node(t, x, dim, f"torch.cum{kind}")
     result = dtype or (torch.int64 if not node.dtype.is_floating_point else node.dtype)
     compute = dtypes.compute_dtype(result) if result.is_floating_point else torch.int64
     inp = t.cast(node, compute)
@@ -120,7 +135,7 @@ def cumulative_extreme(t: Tracer, kind: str, x: Any, dim: Any) -> Any:
     """``torch.cummax`` / ``torch.cummin``: ``(values, indices)`` along ``dim``, a scan of
     (value, position) pairs. As torch: a tie takes the later position, and a NaN, once met,
     is kept (with the position of the last NaN)."""
-    node, axis = _scan_node(t, x, dim, f"cum{kind}")
+    node, axis = _scan_node(t, x, dim, f"torch.cum{kind}")
     d = node.shape[axis]
     pos = t.tile_leaf(d, Op.TILE_INDEX) if isinstance(d, Sym) else t.arange(int(d))
     positions = along(t, t.to_dtype(pos, torch.int64), node.shape, axis)
@@ -139,7 +154,7 @@ def log_cumulative_sum_exp(t: Tracer, x: Any, dim: Any) -> TileValue:
     """``torch.logcumsumexp``: a scan of ``log(exp(a) + exp(b))`` taken as ``m + log1p(exp(min
     - m))`` with ``m`` the larger (no overflow), in fp32 for half precision, rounded once. As
     torch: -inf where every element so far is -inf, inf once an inf is met, NaN once a NaN is."""
-    node, axis = _scan_node(t, x, dim, "logcumsumexp")
+    node, axis = _scan_node(t, x, dim, "torch.logcumsumexp")
     if not node.dtype.is_floating_point:
         raise UnsupportedOpError(
             f"torch.logcumsumexp of a {node.dtype} tile: torch takes floats only",
@@ -162,7 +177,7 @@ def associative_scan(
     if not xs:
         raise DeviceCodeError("tc.associative_scan: no tiles to scan", t.loc)
     nodes = [t.value_node(v) for v in xs]
-    node, axis = _scan_node(t, xs[0], dim, "associative_scan")
+    node, axis = _scan_node(t, xs[0], dim, "tc.associative_scan")
     if any(n.shape != node.shape for n in nodes):
         shapes = ", ".join(str(list(n.shape)) for n in nodes)
         raise ShapeError(f"tc.associative_scan: the scanned tiles differ in shape ({shapes})")

@@ -272,6 +272,7 @@ class _TraceHost:
                 grid_syms.append(
                     loop_nest.block_sym(tracer, hi, lo, block, scalar=spec.kind == "grid")
                 )
+            tracer.grid_syms = grid_syms
             scope = {**self.src.fn.__globals__, **self.src.closure_values()}
             interp = Interpreter(tracer, captures, scope, self.src.filename, self.src.line_offset)
             proxies = [TileProxy(s, tracer) for s in grid_syms]

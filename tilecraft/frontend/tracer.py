@@ -41,6 +41,7 @@ class Tracer:
         self.dynamic = dynamic
         self.blocks: list[list[Node]] = [[]]
         self.syms: list[Sym] = []
+        self.grid_syms: list[Sym] = []  # the top-level loop's dims (one program each tile)
         self.rdims: dict[tuple[int, int, bool], Sym] = {}
         self.loc: SourceLoc | None = None
         self.next_block_slot = next_block_slot
