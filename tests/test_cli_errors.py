@@ -88,6 +88,12 @@ def test_bad_json_config_is_one_line(kernel_folder: Path) -> None:
     assert "is not JSON" in text
 
 
+def test_check_of_a_plain_function_is_one_line(kernel_folder: Path) -> None:
+    """A module attribute that is not a @tc.kernel ended in an AttributeError traceback."""
+    text = _exit_text(["check", "cli_pkg.with_shapes:make_inputs"])
+    assert "is a function, not a kernel" in text and "@tc.kernel" in text
+
+
 def test_module_without_test_shapes_says_what_to_pass(kernel_folder: Path) -> None:
     text = _exit_text(["check", "cli_pkg.no_shapes:double"])
     assert "no TEST_SHAPES" in text and "--shape" in text and "--inputs" in text

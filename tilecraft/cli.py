@@ -92,6 +92,13 @@ def cmd_check(ns: argparse.Namespace) -> int:
     from tilecraft.tools.check import check_kernel, format_rows
 
     module, kernel = _load(ns.kernel)
+    from tilecraft.runtime.kernel import Kernel
+
+    if not isinstance(kernel, Kernel):
+        raise SystemExit(
+            f"tilecraft: {ns.kernel} is a {type(kernel).__name__}, not a kernel: check takes a "
+            "function decorated with @tc.kernel"
+        )
     if ns.inputs:
         args = tuple(_load(ns.inputs)[1]())
     else:
