@@ -88,6 +88,25 @@ def _run(jobs: list[Job], path: Path, devices: list[str]) -> ConfigTable:
     return ConfigTable.read(path)
 
 
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        ([], "a tuning plan is an object"),
+        ({"kernels": {"kernel": "m:k"}}, "a tuning plan is an object"),
+        ({"kernels": [3]}, r"kernels\[0\]: each entry is an object"),
+        ({"kernels": [{"kernel": "m:k", "args": {"x": 1}}]}, "each entry is an object"),
+    ],
+)
+def test_a_plan_of_the_wrong_shape_is_a_config_error(
+    tmp_path: Path, plan: Any, message: str
+) -> None:
+    """A list at the top, or an object where a list belongs, ended in AttributeError."""
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    with pytest.raises(ConfigError, match=message):
+        read_plan(path, "cpu")
+
+
 def test_jobs_spread_over_devices_with_the_same_winners(tmp_path: Path) -> None:
     jobs = read_plan(write_plan(tmp_path / "plan.json"))
     two = _run(jobs, tmp_path / "two.json", ["0", "1"])

@@ -72,10 +72,15 @@ def read_plan(path: str | os.PathLike[str], device: str | None = None) -> list[J
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read tuning plan {str(path)!r}: {exc}") from None
+    entry = "{'kernel': 'MODULE:NAME', 'args': [[...]]}"
+    if not isinstance(data, dict) or not isinstance(data.get("kernels") or [], list):
+        raise ConfigError(f"{path}: a tuning plan is an object {{'kernels': [{entry}]}}")
     default_device = device or data.get("device") or _default_device()
     jobs: list[Job] = []
     for n, item in enumerate(data.get("kernels") or []):
         where = f"{path}: kernels[{n}]"
+        if not isinstance(item, dict) or not isinstance(item.get("args") or [], list):
+            raise ConfigError(f"{where}: each entry is an object {entry}")
         ref = item.get("kernel", "")
         if ":" not in ref:
             raise ConfigError(f"{where}: 'kernel' must be MODULE:NAME, got {ref!r}")
