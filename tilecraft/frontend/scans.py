@@ -104,10 +104,11 @@ def _scan_node(t: Tracer, x: Any, dim: Any, kind: str) -> tuple[Node, int]:
         raise ShapeError(f"a scan needs a tile with dims, got a scalar ({kind})")
     axis = t._axis(node, dim)
     d = node.shape[axis]
-    if tile_block(d) and d.fixed_block is None and any(d is g for g in t.grid_syms):
+    if tile_block(d) and any(d is g for g in t.grid_syms):
         # each program would scan its own block, restarting where the config cuts the dim
         # (ref mode scans it whole); an inner loop's tiles may be scanned (a chunked scan
-        # carries its total from tile to tile)
+        # carries its total from tile to tile), and so may a block the host knows (a literal
+        # or registered block_size: per-block ranks the host combines)
         raise ShapeError(
             f"{kind} along dim {axis} of {shape_str(node.shape)}: {d.name} is the device "
             "loop's block, one program each tile, so the scan would restart at every tile "

@@ -272,7 +272,11 @@ class _TraceHost:
                 grid_syms.append(
                     loop_nest.block_sym(tracer, hi, lo, block, scalar=spec.kind == "grid")
                 )
-            tracer.grid_syms = grid_syms
+            # the grid dims whose block only the config sets (not a literal block_size, not
+            # one the host registered and combines per block: tc.register_block_size)
+            tracer.grid_syms = [
+                s for s, b in zip(grid_syms, spec.block_sizes, strict=True) if b is None
+            ]
             scope = {**self.src.fn.__globals__, **self.src.closure_values()}
             interp = Interpreter(tracer, captures, scope, self.src.filename, self.src.line_offset)
             proxies = [TileProxy(s, tracer) for s in grid_syms]

@@ -41,7 +41,8 @@ class Tracer:
         self.dynamic = dynamic
         self.blocks: list[list[Node]] = [[]]
         self.syms: list[Sym] = []
-        self.grid_syms: list[Sym] = []  # the top-level loop's dims (one program each tile)
+        # the top-level loop's dims whose block the config alone sets (one program a tile)
+        self.grid_syms: list[Sym] = []
         self.rdims: dict[tuple[int, int, bool], Sym] = {}
         self.loc: SourceLoc | None = None
         self.next_block_slot = next_block_slot
