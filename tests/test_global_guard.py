@@ -95,7 +95,7 @@ def test_changed_closure_constant_retraces() -> None:
 def test_guarded_names() -> None:
     """Constants (also a helper's and a tuple) are guarded; modules, functions and builtins are
     not, and 1 -> 1.0 is a change (another constant in generated code)."""
-    guard = GlobalGuard(add_shift.fn, [loop.node for loop in add_shift.source.loops])
+    guard = GlobalGuard(add_shift.fn, add_shift.source.loops)
     names = sorted(slot[0] for slot in guard._slots)
     assert names == ["SCALE", "SHIFT", "TAPS"], names
     assert guard.changed() == []
@@ -185,5 +185,5 @@ def test_a_closure_dict_item_is_guarded() -> None:
     params["bias"] = 5.0
     with pytest.warns(UserWarning, match=re.escape("params['bias'] 1.0 -> 5.0")):
         torch.testing.assert_close(add_bias(x), x + 5.0)
-    guard = GlobalGuard(add_bias.fn, [loop.node for loop in add_bias.source.loops])
+    guard = GlobalGuard(add_bias.fn, add_bias.source.loops)
     assert [c.label for c in guard._chains] == ["params['bias']"]  # not torch.float32 etc.

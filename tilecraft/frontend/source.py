@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import textwrap
 import types
@@ -36,6 +37,12 @@ class DeviceLoopSource:
     index: int
     node: ast.For
     loc: SourceLoc
+
+    @functools.cached_property
+    def names(self) -> set[str]:
+        """Every name the loop mentions, its header included (what a launch checks and the
+        global guard watches)."""
+        return {n.id for n in ast.walk(self.node) if isinstance(n, ast.Name)}
 
 
 @dataclasses.dataclass

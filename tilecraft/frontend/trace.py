@@ -139,7 +139,7 @@ class _TraceHost:
             return
         # only what the loop names: a host loop's other locals (the tensor a view was made
         # from) may change freely
-        named = {n.id for n in ast.walk(self.src.loops[index].node) if isinstance(n, ast.Name)}
+        named = self.src.loops[index].names
         self.first_env[index] = {k: _fingerprint(v) for k, v in env.items() if k in named}
         if isinstance(spec, TileSpec):
             self.first_env[index].update(_bound_fingerprints(index, spec))

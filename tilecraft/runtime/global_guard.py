@@ -23,9 +23,12 @@ import dataclasses
 import dis
 import types
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from tilecraft.frontend.source import DeviceLoopSource
 
 _MISSING = object()
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), torch.dtype)
@@ -59,16 +62,16 @@ class GlobalGuard:
     helpers it calls, with the values it was traced with (recorded by the first
     :meth:`changed` call)."""
 
-    def __init__(self, fn: Callable[..., Any], loops: Sequence[ast.AST]):
+    def __init__(self, fn: Callable[..., Any], loops: Sequence[DeviceLoopSource]):
         """``loops``: the kernel's device loops (host code reads its globals live at each
         call, and host values a loop captures are guarded where it is launched)."""
-        names = {n.id for loop in loops for n in ast.walk(loop) if isinstance(n, ast.Name)}
+        names = set().union(*(loop.names for loop in loops))
         # (name, where, key): a global is where[key] of its module's dict, a closure
         # variable the contents of cell ``where`` (key None)
         self._slots: list[tuple[str, Any, str | None]] = []
         _collect(fn, set(), self._slots, _HELPER_DEPTH, names)
         # constants device code reads from a mutable object: HP["scale"], CFG.lr, TAPS[0]
-        self._chains = _item_chains(fn, loops)
+        self._chains = _item_chains(fn, [loop.node for loop in loops])
         self._seen: tuple[Any, ...] | None = None
 
     @property

@@ -141,7 +141,7 @@ class Kernel:
         self._runner: torch_op.HostRunner | None = None
         self._fast: dict[Any, fastpath.Launcher] = {}  # guard key -> prebuilt launcher
         # constants device code names (baked in when traced)
-        self._globals = GlobalGuard(fn, [loop.node for loop in self.source.loops])
+        self._globals = GlobalGuard(fn, self.source.loops)
         stored = self._plain_stores()  # parameters device loops write: checked per call
         self._written_params = tuple(i for i, n in enumerate(self._param_names) if n in stored)
         self.__name__: str = fn.__name__
@@ -270,9 +270,12 @@ class Kernel:
         if not compiling and self._globals.active:
             self._drop_if_globals_changed()
         if self._written_params and not compiling:
-            values = self._positional_values(args, kwargs) or self.positional(args, kwargs)
             check_no_partial_overlap(
-                self.__name__, self._param_names, values, self._written_params, self.def_loc
+                self.__name__,
+                self._param_names,
+                self.positional(args, kwargs),
+                self._written_params,
+                self.def_loc,
             )
         if not compiling and not kwargs and self._fast and not settings.ref_mode():
             # (no key for tensor subclasses: fake/functional tensors of a tracer go on below)
