@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -92,6 +93,52 @@ def test_check_of_a_plain_function_is_one_line(kernel_folder: Path) -> None:
     """A module attribute that is not a @tc.kernel ended in an AttributeError traceback."""
     text = _exit_text(["check", "cli_pkg.with_shapes:make_inputs"])
     assert "is a function, not a kernel" in text and "@tc.kernel" in text
+
+
+def test_a_file_path_for_module_says_to_use_a_dotted_name(kernel_folder: Path) -> None:
+    text = _exit_text(["check", "cli_pkg/with_shapes.py:double"])
+    assert "names a file" in text and "cli_pkg.with_shapes:double" in text, text
+
+
+def test_check_for_the_interpreter_says_there_is_nothing_to_compile(kernel_folder: Path) -> None:
+    """Every config failed with Triton's '0 compatible backends' and the command exited 0."""
+    text = _exit_text(["check", "cli_pkg.with_shapes:double", "--target", "interpret"])
+    assert "interpreter compiles nothing" in text and "TRITON_INTERPRET=1" in text, text
+
+
+def test_check_for_a_target_triton_lacks_names_the_backends_it_has(kernel_folder: Path) -> None:
+    from triton.backends import backends
+
+    if "intel" in backends:
+        pytest.skip("this Triton has the xpu backend")  # never the case with the pinned wheel
+    text = _exit_text(["check", "cli_pkg.with_shapes:double", "--target", "xpu"])
+    assert "no 'intel' backend" in text and "nvidia" in text, text
+
+
+def test_negative_samples_is_a_usage_error(
+    kernel_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _exit_text(["check", "cli_pkg.with_shapes:double", "--samples", "-3"]) == "2"
+    assert "-3 is negative" in capsys.readouterr().err
+
+
+@pytest.mark.crosscompile
+def test_check_where_every_config_fails_exits_1_without_strict(
+    kernel_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = json.dumps({"block_sizes": [32], "num_warps": 32})  # 2048 threads of wave64
+    argv = ["check", "cli_pkg.with_shapes:double", "--config", config, "--target", "hip:gfx942"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "does not fit: 2048 threads > 1024 a block" in out and "0 ok, 1 failed" in out, out
+
+
+def test_python_dash_m_tilecraft_runs_the_command_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tilecraft", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "usage: tilecraft" in done.stdout and "check" in done.stdout
 
 
 def test_module_without_test_shapes_says_what_to_pass(kernel_folder: Path) -> None:

@@ -400,15 +400,19 @@ def test_a_half_precision_atomic_in_the_interpreter_is_one_clear_error(device: s
 
 @pytest.mark.interpreter
 def test_one_error_every_config_raised_is_the_tuners_cause() -> None:
-    """Five configs that each failed with the same tilecraft error gave a table of truncated
-    copies; the hint now carries the error once, whole (its line and what to do)."""
+    """Configs that each failed with the same tilecraft error gave a table of truncated
+    copies and a hint to report a tilecraft bug; the message is now the error once, whole (its
+    line and what to do)."""
     from tilecraft.autotune.classify import NoWorkingConfigError
 
     ids = torch.randint(0, 7, (40,), generator=torch.Generator().manual_seed(0))
     with pytest.raises(NoWorkingConfigError) as info:
         bf16_scatter(ids, torch.randn(40).to(torch.bfloat16))
-    hint = info.value.hint or ""
-    assert "no half-precision atomics" in hint and "accumulate into a float32" in hint, hint
+    text = str(info.value)
+    assert "no half-precision atomics" in text and "accumulate into a float32" in text, text
+    assert text.count("no half-precision atomics") == 1, text
+    assert "no config changes" in text and "tilecraft bug" not in text, text
+    assert len(info.value.attempts) > 1
 
 
 def test_the_baseline_leaves_out_what_an_atomics_lane_order_decides(device: str) -> None:

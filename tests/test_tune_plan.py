@@ -7,6 +7,7 @@ Triton's interpreter on any machine: these tests are about scheduling, table and
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -95,6 +96,9 @@ def _run(jobs: list[Job], path: Path, devices: list[str]) -> ConfigTable:
         ({"kernels": {"kernel": "m:k"}}, "a tuning plan is an object"),
         ({"kernels": [3]}, r"kernels\[0\]: each entry is an object"),
         ({"kernels": [{"kernel": "m:k", "args": {"x": 1}}]}, "each entry is an object"),
+        ({"kernels": [{"kernel": "m:k", "args": [{"shape": [4]}]}]}, r"write \[\[\.\.\.\]\]"),
+        ({"kernels": [{"kernel": "m:k", "args": [[{"shape": [37, -5]}]]}]}, "non-negative"),
+        ({"kernels": [{"kernel": "m:k", "args": [[{"shape": [4.5]}]]}]}, "non-negative integers"),
     ],
 )
 def test_a_plan_of_the_wrong_shape_is_a_config_error(
@@ -168,6 +172,18 @@ def test_tune_plan_reports_a_failing_job(tmp_path: Path) -> None:
     assert tune_plan(plan, out, devices=1) == 1
     entries = ConfigTable.read(out).entries
     assert [e["name"] for e in entries] == ["add"]
+
+
+def test_tune_plan_where_every_job_fails_says_nothing_was_written(tmp_path: Path) -> None:
+    """It printed 'wrote <table>' and no table existed."""
+    plan = tmp_path / "plan.json"
+    job = {"kernel": "deploy_kernels:missing", "args": [[{"shape": [64]}]]}
+    plan.write_text(json.dumps({"effort": "none", "device": "cpu", "kernels": [job]}))
+    out, stream = tmp_path / "t.json", io.StringIO()
+    assert tune_plan(plan, out, devices=1, stream=stream) == 1
+    assert not out.exists()
+    text = stream.getvalue()
+    assert "no job succeeded" in text and "wrote" not in text, text
 
 
 @pytest.mark.gpu

@@ -34,6 +34,12 @@ def _load(ref: str) -> tuple[Any, Any]:
     module_name, _, attr = ref.partition(":")
     if not attr:
         raise SystemExit(f"tilecraft: expected MODULE:NAME, got {ref!r}")
+    if module_name.endswith(".py") or os.sep in module_name or "/" in module_name:
+        dotted = module_name.removesuffix(".py").replace(os.sep, ".").replace("/", ".")
+        raise SystemExit(
+            f"tilecraft: {ref!r} names a file; MODULE is a dotted module name, e.g. "
+            f"{dotted}:{attr} (run from the folder that holds the package)"
+        )
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` would: `examples.x` from the repo root
     try:
@@ -77,6 +83,13 @@ def _example_args(
     return seen[0]
 
 
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: give a count of 0 or more")
+    return value
+
+
 def _json_config(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
@@ -90,6 +103,7 @@ def _json_config(text: str) -> dict[str, Any]:
 def cmd_check(ns: argparse.Namespace) -> int:
     from tilecraft.targets.target import Target
     from tilecraft.tools.check import check_kernel, format_rows
+    from tilecraft.tools.crosscompile import missing_backend
 
     module, kernel = _load(ns.kernel)
     from tilecraft.runtime.kernel import Kernel
@@ -105,6 +119,10 @@ def cmd_check(ns: argparse.Namespace) -> int:
         shape = tuple(int(s) for s in ns.shape.split(",")) if ns.shape else None
         args = _example_args(module, kernel, shape, getattr(torch, ns.dtype))
     targets = [Target.parse(t) for t in ns.target or ["cuda:90"]]
+    for target in targets:
+        problem = missing_backend(target)
+        if problem:
+            raise SystemExit(f"tilecraft: check --target {target.backend}: {problem}")
 
     def configs_for(bound: Any) -> list[Config]:
         if ns.config:
@@ -116,9 +134,10 @@ def cmd_check(ns: argparse.Namespace) -> int:
 
     rows = check_kernel(kernel, args, targets, configs_for, ns.timeout)
     print(format_rows(rows))
-    failed = [r for r in rows if r.report is None or not r.report.ok]
+    failed = [r for r in rows if r.report is None or not r.report.ok or r.misfit]
     print(f"\n{len(rows) - len(failed)} ok, {len(failed)} failed")
-    return 1 if failed and ns.strict else 0
+    # Every config failing is a failed check whatever --strict says; --strict also fails on one.
+    return 1 if failed and (ns.strict or len(failed) == len(rows)) else 0
 
 
 def cmd_cache(ns: argparse.Namespace) -> int:
@@ -152,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("kernel", help="MODULE:KERNEL, e.g. examples.rms_norm:rms_norm_fwd")
     check.add_argument("--target", action="append", help="cuda:90, hip:gfx942, ... (repeatable)")
     check.add_argument("--config", action="append", help="a config as JSON (repeatable)")
-    check.add_argument("--samples", type=int, default=4, help="random configs besides the default")
+    check.add_argument(
+        "--samples", type=_count, default=4, help="random configs besides the default"
+    )
     check.add_argument("--seed", type=int, default=0)
     check.add_argument("--inputs", help="MODULE:FN returning the kernel's argument tuple")
     check.add_argument("--shape", help="comma-separated shape for example modules")

@@ -176,12 +176,22 @@ class NoWorkingConfigError(TilecraftError):
         repro: Path | None,
         cause: str = "",
         racy: Sequence[str] = (),
+        refusal: str = "",
     ):
         """``cause``: why no config could work, where tilecraft knows (``config/unfit.py``);
-        ``racy``: host tensors the kernel updates at loaded indices (:func:`racy_updates`)."""
+        ``racy``: host tensors the kernel updates at loaded indices (:func:`racy_updates`);
+        ``refusal``: the one error every config raised (:func:`shared_error`), which is then
+        the whole message: a table repeating it per config, and a hint to report a bug, would
+        only bury what the user has to change."""
         self.kernel_name = kernel_name
         self.attempts = list(attempts)
         self.repro = repro
+        if refusal:
+            super().__init__(
+                f"{kernel_name} cannot be compiled for this target: all {len(self.attempts)} "
+                f"candidate configs raised the same error, which no config changes:\n{refusal}"
+            )
+            return
         where = f"\nrepro script: {repro}" if repro is not None else ""
         categories = {a.category for a in self.attempts if not a.ok}
         hint = _what_to_do(categories)

@@ -348,10 +348,12 @@ def run_discovery(
         )
     if winner is None:
         repro = write_repro(bound, args, kwargs, attempts, "no candidate config worked")
-        cause = unfit_values(bound.config_spec) or shared_error(attempts)
+        cause = unfit_values(bound.config_spec)
+        refusal = "" if cause else shared_error(attempts)
         if all(a.category is Category.WRONG_RESULT for a in attempts if not a.ok):
             cause = cause or user_baseline(bound) or unsteady_baseline(bound, args, kwargs)
-        raise NoWorkingConfigError(name, attempts, repro, cause, racy_updates(bound.traced.loops))
+        racy = racy_updates(bound.traced.loops)
+        raise NoWorkingConfigError(name, attempts, repro, cause, racy, refusal)
     rank = results.index(winner)
     heuristic_ok = winner.config.key() == _default_key(bound)
     if not heuristic_ok:

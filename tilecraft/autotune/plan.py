@@ -89,6 +89,11 @@ def read_plan(path: str | os.PathLike[str], device: str | None = None) -> list[J
             raise ConfigError(f"{where}: effort {effort!r}: expected none, quick or full")
         budget = item.get("budget_s", data.get("budget_s"))
         for arglist in item.get("args") or []:
+            if not isinstance(arglist, list):
+                raise ConfigError(
+                    f"{where}: 'args' is a list of argument lists (one per job), got an item "
+                    f"{arglist!r}: write [[...]] for one job"
+                )
             for spec in arglist:
                 _check_arg(spec, where)
             jobs.append(Job(ref, tuple(arglist), effort, budget, default_device))
@@ -104,8 +109,11 @@ def _default_device() -> str:
 def _check_arg(spec: Any, where: str) -> None:
     if not isinstance(spec, dict):
         return
-    if not isinstance(spec.get("shape"), list):
+    shape = spec.get("shape")
+    if not isinstance(shape, list):
         raise ConfigError(f"{where}: tensor argument {spec!r} needs a 'shape' list")
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise ConfigError(f"{where}: shape {shape!r}: sizes are non-negative integers")
     if not isinstance(getattr(torch, str(spec.get("dtype", "float32")), None), torch.dtype):
         raise ConfigError(f"{where}: unknown dtype {spec.get('dtype')!r}")
     if spec.get("fill", "randn") not in FILLS:
@@ -283,7 +291,10 @@ def tune_plan(
         )
         return 130
     progress.summary(summary_rows(jobs, table))
-    print(f"tilecraft tune: wrote {out}", file=progress.stream)
+    if out.exists():
+        print(f"tilecraft tune: wrote {out}", file=progress.stream)
+    else:
+        print(f"tilecraft tune: no job succeeded; {out} was not written", file=progress.stream)
     return 1 if errors else 0
 
 

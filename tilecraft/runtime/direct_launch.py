@@ -17,6 +17,7 @@ specialization (``knobs.amd.use_buffer_ops``) that this key does not model.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
@@ -99,9 +100,40 @@ class DirectKernel:
 
 def wrap_for_target(module: Any, names: list[str], backend: str) -> None:
     """Direct launches for the module's kernels ``names`` where they apply: NVIDIA targets, not
-    the interpreter, unless ``TILECRAFT_DIRECT_LAUNCH=0``."""
-    if backend == "cuda" and settings.direct_launch() and not settings.triton_interpret():
+    the interpreter, unless ``TILECRAFT_DIRECT_LAUNCH=0``. Under the interpreter, launches
+    that take one lock (:class:`SerializedKernel`)."""
+    if settings.triton_interpret():
+        for name in names:
+            kernel = getattr(module, name)
+            if not isinstance(kernel, SerializedKernel):
+                setattr(module, name, SerializedKernel(kernel))
+    elif backend == "cuda" and settings.direct_launch():
         wrap_module_kernels(module, names)
+
+
+_INTERPRETER_LOCK = threading.RLock()
+
+
+class SerializedKernel:
+    """A kernel run by Triton's interpreter, one launch at a time in this process: the
+    interpreter swaps ``triton.language``'s functions while it runs a kernel, so two threads'
+    launches broke each other (raw InterpreterErrors, which the autotuner took for failing
+    configs and cached)."""
+
+    def __init__(self, jit: Any):
+        self.jit = jit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.jit, name)
+
+    def __getitem__(self, grid: Any) -> Any:
+        launch = self.jit[grid]
+
+        def serialized(*args: Any, **kwargs: Any) -> Any:
+            with _INTERPRETER_LOCK:
+                return launch(*args, **kwargs)
+
+        return serialized
 
 
 def wrap_module_kernels(module: Any, names: list[str]) -> None:

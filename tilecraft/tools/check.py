@@ -46,6 +46,8 @@ class CheckRow:
         if r.shared_bytes is not None and r.shared_bytes > limits.max_shared_bytes:
             return f"shared memory {r.shared_bytes} > {limits.max_shared_bytes}"
         threads = (self.config.num_warps or 4) * self.target.warp_size
+        if threads > limits.max_threads_per_block:
+            return f"{threads} threads > {limits.max_threads_per_block} a block"
         if r.registers is not None and r.registers * threads > limits.registers_per_sm:
             return f"{r.registers} registers x {threads} threads > {limits.registers_per_sm}"
         return ""

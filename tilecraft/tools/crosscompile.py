@@ -55,6 +55,27 @@ def signature_for(kernel: GeneratedKernel) -> tuple[dict[str, str], dict[str, An
     return signature, dict(kernel.constexprs)
 
 
+_TRITON_BACKENDS = {"cuda": "nvidia", "hip": "amd", "xpu": "intel"}
+
+
+def missing_backend(target: Target) -> str | None:
+    """Why ``target`` cannot be cross-compiled here (None when it can)."""
+    if target.backend == "interpret":
+        return (
+            "the interpreter compiles nothing, so there is nothing to check; cross-compile for "
+            "cuda:SM or hip:GFX, or run the kernel with TRITON_INTERPRET=1"
+        )
+    from triton.backends import backends
+
+    name = _TRITON_BACKENDS.get(target.backend, target.backend)
+    if name not in backends:
+        return (
+            f"this Triton has no {name!r} backend (it has: {', '.join(sorted(backends))}); "
+            f"install Triton with the {target.backend} backend to cross-compile for it"
+        )
+    return None
+
+
 _I32_MIN, _I32_END, _I64_END = -(2**31), 2**31, 2**63
 
 
