@@ -8,8 +8,10 @@ trace (frontend) -> ConfigSpec.resolve -> Plan (config; launch options filtered 
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import os
+import pickle
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -17,46 +19,32 @@ from typing import Any
 import torch
 
 from tilecraft import settings
-from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.compat_names import check_kernel_options
 from tilecraft.config.config import Config
 from tilecraft.config.fp32_dots import DOT_PRECISIONS
 from tilecraft.config.kernel_options import check_option_values
-from tilecraft.config.plan import Plan
-from tilecraft.config.spec import ConfigSpec
 from tilecraft.errors import ArgumentError, ConfigError, TilecraftError
-from tilecraft.frontend.glue import GLUE, GLUE_DONE
 from tilecraft.frontend.source import (
-    LAUNCH,
     KernelSource,
-    build_function,
-    launch_tree,
     parse_kernel,
 )
-from tilecraft.frontend.trace import TracedKernel, trace_kernel
-from tilecraft.language import _context
-from tilecraft.runtime import direct_launch, fastpath, hooks, torch_op
-from tilecraft.runtime.device import capturing
-from tilecraft.runtime.export import standalone_source
+from tilecraft.runtime import fastpath, hooks, torch_op
+from tilecraft.runtime.bound import BoundKernel
 from tilecraft.runtime.global_guard import GlobalGuard, describe
-from tilecraft.runtime.glue import GlueRunner
 from tilecraft.runtime.host_paths import Respecialize as _Respecialize
-from tilecraft.runtime.host_paths import host_path_changed, same_bounds, same_scalars
-from tilecraft.runtime.module import load_source
 from tilecraft.runtime.program import CompiledProgram
 from tilecraft.runtime.program import RunHost as _RunHost
 from tilecraft.runtime.ref import build_ref
-from tilecraft.runtime.signature import signature_of, value_key
+from tilecraft.runtime.signature import value_key
 from tilecraft.runtime.validate import (
-    check_has_data,
+    call_problem,
     check_layouts,
-    check_no_partial_overlap,
-    check_tensor_args,
+    check_not_a_method,
     check_unshared_outputs,
-    host_code_error,
+    check_written_arguments,
+    mark_written,
     tensor_device,
 )
-from tilecraft.targets.target import Target, check_runnable, detect
 
 
 def _user_facing(err: TilecraftError) -> TilecraftError:
@@ -111,6 +99,8 @@ class Kernel:
             )
         self.source: KernelSource = parse_kernel(fn)
         self.def_loc = self.source.loc(self.source.tree)
+        self._where = f"{self.def_loc}: " if self.def_loc else ""  # (errors under torch.compile)
+        check_not_a_method(fn, self.def_loc)
         options = check_kernel_options(
             options, EXTRA_KERNEL_OPTIONS | _named_options(), self.def_loc
         )
@@ -165,6 +155,23 @@ class Kernel:
     def __kwdefaults__(self) -> dict[str, Any] | None:
         return self.fn.__kwdefaults__
 
+    # a kernel copies and pickles as a function does, by reference: a module holding one
+    # (``self.act = kernel``) deep-copies (an EMA model) and saves with torch.save
+    def __copy__(self) -> Kernel:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Kernel:
+        return self
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        if _kernel_named(self.__module__, self.__qualname__) is not self:
+            raise pickle.PicklingError(
+                f"cannot pickle kernel {self.__qualname__}: it is not importable as "
+                f"{self.__module__}.{self.__qualname__} (pickle stores a kernel by name, as a "
+                "function); define it at module level"
+            )
+        return _kernel_named, (self.__module__, self.__qualname__)
+
     def register_backward(
         self,
         backward: Callable[..., Any],
@@ -190,6 +197,11 @@ class Kernel:
             return values
         if self._n_params < 0:
             return tuple(self.bind_arguments(args, kwargs).arguments.values())
+        problem = call_problem(self._param_names, self._defaults, args, kwargs)
+        if problem:
+            if torch.compiler.is_compiling():  # (Dynamo shows a plain exception's message)
+                raise TypeError(f"{self._where}{self.__name__}(): {problem}")
+            raise ArgumentError(f"{self.__name__}(): {problem}", self.def_loc)
         out = list(args)
         for name, default in zip(
             self._param_names[len(args) :], self._defaults[len(args) :], strict=True
@@ -269,20 +281,21 @@ class Kernel:
         compiling = torch.compiler.is_compiling()
         if not compiling and self._globals.active:
             self._drop_if_globals_changed()
+        written: tuple[Any, ...] = ()  # the values of a kernel that writes an argument
         if self._written_params and not compiling:
-            check_no_partial_overlap(
-                self.__name__,
-                self._param_names,
-                self.positional(args, kwargs),
-                self._written_params,
-                self.def_loc,
+            written = self.positional(args, kwargs)
+            check_written_arguments(
+                self.__name__, self._param_names, written, self._written_params, self.def_loc
             )
         if not compiling and not kwargs and self._fast and not settings.ref_mode():
             # (no key for tensor subclasses: fake/functional tensors of a tracer go on below)
             launcher = self._fast.get(fastpath.guard_key(args))
             if launcher is not None:
                 try:
-                    return launcher(args)
+                    result = launcher(args)
+                    if written:
+                        mark_written(written, self._written_params)
+                    return result
                 except _Respecialize:
                     pass  # another variant: the ordinary path finds (or traces) it
                 except (RuntimeError, NotImplementedError):
@@ -300,7 +313,10 @@ class Kernel:
             return self._ops.call(values)
         if torch_op.storage_less((*args, *kwargs.values())):  # torch.vmap's: as the op
             return self._ops.call(self.positional(args, kwargs))
-        return self.call_eager(args, kwargs)
+        result = self.call_eager(args, kwargs)
+        if written:
+            mark_written(written, self._written_params)
+        return result
 
     def call_eager(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A plain call: specialize (trace and compile on first use) and launch."""
@@ -397,212 +413,12 @@ def _named_options() -> set[str]:
     return {p.name for p in params if p.kind is p.KEYWORD_ONLY}
 
 
-class BoundKernel:
-    """A kernel specialized to one argument signature: traced IR, config space, compiled code."""
-
-    def __init__(self, kernel: Kernel, bound: inspect.BoundArguments, target: Target | None = None):
-        """``target``: generate for this target instead of the arguments' device (code and
-        config space only; running needs the target of the arguments)."""
-        self.kernel = kernel
-        self.arg_signatures = [
-            signature_of(n, v, kernel.static_shapes) for n, v in bound.arguments.items()
-        ]
-        self.device_type = check_tensor_args(kernel.__name__, bound.arguments, kernel.def_loc)
-        self.target: Target = target or detect(self.device_type)
-        self._example = (tuple(bound.args), dict(bound.kwargs))
-        self.traced = self._trace({})
-        traced = self.traced
-        self.spec = ConfigSpec(
-            traced.loops,
-            traced.n_block_slots,
-            traced.host_slots,
-            traced.tunables,
-            self.target,
-            kernel.dot_precision,
-        )
-        self._traces: dict[tuple[Any, ...], TracedKernel] = {}
-        self._programs: dict[str, CompiledProgram] = {}
-        self._glue: dict[int, GlueRunner] = {}  # id of a trace -> its glue programs
-        self._default: CompiledProgram | None = None
-
-    def _trace(self, block_values: dict[Any, Any]) -> TracedKernel:
-        args, kwargs = self._example
-        src = self.kernel.source
-        try:
-            return trace_kernel(
-                src, args, kwargs, self.device_type, self.kernel.static_shapes, block_values,
-                wave=self.target.limits.num_sms, hoist=self.kernel.hoist_operands,
-            )  # fmt: skip
-        except TilecraftError:
-            raise
-        except Exception as exc:  # the user's host code raised on these arguments
-            arguments = self.kernel.bind_arguments(args, kwargs).arguments
-            raise host_code_error(
-                self.kernel.__name__, exc, src.filename, arguments, self.kernel.def_loc
-            ) from exc
-
-    def _trace_for(self, config: Config) -> TracedKernel:
-        """Host code may size buffers from registered block sizes, and device code may branch on
-        tunables: trace with the config's values of both (cached per distinct values)."""
-        host_values: dict[Any, Any] = {
-            s: config.block_sizes[s] for s in self.traced.host_slot_order
-        }
-        user = config.user_values
-        host_values.update({n: user.get(n, c[0]) for n, c in self.traced.tunables.items()})
-        if not host_values:
-            return self.traced
-        key = tuple(sorted(host_values.items(), key=repr))
-        if key not in self._traces:
-            self._traces[key] = self._trace(host_values)
-        return self._traces[key]
-
-    # -- inspection -----------------------------------------------------------------------
-    def ir(self) -> str:
-        return self.traced.ir()
-
-    @property
-    def config_spec(self) -> ConfigSpec:
-        return self.spec
-
-    def to_triton_code(self, config: Config | None = None, standalone: bool = False) -> str:
-        """The generated Triton source; ``standalone=True``: a module that also holds the host
-        code and runs without tilecraft installed (see ``runtime/export.py``)."""
-        config = config or self.spec.default()
-        return standalone_source(self, config) if standalone else self.generate(config)[1]
-
-    # -- compile --------------------------------------------------------------------------
-    def generate(self, config: Config) -> tuple[Plan, str, TracedKernel, list[GeneratedKernel]]:
-        """Resolve ``config`` into a plan and generate the Triton source it describes."""
-        plan = self.spec.resolve(config)
-        traced = self._trace_for(plan.config)
-        kernels = [
-            generate(
-                loop, plan, self.kernel.__name__,
-                tuple(p for p in traced.loops if p.prepass_for == loop.index),
-            )
-            for loop in traced.loops
-        ]  # fmt: skip
-        source = HEADER + "".join(
-            "\n\n" + k.device_source + "\n\n" + k.launcher_source for k in kernels
-        )
-        return plan, source, traced, kernels
-
-    def compile_config(self, config: Config | None = None) -> CompiledProgram:
-        """The whole compile: resolve -> trace -> generate -> load. Cached per config."""
-        config = config or self.spec.default()
-        cached = self._programs.get(config.key())
-        if cached is not None:
-            return cached
-        check_runnable(self.target)
-        plan, source, traced, kernels = self.generate(config)
-        if settings.debug():
-            print(source)
-        module = load_source(source)
-        names = [c.kernel_name for k in kernels for c in (k, *k.companions)]
-        direct_launch.wrap_for_target(module, names, self.target.backend)
-        launchers = [getattr(module, k.launcher_name) for k in kernels]
-        by_index = {
-            loop.index: launcher for loop, launcher in zip(traced.loops, launchers, strict=True)
-        }
-
-        bounds = {loop.index: loop.host_bounds for loop in traced.loops}
-        scalars = {loop.index: loop.host_scalars for loop in traced.loops}
-
-        launched = [0]  # device loops this call has launched (the fast path has no context)
-
-        def launch(index: int, spec: Any, env: dict[str, Any]) -> None:
-            launcher = by_index.get(index)
-            if (
-                launcher is None
-                or not same_bounds(bounds[index], spec)
-                or not same_scalars(scalars[index], env)
-            ):
-                host_path_changed(self.kernel, index, launched[0])
-            launcher(env, spec)
-            launched[0] += 1
-
-        glue = self._glue_runner(traced)
-        hooks = {LAUNCH: launch, GLUE: glue.glue, GLUE_DONE: glue.done}
-        # the runs the trace left eager run as written, without the hooks' cost per call
-        tree = launch_tree(self.kernel.source, glue=traced.glue.keys())
-        host_code = build_function(self.kernel.source, tree, hooks)
-
-        def host_fn(*args: Any, **kwargs: Any) -> Any:
-            launched[0] = 0
-            return host_code(*args, **kwargs)
-
-        program = CompiledProgram(plan, traced, kernels, host_fn, module)
-        self._programs[config.key()] = program
-        return program
-
-    def _glue_runner(self, traced: TracedKernel) -> GlueRunner:
-        """The glue programs of ``traced`` (``runtime/glue.py``), shared by its configs."""
-        runner = self._glue.get(id(traced))
-        if runner is None:
-            kernel = self.kernel
-            runner = GlueRunner(
-                traced, self.target, kernel.__name__, kernel.dot_precision, kernel.source.free_value
-            )
-            self._glue[id(traced)] = runner
-        return runner
-
-    def default_program(
-        self, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
-    ) -> CompiledProgram:
-        """The program a plain call runs: the kernel's ``config=``, else a config the autotuner
-        discovers (and, with ``autotune_effort`` quick/full, tunes) on these arguments — cached on
-        disk — else, with no arguments to try, the heuristic default."""
-        if self._default is None:
-            if capturing(self.device_type):
-                raise ArgumentError(
-                    f"{self.kernel.__name__}(): first call for these arguments inside CUDA graph "
-                    "capture; choosing a config (cache lookup, discovery or tuning) and compiling "
-                    "cannot happen during a capture",
-                    self.kernel.def_loc,
-                    hint="warm up first: call the kernel once with the same arguments (shapes, "
-                    "dtypes) before torch.cuda.graph(...)",
-                )
-            config = self.kernel.config
-            if args or kwargs:  # input causes: one clear line before any candidate runs
-                check_has_data(
-                    self.kernel.__name__,
-                    self.kernel.bind_arguments(args, kwargs or {}).arguments,
-                    self.kernel.def_loc,
-                )
-            if config is None and (args or kwargs):
-                check_runnable(self.target)
-                config = hooks.select_config(self, args, kwargs or {})
-            self._default = self.compile_config(config or self.spec.default())
-        return self._default
-
-    def use_config(self, config: Config) -> None:
-        """Run ``config`` from now on (``Kernel.autotune``'s result)."""
-        self._default = self.compile_config(config)
-        self.kernel._fast.clear()  # prebuilt launchers hold the previous program
-
-    # -- run ------------------------------------------------------------------------------
-    def check_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        bound = self.kernel.bind_arguments(args, kwargs)
-        for expected, (name, value) in zip(
-            self.arg_signatures, bound.arguments.items(), strict=True
-        ):
-            got = signature_of(name, value, self.kernel.static_shapes)
-            if got != expected:
-                raise ArgumentError(
-                    f"{self.kernel.__name__}(): argument '{name}' is {got.describe()}, but this "
-                    f"specialization was compiled for {expected.describe()}",
-                    self.kernel.def_loc,
-                    hint="call the kernel itself (not a BoundKernel) to specialize for new arguments",
-                )
-
-    def run(self, program: CompiledProgram, *args: Any, **kwargs: Any) -> Any:
-        host = _RunHost(program.config, program.traced, tensor_device((*args, *kwargs.values())))
-        with _context.host_context(host):
-            return program.host_fn(*args, **kwargs)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.check_args(args, kwargs)
-        return self.run(self.default_program(args, kwargs), *args, **kwargs)
+def _kernel_named(module: str, qualname: str) -> Any:
+    """The object ``module.qualname`` names (a pickled kernel, loaded)."""
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found
 
 
 def kernel(fn: Callable[..., Any] | None = None, **options: Any) -> Any:

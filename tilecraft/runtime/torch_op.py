@@ -24,6 +24,7 @@ import hashlib
 import operator
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -450,6 +451,20 @@ class KernelOps:
         self.backward, self.setup_context = backward, setup_context
         for info, op in list(self.ops.values()):
             self._register_autograd(info, op)
+        refused = [key for key in RAISERS if key[0] == self.id]
+        if refused:
+            # torch.compile kept code that raises "no backward" for this kernel (its guards
+            # cannot see a registration): only a reset makes the next call trace again
+            for key in refused:
+                del RAISERS[key]
+            torch.compiler.reset()
+            warnings.warn(
+                f"tilecraft: {self.kernel.__name__}: a backward registered after torch.compile "
+                "traced a call that needed one; torch.compiler.reset() was called so compiled "
+                "functions trace again (register backwards before compiling to avoid this)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def autograd_error(
         self, kinds: tuple[ArgKind, ...], values: tuple[Any, ...] | None = None
@@ -476,7 +491,21 @@ class KernelOps:
         except Exception:
             if values is None:
                 raise
-            return self.get(kinds, shape_hint(values))[0]
+        return self.get_sized(kinds, shape_hint(values))[0]
+
+    def get_sized(self, kinds: tuple[ArgKind, ...], hint: Hint) -> tuple[OpInfo, Any]:
+        """:meth:`get` with the layout read on a call's own sizes: where the host code fails
+        on them too, the error a plain call gives (the user's line and the arguments)."""
+        try:
+            return self.get(kinds, hint)
+        except TilecraftError:
+            raise
+        except Exception as exc:
+            kernel = self.kernel
+            example = _hinted_example(kinds, hint)
+            arguments = dict(zip(kernel.signature.parameters, example, strict=True))
+            where = kernel.source.filename
+            raise host_code_error(kernel.__name__, exc, where, arguments, kernel.def_loc) from exc
 
     def _register_autograd(self, info: OpInfo, op: Any) -> None:
         assert self.backward is not None
@@ -533,7 +562,7 @@ def op_for(ops_id: str, kinds: tuple[ArgKind, ...]) -> tuple[str, Any]:
 @mark_constant
 def op_for_sizes(ops_id: str, kinds: tuple[ArgKind, ...], hint: Hint) -> tuple[str, Any]:
     """:func:`op_for` with the op's layout read on the call's own sizes (``hint``)."""
-    info, _ = _registry[ops_id].get(kinds, hint)
+    info, _ = _registry[ops_id].get_sized(kinds, hint)
     return info.name, info.layout
 
 

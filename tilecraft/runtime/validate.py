@@ -8,13 +8,14 @@ cannot run on these shapes) is one clear line here, not a table of identical fai
 
 from __future__ import annotations
 
+import inspect
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from tilecraft.errors import ArgumentError, SourceLoc, TilecraftError
+from tilecraft.errors import ArgumentError, ConfigError, SourceLoc, TilecraftError
 from tilecraft.ir.dtypes import TRITON_DTYPES, supported_names
 
 
@@ -111,20 +112,23 @@ def check_unshared_outputs(
         )
 
 
-def check_no_partial_overlap(
+def check_written_arguments(
     name: str,
     params: tuple[str, ...],
     values: tuple[Any, ...],
     written: tuple[int, ...],
     loc: SourceLoc | None,
 ) -> None:
-    """A written argument must not partly overlap another tensor argument (``y = buf[1:]``
-    written while ``x = buf[:-1]`` is read): which program reads an element before another
-    writes it decides the result, as torch refuses for its in-place ops. The same view passed
-    twice (``axpy_(z, z)``) is fine, and, as torch, only dense tensors are compared (strided
-    views may interleave without sharing an element). Runs on each call of a kernel that writes
-    an argument: a data pointer and a size a tensor, then integer compares (measured on the CPU
-    at about a third of the fast path's guard key for two tensors and a float)."""
+    """torch's rules for in-place ops, for the arguments a kernel writes. A written argument
+    must not partly overlap another tensor argument (``y = buf[1:]`` written while ``x =
+    buf[:-1]`` is read): which program reads an element before another writes it decides the
+    result. The same view passed twice (``axpy_(z, z)``) is fine, and, as torch, only dense
+    tensors are compared (strided views may interleave without sharing an element). An
+    inference tensor is written only under ``torch.inference_mode``. Runs on each call of a
+    kernel that writes an argument: a data pointer and a size a tensor, then integer compares
+    (measured on the CPU at about a third of the fast path's guard key for two tensors and a
+    float)."""
+    check_inference_writes(name, params, values, written, loc)
     # (type() first: a plain tensor skips the metaclass's instance check)
     tensor = torch.Tensor
     spans = [
@@ -149,6 +153,37 @@ def check_no_partial_overlap(
                 hint=f"pass '{params[j]}'.clone() (or write into a new tensor), as torch "
                 "refuses this for its in-place ops",
             )
+
+
+def check_inference_writes(
+    name: str,
+    params: tuple[str, ...],
+    values: tuple[Any, ...],
+    written: tuple[int, ...],
+    loc: SourceLoc | None,
+) -> None:
+    if torch.is_inference_mode_enabled():
+        return
+    for i in written:
+        value = values[i]
+        if isinstance(value, torch.Tensor) and value.is_inference():
+            raise ArgumentError(
+                f"{name}(): argument '{params[i]}' is an inference tensor (made under "
+                "torch.inference_mode) and the kernel writes it outside inference mode",
+                loc,
+                hint="call the kernel under torch.inference_mode(), or pass a .clone() made "
+                "outside it, as torch refuses in-place updates of inference tensors",
+            )
+
+
+def mark_written(values: tuple[Any, ...], written: tuple[int, ...]) -> None:
+    """Bump the version counter of the tensors a call wrote, as torch's in-place ops do:
+    autograd then refuses a backward that would read a saved tensor the kernel overwrote
+    (without it, the gradient came silently from the new values)."""
+    for i in written:
+        value = values[i]
+        if isinstance(value, torch.Tensor):
+            torch.autograd.graph.increment_version(value)
 
 
 def check_has_data(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> None:
@@ -207,3 +242,37 @@ def _reads_data(exc: Exception) -> bool:
     """Whether the host code failed because it read tensor data during the meta trace."""
     text = str(exc).lower()
     return any(marker in text for marker in _DATA_MARKERS)
+
+
+def call_problem(
+    names: tuple[str, ...], defaults: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> str:
+    """What is wrong with a call's arguments for parameters ``names`` (``defaults``:
+    ``inspect.Parameter.empty`` where required), as Python would say ('' if nothing), in plain
+    Python that torch.compile traces (``inspect.Signature.bind`` is not traced)."""
+    if len(args) > len(names):
+        return f"takes {len(names)} arguments but {len(args)} were given"
+    for key in kwargs:
+        if key not in names:
+            return f"got an unexpected keyword argument '{key}'"
+        if names.index(key) < len(args):
+            return f"got multiple values for argument '{key}'"
+    for name, default in zip(names[len(args) :], defaults[len(args) :], strict=True):
+        if default is inspect.Parameter.empty and name not in kwargs:
+            return f"missing a required argument: '{name}'"
+    return ""
+
+
+def check_not_a_method(fn: Callable[..., Any], loc: SourceLoc | None) -> None:
+    """A kernel is a function: ``obj.k(x)`` of one defined in a class body with ``self`` first
+    bound ``x`` to ``self`` and said 'missing a required argument: x'."""
+    parent = fn.__qualname__.rpartition(".")[0]
+    first = next(iter(inspect.signature(fn).parameters), "")
+    if parent and not parent.endswith("<locals>") and first in ("self", "cls"):
+        raise ConfigError(
+            f"@tc.kernel on the method {fn.__qualname__}({first}, ...): a kernel is a function "
+            f"of tensors and numbers, it does not bind '{first}'",
+            loc,
+            hint="define the kernel at module level and call it from the method, or make it a "
+            "@staticmethod without self (put @staticmethod above @tc.kernel)",
+        )

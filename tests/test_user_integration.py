@@ -1,0 +1,205 @@
+"""Kernels in users' PyTorch code (fuzzing, session 49): in-place kernels follow torch's in-place
+rules (version counter, inference tensors), argument mistakes are located errors on every path
+(autograd, torch.compile), kernels copy and pickle as functions, a method is refused when
+decorated, and a backward registered after torch.compile traced a call is used."""
+
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.errors import ArgumentError, ConfigError
+
+
+@tc.kernel
+def scale_inplace(w: torch.Tensor, s: float) -> None:
+    (m,) = w.size()
+    for tm in tc.tile(m):
+        w[tm] = w[tm] * s
+
+
+@tc.kernel
+def add_scaled(x: torch.Tensor, y: torch.Tensor, s: float = 1.0) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, :] + y[tm, :] * s
+    return out
+
+
+add_scaled.register_backward(lambda ctx, g: (g, g, None))
+
+
+@tc.kernel
+def square(x: torch.Tensor) -> torch.Tensor:
+    (m,) = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm] = x[tm] * x[tm]
+    return out
+
+
+class HoldsKernel(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.act = square
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(x)
+
+
+def test_an_inplace_kernel_bumps_the_version_autograd_checks(device: str) -> None:
+    """The kernel overwrote a tensor autograd had saved, and backward silently used the new
+    values (x.grad off by up to 5); torch's own in-place op makes backward raise."""
+    x = torch.randn(37, device=device, requires_grad=True)
+    w = torch.randn(37, device=device, requires_grad=True)
+    y = (x * w).sum()  # saves w
+    for call in range(2):  # the first call, then the fast path
+        before = w._version
+        with torch.no_grad():
+            scale_inplace(w, 1.5)
+        assert w._version > before, f"call {call}"
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_writing_an_inference_tensor_outside_inference_mode_is_refused(device: str) -> None:
+    with torch.inference_mode():
+        w = torch.ones(20, device=device)
+    with pytest.raises(ArgumentError, match="'w' is an inference tensor") as info:
+        scale_inplace(w, 2.0)
+    assert "test_user_integration.py" in str(info.value)
+    assert torch.equal(w, torch.ones(20, device=device))  # nothing was written
+    with torch.inference_mode():
+        scale_inplace(w, 2.0)
+    assert torch.equal(w, torch.full((20,), 2.0, device=device))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda x, y: add_scaled(x, y, scale=3.0), "unexpected keyword argument 'scale'"),
+        (lambda x, y: add_scaled(x, y, 2.0, s=3.0), "multiple values for argument 's'"),
+        (lambda x, y: add_scaled(x, y, 1.0, 2.0), "takes 3 arguments but 4 were given"),
+        (lambda x, y: add_scaled(x), "missing a required argument: 'y'"),
+    ],
+)
+def test_argument_mistakes_are_errors_when_inputs_need_grad(call: object, message: str) -> None:
+    """The autograd path took every parameter from kwargs by name: a misspelled keyword ran
+    with the default, a repeated one with the positional value, an extra argument gave
+    'zip() argument 2 is longer'."""
+    x = torch.randn(5, 8, requires_grad=True)
+    with pytest.raises(ArgumentError, match=message):
+        call(x, torch.randn(5, 8))  # type: ignore[operator]
+
+
+def test_argument_mistakes_under_torch_compile_are_the_kernels_errors() -> None:
+    fn = torch.compile(lambda x, y: add_scaled(x, y, scale=3.0), backend="eager")
+    with pytest.raises(ArgumentError, match="unexpected keyword argument 'scale'"):
+        fn(torch.randn(5, 8), torch.randn(5, 8))
+    strict = torch.compile(
+        lambda x, y: add_scaled(x, y, 2.0, s=3.0), backend="eager", fullgraph=True
+    )
+    with pytest.raises(Exception, match="multiple values for argument 's'"):
+        strict(torch.randn(5, 8), torch.randn(5, 8))
+
+
+def test_host_code_failing_on_an_input_that_needs_grad_is_located() -> None:
+    """A 1-D x gave a bare 'ValueError: not enough values to unpack' where a plain call names
+    the host line and the arguments."""
+    x = torch.randn(8, requires_grad=True)
+    with pytest.raises(ArgumentError, match="host code failed on these arguments") as info:
+        add_scaled(x, torch.randn(5, 8))
+    assert "test_user_integration.py" in str(info.value)
+
+
+def test_kernels_copy_and_pickle_as_functions(device: str) -> None:
+    """After one call, deepcopy of a module holding a kernel raised 'cannot pickle module',
+    torch.save a misleading PicklingError."""
+    model = HoldsKernel()
+    x = torch.randn(37, device=device)
+    torch.testing.assert_close(model(x), x * x)
+    twin = copy.deepcopy(model)
+    assert twin.act is square and twin.lin is not model.lin
+    assert pickle.loads(pickle.dumps(square)) is square
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False)
+    assert loaded.act is square
+
+
+def test_a_kernel_not_importable_by_name_says_why_it_cannot_pickle() -> None:
+    @tc.kernel
+    def local_square(x: torch.Tensor) -> torch.Tensor:
+        (m,) = x.size()
+        out = torch.empty_like(x)
+        for tm in tc.tile(m):
+            out[tm] = x[tm] * x[tm]
+        return out
+
+    with pytest.raises(pickle.PicklingError, match="not importable as .*define it at module"):
+        pickle.dumps(local_square)
+    assert copy.deepcopy(local_square) is local_square
+
+
+def test_a_method_kernel_is_refused_where_it_is_defined() -> None:
+    """obj.k(x) bound x to self: 'missing a required argument: x'."""
+    with pytest.raises(ConfigError, match="on the method .*does not bind 'self'") as info:
+
+        class Ops(torch.nn.Module):
+            @tc.kernel
+            def double(self, x: torch.Tensor) -> torch.Tensor:
+                (m,) = x.size()
+                out = torch.empty_like(x)
+                for tm in tc.tile(m):
+                    out[tm] = x[tm] * 2
+                return out
+
+    assert "@staticmethod" in (info.value.hint or "")
+
+    class StaticOps:
+        @staticmethod
+        @tc.kernel
+        def double(x: torch.Tensor) -> torch.Tensor:
+            (m,) = x.size()
+            out = torch.empty_like(x)
+            for tm in tc.tile(m):
+                out[tm] = x[tm] * 2
+            return out
+
+    x = torch.randn(9)
+    torch.testing.assert_close(StaticOps().double(x), 2 * x)
+
+
+def test_a_backward_registered_after_compile_is_used() -> None:
+    """torch.compile kept raising 'no backward' after register_backward (its guards cannot see
+    the registration); only torch._dynamo.reset() cleared it."""
+
+    @tc.kernel
+    def cube(x: torch.Tensor) -> torch.Tensor:
+        (m,) = x.size()
+        out = torch.empty_like(x)
+        for tm in tc.tile(m):
+            out[tm] = x[tm] * x[tm] * x[tm]
+        return out
+
+    model = torch.compile(lambda x: cube(x) + 1, backend="aot_eager")
+    x0 = torch.randn(11)
+    with pytest.raises(Exception, match="no backward"):
+        model(x0.clone().requires_grad_(True)).sum().backward()
+    with pytest.warns(RuntimeWarning, match="torch.compiler.reset"):
+        cube.register_backward(lambda ctx, g: (3 * g * ctx.x * ctx.x,), setup_context=_keep_x)
+    x = x0.clone().requires_grad_(True)
+    model(x).sum().backward()
+    torch.testing.assert_close(x.grad, 3 * x0 * x0)
+
+
+def _keep_x(ctx: object, inputs: tuple[torch.Tensor], output: torch.Tensor) -> None:
+    ctx.x = inputs[0]  # type: ignore[attr-defined]
