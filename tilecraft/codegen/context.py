@@ -352,18 +352,27 @@ class EmitContext:
     def cast_expr(self, text: str, src: torch.dtype, dst: torch.dtype) -> str:
         if src == dst:
             return text
+        if self.interpret and (dst == torch.bfloat16 or dst in dtypes.FP8) and self._scalar(text):
+            # a Python number there: tl.cast truncated it to bf16 (0.1 became 0.0996), and fp8's
+            # conversions call .to() on it; as an fp32 tile it is rounded as a tile is
+            text, src = f"tl.cast({text}, tl.float32)", torch.float32
         if src in dtypes.FP8 or dst in dtypes.FP8:  # PyTorch's rounding and overflow rules
             return fp8.cast_expr(text, src, dst, self.interpret, self.plan.target.fp8_conversions)
         if dst == torch.bool:
             return f"({text} != 0)"
-        # a scalar argument or a loop's offset (tile.begin): a Python number in the interpreter;
-        # a literal or a block-size constexpr (``x * t.block_size``) has no .to() anywhere
-        constant = _CONSTANT.fullmatch(text) is not None
-        if constant or text in self.scalars or (self.interpret and self._is_loop_offset(text)):
+        if self._scalar(text):
             return f"tl.cast({text}, {dtypes.triton_dtype(dst)})"
         if self.interpret and dst == torch.bfloat16:  # the interpreter truncates; torch rounds
             return f"_tc_to_bf16({text})"
         return f"{text}.to({dtypes.triton_dtype(dst)})"
+
+    def _scalar(self, text: str) -> bool:
+        """Whether ``text`` is a plain number where the kernel runs: a scalar argument or a
+        loop's offset (tile.begin, a Python number in the interpreter), a literal or a
+        block-size constexpr (``x * t.block_size``), none of which has .to()."""
+        if _CONSTANT.fullmatch(text) is not None or text in self.scalars:
+            return True
+        return self.interpret and self._is_loop_offset(text)
 
 
 _CONSTANT = re.compile(r"-?\d+(\.\d*)?|_(BLOCK|RDIM)_\d+")

@@ -21,23 +21,35 @@ from tilecraft.ir import dtypes
 
 def lerp(t: Any, start: Any, end: Any, weight: Any) -> Any:
     """``start + weight * (end - start)`` for weights under 0.5, else ``end - (end - start) *
-    (1 - weight)`` (torch's form: exact at both ends)."""
-    diff = t.pointwise("sub", end, start)
-    low = t.pointwise("add", start, t.pointwise("mul", weight, diff))
-    high = t.pointwise("sub", end, t.pointwise("mul", diff, t.pointwise("sub", 1.0, weight)))
-    if isinstance(weight, (int, float)):
-        return low if abs(weight) < 0.5 else high
-    return t.where(t.pointwise("lt", t.pointwise("abs", weight), 0.5), low, high)
+    (1 - weight)`` (torch's form: exact at both ends), in the compute dtype, rounded once."""
+
+    def build(s: Any, e: Any, w: Any) -> Any:
+        diff = t.pointwise("sub", e, s)
+        low = t.pointwise("add", s, t.pointwise("mul", w, diff))
+        high = t.pointwise("sub", e, t.pointwise("mul", diff, t.pointwise("sub", 1.0, w)))
+        if isinstance(w, (int, float)):
+            return low if abs(w) < 0.5 else high
+        return t.where(t.pointwise("lt", t.pointwise("abs", w), 0.5), low, high)
+
+    return promoted_opmath(t, (start, end, weight), build)
 
 
 def addcmul(t: Any, x: Any, a: Any, b: Any, *, value: float = 1) -> Any:
-    """``x + value * a * b``."""
-    return t.pointwise("add", x, t.pointwise("mul", value, t.pointwise("mul", a, b)))
+    """``x + value * a * b`` (half precision in fp32, rounded once, as torch's kernel)."""
+
+    def build(xw: Any, aw: Any, bw: Any) -> Any:
+        return t.pointwise("add", xw, t.pointwise("mul", value, t.pointwise("mul", aw, bw)))
+
+    return promoted_opmath(t, (x, a, b), build)
 
 
 def addcdiv(t: Any, x: Any, a: Any, b: Any, *, value: float = 1) -> Any:
-    """``x + value * a / b``."""
-    return t.pointwise("add", x, t.pointwise("mul", value, t.pointwise("truediv", a, b)))
+    """``x + value * a / b`` (half precision in fp32, rounded once, as torch's kernel)."""
+
+    def build(xw: Any, aw: Any, bw: Any) -> Any:
+        return t.pointwise("add", xw, t.pointwise("mul", value, t.pointwise("truediv", aw, bw)))
+
+    return promoted_opmath(t, (x, a, b), build)
 
 
 def nan_to_num(
@@ -66,8 +78,16 @@ def sign(t: Any, x: Any) -> Any:
     return t.pointwise("sub", above, t.to_dtype(t.pointwise("lt", x, 0), dtype))
 
 
+# The activations below compute half precision in fp32 and round once, as torch's kernels do:
+# step by step in fp16, softplus(12) overflowed at exp(12) (inf where torch gives 12.0)
+
+
 def softplus(t: Any, x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """``log1p(exp(beta x)) / beta``, and ``x`` itself where ``beta x > threshold``."""
+    return in_opmath(t, x, lambda xf: _softplus(t, xf, beta, threshold))
+
+
+def _softplus(t: Any, x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     scaled = t.pointwise("mul", x, beta)
     soft = t.pointwise("truediv", t.pointwise("log1p", t.pointwise("exp", scaled)), beta)
     return t.where(t.pointwise("gt", scaled, threshold), x, soft)
@@ -75,17 +95,21 @@ def softplus(t: Any, x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
 
 def mish(t: Any, x: Any, inplace: bool = False) -> Any:
     """``x * tanh(softplus(x))``."""
-    return t.pointwise("mul", x, t.pointwise("tanh", softplus(t, x)))
+    return in_opmath(t, x, lambda xf: t.pointwise("mul", xf, t.pointwise("tanh", _softplus(t, xf))))
 
 
 def hardsigmoid(t: Any, x: Any, inplace: bool = False) -> Any:
     """``min(max(x + 3, 0), 6) / 6``."""
-    return t.pointwise("truediv", _relu6_shifted(t, x), 6.0)
+    return in_opmath(t, x, lambda xf: t.pointwise("truediv", _relu6_shifted(t, xf), 6.0))
 
 
 def hardswish(t: Any, x: Any, inplace: bool = False) -> Any:
     """``x * min(max(x + 3, 0), 6) / 6``."""
-    return t.pointwise("truediv", t.pointwise("mul", x, _relu6_shifted(t, x)), 6.0)
+    return in_opmath(
+        t,
+        x,
+        lambda xf: t.pointwise("truediv", t.pointwise("mul", xf, _relu6_shifted(t, xf)), 6.0),
+    )
 
 
 def hardtanh(
@@ -135,6 +159,14 @@ def vector_norm(
     if dtype is not None:
         x = t.to_dtype(x, dtype)
     result = t.dtype_of(x)
+    if (
+        not result.is_floating_point
+    ):  # (computed in the int dtype, it wrapped: norm(2) of int8 gave 0)
+        raise UnsupportedOpError(
+            f"a vector norm of a {result} tile: torch.linalg.vector_norm takes floating point "
+            "tiles only (torch raises too)",
+            hint="convert first: x.float().norm(...), or pass dtype=torch.float32",
+        )
     xf = t.to_dtype(x, dtypes.compute_dtype(result))
     if ord == 2:
         out = t.pointwise("sqrt", t.reduce("sum", t.pointwise("mul", xf, xf), dim, keepdim))
@@ -204,6 +236,19 @@ def in_opmath(t: Any, x: Any, build: Callable[[Any], Any]) -> Any:
     if not dtype.is_floating_point:
         return build(x)
     return t.to_dtype(build(t.to_dtype(x, dtypes.compute_dtype(dtype))), dtype)
+
+
+def promoted_opmath(t: Any, values: tuple[Any, ...], build: Callable[..., Any]) -> Any:
+    """``build`` of ``values`` in the compute dtype of their promoted dtype (fp32 for half
+    precision), rounded once to it; integer operands as they are (``addcmul`` of ints)."""
+    dtype = t.promotion_of(values[0])
+    for v in values[1:]:
+        dtype = dtypes.promote(dtype, t.promotion_of(v))
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        return build(*values)
+    compute = dtypes.compute_dtype(dtype)
+    wide = [v if isinstance(v, (int, float)) else t.to_dtype(v, compute) for v in values]
+    return t.to_dtype(build(*wide), dtype)
 
 
 def float_opmath(t: Any, values: tuple[Any, ...], build: Callable[..., Any]) -> Any:

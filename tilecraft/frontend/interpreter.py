@@ -230,7 +230,10 @@ class Interpreter:
             self._derived[stmt] = derived
         block = self.tracer.blocks[-1]
         before = len(block)
-        self.assign(stmt.target, self.eval(derived))
+        value = self.eval(derived)
+        if isinstance(stmt.target, ast.Name):
+            value = self._in_place_dtype(stmt, self.eval(_as_load(stmt.target)), value)
+        self.assign(stmt.target, value)
         if any(_scatters_by_data(n) for n in block[before:]):
             _warn_at(
                 self.tracer.loc,
@@ -239,6 +242,26 @@ class Interpreter:
                 "tile that hit the same index lose all but one update (torch's own x[idx] += v "
                 "does too); to accumulate each, use tc.atomic_add(tensor, [index, ...], value)",
             )
+
+    def _in_place_dtype(self, stmt: ast.AugAssign, old: Any, value: Any) -> Any:
+        """``v += b`` of a tile ``v`` keeps ``v``'s dtype, as torch's in-place op: the result is
+        cast back (a bf16 ``v *= fp32_w`` became fp32, an int8 ``h -= int32_b`` did not wrap),
+        and a result ``v``'s dtype cannot hold (a float into an int tile) is refused as torch
+        does."""
+        if not isinstance(old, TileValue) or not isinstance(value, TileValue):
+            return value
+        have, got = self.tracer.dtype_of(old), self.tracer.dtype_of(value)
+        if have == got:
+            return value
+        if not torch.can_cast(got, have):
+            name, op = ast.unparse(stmt.target), _OPERATOR_TEXT.get(type(stmt.op), "?=")
+            raise DeviceCodeError(
+                f"{name} {op} ...: the result is {got}, which {name} ({have}) cannot hold; "
+                "torch's in-place op refuses it too",
+                self.tracer.loc,
+                hint=f"rebind {name} to a new tile: {name} = {name} {op[:-1]} ... (of dtype {got})",
+            )
+        return self.tracer.to_dtype(value, have)
 
     # -- loops ----------------------------------------------------------------------------
     def exec_for(self, stmt: ast.For) -> None:
@@ -325,7 +348,20 @@ def _warn_at(loc: SourceLoc | None, message: str) -> None:
     warnings.warn_explicit(message, UserWarning, filename, lineno)
 
 
-_OPERATOR_TEXT = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.BitOr: "|=", ast.BitAnd: "&="}
+_OPERATOR_TEXT = {
+    ast.Add: "+=",
+    ast.Sub: "-=",
+    ast.Mult: "*=",
+    ast.Div: "/=",
+    ast.FloorDiv: "//=",
+    ast.Mod: "%=",
+    ast.Pow: "**=",
+    ast.BitOr: "|=",
+    ast.BitAnd: "&=",
+    ast.BitXor: "^=",
+    ast.LShift: "<<=",
+    ast.RShift: ">>=",
+}
 
 
 def _scatters_by_data(node: Node) -> bool:

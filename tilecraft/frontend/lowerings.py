@@ -179,11 +179,14 @@ def _dim_arg(args: tuple[Any, ...], kwargs: dict[str, Any], pos: int = 0) -> Any
 def _sum(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     """Over ``dim`` (int, list or None), ``keepdim``, ``dtype`` (the input cast to it first, as
     torch: an fp16 tile summed with ``dtype=torch.float32`` past 65504 was inf); floats
-    accumulate in fp32, ints give int64."""
+    accumulate in fp32, ints give int64; the result has ``dtype`` (an int32 sum wraps, as
+    torch's: it stayed int64, so ``s < 0`` of a wrapped sum was False)."""
     dim = _dim_arg(args, kwargs)
     keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
     dtype = kwargs.pop("dtype", None)
-    return t.reduce("sum", t.to_dtype(x, dtype) if dtype is not None else x, dim, keepdim)
+    if dtype is None:
+        return t.reduce("sum", x, dim, keepdim)
+    return t.to_dtype(t.reduce("sum", t.to_dtype(x, dtype), dim, keepdim), dtype)
 
 
 @lowering(torch.nansum, T.nansum)

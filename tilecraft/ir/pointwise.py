@@ -135,6 +135,9 @@ _libm("sinh", 1, torch.sinh, torch.sinh, T.sinh)
 _libm("cosh", 1, torch.cosh, torch.cosh, T.cosh)
 _libm("asinh", 1, torch.asinh, torch.asinh, T.asinh, torch.arcsinh, T.arcsinh)
 _libm("acosh", 1, torch.acosh, torch.acosh, T.acosh, torch.arccosh, T.arccosh)
+# tanh was 2 sigmoid(2x) - 1: exact to an absolute ulp of 1, no relative accuracy near 0
+# (tanh(1e-8) gave 0, tanh(x) / x was 1.19 at 1e-7)
+_libm("tanh", 1, torch.tanh, torch.tanh, T.tanh)
 _libm("atanh", 1, torch.atanh, torch.atanh, T.atanh, torch.arctanh, T.arctanh)
 _libm("erfc", 1, torch.erfc, torch.erfc, T.erfc, torch.special.erfc)
 _libm("erfinv", 1, torch.erfinv, torch.erfinv, T.erfinv, torch.special.erfinv, registers=4)
@@ -213,15 +216,6 @@ _op(
 )
 _COPYSIGN = f"tl.where({_SIGNBIT.format('{1}')}, tl.abs({{0}}) * -1.0, tl.abs({{0}}))"  # -0.0
 _op("copysign", 2, _COPYSIGN, torch.copysign, torch.copysign, T.copysign, float_only=True)
-_op(
-    "tanh",
-    1,
-    "(2.0 * tl.sigmoid(2.0 * {0}) - 1.0)",
-    torch.tanh,
-    torch.tanh,
-    T.tanh,
-    float_only=True,
-)
 # correctly rounded in fp32, as CUDA torch's is: ``number / tile`` is ``reciprocal * number``
 # in torch (Tensor.__rtruediv__), and a rounding after it (an equalization LUT's
 # round(cdf * (255.0 / n))) must see the same reciprocal; rare enough that div_rn costs nothing
@@ -402,7 +396,18 @@ _op("mod_int", 2, _MOD.replace("R", _C_MOD), torch.remainder, nonneg_template="(
 # x ** y with a tensor or run-time exponent (constant ones: frontend/lowerings._pow_scalar);
 # the tracer picks pow_int when both operands are integers
 _POW = torch.pow, T.pow, T.__pow__, operator.pow
-_op("pow", 2, "_tc_pow_float({0}, {1})", torch.pow, *_POW, float_only=True)
+# GPUs: libdevice / ocml's pow (an ulp, C's special cases, as torch's CUDA powf);
+# the interpreter: _tc_pow_float's exp2(y log2|x|) in fp64 (in fp32 it was 36 ulp off)
+_op(
+    "pow",
+    2,
+    "_tc_pow_float({0}, {1})",
+    torch.pow,
+    *_POW,
+    float_only=True,
+    device_template="_tc_libdevice.pow({0}, {1})",
+    expansion_registers=2,
+)
 _op("pow_int", 2, "_tc_pow_int({0}, {1})", torch.pow, int_only=True, expansion_registers=2)
 # hypot: scaled by the larger magnitude (no overflow at 1e30, no underflow at 1e-30); an
 # infinite operand gives inf even beside NaN, as C's hypot

@@ -100,7 +100,9 @@ def pow_float(x, y):  # type: ignore[no-untyped-def]
     parity (NaN for others), and 1 wherever y == 0 or x == 1 (NaN or inf on the other side)."""
     # 0 ** y apart (0, inf, or 1 below): log2(0) made the interpreter warn of a divide by zero
     zero = x == 0
-    r = tl.exp2(tl.log2(tl.where(zero, 1.0, tl.abs(x))) * y)
+    # in fp64 (the interpreter's pow; GPUs call libdevice's): fp32's log2 and exp2 were 36 ulp off
+    dtype = (x * 0 + y * 0).dtype  # (either may be a Python number)
+    r = tl.exp2(tl.log2(tl.where(zero, 1.0, tl.abs(x)).to(tl.float64)) * y).to(dtype)
     # y neither > 0 nor < 0 is 0 (1, as below) or NaN (NaN: y + 1.0 keeps it)
     r = tl.where(zero, tl.where(y > 0, 0.0, tl.where(y < 0, float("inf"), y + 1.0)), r)
     # nested selects, not & of a scalar y's tests with x's (the interpreter's & refuses that)

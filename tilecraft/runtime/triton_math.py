@@ -85,6 +85,16 @@ def _expm1(a):  # type: ignore[no-untyped-def]
 
 
 @triton.jit
+def _tanh64(x):  # type: ignore[no-untyped-def]
+    """u / (u + 2) for u = expm1(2|x|), exact near 0; 1 past |x| = 20, where fp64's u / (u + 2)
+    rounds to 1 anyway (and u would overflow past 355); the sign of -0.0 kept."""
+    a = tl.abs(x)
+    u = _expm1(2.0 * a)
+    t = tl.where(a > 20.0, 1.0, u / (u + 2.0))
+    return tl.where(x < 0, -t, tl.where(x == x, tl.where(a == 0.0, x, t), x))
+
+
+@triton.jit
 def _sinh64(x):  # type: ignore[no-untyped-def]
     """(u + u / (u + 1)) / 2 for u = expm1(|x|), exact near 0; exp(|x| - ln 2) where exp
     overflows before sinh does."""
@@ -227,6 +237,11 @@ def acos(x):  # type: ignore[no-untyped-def]
 @triton.jit
 def tan(x):  # type: ignore[no-untyped-def]
     return _tan64(x.to(tl.float64)).to(x.dtype)
+
+
+@triton.jit
+def tanh(x):  # type: ignore[no-untyped-def]
+    return _tanh64(x.to(tl.float64)).to(x.dtype)
 
 
 @triton.jit
