@@ -196,3 +196,87 @@ def test_pow_and_tanh_call_libdevice_on_gpus() -> None:
     from tests.cross_targets import assert_cross_compiles
 
     assert_cross_compiles(kernel, (x, x, x), tc.Config(block_sizes=[64]))
+
+
+@tc.kernel(static_shapes=True)
+def shifts(a: torch.Tensor, b: torch.Tensor, s: int) -> torch.Tensor:
+    (n,) = a.size()
+    out = torch.empty([n, 7], dtype=a.dtype, device=a.device)
+    for t in tc.tile(n):
+        out[t, 0] = a[t] << s
+        out[t, 1] = a[t] >> s
+        out[t, 2] = a[t] << 33
+        out[t, 3] = a[t] >> 40
+        out[t, 4] = a[t] >> 3
+        out[t, 5] = a[t] << b[t]
+        out[t, 6] = a[t] >> b[t]
+    return out
+
+
+@pytest.mark.parametrize("amount", [3, 32, 40])
+def test_shifts_past_the_width_follow_torch(device: str, amount: int) -> None:
+    """On an H100 `x << 32` of int32 gave garbage (LLVM's shift is poison there); torch gives 0
+    for <<, the sign fill for >>."""
+    a = torch.tensor([5, -7, 1 << 20, -(1 << 30), 0, 123], dtype=torch.int32, device=device)
+    b = torch.tensor([0, 31, 32, 33, 40, 5], dtype=torch.int32, device=device)
+    got = shifts(a, b, amount)
+    want = [a << amount, a >> amount, a << 33, a >> 40, a >> 3, a << b, a >> b]
+    assert torch.equal(got, torch.stack(want, dim=1)), got
+    meta = torch.empty(64, dtype=torch.int32, device="meta")
+    code = shifts.bind((meta, meta, amount)).to_triton_code(tc.Config(block_sizes=[64]))
+    assert "< 32)" in code and "* 0)" in code and ">> 31" in code  # guards, folds
+    assert ("<< 3)" in code) == (amount == 3)  # a constant in range stays a plain shift
+
+
+@tc.kernel(static_shapes=True)
+def mask_union(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    (n,) = a.size()
+    out = torch.empty([n], dtype=torch.bool, device=a.device)
+    for t in tc.tile(n):
+        out[t] = (a[t] > 0) + (b[t] > 0)
+    return out
+
+
+def test_bool_plus_bool_is_or(device: str) -> None:
+    """On an H100 True + True gave False (i1 addition wraps); torch gives True."""
+    a = torch.tensor([1.0, 1.0, -1.0, -1.0], device=device)
+    b = torch.tensor([1.0, -1.0, 1.0, -1.0], device=device)
+    assert mask_union(a, b).tolist() == [True, True, True, False]
+    code = mask_union.bind((a.to("meta"), b.to("meta"))).to_triton_code(tc.Config(block_sizes=[4]))
+    assert " | " in code
+
+
+@pytest.mark.parametrize("op", ["sub", "neg"])
+def test_bool_subtraction_and_negation_are_refused(device: str, op: str) -> None:
+    fn: Fn = (lambda a, b, c: (a > 0) - (b > 0)) if op == "sub" else (lambda a, b, c: -(a > 0))
+    x = torch.randn(8, device=device)
+    with pytest.raises(DeviceCodeError, match="torch refuses subtraction and negation of bools"):
+        elementwise(lambda a, b, c: fn(a, b, c).float())(x, x, x)
+
+
+def test_copysign_with_a_constant_sign_and_a_bool_exponent(device: str) -> None:
+    """copysign(x, 0.0) divided by the literal (ZeroDivisionError, a CompilationError on a
+    GPU); x ** True failed to compile on a GPU."""
+    x = torch.tensor([1.5, -2.0, 0.0, -0.0, float("inf")], device=device)
+    for sign in (0.0, -0.0, -2.0, 3.0):
+        got = elementwise(lambda a, b, c, sign=sign: torch.copysign(a, sign))(x, x, x)
+        want = torch.copysign(x, sign)
+        assert torch.equal(got, want) and torch.equal(torch.signbit(got), torch.signbit(want))
+    got = elementwise(lambda a, b, c: a**True)(x, x, x)
+    assert torch.equal(got, x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_half_tile_compares_with_the_float_rounded_to_its_dtype(
+    device: str, dtype: torch.dtype
+) -> None:
+    """fp16 x >= 0.1 was False at x = fp16(0.1): the literal was compared unrounded."""
+    x = torch.tensor([0.1, 0.2, 0.05, 0.1], dtype=dtype, device=device)
+    cases: list[tuple[str, Callable[[torch.Tensor], torch.Tensor]]] = [
+        ("ge", lambda a: a >= 0.1),
+        ("lt", lambda a: a < 0.1),
+        ("eq", lambda a: a == 0.1),
+    ]
+    for name, fn in cases:
+        result = elementwise(lambda a, b, c, fn=fn: fn(a).to(a.dtype))(x, x, x)
+        assert torch.equal(result.bool(), fn(x)), name

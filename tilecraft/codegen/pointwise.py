@@ -66,10 +66,30 @@ def emit_pointwise(ctx: EmitContext, node: Node) -> None:
         template = op.nonneg_template
     if op.device_template and not ctx.interpret and compute.is_floating_point:
         template = op.device_template
+    if op.name in ("lshift", "rshift"):
+        template = _shift_template(op.name, node.inputs[1], compute, template)
+    elif op.name == "add" and compute == torch.bool:
+        template = "({0} | {1})"  # True + True is True in torch; i1 addition wraps to False
     text = template.format(*texts)
     if node.dtype != compute and node.dtype != torch.bool:
         text = ctx.cast_expr(text, compute, node.dtype)
     ctx.bind(node, text)
+
+
+def _shift_template(name: str, amount: Node, compute: torch.dtype, plain: str) -> str:
+    """torch's shifts by an amount out of ``[0, bits)``: ``a << b`` is 0 and ``a >> b`` the
+    sign fill ``a >> (bits - 1)``; LLVM's are poison there (on an H100 ``x << 32`` of an
+    int32 gave garbage). A constant amount in range keeps the plain shift."""
+    bits = compute.itemsize * 8
+    value = amount.attrs.get("value") if amount.op is Op.CONST else None
+    if isinstance(value, int):
+        if 0 <= value < bits:
+            return plain
+        return "({0} * 0)" if name == "lshift" else f"({{0}} >> {bits - 1})"
+    in_range = f"(({{1}} >= 0) & ({{1}} < {bits}))"
+    if name == "lshift":
+        return f"tl.where({in_range}, {plain}, {{0}} * 0)"
+    return f"tl.where({in_range}, {plain}, {{0}} >> {bits - 1})"
 
 
 @emits(Op.WHERE)

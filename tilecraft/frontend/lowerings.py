@@ -134,7 +134,9 @@ def _rounded_div(t: Any, mode: str, a: Any, b: Any) -> Any:
 def _pow(t: Any, x: Any, e: Any) -> Any:
     """``x ** e``: a constant exponent by :func:`_pow_scalar`; integers to integer powers
     exactly (pow_int); else torch's float pow (negative bases to integer powers, 0 ** 0)."""
-    if isinstance(e, (int, float)) and not isinstance(e, bool):
+    if isinstance(e, bool):
+        e = int(e)  # x ** True is x ** 1, as in torch (a bool constant failed to compile)
+    if isinstance(e, (int, float)):
         dtype = _kind_of(t, x)
         if isinstance(e, float) and _integer(t, x):
             x = t.to_dtype(x, torch.float32)  # int ** 2.0 is a float (int8 100 ** 2.0: 1e4)

@@ -12,6 +12,7 @@ entry points into those modules.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -252,6 +253,22 @@ class Tracer:
             )
         if name in ("floordiv", "mod") and not result.is_floating_point:
             name, op = name + "_int", POINTWISE[name + "_int"]
+        if name in ("sub", "neg") and result == torch.bool:
+            raise DeviceCodeError(
+                f"'{name}' of bool tiles: torch refuses subtraction and negation of bools",
+                self.loc,
+                hint="to invert a mask use ~m or torch.logical_not(m); for arithmetic convert "
+                "first: m.to(torch.int32)",
+            )
+        if name == "copysign" and isinstance(operands[1], (int, float)):
+            # a constant sign: |x| or -|x| (the template's 1.0 / y divided by a literal 0.0)
+            magnitude = self.pointwise("abs", operands[0])
+            negative = math.copysign(1.0, operands[1]) < 0
+            return self.pointwise("neg", magnitude) if negative else magnitude
+        if op.bool_result and result in (torch.float16, torch.bfloat16):
+            # a comparison of a half tile with a Python float compares with the float rounded
+            # to the tile's dtype, as torch: fp16 x >= 0.1 was False at x = fp16(0.1)
+            operands = tuple(_rounded_to(o, result) for o in operands)
         nodes = [self.value_node(o) for o in operands]
         if name == "add":
             fused = self._fuse_dot_accumulate(nodes)
@@ -265,6 +282,8 @@ class Tracer:
         # a host float argument joins half-precision math at fp32, as torch's scalar operands do
         # (``x_fp16 / s`` with s = 1e5 rounded s to fp16's inf first)
         scalar = dtypes.compute_dtype(result) if result.is_floating_point else result
+        if op.bool_result:  # (a comparison: a float argument rounded as a literal is, above)
+            scalar = result
         nodes = [
             self.expand_rank(
                 self.cast(n, scalar if _weak_scalar(n, result) else result), len(shape)
@@ -604,3 +623,10 @@ def _run_time_int(item: Any) -> bool:
         and not item.node.dtype.is_floating_point
         and item.node.dtype != torch.bool
     )
+
+
+def _rounded_to(value: Any, dtype: torch.dtype) -> Any:
+    """A Python float as ``dtype`` holds it (other operands as they are)."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        return float(torch.tensor(value, dtype=dtype))
+    return value
