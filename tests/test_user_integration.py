@@ -203,3 +203,28 @@ def test_a_backward_registered_after_compile_is_used() -> None:
 
 def _keep_x(ctx: object, inputs: tuple[torch.Tensor], output: torch.Tensor) -> None:
     ctx.x = inputs[0]  # type: ignore[attr-defined]
+
+
+@tc.kernel
+def twice(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    (m,) = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm] = x[tm] * 2
+    return out, out.view(-1)
+
+
+twice.register_backward(lambda ctx, g1, g2: (2 * g1 + 2 * g2,))
+
+
+def test_returns_that_share_memory_are_a_located_error_as_an_op() -> None:
+    """torch's raw custom-op error named an internal op and no line."""
+    x = torch.randn(7)
+    plain = twice(x)  # eager calls may return views of one tensor
+    assert plain[0].data_ptr() == plain[1].data_ptr()
+    with pytest.raises(ArgumentError, match="return values 0 and 1 share memory") as info:
+        twice(x.clone().requires_grad_())
+    assert "test_user_integration.py" in str(info.value)
+    # (Dynamo wraps what its constant-folded op lookup raises; the message is ours)
+    with pytest.raises(Exception, match="return values 0 and 1 share memory"):
+        torch.compile(twice, backend="eager", fullgraph=True)(x)

@@ -314,9 +314,23 @@ def output_layout(
                 kernel.def_loc,
                 hint="return the argument itself, or a new tensor",
             )
+        earlier = [j for j, other in enumerate(items[:k]) if _shares_memory(item, other)]
+        if earlier:
+            raise ArgumentError(
+                f"{kernel.__name__}(): return values {earlier[0]} and {k} share memory (one "
+                "tensor, or views of one); a PyTorch op's outputs must not (torch.compile and "
+                "autograd run the kernel as one)",
+                kernel.def_loc,
+                hint="return the tensor once and make the view outside the kernel, or return "
+                "a .clone()",
+            )
         slots.append(("out", n_out))
         n_out += 1
     return (tuple(slots) if multi else slots[0]), n_out
+
+
+def _shares_memory(a: Any, b: Any) -> bool:
+    return isinstance(b, torch.Tensor) and _same_memory(a, b)
 
 
 def check_kinds(kernel: Kernel, kinds: tuple[ArgKind, ...]) -> None:
