@@ -228,3 +228,20 @@ def test_returns_that_share_memory_are_a_located_error_as_an_op() -> None:
     # (Dynamo wraps what its constant-folded op lookup raises; the message is ours)
     with pytest.raises(Exception, match="return values 0 and 1 share memory"):
         torch.compile(twice, backend="eager", fullgraph=True)(x)
+
+
+class Squares(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return square(x) + 1
+
+
+def test_torch_jit_trace_records_the_kernel_after_it_ran(device: str) -> None:
+    """Under no_grad a traced call launched the kernel (its sizes became tensors: a misleading
+    'bounds must be host ints' error), and a warm kernel's fast path ran outside the trace."""
+    model = Squares()
+    x = torch.randn(37, device=device)
+    torch.testing.assert_close(model(x), x * x + 1)  # warm: the fast path has a launcher
+    with torch.no_grad():
+        traced = torch.jit.trace(model, (x,), check_trace=False)
+    y = torch.randn(37, device=device)
+    torch.testing.assert_close(traced(y), y * y + 1)

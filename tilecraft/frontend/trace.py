@@ -263,7 +263,7 @@ class _TraceHost:
             bounds = zip(spec.begins, spec.ends, spec.block_sizes, strict=True)
             for i, (begin, end, block) in enumerate(bounds):
                 if not isinstance(begin, int) or not isinstance(end, int):
-                    raise DeviceCodeError("the bounds of a top-level device loop must be host ints")
+                    raise _bounds_error(begin if not isinstance(begin, int) else end)
                 varies = not glue and self._varies(index, i)
                 lo, hi = (
                     loop_nest.grid_bound(tracer, int(begin), "begin", i, varies),
@@ -615,3 +615,11 @@ def _check_dtype(name: str, value: torch.Tensor, tracer: Tracer) -> None:
             tracer.loc,
             hint=f"make it in one of: {supported} (and convert on the host after the kernel)",
         )
+
+
+def _bounds_error(bound: Any) -> DeviceCodeError:
+    """A top-level loop bound that is not a host int."""
+    return DeviceCodeError(
+        f"the bounds of a top-level device loop must be host ints, got a {type(bound).__name__}",
+        hint="pass sizes as ints (x.size(0), an int argument), not tensors",
+    )

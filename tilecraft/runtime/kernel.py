@@ -279,6 +279,10 @@ class Kernel:
     def _dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A call from user code: the fast path, torch.compile / autograd, or a plain call."""
         compiling = torch.compiler.is_compiling()
+        if not compiling and torch.jit.is_tracing():
+            # as its op, which the trace records (a launch, fast path or not, it would not:
+            # the traced module ran without the kernel)
+            return self._ops.call(self.positional(args, kwargs))
         if not compiling and self._globals.active:
             self._drop_if_globals_changed()
         written: tuple[Any, ...] = ()  # the values of a kernel that writes an argument
