@@ -128,7 +128,16 @@ def check_written_arguments(
     kernel that writes an argument: a data pointer and a size a tensor, then integer compares
     (measured on the CPU at about a third of the fast path's guard key for two tensors and a
     float)."""
-    check_inference_writes(name, params, values, written, loc)
+    if not torch.is_inference_mode_enabled():
+        for i in written:
+            if isinstance(values[i], torch.Tensor) and values[i].is_inference():
+                raise ArgumentError(
+                    f"{name}(): argument '{params[i]}' is an inference tensor (made under "
+                    "torch.inference_mode) and the kernel writes it outside inference mode",
+                    loc,
+                    hint="call the kernel under torch.inference_mode(), or pass a .clone() made "
+                    "outside it, as torch refuses in-place updates of inference tensors",
+                )
     # (type() first: a plain tensor skips the metaclass's instance check)
     tensor = torch.Tensor
     spans = [
@@ -152,27 +161,6 @@ def check_written_arguments(
                 loc,
                 hint=f"pass '{params[j]}'.clone() (or write into a new tensor), as torch "
                 "refuses this for its in-place ops",
-            )
-
-
-def check_inference_writes(
-    name: str,
-    params: tuple[str, ...],
-    values: tuple[Any, ...],
-    written: tuple[int, ...],
-    loc: SourceLoc | None,
-) -> None:
-    if torch.is_inference_mode_enabled():
-        return
-    for i in written:
-        value = values[i]
-        if isinstance(value, torch.Tensor) and value.is_inference():
-            raise ArgumentError(
-                f"{name}(): argument '{params[i]}' is an inference tensor (made under "
-                "torch.inference_mode) and the kernel writes it outside inference mode",
-                loc,
-                hint="call the kernel under torch.inference_mode(), or pass a .clone() made "
-                "outside it, as torch refuses in-place updates of inference tensors",
             )
 
 
