@@ -240,3 +240,59 @@ def test_addmm_accumulating_other_dtypes_runs_in_ref_mode_and_checks_accuracy(
         warnings.simplefilter("error")  # "the accuracy baseline failed" would raise here
         got = addmm_mixed(a, b)
     torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
+
+
+def _int_matmul(cast: torch.dtype | None) -> tc.Kernel:
+    @tc.kernel(static_shapes=True)
+    def int_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        m, k = a.size()
+        _, n = b.size()
+        kind = cast or a.dtype
+        out = torch.empty([m, n], dtype=kind, device=a.device)
+        for tm, tn in tc.tile([m, n]):
+            acc = tc.zeros([tm, tn], dtype=kind)
+            for tk in tc.tile(k):
+                acc += a[tm, tk].to(kind) @ b[tk, tn].to(kind)
+            out[tm, tn] = acc
+        return out
+
+    return int_mm
+
+
+@pytest.mark.parametrize(
+    ("dtype", "cast"),
+    [
+        (torch.int8, torch.int32),
+        (torch.int32, None),
+        (torch.int64, None),
+        (torch.uint8, torch.int16),
+    ],
+)
+def test_integer_matmuls_tl_dot_has_no_form_for_are_exact(
+    device: str, dtype: torch.dtype, cast: torch.dtype | None
+) -> None:
+    """int32 @ int32 (and int16, int64, uint8) asserted in the interpreter ('Unsupported lhs
+    dtype int32'); int8 tiles cast to int32 are an int8 tl.dot with int32 accumulation."""
+    gen = torch.Generator().manual_seed(0)
+    low, high = (0, 255) if dtype == torch.uint8 else (-100, 100)
+    a = torch.randint(low, high, (37, 70), generator=gen).to(dtype)
+    b = torch.randint(low, high, (70, 29), generator=gen).to(dtype)
+    kernel = _int_matmul(cast)
+    kind = cast or dtype
+    want = (a.to(torch.int64) @ b.to(torch.int64)).to(kind)  # eager CUDA has no int matmul
+    got = kernel(a.to(device), b.to(device))
+    assert got.dtype == kind and torch.equal(got.cpu(), want)
+    code = kernel.bind((a.to("meta"), b.to("meta"))).to_triton_code(
+        tc.Config(block_sizes=[16, 16, 32])
+    )
+    assert ("tl.dot" in code) == (dtype == torch.int8), code
+
+
+@pytest.mark.crosscompile
+@pytest.mark.parametrize(("dtype", "cast"), [(torch.int8, torch.int32), (torch.int32, None)])
+def test_integer_matmuls_cross_compile(dtype: torch.dtype, cast: torch.dtype | None) -> None:
+    from tests.cross_targets import assert_cross_compiles
+
+    a = torch.empty(64, 128, dtype=dtype, device="meta")
+    b = torch.empty(128, 64, dtype=dtype, device="meta")
+    assert_cross_compiles(_int_matmul(cast), (a, b), tc.Config(block_sizes=[32, 32, 32]))

@@ -106,6 +106,8 @@ def dot(
     the result has ``acc``'s dtype, else ``out_dtype``, else the operands' common dtype."""
     an, bn = t.value_node(a), t.value_node(b)
     common = operand_dtype(an.dtype, bn.dtype)
+    if _wide_int(common):
+        return _int_dot(t, an, bn, common, acc, out_dtype, op)
     if an.dtype not in FP8 or bn.dtype not in FP8:
         an, bn = t.cast(an, common), t.cast(bn, common)
     _check_shapes(t, op, an, bn)
@@ -137,6 +139,35 @@ def dot(
     else:
         out = t.emit(Op.DOT, [an, bn, accf], shape, accum, **attrs)
     return t.wrap(t.cast(out, out_dtype or accn.dtype))
+
+
+def _wide_int(dtype: torch.dtype) -> bool:
+    """An integer dtype ``tl.dot`` does not take (it takes int8 alone)."""
+    return not dtype.is_floating_point and not dtype.is_complex and dtype != torch.int8
+
+
+def _int_dot(
+    t: Tracer,
+    an: Node,
+    bn: Node,
+    common: torch.dtype,
+    acc: Any,
+    out_dtype: torch.dtype | None,
+    op: str,
+) -> TileValue:
+    """An integer product ``tl.dot`` has no form for (int32, int64, uint8: the interpreter
+    asserted, GPUs refuse): int8 tiles cast up to int32 are an int8 dot with int32
+    accumulation (the same wrapping sums); others sum the products in their dtype, exactly."""
+    sources = [n.inputs[0] if n.op is Op.CAST else n for n in (an, bn)]
+    if common == torch.int32 and all(s.dtype == torch.int8 for s in sources):
+        return dot(t, t.wrap(sources[0]), t.wrap(sources[1]), acc, out_dtype or torch.int32, op)
+    an, bn = t.cast(an, common), t.cast(bn, common)
+    _check_shapes(t, op, an, bn)
+    product = _summed_products(t, t.wrap(an), t.wrap(bn), an.ndim, bn.ndim)
+    if acc is not None:
+        product = t.pointwise("add", acc, product)
+        out_dtype = out_dtype or t.value_node(acc).dtype
+    return t.to_dtype(product, out_dtype) if out_dtype is not None else product
 
 
 def matmul(t: Tracer, a: Any, b: Any, op: str = "torch.matmul") -> TileValue:
