@@ -245,3 +245,30 @@ def test_torch_jit_trace_records_the_kernel_after_it_ran(device: str) -> None:
         traced = torch.jit.trace(model, (x,), check_trace=False)
     y = torch.randn(37, device=device)
     torch.testing.assert_close(traced(y), y * y + 1)
+
+
+@tc.kernel
+def times(x: torch.Tensor, a: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * a
+    return out
+
+
+@tc.kernel
+def times_plus_one(x: torch.Tensor) -> torch.Tensor:
+    y = times(x, 2.0)  # host code calling another kernel
+    z = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        z[t] = y[t] + 1
+    return z
+
+
+def test_host_code_may_call_another_kernel(device: str) -> None:
+    """The inner kernel got the outer's meta stand-ins while the outer was traced and said
+    "argument 'x' is a meta tensor", blaming the user's CPU tensor."""
+    x = torch.randn(9, device=device)
+    torch.testing.assert_close(times_plus_one(x), x * 2 + 1)
+    torch.testing.assert_close(times_plus_one(x), x * 2 + 1)  # the fast path
+    meta = times_plus_one(torch.empty(5, device="meta"))
+    assert meta.is_meta and meta.shape == (5,)

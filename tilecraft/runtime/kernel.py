@@ -317,6 +317,10 @@ class Kernel:
             return self._ops.call(values)
         if torch_op.storage_less((*args, *kwargs.values())):  # torch.vmap's: as the op
             return self._ops.call(self.positional(args, kwargs))
+        if any(isinstance(v, torch.Tensor) and v.is_meta for v in (*args, *kwargs.values())):
+            # shapes only, as torch's ops on meta tensors: the host code with its device loops
+            # skipped (another kernel's host code calls this one while it is traced on meta)
+            return self.host_runner().run(self.positional(args, kwargs))[0]
         result = self.call_eager(args, kwargs)
         if written:
             mark_written(written, self._written_params)
