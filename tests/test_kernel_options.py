@@ -24,6 +24,7 @@ from tilecraft.errors import ConfigError
         ("autotune_budget_s", "30s", "a number of seconds > 0"),
         ("autotune_budget_s", -1, "a number of seconds > 0"),
         ("autotune_tolerances", {torch.float32: 1e-3}, "{dtype: (rtol, atol)}"),
+        ("baseline", 42, "expected a function taking the kernel's arguments"),
     ],
 )
 def test_kernel_options_of_the_wrong_kind_fail_at_the_definition(
@@ -126,3 +127,26 @@ def test_a_range_with_a_step_names_tc_grid_and_the_way_backwards() -> None:
     with pytest.raises(DeviceCodeError, match="tc.grid takes") as info:
         tc.kernel(_reverse_by_range_form)(torch.randn(8))
     assert "test_kernel_options.py" in str(info.value) and "n - 1 - i" in str(info.value)
+
+
+def _failing_baseline(x: torch.Tensor) -> torch.Tensor:
+    raise RuntimeError("bug in my baseline")
+
+
+def test_a_failing_baseline_function_is_named_as_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warning blamed 'the kernel run as eager PyTorch' and said to pass baseline=, which
+    the user had."""
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+
+    @tc.kernel(baseline=_failing_baseline)
+    def doubled(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for t in tc.tile(x.size(0)):
+            out[t] = x[t] * 2
+        return out
+
+    x = torch.randn(10)
+    with pytest.warns(RuntimeWarning, match="your baseline= function _failing_baseline failed"):
+        torch.testing.assert_close(doubled(x), 2 * x)

@@ -175,7 +175,15 @@ def _baseline_failure(bound: BoundKernel, exc: Exception) -> str:
             "so fix the kernel rather than passing a baseline"
         )
     text = f"({error_text(exc).splitlines()[0]})"
-    where = None if kernel.baseline is not None else innermost_frame(exc, kernel.def_loc.filename)
+    if kernel.baseline is not None:
+        name = getattr(kernel.baseline, "__qualname__", repr(kernel.baseline))
+        return (
+            f"tilecraft autotune: {kernel.__name__}: your baseline= function {name} failed on "
+            f"the call's arguments {text}; configs are checked for running only. Fix it (it "
+            "takes the kernel's arguments and returns what the kernel returns), or leave "
+            "baseline= out to compare with the kernel run in ref mode"
+        )
+    where = innermost_frame(exc, kernel.def_loc.filename)
     hint = ""
     if where is not None:
         text = f"at {where.short} `{where.source_line().strip()}` {text}"

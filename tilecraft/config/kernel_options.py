@@ -18,9 +18,20 @@ from tilecraft.errors import ConfigError, SourceLoc
 
 
 def check_option_values(
-    config: Any, configs: Any, budget_s: Any, tolerances: Any, loc: SourceLoc | None
+    config: Any,
+    configs: Any,
+    budget_s: Any,
+    tolerances: Any,
+    loc: SourceLoc | None,
+    baseline: Any = None,
 ) -> None:
     """Raise a ConfigError at ``loc`` for an option value of the wrong kind."""
+    if baseline is not None and not callable(baseline):
+        raise ConfigError(
+            f"baseline={baseline!r}: expected a function taking the kernel's arguments and "
+            "returning what the kernel returns (eager PyTorch)",
+            loc,
+        )
     if config is not None and not isinstance(config, Config):
         raise ConfigError(
             f"config={config!r}: expected a tc.Config",

@@ -104,7 +104,9 @@ class Kernel:
         options = check_kernel_options(
             options, EXTRA_KERNEL_OPTIONS | _named_options(), self.def_loc
         )
-        check_option_values(config, configs, autotune_budget_s, autotune_tolerances, self.def_loc)
+        check_option_values(
+            config, configs, autotune_budget_s, autotune_tolerances, self.def_loc, baseline
+        )
         if autotune_budget_s is not None:
             options["autotune_budget_s"] = autotune_budget_s
         if autotune_tolerances is not None:
