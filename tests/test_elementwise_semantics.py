@@ -1,6 +1,7 @@
 """Elementwise results as eager torch gives them (fuzzing round 49a): half-precision composites
 computed in fp32 and rounded once, tanh with relative accuracy near 0, ``sum(dtype=int32)``
-wrapping, a norm of an int tile refused, and ``v op= b`` keeping ``v``'s dtype."""
+wrapping, a norm of an int tile refused, ``v op= b`` keeping ``v``'s dtype; rounds 49a and 49c:
+reductions over an empty dim list, torch.norm's own signature, argmax without dim refused."""
 
 from __future__ import annotations
 
@@ -280,3 +281,39 @@ def test_a_half_tile_compares_with_the_float_rounded_to_its_dtype(
     for name, fn in cases:
         result = elementwise(lambda a, b, c, fn=fn: fn(a).to(a.dtype))(x, x, x)
         assert torch.equal(result.bool(), fn(x)), name
+
+
+@tc.kernel(static_shapes=True)
+def whole_tile_reductions(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    b, m, n = x.size()
+    total = torch.empty([b], dtype=x.dtype, device=x.device)
+    norms = torch.empty([b, m], dtype=x.dtype, device=x.device)
+    for tb in tc.tile(b, block_size=1):
+        t = x[tb.begin, :, :]
+        total[tb.begin] = t.sum(dim=[]) + t.amax(dim=())
+        norms[tb.begin, :] = torch.norm(t, dim=1)
+    return total, norms
+
+
+def test_an_empty_dim_list_reduces_every_dim_and_torch_norm_compiles(device: str) -> None:
+    """sum(dim=[]) reduced nothing (torch: everything); torch.norm (the function) passed out=
+    to a lowering without it."""
+    x = torch.randn(3, 5, 7, device=device)
+    total, norms = whole_tile_reductions(x)
+    torch.testing.assert_close(total, x.sum(dim=(1, 2)) + x.amax(dim=(1, 2)))
+    torch.testing.assert_close(norms, torch.norm(x, dim=2))
+
+
+def test_argmax_without_dim_of_a_2d_tile_is_refused(device: str) -> None:
+    """Dim by dim, the second step took the argmax of the first's indices."""
+
+    @tc.kernel(static_shapes=True)
+    def flat_argmax(x: torch.Tensor) -> torch.Tensor:
+        b, m, n = x.size()
+        out = torch.empty([b], dtype=torch.int64, device=x.device)
+        for tb in tc.tile(b, block_size=1):
+            out[tb.begin] = x[tb.begin, :, :].argmax()
+        return out
+
+    with pytest.raises(UnsupportedOpError, match=r"argmax\(\) without dim of a 2-D tile"):
+        flat_argmax(torch.randn(3, 5, 7, device=device))

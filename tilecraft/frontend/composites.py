@@ -403,9 +403,20 @@ def identity(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def norm(
-    t: Any, x: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None
+    t: Any,
+    x: Any,
+    p: Any = "fro",
+    dim: Any = None,
+    keepdim: bool = False,
+    out: Any = None,
+    dtype: Any = None,
 ) -> Any:
-    """``Tensor.norm``: ``p`` 2 (``"fro"``), 1, inf or -inf, as ``torch.linalg.vector_norm``."""
+    """``Tensor.norm`` / ``torch.norm``: ``p`` 2 (``"fro"``), 1, inf or -inf, as
+    ``torch.linalg.vector_norm`` (torch.norm passes ``out=``: None in device code)."""
+    if out is not None:
+        raise UnsupportedOpError(
+            "torch.norm(..., out=...) in device code", hint="assign the result: n = x.norm(...)"
+        )
     if p == "nuc":
         raise UnsupportedOpError(
             "Tensor.norm(p='nuc') in device code", hint="only vector norms compile"

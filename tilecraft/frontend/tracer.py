@@ -333,6 +333,16 @@ class Tracer:
 
     def reduce(self, kind: str, x: Any, dim: Any, keepdim: bool = False) -> TileValue:
         node = self.value_node(x)
+        if isinstance(dim, (list, tuple)) and not dim:
+            dim = None  # torch reduces every dim for an empty list (it reduced none)
+        if dim is None and kind in ("argmax", "argmin") and node.ndim > 1:
+            # (dim by dim, the second step took the argmax of the first's indices)
+            raise UnsupportedOpError(
+                f"{kind}() without dim of a {node.ndim}-D tile {shape_str(node.shape)}: torch "
+                "gives an index into the flattened tile, which compiled code does not compute",
+                self.loc,
+                hint=f"give the dim: {kind}(dim=...) per row or column",
+            )
         if dim is None:
             out = node
             for _ in range(node.ndim):
