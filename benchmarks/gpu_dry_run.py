@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.target.startswith("hip"):
         stand_in.target = GPUTarget("hip", "gfx942", 64)
     driver.set_active(stand_in)
-    import tilecraft.runtime.kernel as kernel_module
+    import tilecraft.runtime.bound as kernel_module
     from benchmarks.gen_kernels import ALL_CASES
 
     kernel_module.check_runnable = lambda target: None  # CPU tensors on the GPU path

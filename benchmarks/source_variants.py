@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 import tilecraft as tc
-import tilecraft.runtime.kernel as runtime_kernel
+import tilecraft.runtime.bound as runtime_kernel
 from benchmarks.common import bench_ms, write_results
 from benchmarks.compare_configs import _inputs, _load
 from benchmarks.run import max_error

@@ -7,7 +7,7 @@ import torch
 
 import tilecraft as tc
 from tilecraft.errors import ArgumentError
-from tilecraft.runtime import kernel as kernel_module
+from tilecraft.runtime import bound as kernel_module
 
 
 @tc.kernel

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import tilecraft.runtime.kernel as runtime_kernel
+import tilecraft.runtime.bound as runtime_kernel
 from benchmarks import source_variants
 
 EXPERIMENTS = """

@@ -94,7 +94,12 @@ def _as_element(t: Any, x: Any, value: float) -> float:
 
 def threshold(t: Any, x: Any, threshold: float, value: float, inplace: bool = False) -> Any:
     """``x`` where ``x > threshold``, else ``value``."""
-    above = t.pointwise("gt", x, threshold)  # (torch compares in fp32 here: bf16 0.1 > 0.1)
+    # torch's CPU kernel compares with the fp32 threshold (bf16 0.1 > 0.1), where comparison
+    # ops round a float to the tile's dtype first: the tile widened to fp32 keeps it unrounded
+    wide = (
+        t.to_dtype(x, dtypes.compute_dtype(t.dtype_of(x))) if t.dtype_of(x).is_floating_point else x
+    )
+    above = t.pointwise("gt", wide, threshold)
     return t.where(above, x, t.to_dtype(value, t.dtype_of(x)))
 
 
