@@ -492,3 +492,46 @@ def test_a_baseline_that_disagrees_with_itself_is_named_as_the_cause() -> None:
     with pytest.raises(NoWorkingConfigError) as info:
         plus_host_noise(torch.randn(64))
     assert "gives other outputs each time it runs eagerly" in str(info.value)
+
+
+UNGUARDED_SCRIPT = """
+import torch
+import tilecraft as tc
+
+
+@tc.kernel
+def doubled(x):
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * 2
+    return out
+
+
+x = torch.randn(100)
+y = doubled(x)  # top-level work, no `if __name__ == "__main__":`
+print("ok", bool(torch.allclose(y, 2 * x)))
+"""
+
+
+def test_a_script_without_a_main_guard_tunes_in_workers_at_once(tmp_path: Path) -> None:
+    """The worker re-imported the script, whose top-level call waited on the tuning lock the
+    parent held for the same key: 180 s, then in-process tuning with a warning that blamed
+    where the kernel was defined. The worker's import now stops at that call."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(UNGUARDED_SCRIPT)
+    env = {
+        **os.environ,
+        "TRITON_INTERPRET": "1",
+        "TILECRAFT_TARGET": "cuda:90",  # the isolated-worker path a GPU run takes
+        "TILECRAFT_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": str(Path(__file__).parent.parent),
+    }
+    run = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "ok True" in run.stdout

@@ -47,7 +47,19 @@ def load_kernel(job: dict[str, Any]) -> Any:
             raise ImportError(f"cannot import {job['file']}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        spec.loader.exec_module(module)
+        from tilecraft.autotune.select import CalledWhileImported, stop_kernel_calls
+
+        try:
+            with stop_kernel_calls():
+                spec.loader.exec_module(module)
+        except CalledWhileImported:
+            # a script without a main guard calls its kernel at top level: the import stops
+            # there (none of its work runs here), the kernel is defined above the call
+            if not hasattr(module, job["attr"]):
+                raise ImportError(
+                    f"{job['file']} calls a kernel at import time, before it defines "
+                    f"{job['attr']}: put the script's work under `if __name__ == '__main__':`"
+                ) from None
     return getattr(module, job["attr"])
 
 

@@ -7,10 +7,11 @@ the fastest of the kernel's listed ``configs=``; else discovery / tuning (``auto
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import warnings
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tilecraft import settings
@@ -35,12 +36,35 @@ from tilecraft.runtime.kernel import BoundKernel, Kernel
 _warned: weakref.WeakSet[Kernel] = weakref.WeakSet()  # kernels told about a fallback once
 
 
+class CalledWhileImported(Exception):
+    """A kernel called by a module's top-level code while a tuning worker imports the module
+    to find the kernel (a script without ``if __name__ == "__main__":``): the worker stops the
+    import there (``autotune/child.py``). Tuning that call would wait on the lock the parent
+    holds for the same key, and the worker never started (180 s, then in-process tuning)."""
+
+
+_importing: list[bool] = []  # set while a worker imports the kernel's module
+
+
+@contextlib.contextmanager
+def stop_kernel_calls() -> Iterator[None]:
+    """While the body runs, a kernel call that needs a config raises
+    :class:`CalledWhileImported` instead of tuning."""
+    _importing.append(True)
+    try:
+        yield
+    finally:
+        _importing.pop()
+
+
 def select_config(
     bound: BoundKernel, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None
 ) -> Config:
     """The config for a specialization's first call when its kernel has no ``config=``.
     Workers isolate GPU compiles and runs; Triton's CPU interpreter has no compiler to hang,
     so interpreter runs stay in-process (no worker start-up per kernel)."""
+    if _importing:
+        raise CalledWhileImported(bound.kernel.__name__)
     kwargs = dict(kwargs or {})
     found = lookup(bound)
     if found is not None:
