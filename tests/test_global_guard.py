@@ -187,3 +187,26 @@ def test_a_closure_dict_item_is_guarded() -> None:
         torch.testing.assert_close(add_bias(x), x + 5.0)
     guard = GlobalGuard(add_bias.fn, add_bias.source.loops)
     assert [c.label for c in guard._chains] == ["params['bias']"]  # not torch.float32 etc.
+
+
+def _scaler(factor: float) -> tc.Kernel:
+    @tc.kernel
+    def scaled(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for t in tc.tile(x.size(0)):
+            out[t] = x[t] * factor
+        return out
+
+    return scaled
+
+
+def test_the_cache_key_holds_the_constants_device_code_reads() -> None:
+    """Two kernels of one source that read other closure values (or module constants) shared
+    one cache entry: each evicted the other's ('no longer works') and tuned again in every
+    process."""
+    from tilecraft.autotune.cache import key_for
+
+    x = torch.randn(16)
+    twice, thrice, twice_again = _scaler(2.0), _scaler(3.0), _scaler(2.0)
+    keys = [key_for(k.bind((x,))) for k in (twice, thrice, twice_again)]
+    assert keys[0] != keys[1] and keys[0] == keys[2]

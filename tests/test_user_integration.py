@@ -272,3 +272,24 @@ def test_host_code_may_call_another_kernel(device: str) -> None:
     torch.testing.assert_close(times_plus_one(x), x * 2 + 1)  # the fast path
     meta = times_plus_one(torch.empty(5, device="meta"))
     assert meta.is_meta and meta.shape == (5,)
+
+
+@tc.kernel
+def checked_scale(x: torch.Tensor, a: float) -> torch.Tensor:
+    if a < 0:
+        raise ValueError(f"a must be >= 0, got {a}")
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * a
+    return out
+
+
+def test_the_kernels_own_raise_reaches_the_caller_as_it_is(device: str) -> None:
+    """A first call wrapped the user's ValueError in an ArgumentError (with a hint about
+    shapes), later calls did not: `except ValueError` worked sometimes."""
+    x = torch.randn(8, device=device)
+    with pytest.raises(ValueError, match="a must be >= 0"):
+        checked_scale(x, -1.0)  # a first call: traced here
+    torch.testing.assert_close(checked_scale(x, 2.0), 2 * x)
+    with pytest.raises(ValueError, match="a must be >= 0"):
+        checked_scale(x, -1.0)  # compiled host code

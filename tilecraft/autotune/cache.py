@@ -95,7 +95,11 @@ class CacheKey:
 def key_for(bound: BoundKernel) -> CacheKey:
     kernel = bound.kernel
     options = _ADDRESS.sub("", repr((kernel.static_shapes, sorted(kernel.options.items()))))
-    source = hashlib.sha256((kernel.source.text + options).encode()).hexdigest()[:24]
+    # where it is defined and the constants it reads: two kernels of one source in two modules,
+    # or made by one factory with other closure values, evicted each other's entries
+    where = f"{kernel.fn.__module__}.{kernel.__qualname__}\n{kernel.constants_fingerprint()}"
+    text = kernel.source.text + options + where
+    source = hashlib.sha256(text.encode()).hexdigest()[:24]
     return CacheKey(
         kernel.__name__, source, specialization_key(bound), _target_key(bound), _versions()
     )

@@ -34,6 +34,7 @@ from tilecraft.runtime.validate import (
     check_has_data,
     check_tensor_args,
     host_code_error,
+    raised_by_user,
     tensor_device,
 )
 from tilecraft.targets.target import Target, check_runnable, detect
@@ -81,6 +82,8 @@ class BoundKernel:
         except TilecraftError:
             raise
         except Exception as exc:  # the user's host code raised on these arguments
+            if raised_by_user(exc, src.filename):
+                raise
             arguments = self.kernel.bind_arguments(args, kwargs).arguments
             raise host_code_error(
                 self.kernel.__name__, exc, src.filename, arguments, self.kernel.def_loc

@@ -98,6 +98,12 @@ class GlobalGuard:
             return all(c.read() is old for c, old in zip(self._chains, read, strict=True))
         return True
 
+    def fingerprint(self) -> str:
+        """The guarded names and their values now, as text (part of the autotuner's cache key:
+        kernels of one source that read other constants are other kernels)."""
+        labels = [slot[0] for slot in self._slots] + [c.label for c in self._chains]
+        return repr(sorted(zip(labels, map(repr, self._values()), strict=True)))
+
     def changed(self) -> list[tuple[str, Any, Any]]:
         """(name, traced value, value now) of each guarded constant that differs from the values
         of the last trace; the current values become the new baseline."""

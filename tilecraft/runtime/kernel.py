@@ -319,7 +319,7 @@ class Kernel:
             return self._ops.call(values)
         if torch_op.storage_less((*args, *kwargs.values())):  # torch.vmap's: as the op
             return self._ops.call(self.positional(args, kwargs))
-        if any(isinstance(v, torch.Tensor) and v.is_meta for v in (*args, *kwargs.values())):
+        if _all_meta((*args, *kwargs.values())):
             # shapes only, as torch's ops on meta tensors: the host code with its device loops
             # skipped (another kernel's host code calls this one while it is traced on meta)
             return self.host_runner().run(self.positional(args, kwargs))[0]
@@ -376,6 +376,11 @@ class Kernel:
             self._ref = build_ref(self.source)
         return self._ref(*args, **kwargs)
 
+    def constants_fingerprint(self) -> str:
+        """The module constants and closure values device code reads, as text (a cache key
+        part)."""
+        return self._globals.fingerprint()
+
     def _drop_if_globals_changed(self) -> None:
         """Forget every specialization when a global or closure constant the kernel's code
         names changed since it was traced (``runtime/global_guard.py``): the next call traces
@@ -421,6 +426,12 @@ EXTRA_KERNEL_OPTIONS: frozenset[str] = frozenset()
 def _named_options() -> set[str]:
     params = inspect.signature(Kernel.__init__).parameters.values()
     return {p.name for p in params if p.kind is p.KEYWORD_ONLY}
+
+
+def _all_meta(values: tuple[Any, ...]) -> bool:
+    """Every tensor argument is a meta tensor (a mix is refused by the device check)."""
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    return bool(tensors) and all(t.is_meta for t in tensors)
 
 
 def _kernel_named(module: str, qualname: str) -> Any:

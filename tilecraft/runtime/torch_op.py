@@ -41,7 +41,7 @@ from tilecraft.runtime.op_autograd import (
     no_backward_error,
     requires_grad,
 )
-from tilecraft.runtime.validate import host_code_error
+from tilecraft.runtime.validate import host_code_error, raised_by_user
 
 if TYPE_CHECKING:
     from tilecraft.runtime.kernel import Kernel
@@ -400,8 +400,10 @@ def create_op(
         except TilecraftError:
             raise
         except Exception as exc:  # the user's host code on these (fake) arguments, as eager says
-            arguments = dict(zip(params, args, strict=True))
             where = kernel.source.filename
+            if raised_by_user(exc, where):
+                raise
+            arguments = dict(zip(params, args, strict=True))
             raise host_code_error(kernel.__name__, exc, where, arguments, kernel.def_loc) from exc
         return _op_outputs(info, result, n_out, args)
 
@@ -516,9 +518,11 @@ class KernelOps:
             raise
         except Exception as exc:
             kernel = self.kernel
+            where = kernel.source.filename
+            if raised_by_user(exc, where):
+                raise
             example = _hinted_example(kinds, hint)
             arguments = dict(zip(kernel.signature.parameters, example, strict=True))
-            where = kernel.source.filename
             raise host_code_error(kernel.__name__, exc, where, arguments, kernel.def_loc) from exc
 
     def _register_autograd(self, info: OpInfo, op: Any) -> None:

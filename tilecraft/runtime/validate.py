@@ -186,6 +186,17 @@ def check_has_data(name: str, arguments: dict[str, Any], loc: SourceLoc | None) 
             )
 
 
+def raised_by_user(exc: Exception, filename: str) -> bool:
+    """Whether the kernel's own ``raise`` / ``assert`` statement raised ``exc`` (the user's
+    check of an argument): it reaches the caller as it is, on every call (a first call wrapped
+    it in an ArgumentError, later ones did not, so ``except ValueError`` worked sometimes)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames or frames[-1].filename != filename:
+        return False  # raised further in (torch, a helper in another file)
+    line = (frames[-1].line or "").lstrip()
+    return line.startswith(("raise ", "assert ")) or line == "raise"
+
+
 def host_code_error(
     name: str, exc: Exception, filename: str, arguments: dict[str, Any], loc: SourceLoc | None
 ) -> TilecraftError:
