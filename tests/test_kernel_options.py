@@ -25,6 +25,9 @@ from tilecraft.errors import ConfigError
         ("autotune_budget_s", -1, "a number of seconds > 0"),
         ("autotune_tolerances", {torch.float32: 1e-3}, "{dtype: (rtol, atol)}"),
         ("baseline", 42, "expected a function taking the kernel's arguments"),
+        ("static_shapes", "no", "expected True or False"),
+        ("hoist_operands", "no", "expected True or False"),
+        ("config_table", 5, "expected the path of a table"),
     ],
 )
 def test_kernel_options_of_the_wrong_kind_fail_at_the_definition(
@@ -150,3 +153,22 @@ def test_a_failing_baseline_function_is_named_as_the_users(
     x = torch.randn(10)
     with pytest.warns(RuntimeWarning, match="your baseline= function _failing_baseline failed"):
         torch.testing.assert_close(doubled(x), 2 * x)
+
+
+@pytest.mark.parametrize("budget", [0, -1, float("nan"), float("inf"), "3"])
+def test_autotune_budget_is_checked_as_the_decorators(budget: Any) -> None:
+    """Kernel.autotune took 0, -1, nan and "3"; a budget of 0's result was cached as best."""
+    with pytest.raises(ConfigError, match="expected a number of seconds > 0"):
+        plus_one.autotune((torch.randn(8),), budget_s=budget)
+
+
+@pytest.mark.parametrize(
+    ("value", "on"), [("0", False), ("false", False), ("OFF", False), ("1", True), ("", True)]
+)
+def test_the_glue_flag_reads_like_every_other_flag(
+    monkeypatch: pytest.MonkeyPatch, value: str, on: bool
+) -> None:
+    from tilecraft import settings
+
+    monkeypatch.setenv("TILECRAFT_GLUE", value)
+    assert settings.fuse_glue() is on

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import kernels
@@ -363,3 +364,16 @@ def test_debug_prints_source(
     k(x, w)
     printed = capsys.readouterr().out
     assert "@triton.jit" in printed and "def launch_0(" in printed
+
+
+def test_a_folder_in_place_of_a_generated_file_leaves_no_temporary_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failed rename left a tmpXXXX.py in <cache>/code on every process."""
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+    source = "VALUE = 41 + 1  # a folder in place of the file test\n"
+    code = runtime_module.code_dir()
+    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
+    (code / f"tc_{digest}.py").mkdir(parents=True)
+    assert runtime_module.load_source(source).VALUE == 42
+    assert list(code.glob("tmp*.py")) == []

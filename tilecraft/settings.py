@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+_FALSE = {"0", "false", "no", "off"}
+
 
 def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
@@ -38,7 +40,7 @@ def full_tracebacks() -> bool:
 def fuse_glue() -> bool:
     """``TILECRAFT_GLUE=0``: host statements between device loops run as written, never as one
     glue program (``frontend/glue.py``; to compare the two, or to rule glue out)."""
-    return os.environ.get("TILECRAFT_GLUE", "1") != "0"
+    return os.environ.get("TILECRAFT_GLUE", "1").strip().lower() not in _FALSE
 
 
 def triton_interpret() -> bool:

@@ -9,6 +9,7 @@ user's file (``config={"block_sizes": ...}``: "'dict' object has no attribute 'k
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import torch
@@ -43,18 +44,38 @@ def check_option_values(
         items = list(configs) if isinstance(configs, (list, tuple)) else None
         if items is None or not all(isinstance(c, Config) for c in items):
             raise ConfigError(f"configs={configs!r}: expected a list of tc.Config", loc)
-    if budget_s is not None and not _positive_number(budget_s):
-        raise ConfigError(
-            f"autotune_budget_s={budget_s!r}: expected a number of seconds > 0",
-            loc,
-            hint="e.g. autotune_budget_s=30",
-        )
+    check_budget(budget_s, "autotune_budget_s", loc)
     if tolerances is not None and not _tolerances(tolerances):
         raise ConfigError(
             f"autotune_tolerances={tolerances!r}: expected {{dtype: (rtol, atol)}} with "
             "torch dtypes and non-negative numbers",
             loc,
             hint="e.g. autotune_tolerances={torch.float32: (1e-3, 1e-5)}",
+        )
+
+
+def check_option_kinds(
+    static_shapes: Any, hoist_operands: Any, config_table: Any, loc: SourceLoc | None
+) -> None:
+    """The flags are bools (``static_shapes="no"`` is truthy: it was silently static) and a
+    config table is a path."""
+    for name, value in (("static_shapes", static_shapes), ("hoist_operands", hoist_operands)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name}={value!r}: expected True or False", loc)
+    if config_table is not None and not isinstance(config_table, (str, os.PathLike)):
+        raise ConfigError(
+            f"config_table={config_table!r}: expected the path of a table `tilecraft tune` wrote",
+            loc,
+        )
+
+
+def check_budget(budget_s: Any, what: str, loc: SourceLoc | None = None) -> None:
+    """A tuning budget is a finite number of seconds > 0 (None: the default)."""
+    if budget_s is not None and not _positive_number(budget_s):
+        raise ConfigError(
+            f"{what}={budget_s!r}: expected a number of seconds > 0",
+            loc,
+            hint=f"e.g. {what}=30",
         )
 
 

@@ -22,7 +22,7 @@ from tilecraft import settings
 from tilecraft.config.compat_names import check_kernel_options
 from tilecraft.config.config import Config
 from tilecraft.config.fp32_dots import DOT_PRECISIONS
-from tilecraft.config.kernel_options import check_option_values
+from tilecraft.config.kernel_options import check_budget, check_option_kinds, check_option_values
 from tilecraft.errors import ArgumentError, ConfigError, TilecraftError
 from tilecraft.frontend.source import (
     KernelSource,
@@ -107,6 +107,7 @@ class Kernel:
         check_option_values(
             config, configs, autotune_budget_s, autotune_tolerances, self.def_loc, baseline
         )
+        check_option_kinds(static_shapes, hoist_operands, config_table, self.def_loc)
         if autotune_budget_s is not None:
             options["autotune_budget_s"] = autotune_budget_s
         if autotune_tolerances is not None:
@@ -364,6 +365,7 @@ class Kernel:
             raise ConfigError(
                 f"{self.__name__}.autotune(effort={effort!r}): expected 'quick' or 'full'"
             )
+        check_budget(budget_s, f"{self.__name__}.autotune(budget_s)")
         args, kwargs = tuple(args), dict(kwargs or {})
         bound = self.bind(args, kwargs)
         config = hooks.tune(bound, args, kwargs, effort, budget_s)

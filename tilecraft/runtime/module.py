@@ -8,6 +8,7 @@ is written again before it is imported.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -63,6 +64,11 @@ def _text(path: Path) -> str | None:
 
 def _write(path: Path, source: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".py")
-    with os.fdopen(fd, "w") as f:
-        f.write(source)
-    os.replace(tmp, path)  # atomic: concurrent writers never see a partial file
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)  # atomic: concurrent writers never see a partial file
+    except BaseException:
+        with contextlib.suppress(OSError):  # (a folder in the file's place left one per run)
+            os.unlink(tmp)
+        raise
