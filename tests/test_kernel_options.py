@@ -151,8 +151,12 @@ def test_a_failing_baseline_function_is_named_as_the_users(
         return out
 
     x = torch.randn(10)
-    with pytest.warns(RuntimeWarning, match="your baseline= function _failing_baseline failed"):
+    with pytest.warns(
+        RuntimeWarning, match="your baseline= function _failing_baseline failed"
+    ) as seen:
         torch.testing.assert_close(doubled(x), 2 * x)
+    # attributed to the user's call, not to the line of tilecraft that warned
+    assert [w.filename for w in seen if "baseline=" in str(w.message)] == [__file__]
 
 
 @pytest.mark.parametrize("budget", [0, -1, float("nan"), float("inf"), "3"])

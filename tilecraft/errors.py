@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
+import os
+import sys
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,3 +114,17 @@ class ConfigError(TilecraftError):
 
 class CompileError(TilecraftError):
     """Triton failed to compile generated code."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """``warnings.warn``'s stacklevel that names the first frame outside tilecraft: the
+    user's call, not the line of tilecraft that warned (call it in the ``warn`` call)."""
+    frame = sys._getframe(1)  # the function that warns: level 1
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    return level

@@ -36,7 +36,7 @@ from tilecraft.autotune.runner import Runner
 from tilecraft.autotune.runners import open_runner
 from tilecraft.config.config import Config
 from tilecraft.config.unfit import unfit_values
-from tilecraft.errors import ConfigError, TilecraftError, innermost_frame
+from tilecraft.errors import ConfigError, TilecraftError, innermost_frame, user_stacklevel
 from tilecraft.ir.nodes import Op
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.settings import force_autotune
@@ -99,7 +99,7 @@ def baseline_or_none(
             )
         else:
             message = _baseline_failure(bound, exc)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        warnings.warn(message, RuntimeWarning, stacklevel=user_stacklevel())
         return None
 
 
@@ -238,7 +238,7 @@ def cached_config(bound: BoundKernel, kind: str) -> Config | None:
         warnings.warn(
             f"tilecraft: {bound.kernel.__name__}: the cached {kind} config {config!r} no longer "
             f"works ({type(exc).__name__}: {str(exc)[:200]}); it was removed and is searched again",
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
         return None
 
@@ -352,7 +352,7 @@ def run_discovery(
             f"in the same elements, and {winner.config!r} and others agree bit for bit: rounding "
             f"ties (a table rounded once, then gathered), taken as its result ({winner.reason})",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     if winner is None:
         repro = write_repro(bound, args, kwargs, attempts, "no candidate config worked")

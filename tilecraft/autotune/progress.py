@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from tilecraft.autotune.classify import Attempt
 from tilecraft.config.config import Config
+from tilecraft.errors import user_stacklevel
 from tilecraft.settings import autotune_log_path
 
 CSV_FIELDS = (
@@ -129,7 +130,7 @@ class Reporter:
                 f"tilecraft: TILECRAFT_AUTOTUNE_LOG={self.log_path} cannot be appended to "
                 f"({type(exc).__name__}: {exc.strerror or exc}); not logging this tuning",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
             self.log_path = None
 

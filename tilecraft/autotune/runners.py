@@ -15,6 +15,7 @@ from tilecraft.autotune.compare import Tolerances
 from tilecraft.autotune.isolate import IsolatedRunner
 from tilecraft.autotune.runner import InProcessRunner, IsolationUnavailable, Runner
 from tilecraft.config.config import Config
+from tilecraft.errors import user_stacklevel
 from tilecraft.runtime.kernel import BoundKernel
 from tilecraft.settings import in_worker
 
@@ -58,7 +59,7 @@ def _warn_in_process(name: str, why: str) -> None:
         f"tilecraft autotune: {name}: configs run in this process, without crash "
         f"isolation ({why}); define the kernel at module level to isolate them",
         RuntimeWarning,
-        stacklevel=4,
+        stacklevel=user_stacklevel(),
     )
 
 

@@ -30,7 +30,7 @@ from tilecraft.autotune.runners import open_runner
 from tilecraft.autotune.search import EFFORTS, tune
 from tilecraft.autotune.table import lookup
 from tilecraft.config.config import Config
-from tilecraft.errors import ConfigError
+from tilecraft.errors import ConfigError, user_stacklevel
 from tilecraft.runtime.kernel import BoundKernel, Kernel
 
 _warned: weakref.WeakSet[Kernel] = weakref.WeakSet()  # kernels told about a fallback once
@@ -109,7 +109,7 @@ def without_tuning(bound: BoundKernel) -> Config:
             "using the heuristic "
             f"default. Tune these shapes with `tilecraft tune PLAN` and ship the table",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     spec = bound.config_spec
     config = spec.resolve(spec.default(), warn=False).config
@@ -176,7 +176,7 @@ def fastest_listed(
             f"tilecraft: {name}: none of the {len(listed)} configs listed in @tc.kernel(configs=...) "
             f"works for arguments {cache.specialization_key(bound)} ({reasons}); discovering one",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
         return None
     best = min(timed, key=lambda a: a.ms or 0.0)

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from tilecraft.errors import ConfigError, SourceLoc
+from tilecraft.errors import ConfigError, SourceLoc, user_stacklevel
 
 # helion.Config keywords without a tilecraft meaning -> why they do nothing here
 HELION_ONLY_CONFIG_FIELDS: dict[str, str] = {
@@ -114,7 +114,7 @@ def warn_helion_only(kind: str, name: str) -> None:
     warnings.warn(
         f"tilecraft: {kind} '{name}' is a Helion name that tilecraft does not implement; "
         f"ignored" + (f" ({why})" if why else ""),
-        stacklevel=4,
+        stacklevel=user_stacklevel(),
     )
 
 

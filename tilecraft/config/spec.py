@@ -48,7 +48,7 @@ from tilecraft.config.resolve import build_plan, predicted_registers
 from tilecraft.config.resources import RegisterEstimate
 from tilecraft.config.row_loops import ROW_LOOP_TILE
 from tilecraft.config.space import StrategySpace
-from tilecraft.errors import ConfigError, UnsupportedOpError
+from tilecraft.errors import ConfigError, UnsupportedOpError, user_stacklevel
 from tilecraft.ir.carried_homes import carried_homes
 from tilecraft.ir.chunk_outer import can_chunk_outer
 from tilecraft.ir.deferred_args import has_deferrable_args
@@ -522,7 +522,7 @@ def _report(repairs: list[str], _warned: set[str] | None, where: Any = None) -> 
         if _warned is not None and message not in _warned:
             _warned.add(message)
             if where is None:
-                warnings.warn(message, stacklevel=4)
+                warnings.warn(message, stacklevel=user_stacklevel())
             else:
                 warnings.warn_explicit(message, UserWarning, where.filename, where.lineno)
 

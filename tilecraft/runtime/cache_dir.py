@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 from tilecraft import settings
+from tilecraft.errors import user_stacklevel
 
 _warned: set[str] = set()
 _scratch: list[Path] = []
@@ -36,7 +37,7 @@ def writable_subdir(name: str) -> Path | None:
                 f"{exc.strerror or exc}); running without caching it. Set TILECRAFT_CACHE_DIR to "
                 "a writable folder to cache",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
         return None
 

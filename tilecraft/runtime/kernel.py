@@ -23,7 +23,7 @@ from tilecraft.config.compat_names import check_kernel_options
 from tilecraft.config.config import Config
 from tilecraft.config.fp32_dots import DOT_PRECISIONS
 from tilecraft.config.kernel_options import check_budget, check_option_kinds, check_option_values
-from tilecraft.errors import ArgumentError, ConfigError, TilecraftError
+from tilecraft.errors import ArgumentError, ConfigError, TilecraftError, user_stacklevel
 from tilecraft.frontend.source import (
     KernelSource,
     parse_kernel,
@@ -394,7 +394,7 @@ class Kernel:
             f"kernel '{self.__name__}' ({self.def_loc.short}): {describe(changes)} since it "
             "was traced; tracing it again (pass a value that changes as an argument: a float "
             "argument does not retrace)",
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
         self._bound.clear()
         self._fast.clear()

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.errors import ArgumentError, TilecraftError, user_stacklevel
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.values import memory_owner
 from tilecraft.language import _context
@@ -479,7 +479,7 @@ class KernelOps:
                 "traced a call that needed one; torch.compiler.reset() was called so compiled "
                 "functions trace again (register backwards before compiling to avoid this)",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
 
     def autograd_error(
