@@ -11,6 +11,7 @@ import pickle
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import tilecraft as tc
 from tilecraft.errors import ArgumentError, ConfigError
@@ -293,3 +294,23 @@ def test_the_kernels_own_raise_reaches_the_caller_as_it_is(device: str) -> None:
     torch.testing.assert_close(checked_scale(x, 2.0), 2 * x)
     with pytest.raises(ValueError, match="a must be >= 0"):
         checked_scale(x, -1.0)  # compiled host code
+
+
+@tc.kernel(static_shapes=True)
+def layer_norm_upcast(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    y = torch.empty_like(x)
+    for tm in tc.tile(m):
+        h = x[tm, :].float()
+        y[tm, :] = F.layer_norm(h, (n,), w.float(), b.float(), 1e-5).to(y.dtype)
+    return y
+
+
+def test_a_whole_host_tensor_converts_in_device_code(device: str) -> None:
+    """`w.float()` of a weight inside a device loop was refused ('host tensor has no
+    device-side method'); `w` alone worked, as the whole tensor."""
+    x = torch.randn(5, 33, device=device).bfloat16()
+    w = torch.randn(33, device=device).bfloat16()
+    b = torch.randn(33, device=device).bfloat16()
+    want = F.layer_norm(x.float(), (33,), w.float(), b.float(), 1e-5).bfloat16()
+    torch.testing.assert_close(layer_norm_upcast(x, w, b), want, rtol=2e-2, atol=2e-2)

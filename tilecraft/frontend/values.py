@@ -283,6 +283,10 @@ TileProxy.__hash__ = object.__hash__  # type: ignore[method-assign,assignment]
 TileProxy.__neg__ = lambda self: -self.index  # type: ignore[attr-defined,operator]
 
 
+# dtype conversions of a whole host tensor in device code: the tensor loaded whole, converted
+_WHOLE_TENSOR_METHODS = frozenset(
+    {"float", "half", "bfloat16", "double", "int", "long", "bool", "to", "type_as"}
+)
 _ACCUMULATING_METHODS = frozenset(
     [
         "scatter_add_",
@@ -436,6 +440,11 @@ class HostTensor:
         method = getattr(torch.Tensor, name, None)
         if self.ndim == 0 and callable(method):  # a 0-d argument's methods act on its value
             return lambda *a, **k: self.tracer.torch_call(method, (self, *a), k)
+        if callable(method) and name in _WHOLE_TENSOR_METHODS:
+            # ``w.float()`` of a weight in device code (``F.layer_norm(h, (n,), w.float(),
+            # b.float())``): the whole tensor, as ``w[...]`` loads it, then the method
+            whole = self.tracer.load(self, (slice(None),) * self.ndim)
+            return lambda *a, **k: self.tracer.torch_call(method, (whole, *a), k)
         raise DeviceCodeError(
             f"host tensor '{self.name}' has no device-side attribute or method '{name}'",
             hint="inside a device loop, index a host tensor to load a tile, then operate on the tile",
