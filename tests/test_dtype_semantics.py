@@ -435,3 +435,22 @@ def test_float_floor_division_cross_compiles_in_both_widths(dtype: torch.dtype) 
 
     x = torch.empty(256, dtype=dtype)
     assert_cross_compiles(float_floors, (x, x), tc.Config(block_sizes=[256]))
+
+
+@tc.kernel(static_shapes=True)
+def swap_in(slots: torch.Tensor, ids: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    (n,) = ids.size()
+    old = torch.empty_like(values)
+    for t in tc.tile(n):
+        old[t] = tc.atomic_xchg(slots, [ids[t]], values[t])
+    return old
+
+
+def test_a_float_atomic_xchg_runs_in_the_interpreter(device: str) -> None:
+    """Triton's interpreter raised 'Unsupported data type' for an fp32 xchg (ints worked)."""
+    slots = torch.arange(8, dtype=torch.float32, device=device) + 0.5
+    ids = torch.arange(8, device=device).flip(0)
+    values = torch.randn(8, device=device)
+    old = swap_in(slots, ids, values)
+    assert torch.equal(old, (torch.arange(8, device=device) + 0.5).flip(0).float())
+    assert torch.equal(slots, values.flip(0))

@@ -176,3 +176,29 @@ def test_the_glue_flag_reads_like_every_other_flag(
 
     monkeypatch.setenv("TILECRAFT_GLUE", value)
     assert settings.fuse_glue() is on
+
+
+@tc.kernel(static_shapes=True)
+def rowmax_parts(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    parts = tc.register_tunable("parts", [1, 2])
+    chunk = (n + parts - 1) // parts
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        best = tc.full([tm], float("-inf"), dtype=torch.float32)
+        for p in tc.static_range(parts):
+            for tk in tc.tile(p * chunk, min(n, p * chunk + chunk)):
+                best = torch.maximum(best, x[tm, tk].amax(1))
+        out[tm] = best
+    return out
+
+
+def test_a_tunable_that_adds_tile_loops_is_a_config_error_naming_it() -> None:
+    """A choice whose trace has more tile loops than the first choice's crashed with an
+    IndexError in config/plan.py (its config's block sizes are the first choice's)."""
+    x = torch.randn(13, 90)
+    bound = rowmax_parts.bind((x,))
+    default = bound.config_spec.default()
+    torch.testing.assert_close(bound.run(bound.compile_config(default), x), x.amax(1))
+    with pytest.raises(ConfigError, match=r"tunable value\(s\) \{'parts': 2\} change the kernel"):
+        bound.compile_config(default.replace(parts=2))

@@ -454,4 +454,13 @@ def emit_atomic(ctx: EmitContext, node: Node) -> None:
     mask_arg = f", mask={mask}" if mask else ""
     fn = f"tl.atomic_{node.attrs['kind']}"  # add, max, min, xchg, and, or, xor
     sem = node.attrs.get("sem", "relaxed")
-    ctx.bind(node, f"{fn}({ptr}, {ctx.expr(value)}{mask_arg}, sem='{sem}')")
+    text = ctx.expr(value)
+    if ctx.interpret and node.attrs["kind"] == "xchg" and node.dtype.is_floating_point:
+        # the interpreter's xchg takes integers alone ('Unsupported data type' for fp32):
+        # the same bits through an int view of the tensor, the old value read back as floats
+        bits = {torch.float32: "tl.int32", torch.float64: "tl.int64"}[node.dtype]
+        ptr = f"({ptr}).to(tl.pointer_type({bits}))"
+        old = f"{fn}({ptr}, {text}.to({bits}, bitcast=True){mask_arg}, sem='{sem}')"
+        ctx.bind(node, f"{old}.to({dtypes.triton_dtype(node.dtype)}, bitcast=True)")
+        return
+    ctx.bind(node, f"{fn}({ptr}, {text}{mask_arg}, sem='{sem}')")

@@ -12,7 +12,7 @@ from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.config import Config
 from tilecraft.config.plan import Plan
 from tilecraft.config.spec import ConfigSpec
-from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.errors import ArgumentError, ConfigError, TilecraftError
 from tilecraft.frontend.glue import GLUE, GLUE_DONE
 from tilecraft.frontend.source import (
     LAUNCH,
@@ -20,6 +20,7 @@ from tilecraft.frontend.source import (
     launch_tree,
 )
 from tilecraft.frontend.trace import TracedKernel, trace_kernel
+from tilecraft.ir.nodes import Op
 from tilecraft.language import _context
 from tilecraft.runtime import direct_launch, hooks
 from tilecraft.runtime.device import capturing
@@ -123,6 +124,8 @@ class BoundKernel:
         """Resolve ``config`` into a plan and generate the Triton source it describes."""
         plan = self.spec.resolve(config)
         traced = self._trace_for(plan.config)
+        if traced is not self.traced and _structure(traced) != _structure(self.traced):
+            raise self._structure_error(plan.config, traced)
         kernels = [
             generate(
                 loop, plan, self.kernel.__name__,
@@ -134,6 +137,26 @@ class BoundKernel:
             "\n\n" + k.device_source + "\n\n" + k.launcher_source for k in kernels
         )
         return plan, source, traced, kernels
+
+    def _structure_error(self, config: Config, traced: TracedKernel) -> ConfigError:
+        """A tunable value whose trace has other tile loops or accesses than the default's
+        (the config space, and so ``config``'s per-loop fields, are the default's): an
+        IndexError in plan.py named nothing."""
+        chosen = {
+            name: config.user_values.get(name, choices[0])
+            for name, choices in self.traced.tunables.items()
+            if config.user_values.get(name, choices[0]) != choices[0]
+        }
+        slots = (self.traced.n_block_slots, traced.n_block_slots)
+        return ConfigError(
+            f"{self.kernel.__name__}: tunable value(s) {chosen} change the kernel's tile loops "
+            f"or memory accesses ({slots[1]} block sizes where the first choices give "
+            f"{slots[0]}); the config space is the first choices' loops",
+            self.kernel.def_loc,
+            hint="a tunable may pick block-independent values (constants, a branch's math), "
+            "not add tc.tile loops or loads: make the choice a kernel argument "
+            "(tc.specialize) or write one kernel per structure",
+        )
 
     def compile_config(self, config: Config | None = None) -> CompiledProgram:
         """The whole compile: resolve -> trace -> generate -> load. Cached per config."""
@@ -251,3 +274,12 @@ class BoundKernel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.check_args(args, kwargs)
         return self.run(self.default_program(args, kwargs), *args, **kwargs)
+
+
+_MEMORY_OPS = (Op.LOAD, Op.STORE, Op.ATOMIC)
+
+
+def _structure(traced: TracedKernel) -> tuple[Any, ...]:
+    """What a config's per-slot and per-access fields are numbered by."""
+    accesses = tuple(sum(1 for n in loop.walk() if n.op in _MEMORY_OPS) for loop in traced.loops)
+    return traced.n_block_slots, len(traced.loops), accesses
