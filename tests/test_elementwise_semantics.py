@@ -317,3 +317,30 @@ def test_argmax_without_dim_of_a_2d_tile_is_refused(device: str) -> None:
 
     with pytest.raises(UnsupportedOpError, match=r"argmax\(\) without dim of a 2-D tile"):
         flat_argmax(torch.randn(3, 5, 7, device=device))
+
+
+@tc.kernel(static_shapes=True)
+def packed_bits(x: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    packed = torch.empty([m], dtype=torch.int32, device=x.device)
+    picked = torch.empty([m], dtype=torch.int32, device=x.device)
+    for tm in tc.tile(m):
+        weights = 1 << tc.arange(8)  # positions of a whole dim: in [0, 8)
+        packed[tm] = ((x[tm, :] > 0).to(torch.int32) * weights[None, :]).sum(-1).to(torch.int32)
+        picked[tm] = (pos[tm] >> (pos[tm] & 31)) & 1  # masked: in [0, 31]
+    return packed, picked
+
+
+def test_shift_amounts_known_to_be_in_range_need_no_guard(device: str) -> None:
+    """The guard costs a compare and a select per element; an arange's positions or an amount
+    masked by a constant are in range, so the shift stays plain."""
+    x = torch.randn(9, 8, device=device)
+    pos = torch.randint(-(2**31), 2**31 - 1, (9,), dtype=torch.int32, device=device)
+    packed, picked = packed_bits(x, pos)
+    assert torch.equal(
+        packed, ((x > 0).int() * (1 << torch.arange(8, device=device))).sum(-1).int()
+    )
+    assert torch.equal(picked, (pos >> (pos & 31)) & 1)
+    meta = (x.to("meta"), pos.to("meta"))
+    code = packed_bits.bind(meta).to_triton_code(tc.Config(block_sizes=[16]))
+    assert "tl.where(((" not in code, code  # no range guard on either shift

@@ -13,7 +13,7 @@ import torch
 
 from tilecraft.codegen.registry import emits
 from tilecraft.ir import dtypes
-from tilecraft.ir.int_ranges import nonnegative
+from tilecraft.ir.int_ranges import abs_bound, nonnegative
 from tilecraft.ir.nodes import Node, Op
 from tilecraft.ir.pointwise import POINTWISE
 
@@ -86,6 +86,9 @@ def _shift_template(name: str, amount: Node, compute: torch.dtype, plain: str) -
         if 0 <= value < bits:
             return plain
         return "({0} * 0)" if name == "lshift" else f"({{0}} >> {bits - 1})"
+    bound = abs_bound(amount, {})
+    if bound is not None and bound < bits and nonnegative(amount):
+        return plain  # a nibble's shift (idx % 8) * 4: in range, no guard
     in_range = f"(({{1}} >= 0) & ({{1}} < {bits}))"
     if name == "lshift":
         return f"tl.where({in_range}, {plain}, {{0}} * 0)"

@@ -42,7 +42,10 @@ _BINARY_BOUND: dict[str, Callable[[int, int], int]] = {
     "mul": lambda a, b: a * b,
     "maximum": max,
     "minimum": max,
+    "mod_int": lambda a, b: max(b - 1, 0),  # |a mod b| < |b|
+    "floordiv_int": lambda a, b: a,  # |a // b| <= |a| (b an int, b != 0)
 }
+_NARROWABLE = ("add", "sub", "mul", "maximum", "minimum")  # int64 ops narrowed to int32
 _SIGN_KEEPING = ("neg", "abs")
 _NARROW_KINDS = {Op.SCAN: ("sum",), Op.REDUCE: ("sum", "max", "min")}
 
@@ -101,7 +104,7 @@ def _accumulated_bound(node: Node, bounds: dict[int, int | None]) -> int | None:
 def _narrowable_pointwise(node: Node, bounds: dict[int, int | None]) -> bool:
     """An int64 add / sub / mul / max / min whose operands are all integers widened to int64
     (a constant after the first) and whose result fits int32."""
-    if node.op is not Op.BINARY or node.attrs.get("fn") not in _BINARY_BOUND:
+    if node.op is not Op.BINARY or node.attrs.get("fn") not in _NARROWABLE:
         return False
     if node.dtype != torch.int64 or not all(
         _widened_int(i) or (k > 0 and i.op is Op.CONST) for k, i in enumerate(node.inputs)
@@ -164,6 +167,12 @@ def _bound(node: Node, bounds: dict[int, int | None]) -> int | None:
         )
     elif node.op is Op.VIEW:
         found = abs_bound(node.inputs[0], bounds)
+    elif node.op is Op.TILE_INDEX:
+        found = _index_bound(node.attrs["sym"])
+    elif node.op is Op.BINARY and node.attrs.get("fn") == "bitwise_and":
+        # with a non-negative constant c the result is in [0, c], whatever the other's sign
+        masks = [i.attrs["value"] for i in node.inputs if _nonneg_constant(i)]
+        found = min(masks) if masks else None
     elif node.op in _NARROW_KINDS and node.attrs.get("kind") in _NARROW_KINDS[node.op]:
         found = _accumulated_bound(node, bounds)
     if found is None:
@@ -197,7 +206,29 @@ def nonnegative(node: Node) -> bool:
         return keeps and nonnegative(src)
     if node.op is Op.BINARY and node.attrs["fn"] in _NONNEG_BINARY:
         return all(nonnegative(i) for i in node.inputs)
+    if node.op is Op.BINARY and node.attrs["fn"] in ("bitwise_and", "mul"):
+        # x & c (c >= 0) is in [0, c]; a product of non-negatives stays so where the bound
+        # says it cannot wrap (a nibble's (idx % 8) * 4)
+        if node.attrs["fn"] == "bitwise_and":
+            return any(nonnegative(i) for i in node.inputs)
+        bound = abs_bound(node, {})
+        limit = 2 ** (node.dtype.itemsize * 8 - 1) - 1
+        return all(nonnegative(i) for i in node.inputs) and bound is not None and bound <= limit
     return False
+
+
+def _nonneg_constant(node: Node) -> bool:
+    value = node.attrs.get("value") if node.op is Op.CONST else None
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _index_bound(sym: Sym) -> int | None:
+    """The largest |position| a dim's index takes: an arange's length - 1 from 0, a tile's
+    end - 1 where its begin and extent are ints."""
+    begin, extent = sym.begin, sym.extent
+    if not isinstance(begin, int) or not isinstance(extent, int):
+        return None
+    return max(abs(begin), abs(begin + extent - 1))
 
 
 def _combine(fn: Callable[[int, int], int], values: list[int | None]) -> int | None:
