@@ -113,16 +113,16 @@ def cmd_check(ns: argparse.Namespace) -> int:
             f"tilecraft: {ns.kernel} is a {type(kernel).__name__}, not a kernel: check takes a "
             "function decorated with @tc.kernel"
         )
+    targets = [Target.parse(t) for t in ns.target or ["cuda:90"]]
+    for target in targets:  # before the arguments: _example_args runs the module's suite
+        problem = missing_backend(target)
+        if problem:
+            raise SystemExit(f"tilecraft: check --target {target.backend}: {problem}")
     if ns.inputs:
         args = tuple(_load(ns.inputs)[1]())
     else:
         shape = tuple(int(s) for s in ns.shape.split(",")) if ns.shape else None
         args = _example_args(module, kernel, shape, getattr(torch, ns.dtype))
-    targets = [Target.parse(t) for t in ns.target or ["cuda:90"]]
-    for target in targets:
-        problem = missing_backend(target)
-        if problem:
-            raise SystemExit(f"tilecraft: check --target {target.backend}: {problem}")
 
     def configs_for(bound: Any) -> list[Config]:
         if ns.config:

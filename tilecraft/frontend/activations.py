@@ -96,11 +96,10 @@ def threshold(t: Any, x: Any, threshold: float, value: float, inplace: bool = Fa
     """``x`` where ``x > threshold``, else ``value``."""
     # torch's CPU kernel compares with the fp32 threshold (bf16 0.1 > 0.1), where comparison
     # ops round a float to the tile's dtype first: the tile widened to fp32 keeps it unrounded
-    wide = (
-        t.to_dtype(x, dtypes.compute_dtype(t.dtype_of(x))) if t.dtype_of(x).is_floating_point else x
-    )
+    dtype = t.dtype_of(x)
+    wide = t.to_dtype(x, dtypes.compute_dtype(dtype)) if dtype.is_floating_point else x
     above = t.pointwise("gt", wide, threshold)
-    return t.where(above, x, t.to_dtype(value, t.dtype_of(x)))
+    return t.where(above, x, t.to_dtype(value, dtype))
 
 
 def softshrink(t: Any, x: Any, lambd: float = 0.5) -> Any:

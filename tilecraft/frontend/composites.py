@@ -159,9 +159,7 @@ def vector_norm(
     if dtype is not None:
         x = t.to_dtype(x, dtype)
     result = t.dtype_of(x)
-    if (
-        not result.is_floating_point
-    ):  # (computed in the int dtype, it wrapped: norm(2) of int8 gave 0)
+    if not result.is_floating_point:  # (computed in the int dtype it wrapped: int8 norm 0)
         raise UnsupportedOpError(
             f"a vector norm of a {result} tile: torch.linalg.vector_norm takes floating point "
             "tiles only (torch raises too)",

@@ -205,15 +205,9 @@ class Kernel:
             if torch.compiler.is_compiling():  # (Dynamo shows a plain exception's message)
                 raise TypeError(f"{self._where}{self.__name__}(): {problem}")
             raise ArgumentError(f"{self.__name__}(): {problem}", self.def_loc)
-        out = list(args)
-        for name, default in zip(
-            self._param_names[len(args) :], self._defaults[len(args) :], strict=True
-        ):
-            value = kwargs.get(name, default)
-            if value is inspect.Parameter.empty:
-                self.bind_arguments(args, kwargs)  # raises the usual message
-            out.append(value)
-        return tuple(out)
+        # (call_problem found every parameter without a default among args and kwargs)
+        rest = zip(self._param_names[len(args) :], self._defaults[len(args) :], strict=True)
+        return (*args, *(kwargs.get(name, default) for name, default in rest))
 
     def bind_arguments(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
