@@ -312,3 +312,43 @@ def test_a_writing_kernel_says_so_before_asking_for_a_backward(device: str) -> N
     again.register_backward(lambda ctx, g: g * 2)
     torch._dynamo.reset()
     assert torch.equal(compiled(x), x.detach() * 2)
+
+
+@tc.kernel
+def linear_relu(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    h = x @ w  # host code: autocast makes it bf16
+    out = torch.empty_like(h)
+    for tm in tc.tile(h.shape[0]):
+        out[tm, :] = torch.relu(h[tm, :])
+    return out
+
+
+def _linear_relu_backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    x, w, out = ctx.saved_tensors
+    gh = (g * (out > 0)).float()
+    return gh @ w.float().t(), x.float().t() @ gh
+
+
+linear_relu.register_backward(_linear_relu_backward)
+
+
+def test_autocast_reaches_host_code_under_compile_and_autograd(device: str) -> None:
+    """A compiled graph runs its ops with autocast off: the host code's matmul returned fp32 under
+    torch.compile where eager returned bf16 (session 49). The op carries the autocast state."""
+    gen = torch.Generator().manual_seed(0)
+    x, w = torch.randn(8, 16, generator=gen), torch.randn(16, 32, generator=gen)
+    x, w = x.to(device), w.to(device)
+    compiled = torch.compile(lambda a, b: linear_relu(a, b), fullgraph=True, backend="aot_eager")
+    with torch.autocast(device, dtype=torch.bfloat16):
+        eager = linear_relu(x, w)
+        got = compiled(x, w)
+        leaf = x.clone().requires_grad_()
+        with_grad = compiled(leaf, w)
+    assert eager.dtype == got.dtype == with_grad.dtype == torch.bfloat16
+    torch.testing.assert_close(got, eager)
+    torch.testing.assert_close(with_grad, eager)
+    with_grad.float().sum().backward()
+    assert leaf.grad is not None and leaf.grad.dtype == torch.float32
+    plain = compiled(x, w)  # autocast off again: a new graph, fp32
+    assert plain.dtype == torch.float32
+    torch.testing.assert_close(plain, torch.relu(x @ w))

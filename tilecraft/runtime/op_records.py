@@ -23,7 +23,7 @@ from typing import Any
 from tilecraft.runtime.cache_dir import writable_subdir
 
 _FORWARD: contextvars.ContextVar[str | None] = contextvars.ContextVar("forward_op", default=None)
-Record = tuple[str, tuple[tuple[Any, ...], ...]]  # (kernel key, argument kinds)
+Record = tuple[str, tuple[tuple[Any, ...], ...], str]  # (kernel key, argument kinds, autocast)
 
 
 @contextlib.contextmanager
@@ -36,18 +36,19 @@ def backward_of(forward_op: str) -> Iterator[None]:
         _FORWARD.reset(token)
 
 
-def record(kernel_key: str, kinds: tuple[tuple[Any, ...], ...]) -> None:
-    """Remember an op just defined, if a backward is running (else nothing)."""
+def record(kernel_key: str, kinds: tuple[tuple[Any, ...], ...], amp: str = "") -> None:
+    """Remember an op just defined, if a backward is running (else nothing); ``amp``: the
+    autocast it runs under (``torch_op.autocast_state``)."""
     forward = _FORWARD.get()
     if forward is None:
         return
     entries = recorded(forward)
-    if (kernel_key, kinds) in entries:
+    if (kernel_key, kinds, amp) in entries:
         return
     folder = writable_subdir("ops")
     if folder is None:  # no cache: the ops are simply defined again by tracing
         return
-    data = [[key, [list(k) for k in ks]] for key, ks in [*entries, (kernel_key, kinds)]]
+    data = [[key, [list(k) for k in ks], a] for key, ks, a in [*entries, (kernel_key, kinds, amp)]]
     tmp = folder / f"{forward}.json.{os.getpid()}"
     tmp.write_text(json.dumps(data))
     os.replace(tmp, folder / f"{forward}.json")
@@ -60,6 +61,9 @@ def recorded(forward_op: str) -> list[Record]:
         return []
     try:
         data = json.loads((folder / f"{forward_op}.json").read_text())
-        return [(str(key), tuple(tuple(k) for k in kinds)) for key, kinds in data]
+        return [
+            (str(e[0]), tuple(tuple(k) for k in e[1]), str(e[2]) if len(e) > 2 else "")
+            for e in data
+        ]
     except (OSError, ValueError, TypeError):
         return []

@@ -21,7 +21,6 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import operator
 import re
 import sys
 import warnings
@@ -41,36 +40,28 @@ from tilecraft.runtime.op_autograd import (
     no_backward_error,
     requires_grad,
 )
+from tilecraft.runtime.op_kinds import (
+    EXAMPLES,
+    ArgKind,
+    Hint,
+    arg_kind,
+    autocast_context,
+    autocast_state,
+    example_arg,
+    hinted_example,
+    shape_hint,
+)
 from tilecraft.runtime.validate import host_code_error, raised_by_user
 
 if TYPE_CHECKING:
     from tilecraft.runtime.kernel import Kernel
 
 NAMESPACE = "tilecraft"
-EXAMPLE_EXTENT = 16  # every dim of the meta tensors the output layout is read from
 _FAKE_BLOCK = 32
 _taken: set[str] = set()
 
-ArgKind = tuple[Any, ...]
 # an output slot: ("out", i) the op's i-th output, ("arg", i) the i-th argument, ("none",) None
 Slot = tuple[Any, ...]
-
-
-def arg_kind(value: Any) -> ArgKind:
-    """What the op's schema depends on (constant under ``torch.compile``: no sizes)."""
-    if isinstance(value, torch.Tensor):
-        return ("Tensor", str(value.dtype), value.dim(), value.device.type)
-    if value is None:
-        return ("None",)
-    if isinstance(value, bool):
-        return ("bool", value)
-    if isinstance(value, int):
-        return ("int",)
-    if isinstance(value, float):
-        return ("float",)
-    if isinstance(value, str):
-        return ("str", value)
-    return ("other", type(value).__name__)
 
 
 _SCHEMA_TYPE = {"Tensor": "Tensor", "None": "Tensor?", "bool": "bool", "int": "SymInt"}
@@ -217,57 +208,6 @@ class HostRunner:
         return hit
 
 
-# stand-in sizes and float values to try, in order, until the host code runs on them: a dropout's
-# ``1 / (1 - p)`` fails at p = 1.0, ``pts.view(n, c // 3, 3)`` at sizes of 16
-EXAMPLES = ((EXAMPLE_EXTENT, 1.0), (48, 0.5), (240, 0.25), (720, 2.0))
-
-
-def example_arg(
-    kind: ArgKind, extent: int = EXAMPLE_EXTENT, value: float = 1.0, shape: Any = None
-) -> Any:
-    """A meta stand-in for an argument of this kind (the layout does not depend on sizes); a
-    tensor's ``shape`` when given, else ``extent`` along every dim."""
-    tag = kind[0]
-    if tag == "Tensor":
-        dtype = getattr(torch, kind[1].removeprefix("torch."))
-        return torch.zeros(shape or [extent] * kind[2], dtype=dtype, device="meta")
-    if tag in ("bool", "str"):
-        return kind[1]
-    return {"None": None, "int": extent, "float": value}.get(tag)
-
-
-Hint = tuple[Any, ...]  # per argument: a tensor's concrete shape, a number's value, or None
-
-
-def shape_hint(values: tuple[Any, ...]) -> Hint:
-    """The call's sizes and numbers (under torch.compile this specializes on them: used only
-    where the stand-ins failed). Host code may need its sizes' relations (``w.view(3, h, i)``
-    of a [3 H, I] weight beside an [B, H] state; ``x.view(m, k // 128, 128)``), which no one
-    extent satisfies."""
-    # operator.index, not int(): under torch.compile with dynamic sizes (dynamic=True, or
-    # sizes a recompile made dynamic) int() of a size stays symbolic, which op_for_sizes (a
-    # constant to the tracer) cannot take; operator.index specializes on the size
-    hint: list[Any] = []
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            hint.append(tuple(operator.index(d) for d in v.shape))
-        elif isinstance(v, bool) or not isinstance(v, (int, float)):
-            hint.append(None)
-        else:
-            hint.append(float(v) if isinstance(v, float) else operator.index(v))
-    return tuple(hint)
-
-
-def _hinted_example(kinds: tuple[ArgKind, ...], hint: Hint) -> tuple[Any, ...]:
-    example = []
-    for kind, h in zip(kinds, hint, strict=True):
-        if kind[0] in ("int", "float") and h is not None:
-            example.append(h)
-        else:
-            example.append(example_arg(kind, shape=h if isinstance(h, tuple) else None))
-    return tuple(example)
-
-
 def run_examples(
     runner: HostRunner, kinds: tuple[ArgKind, ...], hint: Hint | None = None
 ) -> tuple[tuple[Any, ...], Any, list[tuple[int, dict[str, Any]]]]:
@@ -276,7 +216,7 @@ def run_examples(
     sizes in threes), with what it returned and launched."""
     examples = [tuple(example_arg(k, extent, value) for k in kinds) for extent, value in EXAMPLES]
     if hint is not None and len(hint) == len(kinds):
-        examples.insert(0, _hinted_example(kinds, hint))
+        examples.insert(0, hinted_example(kinds, hint))
     for example in examples[:-1]:
         try:
             return (example, *runner.run(example))
@@ -374,17 +314,18 @@ def op_base_name(kernel: Kernel, signature: str = "") -> str:
 
 
 def create_op(
-    kernel: Kernel, kinds: tuple[ArgKind, ...], hint: Hint | None = None
+    kernel: Kernel, kinds: tuple[ArgKind, ...], hint: Hint | None = None, amp: str = ""
 ) -> tuple[OpInfo, Any]:
     """Define the custom op for calls with arguments of ``kinds`` (real and fake impls);
-    ``hint``: the first call's sizes (:func:`shape_hint`)."""
+    ``hint``: the first call's sizes (:func:`shape_hint`); ``amp``: the autocast both impls
+    run the host code under (:func:`autocast_state`)."""
     check_kinds(kernel, kinds)
     runner = kernel.host_runner()
     example, result, launched = run_examples(runner, kinds, hint)
     mutated = runner.mutated(example, launched)
     layout, n_out = output_layout(kernel, result, example)
     op_schema = schema(kernel, kinds, mutated, n_out)
-    base, n = op_base_name(kernel, op_schema), 0
+    base, n = op_base_name(kernel, op_schema + amp), 0
     while f"{base}_{n}" in _taken:
         n += 1
     params = list(kernel.signature.parameters)
@@ -392,11 +333,14 @@ def create_op(
     _taken.add(info.name)
 
     def real(*args: Any) -> Any:
-        return _op_outputs(info, kernel.call_eager(args, {}), n_out, args)
+        with autocast_context(amp):
+            result = kernel.call_eager(args, {})
+        return _op_outputs(info, result, n_out, args)
 
     def fake(*args: Any) -> Any:
         try:
-            result = runner.run(args)[0]
+            with autocast_context(amp):
+                result = runner.run(args)[0]
         except TilecraftError:
             raise
         except Exception as exc:  # the user's host code on these (fake) arguments, as eager says
@@ -444,7 +388,7 @@ class KernelOps:
 
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
-        self.ops: dict[tuple[ArgKind, ...], tuple[OpInfo, Any]] = {}
+        self.ops: dict[tuple[tuple[ArgKind, ...], str], tuple[OpInfo, Any]] = {}
         self.backward: Callable[..., Any] | None = None
         self.setup_context: Callable[..., Any] | None = None
         # a str: an int attribute of a graph input becomes a dynamic int under
@@ -452,11 +396,14 @@ class KernelOps:
         self.id = f"ops{len(_registry)}"
         _registry[self.id] = self
 
-    def get(self, kinds: tuple[ArgKind, ...], hint: Hint | None = None) -> tuple[OpInfo, Any]:
-        found = self.ops.get(kinds)
+    def get(
+        self, kinds: tuple[ArgKind, ...], hint: Hint | None = None, amp: str = ""
+    ) -> tuple[OpInfo, Any]:
+        """The op for calls of ``kinds`` under autocast ``amp`` (defined on first use)."""
+        found = self.ops.get((kinds, amp))
         if found is None:
-            found = self.ops[kinds] = create_op(self.kernel, kinds, hint)
-            op_records.record(op_base_name(self.kernel), kinds)
+            found = self.ops[kinds, amp] = create_op(self.kernel, kinds, hint, amp)
+            op_records.record(op_base_name(self.kernel), kinds, amp)
             if self.backward is not None:
                 self._register_autograd(*found)
         return found
@@ -509,11 +456,13 @@ class KernelOps:
                 raise
         return self.get_sized(kinds, shape_hint(values))[0]
 
-    def get_sized(self, kinds: tuple[ArgKind, ...], hint: Hint) -> tuple[OpInfo, Any]:
+    def get_sized(
+        self, kinds: tuple[ArgKind, ...], hint: Hint, amp: str = ""
+    ) -> tuple[OpInfo, Any]:
         """:meth:`get` with the layout read on a call's own sizes: where the host code fails
         on them too, the error a plain call gives (the user's line and the arguments)."""
         try:
-            return self.get(kinds, hint)
+            return self.get(kinds, hint, amp)
         except TilecraftError:
             raise
         except Exception as exc:
@@ -521,7 +470,7 @@ class KernelOps:
             where = kernel.source.filename
             if raised_by_user(exc, where):
                 raise
-            example = _hinted_example(kinds, hint)
+            example = hinted_example(kinds, hint)
             arguments = dict(zip(kernel.signature.parameters, example, strict=True))
             raise host_code_error(kernel.__name__, exc, where, arguments, kernel.def_loc) from exc
 
@@ -535,21 +484,21 @@ class KernelOps:
 
     def call(self, values: tuple[Any, ...]) -> Any:
         """Run the kernel through its op (eager calls that need autograd)."""
-        kinds = tuple(arg_kind(v) for v in values)
-        hint = None if kinds in self.ops else shape_hint(values)  # (read only by a new op)
-        info, op = self.get(kinds, hint)
+        kinds, amp = tuple(arg_kind(v) for v in values), autocast_state(values)
+        hint = None if (kinds, amp) in self.ops else shape_hint(values)  # (read only by a new op)
+        info, op = self.get(kinds, hint, amp)
         return info.rebuild(op(*values), values)
 
 
 def _define_recorded(forward_op: str) -> None:
     """Define the ops ``forward_op``'s backward defined in earlier processes
     (``runtime/op_records.py``): a compiled backward from torch.compile's disk cache calls them."""
-    for key, kinds in op_records.recorded(forward_op):
+    for key, kinds, amp in op_records.recorded(forward_op):
         for ops in list(_registry.values()):
-            if op_base_name(ops.kernel) == key and kinds not in ops.ops:
+            if op_base_name(ops.kernel) == key and (kinds, amp) not in ops.ops:
                 # a record this kernel no longer fits: nothing to define (traced again if needed)
                 with contextlib.suppress(Exception):
-                    ops.get(kinds)
+                    ops.get(kinds, None, amp)
 
 
 _registry: dict[str, KernelOps] = {}
@@ -566,30 +515,30 @@ def mark_constant(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @mark_constant
-def op_for(ops_id: str, kinds: tuple[ArgKind, ...]) -> tuple[str, Any]:
+def op_for(ops_id: str, kinds: tuple[ArgKind, ...], amp: str) -> tuple[str, Any]:
     """The op's name and output layout; ``torch.compile`` runs this while tracing and keeps the
     result as a constant (defining an op cannot itself be traced). ``("", None)`` where the
     host code fails on every stand-in: :func:`op_for_sizes` defines it from the call's sizes."""
     try:
-        info, _ = _registry[ops_id].get(kinds)
+        info, _ = _registry[ops_id].get(kinds, None, amp)
     except Exception:  # noqa: BLE001  (op_for_sizes raises it again, with the call's sizes)
         return "", None
     return info.name, info.layout
 
 
 @mark_constant
-def op_for_sizes(ops_id: str, kinds: tuple[ArgKind, ...], hint: Hint) -> tuple[str, Any]:
+def op_for_sizes(ops_id: str, kinds: tuple[ArgKind, ...], hint: Hint, amp: str) -> tuple[str, Any]:
     """:func:`op_for` with the op's layout read on the call's own sizes (``hint``)."""
-    info, _ = _registry[ops_id].get_sized(kinds, hint)
+    info, _ = _registry[ops_id].get_sized(kinds, hint, amp)
     return info.name, info.layout
 
 
 def compiled_call(ops: KernelOps, values: tuple[Any, ...]) -> Any:
     """The kernel call as ``torch.compile`` traces it: one custom op in the graph."""
-    kinds = tuple(arg_kind(v) for v in values)
-    name, layout = op_for(ops.id, kinds)
+    kinds, amp = tuple(arg_kind(v) for v in values), autocast_state(values)
+    name, layout = op_for(ops.id, kinds, amp)
     if not name:  # the host code needs the sizes' relations: specialize on this call's
-        name, layout = op_for_sizes(ops.id, kinds, shape_hint(values))
+        name, layout = op_for_sizes(ops.id, kinds, shape_hint(values), amp)
     outs = getattr(getattr(torch.ops, NAMESPACE), name).default(*values)
     return rebuild(layout, outs, values)
 
