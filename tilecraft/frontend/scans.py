@@ -22,7 +22,7 @@ from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.tile_gather import flip
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Node, Op, Sym, shape_str, tile_block
+from tilecraft.ir.nodes import Node, Op, Sym, SymKind, shape_str, tile_block
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -139,6 +139,8 @@ def cumulative_extreme(t: Tracer, kind: str, x: Any, dim: Any) -> Any:
     node, axis = _scan_node(t, x, dim, f"torch.cum{kind}")
     d = node.shape[axis]
     pos = t.tile_leaf(d, Op.TILE_INDEX) if isinstance(d, Sym) else t.arange(int(d))
+    if isinstance(d, Sym) and d.kind is SymKind.BLOCK:  # an inner loop's tile: from its start
+        pos = t.pointwise("sub", pos, t.tile_leaf(d, Op.TILE_BEGIN))
     positions = along(t, t.to_dtype(pos, torch.int64), node.shape, axis)
     better = torch.ge if kind == "max" else torch.le
 

@@ -117,6 +117,10 @@ def _check_items(tensor: torch.Tensor, items: tuple[Any, ...]) -> _Checked:
                 bad.append(_OutOfRange(position, dim, size, item, True))
                 safe.append(0)
         elif _is_index_tensor(item):
+            if item.dtype not in (torch.int64, torch.int32):
+                # int8 / int16 codes pick positions as compiled code does (torch refuses them,
+                # and takes a uint8 index as a mask)
+                item = item.long()
             lanes = (item < 0) | (item >= size)
             if bool(lanes.any()):  # one sync, before anything reads the tensor
                 example = int(item[lanes].reshape(-1)[0])

@@ -1,0 +1,96 @@
+"""Scans, sorts, gathers and atomics at their edges, found by fuzzing data movement and storage
+dtypes (session 50): positions of a cummax over an inner loop's tile, the bits a sort keeps,
+NaN in float atomics, atomics into narrow targets, a register gather at a position outside the
+tile, narrow index tensors in ref mode, and casts to dtypes device code has not. End to end in
+the interpreter (on the GPU where there is one) against eager PyTorch."""
+
+from __future__ import annotations
+
+import torch
+
+import tilecraft as tc
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[1], reduction_loops=[None]))
+def chunk_cummax(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    idx = torch.empty([m, n], dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        for tn in tc.tile(n, block_size=8):
+            _, i = torch.cummax(x[tm, tn], dim=1)
+            idx[tm, tn] = i
+    return idx
+
+
+@tc.kernel(static_shapes=True)
+def slice_cummin(x: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    idx = torch.empty([m, 8], dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        _, i = torch.cummin(x[tm, 4:12], dim=1)
+        idx[tm, :] = i
+    return idx
+
+
+def test_cummax_positions_count_from_the_tile_start(device: str) -> None:
+    """cummax of an inner loop's chunk gave positions in the whole row (8..15 in the second
+    chunk; torch, ref mode and argmax of the chunk: 0..7)."""
+    x = torch.randn(3, 20, generator=torch.Generator().manual_seed(0)).to(device)
+    expect = torch.cat([c.cummax(1).indices for c in x.split(8, 1)], 1)
+    assert torch.equal(chunk_cummax(x), expect)
+    assert torch.equal(chunk_cummax.run_ref(x), expect)
+    assert torch.equal(slice_cummin(x), x[:, 4:12].cummin(1).indices)
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[4]))
+def lut_and_counts(
+    table: torch.Tensor, codes: torch.Tensor, counts: torch.Tensor
+) -> torch.Tensor:
+    (n,) = codes.size()
+    out = torch.empty([n], dtype=table.dtype, device=table.device)
+    for tn in tc.tile(n):
+        out[tn] = table[codes[tn]]
+        tc.atomic_add(counts, [codes[tn]], 1)
+    return out
+
+
+def test_ref_mode_narrow_index_tensors_pick_positions(device: str) -> None:
+    """Ref mode indexed with the codes as they were: int8 / int16 raised IndexError and uint8
+    selected as a boolean mask, so the autotuner's accuracy baseline failed on such kernels."""
+    table = torch.tensor([10.0, 20.0, 30.0, 40.0], device=device)
+    for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32):
+        codes = torch.tensor([1, 1, 3, 0, 1], dtype=dtype, device=device)
+        expect_counts = torch.bincount(codes.long(), minlength=4).to(torch.int32)
+        for run in (lut_and_counts, lut_and_counts.run_ref):
+            counts = torch.zeros(4, dtype=torch.int32, device=device)
+            assert torch.equal(run(table, codes, counts), table[codes.long()]), (dtype, run)
+            assert torch.equal(counts, expect_counts), (dtype, run)
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[1]))
+def sort_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    values, indices = torch.empty_like(x), torch.empty([m, n], dtype=torch.int64, device=x.device)
+    top = torch.empty([m, 2], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        v, i = torch.sort(x[tm, :], dim=1, descending=True, stable=True)
+        values[tm, :], indices[tm, :] = v, i
+        top[tm, :] = torch.topk(x[tm, :], 2, dim=1, largest=False).values
+    return values, indices, top
+
+
+def test_sort_and_topk_keep_the_sign_of_zero(device: str) -> None:
+    """The values were decoded from sort keys that fold -0.0 into 0.0: 1 / value was inf where
+    eager's was -inf. Equal zeros keep their order by position (a stable sort)."""
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.tensor([[0.0, -0.0, 1.0, -0.0, 0.0], [-0.0, -1.0, -0.0, 2.0, 0.0]], dtype=dtype)
+        x = x.to(device)
+        values, indices, top = sort_rows(x)
+        expect = torch.sort(x, dim=1, descending=True, stable=True)
+        assert torch.equal(indices, expect.indices)
+        assert torch.equal(torch.signbit(values), torch.signbit(expect.values)), dtype
+        assert torch.equal(values, expect.values)
+        # (topk among tied zeros picks any of them, eager too: a row without ties)
+        y = torch.tensor([[3.0, -0.0, 1.0, 2.0, 5.0]], dtype=dtype, device=device)
+        top = sort_rows(y)[2]
+        assert torch.equal(top, y[:, 1:3]) and torch.equal(top.signbit(), y[:, 1:3].signbit())
