@@ -6,9 +6,12 @@ the interpreter (on the GPU where there is one) against eager PyTorch."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import tilecraft as tc
+from tests.cross_targets import assert_defaults_cross_compile
+from tilecraft.errors import UnsupportedOpError
 
 
 @tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[1], reduction_loops=[None]))
@@ -43,9 +46,7 @@ def test_cummax_positions_count_from_the_tile_start(device: str) -> None:
 
 
 @tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[4]))
-def lut_and_counts(
-    table: torch.Tensor, codes: torch.Tensor, counts: torch.Tensor
-) -> torch.Tensor:
+def lut_and_counts(table: torch.Tensor, codes: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     (n,) = codes.size()
     out = torch.empty([n], dtype=table.dtype, device=table.device)
     for tn in tc.tile(n):
@@ -94,3 +95,74 @@ def test_sort_and_topk_keep_the_sign_of_zero(device: str) -> None:
         y = torch.tensor([[3.0, -0.0, 1.0, 2.0, 5.0]], dtype=dtype, device=device)
         top = sort_rows(y)[2]
         assert torch.equal(top, y[:, 1:3]) and torch.equal(top.signbit(), y[:, 1:3].signbit())
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[4]))
+def segment_extremes(
+    v: torch.Tensor, ids: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    (n,) = v.size()
+    for tn in tc.tile(n):
+        tc.atomic_min(lo, [ids[tn]], v[tn])
+        tc.atomic_max(hi, [ids[tn]], v[tn])
+    return lo, hi
+
+
+def test_float_atomic_min_and_max_propagate_nan_of_either_sign(device: str) -> None:
+    """Triton's float atomics order by sign bit and integer bits: a positive NaN was dropped by
+    atomic_min, a negative one (x86's default NaN, -nan) by atomic_max; scatter_reduce keeps
+    both."""
+    nan = float("nan")
+    for dtype in (torch.float32, torch.float64):
+        v = torch.tensor([1.0, nan, -2.0, 3.0, -1.0, -nan, 4.0, -5.0, 0.5], dtype=dtype)
+        ids = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2])
+        v, ids = v.to(device), ids.to(device)
+        lo = torch.full((3,), float("inf"), dtype=dtype, device=device)
+        hi = torch.full((3,), float("-inf"), dtype=dtype, device=device)
+        got_lo, got_hi = segment_extremes(v, ids, lo.clone(), hi.clone())
+        expect_lo = lo.scatter_reduce(0, ids, v, "amin")
+        expect_hi = hi.scatter_reduce(0, ids, v, "amax")
+        torch.testing.assert_close(got_lo, expect_lo, equal_nan=True, rtol=0, atol=0)
+        torch.testing.assert_close(got_hi, expect_hi, equal_nan=True, rtol=0, atol=0)
+    code = segment_extremes.bind((v, ids, lo, hi)).to_triton_code(tc.Config(block_sizes=[4]))
+    assert "bitcast=True), nan_atomic" in code  # the NaN replaced before the atomics
+
+
+@pytest.mark.crosscompile
+def test_nan_safe_atomics_cross_compile_for_nvidia_and_amd() -> None:
+    for dtype in (torch.float32, torch.float64):
+        v, lo = torch.empty(4096, dtype=dtype), torch.empty(64, dtype=dtype)
+        ids = torch.empty(4096, dtype=torch.int64)
+        assert_defaults_cross_compile(segment_extremes, (v, ids, lo, lo.clone()))
+
+
+@tc.kernel(static_shapes=True)
+def count_into(ids: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    (n,) = ids.size()
+    for tn in tc.tile(n):
+        tc.atomic_add(counts, [ids[tn]], 1)
+    return counts
+
+
+@tc.kernel(static_shapes=True)
+def flag_into(ids: torch.Tensor, flags: torch.Tensor) -> torch.Tensor:
+    (n,) = ids.size()
+    for tn in tc.tile(n):
+        tc.atomic_max(flags, [ids[tn]], True)
+    return flags
+
+
+def test_atomics_into_narrow_targets_are_refused_by_name(device: str) -> None:
+    """An int8 histogram or a bool flag failed every config with Triton's 'atomic_add does not
+    support int8' (an InterpreterError, or NoWorkingConfigError asking for a bug report)."""
+    ids = torch.tensor([0, 1, 1, 2], device=device)
+    for dtype in (torch.int8, torch.uint8, torch.int16):
+        with pytest.raises(UnsupportedOpError, match=r"atomic_add into 'counts' \(torch\.") as e:
+            count_into(ids, torch.zeros(3, dtype=dtype, device=device))
+        assert "bit elements" in str(e.value) and "torch.int32" in str(e.value)
+    with pytest.raises(UnsupportedOpError, match="atomic_max of bool elements"):
+        flag_into(ids, torch.zeros(3, dtype=torch.bool, device=device))
+    with pytest.raises(UnsupportedOpError, match="atomic_max of 16-bit"):
+        flag_into(ids, torch.zeros(3, dtype=torch.float16, device=device))
+    counts = torch.zeros(3, dtype=torch.int32, device=device)
+    assert count_into(ids, counts).tolist() == [1, 2, 1]

@@ -455,6 +455,8 @@ def emit_atomic(ctx: EmitContext, node: Node) -> None:
     fn = f"tl.atomic_{node.attrs['kind']}"  # add, max, min, xchg, and, or, xor
     sem = node.attrs.get("sem", "relaxed")
     text = ctx.expr(value)
+    if node.attrs["kind"] in _NAN_BITS and node.dtype in _NAN_BITS["max"]:
+        text = _nan_that_wins(ctx, node.attrs["kind"], node.dtype, text)
     if ctx.interpret and node.attrs["kind"] == "xchg" and node.dtype.is_floating_point:
         # the interpreter's xchg takes integers alone ('Unsupported data type' for fp32):
         # the same bits through an int view of the tensor, the old value read back as floats
@@ -464,3 +466,25 @@ def emit_atomic(ctx: EmitContext, node: Node) -> None:
         ctx.bind(node, f"{old}.to({dtypes.triton_dtype(node.dtype)}, bitcast=True)")
         return
     ctx.bind(node, f"{fn}({ptr}, {text}{mask_arg}, sem='{sem}')")
+
+
+# a NaN whose bits win Triton's float atomic max / min, which take the signed integer max / min
+# of non-negative values and the unsigned min / max of the others (by sign bit): a positive NaN
+# is above every value for max but never the min, a negative one the reverse. torch's
+# scatter_reduce amax / amin propagate NaN; a NaN of either sign was dropped by one of them
+_NAN_BITS = {
+    "max": {torch.float32: ("tl.int32", 0x7FC00000), torch.float64: ("tl.int64", 0x7FF8 << 48)},
+    "min": {
+        torch.float32: ("tl.int32", -0x400000),
+        torch.float64: ("tl.int64", -(0x8 << 48)),
+    },
+}
+
+
+def _nan_that_wins(ctx: EmitContext, kind: str, dtype: torch.dtype, text: str) -> str:
+    """``text`` with its NaNs replaced by the NaN an atomic ``kind`` keeps."""
+    bits, value = _NAN_BITS[kind][dtype]
+    v = ctx.w.fresh("nan_atomic")
+    ctx.w.line(f"{v} = {text}")
+    nan = f"tl.full([], {value}, {bits}).to({dtypes.triton_dtype(dtype)}, bitcast=True)"
+    return f"tl.where({v} != {v}, {nan}, {v})"

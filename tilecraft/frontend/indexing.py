@@ -244,6 +244,7 @@ def atomic(
 ) -> TileValue:
     if not isinstance(t, HostTensor):
         raise DeviceCodeError("atomic ops need a host tensor as their target")
+    _check_atomic_target(tr, kind, t)
     items, inputs, shape, placed = resolve_index(tr, t, index)
     v = rdims.conform(tr, tr.value_node(value), tuple(shape))
     if tr.broadcast_shapes(shape, v.shape) != tuple(shape):
@@ -253,3 +254,19 @@ def atomic(
     v = tr.expand_rank(tr.cast(v, t.dtype), len(shape))
     attrs = dict(tensor=t, index=items, kind=kind, sem=sem, **placed)
     return tr.wrap(tr.emit(Op.ATOMIC, [v, *inputs], tuple(shape), t.dtype, **attrs))
+
+
+def _check_atomic_target(tr: Tracer, kind: str, t: HostTensor) -> None:
+    """GPUs have atomics of 32 and 64 bits, and a half-precision add (Triton refuses the rest:
+    an int8 histogram or a bool flag failed every config with Triton's own message)."""
+    dtype = t.dtype
+    if dtype.itemsize >= 4 or (kind == "add" and dtype in (torch.float16, torch.bfloat16)):
+        return
+    wide = "torch.float32" if dtype.is_floating_point else "torch.int32"
+    raise UnsupportedOpError(
+        f"tc.atomic_{kind} into '{t.name}' ({dtype}): GPUs have no atomic_{kind} of "
+        f"{'bool' if dtype == torch.bool else f'{dtype.itemsize * 8}-bit'} elements",
+        tr.loc,
+        hint=f"make '{t.name}' a {wide} tensor and cast it after the kernel (a bool flag: "
+        "an int32 with atomic_max or atomic_or)",
+    )

@@ -209,15 +209,15 @@ def atomic_xchg(target: Any, index: Any, value: Any, sem: str = "relaxed") -> An
 
 
 def atomic_and(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
-    """``target[index] &= value`` atomically (integer or bool targets)."""
+    """``target[index] &= value`` atomically (int32 or int64 targets)."""
     return _atomic("and", target, index, value, sem)
 
 
 def atomic_or(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
-    """``target[index] |= value`` atomically (integer or bool targets)."""
+    """``target[index] |= value`` atomically (int32 or int64 targets)."""
     return _atomic("or", target, index, value, sem)
 
 
 def atomic_xor(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
-    """``target[index] ^= value`` atomically (integer or bool targets)."""
+    """``target[index] ^= value`` atomically (int32 or int64 targets)."""
     return _atomic("xor", target, index, value, sem)
