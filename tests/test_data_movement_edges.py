@@ -166,3 +166,29 @@ def test_atomics_into_narrow_targets_are_refused_by_name(device: str) -> None:
         flag_into(ids, torch.zeros(3, dtype=torch.float16, device=device))
     counts = torch.zeros(3, dtype=torch.int32, device=device)
     assert count_into(ids, counts).tolist() == [1, 2, 1]
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[1]))
+def pick_doubled(x: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, _ = x.size()
+    out = torch.empty([m, idx.size(1)], dtype=x.dtype, device=x.device)
+    one = torch.empty([m, 1], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        w = x[tm, :] * 2.0  # a computed tile: a register gather
+        out[tm, :] = torch.gather(w, 1, idx[tm, :])
+        one[tm, :] = torch.take_along_dim(w, idx[tm, :1], dim=1)
+    return out, one
+
+
+def test_register_gather_at_positions_outside_the_tile_reads_zero(device: str) -> None:
+    """tl.gather got the user's positions unchecked: index 100 raised the interpreter's raw
+    IndexError, 12 (a padded lane of a 12-wide row) and -1 read whatever was there; on a GPU a
+    shuffle or shared-memory read outside the tile. A gather from memory reads 0 there."""
+    x = (torch.arange(12.0).reshape(1, 12) + 1).to(device)
+    for bad in (12, -1, 100):
+        idx = torch.tensor([[bad, 0, 5]], device=device)
+        out, one = pick_doubled(x, idx)
+        assert out.tolist() == [[0.0, 2.0, 12.0]], bad
+        assert one.tolist() == [[0.0]], bad
+    idx = torch.tensor([[11, 0, 5]], device=device)
+    assert pick_doubled(x, idx)[0].tolist() == [[24.0, 2.0, 12.0]]

@@ -8,8 +8,9 @@ recurrence shifts its state without a trip through memory (CTC's ``alpha[s - 1]`
 ``alpha[s - 2]``; a permutation of lanes). The gathered dim must be a whole dim of the tile (a
 ``:`` or ``tc.arange(n)``): its positions are then 0..n-1 whatever the config, and the dim is
 kept whole, never looped in chunks (``ir/phases.rdim_loopable``). Every other dim of ``index``
-must be ``x``'s (as in torch, where a shorter one is not a tile). Index values must lie in
-``[0, n)``: compiled code does not check them (ref mode does, as torch does).
+must be ``x``'s (as in torch, where a shorter one is not a tile). Index values should lie in
+``[0, n)``: compiled code reads 0 at a position outside (as a gather from memory does), ref mode
+raises (as torch does).
 
 A gather from a host tensor is a load with a tensor-valued index instead (``x[tm.index, idx]``;
 the interpreter says so when torch rejects a host tensor operand).
@@ -27,7 +28,7 @@ from tilecraft.frontend import rdims
 from tilecraft.frontend.gather_loads import gather_load
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.recompute import recomputed
-from tilecraft.ir import dtypes
+from tilecraft.ir import dtypes, int_ranges
 from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str, tile_block
 
 # a roll, flip or shift of a loaded tile along a line of at most a warp's lanes permutes it in
@@ -55,13 +56,15 @@ def gather(
     sparse_grad: bool = False,
     reread: bool = True,
     bound: int | None = None,
+    checked: bool = False,
 ) -> TileValue:
     """``torch.gather(x, dim, index)`` of a tile: ``x`` at the positions ``index`` holds along
     ``dim`` (a whole dim of ``x``); the result has ``index``'s shape and ``x``'s dtype. A tile
     that is a plain load of a tensor is read from memory at the positions instead. ``bound``
     (slices, pads, windows): positions outside ``[0, bound)`` belong to lanes whose values are
     never used; a register gather reads them clamped, a read of memory takes them as they are
-    (masked loads; ``x[t, j + 1]`` stays a slice Triton can vectorize)."""
+    (masked loads; ``x[t, j + 1]`` stays a slice Triton can vectorize). ``checked`` (the user's
+    own positions): a position outside the dim reads 0, as a read of memory does."""
     # reread=False: a roll, flip or shift along a short line keeps its register gather (a few
     # shuffles; its loads stay 16-byte vectors where loads at computed positions are one
     # element each): long_line
@@ -104,12 +107,38 @@ def gather(
         raw = idx  # composed positions come clamped
     if reread and (loaded := gather_load(t, src, raw, axis)) is not None:
         return loaded
+    valid = _valid_positions(t, idx, src.shape[axis]) if checked else None
+    if valid is not None:
+        idx = t.where(valid, t.wrap(idx), 0).node
     if idx.shape[axis] == 1 and src.shape[axis] != 1:
-        return _pick_one(t, src, idx, axis)
-    # along a very long line, a computed tile goes through memory (codegen/gather_memory.py)
-    memory = long and (memory_line(src.shape, axis) or memory_line(idx.shape, axis))
-    attrs = {"through_memory": True} if memory else {}
-    return t.wrap(t.emit(Op.GATHER, [src, idx], idx.shape, src.dtype, axis=axis, **attrs))
+        picked = _pick_one(t, src, idx, axis)
+    else:
+        # along a very long line, a computed tile goes through memory (gather_memory.py)
+        memory = long and (memory_line(src.shape, axis) or memory_line(idx.shape, axis))
+        attrs = {"through_memory": True} if memory else {}
+        node = t.emit(Op.GATHER, [src, idx], idx.shape, src.dtype, axis=axis, **attrs)
+        picked = t.wrap(node)
+    return picked if valid is None else t.where(valid, picked, t.full([], 0, src.dtype))
+
+
+def user_gather(t: Tracer, x: Any, dim: Any, index: Any, *, sparse_grad: bool = False) -> TileValue:
+    """``torch.gather(x, dim, index)`` of a tile: ``x`` at the positions ``index`` holds along
+    ``dim`` (a whole dim of ``x``); the result has ``index``'s shape and ``x``'s dtype. A tile
+    that is a plain load of a tensor is read from memory at the positions instead. A position
+    outside the dim reads 0 (ref mode raises, as torch does)."""
+    return gather(t, x, dim, index, sparse_grad=sparse_grad, checked=True)
+
+
+def _valid_positions(t: Tracer, idx: Node, d: Dim) -> TileValue | None:
+    """Where ``idx`` holds a position of the dim ``d`` (None: all of them, provably). A
+    position outside it reached ``tl.gather`` unchecked: an IndexError in the interpreter, on a
+    GPU a shuffle or shared-memory read outside the tile (eager raises, ref mode too)."""
+    n = d if isinstance(d, int) else d.extent
+    bound = int_ranges.abs_bound(idx, {})
+    if isinstance(n, int) and int_ranges.nonnegative(idx) and bound is not None and bound < n:
+        return None
+    within = t.pointwise("lt", t.wrap(idx), t.extent_value(d))
+    return t.pointwise("bitwise_and", t.pointwise("ge", t.wrap(idx), 0), within)
 
 
 def _clamped(t: Tracer, idx: Node, axis: int, bound: int) -> Node:
@@ -268,7 +297,7 @@ def take_along_dim(t: Tracer, x: Any, indices: Any, dim: Any = None) -> TileValu
                 t.loc,
             )
         idx = t.emit(Op.VIEW, [idx], wanted, idx.dtype, expand=True)
-    return gather(t, x, axis, t.wrap(idx))
+    return gather(t, x, axis, t.wrap(idx), checked=True)
 
 
 def roll(t: Tracer, x: Any, shifts: Any, dims: Any = None) -> TileValue:
