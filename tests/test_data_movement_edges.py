@@ -192,3 +192,28 @@ def test_register_gather_at_positions_outside_the_tile_reads_zero(device: str) -
         assert one.tolist() == [[0.0]], bad
     idx = torch.tensor([[11, 0, 5]], device=device)
     assert pick_doubled(x, idx)[0].tolist() == [[24.0, 2.0, 12.0]]
+
+
+@tc.kernel(static_shapes=True)
+def widen(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    (n,) = x.size()
+    f32 = torch.empty([n], dtype=torch.float32, device=x.device)
+    f64 = torch.empty([n], dtype=torch.float64, device=x.device)
+    nonzero = torch.empty([n], dtype=torch.bool, device=x.device)
+    for tn in tc.tile(n):
+        v = x[tn]
+        f32[tn] = v.to(torch.float32)
+        f64[tn] = v  # a store casts
+        nonzero[tn] = v.to(torch.bool)
+    return f32, f64, nonzero
+
+
+def test_bf16_subnormals_widen_exactly(device: str) -> None:
+    """Triton 3.6's interpreter widened bf16 subnormals wrong (1e-40 -> 0.0, 1e-39 -> 4.4e-39,
+    bool(1e-40) False); GPUs shift the bits."""
+    x = torch.tensor([1e-40, -1e-40, 1e-39, 5e-39, 1.0, 0.0, -0.0], dtype=torch.bfloat16)
+    x = x.to(device)
+    f32, f64, nonzero = widen(x)
+    assert torch.equal(f32, x.float()) and torch.equal(f32.signbit(), x.float().signbit())
+    assert torch.equal(f64, x.double())
+    assert nonzero.tolist() == [True] * 5 + [False] * 2

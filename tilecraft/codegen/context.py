@@ -356,6 +356,10 @@ class EmitContext:
             # a Python number there: tl.cast truncated it to bf16 (0.1 became 0.0996), and fp8's
             # conversions call .to() on it; as an fp32 tile it is rounded as a tile is
             text, src = f"tl.cast({text}, tl.float32)", torch.float32
+        if self.interpret and src == torch.bfloat16 and not self._scalar(text):
+            text, src = f"_tc_from_bf16({text})", torch.float32  # (subnormals, see the helper)
+            if dst == src:
+                return text
         if src in dtypes.FP8 or dst in dtypes.FP8:  # PyTorch's rounding and overflow rules
             return fp8.cast_expr(text, src, dst, self.interpret, self.plan.target.fp8_conversions)
         if dst == torch.bool:

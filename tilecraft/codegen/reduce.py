@@ -53,6 +53,7 @@ HELPER_IMPORT = (
     "from tilecraft.runtime.triton_helpers import to_fp8e5_cvt as _tc_to_fp8e5_cvt\n"
     "from tilecraft.runtime.triton_helpers import from_fp8_interpreted as _tc_from_fp8\n"
     "from tilecraft.runtime.triton_helpers import to_bf16_interpreted as _tc_to_bf16\n"
+    "from tilecraft.runtime.triton_helpers import from_bf16_interpreted as _tc_from_bf16\n"
     "from tilecraft.runtime import triton_math as _tc_math\n"
     "from tilecraft.runtime import triton_sort as _tc_sort\n"
     "from triton.language.extra import libdevice as _tc_libdevice\n"

@@ -260,6 +260,13 @@ def from_fp8_interpreted(x, INF: tl.constexpr):  # type: ignore[no-untyped-def]
     return tl.where(special, tl.where(bits == INF, inf, float("nan")), value)
 
 
+@triton.jit
+def from_bf16_interpreted(x):  # type: ignore[no-untyped-def]
+    """fp32 of a bfloat16 ``x`` from its bits: Triton 3.6's interpreter widened subnormals wrong
+    (1e-40 became 0.0, 1e-39 4.4e-39; GPUs shift the bits, exactly)."""
+    return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+
+
 # Triton 3.6's interpreter casts to bfloat16 by dropping the low 16 bits of the fp32 value
 # (whatever ``fp_downcast_rounding`` says), where torch and every GPU round to nearest even: an
 # interpreter run was a bf16 ulp off the eager reference, two where the cast fed a dot.
