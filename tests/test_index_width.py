@@ -61,3 +61,37 @@ def test_int64_indexing_runs_correctly(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "tl.int64)" in bound.to_triton_code(CONFIG)
     assert torch.equal(copy_dynamic(x), x + 1)
     assert torch.equal(first, x + 1)
+
+
+@tc.kernel(static_shapes=True)
+def column_sums(x: torch.Tensor) -> torch.Tensor:
+    _, n = x.size()
+    out = torch.zeros([n], dtype=torch.int32, device=x.device)
+    for tn in tc.tile(n):
+        out[tn] = torch.sum(x[:, tn].to(torch.int32), dim=0)
+    return out
+
+
+@tc.kernel(static_shapes=False)
+def rows_3_and_4(x: torch.Tensor) -> torch.Tensor:
+    _, n = x.size()
+    out = torch.empty([2, n], dtype=torch.int32, device=x.device)
+    for tn in tc.tile(n):
+        out[0, tn] = x[3, tn].to(torch.int32)
+        out[1, tn] = x[3:5, tn][1].to(torch.int32)
+    return out
+
+
+def test_whole_dims_and_constant_indices_widen_with_the_offsets(device: str) -> None:
+    """In int64 offsets a whole dim's tl.arange, a constant slice's positions and a constant
+    index times a run-time stride stayed int32: rindex * 2**29 wrapped at row 4 and read 2 GB
+    before the tensor (a segfault in the interpreter). A view of 5 rows 2**29 elements apart
+    in a calloc'd 2 GiB buffer: only the rows' first elements are touched."""
+    big = torch.zeros(2**31 + 4096, dtype=torch.uint8, device=device)
+    for j in range(5):
+        big[j * 2**29 : j * 2**29 + 64] = j + 1
+    view = big.as_strided((5, 64), (2**29, 1))
+    assert column_sums(view).tolist() == [15] * 64
+    assert rows_3_and_4(view).tolist() == [[4] * 64, [5] * 64]
+    code = rows_3_and_4.bind((view,)).to_triton_code(tc.Config(block_sizes=[64]))
+    assert "tl.int64) * x_stride_0" in code  # 3 * x_stride_0 computed in int64

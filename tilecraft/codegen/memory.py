@@ -140,11 +140,10 @@ def access(
         if kind == "int":
             if element and span is not None and span.item == k:
                 idx = _expand(span.text, rank - 1, 1, rank)
-                terms.append(idx if stride == "1" else f"{idx} * {stride}")
+                terms.append(_term(ctx, idx, stride))
             elif item[1] and not (span is not None and span.absorbed == k):
-                terms.append(
-                    f"{item[1]} * {stride}" if not stride.isdigit() else str(item[1] * int(stride))
-                )
+                literal = stride.isdigit()
+                terms.append(str(item[1] * int(stride)) if literal else _term(ctx, item[1], stride))
             continue
         if vnode is None:  # a tile, whole dim or slice
             sym = item[1]
@@ -183,7 +182,7 @@ def access(
                 inside = _expand(f"({inside})", pos, width, rank)
             if inside and inside not in masks:  # apart from the dims' masks, which dedupe
                 masks.append(inside)
-        terms.append(idx if stride == "1" else f"{idx} * {stride}")
+        terms.append(_term(ctx, idx, stride))
         if mask and mask not in masks:
             masks.append(mask)
     if (extra := node.attrs.get("extra_mask")) is not None:  # hl.load/store(extra_mask=...)
@@ -193,6 +192,17 @@ def access(
         # every dim a size-1 one (scalar indices, kept unit dims): a [1, .., 1] access
         offset = f"({offset}) + tl.zeros([{', '.join(['1'] * rank)}], tl.int32)"
     return f"{param} + ({offset})", " & ".join(masks) if masks else None
+
+
+def _term(ctx: EmitContext, index: Any, stride: str) -> str:
+    """``index * stride``; in int64 offsets the product is int64: a whole dim's ``tl.arange``
+    and a constant index are int32 (``x[:, t]`` of a view with a row stride of 2**29 wrapped at
+    row 4 and read 2 GB before the tensor: a segfault on CPU, an illegal address on a GPU)."""
+    if stride == "1":
+        return str(index)
+    if ctx.int64:
+        return f"{ctx.index_cast(str(index))} * {stride}"
+    return f"{index} * {stride}"
 
 
 def _offset_index(ctx: EmitContext, value: Node) -> str:
