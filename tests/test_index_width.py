@@ -95,3 +95,26 @@ def test_whole_dims_and_constant_indices_widen_with_the_offsets(device: str) -> 
     assert rows_3_and_4(view).tolist() == [[4] * 64, [5] * 64]
     code = rows_3_and_4.bind((view,)).to_triton_code(tc.Config(block_sizes=[64]))
     assert "tl.int64) * x_stride_0" in code  # 3 * x_stride_0 computed in int64
+
+
+def _window(x: torch.Tensor, a: int, b: int) -> torch.Tensor:
+    out = torch.empty([b - a], dtype=torch.int32, device=x.device)
+    for t in tc.tile(a, b):
+        out[t.index - a] = x[t].to(torch.int32) + 1
+    return out
+
+
+def test_tile_positions_past_int32_do_not_wrap(device: str) -> None:
+    """``t.index - a`` with ``a`` past 2**31: the int32 positions wrapped ``a`` (a constant, or an
+    int argument under dynamic shapes), every store was masked off and the output kept
+    torch.empty's contents. Positions meeting such an int are int64 (as in torch)."""
+    big = torch.zeros(2**31 + 4096, dtype=torch.uint8, device=device)
+    big[2**31 :] = 7
+    a, b = 2**31 + 7, 2**31 + 15
+    for static in (True, False):
+        window = tc.kernel(static_shapes=static)(_window)
+        assert window(big, a, b).tolist() == [8] * 8, static
+        assert window(big, 5, 9).tolist() == [1] * 4, static
+    del big
+    small = tc.kernel(static_shapes=True)(_window).bind((torch.zeros(64, device=device), 5, 9))
+    assert "int64" not in small.to_triton_code(tc.Config(block_sizes=[4])).split("def _tc")[1]
