@@ -61,8 +61,8 @@ def _inputs(m: int = 7, n: int = 37) -> tuple[torch.Tensor, torch.Tensor, torch.
     return x, y, w
 
 
-def test_composites_match_eager_in_the_interpreter_and_ref_mode() -> None:
-    args = _inputs()
+def test_composites_match_eager_in_the_interpreter_and_ref_mode(device: str) -> None:
+    args = tuple(a.to(device) for a in _inputs())
     want = _eager(*args)
     for got in (activations(*args), activations.run_ref(*args)):
         for have, expect in zip(got, want, strict=True):
@@ -103,8 +103,8 @@ def _signs_eager(x: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return torch.sign(x * 2.0), k.sign(), var, mean, (x - mu) / std
 
 
-def test_sign_var_mean_and_ellipsis_match_eager() -> None:
-    args = _signs_inputs()
+def test_sign_var_mean_and_ellipsis_match_eager(device: str) -> None:
+    args = tuple(a.to(device) for a in _signs_inputs())
     want = _signs_eager(*args)
     for got in (signs_and_moments(*args), signs_and_moments.run_ref(*args)):
         for have, expect in zip(got, want, strict=True):

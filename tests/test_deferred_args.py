@@ -144,8 +144,10 @@ def _eager_nearest(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torc
 
 @pytest.mark.parametrize("shape", [(100, 300), (64, 256), (5, 1000)])
 @pytest.mark.parametrize("blocks", [[16, 64], [32, 32]])
-def test_deferred_nearest_matches_eager(shape: tuple[int, int], blocks: list[int]) -> None:
-    q, k = _points(*shape, seed=shape[0])
+def test_deferred_nearest_matches_eager(
+    shape: tuple[int, int], blocks: list[int], device: str
+) -> None:
+    q, k = (t.to(device) for t in _points(*shape, seed=shape[0]))
     bound = nearest.bind((q, k))
     config = tc.Config(block_sizes=blocks, num_warps=4, deferred_args=True)
     dist, idx = bound.run(bound.compile_config(config), q, k)
@@ -165,13 +167,14 @@ def _skipping_step(
     return d, torch.where(i >= lo, i + step, i)
 
 
-def test_a_step_holding_a_nan_is_skipped_as_written() -> None:
+def test_a_step_holding_a_nan_is_skipped_as_written(device: str) -> None:
     """A NaN distance makes its step's min NaN, which the user's ``v < best`` never takes, even
     where that step also holds the row's least distance: the deferred lanes would take it, so
     the tile runs the loop again as written. (Ref mode is no judge here: it runs the loop in
     other steps, and which keys a NaN hides depends on the step.)"""
-    q, k = _points(40, 200, seed=3)
-    k[70] = torch.tensor([float("nan"), 0.0])  # every row's step over keys 64..127 is skipped
+    q, k = (t.to(device) for t in _points(40, 200, seed=3))
+    # every row's step over keys 64..127 is skipped
+    k[70] = torch.tensor([float("nan"), 0.0], device=device)
     bound = nearest.bind((q, k))
     config = tc.Config(block_sizes=[16, 64], num_warps=4, deferred_args=True)
     dist, idx = bound.run(bound.compile_config(config), q, k)
@@ -182,9 +185,10 @@ def test_a_step_holding_a_nan_is_skipped_as_written() -> None:
 
 
 @pytest.mark.parametrize("shape", [(300, 40), (77, 50)])
-def test_deferred_column_argmax_matches_eager(shape: tuple[int, int]) -> None:
+def test_deferred_column_argmax_matches_eager(shape: tuple[int, int], device: str) -> None:
     g = torch.Generator().manual_seed(1)
     x = (torch.randn(*shape, generator=g) * 2).round().to(torch.bfloat16)  # many ties
+    x = x.to(device)
     bound = column_argmax.bind((x,))
     config = bound.config_spec.default().replace(deferred_args=True)
     assert "_lanes" in bound.to_triton_code(config)

@@ -42,8 +42,8 @@ def _expected(x: torch.Tensor) -> torch.Tensor:
     return x * SCALE + SHIFT * TAPS[1]
 
 
-def test_changed_global_retraces(restore_globals: None) -> None:
-    x = torch.randn(37, 20)
+def test_changed_global_retraces(restore_globals: None, device: str) -> None:
+    x = torch.randn(37, 20, device=device)
     torch.testing.assert_close(add_shift(x), _expected(x))
     first = add_shift.bind((x,))
     for name, value in (("SHIFT", 10.0), ("SCALE", -3.0), ("TAPS", (1.0, 0.5))):
@@ -54,8 +54,10 @@ def test_changed_global_retraces(restore_globals: None) -> None:
     assert add_shift.bind((x,)) is not first
 
 
-def test_unchanged_globals_keep_the_specialization(recwarn: pytest.WarningsRecorder) -> None:
-    x = torch.randn(8, 16)
+def test_unchanged_globals_keep_the_specialization(
+    recwarn: pytest.WarningsRecorder, device: str
+) -> None:
+    x = torch.randn(8, 16, device=device)
     add_shift(x)  # (another test may have traced it with other values)
     recwarn.clear()
     bound = add_shift.bind((x,))
@@ -83,9 +85,9 @@ def _closure_kernel(offset: int) -> tc.Kernel:
     return add_bias
 
 
-def test_changed_closure_constant_retraces() -> None:
+def test_changed_closure_constant_retraces(device: str) -> None:
     kernel = _closure_kernel(3)
-    x = torch.arange(10, dtype=torch.int32)
+    x = torch.arange(10, dtype=torch.int32, device=device)
     assert torch.equal(kernel(x), x + 3)
     kernel.set_bias(5)  # type: ignore[attr-defined]
     with pytest.warns(UserWarning, match="bias 3 -> 5"):
@@ -120,9 +122,9 @@ def host_scaled(x: torch.Tensor) -> torch.Tensor:
 
 
 def test_host_only_global_is_not_guarded(
-    monkeypatch: pytest.MonkeyPatch, recwarn: pytest.WarningsRecorder
+    monkeypatch: pytest.MonkeyPatch, recwarn: pytest.WarningsRecorder, device: str
 ) -> None:
-    x = torch.randn(50)
+    x = torch.randn(50, device=device)
     torch.testing.assert_close(host_scaled(x), (x + 1.0) * 2.0)
     bound = host_scaled.bind((x,))
     monkeypatch.setattr(f"{__name__}.HOST_SCALE", 5.0)
@@ -152,11 +154,12 @@ def hyper_scaled(x: torch.Tensor) -> torch.Tensor:
 
 def test_items_and_attributes_of_mutable_globals_are_guarded(
     monkeypatch: pytest.MonkeyPatch,
+    device: str,
 ) -> None:
     """A hyperparameter dict's item, a config object's attribute and a list item read in
     device code were baked in and went stale when mutated (fuzzing, session 48: 15.6 off)."""
     monkeypatch.setitem(HP, "taps", [1.0, 0.5])
-    x = torch.randn(40)
+    x = torch.randn(40, device=device)
     torch.testing.assert_close(hyper_scaled(x), x * 2.0 + 0.5)
     for change, want, label in (
         (lambda: monkeypatch.setitem(HP, "scale", -3.0), x * -3.0 + 0.5, "HP['scale']"),
@@ -169,7 +172,7 @@ def test_items_and_attributes_of_mutable_globals_are_guarded(
         torch.testing.assert_close(got, want)
 
 
-def test_a_closure_dict_item_is_guarded() -> None:
+def test_a_closure_dict_item_is_guarded(device: str) -> None:
     params = {"bias": 1.0}
 
     @tc.kernel(static_shapes=True)
@@ -180,7 +183,7 @@ def test_a_closure_dict_item_is_guarded() -> None:
             out[tn] = x[tn] + params["bias"]
         return out
 
-    x = torch.randn(20)
+    x = torch.randn(20, device=device)
     torch.testing.assert_close(add_bias(x), x + 1.0)
     params["bias"] = 5.0
     with pytest.warns(UserWarning, match=re.escape("params['bias'] 1.0 -> 5.0")):
@@ -200,13 +203,13 @@ def _scaler(factor: float) -> tc.Kernel:
     return scaled
 
 
-def test_the_cache_key_holds_the_constants_device_code_reads() -> None:
+def test_the_cache_key_holds_the_constants_device_code_reads(device: str) -> None:
     """Two kernels of one source that read other closure values (or module constants) shared
     one cache entry: each evicted the other's ('no longer works') and tuned again in every
     process."""
     from tilecraft.autotune.cache import key_for
 
-    x = torch.randn(16)
+    x = torch.randn(16, device=device)
     twice, thrice, twice_again = _scaler(2.0), _scaler(3.0), _scaler(2.0)
     keys = [key_for(k.bind((x,))) for k in (twice, thrice, twice_again)]
     assert keys[0] != keys[1] and keys[0] == keys[2]

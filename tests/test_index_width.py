@@ -53,8 +53,8 @@ def test_contiguous_rows_past_the_limit_switch_width() -> None:
     assert "tl.int64" not in copy_dynamic.bind((three,)).to_triton_code(CONFIG)
 
 
-def test_int64_indexing_runs_correctly(monkeypatch: pytest.MonkeyPatch) -> None:
-    x = torch.randn(40, 24)
+def test_int64_indexing_runs_correctly(monkeypatch: pytest.MonkeyPatch, device: str) -> None:
+    x = torch.randn(40, 24, device=device)
     first = copy_dynamic(x)
     monkeypatch.setattr(index_width, "INT32_LIMIT", 100)  # now x's offsets "pass" the limit
     bound = copy_dynamic.bind((x,))
@@ -118,3 +118,15 @@ def test_tile_positions_past_int32_do_not_wrap(device: str) -> None:
     del big
     small = tc.kernel(static_shapes=True)(_window).bind((torch.zeros(64, device=device), 5, 9))
     assert "int64" not in small.to_triton_code(tc.Config(block_sizes=[4])).split("def _tc")[1]
+
+
+@pytest.mark.crosscompile
+def test_widened_constant_indices_cross_compile_for_nvidia_and_amd() -> None:
+    """``(3).to(tl.int64)``: a Python int has no .to() in a compiled kernel (every config of
+    rows_3_and_4 failed on an H100; the interpreter's tl.cast took it)."""
+    from tests.cross_targets import assert_cross_compiles
+
+    storage = torch.empty(2**31 + 4096, dtype=torch.uint8, device="meta")
+    view = storage.as_strided((5, 64), (2**29, 1))
+    for kernel in (rows_3_and_4, column_sums):
+        assert_cross_compiles(kernel, (view,), tc.Config(block_sizes=[64]))

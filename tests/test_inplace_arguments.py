@@ -39,8 +39,8 @@ def fresh_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("fresh_discovery")
-def test_a_list_argument_is_written_once_by_the_first_call() -> None:
-    grads = [torch.randn(24), torch.randn(24)]
+def test_a_list_argument_is_written_once_by_the_first_call(device: str) -> None:
+    grads = [torch.randn(24, device=device), torch.randn(24, device=device)]
     want = [g * 0.5 for g in grads]
     scale_all_(grads, 0.5)
     for got, w in zip(grads, want, strict=True):
@@ -48,8 +48,8 @@ def test_a_list_argument_is_written_once_by_the_first_call() -> None:
 
 
 @pytest.mark.usefixtures("fresh_discovery")
-def test_a_dict_argument_is_written_once_by_the_first_call() -> None:
-    state, grad = {"buf": torch.randn(40)}, torch.randn(40)
+def test_a_dict_argument_is_written_once_by_the_first_call(device: str) -> None:
+    state, grad = {"buf": torch.randn(40, device=device)}, torch.randn(40, device=device)
     want = state["buf"] * 0.9 + grad
     momentum_(state, grad, 0.9)
     torch.testing.assert_close(state["buf"], want)
@@ -77,22 +77,22 @@ def axpy_(x: torch.Tensor, y: torch.Tensor, a: float) -> None:
         y[tn] = y[tn] + a * x[tn]
 
 
-def test_a_written_argument_that_partly_overlaps_another_is_refused() -> None:
+def test_a_written_argument_that_partly_overlaps_another_is_refused(device: str) -> None:
     """y = buf[1:] written while x = buf[:-1] is read: the result depended on the block (3 to
     62 elements off); torch refuses such in-place ops. The same tensor twice, disjoint halves
     of one buffer and interleaved strided views run."""
-    buf = torch.randn(101)
+    buf = torch.randn(101, device=device)
     with pytest.raises(ArgumentError, match="'y' is written and partly overlaps argument 'x'"):
         axpy_(buf[:-1], buf[1:], 2.0)
-    z = torch.randn(50)
+    z = torch.randn(50, device=device)
     want = z * 3.0
     axpy_(z, z, 2.0)
     torch.testing.assert_close(z, want)
-    halves = torch.randn(100)
+    halves = torch.randn(100, device=device)
     want = halves[50:] + 2.0 * halves[:50]
     axpy_(halves[:50], halves[50:], 2.0)
     torch.testing.assert_close(halves[50:], want)
-    pairs = torch.randn(100)
+    pairs = torch.randn(100, device=device)
     want = pairs[1::2] + 2.0 * pairs[0::2]
     axpy_(pairs[0::2], pairs[1::2], 2.0)
     torch.testing.assert_close(pairs[1::2], want)

@@ -150,7 +150,7 @@ def test_a_kernel_not_importable_by_name_says_why_it_cannot_pickle() -> None:
     assert copy.deepcopy(local_square) is local_square
 
 
-def test_a_method_kernel_is_refused_where_it_is_defined() -> None:
+def test_a_method_kernel_is_refused_where_it_is_defined(device: str) -> None:
     """obj.k(x) bound x to self: 'missing a required argument: x'."""
     with pytest.raises(ConfigError, match="on the method .*does not bind 'self'") as info:
 
@@ -175,11 +175,11 @@ def test_a_method_kernel_is_refused_where_it_is_defined() -> None:
                 out[tm] = x[tm] * 2
             return out
 
-    x = torch.randn(9)
+    x = torch.randn(9, device=device)
     torch.testing.assert_close(StaticOps().double(x), 2 * x)
 
 
-def test_a_backward_registered_after_compile_is_used() -> None:
+def test_a_backward_registered_after_compile_is_used(device: str) -> None:
     """torch.compile kept raising 'no backward' after register_backward (its guards cannot see
     the registration); only torch._dynamo.reset() cleared it."""
 
@@ -192,7 +192,7 @@ def test_a_backward_registered_after_compile_is_used() -> None:
         return out
 
     model = torch.compile(lambda x: cube(x) + 1, backend="aot_eager")
-    x0 = torch.randn(11)
+    x0 = torch.randn(11, device=device)
     with pytest.raises(Exception, match="no backward"):
         model(x0.clone().requires_grad_(True)).sum().backward()
     with pytest.warns(RuntimeWarning, match="torch.compiler.reset"):
@@ -218,9 +218,9 @@ def twice(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 twice.register_backward(lambda ctx, g1, g2: (2 * g1 + 2 * g2,))
 
 
-def test_returns_that_share_memory_are_a_located_error_as_an_op() -> None:
+def test_returns_that_share_memory_are_a_located_error_as_an_op(device: str) -> None:
     """torch's raw custom-op error named an internal op and no line."""
-    x = torch.randn(7)
+    x = torch.randn(7, device=device)
     plain = twice(x)  # eager calls may return views of one tensor
     assert plain[0].data_ptr() == plain[1].data_ptr()
     with pytest.raises(ArgumentError, match="return values 0 and 1 share memory") as info:

@@ -86,6 +86,22 @@ def main(argv: list[str]) -> int:
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # prints of the kernel's module go to stderr, not into the protocol
     sys.stdout = sys.stderr
+    from tilecraft.autotune.evaluate import error_text
+    from tilecraft.runtime.op_kinds import autocast_context
+
+    jobdir = Path(argv[1])
+    try:
+        job = json.loads((jobdir / "job.json").read_text())
+    except Exception as exc:  # reported to the parent, which falls back to in-process runs
+        _send(proto, {"fatal": error_text(exc)})
+        return FATAL_EXIT
+    # the host code runs under the call's autocast, as in the caller (a host matmul's dtype)
+    with autocast_context(job.get("autocast", "")):
+        return _serve(proto, jobdir, job)
+
+
+def _serve(proto: TextIO, jobdir: Path, job: dict[str, Any]) -> int:
+    """Bind the job's kernel to its arguments, then check and time configs until told to stop."""
     import torch
 
     from tilecraft.autotune.baseline import Baseline
@@ -93,9 +109,7 @@ def main(argv: list[str]) -> int:
     from tilecraft.config.config import Config
     from tilecraft.settings import test_faults
 
-    jobdir = Path(argv[1])
     try:
-        job = json.loads((jobdir / "job.json").read_text())
         kernel = load_kernel(job)
         data = torch.load(jobdir / "inputs.pt", weights_only=False)
         args, kwargs = tuple(data["args"]), dict(data["kwargs"])

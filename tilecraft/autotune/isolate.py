@@ -47,6 +47,7 @@ from tilecraft.autotune.runner import (
 )
 from tilecraft.config.config import Config
 from tilecraft.runtime.kernel import BoundKernel, Kernel
+from tilecraft.runtime.op_kinds import autocast_state
 from tilecraft.settings import WORKER_ENV
 
 STARTUP_TIMEOUT_S = 180.0
@@ -273,6 +274,8 @@ class IsolatedRunner(Runner):
         try:
             job = {
                 **location,
+                # the host code runs under the call's autocast there too (a host matmul's dtype)
+                "autocast": autocast_state((*args, *kwargs.values())),
                 "sys_path": [p for p in sys.path if p],
                 "tolerances": {_dtype_name(k): v for k, v in (tolerances or {}).items()},
             }

@@ -200,6 +200,8 @@ def _term(ctx: EmitContext, index: Any, stride: str) -> str:
     row 4 and read 2 GB before the tensor: a segfault on CPU, an illegal address on a GPU)."""
     if stride == "1":
         return str(index)
+    if ctx.int64 and isinstance(index, int):  # (a Python int has no .to(); the stride has)
+        return f"{index} * {ctx.index_cast(stride)}"
     if ctx.int64:
         return f"{ctx.index_cast(str(index))} * {stride}"
     return f"{index} * {stride}"
