@@ -359,7 +359,7 @@ def test_autocast_reaches_host_code_under_compile_and_autograd(device: str) -> N
     torch.testing.assert_close(plain, torch.relu(x @ w))
 
 
-def test_isolated_candidates_run_the_host_code_under_the_calls_autocast() -> None:
+def test_isolated_candidates_run_the_host_code_under_the_calls_autocast(device: str) -> None:
     """On GPUs candidates run in worker processes, which ran the host code without the caller's
     autocast: every config's fp32 output 'differed' from the bf16 ref-mode baseline and the
     first call under autocast raised NoWorkingConfigError (seen on an H100)."""
@@ -369,7 +369,8 @@ def test_isolated_candidates_run_the_host_code_under_the_calls_autocast() -> Non
 
     gen = torch.Generator().manual_seed(0)
     x, w = torch.randn(8, 16, generator=gen), torch.randn(16, 32, generator=gen)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    x, w = x.to(device), w.to(device)
+    with torch.autocast(device, dtype=torch.bfloat16):
         bound = linear_relu.bind((x, w))
         baseline = compute_baseline(linear_relu, (x, w))
         runner = IsolatedRunner(bound, (x, w), {}, baseline, workers=1)

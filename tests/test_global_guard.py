@@ -213,3 +213,33 @@ def test_the_cache_key_holds_the_constants_device_code_reads(device: str) -> Non
     twice, thrice, twice_again = _scaler(2.0), _scaler(3.0), _scaler(2.0)
     keys = [key_for(k.bind((x,))) for k in (twice, thrice, twice_again)]
     assert keys[0] != keys[1] and keys[0] == keys[2]
+
+
+def test_tuning_workers_see_the_callers_constants(
+    monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
+    """A tuning worker imports the kernel's module afresh, with the values its source assigns:
+    after the caller changed SHIFT (and an item of HP), every config 'differed' from the
+    caller's baseline and the call raised NoWorkingConfigError (an H100; on CPUs tuning runs in
+    the caller's process). The worker now assigns the caller's values first."""
+    from tilecraft.autotune.baseline import compute_baseline
+    from tilecraft.autotune.candidates import candidates
+    from tilecraft.autotune.isolate import IsolatedRunner
+
+    monkeypatch.setattr(f"{__name__}.SHIFT", 10.0)
+    monkeypatch.setitem(HP, "scale", -3.0)
+    for kernel, x in (
+        (add_shift, torch.randn(8, 16, device=device)),
+        (hyper_scaled, torch.randn(40, device=device)),
+    ):
+        bound = kernel.bind((x,))
+        baseline = compute_baseline(kernel, (x,))
+        runner = IsolatedRunner(bound, (x,), {}, baseline, workers=1)
+        try:
+            config = candidates(bound.config_spec)[0][0]
+            result = runner.workers[0].request("check", config, timeout_s=120)
+            # (the worker's fp64 re-run of ref mode, with its own constants, had excused the
+            # difference as ill-conditioned elements on the CPU: an empty reason is a match)
+            assert result.get("ok") and not result.get("reason"), (kernel.__name__, result)
+        finally:
+            runner.close()

@@ -113,6 +113,7 @@ def _serve(proto: TextIO, jobdir: Path, job: dict[str, Any]) -> int:
         kernel = load_kernel(job)
         data = torch.load(jobdir / "inputs.pt", weights_only=False)
         args, kwargs = tuple(data["args"]), dict(data["kwargs"])
+        kernel.restore_constants(data.get("constants", []))  # the caller's, not the source's
         baseline = None
         if (jobdir / "baseline.pt").exists():
             saved = torch.load(jobdir / "baseline.pt", weights_only=False)

@@ -280,7 +280,9 @@ class IsolatedRunner(Runner):
                 "tolerances": {_dtype_name(k): v for k, v in (tolerances or {}).items()},
             }
             (self.jobdir / "job.json").write_text(json.dumps(job))
-            torch.save({"args": list(args), "kwargs": dict(kwargs)}, self.jobdir / "inputs.pt")
+            inputs = {"args": list(args), "kwargs": dict(kwargs)}
+            inputs["constants"] = bound.kernel.constants_snapshot()
+            torch.save(inputs, self.jobdir / "inputs.pt")
             if baseline is not None:
                 torch.save(vars(baseline), self.jobdir / "baseline.pt")
         except Exception as exc:

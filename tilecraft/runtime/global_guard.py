@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import dataclasses
 import dis
 import types
@@ -104,6 +105,27 @@ class GlobalGuard:
         labels = [slot[0] for slot in self._slots] + [c.label for c in self._chains]
         return repr(sorted(zip(labels, map(repr, self._values()), strict=True)))
 
+    def snapshot(self) -> list[Any]:
+        """The guarded values now, in slot order (:meth:`restore` in another process: an
+        autotuning worker imports the module afresh, with the values its source assigns)."""
+        return [None if v is _MISSING else (v,) for v in self._values()]
+
+    def restore(self, values: list[Any]) -> None:
+        """Assign a :meth:`snapshot` of the same kernel's guard in another process (a slot
+        left unset there, or a chain whose object refuses the assignment, is left as it is)."""
+        if len(values) != len(self._slots) + len(self._chains):
+            return  # another source: nothing to line up
+        for (_, where, key), value in zip(self._slots, values, strict=False):
+            if value is not None:
+                if key is None:
+                    where.cell_contents = value[0]
+                else:
+                    where[key] = value[0]
+        for chain, value in zip(self._chains, values[len(self._slots) :], strict=True):
+            if value is not None:
+                with contextlib.suppress(Exception):
+                    chain.assign(value[0])
+
     def changed(self) -> list[tuple[str, Any, Any]]:
         """(name, traced value, value now) of each guarded constant that differs from the values
         of the last trace; the current values become the new baseline."""
@@ -180,6 +202,17 @@ class _Chain:
             except Exception:  # gone, or no longer indexable: a change either way
                 return _MISSING
         return value
+
+    def assign(self, value: Any) -> None:
+        """Make :meth:`read` give ``value`` (the last item or attribute set)."""
+        owner = _cell_value(self.root) if self.key is None else self.root[self.key]
+        for is_attr, step in self.steps[:-1]:
+            owner = getattr(owner, step) if is_attr else owner[step]
+        is_attr, step = self.steps[-1]
+        if is_attr:
+            setattr(owner, step, value)
+        else:
+            owner[step] = value
 
 
 def _item_chains(fn: Any, loops: Sequence[ast.AST]) -> list[_Chain]:

@@ -377,6 +377,17 @@ class Kernel:
         part)."""
         return self._globals.fingerprint()
 
+    def constants_snapshot(self) -> list[Any]:
+        """The module constants and closure values device code reads, for
+        :meth:`restore_constants` in another process."""
+        return self._globals.snapshot()
+
+    def restore_constants(self, values: list[Any]) -> None:
+        """Assign the constants a :meth:`constants_snapshot` of this kernel in the calling
+        process holds (a tuning worker imports the module with its source's values: a global
+        the caller changed made every config 'differ' from the caller's baseline)."""
+        self._globals.restore(values)
+
     def _drop_if_globals_changed(self) -> None:
         """Forget every specialization when a global or closure constant the kernel's code
         names changed since it was traced (``runtime/global_guard.py``): the next call traces
