@@ -11,7 +11,7 @@ import torch
 
 import tilecraft as tc
 from tests.cross_targets import assert_defaults_cross_compile
-from tilecraft.errors import UnsupportedOpError
+from tilecraft.errors import ShapeError, UnsupportedOpError
 
 
 @tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[1], reduction_loops=[None]))
@@ -217,3 +217,35 @@ def test_bf16_subnormals_widen_exactly(device: str) -> None:
     assert torch.equal(f32, x.float()) and torch.equal(f32.signbit(), x.float().signbit())
     assert torch.equal(f64, x.double())
     assert nonzero.tolist() == [True] * 5 + [False] * 2
+
+
+@tc.kernel(static_shapes=True)
+def row_extremes(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, _ = x.size()
+    best = torch.empty([m], dtype=torch.float32, device=x.device)
+    where = torch.empty([m], dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        best[tm] = torch.amax(x[tm, :], dim=-1)
+        where[tm] = torch.argmax(x[tm, :], dim=-1)
+    return best, where
+
+
+@tc.kernel(static_shapes=True)
+def roll_rows(x: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.roll(x[tm, :], 1, -1)
+    return out
+
+
+def test_empty_dims_argmax_is_refused_and_roll_is_empty(device: str) -> None:
+    """argmax over an empty dim returned index 0, an index into nothing (torch raises); a roll
+    along an empty dim raised an internal ZeroDivisionError as 'the host code failed'."""
+    x = torch.randn(4, 0, device=device)
+    with pytest.raises(ShapeError, match=r"torch\.argmax over dim 1 .* has no elements"):
+        row_extremes(x)
+    assert roll_rows(torch.randn(3, 0, device=device)).shape == (3, 0)
+    y = torch.randn(3, 5, device=device)
+    assert torch.equal(roll_rows(y), torch.roll(y, 1, -1))
+    assert torch.equal(row_extremes(y)[1], y.argmax(-1))

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import tilecraft as tc
-from tilecraft.errors import ArgumentError, ConfigError
+from tilecraft.errors import ArgumentError, ConfigError, ShapeError
 
 
 @tc.kernel
@@ -273,6 +273,28 @@ def test_host_code_may_call_another_kernel(device: str) -> None:
     torch.testing.assert_close(times_plus_one(x), x * 2 + 1)  # the fast path
     meta = times_plus_one(torch.empty(5, device="meta"))
     assert meta.is_meta and meta.shape == (5,)
+
+
+@tc.kernel(static_shapes=True)
+def add_into(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = x[tm, tn] + y[tm, tn]
+    return out
+
+
+def test_calls_on_meta_tensors_check_what_real_calls_check() -> None:
+    """A call on meta tensors ran the host code alone: a too-short or wrongly ranked argument
+    returned a meta output (torch's meta ops check shapes); and two meta arguments, each with
+    data_ptr() 0, were refused as 'partly overlapping' views when one is written."""
+    meta = torch.device("meta")
+    x, out = torch.empty(5, 7, device=meta), torch.empty(5, 7, device=meta)
+    assert add_into(x, torch.empty(5, 7, device=meta), out).shape == (5, 7)
+    assert add_into(torch.empty(4, 7, device=meta), torch.empty(4, 7, device=meta), out).is_meta
+    with pytest.raises(ShapeError, match="tensor 'y' has size 4 along dim 0"):
+        add_into(x, torch.empty(4, 7, device=meta), out)
+    with pytest.raises(ShapeError, match="too many indices for 'y'"):
+        add_into(x, torch.empty(7, device=meta), out)
 
 
 @tc.kernel

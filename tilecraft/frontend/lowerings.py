@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.errors import UnsupportedOpError
+from tilecraft.errors import ShapeError, UnsupportedOpError
 from tilecraft.frontend import (
     activations,
     composites,
@@ -31,6 +31,7 @@ from tilecraft.frontend import (
     views,
 )
 from tilecraft.ir import dtypes
+from tilecraft.ir.nodes import Sym, SymKind, shape_str
 from tilecraft.ir.pointwise import POINTWISE
 
 Handler = Callable[..., Any]
@@ -219,9 +220,34 @@ def _reducer(kind: str) -> Handler:
         """Over ``dim`` (int, list or None) with ``keepdim``; half precision in fp32."""
         dim = _dim_arg(args, kwargs)
         keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
+        if kind in ("argmax", "argmin"):
+            _refuse_empty(t, f"torch.{kind}", x, dim)
         return t.reduce(kind, x, dim, keepdim)
 
     return handler
+
+
+def _refuse_empty(t: Any, name: str, x: Any, dim: Any) -> None:
+    """A reduction with indices over a dim known to be empty raises, as in torch (it returned
+    index 0, an index into nothing). ``amax`` / ``amin`` there give their identities (-inf /
+    +inf for floats), where torch raises: a softmax of empty rows computes a row max that only
+    empty rows use, and returns the empty result torch.softmax does."""
+    node = t.value_node(x)
+    dims = range(node.ndim) if dim is None else [t._axis(node, d) for d in _dims_of(dim)]
+    for axis in dims:
+        d = node.shape[axis]
+        extent = d.extent if isinstance(d, Sym) and d.kind is SymKind.RDIM else d
+        if isinstance(extent, int) and extent == 0:
+            raise ShapeError(
+                f"{name} over dim {axis} of {shape_str(node.shape)}, which has no elements "
+                "(torch raises too: there is no identity to return)",
+                t.loc,
+                hint="skip the reduction where the dim is empty (`if n > 0:` in host code)",
+            )
+
+
+def _dims_of(dim: Any) -> list[Any]:
+    return list(dim) if isinstance(dim, (list, tuple)) else [dim]
 
 
 lowering(torch.amax, T.amax)(_reducer("max"))
@@ -254,10 +280,11 @@ def _max_min(kind: str) -> Handler:
     def handler(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         """``(values, indices)`` over an int ``dim``; over all dims without one; elementwise of two tiles."""
         dim = _dim_arg(args, kwargs)
+        if dim is not None and not isinstance(dim, int):  # torch.max(a, b) is elementwise
+            return t.pointwise("maximum" if kind == "max" else "minimum", x, dim)
         if dim is None:
             return t.reduce(kind, x, None)
-        if not isinstance(dim, int):  # torch.max(a, b) is elementwise
-            return t.pointwise("maximum" if kind == "max" else "minimum", x, dim)
+        _refuse_empty(t, f"torch.{kind}", x, dim)  # (values and indices)
         keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
         values = t.reduce(kind, x, dim, keepdim)
         indices = t.reduce("arg" + kind, x, dim, keepdim)

@@ -321,7 +321,7 @@ def _roll_dim(t: Tracer, x: Any, shift: int, dim: Any) -> Any:
     src = t.value_node(x)
     axis = t._axis(src, dim)
     n = static_whole(t, src, axis, "torch.roll")
-    if shift % n == 0:
+    if n == 0 or shift % n == 0:  # (an empty dim rolls to itself)
         return x
     d = src.shape[axis]
     assert isinstance(d, Sym)  # a size-1 dim returned above (every shift is 0 mod 1)

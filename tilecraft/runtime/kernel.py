@@ -316,7 +316,10 @@ class Kernel:
             return self._ops.call(self.positional(args, kwargs))
         if _all_meta((*args, *kwargs.values())):
             # shapes only, as torch's ops on meta tensors: the host code with its device loops
-            # skipped (another kernel's host code calls this one while it is traced on meta)
+            # skipped (another kernel's host code calls this one while it is traced on meta),
+            # after the checks a call on real tensors makes (torch's meta ops check shapes too:
+            # a [4, 7] beside a [5, 7] returned a meta output that failed only at run time)
+            self.bind(args, kwargs)
             return self.host_runner().run(self.positional(args, kwargs))[0]
         result = self.call_eager(args, kwargs)
         if written:

@@ -138,10 +138,13 @@ def check_written_arguments(
                     hint="call the kernel under torch.inference_mode(), or pass a .clone() made "
                     "outside it, as torch refuses in-place updates of inference tensors",
                 )
-    # (type() first: a plain tensor skips the metaclass's instance check)
+    # (type() first: a plain tensor skips the metaclass's instance check; meta tensors have no
+    # memory, each one's data_ptr() is 0)
     tensor = torch.Tensor
     spans = [
-        (v.data_ptr(), v.nbytes) if type(v) is tensor or isinstance(v, tensor) else (0, 0)
+        (v.data_ptr(), v.nbytes)
+        if (type(v) is tensor or isinstance(v, tensor)) and not v.is_meta
+        else (0, 0)
         for v in values
     ]
     for i in written:
