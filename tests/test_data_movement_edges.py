@@ -11,7 +11,7 @@ import torch
 
 import tilecraft as tc
 from tests.cross_targets import assert_defaults_cross_compile
-from tilecraft.errors import ShapeError, UnsupportedOpError
+from tilecraft.errors import ArgumentError, ShapeError, UnsupportedOpError
 
 
 @tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[1], reduction_loops=[None]))
@@ -249,3 +249,22 @@ def test_empty_dims_argmax_is_refused_and_roll_is_empty(device: str) -> None:
     y = torch.randn(3, 5, device=device)
     assert torch.equal(roll_rows(y), torch.roll(y, 1, -1))
     assert torch.equal(row_extremes(y)[1], y.argmax(-1))
+
+
+@tc.kernel(static_shapes=True)
+def doubled_magnitude(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty([n], dtype=torch.float32, device=x.device)
+    for tn in tc.tile(n):
+        out[tn] = (x[tn].to(torch.complex64) * 2).abs()
+    return out
+
+
+def test_dtypes_device_code_has_not_are_refused_with_a_fitting_hint(device: str) -> None:
+    """.to(complex64) leaked 'torch.iinfo() requires an integer input type'; a uint16 argument
+    was told to use .real or .view(torch.float32)."""
+    with pytest.raises(UnsupportedOpError, match=r"\.to\(torch\.complex64\): device code has no"):
+        doubled_magnitude(torch.randn(5, device=device))
+    with pytest.raises(ArgumentError, match="uint16") as info:
+        count_into(torch.zeros(3, dtype=torch.uint16, device=device), torch.zeros(3))
+    assert ".to(torch.int32)" in str(info.value) and ".real" not in str(info.value)

@@ -457,6 +457,12 @@ def _to(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
             dtype = a
         elif hasattr(a, "dtype") and not isinstance(a, (str, torch.device)):
             dtype = a.dtype
+    if dtype is not None and dtype not in dtypes.TRITON_DTYPES:
+        raise UnsupportedOpError(
+            f".to({dtype}): device code has no {dtype} values",
+            hint=f"compute in a supported dtype ({dtypes.supported_names()}); a complex value "
+            "as its real and imaginary parts in two float tiles",
+        )
     return x if dtype is None else t.to_dtype(x, dtype)
 
 

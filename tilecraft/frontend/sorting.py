@@ -22,7 +22,7 @@ from tilecraft.frontend.median_select import select_median
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.tile_gather import check_whole
 from tilecraft.ir.int_ranges import NARROWER_INTS
-from tilecraft.ir.nodes import Node, Op, Sym, shape_str, tile_block
+from tilecraft.ir.nodes import Node, Op, Sym, shape_str, sized_shape_str, tile_block
 from tilecraft.language.tunables import DynamicInt
 
 if TYPE_CHECKING:
@@ -70,7 +70,10 @@ def _sorted(
     )
     if k is not None and (k < 1 or (isinstance(extent, int) and k > extent)):
         raise DeviceCodeError(
-            f"{what}: k={k} is out of range for a dim of {extent} in {shape_str(src.shape)}", t.loc
+            f"{what}: k={k} is out of range for dim {axis} of {sized_shape_str(src.shape)}",
+            t.loc,
+            hint=f"k must lie in [1, {extent}]"
+            + (" (k=0 gives empty results: skip the topk where k is 0)" if k == 0 else ""),
         )
     if not isinstance(d, Sym):  # a dim of 1: already sorted
         return x, t.full(list(src.shape), 0, torch.int64)

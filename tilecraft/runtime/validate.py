@@ -23,6 +23,15 @@ def _describe(value: torch.Tensor) -> str:
     return f"{value.dtype} tensor of shape {list(value.shape)} on {value.device}"
 
 
+def _conversion_hint(dtype: torch.dtype) -> str:
+    """How to bring a tensor of ``dtype`` into a dtype device code has."""
+    if dtype.is_complex:
+        return "its .real and .imag as two float tensors, or torch.view_as_real(x)"
+    if not dtype.is_floating_point and dtype.itemsize >= 2:  # uint16 / uint32 / uint64
+        return ".to(torch.int32) or .to(torch.int64), wide enough for its values"
+    return ".to(torch.float32), or .view(torch.uint8) for its bytes"
+
+
 def check_tensor_args(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> str:
     """Check every tensor argument (those in a list or tuple too); returns the one device
     type they share (``cpu`` if none: a kernel whose tensors all came in a list was taken for
@@ -35,7 +44,8 @@ def check_tensor_args(name: str, arguments: dict[str, Any], loc: SourceLoc | Non
                 f"{name}(): argument '{arg}' is a {_describe(value)}; device code does not "
                 f"support {value.dtype}",
                 loc,
-                hint=f"convert it on the host (e.g. .real / .view(torch.float32)); supported dtypes: {supported}",
+                hint=f"convert it on the host ({_conversion_hint(value.dtype)}); supported "
+                f"dtypes: {supported}",
             )
     devices = {v.device.type for v in tensors.values()}
     if len(devices) > 1:
