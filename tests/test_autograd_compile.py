@@ -381,3 +381,28 @@ def test_isolated_candidates_run_the_host_code_under_the_calls_autocast(device: 
         assert result.get("ok"), result
     finally:
         runner.close()
+
+
+@tc.kernel
+def halves(x: torch.Tensor) -> list[torch.Tensor]:
+    a, b = torch.empty_like(x), torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        a[tm] = x[tm] * 0.5
+        b[tm] = x[tm] - x[tm] * 0.5
+    return [a, b]
+
+
+halves.register_backward(lambda ctx, ga, gb: ga * 0.5 + gb * 0.5)
+
+
+def test_a_list_return_stays_a_list_as_an_op(device: str) -> None:
+    """``return [a, b]`` came back a tuple under torch.compile and through autograd."""
+    x = torch.arange(4.0, device=device)
+    compiled = torch.compile(lambda t: halves(t), fullgraph=True, backend="aot_eager")
+    for got in (halves(x), compiled(x), halves(x.clone().requires_grad_())):
+        assert isinstance(got, list) and len(got) == 2
+        torch.testing.assert_close(got[0].detach(), x * 0.5)
+    leaf = x.clone().requires_grad_()
+    a, b = compiled(leaf)
+    (a + b).sum().backward()
+    assert leaf.grad is not None and torch.allclose(leaf.grad, torch.ones_like(x))

@@ -60,8 +60,10 @@ NAMESPACE = "tilecraft"
 _FAKE_BLOCK = 32
 _taken: set[str] = set()
 
-# an output slot: ("out", i) the op's i-th output, ("arg", i) the i-th argument, ("none",) None
+# an output slot: ("out", i) the op's i-th output, ("arg", i) the i-th argument, ("none",) None;
+# LIST last: the kernel returns a list (as it does eagerly, not a tuple)
 Slot = tuple[Any, ...]
+LIST: Slot = ("list",)
 
 
 _SCHEMA_TYPE = {"Tensor": "Tensor", "None": "Tensor?", "bool": "bool", "int": "SymInt"}
@@ -90,7 +92,9 @@ class OpInfo:
         return _is_multi(self.layout)
 
     def slots(self) -> tuple[Slot, ...]:
-        return self.layout if self.multi else (self.layout,)  # type: ignore[return-value]
+        if not self.multi:
+            return (self.layout,)  # type: ignore[return-value]
+        return tuple(s for s in self.layout if s != LIST)  # type: ignore[misc]
 
     def rebuild(self, outs: Any, args: tuple[Any, ...]) -> Any:
         return rebuild(self.layout, outs, args)
@@ -101,7 +105,8 @@ def rebuild(layout: Any, outs: Any, args: tuple[Any, ...]) -> Any:
     flat = outs if isinstance(outs, (tuple, list)) else (outs,)
     if not _is_multi(layout):
         return _slot_value(layout, flat, args)
-    return tuple(_slot_value(s, flat, args) for s in layout)
+    values = tuple(_slot_value(s, flat, args) for s in layout if s != LIST)
+    return list(values) if layout[-1] == LIST else values
 
 
 def _is_multi(layout: Any) -> bool:
@@ -266,6 +271,8 @@ def output_layout(
             )
         slots.append(("out", n_out))
         n_out += 1
+    if isinstance(result, list):
+        slots.append(LIST)
     return (tuple(slots) if multi else slots[0]), n_out
 
 
