@@ -344,3 +344,21 @@ def test_shift_amounts_known_to_be_in_range_need_no_guard(device: str) -> None:
     meta = (x.to("meta"), pos.to("meta"))
     code = packed_bits.bind(meta).to_triton_code(tc.Config(block_sizes=[16]))
     assert "tl.where(((" not in code, code  # no range guard on either shift
+
+
+@tc.kernel(static_shapes=True)
+def hypot_of(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = torch.hypot(x[tn], y[tn])
+    return out
+
+
+def test_hypot_of_an_infinity_beside_nan_is_inf(device: str) -> None:
+    """C's hypot (and torch's): inf where either operand is infinite, NaN beside it or not
+    (the interpreter's tl.maximum(inf, nan) is NaN, which the inf test missed)."""
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([inf, nan, -inf, 3.0, nan, 0.0], device=device)
+    y = torch.tensor([nan, -inf, 2.0, 4.0, 1.0, 0.0], device=device)
+    torch.testing.assert_close(hypot_of(x, y), torch.hypot(x, y), equal_nan=True)

@@ -415,8 +415,10 @@ _HYPOT_M = "tl.maximum(tl.abs({0}), tl.abs({1}))"
 # the scale divided by: 1 where the result is 0 or inf anyway (no 0 / 0 or inf / inf in lanes
 # the where discards: the interpreter warned of invalid values at hypot(0, 0))
 _HYPOT_D = f"tl.where(({_HYPOT_M} == 0) | ({_HYPOT_M} == float('inf')), 1.0, {_HYPOT_M})"
+# (each operand compared: tl.maximum(inf, nan) is NaN in the interpreter, numpy's maximum)
+_HYPOT_INF = "(tl.abs({0}) == float('inf')) | (tl.abs({1}) == float('inf'))"
 _HYPOT = (
-    f"tl.where({_HYPOT_M} == float('inf'), float('inf'), tl.where({_HYPOT_M} == 0, 0.0, "
+    f"tl.where({_HYPOT_INF}, float('inf'), tl.where({_HYPOT_M} == 0, 0.0, "
     f"{_HYPOT_M} * tl.sqrt(({{0}} / {_HYPOT_D}) * ({{0}} / {_HYPOT_D}) "
     f"+ ({{1}} / {_HYPOT_D}) * ({{1}} / {_HYPOT_D}))))"
 )
