@@ -357,6 +357,10 @@ def test_autocast_reaches_host_code_under_compile_and_autograd(device: str) -> N
     plain = compiled(x, w)  # autocast off again: a new graph, fp32
     assert plain.dtype == torch.float32
     torch.testing.assert_close(plain, torch.relu(x @ w))
+    for _ in range(2):  # eager calls alternating (the fast path keeps each call's dtypes)
+        torch.testing.assert_close(linear_relu(x, w), torch.relu(x @ w))
+        with torch.autocast(device, dtype=torch.bfloat16):
+            torch.testing.assert_close(linear_relu(x, w), eager)
 
 
 def test_isolated_candidates_run_the_host_code_under_the_calls_autocast(device: str) -> None:
