@@ -410,3 +410,26 @@ def test_a_list_return_stays_a_list_as_an_op(device: str) -> None:
     a, b = compiled(leaf)
     (a + b).sum().backward()
     assert leaf.grad is not None and torch.allclose(leaf.grad, torch.ones_like(x))
+
+
+@tc.kernel(static_shapes=True)
+def shift_(x: torch.Tensor, mode: int, out: torch.Tensor) -> torch.Tensor:
+    for t in tc.tile(x.size(0)):
+        x[t] = x[t] + 10.0 * mode
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * 2
+    return out
+
+
+def test_parameters_named_like_torchs_own_arguments_work_as_an_op(device: str) -> None:
+    """A kernel writing an argument with a parameter called `mode` failed under torch.compile:
+    auto_functionalized passes the op's arguments as keywords beside its own `mode`."""
+    x = torch.arange(4.0, device=device)
+
+    def step(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        written = t.clone()
+        return shift_(written, 2, torch.empty_like(t)), written
+
+    out, written = torch.compile(step, fullgraph=True, backend="aot_eager")(x)
+    torch.testing.assert_close(written, x + 20)
+    torch.testing.assert_close(out, (x + 20) * 2)

@@ -303,9 +303,22 @@ def schema(kernel: Kernel, kinds: tuple[ArgKind, ...], mutated: set[int], n_out:
         typ = _SCHEMA_TYPE[kind[0]]
         if i in mutated:
             typ = f"Tensor({next(letters)}!)"
-        parts.append(f"{typ} {name}")
+        parts.append(f"{typ} {schema_name(name)}")
     returns = "Tensor" if n_out == 1 else "(" + ", ".join(["Tensor"] * n_out) + ")"
     return f"({', '.join(parts)}) -> {returns}"
+
+
+# names torch's wrappers of an op pass arguments beside (auto_functionalized's HOP takes the op's
+# arguments as keywords next to its own `mode`; `self` and `out` mean a method and an out= variant
+# in a schema): a kernel parameter of that name is renamed in the schema
+_RESERVED = frozenset({"mode", "self", "out", "_mutable_op", "_all_bases", "name"})
+
+
+def schema_name(param: str) -> str:
+    """A kernel parameter's name in its op's schema (a kernel with a parameter called ``mode``
+    that writes an argument failed under torch.compile: 'got multiple values for argument
+    mode')."""
+    return f"{param}_arg" if param in _RESERVED else param
 
 
 def op_base_name(kernel: Kernel, signature: str = "") -> str:
@@ -361,7 +374,7 @@ def create_op(
     op = torch.library.custom_op(
         info.qualname,
         real,
-        mutates_args=info.mutated,
+        mutates_args=tuple(schema_name(name) for name in info.mutated),
         schema=op_schema,
     )
     op.register_fake(fake)
