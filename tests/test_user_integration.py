@@ -336,3 +336,30 @@ def test_a_whole_host_tensor_converts_in_device_code(device: str) -> None:
     b = torch.randn(33, device=device).bfloat16()
     want = F.layer_norm(x.float(), (33,), w.float(), b.float(), 1e-5).bfloat16()
     torch.testing.assert_close(layer_norm_upcast(x, w, b), want, rtol=2e-2, atol=2e-2)
+
+
+TABLE = torch.arange(8.0)
+
+
+@tc.kernel(static_shapes=True)
+def scaled_by_table(x: torch.Tensor) -> torch.Tensor:
+    w = x * torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])  # made without device=
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = w[t] + 1
+    return torch.sum(out) * TABLE  # a global tensor in host code
+
+
+def test_host_code_may_use_its_own_tensors_on_the_arguments_device(device: str) -> None:
+    """Host code mixing the arguments with a global tensor or one made without device= (all
+    on the CPU, where eager runs it) failed while traced on meta stand-ins: 'Tensor on device
+    cpu is not on the expected device meta!', with a hint about shapes. Beside CUDA arguments
+    those CPU tensors are refused, as eager refuses them, with a hint that says so."""
+    x = torch.randn(8, device=device)
+    if device == "cpu":
+        want = torch.sum(x * torch.arange(1.0, 9.0) + 1) * TABLE
+        torch.testing.assert_close(scaled_by_table(x), want)
+        return
+    with pytest.raises(ArgumentError, match="another device") as info:
+        scaled_by_table(x)
+    assert "device=x.device" in str(info.value)

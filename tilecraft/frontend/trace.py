@@ -31,6 +31,7 @@ from tilecraft.frontend.glue_trace import (
     glue_inputs,
     glue_problem,
 )
+from tilecraft.frontend.host_meta import MetaHostTensors, as_meta
 from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.loop_nest import WidenCarry
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
@@ -399,16 +400,6 @@ def _fingerprint(value: Any) -> Any:
     return None
 
 
-def _meta(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return torch.empty_strided(
-            tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta"
-        )
-    if isinstance(value, (list, tuple)):
-        return type(value)(_meta(v) for v in value)
-    return value
-
-
 def trace_kernel(
     src: KernelSource,
     args: tuple[Any, ...],
@@ -433,7 +424,8 @@ def trace_kernel(
     glue_fns = eager_glue_functions(src)
     force_dynamic: set[str] = set()
     force_static: frozenset[str] = frozenset()
-    meta_args, meta_kwargs = _meta(args), _meta(kwargs)
+    meta_args = as_meta(args)
+    meta_kwargs = {k: as_meta(v) for k, v in kwargs.items()}
     pairs = list(zip((*meta_args, *meta_kwargs.values()), (*args, *kwargs.values()), strict=True))
     arguments = {id(m) for m, _ in pairs if isinstance(m, torch.Tensor)}
     misaligned = {id(m) for m, v in pairs if isinstance(m, torch.Tensor) and not aligned(v)}
@@ -445,7 +437,7 @@ def trace_kernel(
         current.append(host)
         host.force_dynamic, host.force_static = force_dynamic, force_static
         try:
-            with _context.host_context(host):
+            with _context.host_context(host), MetaHostTensors(device_type):
                 fn(*meta_args, **meta_kwargs)
         except SpecializeHostInts as need:
             if need.names <= force_static:  # baked in, and still not an int: not a host int's

@@ -236,10 +236,22 @@ def host_code_error(
         f"{name}(): the kernel's host code failed on these arguments ({given}): "
         f"{type(exc).__name__}: {exc}",
         where,
-        hint=_DATA_HINT if _reads_data(exc) else _SHAPE_HINT,
+        hint=_hint_for(exc),
     )
 
 
+def _hint_for(exc: Exception) -> str:
+    if "expected device meta" in str(exc):
+        return _DEVICE_HINT
+    return _DATA_HINT if _reads_data(exc) else _SHAPE_HINT
+
+
+# a tensor host code did not make from the arguments, on another device than theirs
+_DEVICE_HINT = (
+    "host code mixes the arguments with a tensor on another device (a global, a closure's, or "
+    "one made without device=): make it on the arguments' device (device=x.device, or "
+    "W.to(x.device))"
+)
 _SHAPE_HINT = "check the arguments' ranks and shapes against what the kernel expects"
 _DATA_HINT = (
     "the kernel is traced with host code run on meta tensors (shapes, no data), so host code "
