@@ -60,6 +60,7 @@ class EmitContext:
         self.tensors: dict[str, Any] = {}  # param name -> HostTensor
         self.scalars: dict[str, Any] = {}  # param name -> where the launcher gets its value
         self.scalar_types: dict[str, torch.dtype] = {}
+        self.fp64_args = _fp64_float_args(loop)
         # the value each int parameter had in the traced call: a launch specializes ints by
         # value (divisible by 16, equal to 1), so the cross-compile must know them
         self.scalar_values: dict[str, int] = {}
@@ -313,12 +314,25 @@ class EmitContext:
         if op is Op.ARG:
             name = node.attrs["name"]
             self.scalars[name] = node.attrs.get("source")
+            if name in self.fp64_args:  # passed as a double, its fp32 uses rounded as before
+                self.scalar_types[name] = torch.float64
+                return f"tl.cast({name}, tl.float32)"
             self.scalar_types[name] = node.dtype
             if isinstance(node.attrs.get("value"), int):  # a float argument has no traced value
                 self.scalar_values[name] = node.attrs["value"]
             return name
         if op in _TILE_LEAVES:
             return self._tile_leaf(node)
+        return None
+
+    def wide_arg(self, node: Node, dst: torch.dtype) -> str | None:
+        """The double a float argument was passed as, where fp64 math reads it (None: not
+        one)."""
+        if dst == torch.float64 and node.op is Op.ARG and node.attrs["name"] in self.fp64_args:
+            self.expr(node)  # (registers the parameter)
+            name = str(node.attrs["name"])
+            # (the interpreter passes the Python float, which Triton's ops take as fp32)
+            return f"tl.full([], {name}, tl.float64)" if self.interpret else name
         return None
 
     def _tile_leaf(self, node: Node) -> str:
@@ -380,6 +394,19 @@ class EmitContext:
 
 
 _CONSTANT = re.compile(r"-?\d+(\.\d*)?|_(BLOCK|RDIM)_\d+")
+
+
+def _fp64_float_args(loop: DeviceLoop) -> set[str]:
+    """Float arguments (fp32 in the IR: Python floats are weak) that fp64 math reads: passed as
+    doubles, or ``x * 0.1`` of an fp64 ``x`` multiplied by fp32's 0.1 (1.5e-8 off eager)."""
+    names: set[str] = set()
+    for node in loop.walk():
+        if node.dtype != torch.float64 and all(i.dtype != torch.float64 for i in node.inputs):
+            continue
+        for i in node.inputs:
+            if i.op is Op.ARG and i.dtype == torch.float32 and i.attrs.get("weak"):
+                names.add(i.attrs["name"])
+    return names
 
 
 def _arg_names(loop: DeviceLoop) -> set[str]:

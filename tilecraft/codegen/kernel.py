@@ -156,7 +156,9 @@ def _emit(
         local |= calls.local | {COUNTERS}
     constexprs = dict(sorted(constexprs.items()))
     arguments = params + [*constexprs, *computed]
-    signature = ", ".join(params + [f"{name}: tl.constexpr" for name in [*constexprs, *computed]])
+    # a double is annotated: Triton's launcher types a Python float fp32 otherwise
+    typed = [f"{p}: tl.float64" if param_types.get(p) == "fp64" else p for p in params]
+    signature = ", ".join(typed + [f"{name}: tl.constexpr" for name in [*constexprs, *computed]])
     helpers = "".join(h + "\n\n" for h in em.helpers)
     jit = "@triton.jit(noinline=True)" if noinline else "@triton.jit"
     device_source = f"{helpers}{jit}\ndef {kernel_name}({signature}):\n{em.w.text()}"

@@ -38,6 +38,9 @@ def emit_full(ctx: EmitContext, node: Node) -> None:
 @emits(Op.CAST)
 def emit_cast(ctx: EmitContext, node: Node) -> None:
     src = node.inputs[0]
+    if (wide := ctx.wide_arg(src, node.dtype)) is not None:
+        ctx.bind(node, wide)
+        return
     ctx.bind(node, ctx.cast_expr(ctx.expr(src), src.dtype, node.dtype))
 
 
@@ -47,7 +50,9 @@ def _operands(ctx: EmitContext, node: Node) -> tuple[list[str], torch.dtype]:
     texts = []
     for inp in node.inputs:
         text = ctx.mask_expr(inp) if compute == torch.bool else ctx.expr(inp)
-        if inp.op is not Op.CONST and inp.dtype != compute:
+        if (wide := ctx.wide_arg(inp, compute)) is not None:
+            text = wide
+        elif inp.op is not Op.CONST and inp.dtype != compute:
             text = ctx.cast_expr(text, inp.dtype, compute)
         elif inp.op is Op.CONST and compute == torch.float64 and _inexact_in_fp32(inp):
             text = f"tl.full([], {text}, tl.float64)"  # Triton's float literals are fp32
