@@ -153,14 +153,14 @@ def binder_names(
     return out
 
 
-def test_parameters_named_like_tritons_binder_locals_reach_the_specializer() -> None:
+def test_parameters_named_like_tritons_binder_locals_reach_the_specializer(device: str) -> None:
     """SGD's ``params`` tensor met the binder's own ``params`` dict: "failed to specialize
     argument of type: dict" for every config on the H200. Generated kernels rename them."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import make_backend
     from triton.runtime.jit import JITFunction, create_function_from_signature
 
-    args = (torch.randn(64), torch.randn(64), 0.5, 2.0)
+    args = (torch.randn(64, device=device), torch.randn(64, device=device), 0.5, 2.0)
     bound = BoundKernel(
         binder_names, binder_names.bind_arguments(args, {}), Target.parse("cuda:90")
     )
@@ -171,7 +171,8 @@ def test_parameters_named_like_tritons_binder_locals_reach_the_specializer() -> 
     assert "params" not in jit.arg_names and "params_arg" in jit.arg_names
     backend = make_backend(GPUTarget("cuda", 90, 32))
     binder = create_function_from_signature(jit.signature, jit.params, backend)
-    launch_args = (args[0], args[1], torch.empty(64), 0.5, 2.0)  # (params, options, out, ...)
+    out = torch.empty(64, device=device)
+    launch_args = (args[0], args[1], out, 0.5, 2.0)  # (params, options, out, ...)
     _, specialization, _ = binder(*launch_args, _BLOCK_0=32)  # Triton's binder, as a launch
     assert [s[0] for s in specialization[:5]] == ["*fp32", "*fp32", "*fp32", "fp32", "fp32"]
     assert "# src[test_direct_launch.py" in kernels[0].device_source  # the user's text kept:

@@ -178,7 +178,12 @@ def dynamic_tail(x: torch.Tensor) -> torch.Tensor:
     ],
 )
 def test_a_run_stays_eager_and_says_why(
-    kernel: tc.Kernel, rows: int, eager: object, problem: str, monkeypatch: pytest.MonkeyPatch
+    kernel: tc.Kernel,
+    rows: int,
+    eager: object,
+    problem: str,
+    monkeypatch: pytest.MonkeyPatch,
+    device: str,
 ) -> None:
     """... and its calls run the statements as written, not through the glue hooks."""
     calls: list[int] = []
@@ -186,7 +191,7 @@ def test_a_run_stays_eager_and_says_why(
     monkeypatch.setattr(
         GlueRunner, "glue", lambda self, i, env: calls.append(i) or real(self, i, env)
     )
-    x = torch.rand(rows, 3, generator=torch.Generator().manual_seed(rows)) + 0.5
+    x = torch.rand(rows, 3, generator=torch.Generator().manual_seed(rows)).to(device) + 0.5
     torch.testing.assert_close(kernel(x), eager(x))  # type: ignore[operator]
     assert not calls
     (why,) = _bound(kernel, x).traced.glue_problems.values()
@@ -202,8 +207,8 @@ def unsupported_tail(x: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(rows, ord=3) + torch.special.i0(rows).sum()
 
 
-def test_a_run_that_device_code_cannot_trace_stays_eager() -> None:
-    x = torch.rand(20, 3, generator=torch.Generator().manual_seed(1))
+def test_a_run_that_device_code_cannot_trace_stays_eager(device: str) -> None:
+    x = torch.rand(20, 3, generator=torch.Generator().manual_seed(1)).to(device)
     rows = x.sum(1)
     want = torch.linalg.vector_norm(rows, ord=3) + torch.special.i0(rows).sum()
     torch.testing.assert_close(unsupported_tail(x), want)
@@ -264,10 +269,12 @@ def scaled_mean(x: torch.Tensor, frac: float) -> torch.Tensor:
     return torch.sum(rows) / keep * LOSS_SCALE + 1
 
 
-def test_numbers_a_run_reads_are_passed_at_each_call(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_numbers_a_run_reads_are_passed_at_each_call(
+    monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
     """A host int derived from a float argument and a module global were baked into the
     program at the first call: later calls reused them (fuzzing the glue, session 34)."""
-    x = torch.arange(30, dtype=F32)
+    x = torch.arange(30, dtype=F32, device=device)
     for frac, scale in ((0.5, 2.0), (0.1, 2.0), (0.9, 8.0)):
         monkeypatch.setattr(f"{__name__}.LOSS_SCALE", scale)
         want = x.sum() / max(1, int(frac * 30)) * scale + 1
@@ -302,11 +309,11 @@ def aliasing_tails(
     return acc, same, relu, scaled
 
 
-def test_runs_keep_aliasing_in_place_ops_and_object_calls_eager() -> None:
+def test_runs_keep_aliasing_in_place_ops_and_object_calls_eager(device: str) -> None:
     """A run whose output is an input itself (``rows.to(torch.float32)`` of fp32 rows), one
     that writes in place (``inplace=True``) or calls a method of a user object stayed fused and
     lost what eager does."""
-    x = torch.tensor([1.0, -2.0, 3.0])
+    x = torch.tensor([1.0, -2.0, 3.0], device=device)
     scaler = Scaler(5.0)
     acc, same, relu, scaled = aliasing_tails(x, scaler)
     rows = torch.relu(x)
@@ -329,8 +336,8 @@ def sum_and_view(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Ten
     return rows, torch.sqrt(torch.sum(rows)) * 2, rows[0:2]
 
 
-def test_a_returned_view_stays_a_view() -> None:
-    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+def test_a_returned_view_stays_a_view(device: str) -> None:
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0], device=device)
     for _ in range(2):
         rows, total, head = sum_and_view(x)
         torch.testing.assert_close(total, torch.sqrt(x.sum()) * 2)
@@ -354,11 +361,12 @@ def scaled_rows(x: torch.Tensor, frac: float) -> tuple[torch.Tensor, torch.Tenso
 
 def test_host_values_are_read_live_and_a_changed_one_runs_the_run_eagerly(
     monkeypatch: pytest.MonkeyPatch,
+    device: str,
 ) -> None:
     """Host code read globals from a snapshot taken when it was compiled (a changed SCALE was
     never seen); a fused run baked an int that became a float (int32 math kept) and a dtype
     chosen from a float argument (fuzzing the glue, round 2)."""
-    x = torch.arange(4, dtype=F32)
+    x = torch.arange(4, dtype=F32, device=device)
     for frac, scale in ((0.2, 2.0), (0.6, 8.0), (0.9, 8.0), (0.2, 3.0)):
         monkeypatch.setattr(f"{__name__}.SCALE", scale)
         rows, fused = scaled_rows(x, frac)
@@ -381,8 +389,10 @@ def attribute_tail(x: torch.Tensor) -> torch.Tensor:
     return torch.sum(rows) * Config.SCALE + 1
 
 
-def test_a_run_reading_an_objects_attribute_stays_eager(monkeypatch: pytest.MonkeyPatch) -> None:
-    x = torch.arange(4, dtype=F32)
+def test_a_run_reading_an_objects_attribute_stays_eager(
+    monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
+    x = torch.arange(4, dtype=F32, device=device)
     for scale in (2.0, 5.0):
         monkeypatch.setattr(Config, "SCALE", scale)
         torch.testing.assert_close(attribute_tail(x), x.sum() * scale + 1)
@@ -390,9 +400,9 @@ def test_a_run_reading_an_objects_attribute_stays_eager(monkeypatch: pytest.Monk
     assert why is not None and "reads an attribute of 'Config'" in why
 
 
-def test_glue_off_runs_every_run_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_glue_off_runs_every_run_as_written(monkeypatch: pytest.MonkeyPatch, device: str) -> None:
     """``TILECRAFT_GLUE=0`` (to compare, or to rule glue out): a run that fuses stays eager."""
-    x = torch.rand(20, 3, generator=torch.Generator().manual_seed(3)) + 0.5
+    x = torch.rand(20, 3, generator=torch.Generator().manual_seed(3)).to(device) + 0.5
     fused = tc.kernel(static_shapes=True)(big_mean.fn)
     torch.testing.assert_close(fused(x), torch.sqrt(x.sum(1).mean()) * 2)
     assert _bound(fused, x).traced.glue

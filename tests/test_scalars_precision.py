@@ -61,10 +61,10 @@ def test_double_arguments_cross_compile_for_nvidia_and_amd() -> None:
     assert_defaults_cross_compile(both_widths, (x, y, 0.1))
 
 
-def test_fp64_inputs_with_fp32_math_are_accepted() -> None:
+def test_fp64_inputs_with_fp32_math_are_accepted(device: str) -> None:
     g = torch.Generator().manual_seed(1)
-    x = torch.randn(37, 100, generator=g, dtype=torch.float64)
-    w = torch.randn(100, generator=g, dtype=torch.float64)
+    x = torch.randn(37, 100, generator=g, dtype=torch.float64).to(device)
+    w = torch.randn(100, generator=g, dtype=torch.float64).to(device)
     bound = rms_norm.bind((x, w))
     tolerances = kernel_tolerances(bound, (x, w))
     assert tolerances is not None and tolerances[torch.float64] == tolerance_for(torch.float32)

@@ -94,7 +94,7 @@ class OpInfo:
     def slots(self) -> tuple[Slot, ...]:
         if not self.multi:
             return (self.layout,)  # type: ignore[return-value]
-        return tuple(s for s in self.layout if s != LIST)  # type: ignore[misc]
+        return tuple(s for s in self.layout if s[0] != "list")  # type: ignore[index]
 
     def rebuild(self, outs: Any, args: tuple[Any, ...]) -> Any:
         return rebuild(self.layout, outs, args)
@@ -105,8 +105,9 @@ def rebuild(layout: Any, outs: Any, args: tuple[Any, ...]) -> Any:
     flat = outs if isinstance(outs, (tuple, list)) else (outs,)
     if not _is_multi(layout):
         return _slot_value(layout, flat, args)
-    values = tuple(_slot_value(s, flat, args) for s in layout if s != LIST)
-    return list(values) if layout[-1] == LIST else values
+    # (string compares: Dynamo 2.11 raised NotImplementedError comparing the slot tuples)
+    values = tuple(_slot_value(s, flat, args) for s in layout if s[0] != "list")
+    return list(values) if layout[-1][0] == "list" else values
 
 
 def _is_multi(layout: Any) -> bool:
