@@ -705,3 +705,18 @@ def test_a_scan_along_the_grid_block_is_refused_and_an_inner_loops_is_not() -> N
         cumsum_down_the_grid(_rand(37, 10))
     x = _rand(5, 100)
     torch.testing.assert_close(chunked_cumsum(x), x.cumsum(1), rtol=1e-5, atol=1e-4)
+
+
+@tc.kernel
+def every_other_row(x: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    for i in tc.grid(0, x.size(0), step=2):
+        out[i, :] = x[i, :]
+    return out
+
+
+def test_an_error_of_a_tc_call_in_host_code_names_the_users_line(device: str) -> None:
+    """tc.grid(step=2) was refused with no file:line (the only refusal without one)."""
+    with pytest.raises(DeviceCodeError, match="only step 1") as info:
+        every_other_row(torch.randn(8, 4, device=device))
+    assert f"test_errors.py:{every_other_row.def_loc.lineno + 2}" in str(info.value)

@@ -12,6 +12,7 @@ import importlib
 import inspect
 import os
 import pickle
+import traceback
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +24,13 @@ from tilecraft.config.compat_names import check_kernel_options
 from tilecraft.config.config import Config
 from tilecraft.config.fp32_dots import DOT_PRECISIONS
 from tilecraft.config.kernel_options import check_budget, check_option_kinds, check_option_values
-from tilecraft.errors import ArgumentError, ConfigError, TilecraftError, user_stacklevel
+from tilecraft.errors import (
+    ArgumentError,
+    ConfigError,
+    SourceLoc,
+    TilecraftError,
+    user_stacklevel,
+)
 from tilecraft.frontend.source import (
     KernelSource,
     parse_kernel,
@@ -54,6 +61,12 @@ def _user_facing(err: TilecraftError) -> TilecraftError:
     if settings.full_tracebacks():
         return err
     return err.with_traceback(None)
+
+
+def _innermost_user_line(err: Exception, filename: str) -> SourceLoc | None:
+    """The last line of the kernel's file that ``err``'s traceback passes (None: none)."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == filename]
+    return SourceLoc(filename, frames[-1].lineno or 1) if frames else None
 
 
 class Kernel:
@@ -271,6 +284,8 @@ class Kernel:
         try:
             return self._dispatch(args, kwargs)
         except TilecraftError as err:
+            if err.loc is None:  # raised by a tc.* call of the host code (tc.grid(step=2))
+                err.with_loc(_innermost_user_line(err, self.source.filename))
             raise _user_facing(err) from err.__cause__
 
     def _dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
