@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, whole_length
+from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, tile_block, whole_length
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -83,6 +83,9 @@ def conform(tr: Tracer, node: Node, shape: Shape) -> Node:
     for i, d in enumerate(dims):
         want = shape[offset + i]
         if isinstance(d, Sym) and isinstance(want, Sym) and d is not want:
+            if block_lanes(d, want):
+                dims[i] = want  # a tile's lanes as a registered block size's dim
+                continue
             if _pinnable(want, d):
                 # a run-time dim where a static one of its traced extent is wanted (`v[tk, :]`
                 # beside `tc.zeros([tq, d])` with d specialized): the launch checks d's extent
@@ -155,7 +158,19 @@ def _fits_place(d: Dim, names: list[Sym], used: set[int]) -> bool:
     return (
         isinstance(d, Sym)
         and id(d) not in used
-        and all(o is d or interchangeable(o, d) for o in names)
+        and all(o is d or interchangeable(o, d) or block_lanes(o, d) for o in names)
+    )
+
+
+def block_lanes(tile: Dim, lanes: Dim) -> bool:
+    """Whether ``tile`` is a tile loop's block whose lanes a registered block size's dim
+    ``lanes`` holds (both sized by ``Config.block_sizes[slot]``): masked lanes of the last tile
+    are loaded as 0, as Helion's accumulators of that shape take them."""
+    return (
+        tile_block(tile)
+        and isinstance(lanes, Sym)
+        and lanes.block_slot is not None
+        and tile.config_slot == lanes.block_slot
     )
 
 

@@ -32,7 +32,7 @@ from tilecraft.ir.nodes import (
     sized_shape_str,
     tile_block,
 )
-from tilecraft.language.tunables import DynamicFlag, DynamicInt
+from tilecraft.language.tunables import BlockSize, DynamicFlag, DynamicInt
 
 
 class Tracer:
@@ -45,6 +45,7 @@ class Tracer:
         # the top-level loop's dims whose block the config alone sets (one program a tile)
         self.grid_syms: list[Sym] = []
         self.rdims: dict[tuple[int, int, bool], Sym] = {}
+        self.block_rdims: dict[tuple[str, int, int], Sym] = {}
         self.loc: SourceLoc | None = None
         self.next_block_slot = next_block_slot
         self.block_slot_syms: dict[int, Sym] = {}
@@ -186,9 +187,25 @@ class Tracer:
         n = int(d)
         if n == 1:
             return 1
+        if isinstance(d, BlockSize):
+            return self._block_lanes(d, used)
         occurrence = sum(1 for s in used if s.kind is SymKind.RDIM and s.extent == n)
         source = self.value_node(d) if isinstance(d, DynamicInt) else None
         return self.rdim_for(n, occurrence, source)
+
+    def _block_lanes(self, block: BlockSize, used: list[Sym]) -> Sym:
+        """The whole dim of a registered block size's lanes: a tile of a loop with that block
+        fits it (``acc += x[tm, tn]`` into ``hl.zeros([tm, block_n])``; ``rdims.conform``)."""
+        occurrence = sum(1 for s in used if s.block_slot == block.slot)
+        key = ("block", block.slot, occurrence)
+        sym = self.block_rdims.get(key)
+        if sym is None:
+            sym = Sym(SymKind.RDIM, len(self.syms), int(block), 0, config_slot=self.n_rdims)
+            sym.block_slot = block.slot
+            self.n_rdims += 1
+            self.block_rdims[key] = sym
+            self.syms.append(sym)
+        return sym
 
     def tile_leaf(self, sym: Sym, op: Op) -> TileValue:
         key = (id(sym), op)

@@ -39,6 +39,9 @@ class Sym:
     # a run-time whole dim that a static one of its extent stands for (``out[t, :] = x[t, 2:10]``
     # with dynamic shapes): the launch checks it still has that extent
     pinned: bool = False
+    # an RDIM sized by a registered block size (Helion's ``hl.zeros([tm, block_n])``): the lanes
+    # of every tile of a loop with that block (``Config.block_sizes[block_slot]``)
+    block_slot: int | None = None
 
     @property
     def name(self) -> str:

@@ -1,0 +1,43 @@
+"""Kernels written as Helion's own examples write them, run through tilecraft's names
+(``import tilecraft as helion; import tilecraft.language as hl``), found by porting Helion-style
+kernels (session 50): accumulators shaped by a registered block size. End to end in the
+interpreter (on the GPU where there is one) against eager PyTorch, over several configs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import tilecraft as helion
+import tilecraft.language as hl
+
+
+@helion.kernel()
+def long_sum_manual(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=x.dtype, device=x.device)
+    block_size_n = hl.register_block_size(n)
+    for tile_m in hl.tile(m):
+        acc = hl.zeros([tile_m, block_size_n], dtype=torch.float32)
+        for tile_n in hl.tile(n, block_size=block_size_n):
+            acc += x[tile_m, tile_n].to(torch.float32)
+        out[tile_m] = acc.sum(-1).to(x.dtype)
+    return out
+
+
+@pytest.mark.parametrize("blocks", [[4, 16], [8, 32], [2, 64]])
+def test_an_accumulator_of_a_registered_block_sizes_lanes(blocks: list[int], device: str) -> None:
+    """``hl.zeros([tile_m, block_size_n])`` then ``acc += x[tile_m, tile_n]`` over a loop of
+    that block (Helion's long_sum / kl_div): refused with '[BLOCK_0, RDIM_1] and [BLOCK_0,
+    BLOCK_2] do not broadcast'. The accumulator's dim holds each tile's lanes; a partial last
+    tile's lanes add 0."""
+    x = torch.randn(9, 100, generator=torch.Generator().manual_seed(0)).to(device)
+    bound = long_sum_manual.bind((x,))
+    config = helion.Config(block_sizes=blocks)
+    got = bound.run(bound.compile_config(config), x)
+    torch.testing.assert_close(got, x.sum(-1), rtol=1e-5, atol=1e-5)
+    code = bound.to_triton_code(config)  # the lanes' dim is as wide as the tiles' block
+    (lanes,) = re.findall(r"_RDIM_\d+=(\d+)", code)
+    assert int(lanes) == blocks[0] and f"_BLOCK_2={blocks[0]}" in code
