@@ -41,3 +41,34 @@ def test_an_accumulator_of_a_registered_block_sizes_lanes(blocks: list[int], dev
     code = bound.to_triton_code(config)  # the lanes' dim is as wide as the tiles' block
     (lanes,) = re.findall(r"_RDIM_\d+=(\d+)", code)
     assert int(lanes) == blocks[0] and f"_BLOCK_2={blocks[0]}" in code
+
+
+@helion.kernel()
+def concatenate(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), x.size(1) + y.size(1)], dtype=x.dtype, device=x.device)
+    for tile0, tile1 in hl.tile([out.size(0), out.size(1)]):
+        in_x = (tile1.index < x.size(1))[None, :]
+        x_part = hl.load(x, [tile0, tile1], extra_mask=in_x)
+        y_part = hl.load(y, [tile0, tile1.index - x.size(1)], extra_mask=~in_x)
+        out[tile0, tile1] = torch.where(in_x, x_part, y_part)
+    return out
+
+
+def test_a_masked_load_over_a_loop_wider_than_the_tensor(device: str) -> None:
+    """Helion's concatenate loops over the output's columns and masks each input's in with
+    hl.load(extra_mask=): refused ('tensor x has size 17 ... the loop covers [0, 26)'), and in
+    ref mode a shape error. The wider tile is read at its positions, bounds-checked."""
+    x, y = torch.randn(5, 17, device=device), torch.randn(5, 9, device=device)
+    want = torch.cat([x, y], 1)
+    for config in (helion.Config(block_sizes=[4, 8]), helion.Config(block_sizes=[8, 32])):
+        bound = concatenate.bind((x, y))
+        torch.testing.assert_close(bound.run(bound.compile_config(config), x, y), want)
+    torch.testing.assert_close(concatenate.run_ref(x, y), want)
+
+
+@pytest.mark.crosscompile
+def test_helion_patterns_cross_compile_for_nvidia_and_amd() -> None:
+    from tests.cross_targets import assert_defaults_cross_compile
+
+    assert_defaults_cross_compile(concatenate, (torch.empty(512, 300), torch.empty(512, 200)))
+    assert_defaults_cross_compile(long_sum_manual, (torch.empty(512, 3000),))

@@ -137,6 +137,7 @@ def access(
     for k, item, pos, width, vnode in places:
         kind = item[0]
         stride = ctx.stride_expr(tensor, item[2])
+        widened = False
         if kind == "int":
             if element and span is not None and span.item == k:
                 idx = _expand(span.text, rank - 1, 1, rank)
@@ -167,7 +168,8 @@ def access(
             if inside and inside not in masks:
                 masks.append(inside)
         else:
-            text = _offset_index(ctx, vnode)
+            text = _offset_index(ctx, vnode)  # (int64 already in int64 offsets)
+            widened = ctx.int64
             size = ctx.size_expr(tensor, item[2])
             if vnode.ndim == 0 and not nonnegative(vnode):  # x[r - 1, :]: Python's wrap
                 text = f"tl.where({text} < 0, {text} + {size}, {text})"
@@ -182,7 +184,7 @@ def access(
                 inside = _expand(f"({inside})", pos, width, rank)
             if inside and inside not in masks:  # apart from the dims' masks, which dedupe
                 masks.append(inside)
-        terms.append(_term(ctx, idx, stride))
+        terms.append(_term(ctx, idx, stride, widened))
         if mask and mask not in masks:
             masks.append(mask)
     if (extra := node.attrs.get("extra_mask")) is not None:  # hl.load/store(extra_mask=...)
@@ -194,7 +196,7 @@ def access(
     return f"{param} + ({offset})", " & ".join(masks) if masks else None
 
 
-def _term(ctx: EmitContext, index: Any, stride: str) -> str:
+def _term(ctx: EmitContext, index: Any, stride: str, widened: bool = False) -> str:
     """``index * stride``; in int64 offsets the product is int64: a whole dim's ``tl.arange``
     and a constant index are int32 (``x[:, t]`` of a view with a row stride of 2**29 wrapped at
     row 4 and read 2 GB before the tensor: a segfault on CPU, an illegal address on a GPU)."""
@@ -202,7 +204,7 @@ def _term(ctx: EmitContext, index: Any, stride: str) -> str:
         return str(index)
     if ctx.int64 and isinstance(index, int):  # (a Python int has no .to(); the stride has)
         return f"{index} * {ctx.index_cast(stride)}"
-    if ctx.int64:
+    if ctx.int64 and not widened:
         return f"{ctx.index_cast(str(index))} * {stride}"
     return f"{index} * {stride}"
 

@@ -52,6 +52,16 @@ def check_tile_covers(
     )
 
 
+def tile_covers(shape: tuple[int, ...], dim: int, sym: Sym) -> bool:
+    """Whether a tensor of ``shape`` holds every position tile ``sym`` reaches along ``dim``
+    (as far as the trace knows: an unknown end counts as covered)."""
+    begin = known_int(sym.begin)
+    end = known_int(sym.extent)
+    if end is None:
+        end = largest_end(sym.extent)
+    return (begin is None or begin >= 0) and (end is None or shape[dim] >= end)
+
+
 def largest_end(bound: Any) -> int | None:
     """A value a loop bound computed from an enclosing tile takes at that loop's last tile,
     whose end is the loop's extent (``tm.end``; ``min(tm.end + w, n)``): some program reaches

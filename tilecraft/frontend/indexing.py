@@ -17,7 +17,7 @@ import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 from tilecraft.frontend import advanced_index, rdims, strided_tiles, views
-from tilecraft.frontend.coverage import check_tile_covers, known_int
+from tilecraft.frontend.coverage import check_tile_covers, known_int, tile_covers
 from tilecraft.frontend.slices import slice_item
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str, sized_shape_str
@@ -35,6 +35,10 @@ class _Items:
     inputs: list[Node] = dataclasses.field(default_factory=list)
     shape: list[Dim] = dataclasses.field(default_factory=list)
     used: list[Sym] = dataclasses.field(default_factory=list)  # reduction dims taken so far
+    # an access with an extra_mask (tc.load / tc.store): a tile past the tensor's end is read
+    # at its positions, bounds-checked as computed indices are (Helion's concatenate masks
+    # each input's columns out of a loop over the output's)
+    bounded: bool = False
 
 
 def _whole_dim(tr: Tracer, t: HostTensor, dim: int, out: _Items) -> None:
@@ -57,6 +61,8 @@ def _whole_dim(tr: Tracer, t: HostTensor, dim: int, out: _Items) -> None:
 
 def _item(tr: Tracer, t: HostTensor, dim: int, item: Any, out: _Items) -> None:
     """Resolve the index ``item`` at tensor dim ``dim`` (``None`` is handled by the caller)."""
+    if isinstance(item, TileProxy) and out.bounded and not tile_covers(t.shape, dim, item.sym):
+        item = tr.tile_leaf(item.sym, Op.TILE_INDEX)
     if isinstance(item, TileProxy):
         check_tile_covers(t.name, t.shape, dim, item.sym, tr.loc)
         out.resolved.append(("tile", item.sym, dim))
@@ -128,10 +134,11 @@ def _scalar_tile_begin(node: Node, size: int) -> Sym | None:
 
 
 def resolve_index(
-    tr: Tracer, t: HostTensor, index: Any
+    tr: Tracer, t: HostTensor, index: Any, bounded: bool = False
 ) -> tuple[tuple[Any, ...], list[Node], Shape, dict[str, Any]]:
     """Index items of a host tensor access -> (items, value inputs, result shape, extra node
-    attrs: where advanced indices land, see :mod:`tilecraft.frontend.advanced_index`)."""
+    attrs: where advanced indices land, see :mod:`tilecraft.frontend.advanced_index`);
+    ``bounded``: an access with an extra mask (:class:`_Items`)."""
     items = index if isinstance(index, tuple) else (index,)
     items = without_ellipsis(items, t.ndim, f"'{t.name}'", tr.loc)
     n_real = sum(1 for i in items if i is not None)
@@ -141,7 +148,7 @@ def resolve_index(
             tr.loc,
         )
     items = items + (slice(None),) * (t.ndim - n_real)
-    out = _Items()
+    out = _Items(bounded=bounded)
     dim = 0
     for item in items:
         if item is None:
@@ -172,11 +179,11 @@ def without_ellipsis(items: tuple[Any, ...], ndim: int, name: str, loc: Any) -> 
 
 
 def _resolve_strided(
-    tr: Tracer, t: HostTensor, index: Any
+    tr: Tracer, t: HostTensor, index: Any, bounded: bool = False
 ) -> tuple[tuple[Any, ...], list[Node], Shape, dict[str, Any]]:
     """:func:`resolve_index`, with computed indices that are a tile's scaled positions as slice
     items (``strided_tiles.py``; loads and stores, not atomics)."""
-    items, inputs, shape, placed = resolve_index(tr, t, index)
+    items, inputs, shape, placed = resolve_index(tr, t, index, bounded)
     if (sliced := strided_tiles.as_tile_slices(t, items, inputs, shape)) is not None:
         return *sliced, shape, {}
     return items, inputs, shape, placed
@@ -185,7 +192,7 @@ def _resolve_strided(
 def load(
     tr: Tracer, t: HostTensor, index: Any, extra_mask: Any = None, eviction_policy: str = ""
 ) -> TileValue:
-    items, inputs, shape, placed = _resolve_strided(tr, t, index)
+    items, inputs, shape, placed = _resolve_strided(tr, t, index, extra_mask is not None)
     if extra_mask is not None:
         placed["extra_mask"] = len(inputs)
         inputs = [*inputs, advanced_index.extra_mask(tr, t.name, extra_mask, shape)]
@@ -197,7 +204,7 @@ def load(
 
 
 def store(tr: Tracer, t: HostTensor, index: Any, value: Any, extra_mask: Any = None) -> None:
-    items, inputs, shape, placed = _resolve_strided(tr, t, index)
+    items, inputs, shape, placed = _resolve_strided(tr, t, index, extra_mask is not None)
     if extra_mask is not None:
         placed["extra_mask"] = len(inputs) + 1  # after the stored value
         inputs = [*inputs, advanced_index.extra_mask(tr, t.name, extra_mask, shape)]

@@ -221,6 +221,28 @@ def _raise_unmasked(op: str, tensor: torch.Tensor, which: _OutOfRange, masked: b
     )
 
 
+def _masked_past_end(op: str, tensor: torch.Tensor, checked: _Checked, mask: Any) -> Any:
+    """A masked load whose tiles run past the tensor's end (a loop over a wider output, each
+    input's lanes masked in, as Helion's concatenate reads): read from a copy padded with 0 to
+    the tiles' ends, as compiled code reads 0 there; an unmasked lane past the end raises."""
+    grown = list(tensor.shape)
+    for which in checked.ends:
+        grown[which.dim] = max(grown[which.dim], int(checked.items[which.position].stop))
+    padded = tensor.new_zeros(grown)
+    inside = torch.zeros(grown, dtype=torch.bool, device=tensor.device)
+    region = tuple(slice(0, n) for n in tensor.shape)
+    padded[region], inside[region] = tensor, True
+    view = padded[checked.items]
+    fitted = _fit_mask(op, tensor, mask, view.shape)
+    if bool((fitted & ~inside[checked.items]).any()):
+        which = checked.ends[0]
+        _raise_past_end(op, tensor, which, checked.items[which.position])
+    for which in checked.bad:  # (an index tensor's lanes outside the tensor, as in _access)
+        if bool((fitted & _lanes_in_result(padded, checked, which)).any()):
+            _raise_unmasked(op, tensor, which, True)
+    return torch.where(fitted, view, torch.zeros((), dtype=view.dtype, device=view.device))
+
+
 def _raise_past_end(op: str, tensor: torch.Tensor, which: _OutOfRange, tile: slice) -> None:
     what, loc = _describe(op, tensor)
     raise IndexOutOfBoundsError(
@@ -258,6 +280,8 @@ def load(op: str, tensor: torch.Tensor, items: tuple[Any, ...], mask: Any = None
     """``tensor[items]``; lanes where ``mask`` is False read 0 and reach no memory."""
     if not isinstance(tensor, torch.Tensor):
         return tensor[items]
+    if mask is not None and (checked := _check_items(tensor, items)).ends:
+        return _masked_past_end(op, tensor, checked, mask)
     safe, view, fitted = _access(op, tensor, items, mask)
     if view is None:
         return ref_views.remember(tensor, tensor[safe])
