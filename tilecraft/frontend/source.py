@@ -300,6 +300,10 @@ def build_function(
     freevars = fn.__code__.co_freevars
     closure = fn.__closure__ or ()
     hooks = [name for name in extra if name not in freevars]
+    # named apart from the kernel: inside the factory the user's name would be this function,
+    # and host code calling its own kernel (a recursive tree sum) ran as the caller's launches
+    tree = _copy(tree)
+    tree.name = f"__tc_{tree.name}__"
     factory = ast.FunctionDef(
         name="__tc_factory__",
         args=ast.arguments(
