@@ -72,3 +72,28 @@ def test_helion_patterns_cross_compile_for_nvidia_and_amd() -> None:
 
     assert_defaults_cross_compile(concatenate, (torch.empty(512, 300), torch.empty(512, 200)))
     assert_defaults_cross_compile(long_sum_manual, (torch.empty(512, 3000),))
+
+
+@helion.kernel(static_shapes=True)
+def matmul_with(x: torch.Tensor, y: torch.Tensor, epilogue: object) -> torch.Tensor:
+    m, k = x.size()
+    _, n = y.size()
+    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
+    for tile_m, tile_n in hl.tile([m, n]):
+        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+        for tile_k in hl.tile(k):
+            acc = torch.addmm(acc, x[tile_m, tile_k], y[tile_k, tile_n])
+        out[tile_m, tile_n] = epilogue(acc, (tile_m, tile_n))  # type: ignore[operator]
+    return out
+
+
+def test_an_epilogue_closing_over_a_tensor_is_refused_with_the_fix(device: str) -> None:
+    """Helion's matmul(x, y, lambda acc, tile: acc + bias[tile[1]]): the closed-over tensor is
+    not one the kernel holds; the error said 'made in device code or a global, on cpu'."""
+    x, y = torch.randn(16, 32, device=device), torch.randn(32, 24, device=device)
+    bias = torch.randn(24, device=device)
+    with pytest.raises(helion.TilecraftError, match="closes over") as info:
+        matmul_with(x, y, lambda acc, tile: torch.relu(acc + bias[tile[1]]))
+    assert "pass it to the kernel as an argument" in str(info.value)
+    got = matmul_with(x, y, lambda acc, tile: torch.relu(acc))
+    torch.testing.assert_close(got, torch.relu(x @ y), rtol=1e-4, atol=1e-4)
