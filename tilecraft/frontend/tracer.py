@@ -19,6 +19,7 @@ import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, UnsupportedOpError
 from tilecraft.frontend import dispatch, indexing, rdims, tile_gather, tile_shifts
+from tilecraft.frontend.positions import positions_widened
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import (
@@ -119,16 +120,6 @@ class Tracer:
         if isinstance(x, HostTensor) and x.ndim == 0:
             return dtypes.ZeroDim(x.dtype)
         return self.dtype_of(x)
-
-    def _positions_widened(self, operands: tuple[Any, ...]) -> tuple[Any, ...]:
-        """Tile positions (int32 here, int64 in torch and ref mode) as int64 where an int
-        operand does not fit int32: ``t.index - a`` of a window past 2**31 wrapped ``a`` and
-        masked off every store."""
-        if not any(_past_int32(self, o) for o in operands):
-            return operands
-        return tuple(
-            self.to_dtype(o, torch.int64) if _position_valued(self, o) else o for o in operands
-        )
 
     def dtype_of(self, x: Any) -> Any:
         """A dtype for promotion: tensors give their dtype, Python scalars stay weak (also when
@@ -269,7 +260,7 @@ class Tracer:
         op = POINTWISE[name]
         if op.int_identity and not self.value_node(operands[0]).dtype.is_floating_point:
             return self.wrap(self.value_node(operands[0]))
-        operands = self._positions_widened(operands)
+        operands = positions_widened(self, operands)
         result = dtypes.promote(*[self.promotion_of(o) for o in operands])
         if op.float_only and not result.is_floating_point:
             result = torch.float32
@@ -627,37 +618,6 @@ def _int_slice(item: slice, loc: Any) -> slice:
 
 def _bound(p: Any) -> str:
     return "" if p is None else repr(p)
-
-
-_POSITION_LEAVES = (Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END)
-
-
-def _past_int32(t: Tracer, x: Any) -> bool:
-    """A Python int, or an int argument (typed by its value), outside int32."""
-    if isinstance(x, int) and not isinstance(x, (bool, DynamicInt)):
-        return not -(2**31) <= x < 2**31
-    if isinstance(x, (DynamicInt, TileValue)):  # (a DynamicInt's compare traces an op)
-        node = t.value_node(x)
-        return node.op is Op.ARG and node.dtype == torch.int64
-    return False
-
-
-def _position_valued(t: Tracer, x: Any) -> bool:
-    """An int32 tile or scalar computed from a tile's positions (``t.index``, ``t.begin``)."""
-    if isinstance(x, TileProxy):
-        return True
-    if not isinstance(x, TileValue) or x.node.dtype != torch.int32:
-        return False
-    stack, seen = [x.node], set()
-    while stack:
-        node = stack.pop()
-        if node.op in _POSITION_LEAVES:
-            return True
-        if id(node) in seen or node.op not in (Op.BINARY, Op.UNARY, Op.CAST, Op.VIEW):
-            continue
-        seen.add(id(node))
-        stack.extend(n for n in node.inputs if not n.dtype.is_floating_point)
-    return False
 
 
 def _weak_scalar(node: Node, result: torch.dtype) -> bool:
