@@ -11,7 +11,7 @@ import torch
 
 import tilecraft as tc
 from tests.cross_targets import assert_defaults_cross_compile
-from tilecraft.errors import ArgumentError, ShapeError, UnsupportedOpError
+from tilecraft.errors import ArgumentError, DeviceCodeError, ShapeError, UnsupportedOpError
 
 
 @tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[1], reduction_loops=[None]))
@@ -268,3 +268,24 @@ def test_dtypes_device_code_has_not_are_refused_with_a_fitting_hint(device: str)
     with pytest.raises(ArgumentError, match="uint16") as info:
         count_into(torch.zeros(3, dtype=torch.uint16, device=device), torch.zeros(3))
     assert ".to(torch.int32)" in str(info.value) and ".real" not in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def fill_where(x: torch.Tensor, m: torch.Tensor, value: int) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t].masked_fill(m[t], value)
+    return out
+
+
+def test_masked_fill_with_a_value_the_dtype_cannot_hold_is_refused(device: str) -> None:
+    """int8's masked_fill(m, 300) wrapped to 44 and fp16's 1e6 became inf, where torch raises
+    'cannot be converted to type int8_t without overflow'."""
+    m = torch.tensor([True, False, True], device=device)
+    small = torch.zeros(3, dtype=torch.int8, device=device)
+    with pytest.raises(DeviceCodeError, match=r"value 300 cannot be converted to torch\.int8"):
+        fill_where(small, m, 300)
+    assert fill_where(small, m, 127).tolist() == [127, 0, 127]
+    half = torch.zeros(3, dtype=torch.float16, device=device)
+    with pytest.raises(DeviceCodeError, match="without overflow"):
+        fill_where(half, m, 100000)

@@ -14,9 +14,10 @@ from typing import Any
 
 import torch
 
-from tilecraft.errors import UnsupportedOpError
+from tilecraft.errors import DeviceCodeError, UnsupportedOpError
 from tilecraft.frontend.views import unsqueeze
 from tilecraft.ir import dtypes
+from tilecraft.language.tunables import DynamicInt
 
 
 def lerp(t: Any, start: Any, end: Any, weight: Any) -> Any:
@@ -138,7 +139,25 @@ def masked_fill(t: Any, x: Any, mask: Any, value: Any) -> Any:
     """``value`` where ``mask``, else ``x``, in ``x``'s dtype: the value is cast to it, ``x``
     never leaves it (an int32 x kept through fp32 lost its low bits)."""
     dtype = t.value_node(x).dtype
+    if _overflows(value, dtype):  # torch refuses too (int8's 300 wrapped to 44, fp16's 1e6: inf)
+        raise DeviceCodeError(
+            f"masked_fill: value {value!r} cannot be converted to {dtype} without overflow",
+            t.loc,
+            hint=f"fill with a value {dtype} holds, or cast the tile first (x.to(...))",
+        )
     return t.where(mask, t.to_dtype(value, dtype), x)
+
+
+def _overflows(value: Any, dtype: torch.dtype) -> bool:
+    """Whether a Python number lies outside ``dtype``'s range (infinities and NaN fit floats)."""
+    if isinstance(value, (bool, DynamicInt)) or not isinstance(value, (int, float)):
+        return False  # (a run-time int's compare would trace an op)
+    if dtype == torch.bool:
+        return False
+    if dtype.is_floating_point:
+        return math.isfinite(value) and abs(value) > torch.finfo(dtype).max
+    info = torch.iinfo(dtype)
+    return not math.isfinite(value) or not info.min <= value <= info.max
 
 
 def any_true(t: Any, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
