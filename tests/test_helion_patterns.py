@@ -97,3 +97,24 @@ def test_an_epilogue_closing_over_a_tensor_is_refused_with_the_fix(device: str) 
     assert "pass it to the kernel as an argument" in str(info.value)
     got = matmul_with(x, y, lambda acc, tile: torch.relu(acc))
     torch.testing.assert_close(got, torch.relu(x @ y), rtol=1e-4, atol=1e-4)
+
+
+def test_helion_exc_names_resolve() -> None:
+    """Helion's cross_entropy example is decorated with
+    ``ignore_warnings=[helion.exc.TensorOperationInWrapper]``: 'module tilecraft has no
+    attribute exc' at import. Its errors are tilecraft's; its warning names are categories."""
+    assert helion.exc.TilecraftError is helion.TilecraftError
+    category = helion.exc.TensorOperationInWrapper
+    assert issubclass(category, Warning) and category is helion.exc.TensorOperationInWrapper
+    with pytest.raises(AttributeError):
+        helion.exc.not_a_name  # noqa: B018
+
+    @helion.kernel(ignore_warnings=[helion.exc.TensorOperationInWrapper])
+    def doubled(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for t in hl.tile(x.size(0)):
+            out[t] = x[t] * 2
+        return out
+
+    x = torch.arange(5.0)
+    torch.testing.assert_close(doubled.run_ref(x), x * 2)

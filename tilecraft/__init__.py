@@ -4,7 +4,7 @@
 here from :mod:`tilecraft.language`.
 """
 
-from tilecraft import language
+from tilecraft import exc, language
 from tilecraft.autotune import select_config, tune_for_kernel
 from tilecraft.config import Config, ConfigSpec
 from tilecraft.config.dims import cdiv
@@ -29,6 +29,7 @@ __all__ = [
     "Kernel",
     "TilecraftError",
     "cdiv",
+    "exc",
     "jit",
     "kernel",
     "language",

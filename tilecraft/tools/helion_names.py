@@ -307,7 +307,9 @@ TOP_LEVEL: tuple[HelionName, ...] = (
         "exc",
         "",
         "differs",
-        "errors are tilecraft.errors (TilecraftError and its subclasses), with file:line",
+        "errors are tilecraft.errors (TilecraftError and its subclasses), with file:line, also "
+        "under tilecraft.exc; its other names there are warning categories tilecraft never "
+        "issues (for ignore_warnings=)",
     ),
     _top(
         "from_cache",
