@@ -164,6 +164,7 @@ def access(
                     stride = ctx.stride_expr(tensor, node.attrs["index"][span.absorbed][2])
         elif uniform and k in uniform:  # one scalar for all lanes: the dim stays size 1
             idx, mask = uniform[k], None
+            widened = ctx.int64  # (uniform_quotient widens it)
             inside = _inside(idx, ctx.size_expr(tensor, item[2]))
             if inside and inside not in masks:
                 masks.append(inside)
