@@ -470,8 +470,8 @@ def emit_atomic(ctx: EmitContext, node: Node) -> None:
     fn = f"tl.atomic_{node.attrs['kind']}"  # add, max, min, xchg, and, or, xor
     sem = node.attrs.get("sem", "relaxed")
     text = ctx.expr(value)
-    if node.attrs["kind"] in _NAN_BITS and node.dtype in _NAN_BITS["max"]:
-        text = _nan_that_wins(ctx, node.attrs["kind"], node.dtype, text)
+    if (nan := _NAN_BITS.get(node.attrs["kind"], {}).get(node.dtype)) is not None:
+        text = _nan_that_wins(ctx, nan, node.dtype, text)
     if ctx.interpret and node.attrs["kind"] == "xchg" and node.dtype.is_floating_point:
         # the interpreter's xchg takes integers alone ('Unsupported data type' for fp32):
         # the same bits through an int view of the tensor, the old value read back as floats
@@ -496,10 +496,11 @@ _NAN_BITS = {
 }
 
 
-def _nan_that_wins(ctx: EmitContext, kind: str, dtype: torch.dtype, text: str) -> str:
-    """``text`` with its NaNs replaced by the NaN an atomic ``kind`` keeps."""
-    bits, value = _NAN_BITS[kind][dtype]
+def _nan_that_wins(ctx: EmitContext, nan: tuple[str, int], dtype: torch.dtype, text: str) -> str:
+    """``text`` with its NaNs replaced by ``nan`` (an int type and the bits, :data:`_NAN_BITS`),
+    the NaN the atomic keeps."""
+    bits, value = nan
     v = ctx.w.fresh("nan_atomic")
     ctx.w.line(f"{v} = {text}")
-    nan = f"tl.full([], {value}, {bits}).to({dtypes.triton_dtype(dtype)}, bitcast=True)"
-    return f"tl.where({v} != {v}, {nan}, {v})"
+    bitcast = f"tl.full([], {value}, {bits}).to({dtypes.triton_dtype(dtype)}, bitcast=True)"
+    return f"tl.where({v} != {v}, {bitcast}, {v})"

@@ -29,7 +29,7 @@ def check_tile_covers(
 ) -> None:
     """``name`` indexed with tile ``sym`` along ``dim``: its extent must reach the loop's end,
     and the loop must not begin before the tensor (``tc.tile(-3, n)`` read before it)."""
-    begin = known_int(sym.begin)
+    begin, end = _span(sym)
     if begin is not None and begin < 0:
         raise ShapeError(
             f"the tile loop indexing dim {dim} of tensor '{name}' begins at {begin}, before the "
@@ -38,9 +38,6 @@ def check_tile_covers(
             hint="begin the loop at 0 or later (a negative index counts from the end only in "
             "Python's own indexing)",
         )
-    end = known_int(sym.extent)
-    if end is None:
-        end = largest_end(sym.extent)
     if end is None or shape[dim] >= end:
         return
     span = f"[{begin}, {end})" if begin is not None else f"up to {end}"
@@ -55,11 +52,15 @@ def check_tile_covers(
 def tile_covers(shape: tuple[int, ...], dim: int, sym: Sym) -> bool:
     """Whether a tensor of ``shape`` holds every position tile ``sym`` reaches along ``dim``
     (as far as the trace knows: an unknown end counts as covered)."""
-    begin = known_int(sym.begin)
-    end = known_int(sym.extent)
-    if end is None:
-        end = largest_end(sym.extent)
+    begin, end = _span(sym)
     return (begin is None or begin >= 0) and (end is None or shape[dim] >= end)
+
+
+def _span(sym: Sym) -> tuple[int | None, int | None]:
+    """The first position tile ``sym`` reaches and the end of the last, where the trace knows
+    them (an end computed from an enclosing tile: its last tile's, :func:`largest_end`)."""
+    end = known_int(sym.extent)
+    return known_int(sym.begin), end if end is not None else largest_end(sym.extent)
 
 
 def largest_end(bound: Any) -> int | None:

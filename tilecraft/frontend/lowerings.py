@@ -31,7 +31,7 @@ from tilecraft.frontend import (
     views,
 )
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Sym, SymKind, shape_str
+from tilecraft.ir.nodes import shape_str, whole_length
 from tilecraft.ir.pointwise import POINTWISE
 
 Handler = Callable[..., Any]
@@ -236,8 +236,7 @@ def _refuse_empty(t: Any, name: str, x: Any, dim: Any) -> None:
     dims = range(node.ndim) if dim is None else [t._axis(node, d) for d in _dims_of(dim)]
     for axis in dims:
         d = node.shape[axis]
-        extent = d.extent if isinstance(d, Sym) and d.kind is SymKind.RDIM else d
-        if isinstance(extent, int) and extent == 0:
+        if (d if isinstance(d, int) else whole_length(d)) == 0:
             raise ShapeError(
                 f"{name} over dim {axis} of {shape_str(node.shape)}, which has no elements "
                 "(torch raises too: there is no identity to return)",

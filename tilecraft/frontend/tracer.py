@@ -46,7 +46,7 @@ class Tracer:
         # the top-level loop's dims whose block the config alone sets (one program a tile)
         self.grid_syms: list[Sym] = []
         self.rdims: dict[tuple[int, int, bool], Sym] = {}
-        self.block_rdims: dict[tuple[str, int, int], Sym] = {}
+        self.block_rdims: dict[tuple[int, int], Sym] = {}  # (block slot, occurrence)
         self.loc: SourceLoc | None = None
         self.next_block_slot = next_block_slot
         self.block_slot_syms: dict[int, Sym] = {}
@@ -159,10 +159,7 @@ class Tracer:
         key = (int(extent), occurrence, run_time)
         sym = self.rdims.get(key)
         if sym is None:
-            sym = Sym(SymKind.RDIM, len(self.syms), int(extent), 0, config_slot=self.n_rdims)
-            self.n_rdims += 1
-            self.rdims[key] = sym
-            self.syms.append(sym)
+            sym = self.rdims[key] = self._new_rdim(int(extent))
         if source is not None and source not in sym.extent_args:
             sym.extent_args.append(source)
         return sym
@@ -188,14 +185,18 @@ class Tracer:
         """The whole dim of a registered block size's lanes: a tile of a loop with that block
         fits it (``acc += x[tm, tn]`` into ``hl.zeros([tm, block_n])``; ``rdims.conform``)."""
         occurrence = sum(1 for s in used if s.block_slot == block.slot)
-        key = ("block", block.slot, occurrence)
+        key = (block.slot, occurrence)
         sym = self.block_rdims.get(key)
         if sym is None:
-            sym = Sym(SymKind.RDIM, len(self.syms), int(block), 0, config_slot=self.n_rdims)
+            sym = self.block_rdims[key] = self._new_rdim(int(block))
             sym.block_slot = block.slot
-            self.n_rdims += 1
-            self.block_rdims[key] = sym
-            self.syms.append(sym)
+        return sym
+
+    def _new_rdim(self, extent: int) -> Sym:
+        """A new whole dim of ``extent`` with the next reduction_loops slot."""
+        sym = Sym(SymKind.RDIM, len(self.syms), extent, 0, config_slot=self.n_rdims)
+        self.n_rdims += 1
+        self.syms.append(sym)
         return sym
 
     def tile_leaf(self, sym: Sym, op: Op) -> TileValue:

@@ -256,12 +256,16 @@ def _raise_past_end(op: str, tensor: torch.Tensor, which: _OutOfRange, tile: sli
 
 
 def _access(
-    op: str, tensor: torch.Tensor, items: tuple[Any, ...], mask: Any
+    op: str,
+    tensor: torch.Tensor,
+    items: tuple[Any, ...],
+    mask: Any,
+    checked: _Checked | None = None,
 ) -> tuple[tuple[Any, ...], Any, Any]:
     """(items safe to index with, ``tensor[items]`` and the mask fitted to it, both None when
     there is no mask): raises where an index out of range is not masked off. Only safe items
     ever reach ``tensor``."""
-    checked = _check_items(tensor, items)
+    checked = checked if checked is not None else _check_items(tensor, items)
     if mask is None:
         if checked.bad:
             _raise_unmasked(op, tensor, checked.bad[0], False)
@@ -280,9 +284,10 @@ def load(op: str, tensor: torch.Tensor, items: tuple[Any, ...], mask: Any = None
     """``tensor[items]``; lanes where ``mask`` is False read 0 and reach no memory."""
     if not isinstance(tensor, torch.Tensor):
         return tensor[items]
-    if mask is not None and (checked := _check_items(tensor, items)).ends:
+    checked = _check_items(tensor, items) if mask is not None else None
+    if checked is not None and checked.ends:
         return _masked_past_end(op, tensor, checked, mask)
-    safe, view, fitted = _access(op, tensor, items, mask)
+    safe, view, fitted = _access(op, tensor, items, mask, checked)
     if view is None:
         return ref_views.remember(tensor, tensor[safe])
     zero = torch.zeros((), dtype=view.dtype, device=view.device)  # the compiled load's other=0

@@ -12,7 +12,6 @@ import importlib
 import inspect
 import os
 import pickle
-import traceback
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +50,7 @@ from tilecraft.runtime.validate import (
     check_written_arguments,
     mark_written,
     tensor_device,
+    user_frames,
 )
 
 
@@ -65,7 +65,7 @@ def _user_facing(err: TilecraftError) -> TilecraftError:
 
 def _innermost_user_line(err: Exception, filename: str) -> SourceLoc | None:
     """The last line of the kernel's file that ``err``'s traceback passes (None: none)."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == filename]
+    frames = user_frames(err, filename)
     return SourceLoc(filename, frames[-1].lineno or 1) if frames else None
 
 

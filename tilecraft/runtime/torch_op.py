@@ -63,7 +63,8 @@ _taken: set[str] = set()
 # an output slot: ("out", i) the op's i-th output, ("arg", i) the i-th argument, ("none",) None;
 # LIST last: the kernel returns a list (as it does eagerly, not a tuple)
 Slot = tuple[Any, ...]
-LIST: Slot = ("list",)
+_LIST_TAG = "list"
+LIST: Slot = (_LIST_TAG,)
 
 
 _SCHEMA_TYPE = {"Tensor": "Tensor", "None": "Tensor?", "bool": "bool", "int": "SymInt"}
@@ -94,7 +95,7 @@ class OpInfo:
     def slots(self) -> tuple[Slot, ...]:
         if not self.multi:
             return (self.layout,)  # type: ignore[return-value]
-        return tuple(s for s in self.layout if s[0] != "list")  # type: ignore[index]
+        return tuple(s for s in self.layout if s[0] != _LIST_TAG)  # type: ignore[index]
 
     def rebuild(self, outs: Any, args: tuple[Any, ...]) -> Any:
         return rebuild(self.layout, outs, args)
@@ -106,8 +107,8 @@ def rebuild(layout: Any, outs: Any, args: tuple[Any, ...]) -> Any:
     if not _is_multi(layout):
         return _slot_value(layout, flat, args)
     # (string compares: Dynamo 2.11 raised NotImplementedError comparing the slot tuples)
-    values = tuple(_slot_value(s, flat, args) for s in layout if s[0] != "list")
-    return list(values) if layout[-1][0] == "list" else values
+    values = tuple(_slot_value(s, flat, args) for s in layout if s[0] != _LIST_TAG)
+    return list(values) if layout[-1][0] == _LIST_TAG else values
 
 
 def _is_multi(layout: Any) -> bool:

@@ -210,12 +210,17 @@ def raised_by_user(exc: Exception, filename: str) -> bool:
     return line.startswith(("raise ", "assert ")) or line == "raise"
 
 
+def user_frames(exc: BaseException, filename: str) -> list[traceback.FrameSummary]:
+    """The frames of ``exc``'s traceback in the kernel's file ``filename``, outermost first."""
+    return [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+
+
 def host_code_error(
     name: str, exc: Exception, filename: str, arguments: dict[str, Any], loc: SourceLoc | None
 ) -> TilecraftError:
     """An exception the user's host code raised while traced on these arguments (e.g. ``m, n =
     x.size()`` with a 3-D ``x``), as an error at the user's line that lists the arguments."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    frames = user_frames(exc, filename)
     # the outermost frame in the user's file is the host statement (device code is traced
     # from there; its own frames may be numbered relative to the loop)
     where = SourceLoc(filename, frames[0].lineno or 1) if frames else loc
