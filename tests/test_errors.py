@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -21,9 +22,9 @@ from tilecraft.errors import (
 FILE = "test_errors.py"
 
 
-def _rand(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def _rand(*shape: int, dtype: torch.dtype = torch.float32, device: str = "cpu") -> torch.Tensor:
     g = torch.Generator().manual_seed(shape[0] * 17 + len(shape))
-    return (torch.randn(*shape, generator=g) + 0.1).to(dtype)
+    return (torch.randn(*shape, generator=g) + 0.1).to(dtype=dtype, device=device)
 
 
 def _line_of(kernel: tc.Kernel, needle: str) -> int:
@@ -344,17 +345,19 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize(
-    ("other", "needle"),
+    ("make_other", "needle"),
     [
-        (_rand(100, dtype=torch.float64), "torch.float64"),
-        (_rand(100, 1), "shape [100, 1]"),
-        (_rand(50), "shape [50]"),
-        (_rand(200)[::2], "strides [2]"),
+        (lambda d: _rand(100, dtype=torch.float64, device=d), "torch.float64"),
+        (lambda d: _rand(100, 1, device=d), "shape [100, 1]"),
+        (lambda d: _rand(50, device=d), "shape [50]"),
+        (lambda d: _rand(200, device=d)[::2], "strides [2]"),
     ],
     ids=["dtype", "rank", "shape", "stride"],
 )
-def test_bound_kernel_wrong_argument(other: torch.Tensor, needle: str) -> None:
-    x, y = _rand(100), _rand(100)
+def test_bound_kernel_wrong_argument(
+    make_other: Callable[[str], torch.Tensor], needle: str, device: str
+) -> None:
+    x, y, other = _rand(100, device=device), _rand(100, device=device), make_other(device)
     bound = add.bind((x, y))
     torch.testing.assert_close(bound(x, y), x + y)
     with pytest.raises(ArgumentError) as info:
@@ -410,11 +413,11 @@ def _rms_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("looped", [None, 32])
-def test_transposed_input_gives_correct_results(looped: int | None) -> None:
-    base = _rand(100, 37)
+def test_transposed_input_gives_correct_results(looped: int | None, device: str) -> None:
+    base = _rand(100, 37, device=device)
     x = base.t()  # [37, 100] with strides (1, 37)
     assert not x.is_contiguous()
-    w = _rand(100)
+    w = _rand(100, device=device)
     bound = rms_norm.bind((x, w))
     program = bound.compile_config(tc.Config(block_sizes=[8], reduction_loops=[looped]))
     torch.testing.assert_close(bound.run(program, x, w), _rms_ref(x, w), rtol=1e-5, atol=1e-5)
@@ -426,20 +429,20 @@ def test_transposed_input_gives_correct_results(looped: int | None) -> None:
         bound(xc, w)
 
 
-def test_sliced_and_strided_inputs() -> None:
-    big = _rand(37, 300)
+def test_sliced_and_strided_inputs(device: str) -> None:
+    big = _rand(37, 300, device=device)
     x = big[:, 50:150]  # storage offset 50, row stride 300
-    w = _rand(400)[::4]  # stride 4
+    w = _rand(400, device=device)[::4]  # stride 4
     torch.testing.assert_close(rms_norm(x, w), _rms_ref(x, w), rtol=1e-5, atol=1e-5)
 
 
-def test_broadcast_stride_zero_input() -> None:
-    x = _rand(100).expand(37, 100)  # stride (0, 1)
-    w = _rand(100)
+def test_broadcast_stride_zero_input(device: str) -> None:
+    x = _rand(100, device=device).expand(37, 100)  # stride (0, 1)
+    w = _rand(100, device=device)
     torch.testing.assert_close(rms_norm(x, w), _rms_ref(x, w), rtol=1e-5, atol=1e-5)
 
 
-def test_non_contiguous_output() -> None:
+def test_non_contiguous_output(device: str) -> None:
     @tc.kernel
     def scale_into(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         m, n = x.size()
@@ -447,8 +450,8 @@ def test_non_contiguous_output() -> None:
             out[tm, tn] = x[tm, tn] * 3.0
         return out
 
-    x = _rand(37, 100)
-    out_base = torch.full((100, 37), -1.0)
+    x = _rand(37, 100, device=device)
+    out_base = torch.full((100, 37), -1.0, device=device)
     out = scale_into(x, out_base.t())
     torch.testing.assert_close(out, x * 3.0)
     torch.testing.assert_close(out_base, (x * 3.0).t())
@@ -697,13 +700,13 @@ def chunked_cumsum(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_scan_along_the_grid_block_is_refused_and_an_inner_loops_is_not() -> None:
+def test_a_scan_along_the_grid_block_is_refused_and_an_inner_loops_is_not(device: str) -> None:
     """cumsum over dim 0 of x[tm, :] restarted at every program's block (up to 17 off;
     ref mode scanned the whole column): refused as sort and flip are. A chunked scan over an
     inner loop's tiles, carrying its total, is the way to write it."""
     with pytest.raises(ShapeError, match=r"torch.cumsum along dim 0 .* one program each tile"):
-        cumsum_down_the_grid(_rand(37, 10))
-    x = _rand(5, 100)
+        cumsum_down_the_grid(_rand(37, 10, device=device))
+    x = _rand(5, 100, device=device)
     torch.testing.assert_close(chunked_cumsum(x), x.cumsum(1), rtol=1e-5, atol=1e-4)
 
 

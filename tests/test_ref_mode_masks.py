@@ -109,10 +109,12 @@ def _run(kernel: Any, config: tc.Config, *args: Any) -> Any:
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 7, 3), (1, 3, 9, 5)])
-def test_shifted_window_masked_load_matches_in_both_modes(shape: tuple[int, ...]) -> None:
+def test_shifted_window_masked_load_matches_in_both_modes(
+    shape: tuple[int, ...], device: str
+) -> None:
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(shape, generator=g)
-    weight = torch.randn(3, 3, shape[3], generator=g)
+    x = torch.randn(shape, generator=g).to(device)
+    weight = torch.randn(3, 3, shape[3], generator=g).to(device)
     want = _depthwise_eager(x, weight)
     with _guarded():
         ref = depthwise3x3.run_ref(x, weight)
@@ -122,8 +124,8 @@ def test_shifted_window_masked_load_matches_in_both_modes(shape: tuple[int, ...]
         torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_masked_gather_past_every_edge_matches_in_both_modes() -> None:
-    x = torch.randn(9, 13, generator=torch.Generator().manual_seed(1))
+def test_masked_gather_past_every_edge_matches_in_both_modes(device: str) -> None:
+    x = torch.randn(9, 13, generator=torch.Generator().manual_seed(1)).to(device)
     with _guarded():
         ref = box3x3.run_ref(x)
     torch.testing.assert_close(ref, _box_eager(x), rtol=1e-5, atol=1e-5)
@@ -155,8 +157,8 @@ def row_shift_store(x: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("shift", [2, -3])
-def test_masked_stores_write_nothing_off_the_mask(shift: int) -> None:
-    x = torch.randn(11)
+def test_masked_stores_write_nothing_off_the_mask(shift: int, device: str) -> None:
+    x = torch.randn(11, device=device)
     want = torch.full_like(x, -7.0)
     if shift > 0:
         want[shift:] = x[:-shift]
@@ -169,8 +171,8 @@ def test_masked_stores_write_nothing_off_the_mask(shift: int) -> None:
     assert torch.equal(_run(shifted_store, tc.Config(block_sizes=[4]), x, shift), want)
 
 
-def test_masked_store_of_a_row_past_the_end_writes_nothing() -> None:
-    x = torch.randn(5, 9)
+def test_masked_store_of_a_row_past_the_end_writes_nothing(device: str) -> None:
+    x = torch.randn(5, 9, device=device)
     want = torch.full_like(x, -7.0)
     want[1:] = x[:-1]
     with _guarded():
@@ -323,9 +325,9 @@ def masked_rows_whole_dim(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def test_a_whole_dim_in_a_load_or_store_index_list_is_slice_none() -> None:
-    x = torch.randn(37, 20)
-    keep = (torch.arange(37) % 3 == 0).to(torch.int32)
+def test_a_whole_dim_in_a_load_or_store_index_list_is_slice_none(device: str) -> None:
+    x = torch.randn(37, 20, device=device)
+    keep = (torch.arange(37, device=device) % 3 == 0).to(torch.int32)
     want = torch.where(keep[:, None] > 0, x * 2, 0.0)
     torch.testing.assert_close(masked_rows_whole_dim(x, keep), want)
     torch.testing.assert_close(masked_rows_whole_dim.run_ref(x, keep), want)
@@ -342,10 +344,10 @@ def two_stores_at_once(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tor
     return doubled, shifted, same
 
 
-def test_tuple_and_chained_stores_are_masked_in_ref_mode() -> None:
+def test_tuple_and_chained_stores_are_masked_in_ref_mode(device: str) -> None:
     """`a[t], b[t] = v, w` in ref mode stored unmasked (an IndexError past the end of a
     partial tile); each store now goes through the masked ref store."""
-    x = torch.randn(13)
+    x = torch.randn(13, device=device)
     want = (x * 2.0, x + 1.0, x * 2.0)
     for got in (two_stores_at_once.run_ref(x), two_stores_at_once(x)):
         for have, expect in zip(got, want, strict=True):
