@@ -190,24 +190,37 @@ def test_deferred_column_argmax_matches_eager(shape: tuple[int, int], device: st
     x = (torch.randn(*shape, generator=g) * 2).round().to(torch.bfloat16)  # many ties
     x = x.to(device)
     bound = column_argmax.bind((x,))
-    config = bound.config_spec.default().replace(deferred_args=True)
-    assert "_lanes" in bound.to_triton_code(config)
+    default = bound.config_spec.default()
+    config = default.replace(block_sizes=[default.block_sizes[0], 32])  # 3 steps or more
+    assert config.deferred_args and "_lanes" in bound.to_triton_code(config)
     got = bound.run(bound.compile_config(config), x)
     want = x.float().argmax(0)  # the first row of the max (every column's max is above -1)
     assert torch.equal(got, want)
 
 
-def test_the_knob_is_offered_where_a_pair_defers_and_off_by_default() -> None:
+def test_the_knob_is_on_by_default_and_a_loop_of_one_step_keeps_no_lanes() -> None:
+    """On by default where a pair defers (the search flips it off); a loop whose tile covers its
+    whole extent (one step) has no per-step reduction to save, so it keeps no lanes, on or
+    off."""
     from tilecraft.autotune.candidates import neighbors
     from tilecraft.errors import ConfigError
 
     spec = nearest.bind(_points(64, 64)).config_spec
     default = spec.default()
     assert spec.deferrable_args and not spec.deferrable_sums
-    assert default.deferred_args is False and "_lanes" not in nearest.bind(
-        _points(64, 64)
-    ).to_triton_code(default)
-    assert [c.deferred_args for c in neighbors(spec, default) if c.deferred_args] == [True]
+    assert default.deferred_args is True
+    assert [c.deferred_args for c in neighbors(spec, default) if c.deferred_args is False]
+    one_step = nearest.bind(_points(64, 64))
+    assert "_lanes" not in one_step.to_triton_code(default.replace(block_sizes=[16, 64]))
+    assert "_lanes" in one_step.to_triton_code(default.replace(block_sizes=[16, 32]))
+    from tilecraft.config.resolve import predicted_registers
+
+    def registers(config: tc.Config) -> float:  # the model counts lanes only where they exist
+        return predicted_registers(spec, config, 4).per_thread
+
+    whole, half = default.replace(block_sizes=[16, 64]), default.replace(block_sizes=[16, 32])
+    assert registers(whole) == registers(whole.replace(deferred_args=False))
+    assert registers(half) != registers(half.replace(deferred_args=False))
     plain = running_index_read.bind((torch.randn(8, 8),)).config_spec
     assert not plain.deferrable_args
     assert not any(c.deferred_args for c in neighbors(plain, plain.default()))

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from tilecraft.codegen.reduce import along_axis, best_and_index
+from tilecraft.config.plan import loop_steps
 from tilecraft.ir import dtypes
 from tilecraft.ir.deferred_args import DeferredArg, deferred_args_plan, lane_budget
 from tilecraft.ir.nodes import Node
@@ -62,7 +63,7 @@ def deferred_args(ctx: EmitContext, loop: Node) -> list[DeferredArg]:
     if any(ctx.homes.homed(c) for c in loop.attrs.get("carried", [])):
         return []  # the NaN fallback restarts the carries in registers
     threads = (ctx.plan.config.num_warps or 4) * ctx.plan.target.warp_size
-    return deferred_args_plan(loop, ctx.numel, lane_budget(threads))
+    return deferred_args_plan(loop, ctx.numel, lane_budget(threads), loop_steps(loop, ctx.numel))
 
 
 def open_lanes(ctx: EmitContext, plan: list[DeferredArg]) -> list[OpenArg]:

@@ -13,8 +13,10 @@ kernel's spec and a user's or the search's config; out: each knob's resolved val
   causal mask) runs as two, the blocks off the diagonal without the select
   (``codegen/diagonal.py``).
 
-All default to ``None``. The first two are then on wherever the kernel has such a loop (each
-moves fewer bytes than the plain schedule: H200 numbers in ``docs/architecture.md``); the
+All default to ``None``. The first three are then on wherever the kernel has such a loop
+(deferred sums and chunks outer move fewer bytes than the plain schedule: H200 numbers in
+``docs/architecture.md``; deferred arg-bests drop a cross-lane reduction a step: H100 numbers
+in ``benchmarks/results/deferred_args_s51_h100.md``); the
 diagonal split is then off: it measured 1-3% faster on causal attention's forward and dk/dv
 loops but 10% slower on its dq loop (``benchmarks/results/diagonal_s17.md``), so the search
 tries it. ``False`` turns one off, ``True`` where the kernel has no such loop is repaired with a
@@ -45,8 +47,9 @@ WHY_NOT = {
 # what an unset knob resolves to where the kernel offers it
 UNSET = {
     "deferred_sums": True,
-    # off until timed on a GPU (offered to the search, which flips it)
-    "deferred_args": False,
+    # on: H100, chamfer 4.04 -> 0.80 ms, kmeans 0.40 -> 0.27, spec_decode 0.19 -> 0.18, four
+    # others equal; a loop of one step never defers (ir/deferred_args.MIN_STEPS)
+    "deferred_args": True,
     "chunk_outer": True,
     "diagonal_splits": False,
 }

@@ -12,7 +12,7 @@ declares, and the predicted resources. Codegen renders a Plan as given and never
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tilecraft.config.config import Config
@@ -41,6 +41,13 @@ def extent_hint(sym: Sym) -> int:
     if isinstance(bound, Node) and "sym" in bound.attrs:
         return extent_hint(bound.attrs["sym"])
     return 1 << 16
+
+
+def loop_steps(loop: Node, numel: Callable[[tuple[Any, ...]], int]) -> int:
+    """Steps a ``LOOP`` node takes in the traced call: its extent over its tile's size under a
+    config (``numel`` of a tile of the loop's own dim)."""
+    sym = loop.attrs["sym"]
+    return -(-traced_extent(sym) // max(numel((sym,)), 1))
 
 
 def traced_extent(sym: Sym) -> int:

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 from tilecraft.config import flags
 from tilecraft.config.config import Config
 from tilecraft.config.fp32_dots import dot_precision, fma_dots
-from tilecraft.config.plan import AccessPlan, Plan, RangePlan, Resources, block_dims, sym_block
+from tilecraft.config.plan import (
+    AccessPlan,
+    Plan,
+    RangePlan,
+    Resources,
+    block_dims,
+    loop_steps,
+    sym_block,
+)
 from tilecraft.config.resources import (
     BASE_REGISTERS,
     BASE_VGPRS,
@@ -351,7 +359,7 @@ def _deferred_args_by_loop(
     return {
         node.id: []
         if off or splits[i] > 1
-        else deferred_args_plan(node, numel, lane_budget(threads))
+        else deferred_args_plan(node, numel, lane_budget(threads), loop_steps(node, numel))
         for i, loop in enumerate(spec.loops)
         for node in loop.walk()
         if node.op is Op.LOOP
