@@ -68,7 +68,7 @@ def box3x3(x: torch.Tensor) -> torch.Tensor:
 
 
 def _box_eager(x: torch.Tensor) -> torch.Tensor:
-    ones = torch.ones(1, 1, 3, 3, dtype=x.dtype)
+    ones = torch.ones(1, 1, 3, 3, dtype=x.dtype, device=x.device)
     return torch.nn.functional.conv2d(x[None, None], ones, padding=1)[0, 0]
 
 
