@@ -271,3 +271,26 @@ def test_deferred_args_on_gpu() -> None:
     want_d, want_i = _skipping_step(q, k, default.block_sizes[1], 1234)
     torch.testing.assert_close(dist, want_d)
     assert torch.equal(idx, want_i)
+
+
+def test_the_default_tile_is_sized_without_lanes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default's tile rules were measured without lanes. Counted while the rules ran, lanes
+    at [128, 64] kept a column walk's grid from filling: a bf16 column argmax of 4096 x 50000
+    took [128, 128] at 8 warps with the knob on, [32, 256] at 4 off (H100, a column argmin of
+    4096 x 50000: [128, 128] / 8 0.507 ms against [64, 128] / 4 0.341). The tile is the same
+    either way; lanes are added where they fit it."""
+    from tilecraft.config import flags
+    from tilecraft.runtime.kernel import BoundKernel
+
+    x = torch.empty(4096, 50000, dtype=torch.bfloat16)
+
+    def default() -> tc.Config:
+        arguments = column_argmax.bind_arguments((x,), {})
+        bound = BoundKernel(column_argmax, arguments, target=Target.parse("cuda:90"))
+        return bound.config_spec.default()
+
+    on = default()
+    monkeypatch.setitem(flags.UNSET, "deferred_args", False)
+    off = default()
+    assert on.deferred_args is True and off.deferred_args is False
+    assert (on.block_sizes, on.num_warps) == (off.block_sizes, off.num_warps)

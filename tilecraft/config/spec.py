@@ -287,7 +287,15 @@ class ConfigSpec:
         blocks, reductions = row_loops.row_blocks(self, blocks, reductions)
         blocks = row_loops.short_row_blocks(self, blocks, reductions)
         blocks = tile_budget.fill_device(self, blocks)
-        config = Config(block_sizes=blocks, reduction_loops=reductions, num_warps=4, num_stages=1)
+        # the rules size tiles without deferred arg-bests' lanes (every rule was measured so;
+        # lanes that fit the final tile are added after: ir/deferred_args.py)
+        config = Config(
+            block_sizes=blocks,
+            reduction_loops=reductions,
+            num_warps=4,
+            num_stages=1,
+            deferred_args=False,
+        )
         # tl.dot accumulators live in MMA fragments across 8 warps: twice the budget fits; a row
         # loop's tile is sized by its own rule (config/row_loops.py)
         budget = REGISTER_BUDGET * (2 if self.has_dot else 1)
@@ -313,7 +321,7 @@ class ConfigSpec:
         config = occupancy.recurrence_warps(self, config)
         # no rule may leave a dot's dim below tl.dot's least (a default must always compile)
         least = [max(b, blk.lo) for b, blk in zip(config.block_sizes, self.blocks, strict=True)]
-        config = config.replace(block_sizes=least)
+        config = config.replace(block_sizes=least, deferred_args=None)
         return self.normalize(self._fit_shared_memory(config), warn=False)
 
     def _settle_warps(self, config: Config) -> Config:
