@@ -294,3 +294,79 @@ def test_the_default_tile_is_sized_without_lanes(monkeypatch: pytest.MonkeyPatch
     off = default()
     assert on.deferred_args is True and off.deferred_args is False
     assert (on.block_sizes, on.num_warps) == (off.block_sizes, off.num_warps)
+
+
+@tc.kernel(static_shapes=True)
+def segment_argmax(x: torch.Tensor, offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per segment of rows offsets[s]..offsets[s + 1] and column: the max and its row."""
+    d = x.size(1)
+    s = offsets.size(0) - 1
+    values = torch.empty([s, d], dtype=torch.float32, device=x.device)
+    rows = torch.empty([s, d], dtype=torch.int64, device=x.device)
+    for seg, td in tc.tile([s, d], block_size=[1, None]):
+        best = tc.full([td], float("-inf"), dtype=torch.float32)
+        arg = tc.full([td], -1, dtype=torch.int64)
+        for tt in tc.tile(offsets[seg.begin], offsets[seg.begin + 1]):
+            v, i = torch.max(x[tt, td], dim=0)
+            better = v > best
+            arg = torch.where(better, i + tt.begin, arg)
+            best = torch.where(better, v, best)
+        values[seg.begin, td] = best
+        rows[seg.begin, td] = arg
+    return values, rows
+
+
+def _segments(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(300, 24, generator=torch.Generator().manual_seed(5)).to(device)
+    return x, torch.tensor([0, 40, 41, 300], dtype=torch.int64, device=device)
+
+
+def test_lanes_of_a_loop_with_int64_bounds_hold_int64_positions(device: str) -> None:
+    """Bounds read from int64 offsets make the loop's positions int64: int32 lanes changed
+    type in the loop, which the interpreter ran and a GPU compile refused."""
+    x, offsets = _segments(device)
+    bound = segment_argmax.bind((x, offsets))
+    config = tc.Config(block_sizes=[32, 16], num_warps=4)
+    code = bound.to_triton_code(config)
+    assert config.deferred_args is None and "_lanes = tl.zeros" in code and "tl.int64)" in code
+    values, rows = bound.run(bound.compile_config(config), x, offsets)
+    for s in range(3):
+        lo, hi = int(offsets[s]), int(offsets[s + 1])
+        want_v, want_i = x[lo:hi].max(0)
+        assert torch.equal(values[s], want_v) and torch.equal(rows[s], want_i + lo)
+
+
+@pytest.mark.crosscompile
+def test_lanes_of_a_loop_with_int64_bounds_crosscompile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    configs = [tc.Config(block_sizes=[32, 64], num_warps=4)]
+    rows = check_kernel(segment_argmax, _segments("cpu"), targets, lambda b: configs)
+    assert len(rows) == 2
+    for row in rows:
+        assert row.report is not None and row.report.ok, row.status
+
+
+@tc.kernel(static_shapes=True)
+def narrow_index_argmin(x: torch.Tensor) -> torch.Tensor:
+    """The row argmin carried as int16: ``i.to(torch.int16) + tk.begin`` stays int16, as a
+    Python int keeps a tensor's dtype in eager code (it was int32: the carry changed dtype)."""
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.int16, device=x.device)
+    for tm in tc.tile(m):
+        best = tc.full([tm], float("inf"), dtype=torch.float32)
+        arg = tc.zeros([tm], dtype=torch.int16)
+        for tk in tc.tile(n):
+            v, i = torch.min(x[tm, tk], dim=1)
+            better = v < best
+            arg = torch.where(better, i.to(torch.int16) + tk.begin, arg)
+            best = torch.where(better, v, best)
+        out[tm] = arg
+    return out
+
+
+def test_a_narrow_index_plus_an_inner_loops_begin_keeps_its_dtype(device: str) -> None:
+    x = torch.randn(20, 300, generator=torch.Generator().manual_seed(2)).to(device)
+    bound = narrow_index_argmin.bind((x,))
+    got = bound.run(bound.compile_config(tc.Config(block_sizes=[8, 64], num_warps=4)), x)
+    assert got.dtype == torch.int16 and torch.equal(got, x.argmin(1).to(torch.int16))
+    assert torch.equal(narrow_index_argmin.run_ref(x), got)

@@ -13,8 +13,9 @@ the loop, the tile runs the loop again as written (:func:`rerun_on_nan`), so the
 user's in every case and the common one pays a compare an element.
 
 A config knob, ``deferred_args`` (``config/flags.py``; offered where ``ir/deferred_args.py``
-finds a pair, flipped by the search, off by default until timed on a GPU), where the two lane
-tiles fit ``LANE_VALUES_PER_THREAD`` values a thread.
+finds a pair, on by default, flipped by the search), where the two lane tiles fit
+``LANE_VALUES_PER_THREAD`` values a thread and the loop takes at least two steps. The lanes'
+positions are int64 where the loop's may be (int64 offsets, bounds read from int64 tensors).
 """
 
 from __future__ import annotations
@@ -29,13 +30,13 @@ from tilecraft.codegen.reduce import along_axis, best_and_index
 from tilecraft.config.plan import loop_steps
 from tilecraft.ir import dtypes
 from tilecraft.ir.deferred_args import DeferredArg, deferred_args_plan, lane_budget
-from tilecraft.ir.nodes import Node
+from tilecraft.ir.nodes import Node, Sym
 
 if TYPE_CHECKING:
     from tilecraft.codegen.context import EmitContext
 
 _KEEP = {"min": "<", "max": ">"}
-_INT32 = torch.int32
+_INT32_MAX = 2**31 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +46,7 @@ class OpenArg:
     plan: DeferredArg
     values: str
     indices: str
+    index_dtype: torch.dtype  # the lanes' positions: int64 where the loop's may pass int32
 
     @property
     def carries(self) -> tuple[Node, Node]:
@@ -76,9 +78,22 @@ def open_lanes(ctx: EmitContext, plan: list[DeferredArg]) -> list[OpenArg]:
         indices = ctx.w.fresh(f"{d.arg.hint}_lanes")
         neutral = dtypes.neutral(d.kind, d.root.dtype)
         ctx.w.line(f"{values} = {ctx.full_expr(shape, neutral, d.root.dtype)}")
-        ctx.w.line(f"{indices} = tl.zeros([{shape}], tl.int32)")
-        out.append(OpenArg(d, values, indices))
+        index_dtype = _position_dtype(ctx, d.sym)
+        ctx.w.line(f"{indices} = tl.zeros([{shape}], {dtypes.triton_dtype(index_dtype)})")
+        out.append(OpenArg(d, values, indices, index_dtype))
     return out
+
+
+def _position_dtype(ctx: EmitContext, sym: Sym) -> torch.dtype:
+    """int64 where the loop's positions may be: int64 offsets, or a bound read from an int64
+    tensor (a segment's ``tc.tile(offsets[b], offsets[b + 1])``: its positions are int64, and
+    int32 lanes would change type in the loop)."""
+    bounds = (sym.begin, sym.extent)
+    wide = ctx.int64 or any(
+        isinstance(b, Node) and b.dtype == torch.int64 or isinstance(b, int) and b > _INT32_MAX
+        for b in bounds
+    )
+    return torch.int64 if wide else torch.int32
 
 
 def keep_lanes(ctx: EmitContext, deferred: list[OpenArg]) -> None:
@@ -98,6 +113,7 @@ def keep_lanes(ctx: EmitContext, deferred: list[OpenArg]) -> None:
         take = ctx.w.fresh(f"{d.best.hint}_take")
         ctx.w.line(f"{take} = ({x} {_KEEP[d.kind]} {o.values}) | ({x} != {x})")
         index = along_axis(ctx.state(sym).index, d.axis, rank)
+        index = f"({index}).to({dtypes.triton_dtype(o.index_dtype)})"
         ctx.w.line(f"{o.indices} = tl.where({take}, {index}, {o.indices})")
         ctx.w.line(f"{o.values} = tl.where({take}, {x}, {o.values})")
 
@@ -116,7 +132,7 @@ def close_lanes(ctx: EmitContext, deferred: list[OpenArg]) -> None:
         )
         better = ctx.w.fresh(f"{d.best.hint}_better")
         ctx.w.line(f"{better} = {pair}[0] {_KEEP[d.kind]} {best}")
-        index = ctx.cast_expr(f"{pair}[1]", _INT32, d.arg.dtype)
+        index = ctx.cast_expr(f"{pair}[1]", o.index_dtype, d.arg.dtype)
         ctx.w.line(f"{arg} = tl.where({better}, {index}, {arg})")
         ctx.w.line(f"{best} = tl.where({better}, {pair}[0], {best})")
 

@@ -45,6 +45,8 @@ HELPER_IMPORT = (
     "from tilecraft.runtime.triton_helpers import pow_int as _tc_pow_int\n"
     "from tilecraft.runtime.triton_helpers import floordiv_float as _tc_floordiv\n"
     "from tilecraft.runtime.triton_helpers import fmod_exact as _tc_fmod\n"
+    "from tilecraft.runtime.triton_helpers import sign_bit as _tc_sign_bit\n"
+    "from tilecraft.runtime.triton_helpers import copy_sign as _tc_copy_sign\n"
     "from tilecraft.runtime.triton_helpers import bitcast as _tc_bitcast\n"
     "from tilecraft.runtime.triton_helpers import to_fp8e4nv as _tc_to_fp8e4nv\n"
     "from tilecraft.runtime.triton_helpers import to_fp8e4nv_gpu as _tc_to_fp8e4nv_gpu\n"

@@ -60,7 +60,8 @@ class Config:
     # acc + x.sum(0) in a row loop: one reduction after the loop (None: wherever the kernel has one)
     deferred_sums: bool | None = None
     # a running arg-best over a loop (v, i = torch.min(x, 1); better = v < best; ...): a best and
-    # an index a lane, one reduction after the loop (None: off; codegen/deferred_args.py)
+    # an index a lane, one reduction after the loop (None: wherever the kernel has one and the
+    # loop takes two steps or more; codegen/deferred_args.py)
     deferred_args: bool | None = None
     # a row loop with [n] accumulators in memory: statistics pass, then column chunks outer
     chunk_outer: bool | None = None

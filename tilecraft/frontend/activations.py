@@ -17,6 +17,7 @@ import torch
 from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend import composites, dots
 from tilecraft.frontend.composites import in_opmath
+from tilecraft.frontend.grid_blocks import refuse_grid_blocks
 from tilecraft.frontend.values import HostTensor
 from tilecraft.frontend.views import chunk, transpose, unsqueeze
 from tilecraft.ir import dtypes
@@ -93,13 +94,13 @@ def _as_element(t: Any, x: Any, value: float) -> float:
 
 
 def threshold(t: Any, x: Any, threshold: float, value: float, inplace: bool = False) -> Any:
-    """``x`` where ``x > threshold``, else ``value``."""
+    """``value`` where ``x <= threshold``, else ``x`` (a NaN stays NaN: it is not ``<=``)."""
     # torch's CPU kernel compares with the fp32 threshold (bf16 0.1 > 0.1), where comparison
     # ops round a float to the tile's dtype first: the tile widened to fp32 keeps it unrounded
     dtype = t.dtype_of(x)
     wide = t.to_dtype(x, dtypes.compute_dtype(dtype)) if dtype.is_floating_point else x
-    above = t.pointwise("gt", wide, threshold)
-    return t.where(above, x, t.to_dtype(value, dtype))
+    at_most = t.pointwise("le", wide, threshold)
+    return t.where(at_most, t.to_dtype(value, dtype), x)
 
 
 def softshrink(t: Any, x: Any, lambd: float = 0.5) -> Any:
@@ -152,7 +153,7 @@ def prelu(t: Any, x: Any, weight: Any) -> Any:
 def softmin(t: Any, x: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Any:
     """``softmax(-x, dim)``."""
     neg = t.pointwise("neg", x)
-    return composites.softmax_impl(t, neg, -1 if dim is None else dim, dtype, log=False)
+    return composites.softmax_impl(t, neg, -1 if dim is None else dim, dtype, False, "F.softmin")
 
 
 def dropout(t: Any, x: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
@@ -170,6 +171,7 @@ def normalize(
     t: Any, x: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None
 ) -> Any:
     """``x / max(norm_p(x, dim), eps)``, the norm in ``x``'s dtype as torch computes it."""
+    refuse_grid_blocks(t, x, dim, "F.normalize")
     norm = composites.vector_norm(t, x, p, dim, True)
     return t.pointwise("truediv", x, t.pointwise("maximum", norm, eps))
 
@@ -194,6 +196,7 @@ def layer_norm(
     """Over the last ``len(normalized_shape)`` dims: ``(x - mean) * rsqrt(var + eps) * weight +
     bias`` (biased variance), in fp32 for half precision; a host weight / bias is read whole."""
     dims = _norm_dims(t, x, normalized_shape)
+    refuse_grid_blocks(t, x, dims, "F.layer_norm")
     weight, bias = _affine(t, weight), _affine(t, bias)
 
     def build(v: Any) -> Any:
@@ -213,6 +216,7 @@ def rms_norm(t: Any, x: Any, normalized_shape: Any, weight: Any = None, eps: Any
     fp32, rounded once to ``x``'s dtype (torch's fused order, whatever the weight's dtype; a
     host weight is read whole); ``eps`` defaults to fp32's epsilon."""
     dims = _norm_dims(t, x, normalized_shape)
+    refuse_grid_blocks(t, x, dims, "F.rms_norm")
     weight = _affine(t, weight)
     dtype = t.dtype_of(x)
     compute = dtypes.compute_dtype(dtype)
@@ -228,6 +232,8 @@ def rms_norm(t: Any, x: Any, normalized_shape: Any, weight: Any = None, eps: Any
 
 def cosine_similarity(t: Any, x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8) -> Any:
     """``sum((x1 / max(|x1|, eps)) * (x2 / max(|x2|, eps)), dim)``, as torch computes it."""
+    refuse_grid_blocks(t, x1, dim, "F.cosine_similarity")
+    refuse_grid_blocks(t, x2, dim, "F.cosine_similarity")
     n1 = t.pointwise("maximum", composites.vector_norm(t, x1, 2, dim, True), eps)
     n2 = t.pointwise("maximum", composites.vector_norm(t, x2, 2, dim, True), eps)
     both = t.pointwise("mul", t.pointwise("truediv", x1, n1), t.pointwise("truediv", x2, n2))

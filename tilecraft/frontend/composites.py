@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, UnsupportedOpError
+from tilecraft.frontend.grid_blocks import refuse_grid_blocks
 from tilecraft.frontend.views import unsqueeze
 from tilecraft.ir import dtypes
 from tilecraft.language.tunables import DynamicInt
@@ -446,7 +447,8 @@ def math_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool) -> Any:
+def softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool, op: str) -> Any:
+    refuse_grid_blocks(t, x, dim, op)
     node = t.value_node(x)
     out_dtype = dtype or node.dtype
     xf = t.to_dtype(x, math_dtype(node.dtype))

@@ -94,6 +94,15 @@ def contained_host_tensor(tr: Tracer, value: Any = None) -> DeviceCodeError:
 _OPS_HINT = "docs/ops.md lists the supported torch ops and tc.* names; or compute it on the host"
 
 
+# in-place methods whose name less the underscore is no method
+_OUT_OF_PLACE = {
+    "zero_": "torch.zeros_like(v)",
+    "fill_": "torch.full_like(v, value)",
+    "copy_": "other (or other.to(v.dtype))",
+    "uniform_": "tc.rand(shape, seed, offset)",
+}
+
+
 def _hint_for(name: str) -> str:
     short = name.rsplit(".", 1)[-1]
     if short in ("index_select", "take"):
@@ -108,9 +117,10 @@ def _hint_for(name: str) -> str:
             f"of one element, or indexed by a scalar) directly in arithmetic; {_OPS_HINT}"
         )
     if short.endswith("_") and not short.startswith("_"):
+        form = _OUT_OF_PLACE.get(short, f"v.{short[:-1]}(...)")
         return (
             f"tiles are values, not memory: write the out-of-place form and rebind the name "
-            f"(`v = v.{short[:-1]}(...)`; `v += ...` works too); {_OPS_HINT}"
+            f"(`v = {form}`; `v += ...` works too); {_OPS_HINT}"
         )
     return _OPS_HINT
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.errors import ShapeError, UnsupportedOpError
+from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 from tilecraft.frontend import (
     activations,
     composites,
@@ -139,6 +139,13 @@ def _pow(t: Any, x: Any, e: Any) -> Any:
         e = int(e)  # x ** True is x ** 1, as in torch (a bool constant failed to compile)
     if isinstance(e, (int, float)):
         dtype = _kind_of(t, x)
+        if isinstance(e, int) and e < 0 and _integer(t, x):
+            raise DeviceCodeError(
+                f"an integer tile to the power {e}: torch refuses integers to negative "
+                "integer powers",
+                t.loc,
+                hint=f"make one side a float: x.to(torch.float32) ** {e}, or x ** {float(e)}",
+            )
         if isinstance(e, float) and _integer(t, x):
             x = t.to_dtype(x, torch.float32)  # int ** 2.0 is a float (int8 100 ** 2.0: 1e4)
         elif dtype in (torch.float16, torch.bfloat16):  # x ** -2 of 300: not 1 / inf
@@ -363,14 +370,16 @@ lowering(torch.std_mean)(_with_mean(_std))
 def _softmax(t: Any, x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> Any:
     """Along ``dim`` (default -1), optional ``dtype``; computed in fp32 with the max subtracted."""
     dim = kwargs.pop("dim", dim)
-    return composites.softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=False)
+    dim = -1 if dim is None else dim
+    return composites.softmax_impl(t, x, dim, kwargs.get("dtype"), False, "torch.softmax")
 
 
 @lowering(torch.log_softmax, F.log_softmax, T.log_softmax, torch.special.log_softmax)
 def _log_softmax(t: Any, x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> Any:
     """Along ``dim`` (default -1), optional ``dtype``; computed in fp32."""
     dim = kwargs.pop("dim", dim)
-    return composites.softmax_impl(t, x, -1 if dim is None else dim, kwargs.get("dtype"), log=True)
+    dim = -1 if dim is None else dim
+    return composites.softmax_impl(t, x, dim, kwargs.get("dtype"), True, "torch.log_softmax")
 
 
 @lowering(torch.logsumexp, T.logsumexp, torch.special.logsumexp)

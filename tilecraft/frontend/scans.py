@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
+from tilecraft.frontend.grid_blocks import grid_block_at
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.tile_gather import flip
 from tilecraft.ir import dtypes
@@ -103,14 +104,14 @@ def _scan_node(t: Tracer, x: Any, dim: Any, kind: str) -> tuple[Node, int]:
     if node.ndim == 0:
         raise ShapeError(f"a scan needs a tile with dims, got a scalar ({kind})")
     axis = t._axis(node, dim)
-    d = node.shape[axis]
-    if tile_block(d) and any(d is g for g in t.grid_syms):
+    block = grid_block_at(t, node, axis % node.ndim)
+    if block is not None:
         # each program would scan its own block, restarting where the config cuts the dim
         # (ref mode scans it whole); an inner loop's tiles may be scanned (a chunked scan
         # carries its total from tile to tile), and so may a block the host knows (a literal
         # or registered block_size: per-block ranks the host combines)
         raise ShapeError(
-            f"{kind} along dim {axis} of {shape_str(node.shape)}: {d.name} is the device "
+            f"{kind} along dim {axis} of {shape_str(node.shape)}: {block.name} is the device "
             "loop's block, one program each tile, so the scan would restart at every tile "
             "the config cuts",
             t.loc,

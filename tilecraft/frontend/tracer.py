@@ -121,6 +121,19 @@ class Tracer:
             return dtypes.ZeroDim(x.dtype)
         return self.dtype_of(x)
 
+    def _loop_scalars_weak(self, operands: tuple[Any, ...]) -> list[Any]:
+        """Each operand's promotion kind, a tile loop's ``begin`` / ``end`` / ``id`` as the
+        Python int it is in eager code where a tensor meets it (``i.to(torch.int16) +
+        tk.begin`` is int16, as in ref mode); among themselves they stay int32 (index math)."""
+        kinds = [self.promotion_of(o) for o in operands]
+        scalar = [
+            isinstance(o, TileValue) and self.value_node(o).op in _LOOP_SCALARS for o in operands
+        ]
+        tensor = any(isinstance(k, torch.dtype) and not s for s, k in zip(scalar, kinds))
+        if any(scalar) and tensor:
+            kinds = [0 if s else k for s, k in zip(scalar, kinds, strict=True)]
+        return kinds
+
     def dtype_of(self, x: Any) -> Any:
         """A dtype for promotion: tensors give their dtype, Python scalars stay weak (also when
         they arrive as kernel arguments, like ``eps``)."""
@@ -262,7 +275,7 @@ class Tracer:
         if op.int_identity and not self.value_node(operands[0]).dtype.is_floating_point:
             return self.wrap(self.value_node(operands[0]))
         operands = positions_widened(self, operands)
-        result = dtypes.promote(*[self.promotion_of(o) for o in operands])
+        result = dtypes.promote(*self._loop_scalars_weak(operands))
         if op.float_only and not result.is_floating_point:
             result = torch.float32
         if op.int_only and (result.is_floating_point or result.is_complex):
@@ -281,10 +294,11 @@ class Tracer:
                 "first: m.to(torch.int32)",
             )
         if name == "copysign" and isinstance(operands[1], (int, float)):
-            # a constant sign: |x| or -|x| (the template's 1.0 / y divided by a literal 0.0)
-            magnitude = self.pointwise("abs", operands[0])
+            # a constant sign (the helper reads a tile's bits): |x| or |x| * -1.0 (-0.0 for 0),
+            # in the float result (an int tile's |x| wrapped: uint8 23 -> 233, int8 -128)
+            magnitude = self.pointwise("abs", self.to_dtype(operands[0], result))
             negative = math.copysign(1.0, operands[1]) < 0
-            return self.pointwise("neg", magnitude) if negative else magnitude
+            return self.pointwise("mul", magnitude, -1.0) if negative else magnitude
         if op.bool_result and result in (torch.float16, torch.bfloat16):
             # a comparison of a half tile with a Python float compares with the float rounded
             # to the tile's dtype, as torch: fp16 x >= 0.1 was False at x = fp16(0.1)
@@ -590,6 +604,7 @@ class Tracer:
 
 
 _LEAF_OPS = {Op.CONST, Op.ARG, Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID, Op.BLOCK_SIZE}
+_LOOP_SCALARS = (Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID)
 
 
 def _host_tensor_value(x: HostTensor) -> DeviceCodeError:

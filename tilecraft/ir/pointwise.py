@@ -202,20 +202,27 @@ _op(
     T.frac,
     float_only=True,
 )
-# the sign bit: -0.0 has it (1 / -0.0 is -inf), as torch.signbit and copysign read it
-_SIGNBIT = "(({0} < 0) | (({0} == 0) & (1.0 / {0} < 0)))"
+# the sign bit, as torch.signbit and copysign read it: -0.0 has it, and a NaN may
+# (runtime/triton_helpers.py: by bits)
 _op(
     "signbit",
     1,
-    _SIGNBIT,
+    "_tc_sign_bit({0})",
     torch.signbit,
     torch.signbit,
     T.signbit,
     float_only=True,
     bool_result=True,
 )
-_COPYSIGN = f"tl.where({_SIGNBIT.format('{1}')}, tl.abs({{0}}) * -1.0, tl.abs({{0}}))"  # -0.0
-_op("copysign", 2, _COPYSIGN, torch.copysign, torch.copysign, T.copysign, float_only=True)
+_op(
+    "copysign",
+    2,
+    "_tc_copy_sign({0}, {1})",
+    torch.copysign,
+    torch.copysign,
+    T.copysign,
+    float_only=True,
+)
 # correctly rounded in fp32, as CUDA torch's is: ``number / tile`` is ``reciprocal * number``
 # in torch (Tensor.__rtruediv__), and a rounding after it (an equalization LUT's
 # round(cdf * (255.0 / n))) must see the same reciprocal; rare enough that div_rn costs nothing

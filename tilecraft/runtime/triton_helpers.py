@@ -152,6 +152,31 @@ def floordiv_float(a, b, mod):  # type: ignore[no-untyped-def]
 
 
 @triton.jit
+def sign_bit(x):  # type: ignore[no-untyped-def]
+    """torch.signbit of a float tile: its sign bit, a NaN's too (``x < 0`` cannot see it; x86's
+    default NaN from inf - inf has it). fp64 in its own bits, narrower floats widened (exact)."""
+    if x.dtype == tl.float64:  # noqa: SIM108  (a compile-time branch: one form is traced)
+        bits = x.to(tl.int64, bitcast=True)
+    else:
+        bits = x.to(tl.float32).to(tl.int32, bitcast=True)
+    return bits < 0
+
+
+@triton.jit
+def copy_sign(x, y):  # type: ignore[no-untyped-def]
+    """torch.copysign of float tiles of one dtype: ``x``'s magnitude with ``y``'s sign bit, by
+    bits (a NaN's sign too, and -0.0: Triton's ``-v`` is ``0 - v``)."""
+    if x.dtype == tl.float64:
+        sign = (y.to(tl.int64, bitcast=True) >> 63) << 63
+        out = (tl.abs(x).to(tl.int64, bitcast=True) | sign).to(tl.float64, bitcast=True)
+    else:
+        sign = (y.to(tl.float32).to(tl.int32, bitcast=True) >> 31) << 31
+        magnitude = tl.abs(x.to(tl.float32)).to(tl.int32, bitcast=True)
+        out = (magnitude | sign).to(tl.float32, bitcast=True)
+    return out
+
+
+@triton.jit
 def bitcast(x, DTYPE: tl.constexpr):  # type: ignore[no-untyped-def]
     """``x``'s bits as ``DTYPE`` (``Tensor.view(dtype)`` of a tile)."""
     return x.to(DTYPE, bitcast=True)
