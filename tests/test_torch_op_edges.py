@@ -196,3 +196,106 @@ def test_the_in_place_hint_names_a_method_that_exists() -> None:
     with pytest.raises(UnsupportedOpError) as info:
         zeroed(torch.randn(8))
     assert "torch.zeros_like(v)" in str(info.value) and "v.zero(" not in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def softmax_of_chunks(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        for tk in tc.tile(n):
+            out[tm, tk] = torch.softmax(x[tm, tk], dim=1)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def softmax_of_literal_blocks(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm, tn in tc.tile([m, n], block_size=[None, 32]):
+        out[tm, tn] = torch.softmax(x[tm, tn], dim=1)
+    return out
+
+
+def test_a_normalization_along_an_inner_loops_tile_is_refused_a_literal_block_runs(
+    device: str,
+) -> None:
+    """An inner loop's tile the config cuts normalizes each chunk on its own (config [8, 16]
+    differed from eager, [8, 64] did not); a literal block is the user's per-block intent."""
+    x = torch.randn(8, 128, device=device)
+    with pytest.raises(ShapeError, match=r"torch.softmax along dim 1 .* a loop's tile"):
+        softmax_of_chunks(x)
+    want = torch.softmax(x.view(8, 4, 32), dim=2).view(8, 128)
+    torch.testing.assert_close(softmax_of_literal_blocks(x), want)
+
+
+@tc.kernel(static_shapes=True)
+def chunk_statistics(
+    x: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per row and chunk of 32: the chunk's mean (kept dims), its variance and std, and the
+    row's mean of its whole tile."""
+    m, n = x.size()
+    chunks = n // 32
+    means = torch.empty([m, chunks], dtype=torch.float32, device=x.device)
+    variances = torch.empty([m, chunks], dtype=torch.float32, device=x.device)
+    stds = torch.empty([m, chunks], dtype=torch.float32, device=x.device)
+    rows = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        rows[tm] = x[tm, :].mean(dim=1)
+        for tk in tc.tile(n, block_size=32):
+            chunk = x[tm, tk]
+            means[tm, tk.id] = chunk.mean(dim=1, keepdim=True)[:, 0]
+            variances[tm, tk.id] = torch.var(chunk, dim=1)
+            stds[tm, tk.id] = chunk.std(dim=1, correction=0)
+    return means, variances, stds, rows
+
+
+def test_mean_var_std_over_a_tiles_dim(device: str) -> None:
+    """mean(keepdim=True) over a tile dim failed to broadcast its count; var / std along a
+    tile raised an internal TypeError (no int extent)."""
+    x = torch.randn(6, 96, device=device)
+    means, variances, stds, rows = chunk_statistics(x)
+    chunks = x.view(6, 3, 32)
+    torch.testing.assert_close(means, chunks.mean(2))
+    torch.testing.assert_close(variances, chunks.var(2))
+    torch.testing.assert_close(stds, chunks.std(2, correction=0))
+    torch.testing.assert_close(rows, x.mean(1))
+
+
+@tc.kernel(static_shapes=True)
+def row_sums_raced(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.zeros([m], dtype=x.dtype, device=x.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm] = x[tm, tn].sum(1)  # every program along tn writes its own partial
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def row_sums_combined(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    total = torch.zeros([m], dtype=x.dtype, device=x.device)
+    first = torch.zeros([m], dtype=x.dtype, device=x.device)
+    whole = torch.zeros([m], dtype=x.dtype, device=x.device)
+    for tm, tn in tc.tile([m, n]):
+        tc.atomic_add(total, [tm], x[tm, tn].sum(1))
+        tc.store(first, [tm], x[tm, tn].amax(1), extra_mask=tn.begin == 0)
+        whole[tm] = x[tm, :].sum(1)  # the same value from every program along tn
+    return total, first, whole
+
+
+def test_a_store_every_program_along_a_grid_dim_makes_is_named() -> None:
+    """``out[tm] = x[tm, tn].sum(1)``: the last program's partial stayed, and every config
+    'differed' with a hint to report a tilecraft bug; the hint now names the store."""
+    from tilecraft.autotune.classify import shared_stores
+    from tilecraft.autotune.discover import NoWorkingConfigError
+
+    x = torch.randn(8, 200)
+    found = shared_stores(row_sums_raced.bind((x,)).traced.loops)
+    assert len(found) == 1 and found[0].startswith("'out' (line")
+    assert shared_stores(row_sums_combined.bind((x,)).traced.loops) == []
+    with pytest.raises(NoWorkingConfigError) as info:
+        row_sums_raced(x)
+    hint = str(info.value)
+    assert "stored by every program along that grid dim" in hint and "tilecraft bug" not in hint

@@ -44,9 +44,11 @@ def emit_cast(ctx: EmitContext, node: Node) -> None:
     ctx.bind(node, ctx.cast_expr(ctx.expr(src), src.dtype, node.dtype))
 
 
-def _operands(ctx: EmitContext, node: Node) -> tuple[list[str], torch.dtype]:
+def _operands(ctx: EmitContext, node: Node, keep_half: bool) -> tuple[list[str], torch.dtype]:
+    """The operands' texts in the op's compute dtype (``keep_half``: fp16 stays fp16)."""
     operand_dtype = node.inputs[0].dtype
-    compute = dtypes.compute_dtype(operand_dtype)
+    keep = keep_half and operand_dtype == torch.float16
+    compute = operand_dtype if keep else dtypes.compute_dtype(operand_dtype)
     texts = []
     for inp in node.inputs:
         text = ctx.mask_expr(inp) if compute == torch.bool else ctx.expr(inp)
@@ -63,7 +65,7 @@ def _operands(ctx: EmitContext, node: Node) -> tuple[list[str], torch.dtype]:
 @emits(Op.UNARY, Op.BINARY)
 def emit_pointwise(ctx: EmitContext, node: Node) -> None:
     op = POINTWISE[node.attrs["fn"]]
-    texts, compute = _operands(ctx, node)
+    texts, compute = _operands(ctx, node, op.reads_bits)
     template = op.float_template if op.float_template and compute.is_floating_point else op.template
     if op.fp32_template and compute == torch.float32:
         template = op.fp32_template

@@ -63,10 +63,12 @@ def block_sym(
             tr.block_slot_syms[block.slot] = sym
     elif block is None and earlier is not None and same_range(earlier, sym):
         sym.config_slot = earlier.config_slot
+        tr.config_blocks.add(id(sym))
     elif block is None:
         sym.config_slot = tr.next_block_slot
         tr.next_block_slot += 1
         tr.block_slot_syms[sym.config_slot] = sym
+        tr.config_blocks.add(id(sym))
     else:
         value = int(block)
         if value < 1 or value & (value - 1):

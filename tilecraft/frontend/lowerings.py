@@ -331,9 +331,7 @@ def _variance(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     total = t.reduce("sum", t.pointwise("mul", diff, diff), dim, keepdim)
     node = t.value_node(xf)
     dims = dim if isinstance(dim, (list, tuple)) else [dim] if dim is not None else range(node.ndim)
-    count: Any = 1
-    for d in dims:
-        count = count * t.extent_value(node.shape[t._axis(node, d)])
+    count = t.element_count(node, [t._axis(node, d) for d in dims], keepdim)
     # torch divides by max(0, n - correction): a dim of 0 (or 1, unbiased) elements gives 0 / 0
     dof = (
         max(0, count - correction)

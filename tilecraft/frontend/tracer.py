@@ -50,6 +50,8 @@ class Tracer:
         self.loc: SourceLoc | None = None
         self.next_block_slot = next_block_slot
         self.block_slot_syms: dict[int, Sym] = {}
+        # the tile dims whose block only the config sets (no literal, no registered block)
+        self.config_blocks: set[int] = set()
         self.site_syms: dict[Any, Sym] = {}  # a source loop's first sym (loop_nest.block_sym)
         self.n_rdims = 0
         self._leaf_cache: dict[tuple[int, Op], TileValue] = {}
@@ -434,6 +436,19 @@ class Tracer:
             return self.wrap(d.extent_args[0]) if d.extent_args else d.extent
         return None
 
+    def element_count(self, node: Node, axes: list[int], keepdim: bool) -> Any:
+        """The valid elements of ``node`` over ``axes``: an int (or a run-time size) where each
+        extent is known, else a tile's count (a partial last tile's fewer lanes), shaped as a
+        reduction over ``axes`` with ``keepdim``."""
+        count: Any = 1
+        for a in axes:
+            n = self.extent_value(node.shape[a])
+            if n is None:
+                ones = self.wrap(self.emit(Op.FULL, [], node.shape, torch.float32, value=1.0))
+                return self.reduce("sum", ones, axes, keepdim)
+            count = count * n
+        return count
+
     def mean(self, x: Any, dim: Any, keepdim: bool = False) -> TileValue:
         node = self.value_node(x)
         dims = (
@@ -449,14 +464,7 @@ class Tracer:
         wide = node.dtype.is_floating_point and node.dtype.itemsize >= 4
         src = x if wide else self.to_dtype(x, torch.float32)
         total = self.reduce("sum", src, axes, keepdim)
-        count: Any = 1
-        for a in axes:
-            n = self.extent_value(node.shape[a])
-            if n is None:
-                ones = self.wrap(self.emit(Op.FULL, [], node.shape, torch.float32, value=1.0))
-                n = self.reduce("sum", ones, a, False)
-            count = count * n
-        mean = self.pointwise("truediv", total, count)
+        mean = self.pointwise("truediv", total, self.element_count(node, axes, keepdim))
         return mean if wide or not node.dtype.is_floating_point else self.to_dtype(mean, node.dtype)
 
     def full(self, shape: Any, value: Any, dtype: torch.dtype) -> TileValue:

@@ -58,6 +58,9 @@ class PointwiseOp:
     # which NVPTX lowers to x - y * trunc(x / y) (1e10 % 3 gave 256 on an H200; torch 1), so
     # GPUs take libdevice's / ocml's exact fmod (the interpreter has no libdevice)
     device_template: str = ""
+    # ops that read a float's bits: fp16 operands stay fp16 (widened to fp32 on an H100, a NaN
+    # lost its sign bit: cvt.f32.f16 gives the canonical NaN)
+    reads_bits: bool = False
 
 
 POINTWISE: dict[str, PointwiseOp] = {}
@@ -213,6 +216,7 @@ _op(
     T.signbit,
     float_only=True,
     bool_result=True,
+    reads_bits=True,
 )
 _op(
     "copysign",
@@ -222,6 +226,7 @@ _op(
     torch.copysign,
     T.copysign,
     float_only=True,
+    reads_bits=True,
 )
 # correctly rounded in fp32, as CUDA torch's is: ``number / tile`` is ``reciprocal * number``
 # in torch (Tensor.__rtruediv__), and a rounding after it (an equalization LUT's

@@ -154,9 +154,12 @@ def floordiv_float(a, b, mod):  # type: ignore[no-untyped-def]
 @triton.jit
 def sign_bit(x):  # type: ignore[no-untyped-def]
     """torch.signbit of a float tile: its sign bit, a NaN's too (``x < 0`` cannot see it; x86's
-    default NaN from inf - inf has it). fp64 in its own bits, narrower floats widened (exact)."""
-    if x.dtype == tl.float64:  # noqa: SIM108  (a compile-time branch: one form is traced)
+    default NaN from inf - inf has it). fp64 and fp16 in their own bits (fp16 widened on a GPU
+    loses a NaN's sign), bf16 widened (exact) to fp32's."""
+    if x.dtype == tl.float64:
         bits = x.to(tl.int64, bitcast=True)
+    elif x.dtype == tl.float16:
+        bits = x.to(tl.int16, bitcast=True)
     else:
         bits = x.to(tl.float32).to(tl.int32, bitcast=True)
     return bits < 0
@@ -169,6 +172,9 @@ def copy_sign(x, y):  # type: ignore[no-untyped-def]
     if x.dtype == tl.float64:
         sign = (y.to(tl.int64, bitcast=True) >> 63) << 63
         out = (tl.abs(x).to(tl.int64, bitcast=True) | sign).to(tl.float64, bitcast=True)
+    elif x.dtype == tl.float16:
+        sign = (y.to(tl.int16, bitcast=True) >> 15) << 15
+        out = ((x.to(tl.int16, bitcast=True) & 0x7FFF) | sign).to(tl.float16, bitcast=True)
     else:
         sign = (y.to(tl.float32).to(tl.int32, bitcast=True) >> 31) << 31
         magnitude = tl.abs(x.to(tl.float32)).to(tl.int32, bitcast=True)
