@@ -71,7 +71,7 @@ class EmitContext:
         self.descriptors: dict[tuple[str, tuple[str, ...]], str] = {}  # (tensor, block) -> name
         self.descriptor_mark = 0
         self.helpers: list[str] = []  # @triton.jit helpers the kernel calls (combine functions)
-        self.helper_names: dict[int, str] = {}
+        self.helper_names: dict[Any, str] = {}
         # tuples several nodes index (a tuple scan's outputs; a max/argmax pair, codegen/
         # reduce.py), by a key of what computes them: the scope each was emitted in, its variable
         self.shared_tuples: dict[tuple[Any, ...], tuple[dict[int, str], str]] = {}

@@ -71,7 +71,9 @@ def _global_source(owner: str, name: str, value: Any, seen: dict[str, Any]) -> l
     if isinstance(value, tl.constexpr):
         return [f"{name} = tl.constexpr({value.value!r})"]
     if isinstance(value, (bool, int, float)):
-        return [f"{name} = {value!r}"]
+        # a constexpr: Triton's GPU code generator refuses plain globals (the interpreter
+        # reads them), and the function's module had the number as a Python constant
+        return [f"{name} = tl.constexpr({value!r})"]
     raise UnsupportedOpError(
         f"tc.triton_call: {owner} reads the global '{name}' (a {type(value).__name__}), which "
         "cannot be copied into the generated module",

@@ -68,14 +68,43 @@ def _tuple_scan(ctx: EmitContext, node: Node, axis: int, helper: str) -> str:
 
 
 def emit_combine_reduce(ctx: EmitContext, node: Node) -> None:
-    """``tl.reduce`` with the user's combine; padded elements hold the user's ``other``."""
+    """``tl.reduce`` with the user's combine; padded elements hold the user's ``other``, or
+    without one they are skipped: each lane carries a valid flag, and the combine of a valid
+    and a padded lane is the valid one (exact for any combine: a product's padding of 0 made
+    every row 0)."""
     src, axis = node.inputs[0], node.attrs["axis"]
     text = ctx.expr(src)
     mask = ctx.mask_at(src.shape[axis], axis, src.ndim)
-    if mask is not None:
-        other = node.attrs["other"]
-        lit = dtypes.float_literal(float(other)) if src.dtype.is_floating_point else str(other)
-        text = f"tl.where({mask}, {text}, {lit})"
+    other = node.attrs["other"]
     helper = combine_helper(ctx, node.attrs["combine"])
     keep = ", keep_dims=True" if node.attrs["keepdim"] else ""
+    if mask is not None and other is None:
+        zero = "0.0" if src.dtype.is_floating_point else "0"
+        valid = f"({mask}) | tl.zeros({_shape_of(ctx, src)}, tl.int1)"
+        pair = f"(tl.where({mask}, {text}, {zero}), {valid})"
+        skipping = _skipping_helper(ctx, node.attrs["combine"], helper)
+        ctx.bind(node, f"tl.reduce({pair}, {axis}, {skipping}{keep})[0]")
+        return
+    if mask is not None:
+        lit = dtypes.float_literal(float(other)) if src.dtype.is_floating_point else str(other)
+        text = f"tl.where({mask}, {text}, {lit})"
     ctx.bind(node, f"tl.reduce({text}, {axis}, {helper}{keep})")
+
+
+def _shape_of(ctx: EmitContext, node: Node) -> str:
+    return f"[{', '.join(ctx.dim_expr(d) for d in node.shape)}]"
+
+
+def _skipping_helper(ctx: EmitContext, combine: Combine, helper: str) -> str:
+    """A combine of (value, valid) pairs that skips padded lanes around ``helper``."""
+    key = ("skipping", id(combine))
+    if key not in ctx.helper_names:
+        name = f"{helper}_valid"
+        ctx.helper_names[key] = name
+        ctx.helpers.append(
+            f"@triton.jit\ndef {name}(a, a_valid, b, b_valid):\n"
+            f"    both = {helper}(a, b)\n"
+            "    return tl.where(a_valid & b_valid, both, tl.where(a_valid, a, b)), "
+            "a_valid | b_valid\n"
+        )
+    return ctx.helper_names[key]

@@ -43,6 +43,9 @@ class BlockSpec:
     # bytes each index of it covers in one memory run past a narrow whole stride-1 dim, where
     # those are under MIN_SEGMENT_BYTES (grid_order.narrow_run; 0: none)
     run_bytes: int = 0
+    # a registered block's least (``tc.register_block_size(lo, hi)``: lo rounded up to a power
+    # of two)
+    least: int = 1
 
     @property
     def itemsize(self) -> int:
@@ -74,7 +77,7 @@ class BlockSpec:
 
     @property
     def lo(self) -> int:
-        return self.dot_min if self.dot_role else 1
+        return max(self.dot_min if self.dot_role else 1, self.least)
 
     @property
     def hi(self) -> int:

@@ -86,10 +86,12 @@ def _block_sizes(spec: ConfigSpec, config: Config, default: Callable[[], Config]
     blocks = list(config.block_sizes if given else default().block_sizes)
     for i, b in enumerate(spec.blocks):
         if blocks[i] < b.lo:
-            raise ConfigError(
-                f"block_sizes[{i}]={blocks[i]} is below {b.lo} (tl.dot needs every dim >= 16, "
-                "and K >= 32 for 8-bit operands)"
+            why = (
+                f"tc.register_block_size asks for at least {b.least}"
+                if b.least == b.lo and b.least > 1
+                else "tl.dot needs every dim >= 16, and K >= 32 for 8-bit operands"
             )
+            raise ConfigError(f"block_sizes[{i}]={blocks[i]} is below {b.lo} ({why})")
         blocks[i] = min(blocks[i], b.hi)
     return blocks
 

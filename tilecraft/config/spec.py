@@ -73,6 +73,7 @@ class ConfigSpec:
         tunables: dict[str, tuple[Any, ...]],
         target: Target | None = None,
         dot_precision: str | None = None,
+        host_floors: dict[int, int] | None = None,
     ):
         self.target: Target = target or Target("interpret")
         self.loops = loops
@@ -120,7 +121,7 @@ class ConfigSpec:
         self.exchanged_states: list[ValueShape] = []
         slots: dict[int, BlockSpec] = {}
         for slot, extent in host_slots.items():
-            slots[slot] = BlockSpec(slot, extent, "host")
+            slots[slot] = BlockSpec(slot, extent, "host", least=(host_floors or {}).get(slot, 1))
         for loop in loops:
             self._collect(loop, slots)
         missing = [s for s in range(n_block_slots) if s not in slots]

@@ -230,7 +230,7 @@ def reduce(
     fn: Callable[..., Any],
     x: Any,
     dim: Any,
-    other: Any = 0,
+    other: Any = None,
     keep_dims: bool = False,
 ) -> TileValue:
     if isinstance(x, (tuple, list)):
@@ -242,7 +242,7 @@ def reduce(
         )
     node = t.value_node(x)
     axis = t._axis(node, dim)
-    if not isinstance(other, (int, float, bool)):
+    if other is not None and not isinstance(other, (int, float, bool)):
         raise DeviceCodeError("tc.reduce: other= must be a Python number (the combine's identity)")
     compute = dtypes.compute_dtype(node.dtype)
     combine = trace_combine(t, fn, (compute,))

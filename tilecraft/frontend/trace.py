@@ -70,6 +70,8 @@ class TracedKernel:
     glue: dict[int, GlueLoop] = dataclasses.field(default_factory=dict)  # frontend/glue.py
     glue_problems: dict[int, str | None] = dataclasses.field(default_factory=dict)
     host_tensors: bool = False  # host code makes tensors with tc.arange / tc.zeros / tc.full
+    # config slot -> the least block register_block_size(lo, hi) allows
+    host_floors: dict[int, int] = dataclasses.field(default_factory=dict)
 
     def ir(self) -> str:
         from tilecraft.ir.printer import format_loop
@@ -91,6 +93,7 @@ class _TraceHost:
         self.block_values = block_values
         self.next_slot = 0
         self.host_slots: dict[int, int] = {}
+        self.host_floors: dict[int, int] = {}  # slot -> register_block_size's lo (power of 2)
         self.host_slot_order: list[int] = []
         self.tunables: dict[str, tuple[Any, ...]] = {}
         self.loops: dict[int, DeviceLoop] = {}
@@ -119,6 +122,14 @@ class _TraceHost:
         slot = self.next_slot
         self.next_slot += 1
         self.host_slots[slot] = hi if hi is not None else lo
+        if hi is not None:
+            from tilecraft.config.plan import next_pow2
+
+            if lo > hi:
+                raise DeviceCodeError(
+                    f"tc.register_block_size({lo}, {hi}): the least block is above the most"
+                )
+            self.host_floors[slot] = next_pow2(max(lo, 1))
         self.host_slot_order.append(slot)
         from tilecraft.config.plan import next_pow2
 
@@ -472,6 +483,7 @@ def trace_kernel(
         host.glue_loops,
         host.glue_problems,
         host.host_tensors,
+        host_floors=host.host_floors,
     )
 
 

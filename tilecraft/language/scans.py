@@ -58,12 +58,14 @@ def reduce(
     fn: Callable[[Any, Any], Any],
     values: Any,
     dim: int,
-    other: float | int | bool = 0,
+    other: float | int | bool | None = None,
     keep_dims: bool = False,
 ) -> Any:
     """Reduce one tile ``values`` along ``dim`` with ``fn(a, b)`` (``tl.reduce``; not a tuple of
-    tiles: a value with its index is ``torch.max(x, dim)``). ``other`` is the value that padded
-    elements of a tile hold: the identity of ``fn`` (0 for +, 1 for *, -inf for max)."""
+    tiles: a value with its index is ``torch.max(x, dim)``). A partial tile's padded elements
+    are left out (each lane carries a valid flag); ``other``, the identity of ``fn`` (0 for +,
+    1 for *, -inf for max), makes them hold it instead, which costs nothing (Helion's
+    ``hl.reduce(..., other=)``)."""
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("reduce", fn, values, dim, other=other, keep_dims=keep_dims)

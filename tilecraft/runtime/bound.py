@@ -66,6 +66,7 @@ class BoundKernel:
             traced.tunables,
             self.target,
             kernel.dot_precision,
+            traced.host_floors,
         )
         self._traces: dict[tuple[Any, ...], TracedKernel] = {}
         self._programs: dict[str, CompiledProgram] = {}

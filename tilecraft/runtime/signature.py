@@ -87,5 +87,12 @@ def value_key(v: Any, static_shapes: bool) -> Any:
     if isinstance(v, float):
         return float
     if isinstance(v, (list, tuple)):  # a list of tensors: each one's key, not its repr
-        return (type(v), tuple(value_key(x, static_shapes) for x in v))
+        # a container's floats are baked into the traced code (only a float argument itself
+        # is passed at run time): each by its value (repr: NaN equals NaN, -0.0 is not 0.0)
+        return (
+            type(v),
+            tuple(
+                (float, repr(x)) if isinstance(x, float) else value_key(x, static_shapes) for x in v
+            ),
+        )
     return (type(v), repr(v))

@@ -198,7 +198,8 @@ LANGUAGE: tuple[HelionName, ...] = (
         "reduce",
         "(combine_fn, input_tensor, dim=None, other=0, keep_dims=False)",
         "differs",
-        "tc.reduce(fn, values, dim, other=): the combine function is traced; dim is required",
+        "tc.reduce(fn, values, dim, other=): the combine function is traced; dim is required; "
+        "without other= a partial tile's padded elements are skipped",
     ),
     _hl(
         "associative_scan",

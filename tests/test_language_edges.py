@@ -1,0 +1,117 @@
+"""The language's advanced features at their edges (fuzz round 51d): a tuple of floats as an
+argument specializes by value, ``tc.register_block_size(lo, hi)`` keeps blocks at least ``lo``,
+``tc.reduce`` without ``other=`` skips a partial tile's padding (any combine), and a number
+constant a ``tc.triton_call`` function reads compiles for GPUs. Interpreter numerics against
+eager, cross-compiles for cuda:90 / gfx942."""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+import torch
+import triton
+
+import tilecraft as tc
+from tilecraft.errors import ConfigError
+from tilecraft.targets.target import Target
+from tilecraft.tools.check import check_kernel
+
+TARGETS = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+
+
+@tc.kernel(static_shapes=True)
+def affine(x: torch.Tensor, coefficients: tuple[float, float]) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = x[tn] * coefficients[0] + coefficients[1]  # read in device code: baked in
+    return out
+
+
+def test_a_tuple_of_floats_specializes_by_value(device: str) -> None:
+    """The second call reused the first's compile (its key held the floats' type only)."""
+    x = torch.randn(50, device=device)
+    torch.testing.assert_close(affine(x, (1.0, 2.0)), x + 2.0)
+    torch.testing.assert_close(affine(x, (3.0, -1.0)), x * 3.0 - 1.0)
+    torch.testing.assert_close(
+        affine(x, [0.5, float("nan")]), x * 0.5 + float("nan"), equal_nan=True
+    )
+
+
+@tc.kernel(static_shapes=True)
+def blocked_sums(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    block = tc.register_block_size(32, 64)
+    out = torch.zeros([tc.cdiv(n, block)], dtype=x.dtype, device=x.device)
+    for tn in tc.tile(n, block_size=block):
+        out[tn.id] = x[tn].sum()
+    return out
+
+
+def test_a_registered_block_is_at_least_its_lo() -> None:
+    x = torch.randn(256)
+    spec = blocked_sums.bind((x,)).config_spec
+    assert spec.blocks[0].lo == 32
+    with pytest.raises(ConfigError, match="below 32 .*register_block_size"):
+        spec.normalize(tc.Config(block_sizes=[4]))
+    assert spec.default().block_sizes[0] >= 32
+    rng = __import__("random").Random(0)
+    assert all(spec.random(rng).block_sizes[0] in (32, 64) for _ in range(20))
+
+
+@tc.kernel(static_shapes=True)
+def row_products(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    prods = torch.empty([m], dtype=x.dtype, device=x.device)
+    best = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        prods[tm] = tc.reduce(operator.mul, x[tm, :], 1)
+        best[tm] = tc.reduce(torch.maximum, x[tm, :] - 10.0, 1)
+    return prods, best
+
+
+def test_a_custom_reduction_without_other_skips_the_padding(device: str) -> None:
+    """23 columns pad to 32: the padding's 0 made every product 0 and every max of negative
+    values 0, depending on the config."""
+    x = (torch.rand(37, 23) + 0.5).to(device)
+    prods, best = row_products(x)
+    torch.testing.assert_close(prods, x.prod(1), rtol=1e-5, atol=0)
+    torch.testing.assert_close(best, x.amax(1) - 10.0)
+    rows = check_kernel(row_products, (x.cpu(),), TARGETS, lambda b: [b.config_spec.default()])
+    assert len(rows) == 2 and all(r.report is not None and r.report.ok for r in rows)
+
+
+OFFSET = 0.5
+
+
+@triton.jit
+def _shift(x):  # type: ignore[no-untyped-def]
+    return x + OFFSET
+
+
+@tc.kernel(static_shapes=True)
+def shifted(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = tc.triton_call(
+            _shift, x[t], out_shape=[t], out_dtype=x.dtype, ref=lambda v: v + 0.5
+        )
+    return out
+
+
+@pytest.mark.crosscompile
+def test_a_triton_call_reading_a_number_constant_compiles_for_gpus() -> None:
+    """The constant was copied as ``OFFSET = 0.5``: the interpreter read it, Triton's GPU code
+    generator refuses a plain global."""
+    x = torch.randn(40)
+    code = shifted.bind((x,)).to_triton_code(tc.Config(block_sizes=[16]))
+    assert "OFFSET = tl.constexpr(0.5)" in code
+    rows = check_kernel(shifted, (x,), TARGETS, lambda b: [tc.Config(block_sizes=[16])])
+    assert len(rows) == 2 and all(r.report is not None and r.report.ok for r in rows), rows
+
+
+def test_a_triton_call_reading_a_number_constant_runs(device: str) -> None:
+    x = torch.randn(40, device=device)
+    torch.testing.assert_close(shifted(x), x + 0.5)
