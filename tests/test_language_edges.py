@@ -13,7 +13,7 @@ import torch
 import triton
 
 import tilecraft as tc
-from tilecraft.errors import ConfigError
+from tilecraft.errors import ConfigError, DeviceCodeError
 from tilecraft.targets.target import Target
 from tilecraft.tools.check import check_kernel
 
@@ -115,3 +115,46 @@ def test_a_triton_call_reading_a_number_constant_compiles_for_gpus() -> None:
 def test_a_triton_call_reading_a_number_constant_runs(device: str) -> None:
     x = torch.randn(40, device=device)
     torch.testing.assert_close(shifted(x), x + 0.5)
+
+
+def _rows(x: torch.Tensor, tm: object) -> torch.Tensor:
+    return x[tm, :]
+
+
+@tc.kernel(static_shapes=True)
+def doubled_rows(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m // 2, n], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m // 2):
+        out[tm, :] = _rows(x, tm) * 2.0
+    return out
+
+
+def test_a_helper_subscripting_with_a_tile_runs_in_ref_mode(device: str) -> None:
+    """Ref mode rewrites the kernel's own subscripts only: in a helper torch took the tile as
+    its size (row 8 for every row here), and the autotuner's baseline then failed every
+    config."""
+    x = torch.randn(16, 6, device=device)
+    torch.testing.assert_close(doubled_rows.run_ref(x), x[:8] * 2.0)
+    torch.testing.assert_close(doubled_rows(x), x[:8] * 2.0)
+
+
+def _row_sums(x: torch.Tensor, tm: object, n: int) -> object:
+    acc = tc.zeros([tm], dtype=torch.float32)
+    for tn in tc.tile(n):
+        acc = acc + x[tm, tn].sum(1)
+    return acc
+
+
+@tc.kernel(static_shapes=True)
+def sums_in_a_helper(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        out[tm] = _row_sums(x, tm, n)
+    return out
+
+
+def test_a_loop_in_a_helper_is_refused_by_name() -> None:
+    with pytest.raises(DeviceCodeError, match="in a helper function called from device code"):
+        sums_in_a_helper(torch.randn(8, 40))

@@ -36,9 +36,18 @@ class TileSpec:
             import sys
 
             caller = sys._getframe(1)
+            where = SourceLoc(caller.f_code.co_filename, caller.f_lineno)
+            if _context.device() is not None:  # a helper function called from device code
+                raise DeviceCodeError(
+                    f"tc.{self.kind}() in a helper function called from device code: loops are "
+                    "traced from the kernel's own body, and a helper runs as plain Python",
+                    where,
+                    hint="write the loop in the kernel's body; a helper may take and return "
+                    "tiles (def rows(x, tm): return x[tm, :])",
+                )
             raise DeviceCodeError(
                 f"tc.{self.kind}() ran as a plain Python loop",
-                SourceLoc(caller.f_code.co_filename, caller.f_lineno),
+                where,
                 hint="device loops run inside a function decorated with @tc.kernel; "
                 "call the kernel instead of iterating a tile outside it",
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from tilecraft.errors import IndexOutOfBoundsError
 from tilecraft.frontend.source import (
@@ -56,6 +57,26 @@ def ref_set(obj: Any, index: Any, value: Any) -> None:
         obj[_convert(index)] = value
         return
     ref_access.store("subscript store", obj, _items(index), value)
+
+
+class TileSubscripts(TorchFunctionMode):
+    """Subscripts with tiles outside the kernel's own body (a helper ``def rows(x, tm): return
+    x[tm, :]``, a lambda): ref mode rewrites the kernel's subscripts only, and torch took a tile
+    as its ``__index__``, its size (row 8 for every row, or an IndexError)."""
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        if func is torch.Tensor.__getitem__ and _has_tile(args[1]):
+            return ref_get(args[0], args[1])
+        if func is torch.Tensor.__setitem__ and _has_tile(args[1]):
+            return ref_set(args[0], args[1], args[2])
+        return func(*args, **(kwargs or {}))
+
+
+def _has_tile(index: Any) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, RefTile) for i in items)
 
 
 def ref_addmm(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -273,7 +294,10 @@ def build_ref(src: KernelSource) -> Any:
 
     def run(*args: Any, **kwargs: Any) -> Any:
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-        with _context.host_context(RefHost(tensors[0].device if tensors else None)):
+        with (
+            _context.host_context(RefHost(tensors[0].device if tensors else None)),
+            TileSubscripts(),
+        ):
             return fn(*args, **kwargs)
 
     return run
