@@ -13,7 +13,7 @@ import torch
 import triton
 
 import tilecraft as tc
-from tilecraft.errors import ConfigError, DeviceCodeError
+from tilecraft.errors import ConfigError, DeviceCodeError, UnsupportedOpError
 from tilecraft.targets.target import Target
 from tilecraft.tools.check import check_kernel
 
@@ -158,3 +158,32 @@ def sums_in_a_helper(x: torch.Tensor) -> torch.Tensor:
 def test_a_loop_in_a_helper_is_refused_by_name() -> None:
     with pytest.raises(DeviceCodeError, match="in a helper function called from device code"):
         sums_in_a_helper(torch.randn(8, 40))
+
+
+@tc.kernel(static_shapes=True)
+def pair_reduce(x: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm] = tc.reduce(operator.add, (x[tm, :], x[tm, :]), 1)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def empty_max(x: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm] = tc.reduce(torch.maximum, x[tm, :], 1, other=float("-inf"))
+    return out
+
+
+def test_ref_mode_reduce_refuses_a_tuple_and_returns_other_for_an_empty_dim() -> None:
+    """Ref mode raised an internal AttributeError / IndexError where compiled code refuses the
+    tuple by name and gives ``other`` for a dim of 0 elements."""
+    x = torch.randn(4, 6)
+    for run in (pair_reduce, pair_reduce.run_ref):
+        with pytest.raises(UnsupportedOpError, match="tc.reduce of a tuple of 2 tiles"):
+            run(x)
+    empty = torch.randn(4, 0)
+    assert torch.equal(empty_max.run_ref(empty), torch.full([4], float("-inf")))

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from tilecraft.errors import UnsupportedOpError
 from tilecraft.frontend.scans import call_combine
 from tilecraft.language import _context
 
@@ -69,7 +70,16 @@ def reduce(
     tracer = _context.device()
     if tracer is not None:
         return tracer.call("reduce", fn, values, dim, other=other, keep_dims=keep_dims)
+    if isinstance(values, (tuple, list)):  # (ref mode: the message compiled code gives)
+        raise UnsupportedOpError(
+            f"tc.reduce of a {type(values).__name__} of {len(values)} tiles: it reduces one tile",
+            hint="a value with its index is torch.max(x, dim) / torch.min(x, dim); several "
+            "statistics are one reduction each (tc.associative_scan takes tuples)",
+        )
     run = _upcast(values).movedim(dim, -1)
+    if run.shape[-1] == 0:  # nothing to combine: other (0 without one), as compiled code gives
+        empty = torch.full(run.shape[:-1], other or 0, dtype=values.dtype, device=values.device)
+        return empty.unsqueeze(dim) if keep_dims else empty
     while run.shape[-1] > 1:  # neighbours pairwise, in order: a tree as the compiled one
         pairs = run.shape[-1] // 2
         combined = torch.as_tensor(fn(run[..., 0 : 2 * pairs : 2], run[..., 1 : 2 * pairs : 2]))
