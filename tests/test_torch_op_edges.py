@@ -299,3 +299,22 @@ def test_a_store_every_program_along_a_grid_dim_makes_is_named() -> None:
         row_sums_raced(x)
     hint = str(info.value)
     assert "stored by every program along that grid dim" in hint and "tilecraft bug" not in hint
+
+
+@tc.kernel(static_shapes=True)
+def block_absmax(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    bn = tc.register_block_size(n)
+    scales = torch.empty([m, tc.cdiv(n, bn)], dtype=torch.float32, device=x.device)
+    for tm, tn in tc.tile([m, n], block_size=[None, bn]):
+        scales[tm, tn.id] = x[tm, tn].abs().amax(1)
+    return scales  # its shape follows the config
+
+
+def test_a_returned_shape_that_follows_the_config_is_named() -> None:
+    from tilecraft.autotune.discover import NoWorkingConfigError
+
+    with pytest.raises(NoWorkingConfigError) as info:
+        block_absmax(torch.randn(8, 100))
+    text = str(info.value)
+    assert "another shape than ref mode's" in text and "tilecraft bug" not in text

@@ -205,6 +205,15 @@ class NoWorkingConfigError(TilecraftError):
                 "overwrites another's); tc.atomic_add(tensor, [index, ...], value) is the "
                 "race-free way to accumulate"
             )
+        if categories == {Category.WRONG_RESULT} and any(
+            "!= expected [" in a.reason + a.detail for a in self.attempts if not a.ok
+        ):
+            hint = (  # (configs return other shapes than the baseline: not a tilecraft bug)
+                "configs return a tensor of another shape than ref mode's: a shape "
+                "that follows the config (a buffer sized by tc.register_block_size, one row "
+                "per tile) cannot be returned; combine the per-block results in host code "
+                "before returning (docs/models.md)"
+            )
         if shared and categories == {Category.WRONG_RESULT}:
             hint = (  # (the likely cause, not a tilecraft bug)
                 f"{', '.join(shared)}: stored by every program along that grid dim at the "
