@@ -187,3 +187,28 @@ def test_ref_mode_reduce_refuses_a_tuple_and_returns_other_for_an_empty_dim() ->
             run(x)
     empty = torch.randn(4, 0)
     assert torch.equal(empty_max.run_ref(empty), torch.full([4], float("-inf")))
+
+
+@tc.kernel(static_shapes=True)
+def plus_one(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = x[t] + 1.0
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def calls_a_kernel_in_device_code(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = plus_one(x[t]) * 2.0
+    return out
+
+
+def test_a_kernel_called_from_device_code_is_refused_by_name() -> None:
+    """The message was about the callee's loop bounds ('must be host ints, got a Sym')."""
+    with pytest.raises(DeviceCodeError, match="kernel 'plus_one' called from device code") as e:
+        calls_a_kernel_in_device_code(torch.randn(20))
+    assert "test_language_edges.py" in str(e.value)

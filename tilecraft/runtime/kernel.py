@@ -26,6 +26,7 @@ from tilecraft.config.kernel_options import check_budget, check_option_kinds, ch
 from tilecraft.errors import (
     ArgumentError,
     ConfigError,
+    DeviceCodeError,
     SourceLoc,
     TilecraftError,
     user_stacklevel,
@@ -34,6 +35,7 @@ from tilecraft.frontend.source import (
     KernelSource,
     parse_kernel,
 )
+from tilecraft.language import _context
 from tilecraft.runtime import fastpath, hooks, torch_op
 from tilecraft.runtime.bound import BoundKernel
 from tilecraft.runtime.global_guard import GlobalGuard, describe
@@ -281,6 +283,13 @@ class Kernel:
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _context.device() is not None:  # a device loop of another kernel is being traced
+            raise DeviceCodeError(
+                f"kernel '{self.__name__}' called from device code: a kernel launches device "
+                "loops of its own, which cannot run inside another's",
+                hint=f"call {self.__name__} from host code (before or after the device loop), "
+                "or write what it computes as a plain helper function of tiles",
+            )
         try:
             return self._dispatch(args, kwargs)
         except TilecraftError as err:
