@@ -74,13 +74,15 @@ def contained_host_tensor(tr: Tracer, value: Any = None) -> DeviceCodeError:
     if isinstance(value, torch.Tensor) and value.device.type != "meta":
         return DeviceCodeError(
             f"a {value.dtype} tensor of shape {list(value.shape)} that is not the kernel's: "
-            "a global, one a function or lambda closes over (an epilogue's bias), or one made "
-            "in device code from numbers (torch.tensor([...])); device code reads the tensors "
-            "the kernel's host code holds",
+            "an attribute of an argument (`p.w`), a global, one a function or lambda closes "
+            "over (an epilogue's bias), or one made in device code from numbers "
+            "(torch.tensor([...])); device code reads the tensors the kernel's host code holds "
+            "by name",
             tr.loc,
-            hint="pass it to the kernel as an argument and index it there (an epilogue can take "
-            "it as a parameter), or make it in host code before the loop with the arguments' "
-            "device: `order = torch.tensor(ORDER, device=x.device)`, then `order[col % 8]`",
+            hint="name it in host code before the loop (`w = p.w`, then `w[tn]`), pass it to "
+            "the kernel as an argument (an epilogue can take it as a parameter), or make it in "
+            "host code with the arguments' device: `order = torch.tensor(ORDER, "
+            "device=x.device)`, then `order[col % 8]`",
         )
     return DeviceCodeError(
         "a host tensor inside a Python list, tuple or dict (or an attribute or global) cannot "

@@ -283,7 +283,8 @@ class Kernel:
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _context.device() is not None:  # a device loop of another kernel is being traced
+        # a device loop of another kernel being traced (Dynamo cannot read the context var)
+        if not torch.compiler.is_compiling() and _context.device() is not None:
             raise DeviceCodeError(
                 f"kernel '{self.__name__}' called from device code: a kernel launches device "
                 "loops of its own, which cannot run inside another's",
