@@ -318,3 +318,24 @@ def test_a_returned_shape_that_follows_the_config_is_named() -> None:
         block_absmax(torch.randn(8, 100))
     text = str(info.value)
     assert "another shape than ref mode's" in text and "tilecraft bug" not in text
+
+
+@tc.kernel(static_shapes=True)
+def float_math_of_ints(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    gelu = torch.empty([m, n], dtype=torch.float32, device=x.device)
+    mean = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        gelu[tm, :] = F.gelu(x[tm, :])
+        mean[tm] = x[tm, :].mean(-1)
+    return gelu, mean
+
+
+def test_ref_mode_computes_float_math_of_int_tiles_in_float32(device: str) -> None:
+    """Compiled code takes int tiles into float math in float32 (docs/ops.md); ref mode raised
+    torch's 'not implemented for Int', so the tuner's baseline failed."""
+    x = torch.randint(-5, 5, (8, 16), dtype=torch.int32, device=device)
+    want = (F.gelu(x.float()), x.float().mean(-1))
+    for got in (float_math_of_ints(x), float_math_of_ints.run_ref(x)):
+        torch.testing.assert_close(got[0], want[0])
+        torch.testing.assert_close(got[1], want[1])

@@ -60,18 +60,40 @@ def ref_set(obj: Any, index: Any, value: Any) -> None:
 
 
 class TileSubscripts(TorchFunctionMode):
-    """Subscripts with tiles outside the kernel's own body (a helper ``def rows(x, tm): return
+    """Ref mode's torch calls as compiled code means them.
+
+    Subscripts with tiles outside the kernel's own body (a helper ``def rows(x, tm): return
     x[tm, :]``, a lambda): ref mode rewrites the kernel's subscripts only, and torch took a tile
-    as its ``__index__``, its size (row 8 for every row, or an IndexError)."""
+    as its ``__index__``, its size (row 8 for every row, or an IndexError). And integer inputs
+    of float math torch has no integer kernel for (``F.gelu``, ``mean``): compiled code computes
+    them in float32 (docs/ops.md), so ref mode does too where torch refuses the dtype."""
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
+        kwargs = kwargs or {}
         if func is torch.Tensor.__getitem__ and _has_tile(args[1]):
             return ref_get(args[0], args[1])
         if func is torch.Tensor.__setitem__ and _has_tile(args[1]):
             return ref_set(args[0], args[1], args[2])
-        return func(*args, **(kwargs or {}))
+        try:
+            return func(*args, **kwargs)
+        except (RuntimeError, NotImplementedError) as err:
+            integers = [a for a in args if _integer_tensor(a)]
+            if not integers or not any(m in str(err) for m in _NO_INTEGER_KERNEL):
+                raise
+            wide = tuple(a.float() if _integer_tensor(a) else a for a in args)
+            return func(*wide, **kwargs)
+
+
+# torch's words for a float op without an integer kernel
+_NO_INTEGER_KERNEL = ("not implemented for '", "could not infer")
+
+
+def _integer_tensor(value: Any) -> bool:
+    return (
+        isinstance(value, torch.Tensor) and not value.is_floating_point() and not value.is_complex()
+    )
 
 
 def _has_tile(index: Any) -> bool:
