@@ -339,3 +339,18 @@ def test_ref_mode_computes_float_math_of_int_tiles_in_float32(device: str) -> No
     for got in (float_math_of_ints(x), float_math_of_ints.run_ref(x)):
         torch.testing.assert_close(got[0], want[0])
         torch.testing.assert_close(got[1], want[1])
+
+
+@tc.kernel(static_shapes=True)
+def glu_rows(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, n // 2], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = F.glu(x[tm, :], dim=1)
+    return out
+
+
+def test_glu_of_a_dim_that_is_no_power_of_two_names_glu() -> None:
+    with pytest.raises(UnsupportedOpError, match=r"F.glu \(its halves\) of a tile") as info:
+        glu_rows(torch.randn(4, 12))
+    assert "x[t, :h]" in str(info.value)

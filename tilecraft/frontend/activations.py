@@ -255,7 +255,7 @@ def linear(t: Any, x: Any, weight: Any, bias: Any = None) -> Any:
 def glu(t: Any, x: Any, dim: int = -1) -> Any:
     """``F.glu``: the first half of ``dim`` times the sigmoid of the second (a whole dim whose
     size is a power of two)."""
-    a, b = chunk(t, x, 2, dim)
+    a, b = chunk(t, x, 2, dim, op="F.glu (its halves)")
     return t.pointwise("mul", a, t.pointwise("sigmoid", b))
 
 

@@ -207,7 +207,7 @@ def split(t: Tracer, x: Any) -> tuple[TileValue, TileValue]:
     )
 
 
-def chunk(t: Tracer, x: Any, chunks: int, dim: int = 0) -> tuple[TileValue, ...]:
+def chunk(t: Tracer, x: Any, chunks: int, dim: int = 0, op: str = "chunk") -> tuple[TileValue, ...]:
     """``torch.chunk`` / ``Tensor.chunk`` into 2, 4, 8... equal parts of a whole dim whose size
     is a power of two: the dim viewed as [2, n / 2], that 2 moved last and split
     (``tc.split``), each half chunked again (the fast path of
@@ -227,7 +227,7 @@ def chunk(t: Tracer, x: Any, chunks: int, dim: int = 0) -> tuple[TileValue, ...]
         return (t.wrap(node),)
     if size is None or not pow2(size) or size < chunks:
         raise UnsupportedOpError(
-            f"chunk of a tile {list(node.shape)} into {chunks} parts along dim {axis}",
+            f"{op} of a tile {list(node.shape)} into {chunks} parts along dim {axis}",
             t.loc,
             hint="chunk a whole dim whose size is a power of two (and at least the parts); "
             "otherwise load each part with sliced indices (x[t, :h] and x[t, h:])",
