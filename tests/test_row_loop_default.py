@@ -150,7 +150,8 @@ def test_a_column_walk_under_its_resident_slots_takes_taller_steps() -> None:
         spec = BoundKernel(
             column_max_argmax, column_max_argmax.bind_arguments((x,), {}), target=H200
         ).config_spec
-        config = tc.Config(block_sizes=blocks, num_warps=8)
+        # (the default's rules size tiles without deferred arg-bests' lanes)
+        config = tc.Config(block_sizes=blocks, num_warps=8, deferred_args=False)
         assert list(tile_budget.fill_resident_slots(spec, config).block_sizes) == want
 
 
