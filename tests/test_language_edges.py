@@ -212,3 +212,47 @@ def test_a_kernel_called_from_device_code_is_refused_by_name() -> None:
     with pytest.raises(DeviceCodeError, match="kernel 'plus_one' called from device code") as e:
         calls_a_kernel_in_device_code(torch.randn(20))
     assert "test_language_edges.py" in str(e.value)
+
+
+@tc.kernel(static_shapes=True)
+def exp_into(x: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(m):
+        torch.exp(x[t, :], out=out[t, :])  # dropped before: out kept torch.empty's garbage
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def asserts_data(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        v = x[t]
+        assert (v > 0).all(), "positive"  # dropped before; ref mode raised
+        out[t] = v
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def prints_a_tile(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        print("tile:", x[t])  # printed a tracer placeholder once
+        out[t] = x[t]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kernel", "needle"),
+    [
+        (exp_into, r"torch.exp\(..., out=...\) in device code"),
+        (asserts_data, "`assert` on a device value"),
+        (prints_a_tile, r"print\(\) of a tile in device code"),
+    ],
+)
+def test_first_hour_mistakes_are_refused_at_their_line(kernel: tc.Kernel, needle: str) -> None:
+    with pytest.raises((DeviceCodeError, UnsupportedOpError), match=needle) as info:
+        kernel(torch.rand(4, 8) + 1.0 if kernel is exp_into else torch.rand(16) + 1.0)
+    assert "test_language_edges.py" in str(info.value)

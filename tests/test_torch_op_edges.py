@@ -261,25 +261,49 @@ def row_sums_combined(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torc
     whole = torch.zeros([m], dtype=x.dtype, device=x.device)
     for tm, tn in tc.tile([m, n]):
         tc.atomic_add(total, [tm], x[tm, tn].sum(1))
-        tc.store(first, [tm], x[tm, tn].amax(1), extra_mask=tn.begin == 0)
+        column0 = (x[tm, tn] * (tn.index == 0)[None, :]).sum(1)  # x[tm, 0] in the first tile
+        tc.store(first, [tm], column0, extra_mask=tn.begin == 0)
         whole[tm] = x[tm, :].sum(1)  # the same value from every program along tn
     return total, first, whole
 
 
-def test_a_store_every_program_along_a_grid_dim_makes_is_named() -> None:
-    """``out[tm] = x[tm, tn].sum(1)``: the last program's partial stayed, and every config
-    'differed' with a hint to report a tilecraft bug; the hint now names the store."""
-    from tilecraft.autotune.classify import shared_stores
-    from tilecraft.autotune.discover import NoWorkingConfigError
+def test_a_store_every_program_along_a_grid_dim_makes_is_refused(device: str) -> None:
+    """``out[tm] = x[tm, tn].sum(1)``: the last program's partial stayed (silently without
+    autotuning; with it every config 'differed' and the hint blamed tilecraft)."""
+    with pytest.raises(DeviceCodeError, match="made by every program along BLOCK_1") as info:
+        row_sums_raced(torch.randn(8, 200, device=device))
+    assert "test_torch_op_edges.py" in str(info.value) and "tc.atomic_add" in str(info.value)
+    x = torch.randn(8, 200, device=device)
+    total, first, whole = row_sums_combined(x)  # atomics, a masked store, a whole-row value
+    torch.testing.assert_close(total, x.sum(1), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(whole, x.sum(1), rtol=1e-5, atol=1e-5)
+    assert torch.equal(first, x[:, 0])
 
-    x = torch.randn(8, 200)
-    found = shared_stores(row_sums_raced.bind((x,)).traced.loops)
-    assert len(found) == 1 and found[0].startswith("'out' (line")
-    assert shared_stores(row_sums_combined.bind((x,)).traced.loops) == []
-    with pytest.raises(NoWorkingConfigError) as info:
-        row_sums_raced(x)
-    hint = str(info.value)
-    assert "stored by every program along that grid dim" in hint and "tilecraft bug" not in hint
+
+@tc.kernel(static_shapes=True)
+def tile_sums_spread(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = x[t] - x[t].amax()  # the tile's max, not the tensor's
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def per_block_scaled(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n, block_size=32):
+        out[t] = x[t] / x[t].abs().amax()  # per block of 32: the user's intent
+    return out
+
+
+def test_a_value_reduced_over_the_tile_and_stored_along_it_is_refused(device: str) -> None:
+    x = torch.randn(96, device=device)
+    with pytest.raises(DeviceCodeError, match="reduced over BLOCK_0, the device loop's block"):
+        tile_sums_spread(x)
+    want = (x.view(3, 32) / x.view(3, 32).abs().amax(1, keepdim=True)).view(96)
+    torch.testing.assert_close(per_block_scaled(x), want)
 
 
 @tc.kernel(static_shapes=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from tilecraft.config.config import Config
 from tilecraft.errors import TilecraftError
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym, reads_memory, upstream, value_indexed
+from tilecraft.ir.nodes import DeviceLoop, Op, reads_memory, value_indexed
 
 
 class Category(str, enum.Enum):
@@ -177,11 +177,9 @@ class NoWorkingConfigError(TilecraftError):
         cause: str = "",
         racy: Sequence[str] = (),
         refusal: str = "",
-        shared: Sequence[str] = (),
     ):
         """``cause``: why no config could work, where tilecraft knows (``config/unfit.py``);
         ``racy``: host tensors the kernel updates at loaded indices (:func:`racy_updates`);
-        ``shared``: stores every program along a grid dim makes (:func:`shared_stores`);
         ``refusal``: the one error every config raised (:func:`shared_error`), which is then
         the whole message: a table repeating it per config, and a hint to report a bug, would
         only bury what the user has to change."""
@@ -213,13 +211,6 @@ class NoWorkingConfigError(TilecraftError):
                 "that follows the config (a buffer sized by tc.register_block_size, one row "
                 "per tile) cannot be returned; combine the per-block results in host code "
                 "before returning (docs/models.md)"
-            )
-        if shared and categories == {Category.WRONG_RESULT}:
-            hint = (  # (the likely cause, not a tilecraft bug)
-                f"{', '.join(shared)}: stored by every program along that grid dim at the "
-                "same elements, each from its own tile of the dim (a partial sum or max): the "
-                "programs race and the last one's partial stays; reduce over the whole dim "
-                "(x[tm, :]) or combine the partials with tc.atomic_add / tc.atomic_max"
             )
         super().__init__(
             f"no working config found for {kernel_name}: all {len(self.attempts)} candidates "
@@ -259,35 +250,6 @@ def racy_updates(loops: Sequence[DeviceLoop]) -> list[str]:
                     f"'{tensor.name}' (line {node.loc.lineno})" if node.loc else f"'{tensor.name}'"
                 )
     return found
-
-
-def shared_stores(loops: Sequence[DeviceLoop]) -> list[str]:
-    """Host tensors stored at the same elements by every program along a grid dim while the
-    value comes from each program's own tile of that dim (``out[tm] = x[tm, tn].sum(1)``): the
-    programs race, and the last one's partial stays."""
-    found: list[str] = []
-    for loop in loops:
-        for node in loop.walk():
-            tensor: Any = node.attrs.get("tensor")
-            if node.op is not Op.STORE or tensor.name in found:
-                continue
-            tiles = {id(item[1]) for item in node.attrs["index"] if item[0] in ("tile", "rdim")}
-            for sym in loop.grid_syms:
-                where = node.inputs[1:]  # index values and an extra mask
-                if id(sym) in tiles or any(_uses(n, sym) for n in where):
-                    continue
-                if _uses(node.inputs[0], sym):
-                    line = f" (line {node.loc.lineno})" if node.loc else ""
-                    found.append(f"'{tensor.name}'{line} along {sym.name}")
-                    break
-    return found
-
-
-def _uses(node: Node, sym: Sym) -> bool:
-    """Whether ``node`` is computed from a tile of ``sym`` (its dim or its positions)."""
-    return any(
-        n.attrs.get("sym") is sym or any(d is sym for d in n.shape) for n in upstream([node])
-    )
 
 
 def _what_to_do(categories: set[Category | None]) -> str:

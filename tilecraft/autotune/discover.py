@@ -27,7 +27,6 @@ from tilecraft.autotune.classify import (
     NoWorkingConfigError,
     racy_updates,
     shared_error,
-    shared_stores,
 )
 from tilecraft.autotune.compare import DEFAULT_TOLERANCES, Tolerances, tolerance_for
 from tilecraft.autotune.evaluate import error_text
@@ -362,8 +361,7 @@ def run_discovery(
         if all(a.category is Category.WRONG_RESULT for a in attempts if not a.ok):
             cause = cause or user_baseline(bound) or unsteady_baseline(bound, args, kwargs)
         racy = racy_updates(bound.traced.loops)
-        shared = shared_stores(bound.traced.loops)
-        raise NoWorkingConfigError(name, attempts, repro, cause, racy, refusal, shared)
+        raise NoWorkingConfigError(name, attempts, repro, cause, racy, refusal)
     rank = results.index(winner)
     heuristic_ok = winner.config.key() == _default_key(bound)
     if not heuristic_ok:

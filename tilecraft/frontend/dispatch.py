@@ -30,6 +30,15 @@ def torch_call(tr: Tracer, func: Any, args: tuple[Any, ...], kwargs: dict[str, A
     handler = lookup(func)
     if args and type(args[0]) is torch.Tensor:  # noqa: E721 - a plain tensor, not a tile
         raise contained_host_tensor(tr, args[0])
+    if kwargs.get("out") is not None:  # (lowerings take no out=: it was silently dropped)
+        from tilecraft.frontend.catalog import torch_name
+
+        name = torch_name(func)
+        raise UnsupportedOpError(
+            f"{name}(..., out=...) in device code: tiles are values, an op writes no tensor",
+            tr.loc,
+            hint=f"store the result: `out[t, :] = {name}(...)`",
+        )
     if handler is None:
         from tilecraft.frontend.catalog import torch_name
 

@@ -163,7 +163,14 @@ class Interpreter:
             pass
         elif isinstance(stmt, ast.Assert):
             test = self.eval(stmt.test)
-            if not isinstance(test, (TileValue, TileProxy)) and not test:
+            if isinstance(test, (TileValue, TileProxy)):  # (it was dropped: ref mode raised)
+                raise DeviceCodeError(
+                    "`assert` on a device value: compiled kernels have no assertions (Triton "
+                    "keeps tl.device_assert in debug builds only)",
+                    hint="check the data in host code (`assert (x >= 0).all()`) before the "
+                    "kernel, or run kernel.run_ref(...), where the assert runs as eager code",
+                )
+            if not test:
                 raise DeviceCodeError("assertion failed while tracing device code")
         elif isinstance(stmt, (ast.Break, ast.Continue)):
             word = "break" if isinstance(stmt, ast.Break) else "continue"

@@ -34,6 +34,7 @@ from tilecraft.frontend.glue_trace import (
 from tilecraft.frontend.host_meta import MetaHostTensors, as_meta
 from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.loop_nest import WidenCarry
+from tilecraft.frontend.partial_stores import check_partial_stores
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, aligned, memory_owner
@@ -232,6 +233,7 @@ class _TraceHost:
         self.next_slot = tracer.next_block_slot
         body = eliminate_dead_code(tracer.blocks[0])
         _check_devices(env, body, loc, self.device_type)
+        check_partial_stores(tracer, grid_syms, body)
         syms = _without_dead_rdims(tracer.syms, body)
         rdims = [s for s in syms if s.kind is SymKind.RDIM]
         for slot, sym in enumerate(rdims, start=first_rdim_slot):
@@ -290,6 +292,7 @@ class _TraceHost:
                 s for s, b in zip(grid_syms, spec.block_sizes, strict=True) if b is None
             ]
             scope = {**self.src.fn.__globals__, **self.src.closure_values()}
+            scope.setdefault("print", traced_print)
             interp = Interpreter(tracer, captures, scope, self.src.filename, self.src.line_offset)
             proxies = [TileProxy(s, tracer) for s in grid_syms]
             interp.assign(node.target, tuple(proxies) if spec.multi else proxies[0])
@@ -485,6 +488,19 @@ def trace_kernel(
         host.host_tensors,
         host_floors=host.host_floors,
     )
+
+
+def traced_print(*args: Any, **kwargs: Any) -> None:
+    """``print`` in device code: of host values it prints while tracing; of a tile it would
+    print a tracer's placeholder once (not the values, which exist only when the kernel runs)."""
+    if any(isinstance(a, (TileValue, TileProxy)) for a in args):
+        raise DeviceCodeError(
+            "print() of a tile in device code: device code is traced once, before any value "
+            "exists",
+            hint="tc.device_print('x =', v) prints from the kernel as it runs; or run "
+            "kernel.run_ref(...), where print shows the eager tiles",
+        )
+    print(*args, **kwargs)
 
 
 def _check_devices(env: dict[str, Any], body: list[Node], loc: SourceLoc, device_type: str) -> None:

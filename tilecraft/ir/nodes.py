@@ -267,6 +267,13 @@ def upstream(nodes: list[Node]) -> Iterator[Node]:
             stack.append(n.attrs["next"])
 
 
+def uses_sym(node: Node, sym: Sym) -> bool:
+    """Whether ``node`` is computed from a tile of ``sym`` (its dim or its positions)."""
+    return any(
+        n.attrs.get("sym") is sym or any(d is sym for d in n.shape) for n in upstream([node])
+    )
+
+
 def reads_memory(node: Node) -> bool:
     """Whether ``node`` is computed from a load (a data-dependent value: a CSR offset, a gathered
     index), through its inputs and loop-carried next values."""
