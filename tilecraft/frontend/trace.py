@@ -495,8 +495,7 @@ def traced_print(*args: Any, **kwargs: Any) -> None:
     print a tracer's placeholder once (not the values, which exist only when the kernel runs)."""
     if any(isinstance(a, (TileValue, TileProxy)) for a in args):
         raise DeviceCodeError(
-            "print() of a tile in device code: device code is traced once, before any value "
-            "exists",
+            "print() of a tile in device code: device code is traced once, before any value exists",
             hint="tc.device_print('x =', v) prints from the kernel as it runs; or run "
             "kernel.run_ref(...), where print shows the eager tiles",
         )
