@@ -256,3 +256,44 @@ def test_first_hour_mistakes_are_refused_at_their_line(kernel: tc.Kernel, needle
     with pytest.raises((DeviceCodeError, UnsupportedOpError), match=needle) as info:
         kernel(torch.rand(4, 8) + 1.0 if kernel is exp_into else torch.rand(16) + 1.0)
     assert "test_language_edges.py" in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def host_total(x: torch.Tensor) -> torch.Tensor:
+    s = torch.zeros([1], dtype=x.dtype, device=x.device)
+    total = 0.0
+    for t in tc.tile(x.size(0)):
+        total = total + x[t, :].sum()  # compiled: nothing carried, the host kept 0.0
+    s[0] = total
+    return s
+
+
+@tc.kernel(static_shapes=True)
+def running_best(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    best = -1e30
+    for t in tc.tile(x.size(0)):
+        best = torch.maximum(best, x[t, :].amax(1))  # each tile's own max, compiled
+        out[t] = best
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def rebinds_in_the_body(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    scale = 3.0
+    for t in tc.tile(x.size(0)):
+        scale = x[t] * 2.0  # bound in the body first: a tile value from here on
+        scale = scale + 1.0
+        out[t] = scale
+    return out
+
+
+def test_a_host_value_carried_across_a_device_loops_tiles_is_refused(device: str) -> None:
+    x = torch.randn(16, 8, device=device)
+    for kernel, name in ((host_total, "total"), (running_best, "best")):
+        with pytest.raises(DeviceCodeError, match=f"'{name}' is updated from itself") as info:
+            kernel(x)
+        assert "tc.atomic_add" in str(info.value)
+    y = torch.randn(16, device=device)
+    torch.testing.assert_close(rebinds_in_the_body(y), y * 2.0 + 1.0)
