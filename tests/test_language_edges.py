@@ -297,3 +297,36 @@ def test_a_host_value_carried_across_a_device_loops_tiles_is_refused(device: str
         assert "tc.atomic_add" in str(info.value)
     y = torch.randn(16, device=device)
     torch.testing.assert_close(rebinds_in_the_body(y), y * 2.0 + 1.0)
+
+
+@tc.kernel(static_shapes=True)
+def allocates_in_the_loop(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        tmp = torch.empty_like(x)  # an output made in device code
+        tmp[t, :] = x[t, :]
+        out[t, :] = x[t, :]
+    return out
+
+
+def test_an_allocation_in_the_device_loop_gets_the_allocation_hint() -> None:
+    with pytest.raises(DeviceCodeError, match="torch.empty_like of a host tensor") as info:
+        allocates_in_the_loop(torch.randn(8, 4))
+    assert "allocate outputs in host code" in str(info.value)
+
+
+GLOBAL_WEIGHT = torch.randn(16)
+
+
+@tc.kernel(static_shapes=True)
+def scales_by_a_global(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t, :] = x[t, :] * GLOBAL_WEIGHT[None, :]
+    return out
+
+
+def test_a_global_tensor_in_device_code_is_named_with_a_hint() -> None:
+    """It said 'cannot use a Tensor as a device value', without a name or a hint."""
+    with pytest.raises(UnsupportedOpError, match=r"tensor of shape \[16\] that is not the kernel"):
+        scales_by_a_global(torch.randn(8, 16))

@@ -35,8 +35,9 @@ def exec_if(interp: Interpreter, stmt: ast.If, test: Any) -> None:
     if cond.ndim != 0:
         raise DeviceCodeError(
             f"`if` on a tile of shape {shape_str(cond.shape)}: a branch needs one scalar condition",
-            hint="use torch.where(cond, a, b) for elementwise choices, or reduce the condition to "
-            "a scalar first (e.g. `if mask.sum() > 0:`)",
+            hint="use torch.where(cond, a, b) for elementwise choices; a branch takes a scalar "
+            "the config does not change: a loaded element (`if flags[tb.begin] > 0:`), a "
+            "tile's `.begin`, or a reduction over a whole `:` dim",
         )
     _check_condition(cond, "if")
     node = tracer.emit(Op.IF, [tracer.cast(cond, torch.bool)], (), torch.int32)

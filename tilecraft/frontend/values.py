@@ -486,10 +486,14 @@ HostTensor.__abs__ = lambda self: self.tracer.torch_call(torch.abs, (self,), {})
 def host_tensor_operand(op: str, detail: str, loc: Any) -> DeviceCodeError:
     """The error for a host tensor given whole to ``torch.<op>`` (``torch.gather(x, ...)`` of a
     kernel argument): device code reaches host tensors only by indexing them."""
+    allocating = op.startswith(("empty", "zeros", "ones", "full", "rand"))
     return DeviceCodeError(
         f"torch.{op} of a host tensor: {detail}",
         loc,
-        hint="index it to load a tile first (`x[tm, :]`); a gather from a host tensor is a "
+        hint="allocate outputs in host code, above the `for ... in tc.tile(...)` loop "
+        "(`out = torch.empty_like(x)`), and store tiles into them"
+        if allocating
+        else "index it to load a tile first (`x[tm, :]`); a gather from a host tensor is a "
         "load with a tensor index (`x[tm.index, idx]`: tensor indices pair up elementwise)",
     )
 
