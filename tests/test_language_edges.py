@@ -13,7 +13,7 @@ import torch
 import triton
 
 import tilecraft as tc
-from tilecraft.errors import ConfigError, DeviceCodeError, UnsupportedOpError
+from tilecraft.errors import ArgumentError, ConfigError, DeviceCodeError, UnsupportedOpError
 from tilecraft.targets.target import Target
 from tilecraft.tools.check import check_kernel
 
@@ -330,3 +330,14 @@ def test_a_global_tensor_in_device_code_is_named_with_a_hint() -> None:
     """It said 'cannot use a Tensor as a device value', without a name or a hint."""
     with pytest.raises(UnsupportedOpError, match=r"tensor of shape \[1, 16\] that is not the"):
         scales_by_a_global(torch.randn(8, 16))
+
+
+def test_wrong_definitions_and_ref_calls_name_the_kernel() -> None:
+    """tc.kernel(42) raised AttributeError '__name__', a lambda 'got Assign', and run_ref with
+    the wrong arguments a TypeError naming ref mode's internal wrapper."""
+    with pytest.raises(ArgumentError, match="got int 42"):
+        tc.kernel(42)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError, match="got a lambda"):
+        tc.kernel(lambda x: x * 2)
+    with pytest.raises(ArgumentError, match=r"plus_one\(\): too many positional arguments"):
+        plus_one.run_ref(torch.randn(4), torch.randn(4))

@@ -396,6 +396,7 @@ class Kernel:
 
     def run_ref(self, *args: Any, **kwargs: Any) -> Any:
         """Run the kernel eagerly with torch ops (no Triton): the reference semantics."""
+        self.bind_arguments(args, kwargs)  # (a wrong call names the kernel, not ref's wrapper)
         if self._ref is None:
             self._ref = build_ref(self.source)
         return self._ref(*args, **kwargs)
@@ -480,7 +481,13 @@ def _kernel_named(module: str, qualname: str) -> Any:
 def kernel(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
     """Decorator: ``@tc.kernel`` or ``@tc.kernel(config=..., static_shapes=...)``."""
     if fn is None:
-        return lambda f: Kernel(f, **options)
+        return lambda f: kernel(f, **options)
+    if not inspect.isfunction(fn) or fn.__name__ == "<lambda>":
+        what = "a lambda" if inspect.isfunction(fn) else f"{type(fn).__name__} {fn!r}"
+        raise ArgumentError(
+            f"@tc.kernel decorates a Python function written with def, got {what}",
+            hint="def my_kernel(x): ... with @tc.kernel above it (the compiler reads its source)",
+        )
     return Kernel(fn, **options)
 
 
