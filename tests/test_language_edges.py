@@ -341,3 +341,18 @@ def test_wrong_definitions_and_ref_calls_name_the_kernel() -> None:
         tc.kernel(lambda x: x * 2)
     with pytest.raises(ArgumentError, match=r"plus_one\(\): too many positional arguments"):
         plus_one.run_ref(torch.randn(4), torch.randn(4))
+
+
+@tc.kernel(static_shapes=True)
+def scores(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([a.size(0), b.size(0)], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([a.size(0), b.size(0)]):
+        out[tm, tn] = a[tm, :] @ b[tn, :].T
+    return out
+
+
+def test_an_inner_dim_mismatch_prints_both_sizes() -> None:
+    from tilecraft.errors import ShapeError
+
+    with pytest.raises(ShapeError, match=r"inner dims differ: .*\(32\).* @ .*\(24\)"):
+        scores(torch.randn(16, 32), torch.randn(16, 24))

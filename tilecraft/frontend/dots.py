@@ -24,7 +24,7 @@ from tilecraft.frontend import rdims
 from tilecraft.frontend.exact_dots import ExactOperands, exact_operands
 from tilecraft.frontend.product_sums import product_sum
 from tilecraft.ir.dtypes import FP8
-from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str
+from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str, sized_shape_str
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -48,7 +48,8 @@ def _static_size(d: Dim) -> int | None:
 
 
 def _dims_str(t: Tracer, a: Node, b: Node) -> str:
-    return f"{shape_str(a.shape)} @ {shape_str(b.shape)}"
+    """The operands' shapes, whole dims with their sizes (inner dims of 32 and 24 say so)."""
+    return f"{sized_shape_str(a.shape)} @ {sized_shape_str(b.shape)}"
 
 
 def operand_dtype(a: torch.dtype, b: torch.dtype) -> torch.dtype:
