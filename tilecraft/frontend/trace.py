@@ -123,18 +123,16 @@ class _TraceHost:
     def block_size(self, lo: int, hi: int | None) -> int:
         slot = self.next_slot
         self.next_slot += 1
+        from tilecraft.config.plan import next_pow2
+
         self.host_slots[slot] = hi if hi is not None else lo
         if hi is not None:
-            from tilecraft.config.plan import next_pow2
-
             if lo > hi:
                 raise DeviceCodeError(
                     f"tc.register_block_size({lo}, {hi}): the least block is above the most"
                 )
             self.host_floors[slot] = next_pow2(max(lo, 1))
         self.host_slot_order.append(slot)
-        from tilecraft.config.plan import next_pow2
-
         value = self.block_values.get(
             slot, min(PROVISIONAL_BLOCK, next_pow2(self.host_slots[slot]))
         )

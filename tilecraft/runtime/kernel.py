@@ -283,14 +283,6 @@ class Kernel:
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # a device loop of another kernel being traced (Dynamo cannot read the context var)
-        if not torch.compiler.is_compiling() and _context.device() is not None:
-            raise DeviceCodeError(
-                f"kernel '{self.__name__}' called from device code: a kernel launches device "
-                "loops of its own, which cannot run inside another's",
-                hint=f"call {self.__name__} from host code (before or after the device loop), "
-                "or write what it computes as a plain helper function of tiles",
-            )
         try:
             return self._dispatch(args, kwargs)
         except TilecraftError as err:
@@ -328,6 +320,15 @@ class Kernel:
                     if not torch_op.storage_less(args):
                         raise
                     return self._ops.call(self.positional(args, {}))  # torch.vmap: the op
+        # a device loop of another kernel being traced (tiles miss the fast path above; Dynamo
+        # cannot read the context var)
+        if not compiling and _context.device() is not None:
+            raise DeviceCodeError(
+                f"kernel '{self.__name__}' called from device code: a kernel launches device "
+                "loops of its own, which cannot run inside another's",
+                hint=f"call {self.__name__} from host code (before or after the device loop), "
+                "or write what it computes as a plain helper function of tiles",
+            )
         if compiling or torch_op.traced(args, kwargs):
             values = self.positional(args, kwargs)
             if torch_op.needs_grad(values):
