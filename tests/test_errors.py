@@ -572,6 +572,29 @@ def test_kernel_errors_hide_tilecraft_frames(monkeypatch: pytest.MonkeyPatch) ->
     assert caret.index("^") == len(source) - len(source.lstrip()), (source, caret)
 
 
+def _make_nested_kernel() -> tc.Kernel:
+    @tc.kernel
+    def nested_i0(x: torch.Tensor) -> torch.Tensor:
+        (n,) = x.size()
+        out = torch.empty_like(x)
+        for tn in tc.tile(n):
+            out[tn] = torch.special.i0(x[tn])
+        return out
+
+    return nested_i0
+
+
+def test_caret_of_a_kernel_defined_inside_a_function() -> None:
+    """A kernel defined in a function is indented in its file: its columns count from the
+    file's line, not from the dedented source (the caret sat 4 columns left of the line)."""
+    kernel = _make_nested_kernel()
+    with pytest.raises(UnsupportedOpError) as info:
+        kernel(_rand(16))
+    text = _assert_located(info.value, kernel, "torch.special.i0(x[tn])")
+    source, caret = text.splitlines()[2:4]
+    assert caret.index("^") == len(source) - len(source.lstrip()), (source, caret)
+
+
 def test_full_traceback_setting_keeps_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TILECRAFT_FULL_TRACEBACK", "1")
     with pytest.raises(UnsupportedOpError) as info:

@@ -105,6 +105,7 @@ def parse_kernel(fn: Callable[..., Any]) -> KernelSource:
         raise DeviceCodeError(f"cannot read the source of kernel '{fn.__name__}': {exc}") from None
     text = textwrap.dedent("".join(lines))
     module = ast.parse(text)
+    _shift_columns(module, len(lines[0].rstrip("\r\n")) - len(text.split("\n", 1)[0]))
     tree = module.body[0]
     if not isinstance(tree, ast.FunctionDef):
         raise DeviceCodeError(
@@ -117,6 +118,18 @@ def parse_kernel(fn: Callable[..., Any]) -> KernelSource:
         raise _no_device_loop(src, tree)
     src.glue = find_glue_runs(tree, [loop.node for loop in src.loops], src.loc)
     return src
+
+
+def _shift_columns(module: ast.Module, indent: int) -> None:
+    """Put back the indentation ``textwrap.dedent`` took off a kernel defined inside a function
+    or class, so that columns (carets, Python's own tracebacks) match the file's lines."""
+    if indent <= 0:
+        return
+    for node in ast.walk(module):
+        for field in ("col_offset", "end_col_offset"):
+            value = getattr(node, field, None)
+            if isinstance(value, int):
+                setattr(node, field, value + indent)
 
 
 def _no_device_loop(src: KernelSource, tree: ast.FunctionDef) -> DeviceCodeError:
