@@ -28,6 +28,8 @@ from tilecraft.errors import ConfigError
         ("static_shapes", "no", "expected True or False"),
         ("hoist_operands", "no", "expected True or False"),
         ("config_table", 5, "expected the path of a table"),
+        ("autotune_effort", "quik", "did you mean 'quick'?"),
+        ("dot_precision", "tf23", "did you mean 'tf32'?"),
     ],
 )
 def test_kernel_options_of_the_wrong_kind_fail_at_the_definition(
@@ -38,6 +40,15 @@ def test_kernel_options_of_the_wrong_kind_fail_at_the_definition(
     with pytest.raises(ConfigError, match=option) as info:
         tc.kernel(**{option: value})(plus_one.fn)
     assert message in str(info.value) and "kernels.py:" in str(info.value)  # its def line
+
+
+def test_a_config_of_the_wrong_length_names_the_kernel(device: str) -> None:
+    """A config= whose block_sizes do not match the kernel's tiles failed at the first call
+    without file:line (found while normalizing, below the kernel's frames)."""
+    kernel = tc.kernel(config=tc.Config(block_sizes=[16, 16]))(plus_one.fn)
+    with pytest.raises(ConfigError, match="block_sizes has 2 entries") as info:
+        kernel(torch.randn(8, device=device))
+    assert "kernels.py:" in str(info.value) and "def " in str(info.value)
 
 
 @pytest.mark.parametrize("maxnreg", ["abc", -5, 1.5, 8, 300])

@@ -8,6 +8,7 @@ user's file (``config={"block_sizes": ...}``: "'dict' object has no attribute 'k
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from typing import Any
@@ -67,6 +68,19 @@ def check_option_kinds(
             f"config_table={config_table!r}: expected the path of a table `tilecraft tune` wrote",
             loc,
         )
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...], loc: SourceLoc | None) -> None:
+    """Raise a ConfigError at ``loc`` for a string option outside ``choices`` (None is left
+    alone: the option's default), with the closest choice as a hint."""
+    if value is None or value in choices:
+        return
+    close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}?" if close else None
+    if name == "dot_precision" and hint is None:
+        hint = "or leave it out to follow torch.set_float32_matmul_precision()"
+    expected = ", ".join(repr(c) for c in choices)
+    raise ConfigError(f"{name}={value!r}: expected one of {expected}", loc, hint=hint)
 
 
 def check_budget(budget_s: Any, what: str, loc: SourceLoc | None = None) -> None:

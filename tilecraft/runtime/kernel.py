@@ -22,7 +22,12 @@ from tilecraft import settings
 from tilecraft.config.compat_names import check_kernel_options
 from tilecraft.config.config import Config
 from tilecraft.config.fp32_dots import DOT_PRECISIONS
-from tilecraft.config.kernel_options import check_budget, check_option_kinds, check_option_values
+from tilecraft.config.kernel_options import (
+    check_budget,
+    check_choice,
+    check_option_kinds,
+    check_option_values,
+)
 from tilecraft.errors import (
     ArgumentError,
     ConfigError,
@@ -102,18 +107,11 @@ class Kernel:
         ``hoist_operands``: a matmul operand computed in its k loop (a dequantized weight) that
         every program along the other dim would recompute is computed once, by a pre-pass
         launch, into a scratch buffer (``ir/hoist.py``); False keeps it in the loop."""
-        if dot_precision is not None and dot_precision not in DOT_PRECISIONS:
-            raise ConfigError(
-                f"dot_precision={dot_precision!r}: expected one of {DOT_PRECISIONS}",
-                hint="or leave it out to follow torch.set_float32_matmul_precision()",
-            )
-        self.dot_precision = dot_precision
-        if autotune_effort not in ("none", "quick", "full"):
-            raise ConfigError(
-                f"autotune_effort={autotune_effort!r}: expected 'none', 'quick' or 'full'"
-            )
         self.source: KernelSource = parse_kernel(fn)
         self.def_loc = self.source.loc(self.source.tree)
+        check_choice("dot_precision", dot_precision, DOT_PRECISIONS, self.def_loc)
+        self.dot_precision = dot_precision
+        check_choice("autotune_effort", autotune_effort, ("none", "quick", "full"), self.def_loc)
         self._where = f"{self.def_loc}: " if self.def_loc else ""  # (errors under torch.compile)
         check_not_a_method(fn, self.def_loc)
         options = check_kernel_options(
@@ -288,6 +286,8 @@ class Kernel:
         except TilecraftError as err:
             if err.loc is None:  # raised by a tc.* call of the host code (tc.grid(step=2))
                 err.with_loc(_innermost_user_line(err, self.source.filename))
+            if err.loc is None and isinstance(err, ConfigError):  # the kernel's config=
+                err.with_loc(self.def_loc)
             raise _user_facing(err) from err.__cause__
 
     def _dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
