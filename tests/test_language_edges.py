@@ -11,6 +11,7 @@ import operator
 import pytest
 import torch
 import triton
+import triton.language as tl
 
 import tilecraft as tc
 from tilecraft.errors import ArgumentError, ConfigError, DeviceCodeError, UnsupportedOpError
@@ -356,3 +357,49 @@ def test_an_inner_dim_mismatch_prints_both_sizes() -> None:
 
     with pytest.raises(ShapeError, match=r"inner dims differ: .*\(32\).* @ .*\(24\)"):
         scores(torch.randn(16, 32), torch.randn(16, 24))
+
+
+@tc.kernel(static_shapes=True)
+def calls_tl_exp(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = tl.exp(x[t])
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def calls_tl_sum(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = tl.sum(x[t], axis=0) + x[t]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def calls_a_jit_function(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = _shift(x[t])
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kernel", "call", "hint"),
+    [
+        (calls_tl_exp, "tl.exp()", "torch.exp(...)"),
+        (calls_tl_sum, "tl.sum()", "torch.sum(...)"),
+        (calls_a_jit_function, "_shift()", "tc.triton_call(_shift, ...)"),
+    ],
+)
+def test_triton_functions_in_tile_code_are_refused_at_the_call(
+    kernel: tc.Kernel, call: str, hint: str, device: str
+) -> None:
+    """tl.exp failed inside Triton ("Did you forget to add @triton.jit?"); tl.sum under the
+    interpreter as a failure of "the kernel's host code" on a torch dtype."""
+    with pytest.raises(UnsupportedOpError, match="is a Triton function") as info:
+        kernel(torch.randn(16, device=device))
+    text = str(info.value)
+    assert call in text and hint in text and "test_language_edges.py:" in text, text

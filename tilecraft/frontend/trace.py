@@ -37,6 +37,7 @@ from tilecraft.frontend.loop_nest import WidenCarry
 from tilecraft.frontend.partial_stores import check_partial_stores
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tile_carries import refuse_tile_carries
+from tilecraft.frontend.triton_calls import refuse_triton_calls
 from tilecraft.frontend.tracer import Tracer
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, aligned, memory_owner
 from tilecraft.ir.dtypes import TRITON_DTYPES, supported_names
@@ -294,6 +295,7 @@ class _TraceHost:
             scope.setdefault("print", traced_print)
             interp = Interpreter(tracer, captures, scope, self.src.filename, self.src.line_offset)
             refuse_tile_carries(node, env, interp.loc)
+            refuse_triton_calls(node, scope, interp.loc)
             proxies = [TileProxy(s, tracer) for s in grid_syms]
             interp.assign(node.target, tuple(proxies) if spec.multi else proxies[0])
             interp.run(node.body)
