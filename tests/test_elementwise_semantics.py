@@ -257,12 +257,18 @@ def test_bool_subtraction_and_negation_are_refused(device: str, op: str) -> None
 
 def test_copysign_with_a_constant_sign_and_a_bool_exponent(device: str) -> None:
     """copysign(x, 0.0) divided by the literal (ZeroDivisionError, a CompilationError on a
-    GPU); x ** True failed to compile on a GPU."""
+    GPU); a negative constant kept a NaN's sign (|x| * -1.0); x ** True failed to compile on
+    a GPU."""
+    nan = float("nan")
+    for dtype in (torch.float32, torch.float16):
+        x = torch.tensor([1.5, -2.0, 0.0, -0.0, float("inf"), nan, -nan], device=device)
+        x = x.to(dtype)
+        for sign in (0.0, -0.0, -2.0, 3.0):
+            got = elementwise(lambda a, b, c, sign=sign: torch.copysign(a, sign))(x, x, x)
+            want = torch.copysign(x, sign)
+            torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)
+            assert torch.equal(torch.signbit(got), torch.signbit(want)), (dtype, sign, got)
     x = torch.tensor([1.5, -2.0, 0.0, -0.0, float("inf")], device=device)
-    for sign in (0.0, -0.0, -2.0, 3.0):
-        got = elementwise(lambda a, b, c, sign=sign: torch.copysign(a, sign))(x, x, x)
-        want = torch.copysign(x, sign)
-        assert torch.equal(got, want) and torch.equal(torch.signbit(got), torch.signbit(want))
     got = elementwise(lambda a, b, c: a**True)(x, x, x)
     assert torch.equal(got, x)
 

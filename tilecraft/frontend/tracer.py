@@ -296,11 +296,11 @@ class Tracer:
                 "first: m.to(torch.int32)",
             )
         if name == "copysign" and isinstance(operands[1], (int, float)):
-            # a constant sign (the helper reads a tile's bits): |x| or |x| * -1.0 (-0.0 for 0),
-            # in the float result (an int tile's |x| wrapped: uint8 23 -> 233, int8 -128)
-            magnitude = self.pointwise("abs", self.to_dtype(operands[0], result))
-            negative = math.copysign(1.0, operands[1]) < 0
-            return self.pointwise("mul", magnitude, -1.0) if negative else magnitude
+            # a constant sign as a one-element tile, whose bits the helper reads (|x| * -1.0
+            # kept a NaN's sign), the magnitude in the float result (an int tile's |x|
+            # wrapped: uint8 23 -> 233, int8 -128)
+            sign = self.full([], math.copysign(1.0, operands[1]), result)
+            return self.pointwise("copysign", self.to_dtype(operands[0], result), sign)
         if op.bool_result and result in (torch.float16, torch.bfloat16):
             # a comparison of a half tile with a Python float compares with the float rounded
             # to the tile's dtype, as torch: fp16 x >= 0.1 was False at x = fp16(0.1)
