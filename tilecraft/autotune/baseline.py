@@ -10,8 +10,10 @@ only those are compared.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import sys
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,7 +56,8 @@ def clone_tensor(t: torch.Tensor) -> torch.Tensor:
 def clone_args(
     args: Sequence[Any], kwargs: dict[str, Any] | None = None
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Clones of every tensor in ``args``/``kwargs``, also inside lists, tuples and dicts (an
+    """Clones of every tensor in ``args``/``kwargs``, also inside lists, tuples, dicts,
+    SimpleNamespaces and dataclass instances (an
     optimizer's parameter list written in place: its tensors were run on as they were, and
     the discovery's runs applied one step three times); other values as they are."""
     return tuple(_cloned(a) for a in args), {k: _cloned(v) for k, v in (kwargs or {}).items()}
@@ -69,6 +72,13 @@ def _cloned(value: Any) -> Any:
         return type(value)(_cloned(v) for v in value)
     if isinstance(value, dict):
         return {k: _cloned(v) for k, v in value.items()}
+    if isinstance(value, types.SimpleNamespace):  # (a record's buffers were written 3 times)
+        return types.SimpleNamespace(**{k: _cloned(v) for k, v in vars(value).items()})
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        record = copy.copy(value)
+        for field in dataclasses.fields(value):  # (object.__setattr__: frozen ones too)
+            object.__setattr__(record, field.name, _cloned(getattr(value, field.name)))
+        return record
     return value
 
 

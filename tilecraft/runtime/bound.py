@@ -26,7 +26,13 @@ from tilecraft.runtime import direct_launch, hooks
 from tilecraft.runtime.device import capturing
 from tilecraft.runtime.export import standalone_source
 from tilecraft.runtime.glue import GlueRunner
-from tilecraft.runtime.host_paths import host_path_changed, same_bounds, same_scalars
+from tilecraft.runtime.host_paths import (
+    host_layouts,
+    host_path_changed,
+    same_bounds,
+    same_layouts,
+    same_scalars,
+)
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.program import CompiledProgram
 from tilecraft.runtime.program import RunHost as _RunHost
@@ -179,6 +185,7 @@ class BoundKernel:
 
         bounds = {loop.index: loop.host_bounds for loop in traced.loops}
         scalars = {loop.index: loop.host_scalars for loop in traced.loops}
+        layouts = {loop.index: host_layouts(loop.tensors) for loop in traced.loops}
 
         launched = [0]  # device loops this call has launched (the fast path has no context)
 
@@ -188,6 +195,7 @@ class BoundKernel:
                 launcher is None
                 or not same_bounds(bounds[index], spec)
                 or not same_scalars(scalars[index], env)
+                or not same_layouts(layouts[index], env)
             ):
                 host_path_changed(self.kernel, index, launched[0])
             launcher(env, spec)

@@ -4,12 +4,13 @@ the key that selects a specialization, and each argument's signature for checks 
 Static shapes key every tensor's dtype, shape, strides and device; dynamic shapes a tensor's
 power-of-two size buckets and its layout (strides of 1 and 0, the dims' order by stride: host
 code's ``torch.empty_like`` follows it), and the index width. Ints and bools are keyed by value,
-floats by type; a list or tuple by its items' keys.
+floats by type; a list, tuple, dict, SimpleNamespace or dataclass by its items' keys.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import types
 from typing import Any
 
 import torch
@@ -87,12 +88,28 @@ def value_key(v: Any, static_shapes: bool) -> Any:
     if isinstance(v, float):
         return float
     if isinstance(v, (list, tuple)):  # a list of tensors: each one's key, not its repr
-        # a container's floats are baked into the traced code (only a float argument itself
-        # is passed at run time): each by its value (repr: NaN equals NaN, -0.0 is not 0.0)
-        return (
-            type(v),
-            tuple(
-                (float, repr(x)) if isinstance(x, float) else value_key(x, static_shapes) for x in v
-            ),
-        )
+        return (type(v), tuple(_item_key(x, static_shapes) for x in v))
+    items = _fields(v)
+    if items is not None:  # a dict or a plain record: each item's key, never a tensor's values
+        return (type(v), tuple((k, _item_key(x, static_shapes)) for k, x in items))
     return (type(v), repr(v))
+
+
+def _item_key(x: Any, static_shapes: bool) -> Any:
+    """A container item's key: a container's floats are baked into the traced code (only a
+    float argument itself is passed at run time), each by its value (repr: NaN equals NaN,
+    -0.0 is not 0.0)."""
+    return (float, repr(x)) if isinstance(x, float) else value_key(x, static_shapes)
+
+
+def _fields(v: Any) -> list[tuple[Any, Any]] | None:
+    """The items of a dict, a SimpleNamespace or a dataclass instance (keyed by their repr
+    before: a state dict's tensors by their values, so a transposed buffer of equal values
+    reused another layout's code, and each step's new values traced again)."""
+    if isinstance(v, dict):
+        return list(v.items())
+    if isinstance(v, types.SimpleNamespace):
+        return list(vars(v).items())
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return [(f.name, getattr(v, f.name)) for f in dataclasses.fields(v)]
+    return None
