@@ -96,3 +96,23 @@ def test_a_written_argument_that_partly_overlaps_another_is_refused(device: str)
     want = pairs[1::2] + 2.0 * pairs[0::2]
     axpy_(pairs[0::2], pairs[1::2], 2.0)
     torch.testing.assert_close(pairs[1::2], want)
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16, 16]))
+def add_matrix_(x: torch.Tensor, y: torch.Tensor) -> None:
+    m, n = x.size()
+    for tm, tn in tc.tile([m, n]):
+        y[tm, tn] = y[tm, tn] + x[tm, tn]
+
+
+def test_a_written_argument_beside_its_transpose_is_refused(device: str) -> None:
+    """``y += x.t()`` with ``x`` being ``y``: one start, one shape, other strides (1024 of 4096
+    elements wrong: programs read blocks others had written); torch's x.add_(x.t()) refuses
+    it. A transposed copy of another buffer runs."""
+    y = torch.randn(64, 64, device=device)
+    with pytest.raises(ArgumentError, match="'y' is written and partly overlaps argument 'x'"):
+        add_matrix_(y.t(), y)
+    other = torch.randn(64, 64, device=device)
+    want = y + other.t()
+    add_matrix_(other.t(), y)
+    torch.testing.assert_close(y, want)

@@ -131,9 +131,9 @@ def check_written_arguments(
 ) -> None:
     """torch's rules for in-place ops, for the arguments a kernel writes. A written argument
     must not partly overlap another tensor argument (``y = buf[1:]`` written while ``x =
-    buf[:-1]`` is read): which program reads an element before another writes it decides the
-    result. The same view passed twice (``axpy_(z, z)``) is fine, and, as torch, only dense
-    tensors are compared (strided views may interleave without sharing an element). An
+    buf[:-1]`` is read, or ``x`` beside ``x.t()``): which program reads an element before another
+    writes it decides the result. The same view passed twice (``axpy_(z, z)``) is fine, and,
+    as torch, only dense tensors (contiguous or permuted) are compared (strided views may interleave without sharing an element). An
     inference tensor is written only under ``torch.inference_mode``. Runs on each call of a
     kernel that writes an argument: a data pointer and a size a tensor, then integer compares
     (measured on the CPU at about a third of the fast path's guard key for two tensors and a
@@ -163,18 +163,34 @@ def check_written_arguments(
             if j == i or not (other < start + size and start < other + other_size):
                 continue  # (an empty or non-tensor value has no bytes)
             w, r = values[i], values[j]
-            if (other == start and r.shape == w.shape) or not (
-                w.is_contiguous() and r.is_contiguous()
-            ):
+            same_view = other == start and r.shape == w.shape and r.stride() == w.stride()
+            if same_view or not (_dense(w) and _dense(r)):
                 continue
             raise ArgumentError(
                 f"{name}(): argument '{params[i]}' is written and partly overlaps argument "
-                f"'{params[j]}' (views of one buffer at different offsets): which program "
+                f"'{params[j]}' (views of one buffer at different offsets or strides): which program "
                 "reads an element before another writes it would decide the result",
                 loc,
                 hint=f"pass '{params[j]}'.clone() (or write into a new tensor), as torch "
                 "refuses this for its in-place ops",
             )
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """torch's non-overlapping-and-dense: the elements fill ``nbytes`` from the data pointer in
+    some order of the dims (a transposed view is; a strided slice is not). Such tensors are
+    compared by their spans (``x`` written beside ``x.t()`` read: each program read blocks
+    others had written), as torch's in-place ops compare them."""
+    if t.is_contiguous():
+        return True
+    expected = 1
+    for size, stride in sorted(zip(t.shape, t.stride(), strict=True), key=lambda d: d[1]):
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def mark_written(values: tuple[Any, ...], written: tuple[int, ...]) -> None:
