@@ -116,3 +116,71 @@ def test_a_written_argument_beside_its_transpose_is_refused(device: str) -> None
     want = y + other.t()
     add_matrix_(other.t(), y)
     torch.testing.assert_close(y, want)
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16]))
+def shift_right_(x: torch.Tensor) -> None:
+    dst = x[1:]
+    src = x[:-1]
+    for t in tc.tile(dst.size(0)):
+        dst[t] = src[t]
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16]))
+def double_halves_(x: torch.Tensor) -> None:
+    n = x.size(0) // 2
+    dst, src = x[n:], x[:n]
+    for t in tc.tile(n):
+        dst[t] = src[t] * 2.0
+
+
+def test_host_views_of_one_argument_written_and_read_are_compared(device: str) -> None:
+    """``dst = x[1:]`` written while ``src = x[:-1]`` is read, views the host code made: only
+    arguments were compared (3 of 4096 elements off); eager ``x[1:] = x[:-1]`` raises.
+    Disjoint halves of one argument run."""
+    with pytest.raises(ArgumentError, match="'dst' is written and partly overlaps 'src'"):
+        shift_right_(torch.randn(4096, device=device))
+    x = torch.randn(64, device=device)
+    want = x[:32] * 2.0
+    double_halves_(x)
+    torch.testing.assert_close(x[32:], want)
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16]))
+def double_flat_(x: torch.Tensor) -> None:
+    flat = x.view(-1)
+    for t in tc.tile(flat.numel()):
+        flat[t] = flat[t] * 2.0
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16]))
+def double_transposed_(x: torch.Tensor) -> None:
+    xt = x.t()
+    m, n = xt.size()
+    for tm in tc.tile(m):
+        xt[tm, :] = xt[tm, :] * 2.0
+
+
+def test_writes_through_host_views_and_list_items_bump_versions(device: str) -> None:
+    """A write through ``x.view(-1)`` or into a list argument's tensors left ``_version``
+    alone: a backward that saved the tensor used the new values silently (eager and a write
+    by the parameter's name raise)."""
+    for write in (double_flat_, lambda b: scale_all_([b.view(-1)], 2.0)):
+        a = torch.randn(8, 4, device=device, requires_grad=True)
+        b = torch.randn(8, 4, device=device)
+        y = (a * b).sum()
+        version = b._version
+        write(b)
+        assert b._version > version
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+
+
+def test_an_expanded_tensor_written_through_a_view_or_a_list_is_refused(device: str) -> None:
+    """Written by name it was refused; through ``x.t()`` or as a list's item it was not (every
+    program wrote one element's memory)."""
+    expanded = torch.randn(4, 1, device=device).expand(4, 8)
+    with pytest.raises(ArgumentError, match="it is an expanded view"):
+        double_transposed_(expanded)
+    with pytest.raises(ArgumentError, match="it is an expanded view"):
+        scale_all_([torch.randn(1, device=device).expand(8)], 2.0)

@@ -37,8 +37,8 @@ from tilecraft.frontend.loop_nest import WidenCarry
 from tilecraft.frontend.partial_stores import check_partial_stores
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.tile_carries import refuse_tile_carries
-from tilecraft.frontend.triton_calls import refuse_triton_calls
 from tilecraft.frontend.tracer import Tracer
+from tilecraft.frontend.triton_calls import refuse_triton_calls
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue, aligned, memory_owner
 from tilecraft.ir.dtypes import TRITON_DTYPES, supported_names
 from tilecraft.ir.fuse_loops import fuse_sibling_loops

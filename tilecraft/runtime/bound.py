@@ -27,10 +27,9 @@ from tilecraft.runtime.device import capturing
 from tilecraft.runtime.export import standalone_source
 from tilecraft.runtime.glue import GlueRunner
 from tilecraft.runtime.host_paths import (
-    host_layouts,
+    HostLayouts,
     host_path_changed,
     same_bounds,
-    same_layouts,
     same_scalars,
 )
 from tilecraft.runtime.module import load_source
@@ -39,8 +38,10 @@ from tilecraft.runtime.program import RunHost as _RunHost
 from tilecraft.runtime.signature import signature_of
 from tilecraft.runtime.validate import (
     check_has_data,
+    check_host_view_overlaps,
     check_tensor_args,
     host_code_error,
+    host_view_pairs,
     raised_by_user,
     tensor_device,
 )
@@ -185,7 +186,9 @@ class BoundKernel:
 
         bounds = {loop.index: loop.host_bounds for loop in traced.loops}
         scalars = {loop.index: loop.host_scalars for loop in traced.loops}
-        layouts = {loop.index: host_layouts(loop.tensors) for loop in traced.loops}
+        layouts = {loop.index: HostLayouts(loop.tensors) for loop in traced.loops}
+        view_pairs = {loop.index: host_view_pairs(loop) for loop in traced.loops}
+        loop_locs = {loop.index: loop.loc for loop in traced.loops}
 
         launched = [0]  # device loops this call has launched (the fast path has no context)
 
@@ -195,9 +198,13 @@ class BoundKernel:
                 launcher is None
                 or not same_bounds(bounds[index], spec)
                 or not same_scalars(scalars[index], env)
-                or not same_layouts(layouts[index], env)
+                or not layouts[index].hold(env)
             ):
                 host_path_changed(self.kernel, index, launched[0])
+            if view_pairs[index]:
+                check_host_view_overlaps(
+                    self.kernel.__name__, view_pairs[index], env, loop_locs[index]
+                )
             launcher(env, spec)
             launched[0] += 1
 

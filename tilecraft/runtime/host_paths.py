@@ -14,7 +14,6 @@ re-run without repeating its side effects, and it stops with a located error.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, NoReturn
 
 import torch
@@ -45,43 +44,46 @@ def same_scalars(traced: tuple[tuple[str, int], ...], env: dict[str, Any]) -> bo
     return True
 
 
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """What a loop's generated code assumes of one tensor: its dtype, and with static shapes
-    its shape and strides (literals), with dynamic ones the dims whose stride of 1 it keeps
-    literal (``HostTensor.unit_stride``)."""
+class HostLayouts:
+    """The layouts a loop's code assumes of each tensor the host code made or took from
+    elsewhere than an argument (a module's weight, a global, a dict's item): its dtype, with
+    static shapes its shape and strides (literals in the code), with dynamic ones the dims
+    whose stride of 1 the code keeps literal (``HostTensor.unit_stride``). The key covers
+    only arguments: ``model.to(memory_format=torch.channels_last)`` or a rebound global kept
+    the first call's strides (silently wrong values) or shape (a read past the end).
 
-    name: str
-    dtype: torch.dtype
-    shape: tuple[int, ...] | None
-    stride: tuple[int, ...] | None
-    unit_dims: tuple[int, ...] = ()
+    Dtypes, shapes and strides are the first launch's: the trace runs the host code on meta
+    tensors, which autocast leaves in fp32 where the call's own ``x @ w`` is bf16."""
 
-    def holds(self, now: Any) -> bool:
-        if not isinstance(now, torch.Tensor) or now.dtype != self.dtype:
+    def __init__(self, tensors: dict[str, Any]):
+        made = [t for t in tensors.values() if not t.argument]
+        self.names = tuple(t.name for t in made)
+        self.dynamic = tuple(t.dynamic for t in made)
+        self.unit_dims = tuple(
+            tuple(d for d in range(t.ndim) if t.dynamic and t.unit_stride(d)) for t in made
+        )
+        self.first: list[Any] | None = None
+
+    def hold(self, env: dict[str, Any]) -> bool:
+        """Whether ``env``'s tensors have the layouts of the first launch (kept on the first)."""
+        if not self.names:
+            return True
+        now = [self._layout(env.get(n), dynamic) for n, dynamic in zip(self.names, self.dynamic)]
+        if self.first is None:
+            self.first = now
+        elif now != self.first:
             return False
-        if self.shape is not None and (tuple(now.shape) != self.shape or now.stride() != self.stride):
-            return False
-        return all(now.stride(d) == 1 or now.shape[d] == 1 for d in self.unit_dims)
+        for name, dims in zip(self.names, self.unit_dims, strict=True):
+            t = env[name]
+            if any(t.stride(d) != 1 and t.shape[d] != 1 for d in dims):
+                return False
+        return True
 
-
-def host_layouts(tensors: dict[str, Any]) -> tuple[Layout, ...]:
-    """The layouts a loop assumes of each tensor the host code made or took from elsewhere
-    than an argument (a module's weight, a global, a dict's item). The key covers only
-    arguments: ``model.to(memory_format=torch.channels_last)`` or a rebound global kept the
-    first call's strides (silently wrong values) or shape (a read past the end)."""
-    return tuple(
-        Layout(t.name, t.dtype, None, None, tuple(d for d in range(t.ndim) if t.unit_stride(d)))
-        if t.dynamic
-        else Layout(t.name, t.dtype, tuple(t.shape), tuple(t.stride))
-        for t in tensors.values()
-        if not t.argument
-    )
-
-
-def same_layouts(traced: tuple[Layout, ...], env: dict[str, Any]) -> bool:
-    """Whether each tensor of ``traced`` has the layout its loop was traced with."""
-    return all(layout.holds(env.get(layout.name)) for layout in traced)
+    @staticmethod
+    def _layout(t: Any, dynamic: bool) -> Any:
+        if not isinstance(t, torch.Tensor):
+            return None
+        return t.dtype if dynamic else (t.dtype, t.shape, t.stride())
 
 
 def host_path_changed(kernel: Any, index: int, launched: int) -> NoReturn:

@@ -36,6 +36,7 @@ from tilecraft.errors import (
     TilecraftError,
     user_stacklevel,
 )
+from tilecraft.frontend.host_aliases import host_view_roots
 from tilecraft.frontend.source import (
     KernelSource,
     parse_kernel,
@@ -242,8 +243,13 @@ class Kernel:
         return tuple(key)
 
     def _plain_stores(self) -> set[str]:
-        """The host names any device loop stores into (atomics aside)."""
-        return set().union(*torch_op.stored_names(self.source, atomics=False).values())
+        """The host names any device loop stores into (atomics aside), with the parameter each
+        one that is a host view of a parameter views (``flat = x.view(-1)``, ``for g in
+        grads``: x and grads are written)."""
+        stored = set().union(*torch_op.stored_names(self.source, atomics=False).values())
+        loops = [loop.node for loop in self.source.loops]
+        roots = host_view_roots(self.source.tree, self._param_names, loops)
+        return stored | {roots[name] for name in stored if name in roots}
 
     def _positional_values(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]

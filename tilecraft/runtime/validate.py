@@ -17,6 +17,7 @@ import torch
 
 from tilecraft.errors import ArgumentError, ConfigError, SourceLoc, TilecraftError
 from tilecraft.ir.dtypes import TRITON_DTYPES, supported_names
+from tilecraft.ir.nodes import DeviceLoop, Op
 
 
 def _describe(value: torch.Tensor) -> str:
@@ -103,15 +104,15 @@ def check_unshared_outputs(
     stride 0): its programs would all write one element's memory, a race on the GPU (torch
     refuses the write too). ``stored``: the argument names the loops store into (atomics,
     meant to land on shared memory, aside); asked only when some argument is expanded."""
-    expanded = [
-        arg
+    expanded = {
+        arg: tensor
         for arg, value in arguments.items()
-        if isinstance(value, torch.Tensor)
-        and any(st == 0 and n > 1 for n, st in zip(value.shape, value.stride(), strict=True))
-    ]
+        for tensor in tensors_in(value)
+        if any(st == 0 and n > 1 for n, st in zip(tensor.shape, tensor.stride(), strict=True))
+    }
     written = [arg for arg in expanded if arg in stored()] if expanded else []
     if written:
-        value = arguments[written[0]]
+        value = expanded[written[0]]
         raise ArgumentError(
             f"{name}(): argument '{written[0]}' is written, but it is an expanded view (shape "
             f"{list(value.shape)}, strides {list(value.stride())}): more than one of its "
@@ -162,9 +163,7 @@ def check_written_arguments(
         for j, (other, other_size) in enumerate(spans):
             if j == i or not (other < start + size and start < other + other_size):
                 continue  # (an empty or non-tensor value has no bytes)
-            w, r = values[i], values[j]
-            same_view = other == start and r.shape == w.shape and r.stride() == w.stride()
-            if same_view or not (_dense(w) and _dense(r)):
+            if not _partly_overlapping(values[i], values[j]):
                 continue
             raise ArgumentError(
                 f"{name}(): argument '{params[i]}' is written and partly overlaps argument "
@@ -173,6 +172,48 @@ def check_written_arguments(
                 loc,
                 hint=f"pass '{params[j]}'.clone() (or write into a new tensor), as torch "
                 "refuses this for its in-place ops",
+            )
+
+
+def _partly_overlapping(w: torch.Tensor, r: torch.Tensor) -> bool:
+    """Whether two tensors whose byte spans intersect share memory other than as one view
+    (torch's partial overlap: dense ones only, the others may interleave)."""
+    same_view = w.data_ptr() == r.data_ptr() and r.shape == w.shape and r.stride() == w.stride()
+    return not same_view and _dense(w) and _dense(r)
+
+
+def host_view_pairs(loop: DeviceLoop) -> tuple[tuple[str, str], ...]:
+    """(written, read) names of a loop's tensors that may be views of one argument the host
+    code made (``dst = x[1:]``, ``src = x[:-1]``): the per-call check compares arguments only."""
+    stored = {n.attrs["tensor"] for n in loop.walk() if n.op in (Op.STORE, Op.ATOMIC)}
+    loaded = {n.attrs["tensor"] for n in loop.walk() if n.op is Op.LOAD}
+    return tuple(
+        (w.name, r.name)
+        for w in stored
+        for r in loaded
+        if w.name != r.name and w.alias_group == r.alias_group
+        and not (w.argument and r.argument)
+    )  # fmt: skip
+
+
+def check_host_view_overlaps(
+    name: str, pairs: tuple[tuple[str, str], ...], env: dict[str, Any], loc: SourceLoc | None
+) -> None:
+    """Refuse a launch whose written tensor partly overlaps one it reads (host views of one
+    argument: eager ``x[1:] = x[:-1]`` raises; compiled, 3 elements of 4096 came out wrong)."""
+    for written, read in pairs:
+        w, r = env[written], env[read]
+        if w.is_meta or r.is_meta:
+            continue
+        start, other = w.data_ptr(), r.data_ptr()
+        if other < start + w.nbytes and start < other + r.nbytes and _partly_overlapping(w, r):
+            raise ArgumentError(
+                f"{name}(): '{written}' is written and partly overlaps '{read}', which the "
+                "same device loop reads (views of one buffer at different offsets or strides): "
+                "which program reads an element before another writes it would decide the result",
+                loc,
+                hint=f"read from a copy ({read} = {read}.clone()) or write into a new tensor, as "
+                "torch refuses this for its in-place ops",
             )
 
 
@@ -198,9 +239,19 @@ def mark_written(values: tuple[Any, ...], written: tuple[int, ...]) -> None:
     autograd then refuses a backward that would read a saved tensor the kernel overwrote
     (without it, the gradient came silently from the new values)."""
     for i in written:
-        value = values[i]
-        if isinstance(value, torch.Tensor):
-            torch.autograd.graph.increment_version(value)
+        for tensor in tensors_in(values[i]):  # (a list argument's tensors: each one)
+            torch.autograd.graph.increment_version(tensor)
+
+
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    """``value`` if a tensor, else the tensors of a list, tuple or dict argument."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, torch.Tensor)]
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, torch.Tensor)]
+    return []
 
 
 def check_has_data(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> None:
