@@ -433,3 +433,29 @@ def test_parameters_named_like_torchs_own_arguments_work_as_an_op(device: str) -
     out, written = torch.compile(step, fullgraph=True, backend="aot_eager")(x)
     torch.testing.assert_close(written, x + 20)
     torch.testing.assert_close(out, (x + 20) * 2)
+
+
+@tc.kernel(static_shapes=True)
+def same_output_twice(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = torch.empty_like(x)
+    for tm in tc.tile(x.size(0)):
+        out[tm, :] = x[tm, :] * 3.0
+    return out, out
+
+
+def test_an_op_refusal_under_compile_is_tilecrafts_own_error(device: str) -> None:
+    """Outputs sharing memory under torch.compile reached the user as
+    InternalTorchDynamoError, which ``except tc.TilecraftError`` missed; with fullgraph the
+    graph break names the reason."""
+    x = torch.randn(4, 6, device=device)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda a: same_output_twice(a)[1] + 1, backend="aot_eager")
+    with pytest.raises(tc.TilecraftError, match="return values 0 and 1 share memory"):
+        compiled(x)
+    torch._dynamo.reset()
+    whole = torch.compile(
+        lambda a: same_output_twice(a)[1] + 1, backend="aot_eager", fullgraph=True
+    )
+    with pytest.raises(Exception, match="return values 0 and 1 share memory") as info:
+        whole(x)
+    assert "InternalTorchDynamoError" not in type(info.value).__name__

@@ -550,9 +550,22 @@ def op_for(ops_id: str, kinds: tuple[ArgKind, ...], amp: str) -> tuple[str, Any]
 
 @mark_constant
 def op_for_sizes(ops_id: str, kinds: tuple[ArgKind, ...], hint: Hint, amp: str) -> tuple[str, Any]:
-    """:func:`op_for` with the op's layout read on the call's own sizes (``hint``)."""
-    info, _ = _registry[ops_id].get_sized(kinds, hint, amp)
+    """:func:`op_for` with the op's layout read on the call's own sizes (``hint``); ``("",
+    None)`` where the kernel cannot be an op (outputs that share memory, a list argument),
+    with ``OP_RAISERS[(ops_id, kinds)]`` made to raise why: raised here, in code torch.compile
+    runs as a constant, the error reached the user as an InternalTorchDynamoError, which
+    ``except tc.TilecraftError`` missed."""
+    try:
+        info, _ = _registry[ops_id].get_sized(kinds, hint, amp)
+    except TilecraftError as error:
+        raiser = functools.partial(_raise, error)
+        OP_RAISERS[(ops_id, kinds)] = torch.compiler.disable(raiser, reason=str(error))
+        return "", None
     return info.name, info.layout
+
+
+# per (KernelOps.id, argument kinds): raises why the call cannot be an op, skipped by torch.compile
+OP_RAISERS: dict[tuple[str, tuple[ArgKind, ...]], Callable[[], None]] = {}
 
 
 def compiled_call(ops: KernelOps, values: tuple[Any, ...]) -> Any:
@@ -561,6 +574,8 @@ def compiled_call(ops: KernelOps, values: tuple[Any, ...]) -> Any:
     name, layout = op_for(ops.id, kinds, amp)
     if not name:  # the host code needs the sizes' relations: specialize on this call's
         name, layout = op_for_sizes(ops.id, kinds, shape_hint(values), amp)
+    if not name:
+        OP_RAISERS[(ops.id, kinds)]()
     outs = getattr(getattr(torch.ops, NAMESPACE), name).default(*values)
     return rebuild(layout, outs, values)
 
