@@ -184,3 +184,35 @@ def test_an_expanded_tensor_written_through_a_view_or_a_list_is_refused(device: 
         double_transposed_(expanded)
     with pytest.raises(ArgumentError, match="it is an expanded view"):
         scale_all_([torch.randn(1, device=device).expand(8)], 2.0)
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16]))
+def permute_into(dst: torch.Tensor, src: torch.Tensor, perm: torch.Tensor) -> None:
+    for t in tc.tile(dst.size(0)):
+        dst[t] = src[perm[t]]
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16, 16]))
+def transpose_into(dst: torch.Tensor, src: torch.Tensor) -> None:
+    m, n = dst.size()
+    for tm, tn in tc.tile([m, n]):
+        dst[tm, tn] = src[tn, tm].t()
+
+
+def test_one_tensor_written_and_read_at_other_positions_is_refused(device: str) -> None:
+    """``permute_into(x, x, perm)`` (2048 of 4096 elements wrong) and an in-place transpose
+    (1024 of 4096): the same view twice is safe only where each program reads what it writes
+    (``axpy_(z, z)`` runs, in the test above). Distinct tensors run."""
+    x = torch.randn(4096, device=device)
+    perm = torch.arange(4095, -1, -1, device=device)
+    with pytest.raises(ArgumentError, match="'dst' is written and shares memory with 'src'"):
+        permute_into(x, x, perm)
+    a = torch.randn(64, 64, device=device)
+    with pytest.raises(ArgumentError, match="reads at other positions than it writes 'dst'"):
+        transpose_into(a, a)
+    out = torch.empty_like(x)
+    permute_into(out, x, perm)
+    torch.testing.assert_close(out, x.flip(0))
+    b = torch.empty_like(a)
+    transpose_into(b, a)
+    torch.testing.assert_close(b, a.t())

@@ -32,16 +32,15 @@ from tilecraft.runtime.host_paths import (
     same_bounds,
     same_scalars,
 )
+from tilecraft.runtime.launch_overlaps import check_overlaps, overlap_pairs
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.program import CompiledProgram
 from tilecraft.runtime.program import RunHost as _RunHost
 from tilecraft.runtime.signature import signature_of
 from tilecraft.runtime.validate import (
     check_has_data,
-    check_host_view_overlaps,
     check_tensor_args,
     host_code_error,
-    host_view_pairs,
     raised_by_user,
     tensor_device,
 )
@@ -187,7 +186,7 @@ class BoundKernel:
         bounds = {loop.index: loop.host_bounds for loop in traced.loops}
         scalars = {loop.index: loop.host_scalars for loop in traced.loops}
         layouts = {loop.index: HostLayouts(loop.tensors) for loop in traced.loops}
-        view_pairs = {loop.index: host_view_pairs(loop) for loop in traced.loops}
+        overlaps = {loop.index: overlap_pairs(loop) for loop in traced.loops}
         loop_locs = {loop.index: loop.loc for loop in traced.loops}
 
         launched = [0]  # device loops this call has launched (the fast path has no context)
@@ -201,10 +200,8 @@ class BoundKernel:
                 or not layouts[index].hold(env)
             ):
                 host_path_changed(self.kernel, index, launched[0])
-            if view_pairs[index]:
-                check_host_view_overlaps(
-                    self.kernel.__name__, view_pairs[index], env, loop_locs[index]
-                )
+            if overlaps[index]:
+                check_overlaps(self.kernel.__name__, overlaps[index], env, loop_locs[index])
             launcher(env, spec)
             launched[0] += 1
 

@@ -17,7 +17,6 @@ import torch
 
 from tilecraft.errors import ArgumentError, ConfigError, SourceLoc, TilecraftError
 from tilecraft.ir.dtypes import TRITON_DTYPES, supported_names
-from tilecraft.ir.nodes import DeviceLoop, Op
 
 
 def _describe(value: torch.Tensor) -> str:
@@ -163,7 +162,7 @@ def check_written_arguments(
         for j, (other, other_size) in enumerate(spans):
             if j == i or not (other < start + size and start < other + other_size):
                 continue  # (an empty or non-tensor value has no bytes)
-            if not _partly_overlapping(values[i], values[j]):
+            if not partly_overlapping(values[i], values[j]):
                 continue
             raise ArgumentError(
                 f"{name}(): argument '{params[i]}' is written and partly overlaps argument "
@@ -175,49 +174,14 @@ def check_written_arguments(
             )
 
 
-def _partly_overlapping(w: torch.Tensor, r: torch.Tensor) -> bool:
+def partly_overlapping(w: torch.Tensor, r: torch.Tensor) -> bool:
     """Whether two tensors whose byte spans intersect share memory other than as one view
     (torch's partial overlap: dense ones only, the others may interleave)."""
     same_view = w.data_ptr() == r.data_ptr() and r.shape == w.shape and r.stride() == w.stride()
-    return not same_view and _dense(w) and _dense(r)
+    return not same_view and dense(w) and dense(r)
 
 
-def host_view_pairs(loop: DeviceLoop) -> tuple[tuple[str, str], ...]:
-    """(written, read) names of a loop's tensors that may be views of one argument the host
-    code made (``dst = x[1:]``, ``src = x[:-1]``): the per-call check compares arguments only."""
-    stored = {n.attrs["tensor"] for n in loop.walk() if n.op in (Op.STORE, Op.ATOMIC)}
-    loaded = {n.attrs["tensor"] for n in loop.walk() if n.op is Op.LOAD}
-    return tuple(
-        (w.name, r.name)
-        for w in stored
-        for r in loaded
-        if w.name != r.name and w.alias_group == r.alias_group
-        and not (w.argument and r.argument)
-    )  # fmt: skip
-
-
-def check_host_view_overlaps(
-    name: str, pairs: tuple[tuple[str, str], ...], env: dict[str, Any], loc: SourceLoc | None
-) -> None:
-    """Refuse a launch whose written tensor partly overlaps one it reads (host views of one
-    argument: eager ``x[1:] = x[:-1]`` raises; compiled, 3 elements of 4096 came out wrong)."""
-    for written, read in pairs:
-        w, r = env[written], env[read]
-        if w.is_meta or r.is_meta:
-            continue
-        start, other = w.data_ptr(), r.data_ptr()
-        if other < start + w.nbytes and start < other + r.nbytes and _partly_overlapping(w, r):
-            raise ArgumentError(
-                f"{name}(): '{written}' is written and partly overlaps '{read}', which the "
-                "same device loop reads (views of one buffer at different offsets or strides): "
-                "which program reads an element before another writes it would decide the result",
-                loc,
-                hint=f"read from a copy ({read} = {read}.clone()) or write into a new tensor, as "
-                "torch refuses this for its in-place ops",
-            )
-
-
-def _dense(t: torch.Tensor) -> bool:
+def dense(t: torch.Tensor) -> bool:
     """torch's non-overlapping-and-dense: the elements fill ``nbytes`` from the data pointer in
     some order of the dims (a transposed view is; a strided slice is not). Such tensors are
     compared by their spans (``x`` written beside ``x.t()`` read: each program read blocks
