@@ -12,7 +12,7 @@ import torch
 import tilecraft as tc
 from examples.rms_norm import EPS, rms_norm_fwd
 from examples.swiglu import swiglu
-from tilecraft.runtime import torch_op
+from tilecraft.runtime import compiled_calls, torch_op
 
 
 @pytest.fixture(autouse=True)
@@ -166,7 +166,7 @@ def test_import_does_not_load_dynamo_and_marks_like_the_public_decorator() -> No
     subprocess.run([sys.executable, "-c", code], check=True)
     marked = torch.compiler.assume_constant_result(lambda: 0)
     assert marked._dynamo_marked_constant is True  # what mark_constant sets without dynamo
-    assert torch_op.op_for._dynamo_marked_constant is True  # type: ignore[attr-defined]
+    assert compiled_calls.op_for._dynamo_marked_constant is True  # type: ignore[attr-defined]
 
 
 def test_call_on_fake_tensors_outside_dynamo_records_the_op() -> None:

@@ -42,7 +42,7 @@ from tilecraft.frontend.source import (
     parse_kernel,
 )
 from tilecraft.language import _context
-from tilecraft.runtime import fastpath, hooks, torch_op
+from tilecraft.runtime import compiled_calls, fastpath, hooks, torch_op
 from tilecraft.runtime.bound import BoundKernel
 from tilecraft.runtime.global_guard import GlobalGuard, describe
 from tilecraft.runtime.host_paths import Respecialize as _Respecialize
@@ -323,7 +323,7 @@ class Kernel:
                 except _Respecialize:
                     pass  # another variant: the ordinary path finds (or traces) it
                 except (RuntimeError, NotImplementedError):
-                    if not torch_op.storage_less(args):
+                    if not compiled_calls.storage_less(args):
                         raise
                     return self._ops.call(self.positional(args, {}))  # torch.vmap: the op
         # a device loop of another kernel being traced (tiles miss the fast path above; Dynamo
@@ -335,16 +335,18 @@ class Kernel:
                 hint=f"call {self.__name__} from host code (before or after the device loop), "
                 "or write what it computes as a plain helper function of tiles",
             )
-        if compiling or torch_op.traced(args, kwargs):
+        if compiling or compiled_calls.traced(args, kwargs):
             values = self.positional(args, kwargs)
-            if torch_op.needs_grad(values):
-                torch_op.check_autograd(self._ops, values, compiling)
-            return torch_op.compiled_call(self._ops, values)
-        if torch_op.needs_grad(args) or (kwargs and torch_op.needs_grad(tuple(kwargs.values()))):
+            if compiled_calls.needs_grad(values):
+                compiled_calls.check_autograd(self._ops, values, compiling)
+            return compiled_calls.compiled_call(self._ops, values)
+        if compiled_calls.needs_grad(args) or (
+            kwargs and compiled_calls.needs_grad(tuple(kwargs.values()))
+        ):
             values = self.positional(args, kwargs)
-            torch_op.check_autograd(self._ops, values, False)
+            compiled_calls.check_autograd(self._ops, values, False)
             return self._ops.call(values)
-        if torch_op.storage_less((*args, *kwargs.values())):  # torch.vmap's: as the op
+        if compiled_calls.storage_less((*args, *kwargs.values())):  # torch.vmap's: as the op
             return self._ops.call(self.positional(args, kwargs))
         if _all_meta((*args, *kwargs.values())):
             # shapes only, as torch's ops on meta tensors: the host code with its device loops
