@@ -2,7 +2,8 @@
 (stage: frontend; in: proxy operations; out: ir.Node lists).
 
 Shape and dtype rules live here (torch promotion, broadcasting, reduction dims) with the builders
-of compute nodes (pointwise, where, reductions, dots, full/arange, views of tiles). The seams are
+of compute nodes (pointwise, where, reductions, dots, full/arange; subscripts of tiles in
+:mod:`~.tile_subscripts`). The seams are
 their own modules, each taking the tracer: host-tensor accesses (:mod:`~.indexing`), torch and
 ``tc.*`` calls (:mod:`~.dispatch`, which looks torch functions up in the registry of
 :mod:`~.lowerings`) and tile/grid loops with carried values (:mod:`~.loop_nest`). Proxies
@@ -18,7 +19,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc, UnsupportedOpError
-from tilecraft.frontend import dispatch, indexing, rdims, tile_gather, tile_shifts
+from tilecraft.frontend import dispatch, indexing, rdims, tile_subscripts
 from tilecraft.frontend.positions import positions_widened
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
@@ -31,7 +32,6 @@ from tilecraft.ir.nodes import (
     SymKind,
     shape_str,
     sized_shape_str,
-    tile_block,
 )
 from tilecraft.language.tunables import BlockSize, DynamicFlag, DynamicInt
 
@@ -511,87 +511,7 @@ class Tracer:
         return self.to_dtype(out, dtype)
 
     def view(self, x: TileValue, index: Any) -> TileValue:
-        node = x.node
-        if node.op is Op.ARG:  # ``y[t]`` with ``y`` a number the caller passed for a tensor
-            raise DeviceCodeError(
-                f"'{node.attrs['name']}' is a host {'float' if node.dtype.is_floating_point else 'int'}"
-                " (an argument or a host value), not a tensor: device code indexes tensors",
-                self.loc,
-                hint=f"pass a tensor for '{node.attrs['name']}', or use the number as it is",
-            )
-        items = index if isinstance(index, tuple) else (index,)
-        items = indexing.without_ellipsis(items, node.ndim, "a tile", self.loc)
-        spec: list[Any] = []
-        shape: list[Dim] = []
-        src = 0
-        for item in items:
-            run_time = _run_time_int(item)
-            edge = type(item) is int and item in (0, -1)  # a first or a last element
-            if item is None:
-                spec.append(None)
-                shape.append(1)
-            elif isinstance(item, slice):
-                if src >= node.ndim:
-                    raise ShapeError(
-                        f"too many indices for a {node.ndim}-D tile",
-                        self.loc,
-                        hint="a tc.grid index, a block_size=1 tile's index and anything "
-                        "computed from them are scalars (0-D): use them as they are, or add a "
-                        "dim with [None]",
-                    )
-                if not all(b is None for b in (item.start, item.stop, item.step)):
-                    # constant bounds: a register gather (tile_shifts.py)
-                    x = tile_shifts.slice_dim(self, x, src, _int_slice(item, self.loc))
-                    node = x.node
-                spec.append(":")
-                shape.append(node.shape[src])
-                src += 1
-            elif (run_time or edge) and src < node.ndim and node.shape[src] == 1:
-                src += 1  # a dim of one: any valid index reads its element
-                spec.append(0)
-            elif edge and src < node.ndim and tile_block(dim := node.shape[src]):
-                # a tile's first or last valid element: lane begin / end - 1 whatever the block
-                at = self.tile_leaf(dim, Op.TILE_BEGIN if item == 0 else Op.TILE_END)
-                at = at if item == 0 else self.pointwise("sub", at, 1)
-                x = tile_gather.pick_position(self, node, src, at)
-                node = x.node
-                src += 1
-                spec.append(0)
-            elif run_time and src < node.ndim:
-                x = tile_gather.pick_run_time(self, node, src, item)
-                node = x.node
-                src += 1
-                spec.append(0)
-            elif isinstance(item, int) and not isinstance(item, bool) and src < node.ndim:
-                # one element of a whole static dim: the slice [k:k+1], its size-1 dim dropped
-                n = tile_gather.static_whole(self, node, src, "indexing a tile")
-                if not -n <= item < n:
-                    raise ShapeError(
-                        f"index {item} is out of range for a tile dim of {n}", self.loc
-                    )
-                k = item % n
-                x = tile_shifts.slice_dim(self, x, src, slice(k, k + 1))
-                node = x.node
-                src += 1
-                spec.append(0)
-            else:
-                what = (
-                    f"a tile ({str(item.dtype).removeprefix('torch.')}, shape "
-                    f"{shape_str(item.shape)})"
-                    if isinstance(item, TileValue)
-                    else repr(item)
-                )
-                raise UnsupportedOpError(
-                    f"indexing a tile with {what}",
-                    hint="tiles take [:, None]-style views and constant slices (x[1:], "
-                    "x[:, ::2]); torch.gather reads other positions (the index expanded to "
-                    "the result's shape); index host tensors to load data",
-                )
-        while src < node.ndim:
-            spec.append(":")
-            shape.append(node.shape[src])
-            src += 1
-        return self.wrap(self.emit(Op.VIEW, [node], tuple(shape), node.dtype, spec=tuple(spec)))
+        return tile_subscripts.subscript(self, x, index)
 
     def device_print(self, prefix: str, *values: Any) -> None:
         nodes = [self.value_node(v) for v in values]
@@ -622,28 +542,6 @@ def _host_tensor_value(x: HostTensor) -> DeviceCodeError:
     )
 
 
-def _int_slice(item: slice, loc: Any) -> slice:
-    """A slice of a tile with Python int bounds (a device value cannot size a register tile)."""
-    parts = (item.start, item.stop, item.step)
-    for p in parts:
-        # tc.specialize's ints are baked in; a run-time int (DynamicInt) or a bool is not
-        if p is not None and (not isinstance(p, int) or isinstance(p, (bool, DynamicInt))):
-            what = "a run-time int" if isinstance(p, DynamicInt) else type(p).__name__
-            raise UnsupportedOpError(
-                f"slicing a tile with [{_bound(item.start)}:{_bound(item.stop)}"
-                f"{'' if item.step is None else ':' + _bound(item.step)}]: {p!r} is {what}, "
-                "and a tile slice's bounds must be ints known when the kernel compiles",
-                loc,
-                hint="a slice's length sizes a register tile: use a static bound "
-                "(static_shapes=True, or tc.specialize(n)), or mask with torch.where instead",
-            )
-    return slice(*(None if p is None else int(p) for p in parts))
-
-
-def _bound(p: Any) -> str:
-    return "" if p is None else repr(p)
-
-
 def _weak_scalar(node: Node, result: torch.dtype) -> bool:
     """A host float or int argument (``eps``, ``scale``: weak in torch's type promotion), or an
     int scalar (a ``tc.grid`` index, a tile's ``.begin``) joining float math: cast to the
@@ -670,19 +568,6 @@ def _not_a_device_value(x: Any) -> UnsupportedOpError:
             "argument `w`), or name it in host code before the loop",
         )
     return UnsupportedOpError(f"cannot use a {kind.__name__} as a device value")
-
-
-def _run_time_int(item: Any) -> bool:
-    """Whether a subscript item is an int known only at run time (a size under
-    ``static_shapes=False``, a loaded scalar)."""
-    if isinstance(item, DynamicInt):
-        return True
-    return (
-        isinstance(item, TileValue)
-        and item.node.ndim == 0
-        and not item.node.dtype.is_floating_point
-        and item.node.dtype != torch.bool
-    )
 
 
 def _rounded_to(value: Any, dtype: torch.dtype) -> Any:
