@@ -285,7 +285,9 @@ def test_repeat_interleave_matches_eager(device: str) -> None:
     assert torch.equal(mid, torch.stack([x, -x], dim=2).repeat_interleave(2, dim=1))
     assert torch.equal(flat, v.repeat_interleave(5))
     code = _code(repeats, (x, v))
-    assert "tl.reshape" in code and "tl.gather" in code
+    # by 4: a broadcast and a merge; by 3: i // 3 read from a scratch row (a tl.gather into
+    # more lanes than its source's fails to compile for GPUs: test_widening_gathers.py)
+    assert "tl.reshape" in code and "gather_row" in code
 
 
 def test_repeat_interleave_by_a_tensor_names_the_argument(device: str) -> None:

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
+
 from tilecraft.codegen.gather_memory import emit_through_memory
 from tilecraft.codegen.registry import emits
+from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op
 
 if TYPE_CHECKING:
@@ -66,4 +69,41 @@ def emit_gather(ctx: EmitContext, node: Node) -> None:
     if rows is not None and ctx.split is None:  # a long line of a computed tile
         emit_through_memory(ctx, node, rows)
         return
-    ctx.bind(node, f"tl.gather({ctx.expr(src)}, {ctx.expr(index)}, {node.attrs['axis']})")
+    axis = node.attrs["axis"]
+    if node.attrs.get("through_memory") and ctx.numel(node.shape[axis : axis + 1]) > ctx.numel(
+        src.shape[axis : axis + 1]
+    ):
+        _emit_one_hot(ctx, node)  # a widening gather without a scratch row (see below)
+        return
+    ctx.bind(node, f"tl.gather({ctx.expr(src)}, {ctx.expr(index)}, {axis})")
+
+
+def _emit_one_hot(ctx: EmitContext, node: Node) -> None:
+    """A gather into more lanes than its source's, where no scratch row exists (a run-time
+    grid, a split loop): each position compares with every source lane and keeps the one it
+    names (a sum over the source's lanes with -0.0 elsewhere: exact, signs of zeros too).
+    Triton 3.6 fails to compile such a ``tl.gather`` (TritonGPUOptimizeThreadLocality, sm_90
+    and gfx942)."""
+    src, index = node.inputs
+    axis, rank = node.attrs["axis"], node.ndim
+    lanes = ctx.dim_expr(src.shape[axis])
+
+    def placed(text: str, at: int) -> str:  # a new dim of size 1 at ``at`` of rank + 1
+        spec = [":"] * rank
+        spec.insert(at, "None")
+        return f"{text}[{', '.join(spec)}]"
+
+    spec = ["None"] * (rank + 1)
+    spec[axis + 1] = ":"
+    positions = f"tl.arange(0, {lanes})[{', '.join(spec)}]"
+    value = ctx.expr(src)
+    boolean = node.dtype == torch.bool
+    if boolean:
+        value = f"({value}).to(tl.int8)"
+    zero = "-0.0" if node.dtype.is_floating_point else "0"
+    hit = f"{placed(ctx.expr(index), axis + 1)} == {positions}"
+    picked = f"tl.sum(tl.where({hit}, {placed(value, axis)}, {zero}), {axis + 1})"
+    dtype = "tl.int8" if boolean else dtypes.triton_dtype(node.dtype)
+    picked = f"({picked}).to({dtype})"
+    ctx.w.line("# a gather into more lanes than its source's: a one-hot select (codegen/views.py)")
+    ctx.bind(node, f"({picked} != 0)" if boolean else picked)

@@ -29,7 +29,7 @@ from tilecraft.frontend.gather_loads import gather_load
 from tilecraft.frontend.rdims import along
 from tilecraft.frontend.recompute import recomputed
 from tilecraft.ir import dtypes, int_ranges
-from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str, tile_block
+from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str, tile_block, whole_length
 
 # a roll, flip or shift of a loaded tile along a line of at most a warp's lanes permutes it in
 # registers (a few shuffles an element); a longer one re-reads memory (long_line)
@@ -113,8 +113,13 @@ def gather(
     if idx.shape[axis] == 1 and src.shape[axis] != 1:
         picked = _pick_one(t, src, idx, axis)
     else:
-        # along a very long line, a computed tile goes through memory (gather_memory.py)
-        memory = long and (memory_line(src.shape, axis) or memory_line(idx.shape, axis))
+        # along a very long line, a computed tile goes through memory (gather_memory.py); so
+        # does a gather to a longer line than its source's (a repeat_interleave by 10 of 32
+        # group means, a cat or pad of short rows): Triton 3.6's TritonGPUOptimizeThreadLocality
+        # pass fails on such a tl.gather for sm_90 and gfx942 whatever the config
+        memory = (long and (memory_line(src.shape, axis) or memory_line(idx.shape, axis))) or (
+            widening(src.shape[axis], idx.shape[axis])
+        )
         attrs = {"through_memory": True} if memory else {}
         node = t.emit(Op.GATHER, [src, idx], idx.shape, src.dtype, axis=axis, **attrs)
         picked = t.wrap(node)
@@ -405,6 +410,15 @@ def memory_line(shape: tuple[Dim, ...], axis: int) -> bool:
     memory rather than registers (``MEMORY_GATHER_LINE``; run-time lines always do)."""
     positions = line_positions(shape, axis)
     return positions is None or positions > MEMORY_GATHER_LINE
+
+
+def widening(src: Dim, index: Dim) -> bool:
+    """Whether a gather reads a line of ``src``'s padded lanes into more lanes (``index``'s)."""
+    lanes = [
+        next_pow2(n) if (n := d if isinstance(d, int) else whole_length(d)) is not None else None
+        for d in (src, index)
+    ]
+    return None not in lanes and lanes[1] > lanes[0]  # type: ignore[operator]
 
 
 def line_positions(shape: tuple[Dim, ...], axis: int) -> int | None:
