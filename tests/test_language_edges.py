@@ -403,3 +403,34 @@ def test_triton_functions_in_tile_code_are_refused_at_the_call(
         kernel(torch.randn(16, device=device))
     text = str(info.value)
     assert call in text and hint in text and "test_language_edges.py:" in text, text
+
+
+@tc.kernel(static_shapes=False)
+def row_power_sums(x: torch.Tensor, q: int) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        out[tm] = (x[tm, :].float() ** q).sum(-1)
+    return out
+
+
+@tc.kernel(static_shapes=False)
+def widened_by(x: torch.Tensor, r: int) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, n * r], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, :].repeat_interleave(r, dim=1)
+    return out
+
+
+def test_run_time_ints_as_exponents_and_counts(device: str) -> None:
+    """With static_shapes=False an int argument is a run-time value: ``x ** q`` works (a device
+    scalar exponent, negative bases too); a repeat count says to specialize it. Both failed
+    with 'a scalar device value was used as a Python bool (in and, or, not...)', which the
+    user had not written (a lowering compared it)."""
+    x = torch.randn(6, 20, device=device)
+    for q in (3, 2):
+        torch.testing.assert_close(row_power_sums(x, q), (x**q).sum(-1), rtol=1e-5, atol=1e-5)
+    with pytest.raises(DeviceCodeError, match="is known only at run time") as info:
+        widened_by(x, 3)
+    assert "tc.specialize" in str(info.value) and "Python bool" not in str(info.value)

@@ -33,6 +33,7 @@ from tilecraft.frontend import (
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import shape_str, whole_length
 from tilecraft.ir.pointwise import POINTWISE
+from tilecraft.language.tunables import DynamicInt
 
 Handler = Callable[..., Any]
 _REGISTRY: dict[Any, Handler] = {}
@@ -137,6 +138,8 @@ def _pow(t: Any, x: Any, e: Any) -> Any:
     exactly (pow_int); else torch's float pow (negative bases to integer powers, 0 ** 0)."""
     if isinstance(e, bool):
         e = int(e)  # x ** True is x ** 1, as in torch (a bool constant failed to compile)
+    if isinstance(e, DynamicInt):  # an int known at run time: a device scalar exponent
+        return t.pointwise("pow_int" if _integer(t, x) else "pow", x, e)
     if isinstance(e, (int, float)):
         dtype = _kind_of(t, x)
         if isinstance(e, int) and e < 0 and _integer(t, x):

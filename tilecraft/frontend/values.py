@@ -10,6 +10,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -78,6 +81,15 @@ class TileValue:
         return lambda *a, **k: self.tracer.torch_call(method, (self, *a), k)
 
     def __bool__(self) -> bool:
+        if self.node.ndim == 0 and _from_tilecraft(sys._getframe(1)):
+            # a lowering compared a number it needs as a Python int (``repeats < 1``): the
+            # user wrote no and / or / not (the message said so)
+            raise DeviceCodeError(
+                "an argument that must be a Python int (a repeat count, a chunk count, a "
+                "window size) is known only at run time: a size under static_shapes=False, "
+                "or a value computed in device code",
+                hint="wrap the size in tc.specialize(...) in host code, or use static_shapes=True",
+            )
         if self.node.ndim == 0:  # `if` takes a scalar: what got here is and/or/not or a builtin
             raise DeviceCodeError(
                 "a scalar device value was used as a Python bool (in `and`, `or`, `not`, "
@@ -517,3 +529,11 @@ def _find_tracer(args: Any, kwargs: dict[str, Any]) -> Tracer:
                 return a.tracer
         raise DeviceCodeError("a tile value was used outside the device loop that made it")
     return tracer  # type: ignore[return-value]
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _from_tilecraft(frame: types.FrameType) -> bool:
+    """Whether ``frame`` runs tilecraft's own code (a lowering), not the user's kernel."""
+    return os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE)
