@@ -434,3 +434,77 @@ def test_run_time_ints_as_exponents_and_counts(device: str) -> None:
     with pytest.raises(DeviceCodeError, match="is known only at run time") as info:
         widened_by(x, 3)
     assert "tc.specialize" in str(info.value) and "Python bool" not in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def grouped_in_body(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, n // 10], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, :].view(-1, n // 10, 10).amax(-1)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def host_view_in_body(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, :] * w.view(1, n)[0, :]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def blocks_of_ten(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0), block_size=10):
+        out[t] = x[t] * 2.0
+    return out
+
+
+@tc.kernel(static_shapes=False)
+def arange_of_a_run_time_dim(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tm in tc.tile(m):
+        row = x[tm, :]
+        out[tm, :] = row * tc.arange(row.size(1))[None, :]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kernel", "args", "error", "hint"),
+    [
+        (grouped_in_body, (40, 30), UnsupportedOpError, "view the host tensor before the loop"),
+        (host_view_in_body, (8, 16), DeviceCodeError, "make the view in host code, above"),
+        (blocks_of_ten, (40,), DeviceCodeError, "view the tensor in host code"),
+        (arange_of_a_run_time_dim, (8, 16), DeviceCodeError, "torch.arange(n) with n"),
+    ],
+)
+def test_grouping_mistakes_name_the_host_view(
+    kernel: tc.Kernel, args: tuple[int, ...], error: type, hint: str, device: str
+) -> None:
+    """Fuzz round 52b: a regroup by 10 in the body, a host tensor's view in the loop, a block of
+    10 and tc.arange of a run-time dim pointed at sliced stores, gave no hint, or leaked a
+    TypeError; each now names the fix (a view of the host tensor before the loop)."""
+    tensors = [torch.randn(*args, device=device)]
+    if kernel is host_view_in_body:
+        tensors.append(torch.randn(args[1], device=device))
+    with pytest.raises(error) as info:
+        kernel(*tensors)
+    assert hint in str(info.value) and "TypeError" not in str(info.value), str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def unflattened_pairs(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, n // 2], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = x[tm, :].unflatten(1, (n // 2, 2)).sum(-1)
+    return out
+
+
+def test_unflatten_is_a_view(device: str) -> None:
+    """Tensor.unflatten was not supported in device code (view and flatten were)."""
+    x = torch.randn(6, 32, device=device)
+    torch.testing.assert_close(unflattened_pairs(x), x.view(6, 16, 2).sum(-1))

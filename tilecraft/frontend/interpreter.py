@@ -102,6 +102,14 @@ class Interpreter:
                     self.tracer.loc,
                     hint=RUN_TIME_COUNT_HINT,
                 ) from None
+            if isinstance(exc, TypeError) and "its length is not an int when" in text:
+                # a tile dim of a run-time size where Python needs an int (tc.arange(t.size(1)))
+                raise DeviceCodeError(
+                    f"{text}, and this needs a Python int (a length, a range bound)",
+                    self.tracer.loc,
+                    hint="use the size from host code (torch.arange(n) with n = x.size(1)), "
+                    "or " + RUN_TIME_COUNT_HINT,
+                ) from None
             if isinstance(exc, TypeError) and "not HostTensor" in text:
                 raise host_tensor_operand(text.split("(", 1)[0], text, self.tracer.loc) from None
             if isinstance(exc, TypeError) and "is not subscriptable" in text:

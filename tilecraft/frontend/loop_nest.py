@@ -19,6 +19,7 @@ from tilecraft.frontend import rdims
 from tilecraft.frontend.values import TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind, same_range, shape_str
+from tilecraft.language.loops import BLOCK_SIZE_HINT
 from tilecraft.language.tunables import BlockSize, DynamicInt
 
 if TYPE_CHECKING:
@@ -72,7 +73,9 @@ def block_sym(
     else:
         value = int(block)
         if value < 1 or value & (value - 1):
-            raise DeviceCodeError(f"block_size={value} must be a power of two")
+            raise DeviceCodeError(
+                f"block_size={value} must be a power of two", hint=BLOCK_SIZE_HINT
+            )
         sym.fixed_block = value
     tr.syms.append(sym)
     return sym

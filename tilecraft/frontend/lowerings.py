@@ -585,6 +585,14 @@ def _flatten(t: Any, x: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
     return views.reshape(t, x, *shape[:lo], -1, *shape[hi + 1 :]) if hi > lo else x
 
 
+@lowering(T.unflatten, torch.unflatten)
+def _unflatten(t: Any, x: Any, dim: int, sizes: Any) -> Any:
+    """Dim ``dim`` split into ``sizes`` (one may be -1): a reshape, as ``Tensor.view``."""
+    shape = list(t.value_node(x).shape)
+    at = dim % len(shape) if shape else 0
+    return views.reshape(t, x, *shape[:at], *sizes, *shape[at + 1 :])
+
+
 @lowering(T.reshape, torch.reshape, T.view)
 def _reshape(t: Any, x: Any, *shape: Any) -> Any:
     """Adds or drops size-1 dims; merges or splits whole dims of static size where every dim

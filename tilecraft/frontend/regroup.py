@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 _HINT = (
     "whole dims of static size regroup when every dim after the first of a merged group is a "
-    "power of two; tile dims keep their place. Otherwise store the parts with sliced indices "
-    "(out[t, :half] = a; out[t, half:] = b)"
+    "power of two; tile dims keep their place. Otherwise view the host tensor before the loop "
+    "(xv = x.view(m, n // g, g), then xv[tm, :, :]; an output likewise: out.view(...)), or "
+    "store the parts with sliced indices (out[t, :half] = a; out[t, half:] = b)"
 )
 
 

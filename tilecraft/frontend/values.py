@@ -457,9 +457,19 @@ class HostTensor:
             # b.float())``): the whole tensor, as ``w[...]`` loads it, then the method
             whole = self.tracer.load(self, (slice(None),) * self.ndim)
             return lambda *a, **k: self.tracer.torch_call(method, (whole, *a), k)
+        if name in _VIEW_METHODS:
+            hint = (
+                f"make the view in host code, above the loop (`{self.name}v = {self.name}."
+                f"{name}(...)`), and index that in the loop; or index '{self.name}' to load a "
+                "tile and view the tile"
+            )
+        else:
+            hint = (
+                "inside a device loop, index a host tensor to load a tile, then operate on the tile"
+            )
         raise DeviceCodeError(
             f"host tensor '{self.name}' has no device-side attribute or method '{name}'",
-            hint="inside a device loop, index a host tensor to load a tile, then operate on the tile",
+            hint=hint,
         )
 
     def __repr__(self) -> str:
@@ -495,6 +505,13 @@ HostTensor.__neg__ = lambda self: self.tracer.torch_call(torch.neg, (self,), {})
 HostTensor.__abs__ = lambda self: self.tracer.torch_call(torch.abs, (self,), {})  # type: ignore
 
 
+# a host tensor's views are host code's (a tile of a view is a load with its strides)
+_VIEW_METHODS = frozenset(
+    {"view", "reshape", "unflatten", "flatten", "transpose", "permute", "t", "unsqueeze",
+     "squeeze", "expand", "narrow", "select", "view_as", "reshape_as", "as_strided", "movedim"}
+)  # fmt: skip
+
+
 def host_tensor_operand(op: str, detail: str, loc: Any) -> DeviceCodeError:
     """The error for a host tensor given whole to ``torch.<op>`` (``torch.gather(x, ...)`` of a
     kernel argument): device code reaches host tensors only by indexing them."""
@@ -505,6 +522,9 @@ def host_tensor_operand(op: str, detail: str, loc: Any) -> DeviceCodeError:
         hint="allocate outputs in host code, above the `for ... in tc.tile(...)` loop "
         "(`out = torch.empty_like(x)`), and store tiles into them"
         if allocating
+        else "make the view in host code, above the loop (`xv = torch.reshape(x, ...)`), and "
+        "index that in the loop"
+        if op in _VIEW_METHODS
         else "index it to load a tile first (`x[tm, :]`); a gather from a host tensor is a "
         "load with a tensor index (`x[tm.index, idx]`: tensor indices pair up elementwise)",
     )

@@ -56,9 +56,14 @@ class Sym:
         device code still receive the dim itself (``frontend/factories.py``)."""
         n = whole_length(self)
         if n is None or self.extent_args:
-            kind = "a tile loop's block" if self.kind is SymKind.BLOCK else "a run-time size"
+            kind = (
+                "a tile loop's block"
+                if self.kind is SymKind.BLOCK
+                else "a whole dim whose size is known only at run time (static_shapes=False)"
+            )
             raise TypeError(
-                f"{self.name} is {kind}: its length is not an int when the kernel compiles"
+                f"a tile dim ({self.name}) is {kind}: its length is not an int when the kernel "
+                "compiles"
             )
         return n
 

@@ -19,6 +19,12 @@ from tilecraft.errors import RUN_TIME_COUNT_HINT, DeviceCodeError, SourceLoc
 from tilecraft.language import _context, ref_sample
 from tilecraft.language.tunables import SpecializeHostInts, host_int_names
 
+BLOCK_SIZE_HINT = (
+    "a tile's lanes are a power of two; to take groups of another size whole, view the "
+    "tensor in host code (xv = x.view(n, c // g, g)) and tile the group dim, reading "
+    "xv[tn, tg, :]; or use the next power of two and mask (torch.where on t.index)"
+)
+
 
 @dataclasses.dataclass
 class TileSpec:
@@ -139,7 +145,9 @@ def _ref_iter(spec: TileSpec) -> Iterator[Any]:
             from tilecraft.language.ref_access import user_loc
 
             # as compiled code refuses it (a tile's block is a power of two)
-            raise DeviceCodeError(f"block_size={block} must be a power of two", user_loc())
+            raise DeviceCodeError(
+                f"block_size={block} must be a power of two", user_loc(), hint=BLOCK_SIZE_HINT
+            )
         step = 1 if spec.kind == "grid" else int(block) if block is not None else max(e - b, 1)
         scalar = spec.kind == "grid" or (type(block) is int and block == 1)  # indexes like an int
         starts = range(b, e, step)
