@@ -57,29 +57,46 @@ def clone_args(
     args: Sequence[Any], kwargs: dict[str, Any] | None = None
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Clones of every tensor in ``args``/``kwargs``, also inside lists, tuples, dicts,
-    SimpleNamespaces and dataclass instances (an
-    optimizer's parameter list written in place: its tensors were run on as they were, and
-    the discovery's runs applied one step three times); other values as they are."""
-    return tuple(_cloned(a) for a in args), {k: _cloned(v) for k, v in (kwargs or {}).items()}
+    SimpleNamespaces and dataclass instances (an optimizer's parameter list written in place:
+    its tensors were run on as they were, and the discovery's runs applied one step three
+    times); other values as they are. One tensor met twice is cloned once (a parameter in a
+    list and as a state dict's key: ``state[p]`` finds its clone), and a leaf's ``.grad`` is
+    cloned with it (host code reads ``p.grad``)."""
+    memo: dict[int, Any] = {}
+    return (
+        tuple(_cloned(a, memo) for a in args),
+        {k: _cloned(v, memo) for k, v in (kwargs or {}).items()},
+    )
 
 
-def _cloned(value: Any) -> Any:
+def _cloned(value: Any, memo: dict[int, Any]) -> Any:
+    if id(value) in memo:
+        return memo[id(value)]
+    out: Any
     if isinstance(value, torch.Tensor):
-        return clone_tensor(value)
+        out = memo[id(value)] = clone_tensor(value)
+        if value.is_leaf and value.grad is not None and out is not value:
+            out.grad = _cloned(value.grad, memo)
+        return out
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
-        return type(value)(*(_cloned(v) for v in value))
-    if isinstance(value, list | tuple):
-        return type(value)(_cloned(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _cloned(v) for k, v in value.items()}
-    if isinstance(value, types.SimpleNamespace):  # (a record's buffers were written 3 times)
-        return types.SimpleNamespace(**{k: _cloned(v) for k, v in vars(value).items()})
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        record = copy.copy(value)
+        out = type(value)(*(_cloned(v, memo) for v in value))
+    elif isinstance(value, list | tuple):
+        out = type(value)(_cloned(v, memo) for v in value)
+    elif isinstance(value, dict):
+        out = copy.copy(value)  # (a defaultdict keeps its factory)
+        out.clear()
+        for k, v in value.items():
+            out[_cloned(k, memo) if isinstance(k, torch.Tensor) else k] = _cloned(v, memo)
+    elif isinstance(value, types.SimpleNamespace):  # (a record's buffers were written 3 times)
+        out = types.SimpleNamespace(**{k: _cloned(v, memo) for k, v in vars(value).items()})
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = copy.copy(value)
         for field in dataclasses.fields(value):  # (object.__setattr__: frozen ones too)
-            object.__setattr__(record, field.name, _cloned(getattr(value, field.name)))
-        return record
-    return value
+            object.__setattr__(out, field.name, _cloned(getattr(value, field.name), memo))
+    else:
+        return value
+    memo[id(value)] = out
+    return out
 
 
 def compute_baseline(

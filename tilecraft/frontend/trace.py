@@ -31,7 +31,7 @@ from tilecraft.frontend.glue_trace import (
     glue_inputs,
     glue_problem,
 )
-from tilecraft.frontend.host_meta import MetaHostTensors, as_meta
+from tilecraft.frontend.host_meta import MetaHostTensors, meta_arguments
 from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.loop_nest import WidenCarry
 from tilecraft.frontend.partial_stores import check_partial_stores
@@ -109,6 +109,10 @@ class _TraceHost:
         self.force_static: frozenset[str] = frozenset()  # host ints device code needs baked in
         self.arguments: set[int] = set()  # ids of the kernel's tensor arguments (meta copies)
         self.misaligned: set[int] = set()  # ... whose real data pointer is not 16-byte aligned
+        # host names of tensors a relaunch (a host loop) gave another 16-byte alignment: seen
+        # in this trace, and taken as misaligned in the next
+        self.unaligned: set[str] = set()
+        self.force_unaligned: set[str] = set()
         self.alias_groups: dict[int, int] = {}  # id of a host-allocated buffer -> its group
         self.glue_fns: list[Callable[[dict[str, Any]], tuple[Any, ...]]] = []  # eager, per run
         self.glue_loops: dict[int, GlueLoop] = {}  # glue run -> its program
@@ -154,7 +158,9 @@ class _TraceHost:
         # only what the loop names: a host loop's other locals (the tensor a view was made
         # from) may change freely
         named = self.src.loops[index].names
-        self.first_env[index] = {k: _fingerprint(v) for k, v in env.items() if k in named}
+        self.first_env[index] = {
+            k: _fingerprint(v, self.misaligned) for k, v in env.items() if k in named
+        }
         if isinstance(spec, TileSpec):
             self.first_env[index].update(_bound_fingerprints(index, spec))
         source = self.src.loops[index]
@@ -312,7 +318,7 @@ class _TraceHost:
         """A loop launched again (from a host loop) must see the same shapes; host ints and
         bools that changed, and grid bounds that did (``tc.tile(m - off)``), are re-traced as
         runtime arguments instead of baked constants."""
-        now_env = {k: _fingerprint(v) for k, v in env.items()}
+        now_env = {k: _fingerprint(v, self.misaligned) for k, v in env.items()}
         if isinstance(spec, TileSpec):
             now_env.update(_bound_fingerprints(index, spec))
         for name, first in self.first_env[index].items():
@@ -320,6 +326,11 @@ class _TraceHost:
             if now == first:
                 continue
             if isinstance(first, tuple) and first[:1] == ("tensor",):
+                if isinstance(now, tuple) and now[:-1] == first[:-1]:
+                    # only its alignment differs (a host loop's views at 100-byte steps of
+                    # one buffer): no tensor descriptor may assume it
+                    self.unaligned.add(name)
+                    continue
                 raise _relaunch_error(name, first, now, self.src.loops[index].loc)
             if isinstance(first, int) or name.startswith("<bounds"):  # (bools too: a flag)
                 self.varying.add(name)
@@ -340,7 +351,11 @@ class _TraceHost:
             argument = id(value) in self.arguments
             group = self._alias_group(value)
             offset = value.storage_offset() * value.element_size()
-            on_boundary = id(memory_owner(value)) not in self.misaligned and offset % 16 == 0
+            on_boundary = (
+                id(memory_owner(value)) not in self.misaligned
+                and offset % 16 == 0
+                and name not in self.force_unaligned
+            )
             return HostTensor(
                 name,
                 value.dtype,
@@ -409,9 +424,14 @@ def _relaunch_error(name: str, first: Any, now: Any, loc: Any) -> DeviceCodeErro
     )
 
 
-def _fingerprint(value: Any) -> Any:
+def _fingerprint(value: Any, misaligned: set[int]) -> Any:
+    """What a relaunch must repeat of a value: a tensor's shape, strides, dtype and 16-byte
+    alignment (of its real data: ``misaligned`` holds the meta copies of misaligned arguments,
+    list items too), an int's value."""
     if isinstance(value, torch.Tensor):
-        return ("tensor", tuple(value.shape), tuple(value.stride()), value.dtype)
+        offset = value.storage_offset() * value.element_size()
+        on_boundary = offset % 16 == 0 and id(memory_owner(value)) not in misaligned
+        return ("tensor", tuple(value.shape), tuple(value.stride()), value.dtype, on_boundary)
     if isinstance(value, int):
         return value
     return None
@@ -441,18 +461,19 @@ def trace_kernel(
     glue_fns = eager_glue_functions(src)
     force_dynamic: set[str] = set()
     force_static: frozenset[str] = frozenset()
-    meta_args = as_meta(args)
-    meta_kwargs = {k: as_meta(v) for k, v in kwargs.items()}
-    pairs = list(zip((*meta_args, *meta_kwargs.values()), (*args, *kwargs.values()), strict=True))
-    arguments = {id(m) for m, _ in pairs if isinstance(m, torch.Tensor)}
-    misaligned = {id(m) for m, v in pairs if isinstance(m, torch.Tensor) and not aligned(v)}
+    force_unaligned: set[str] = set()
     while True:
+        # fresh copies each trace: host code may update a state dict it is given
+        meta_args, meta_kwargs, pairs = meta_arguments(args, kwargs)
+        arguments = {id(m) for m, _ in pairs}
+        misaligned = {id(m) for m, v in pairs if not aligned(v)}
         host = _TraceHost(src, device_type, static_shapes, block_values or {})
         host.arguments = arguments
         host.misaligned = misaligned
         host.glue_fns = glue_fns
         current.append(host)
         host.force_dynamic, host.force_static = force_dynamic, force_static
+        host.force_unaligned = force_unaligned
         try:
             with _context.host_context(host), MetaHostTensors(device_type):
                 fn(*meta_args, **meta_kwargs)
@@ -464,9 +485,10 @@ def trace_kernel(
                 ) from None
             force_static = force_static | need.names  # re-trace with those ints baked in
             continue
-        if host.varying <= force_dynamic:
+        if host.varying <= force_dynamic and host.unaligned <= force_unaligned:
             break
         force_dynamic = force_dynamic | host.varying  # re-trace with those ints as arguments
+        force_unaligned = force_unaligned | host.unaligned  # ... those tensors misaligned
     loops = [fuse_sibling_loops(host.loops[i]) for i in sorted(host.loops)]
     loops = promote_small_grids(loops, wave)
     if hoist:

@@ -11,6 +11,7 @@ import torch
 
 from tilecraft.errors import ArgumentError
 from tilecraft.runtime import op_records
+from tilecraft.runtime.validate import container_items
 
 if TYPE_CHECKING:
     from tilecraft.runtime.kernel import Kernel
@@ -93,10 +94,11 @@ def needing_grad(kernel: Kernel, values: tuple[Any, ...] | None) -> str:
 
 
 def requires_grad(value: Any) -> bool:
-    """Whether a tensor argument (or one in a list or tuple argument) requires grad."""
+    """Whether a tensor argument (or one in a list, tuple, dict or record argument) requires
+    grad (a dict's parameter was written, or read without a gradient, silently)."""
     if isinstance(value, torch.Tensor):
         return value.requires_grad
-    return isinstance(value, (list, tuple)) and any(requires_grad(v) for v in value)
+    return any(requires_grad(v) for v in container_items(value))
 
 
 def mutating_backward_error(

@@ -61,7 +61,9 @@ def signature_of(name: str, value: Any, static_shapes: bool) -> ArgSignature:
         return ArgSignature(name, "int", value=value)
     if isinstance(value, float):
         return ArgSignature(name, "float")
-    return ArgSignature(name, "other", value=repr(value))
+    # a container by its items' keys (its repr held its tensors' values: a list of gradients
+    # was a new disk-cache entry and a new tuning in every process)
+    return ArgSignature(name, "other", value=repr(value_key(value, static_shapes)))
 
 
 def dynamic_layout(shape: tuple[int, ...], stride: tuple[int, ...]) -> tuple[int, ...]:

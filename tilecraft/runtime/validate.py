@@ -8,8 +8,10 @@ cannot run on these shapes) is one clear line here, not a table of identical fai
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import traceback
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -208,13 +210,23 @@ def mark_written(values: tuple[Any, ...], written: tuple[int, ...]) -> None:
 
 
 def tensors_in(value: Any) -> list[torch.Tensor]:
-    """``value`` if a tensor, else the tensors of a list, tuple or dict argument."""
+    """``value`` if a tensor, else the tensors of a list, tuple, dict, SimpleNamespace or
+    dataclass argument (its items, not deeper)."""
     if isinstance(value, torch.Tensor):
         return [value]
+    return [v for v in container_items(value) if isinstance(v, torch.Tensor)]
+
+
+def container_items(value: Any) -> list[Any]:
+    """The items of a list, tuple, dict (its values), SimpleNamespace or dataclass; []."""
     if isinstance(value, (list, tuple)):
-        return [v for v in value if isinstance(v, torch.Tensor)]
+        return list(value)
     if isinstance(value, dict):
-        return [v for v in value.values() if isinstance(v, torch.Tensor)]
+        return list(value.values())
+    if isinstance(value, types.SimpleNamespace):
+        return list(vars(value).values())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [getattr(value, f.name) for f in dataclasses.fields(value)]
     return []
 
 
