@@ -18,13 +18,13 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from tilecraft.errors import ArgumentError, SourceLoc
-from tilecraft.ir.nodes import DeviceLoop, Node, Op, Sym
+from tilecraft.ir.nodes import DeviceLoop, Node, Op
 from tilecraft.runtime.validate import partly_overlapping
 
 
 class OverlapPair(NamedTuple):
-    """A written and a read tensor of one loop that may share memory; ``elsewhere``: the loop
-    reads ``read`` at other positions than it writes ``written``."""
+    """A written and a read tensor of one loop that may share memory; ``elsewhere``: programs
+    read ``read`` in other programs' parts of ``written`` (see :func:`_partition`)."""
 
     written: str
     read: str
@@ -33,31 +33,40 @@ class OverlapPair(NamedTuple):
 
 def overlap_pairs(loop: DeviceLoop) -> tuple[OverlapPair, ...]:
     """The pairs a launch of ``loop`` compares: tensors of one alias group (arguments and
-    their views, or one buffer the host code made), but not two arguments that each program
-    reads where it writes (the per-call check covers those)."""
+    their views, or one buffer the host code made), but not two arguments each program reads
+    only within its own part of (the per-call check covers those)."""
     stores = [n for n in loop.walk() if n.op in (Op.STORE, Op.ATOMIC)]
     loads = [n for n in loop.walk() if n.op is Op.LOAD]
+    grid = {id(s) for s in loop.grid_syms}
     pairs: list[OverlapPair] = []
     for w in {n.attrs["tensor"] for n in stores}:
-        written_at = {_positions(n) for n in stores if n.attrs["tensor"] is w}
+        parts = [_partition(n, grid) for n in stores if n.attrs["tensor"] is w]
         for r in {n.attrs["tensor"] for n in loads}:
             if r.name == w.name or r.alias_group != w.alias_group:
                 continue
-            read_at = {_positions(n) for n in loads if n.attrs["tensor"] is r}
-            elsewhere = None in read_at or not read_at <= written_at
+            elsewhere = any(
+                not part <= _items(n) for part in parts for n in loads if n.attrs["tensor"] is r
+            )
             if elsewhere or not (w.argument and r.argument):
                 pairs.append(OverlapPair(w.name, r.name, elsewhere))
     return tuple(pairs)
 
 
-def _positions(node: Node) -> tuple[Any, ...] | None:
-    """The elements an access reaches, as its index items (None: a computed index)."""
-    items = []
-    for item in node.attrs["index"]:
-        if item[0] == "value":
-            return None
-        items.append(tuple(id(x) if isinstance(x, Sym) else x for x in item))
-    return tuple(items)
+def _partition(node: Node, grid: set[int]) -> set[tuple[int, int]]:
+    """(tensor dim, grid sym) of each grid tile indexing a store: the part of the tensor each
+    program writes. A read of one tensor (one view of it) indexed by all of them stays in the
+    reading program's own part, whatever else it reads there (``x2[tm, tn, 0]`` beside a
+    store to ``[tm, tn, 1]``); otherwise it reaches other programs' parts."""
+    return {
+        (item[2], id(item[1]))
+        for item in node.attrs["index"]
+        if item[0] == "tile" and id(item[1]) in grid
+    }
+
+
+def _items(node: Node) -> set[tuple[int, int]]:
+    """(tensor dim, sym) of each tile item of an access."""
+    return {(item[2], id(item[1])) for item in node.attrs["index"] if item[0] == "tile"}
 
 
 def check_overlaps(
