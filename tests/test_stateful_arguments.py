@@ -144,3 +144,36 @@ def test_a_dicts_parameter_that_requires_grad_is_refused(device: str) -> None:
     p = torch.nn.Parameter(torch.randn(8, device=device))
     with pytest.raises(ArgumentError, match="argument 'group'"):
         sgd_group_({"p": p, "g": torch.randn(8, device=device)}, 0.1)
+
+
+class _Optimizer:
+    def __init__(self) -> None:
+        self.step = torch.zeros(1)
+
+
+OPTIMIZER = _Optimizer()
+
+
+@tc.kernel(static_shapes=True)
+def sgd_inverse_step_(p: torch.Tensor, g: torch.Tensor, lr: float) -> None:
+    OPTIMIZER.step += 1  # host code bumps a global object's tensor
+    step = OPTIMIZER.step
+    for t in tc.tile(p.numel()):
+        p[t] = p[t] - lr / step[0] * g[t]
+
+
+def test_host_updates_of_a_globals_tensor_run_once_a_call(device: str) -> None:
+    """The trace bumped the real counter too (twice after one call), and tuning ran the host
+    code once per candidate: every candidate 'differed' (NoWorkingConfigError). The trace
+    skips such updates; tuning runs the heuristic default, with a warning."""
+    OPTIMIZER.step = torch.zeros(1, device=device)
+    p, g = torch.zeros(8, device=device), torch.ones(8, device=device)
+    want = torch.zeros(8, device=device)
+    with pytest.warns(RuntimeWarning, match="updates tensors that are not its arguments"):
+        sgd_inverse_step_(p, g, 1.0)
+    for step in range(2, 4):
+        sgd_inverse_step_(p, g, 1.0)
+        assert OPTIMIZER.step.item() == step
+    for step in range(1, 4):
+        want -= 1.0 / step
+    torch.testing.assert_close(p, want)

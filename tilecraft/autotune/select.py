@@ -71,6 +71,8 @@ def select_config(
         return found.config
     if settings.no_autotune():
         return without_tuning(bound)
+    if bound.traced.host_writes:
+        return _untuned_for_host_writes(bound)
     isolate = bound.target.backend != "interpret"
     if bound.kernel.configs:
         listed = fastest_listed(bound, args, kwargs, isolate=isolate)
@@ -91,6 +93,27 @@ def tune_for_kernel(
     """``Kernel.autotune``: a search on ``args`` (a cached tuned config returns at once)."""
     isolate = bound.target.backend != "interpret"
     return tune(bound, args, kwargs, effort=effort, budget_s=budget_s, isolate=isolate)
+
+
+def _untuned_for_host_writes(bound: BoundKernel) -> Config:
+    """Host code that updates a tensor it does not get as an argument (``OPT.step_t += 1`` of a
+    global) would update it once per candidate and baseline run (every candidate then
+    'differed'): the kernel runs its heuristic default, and says why."""
+    kernel = bound.kernel
+    if kernel not in _warned:
+        _warned.add(kernel)
+        ops = ", ".join(bound.traced.host_writes)
+        warnings.warn(
+            f"tilecraft: {kernel.__name__}: its host code updates tensors that are not its "
+            f"arguments ({ops} of a global's or an object's tensor): tuning would run the "
+            "host code once per candidate and apply the update each time, so the kernel runs "
+            "its heuristic default untuned. Pass the state as an argument (tuning runs on "
+            "copies of arguments), or pass config=",
+            RuntimeWarning,
+            stacklevel=user_stacklevel(),
+        )
+    spec = bound.config_spec
+    return spec.resolve(spec.default(), warn=False).config
 
 
 def without_tuning(bound: BoundKernel) -> Config:

@@ -107,6 +107,10 @@ class MetaHostTensors(TorchFunctionMode):
     def __init__(self, device_type: str):
         super().__init__()
         self.device_type = device_type
+        # in-place updates of real tensors that existed before the trace (a global's, a
+        # module's: ``OPT.step_t += 1``), skipped: the call itself makes them (they ran twice)
+        self.host_writes: list[str] = []
+        self._made: list[torch.Tensor] = []  # real tensors the host code made while traced
 
     def __torch_function__(
         self,
@@ -116,10 +120,26 @@ class MetaHostTensors(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if args and _in_place(name) and self._outside_tensor(args[0]):
+            self.host_writes.append(name)
+            return None if name == "__setitem__" else args[0]
         if _any_meta(args) or _any_meta(kwargs.values()):
             args = tuple(self._stand_in(a) for a in args)
             kwargs = {k: self._stand_in(v) for k, v in kwargs.items()}
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if isinstance(out, torch.Tensor) and not out.is_meta:
+            self._made.append(out)
+        return out
+
+    def _outside_tensor(self, value: Any) -> bool:
+        """A real tensor the host code did not make while traced (a global's, a module's)."""
+        if not isinstance(value, torch.Tensor) or value.is_meta:
+            return False
+        root = value
+        while root._base is not None:  # a view's writes land in what it views
+            root = root._base
+        return not any(root is m for m in self._made)
 
     def _stand_in(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
@@ -129,6 +149,19 @@ class MetaHostTensors(TorchFunctionMode):
         if isinstance(value, (list, tuple)):
             return type(value)(self._stand_in(v) for v in value)
         return value
+
+
+_IN_PLACE_DUNDERS = frozenset(
+    {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
+     "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__",
+     "__setitem__"}
+)  # fmt: skip
+
+
+def _in_place(name: str) -> bool:
+    """Whether a torch function of this name writes its first argument (``add_``, ``+=``,
+    ``t[i] = v``)."""
+    return name in _IN_PLACE_DUNDERS or (name.endswith("_") and not name.startswith("_"))
 
 
 def _any_meta(values: Iterable[Any]) -> bool:

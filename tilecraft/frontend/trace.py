@@ -76,6 +76,9 @@ class TracedKernel:
     host_tensors: bool = False  # host code makes tensors with tc.arange / tc.zeros / tc.full
     # config slot -> the least block register_block_size(lo, hi) allows
     host_floors: dict[int, int] = dataclasses.field(default_factory=dict)
+    # in-place updates host code makes of tensors it does not get as arguments (a global's
+    # step counter): tuning would run them once a candidate (frontend/host_meta.py)
+    host_writes: tuple[str, ...] = ()
 
     def ir(self) -> str:
         from tilecraft.ir.printer import format_loop
@@ -474,8 +477,9 @@ def trace_kernel(
         current.append(host)
         host.force_dynamic, host.force_static = force_dynamic, force_static
         host.force_unaligned = force_unaligned
+        mode = MetaHostTensors(device_type)
         try:
-            with _context.host_context(host), MetaHostTensors(device_type):
+            with _context.host_context(host), mode:
                 fn(*meta_args, **meta_kwargs)
         except SpecializeHostInts as need:
             if need.names <= force_static:  # baked in, and still not an int: not a host int's
@@ -512,6 +516,7 @@ def trace_kernel(
         host.glue_problems,
         host.host_tensors,
         host_floors=host.host_floors,
+        host_writes=tuple(dict.fromkeys(mode.host_writes)),
     )
 
 
