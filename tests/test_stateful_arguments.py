@@ -177,3 +177,20 @@ def test_host_updates_of_a_globals_tensor_run_once_a_call(device: str) -> None:
     for step in range(1, 4):
         want -= 1.0 / step
     torch.testing.assert_close(p, want)
+
+
+@tc.kernel(static_shapes=True)
+def scaled_by_a_one_element_tensor(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.numel()):
+        out[t] = x[t] * scale
+    return out
+
+
+def test_a_one_element_tensor_used_whole_names_its_element(device: str) -> None:
+    """The hint said to load a tile (scale[tile, :]) of a [1] step size."""
+    from tilecraft.errors import DeviceCodeError
+
+    with pytest.raises(DeviceCodeError, match="used as a value") as info:
+        scaled_by_a_one_element_tensor(torch.randn(8, device=device), torch.ones(1, device=device))
+    assert "scale[0]" in str(info.value)

@@ -536,10 +536,12 @@ _LOOP_SCALARS = (Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID)
 
 
 def _host_tensor_value(x: HostTensor) -> DeviceCodeError:
-    return DeviceCodeError(
-        f"host tensor '{x.name}' used as a value in device code",
-        hint=f"index it to load a tile, e.g. {x.name}[tile, :] (a 0-d tensor is read whole)",
-    )
+    if x.ndim and math.prod(x.shape) == 1:  # a step counter or a scale kept as a [1] tensor
+        element = f"{x.name}[{', '.join(['0'] * x.ndim)}]"
+        hint = f"read its element: {element} (a 0-d tensor is read whole)"
+    else:
+        hint = f"index it to load a tile, e.g. {x.name}[tile, :] (a 0-d tensor is read whole)"
+    return DeviceCodeError(f"host tensor '{x.name}' used as a value in device code", hint=hint)
 
 
 def _weak_scalar(node: Node, result: torch.dtype) -> bool:
