@@ -105,6 +105,11 @@ def test_named_tuples_records_and_state_keyed_by_parameter(device: str) -> None:
     sgd_by_param_(params, state, 0.1)
     for got, w in zip(params, want, strict=True):
         torch.testing.assert_close(got, w)
+    others = [torch.randn(8, device=device) for _ in range(2)]  # another model, one layout
+    for p in others:
+        p.grad = torch.randn(8, device=device)
+    sgd_by_param_(others, {p: torch.zeros(8, device=device) for p in others}, 0.1)
+    assert len(sgd_by_param_._bound) == 1  # a dict keyed by tensors: by their layouts
 
 
 @tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[16], indexing="tensor_descriptor"))

@@ -93,8 +93,17 @@ def value_key(v: Any, static_shapes: bool) -> Any:
         return (type(v), tuple(_item_key(x, static_shapes) for x in v))
     items = _fields(v)
     if items is not None:  # a dict or a plain record: each item's key, never a tensor's values
-        return (type(v), tuple((k, _item_key(x, static_shapes)) for k, x in items))
+        return (
+            type(v),
+            tuple((_field_key(k, static_shapes), _item_key(x, static_shapes)) for k, x in items),
+        )
     return (type(v), repr(v))
+
+
+def _field_key(k: Any, static_shapes: bool) -> Any:
+    """A dict key as the key holds it: a tensor (a state dict keyed by its parameters) by its
+    layout (a tensor in a tuple compared with ``==``: an elementwise tensor, no bool)."""
+    return value_key(k, static_shapes) if isinstance(k, torch.Tensor) else k
 
 
 def _item_key(x: Any, static_shapes: bool) -> Any:
