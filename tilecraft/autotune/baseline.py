@@ -10,16 +10,15 @@ only those are compared.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import sys
-import types
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from tilecraft import containers
 from tilecraft.autotune.compare import precise_leaves
 from tilecraft.ir.nodes import Op
 from tilecraft.language import ref_sample
@@ -64,39 +63,9 @@ def clone_args(
     cloned with it (host code reads ``p.grad``)."""
     memo: dict[int, Any] = {}
     return (
-        tuple(_cloned(a, memo) for a in args),
-        {k: _cloned(v, memo) for k, v in (kwargs or {}).items()},
+        tuple(containers.copied(a, clone_tensor, memo) for a in args),
+        {k: containers.copied(v, clone_tensor, memo) for k, v in (kwargs or {}).items()},
     )
-
-
-def _cloned(value: Any, memo: dict[int, Any]) -> Any:
-    if id(value) in memo:
-        return memo[id(value)]
-    out: Any
-    if isinstance(value, torch.Tensor):
-        out = memo[id(value)] = clone_tensor(value)
-        if value.is_leaf and value.grad is not None and out is not value:
-            out.grad = _cloned(value.grad, memo)
-        return out
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
-        out = type(value)(*(_cloned(v, memo) for v in value))
-    elif isinstance(value, list | tuple):
-        out = type(value)(_cloned(v, memo) for v in value)
-    elif isinstance(value, dict):
-        out = copy.copy(value)  # (a defaultdict keeps its factory)
-        out.clear()
-        for k, v in value.items():
-            out[_cloned(k, memo) if isinstance(k, torch.Tensor) else k] = _cloned(v, memo)
-    elif isinstance(value, types.SimpleNamespace):  # (a record's buffers were written 3 times)
-        out = types.SimpleNamespace(**{k: _cloned(v, memo) for k, v in vars(value).items()})
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = copy.copy(value)
-        for field in dataclasses.fields(value):  # (object.__setattr__: frozen ones too)
-            object.__setattr__(out, field.name, _cloned(getattr(value, field.name), memo))
-    else:
-        return value
-    memo[id(value)] = out
-    return out
 
 
 def compute_baseline(

@@ -12,61 +12,25 @@ values); one on another device is left for torch to refuse, as eager refuses it.
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from tilecraft import containers
+
 
 def as_meta(value: Any, memo: dict[int, Any] | None = None) -> Any:
-    """``value`` with each tensor a meta tensor of its layout (also in lists, tuples, named
-    tuples, dicts, SimpleNamespaces and dataclasses, each copied: host code that updates a
-    state dict while it is traced, ``state["step"] += 1`` or ``state["buf"] = torch.zeros_like
-    (p)``, updated the caller's, and the real call did it again, or left a meta tensor there).
-    ``memo`` maps ``id`` of each tensor copied to its copy: one tensor met twice (a parameter
-    in a list and as a state dict's key) gets one copy, so ``state[p]`` finds it; a leaf's
-    ``.grad`` is copied with it."""
-    memo = {} if memo is None else memo
-    if id(value) in memo:
-        return memo[id(value)]
-    if isinstance(value, torch.Tensor):
-        meta = torch.empty_strided(
-            tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta"
-        )
-        memo[id(value)] = meta
-        if value.is_leaf and value.grad is not None:
-            meta.grad = as_meta(value.grad, memo)
-        return meta
-    copied = _copied(value, memo)
-    if copied is not value:
-        memo[id(value)] = copied
-    return copied
+    """``value`` with each tensor a meta tensor of its layout, containers copied
+    (``containers.copied``: host code that updates a state dict while it is traced,
+    ``state["step"] += 1`` or ``state["buf"] = torch.zeros_like(p)``, updated the caller's, and
+    the real call did it again, or left a meta tensor there)."""
+    return containers.copied(value, _meta_of, {} if memo is None else memo)
 
 
-def _copied(value: Any, memo: dict[int, Any]) -> Any:
-    """A copy of a container with its items :func:`as_meta`'d (``value`` itself otherwise)."""
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
-        return type(value)(*(as_meta(v, memo) for v in value))
-    if isinstance(value, (list, tuple)):
-        return type(value)(as_meta(v, memo) for v in value)
-    if isinstance(value, dict):
-        out = copy.copy(value)  # (a defaultdict keeps its factory)
-        out.clear()
-        for k, v in value.items():
-            out[as_meta(k, memo) if isinstance(k, torch.Tensor) else k] = as_meta(v, memo)
-        return out
-    if isinstance(value, types.SimpleNamespace):
-        return types.SimpleNamespace(**{k: as_meta(v, memo) for k, v in vars(value).items()})
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        record = copy.copy(value)
-        for field in dataclasses.fields(value):
-            object.__setattr__(record, field.name, as_meta(getattr(value, field.name), memo))
-        return record
-    return value
+def _meta_of(t: torch.Tensor) -> torch.Tensor:
+    return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta")
 
 
 def meta_arguments(
@@ -77,27 +41,8 @@ def meta_arguments(
     memo: dict[int, Any] = {}
     meta_args = tuple(as_meta(a, memo) for a in args)
     meta_kwargs = {k: as_meta(v, memo) for k, v in kwargs.items()}
-    reals = _tensors((*args, *kwargs.values()), set())
+    reals = containers.tensors((*args, *kwargs.values()))
     return meta_args, meta_kwargs, [(memo[id(t)], t) for t in reals if id(t) in memo]
-
-
-def _tensors(value: Any, seen: set[int]) -> list[torch.Tensor]:
-    if id(value) in seen:
-        return []
-    seen.add(id(value))
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        items: Iterable[Any] = value
-    elif isinstance(value, dict):
-        items = [*value.keys(), *value.values()]
-    elif isinstance(value, types.SimpleNamespace):
-        items = vars(value).values()
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        items = [getattr(value, f.name) for f in dataclasses.fields(value)]
-    else:
-        return []
-    return [t for v in items for t in _tensors(v, seen)]
 
 
 class MetaHostTensors(TorchFunctionMode):

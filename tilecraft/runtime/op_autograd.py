@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tilecraft import containers
 from tilecraft.errors import ArgumentError
 from tilecraft.runtime import op_records
-from tilecraft.runtime.validate import container_items
 
 if TYPE_CHECKING:
     from tilecraft.runtime.kernel import Kernel
@@ -98,7 +98,7 @@ def requires_grad(value: Any) -> bool:
     grad (a dict's parameter was written, or read without a gradient, silently)."""
     if isinstance(value, torch.Tensor):
         return value.requires_grad
-    return any(requires_grad(v) for v in container_items(value))
+    return any(requires_grad(v) for v in containers.items(value))
 
 
 def mutating_backward_error(

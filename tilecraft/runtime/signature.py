@@ -10,11 +10,11 @@ floats by type; a list, tuple, dict, SimpleNamespace or dataclass by its items' 
 from __future__ import annotations
 
 import dataclasses
-import types
 from typing import Any
 
 import torch
 
+from tilecraft import containers
 from tilecraft.config.plan import next_pow2
 from tilecraft.frontend.values import aligned
 from tilecraft.ir.index_width import needs_int64
@@ -91,7 +91,7 @@ def value_key(v: Any, static_shapes: bool) -> Any:
         return float
     if isinstance(v, (list, tuple)):  # a list of tensors: each one's key, not its repr
         return (type(v), tuple(_item_key(x, static_shapes) for x in v))
-    items = _fields(v)
+    items = containers.fields(v)
     if items is not None:  # a dict or a plain record: each item's key, never a tensor's values
         return (
             type(v),
@@ -111,16 +111,3 @@ def _item_key(x: Any, static_shapes: bool) -> Any:
     float argument itself is passed at run time), each by its value (repr: NaN equals NaN,
     -0.0 is not 0.0)."""
     return (float, repr(x)) if isinstance(x, float) else value_key(x, static_shapes)
-
-
-def _fields(v: Any) -> list[tuple[Any, Any]] | None:
-    """The items of a dict, a SimpleNamespace or a dataclass instance (keyed by their repr
-    before: a state dict's tensors by their values, so a transposed buffer of equal values
-    reused another layout's code, and each step's new values traced again)."""
-    if isinstance(v, dict):
-        return list(v.items())
-    if isinstance(v, types.SimpleNamespace):
-        return list(vars(v).items())
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return [(f.name, getattr(v, f.name)) for f in dataclasses.fields(v)]
-    return None

@@ -8,15 +8,14 @@ cannot run on these shapes) is one clear line here, not a table of identical fai
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import traceback
-import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
+from tilecraft import containers
 from tilecraft.errors import ArgumentError, ConfigError, SourceLoc, TilecraftError
 from tilecraft.ir.dtypes import TRITON_DTYPES, supported_names
 
@@ -214,20 +213,7 @@ def tensors_in(value: Any) -> list[torch.Tensor]:
     dataclass argument (its items, not deeper)."""
     if isinstance(value, torch.Tensor):
         return [value]
-    return [v for v in container_items(value) if isinstance(v, torch.Tensor)]
-
-
-def container_items(value: Any) -> list[Any]:
-    """The items of a list, tuple, dict (its values), SimpleNamespace or dataclass; []."""
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if isinstance(value, dict):
-        return list(value.values())
-    if isinstance(value, types.SimpleNamespace):
-        return list(vars(value).values())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [getattr(value, f.name) for f in dataclasses.fields(value)]
-    return []
+    return [v for v in containers.items(value) if isinstance(v, torch.Tensor)]
 
 
 def check_has_data(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -> None:
