@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from tilecraft.errors import TilecraftError
+from tilecraft.runtime import op_floats
 from tilecraft.runtime.op_autograd import requires_grad
 from tilecraft.runtime.op_kinds import ArgKind, Hint, arg_kind, autocast_state, shape_hint
 from tilecraft.runtime.torch_op import NAMESPACE, RAISERS, KernelOps, ops_of, rebuild
@@ -34,20 +35,25 @@ def mark_constant(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+OpFound = tuple[str, Any, tuple[int, ...]]  # name, output layout, floats passed as tensors
+_NO_OP: OpFound = ("", None, ())
+
+
 @mark_constant
-def op_for(ops_id: str, kinds: tuple[ArgKind, ...], amp: str) -> tuple[str, Any]:
-    """The op's name and output layout; ``torch.compile`` runs this while tracing and keeps the
-    result as a constant (defining an op cannot itself be traced). ``("", None)`` where the
-    host code fails on every stand-in: :func:`op_for_sizes` defines it from the call's sizes."""
+def op_for(ops_id: str, kinds: tuple[ArgKind, ...], amp: str) -> OpFound:
+    """The op's name, output layout and float arguments it takes as tensors; ``torch.compile``
+    runs this while tracing and keeps the result as a constant (defining an op cannot itself
+    be traced). ``("", None, ())`` where the host code fails on every stand-in:
+    :func:`op_for_sizes` defines it from the call's sizes."""
     try:
         info, _ = ops_of(ops_id).get(kinds, None, amp)
     except Exception:  # noqa: BLE001  (op_for_sizes raises it again, with the call's sizes)
-        return "", None
-    return info.name, info.layout
+        return _NO_OP
+    return info.name, info.layout, info.float_tensors
 
 
 @mark_constant
-def op_for_sizes(ops_id: str, kinds: tuple[ArgKind, ...], hint: Hint, amp: str) -> tuple[str, Any]:
+def op_for_sizes(ops_id: str, kinds: tuple[ArgKind, ...], hint: Hint, amp: str) -> OpFound:
     """:func:`op_for` with the op's layout read on the call's own sizes (``hint``); ``("",
     None)`` where the kernel cannot be an op (outputs that share memory, a list argument),
     with ``OP_RAISERS[(ops_id, kinds)]`` made to raise why: raised here, in code torch.compile
@@ -58,8 +64,8 @@ def op_for_sizes(ops_id: str, kinds: tuple[ArgKind, ...], hint: Hint, amp: str) 
     except TilecraftError as error:
         raiser = functools.partial(_raise, error)
         OP_RAISERS[(ops_id, kinds)] = torch.compiler.disable(raiser, reason=str(error))
-        return "", None
-    return info.name, info.layout
+        return _NO_OP
+    return info.name, info.layout, info.float_tensors
 
 
 # per (KernelOps.id, argument kinds): raises why the call cannot be an op, skipped by torch.compile
@@ -69,12 +75,13 @@ OP_RAISERS: dict[tuple[str, tuple[ArgKind, ...]], Callable[[], None]] = {}
 def compiled_call(ops: KernelOps, values: tuple[Any, ...]) -> Any:
     """The kernel call as ``torch.compile`` traces it: one custom op in the graph."""
     kinds, amp = tuple(arg_kind(v) for v in values), autocast_state(values)
-    name, layout = op_for(ops.id, kinds, amp)
+    name, layout, floats = op_for(ops.id, kinds, amp)
     if not name:  # the host code needs the sizes' relations: specialize on this call's
-        name, layout = op_for_sizes(ops.id, kinds, shape_hint(values), amp)
+        name, layout, floats = op_for_sizes(ops.id, kinds, shape_hint(values), amp)
     if not name:
         OP_RAISERS[(ops.id, kinds)]()
-    outs = getattr(getattr(torch.ops, NAMESPACE), name).default(*values)
+    op = getattr(getattr(torch.ops, NAMESPACE), name).default
+    outs = op(*op_floats.to_tensors(values, floats))
     return rebuild(layout, outs, values)
 
 

@@ -31,7 +31,7 @@ from tilecraft.errors import ArgumentError, TilecraftError, user_stacklevel
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.values import memory_owner
 from tilecraft.language import _context
-from tilecraft.runtime import op_records
+from tilecraft.runtime import op_floats, op_records
 from tilecraft.runtime.op_autograd import (
     autograd_adapters,
     mutating_backward_error,
@@ -75,6 +75,8 @@ class OpInfo:
     name: str
     layout: Slot | tuple[Slot, ...]  # one slot (single return) or a tuple of slots
     mutated: tuple[str, ...]
+    # the float arguments the op takes as 0-d tensors (runtime/op_floats.py)
+    float_tensors: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.name):
@@ -293,13 +295,19 @@ def check_kinds(kernel: Kernel, kinds: tuple[ArgKind, ...]) -> None:
             )
 
 
-def schema(kernel: Kernel, kinds: tuple[ArgKind, ...], mutated: set[int], n_out: int) -> str:
+def schema(
+    kernel: Kernel,
+    kinds: tuple[ArgKind, ...],
+    mutated: set[int],
+    n_out: int,
+    float_tensors: tuple[int, ...] = (),
+) -> str:
     check_kinds(kernel, kinds)
     params = list(kernel.signature.parameters)
     parts = []
     letters = iter("abcdefghijklmnopqrstuvwxyz")
     for i, (name, kind) in enumerate(zip(params, kinds, strict=True)):
-        typ = _SCHEMA_TYPE[kind[0]]
+        typ = "Tensor" if i in float_tensors else _SCHEMA_TYPE[kind[0]]
         if i in mutated:
             typ = f"Tensor({next(letters)}!)"
         parts.append(f"{typ} {schema_name(name)}")
@@ -333,33 +341,40 @@ def op_base_name(kernel: Kernel, signature: str = "") -> str:
 
 
 def create_op(
-    kernel: Kernel, kinds: tuple[ArgKind, ...], hint: Hint | None = None, amp: str = ""
+    kernel: Kernel,
+    kinds: tuple[ArgKind, ...],
+    hint: Hint | None = None,
+    amp: str = "",
+    float_tensors: bool = True,
 ) -> tuple[OpInfo, Any]:
     """Define the custom op for calls with arguments of ``kinds`` (real and fake impls);
     ``hint``: the first call's sizes (:func:`shape_hint`); ``amp``: the autocast both impls
-    run the host code under (:func:`autocast_state`)."""
+    run the host code under (:func:`autocast_state`); ``float_tensors``: whether floats that
+    size no output may travel as tensors (:mod:`~tilecraft.runtime.op_floats`)."""
     check_kinds(kernel, kinds)
     runner = kernel.host_runner()
     example, result, launched = run_examples(runner, kinds, hint)
     mutated = runner.mutated(example, launched)
     layout, n_out = output_layout(kernel, result, example)
-    op_schema = schema(kernel, kinds, mutated, n_out)
+    floats = op_floats.value_free_floats(lambda a: runner.run(a)[0], example, result)
+    floats = floats if float_tensors else ()
+    op_schema = schema(kernel, kinds, mutated, n_out, floats)
     base, n = op_base_name(kernel, op_schema + amp), 0
     while f"{base}_{n}" in _taken:
         n += 1
     params = list(kernel.signature.parameters)
-    info = OpInfo(f"{base}_{n}", layout, tuple(params[i] for i in sorted(mutated)))
+    info = OpInfo(f"{base}_{n}", layout, tuple(params[i] for i in sorted(mutated)), floats)
     _taken.add(info.name)
 
     def real(*args: Any) -> Any:
         with autocast_context(amp):
-            result = kernel.call_eager(args, {})
+            result = kernel.call_eager(op_floats.to_floats(args, floats), {})
         return _op_outputs(info, result, n_out, args)
 
     def fake(*args: Any) -> Any:
         try:
             with autocast_context(amp):
-                result = runner.run(args)[0]
+                result = runner.run(op_floats.stand_ins(args, floats, example))[0]
         except TilecraftError:
             raise
         except Exception as exc:  # the user's host code on these (fake) arguments, as eager says
@@ -421,7 +436,9 @@ class KernelOps:
         """The op for calls of ``kinds`` under autocast ``amp`` (defined on first use)."""
         found = self.ops.get((kinds, amp))
         if found is None:
-            found = self.ops[kinds, amp] = create_op(self.kernel, kinds, hint, amp)
+            no_backward = self.backward is None
+            found = create_op(self.kernel, kinds, hint, amp, float_tensors=no_backward)
+            self.ops[kinds, amp] = found
             op_records.record(op_base_name(self.kernel), kinds, amp)
             if self.backward is not None:
                 self._register_autograd(*found)
@@ -431,7 +448,10 @@ class KernelOps:
         self, backward: Callable[..., Any], setup_context: Callable[..., Any] | None
     ) -> None:
         self.backward, self.setup_context = backward, setup_context
-        for info, op in list(self.ops.values()):
+        for op_key, (info, op) in list(self.ops.items()):
+            if info.float_tensors:  # the backward reads its floats as numbers: a new op
+                del self.ops[op_key]
+                continue
             self._register_autograd(info, op)
         refused = [key for key in RAISERS if key[0] == self.id]
         if refused:
@@ -506,7 +526,7 @@ class KernelOps:
         kinds, amp = tuple(arg_kind(v) for v in values), autocast_state(values)
         hint = None if (kinds, amp) in self.ops else shape_hint(values)  # (read only by a new op)
         info, op = self.get(kinds, hint, amp)
-        return info.rebuild(op(*values), values)
+        return info.rebuild(op(*op_floats.to_tensors(values, info.float_tensors)), values)
 
 
 def _define_recorded(forward_op: str) -> None:

@@ -1,0 +1,131 @@
+"""Float arguments under torch.compile (runtime/op_floats.py): a learning rate that changes
+every step no longer recompiles the caller every step (fuzz round 52c: 8 steps, then the
+recompile limit; fullgraph failed at step 9). Floats that size an output stay constants, and
+kernels with a backward still read their floats as numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.runtime import op_floats
+from tilecraft.runtime.torch_op import HostRunner
+
+
+@tc.kernel(static_shapes=True)
+def sgd_step(p: torch.Tensor, g: torch.Tensor, lr: float, decay: float) -> torch.Tensor:
+    (n,) = p.size()
+    out = torch.empty_like(p)
+    for tn in tc.tile(n):
+        out[tn] = p[tn] * (1.0 - lr * decay) - lr * g[tn]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def keep_head(x: torch.Tensor, fraction: float) -> torch.Tensor:
+    (n,) = x.size()
+    keep = max(1, int(n * fraction))
+    out = torch.empty([keep], dtype=x.dtype, device=x.device)
+    for tk in tc.tile(keep):
+        out[tk] = x[tk] * fraction
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def scaled(x: torch.Tensor, s: float) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = x[tn] * s
+    return out
+
+
+@pytest.fixture
+def dynamo_stats() -> Iterator[dict[str, int]]:
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    counters = torch._dynamo.utils.counters
+    counters.clear()
+    yield counters["stats"]
+    torch._dynamo.reset()
+
+
+def test_a_float_changing_every_step_compiles_twice(
+    device: str, dynamo_stats: dict[str, int]
+) -> None:
+    """As torch does for its own ops: the first graph specializes, the second takes the float
+    as an input. Was one graph per value, and fullgraph raised at step 9."""
+    p, g = torch.randn(300, device=device), torch.randn(300, device=device)
+    step = torch.compile(lambda p, g, lr: sgd_step(p, g, lr, 0.01) + 0.0, fullgraph=True)
+    for i in range(12):
+        lr = 0.1 / (i + 1)
+        torch.testing.assert_close(step(p, g, lr), p * (1.0 - lr * 0.01) - lr * g)
+    assert dynamo_stats["unique_graphs"] <= 2, dict(dynamo_stats)
+
+
+def test_a_float_that_sizes_an_output_stays_a_constant(
+    device: str, dynamo_stats: dict[str, int]
+) -> None:
+    x = torch.randn(64, device=device)
+    head = torch.compile(lambda x, f: keep_head(x, f) + 0.0)
+    for fraction in (0.5, 0.25, 0.75):
+        got = head(x, fraction)
+        keep = int(64 * fraction)
+        assert got.shape == (keep,)
+        torch.testing.assert_close(got, x[:keep] * fraction)
+
+
+def test_which_floats_travel_as_tensors() -> None:
+    def layout_of(kernel: tc.Kernel, example: tuple[object, ...]) -> tuple[int, ...]:
+        runner = HostRunner(kernel)
+        result = runner.run(example)[0]
+        return op_floats.value_free_floats(lambda a: runner.run(a)[0], example, result)
+
+    meta = torch.zeros(16, device="meta")
+    assert layout_of(sgd_step, (meta, meta, 1.0, 1.0)) == (2, 3)
+    assert layout_of(keep_head, (meta, 0.5)) == ()  # int(n * fraction) sizes the output
+    assert layout_of(scaled, (meta, 2)) == ()  # an int is not a float argument
+
+
+def test_the_op_reads_a_tensor_float_back_exactly() -> None:
+    value = 0.1 + 1e-17 * 3  # not an fp32 value: the float64 carrier must keep every bit
+    carried = op_floats.to_tensors((value, 3), (0,))
+    assert isinstance(carried[0], torch.Tensor) and carried[0].dtype == torch.float64
+    assert carried[1] == 3
+    back = op_floats.to_floats(carried, (0,))
+    assert back[0] == value and type(back[0]) is float
+
+
+def test_a_backward_registered_after_a_compiled_call_sees_floats(
+    device: str, dynamo_stats: dict[str, int]
+) -> None:
+    """The op made before the backward carried ``s`` as a tensor; the backward reads it as a
+    number (``g * s``), so the kernel's next op with autograd takes it as a float again."""
+
+    @tc.kernel(static_shapes=True)
+    def scale_late(x: torch.Tensor, s: float) -> torch.Tensor:
+        (n,) = x.size()
+        out = torch.empty_like(x)
+        for tn in tc.tile(n):
+            out[tn] = x[tn] * s
+        return out
+
+    x = torch.randn(40, device=device)
+    torch.testing.assert_close(torch.compile(lambda a: scale_late(a, 1.5))(x), x * 1.5)
+    scale_late.register_backward(lambda ctx, g: (g * ctx.s, None), _save_s)
+    leaf = x.clone().requires_grad_()
+    compiled = torch.compile(lambda a, s: scale_late(a, s).sum(), fullgraph=True)
+    for s in (2.0, 3.0):
+        leaf.grad = None
+        compiled(leaf, s).backward()
+        assert leaf.grad is not None
+        torch.testing.assert_close(leaf.grad, torch.full_like(x, s))
+
+
+def _save_s(ctx: object, inputs: tuple[object, ...], output: object) -> None:
+    assert type(inputs[1]) is float, type(inputs[1])
+    ctx.s = inputs[1]  # type: ignore[attr-defined]
