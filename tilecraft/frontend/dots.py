@@ -235,3 +235,75 @@ def baddbmm(
         return t.to_dtype(product, result)
     scaled = t.pointwise("mul", inp, beta) if beta != 1 else inp
     return t.to_dtype(t.pointwise("add", t.to_dtype(scaled, torch.float32), product), result)
+
+
+# the torch callables device code writes, each with its lowering (frontend/lowerings.py
+# registers them; the docstrings are docs/ops.md's notes)
+def matmul_lowering(t: Any, a: Any, b: Any) -> Any:
+    """2-D or 3-D (batched) tiles, a 2-D operand broadcast over the batch; fp32 accumulation
+    (``tl.dot``). A whole static K under 16 (32 for 8-bit operands) or more batch dims (a 4-D
+    tile of 8x8 blocks) is the product summed over K, as einsum writes it."""
+    return matmul(t, a, b)
+
+
+def mm_lowering(t: Any, a: Any, b: Any) -> Any:
+    """2-D tiles, K >= 16 (32 for 8-bit operands); fp32 accumulation (``tl.dot``)."""
+    return dot(t, a, b, op="torch.mm")
+
+
+def bmm_lowering(t: Any, a: Any, b: Any) -> Any:
+    """3-D tiles ``[batch, m, k] @ [batch, k, n]``, K >= 16 (32 for 8-bit); ``tl.dot`` on 3-D blocks."""
+    return bmm(t, a, b)
+
+
+def addmm_lowering(t: Any, acc: Any, a: Any, b: Any, *, beta: float = 1, alpha: float = 1) -> Any:
+    """``beta * input + alpha * (a @ b)`` on 2-D tiles; an fp32 ``input`` with beta = alpha = 1
+    is the accumulator of ``tl.dot``."""
+    return baddbmm(t, acc, a, b, beta=beta, alpha=alpha, op="torch.addmm")
+
+
+def baddbmm_lowering(t: Any, acc: Any, a: Any, b: Any, *, beta: float = 1, alpha: float = 1) -> Any:
+    """``beta * input + alpha * (a @ b)`` on 3-D tiles; an fp32 ``input`` with beta = alpha = 1
+    is the accumulator of ``tl.dot``."""
+    return baddbmm(t, acc, a, b, beta=beta, alpha=alpha)
+
+
+T = torch.Tensor
+LOWERINGS: list[tuple[tuple[Any, ...], Any]] = [
+    (
+        (
+            torch.matmul,
+            T.matmul,
+            T.__matmul__,
+        ),
+        matmul_lowering,
+    ),
+    (
+        (
+            T.mm,
+            torch.mm,
+        ),
+        mm_lowering,
+    ),
+    (
+        (
+            torch.bmm,
+            T.bmm,
+        ),
+        bmm_lowering,
+    ),
+    (
+        (
+            torch.addmm,
+            T.addmm,
+        ),
+        addmm_lowering,
+    ),
+    (
+        (
+            torch.baddbmm,
+            T.baddbmm,
+        ),
+        baddbmm_lowering,
+    ),
+]

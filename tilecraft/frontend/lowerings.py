@@ -493,40 +493,6 @@ def _type_as(t: Any, x: Any, other: Any) -> Any:
     return t.to_dtype(x, other.dtype)
 
 
-@lowering(torch.matmul, T.matmul, T.__matmul__)
-def _matmul(t: Any, a: Any, b: Any) -> Any:
-    """2-D or 3-D (batched) tiles, a 2-D operand broadcast over the batch; fp32 accumulation
-    (``tl.dot``). A whole static K under 16 (32 for 8-bit operands) or more batch dims (a 4-D
-    tile of 8x8 blocks) is the product summed over K, as einsum writes it."""
-    return dots.matmul(t, a, b)
-
-
-@lowering(T.mm, torch.mm)
-def _mm(t: Any, a: Any, b: Any) -> Any:
-    """2-D tiles, K >= 16 (32 for 8-bit operands); fp32 accumulation (``tl.dot``)."""
-    return dots.dot(t, a, b, op="torch.mm")
-
-
-@lowering(torch.bmm, T.bmm)
-def _bmm(t: Any, a: Any, b: Any) -> Any:
-    """3-D tiles ``[batch, m, k] @ [batch, k, n]``, K >= 16 (32 for 8-bit); ``tl.dot`` on 3-D blocks."""
-    return dots.bmm(t, a, b)
-
-
-@lowering(torch.addmm, T.addmm)
-def _addmm(t: Any, acc: Any, a: Any, b: Any, *, beta: float = 1, alpha: float = 1) -> Any:
-    """``beta * input + alpha * (a @ b)`` on 2-D tiles; an fp32 ``input`` with beta = alpha = 1
-    is the accumulator of ``tl.dot``."""
-    return dots.baddbmm(t, acc, a, b, beta=beta, alpha=alpha, op="torch.addmm")
-
-
-@lowering(torch.baddbmm, T.baddbmm)
-def _baddbmm(t: Any, acc: Any, a: Any, b: Any, *, beta: float = 1, alpha: float = 1) -> Any:
-    """``beta * input + alpha * (a @ b)`` on 3-D tiles; an fp32 ``input`` with beta = alpha = 1
-    is the accumulator of ``tl.dot``."""
-    return dots.baddbmm(t, acc, a, b, beta=beta, alpha=alpha)
-
-
 lowering(T.unsqueeze, torch.unsqueeze)(views.unsqueeze)
 lowering(T.squeeze, torch.squeeze)(views.squeeze)
 lowering(T.permute, torch.permute)(views.permute)
@@ -573,6 +539,7 @@ for _fns, _handler in (
     *sequences.LOWERINGS,
     *float_bits.LOWERINGS,
     *losses.LOWERINGS,
+    *dots.LOWERINGS,
 ):
     lowering(*_fns)(_handler)
 
