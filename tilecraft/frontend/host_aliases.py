@@ -13,15 +13,19 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-# methods and attributes of a tensor that return a view of it (or items of a list)
-VIEW_METHODS = frozenset(
+# methods of a tensor that return one view of it with another shape (values.py's hint for a
+# host tensor viewed inside a device loop names them: make the view above the loop)
+SHAPE_VIEWS = frozenset(
     {
         "view", "view_as", "reshape", "reshape_as", "t", "transpose", "swapaxes", "swapdims",
         "permute", "movedim", "moveaxis", "flatten", "unflatten", "squeeze", "unsqueeze",
         "narrow", "select", "expand", "expand_as", "as_strided", "diagonal", "unfold",
-        "chunk", "split", "tensor_split", "unbind", "detach", "__getitem__", "values",
     }
 )  # fmt: skip
+# methods and attributes of a tensor that return a view of it (or items of a list)
+VIEW_METHODS = SHAPE_VIEWS | {
+    "chunk", "split", "tensor_split", "unbind", "detach", "__getitem__", "values",
+}  # fmt: skip
 VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 # torch.<fn>(x, ...) returning a view of x
 VIEW_FUNCTIONS = frozenset(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tilecraft.errors import DeviceCodeError
+from tilecraft.frontend.host_aliases import SHAPE_VIEWS
 from tilecraft.ir.nodes import Node, Op, Sym
 
 if TYPE_CHECKING:
@@ -457,7 +458,7 @@ class HostTensor:
             # b.float())``): the whole tensor, as ``w[...]`` loads it, then the method
             whole = self.tracer.load(self, (slice(None),) * self.ndim)
             return lambda *a, **k: self.tracer.torch_call(method, (whole, *a), k)
-        if name in _VIEW_METHODS:
+        if name in SHAPE_VIEWS:
             hint = (
                 f"make the view in host code, above the loop (`{self.name}v = {self.name}."
                 f"{name}(...)`), and index that in the loop; or index '{self.name}' to load a "
@@ -506,12 +507,6 @@ HostTensor.__abs__ = lambda self: self.tracer.torch_call(torch.abs, (self,), {})
 
 
 # a host tensor's views are host code's (a tile of a view is a load with its strides)
-_VIEW_METHODS = frozenset(
-    {"view", "reshape", "unflatten", "flatten", "transpose", "permute", "t", "unsqueeze",
-     "squeeze", "expand", "narrow", "select", "view_as", "reshape_as", "as_strided", "movedim"}
-)  # fmt: skip
-
-
 def host_tensor_operand(op: str, detail: str, loc: Any) -> DeviceCodeError:
     """The error for a host tensor given whole to ``torch.<op>`` (``torch.gather(x, ...)`` of a
     kernel argument): device code reaches host tensors only by indexing them."""
@@ -524,7 +519,7 @@ def host_tensor_operand(op: str, detail: str, loc: Any) -> DeviceCodeError:
         if allocating
         else "make the view in host code, above the loop (`xv = torch.reshape(x, ...)`), and "
         "index that in the loop"
-        if op in _VIEW_METHODS
+        if op in SHAPE_VIEWS
         else "index it to load a tile first (`x[tm, :]`); a gather from a host tensor is a "
         "load with a tensor index (`x[tm.index, idx]`: tensor indices pair up elementwise)",
     )
