@@ -149,7 +149,8 @@ class Kernel:
         self._fast: dict[Any, fastpath.Launcher] = {}  # guard key -> prebuilt launcher
         # constants device code names (baked in when traced)
         self._globals = GlobalGuard(fn, self.source.loops)
-        stored = self._plain_stores()  # parameters device loops write: checked per call
+        # the host names device loops write, with the parameters they view (one AST walk)
+        stored = self._stores = self._find_plain_stores()
         self._written_params = tuple(i for i, n in enumerate(self._param_names) if n in stored)
         self.__name__: str = fn.__name__
         self.__qualname__: str = fn.__qualname__
@@ -242,7 +243,7 @@ class Kernel:
         key.append(settings.target_override())
         return tuple(key)
 
-    def _plain_stores(self) -> set[str]:
+    def _find_plain_stores(self) -> set[str]:
         """The host names any device loop stores into (atomics aside), with the parameter each
         one that is a host view of a parameter views (``flat = x.view(-1)``, ``for g in
         grads``: x and grads are written)."""
@@ -282,7 +283,7 @@ class Kernel:
         if found is None:
             bound = bound or self.bind_arguments(args, kwargs)
             check_layouts(self.__name__, bound.arguments, self.def_loc)
-            check_unshared_outputs(self.__name__, bound.arguments, self._plain_stores, self.def_loc)
+            check_unshared_outputs(self.__name__, bound.arguments, self._stores, self.def_loc)
             found = self._bound[key] = [BoundKernel(self, bound)]
         return found
 

@@ -98,19 +98,19 @@ def check_layouts(name: str, arguments: dict[str, Any], loc: SourceLoc | None) -
 
 
 def check_unshared_outputs(
-    name: str, arguments: dict[str, Any], stored: Callable[[], set[str]], loc: SourceLoc | None
+    name: str, arguments: dict[str, Any], stored: set[str], loc: SourceLoc | None
 ) -> None:
     """A tensor device code stores into must not be an expanded view (a dim of size > 1 and
     stride 0): its programs would all write one element's memory, a race on the GPU (torch
     refuses the write too). ``stored``: the argument names the loops store into (atomics,
-    meant to land on shared memory, aside); asked only when some argument is expanded."""
+    meant to land on shared memory, aside)."""
     expanded = {
         arg: tensor
         for arg, value in arguments.items()
         for tensor in tensors_in(value)
         if any(st == 0 and n > 1 for n, st in zip(tensor.shape, tensor.stride(), strict=True))
     }
-    written = [arg for arg in expanded if arg in stored()] if expanded else []
+    written = [arg for arg in expanded if arg in stored]
     if written:
         value = expanded[written[0]]
         raise ArgumentError(
