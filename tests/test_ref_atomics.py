@@ -79,3 +79,27 @@ def test_a_one_row_tiles_scatter_adds_every_column_in_the_interpreter(device: st
     config = bound.config_spec.default().replace(block_sizes=[1, 2])
     got = bound.run(bound.compile_config(config), x, idx, 2)
     assert torch.equal(got, torch.zeros(2, 2, device=device).index_add_(0, idx, x))
+
+
+@tc.kernel(static_shapes=True)
+def weighted_int_bincount(ids: torch.Tensor, w: torch.Tensor, nbins: int) -> torch.Tensor:
+    (n,) = ids.size()
+    out = torch.zeros([nbins], dtype=torch.int32, device=ids.device)
+    for tn in tc.tile(n):
+        tc.atomic_add(out, [ids[tn]], w[tn])
+    return out
+
+
+def test_float_values_into_an_int_atomic_are_refused(device: str) -> None:
+    """Torch refuses ``index_add_`` of floats into ints; the atomic truncated each value
+    (weights 0.6, 0.7, 0.8 added 0 to bin 0) in the compiled code and in ref mode alike."""
+    from tilecraft.errors import DeviceCodeError
+
+    ids = torch.tensor([0, 0, 0, 1, 1, 2], device=device)
+    w = torch.tensor([0.6, 0.7, 0.8, 1.5, 1.5, 2.9], device=device)
+    with pytest.raises(DeviceCodeError, match=r"atomic_add of torch.float32 values into 'out'"):
+        weighted_int_bincount(ids, w, 3)
+    with pytest.raises(DeviceCodeError, match="truncated to an integer"):
+        weighted_int_bincount.run_ref(ids, w, 3)
+    counts = weighted_int_bincount(ids, torch.ones(6, dtype=torch.int64, device=device), 3)
+    assert counts.tolist() == [3, 2, 1]  # int values into an int32 target still add

@@ -21,6 +21,7 @@ from tilecraft.frontend.coverage import check_tile_covers, known_int, tile_cover
 from tilecraft.frontend.slices import slice_item
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir.nodes import Dim, Node, Op, Shape, Sym, SymKind, shape_str, sized_shape_str
+from tilecraft.language.memory_ops import atomic_value_error
 from tilecraft.language.tunables import DynamicInt
 
 if TYPE_CHECKING:
@@ -254,6 +255,7 @@ def atomic(
     _check_atomic_target(tr, kind, t)
     items, inputs, shape, placed = resolve_index(tr, t, index)
     v = rdims.conform(tr, tr.value_node(value), tuple(shape))
+    _check_atomic_value(tr, kind, t, v)
     if tr.broadcast_shapes(shape, v.shape) != tuple(shape):
         raise ShapeError(
             f"atomic_{kind} into '{t.name}': value {shape_str(v.shape)} does not fit {shape_str(shape)}"
@@ -261,6 +263,12 @@ def atomic(
     v = tr.expand_rank(tr.cast(v, t.dtype), len(shape))
     attrs = dict(tensor=t, index=items, kind=kind, sem=sem, **placed)
     return tr.wrap(tr.emit(Op.ATOMIC, [v, *inputs], tuple(shape), t.dtype, **attrs))
+
+
+def _check_atomic_value(tr: Tracer, kind: str, t: HostTensor, v: Node) -> None:
+    error = atomic_value_error(kind, t.name, t.dtype, v.dtype, tr.loc)
+    if error is not None:
+        raise error
 
 
 def _check_atomic_target(tr: Tracer, kind: str, t: HostTensor) -> None:

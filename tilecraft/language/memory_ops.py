@@ -89,8 +89,27 @@ def store(tensor: Any, index: Any, value: Any, extra_mask: Any = None) -> None:
     ref_access.store("tc.store", tensor, _ref_items(items), value, extra_mask)
 
 
+def atomic_value_error(
+    kind: str, name: str, target: torch.dtype, value: torch.dtype, loc: Any = None
+) -> DeviceCodeError | None:
+    """Float values into an integer target are refused, as torch refuses ``index_add_`` and
+    ``out[idx] += w`` of them: cast silently, a weighted bincount of 0.6, 0.7, 0.8 added 0."""
+    if target.is_floating_point or not value.is_floating_point:
+        return None
+    return DeviceCodeError(
+        f"tc.atomic_{kind} of {value} values into '{name}' ({target}): each value would be "
+        "truncated to an integer first (torch refuses this update too)",
+        loc,
+        hint=f"make '{name}' a float tensor, or convert the values as you mean them "
+        f"(`torch.round(w).to({target})`)",
+    )
+
+
 def _ref_atomic(kind: str, target: torch.Tensor, items: tuple[Any, ...], value: Any) -> Any:
     """Every indexed element once, in order, duplicates included; returns the previous values."""
+    error = atomic_value_error(kind, "target", target.dtype, torch.as_tensor(value).dtype)
+    if error is not None:
+        raise error
     idx = ref_access.checked_items(f"tc.atomic_{kind}", target, _ref_items(items))
     ref_views.before_write(target)
     old = target[idx].clone()
