@@ -151,19 +151,33 @@ def test_a_narrow_whole_dim_s_outer_block_keeps_64_bytes_a_run() -> None:
     """GroupNorm + SiLU over channels-last [4, 128, 128, 320] bf16, one image and a block of
     the 32 groups a program, each group's 10 channels whole (``xv[b, ts, tg, :]``): a group
     index covers 20 contiguous bytes, so one group a program read 20 of every 640 bytes (H100:
-    [1 group, 512 rows] split 2 0.254 ms). The groups block keeps 64 bytes a run (4 groups,
-    80 bytes) and the split fills the device (0.153 ms; 8 groups split 16 0.129;
-    gn_split_s37_h100). The group norm's weight [32, 10] sets no floor (not a bulk access)."""
+    [1 group, 512 rows] split 2 0.254 ms). The groups block keeps 64 bytes a run in whole
+    32-byte sectors: 4 groups (80 bytes) end mid-sector every other program, 8 groups are 160
+    bytes, five sectors ([4, 128] split 8 0.153 ms, [8, 64] split 16 0.129; gn_split_s37_h100),
+    and the split fills the device. The group norm's weight [32, 10] sets no floor (not a bulk
+    access)."""
     from benchmarks.gen_kernels import HELDOUT
 
     case = HELDOUT["group_norm_silu_nhwc"]
     spec = _spec(case.kernels[0], *case.make_inputs(case.gpu_shapes[0], "meta", 0))
     groups = spec.blocks[0]
-    assert groups.run_bytes == 20 and groups.row_floor == 4
+    assert groups.run_bytes == 20 and groups.row_floor == 8
     config = spec.default()
-    assert config.block_sizes[0] * 20 >= 64, config
+    assert config.block_sizes[0] * 20 % 32 == 0, config
     programs = spec.programs(0, config)
     assert programs is not None and programs * config.split_reductions[0] >= 132, config
+
+
+@pytest.mark.parametrize(
+    ("run_bytes", "floor"), [(20, 8), (10, 16), (6, 16), (24, 4), (40, 4), (48, 2), (62, 8)]
+)
+def test_narrow_runs_cover_whole_sectors(run_bytes: int, floor: int) -> None:
+    """The least block of a narrow run keeps 64 bytes and ends on a 32-byte sector (up to
+    256 bytes: 62-byte runs stop at 8 blocks, 496 bytes)."""
+    from tilecraft.config.dims import BlockSpec
+
+    block = BlockSpec(slot=0, extent=4096, role="grid", run_bytes=run_bytes)
+    assert block.row_floor == floor
 
 
 def test_resident_programs_follow_threads_and_registers() -> None:

@@ -24,6 +24,19 @@ def cdiv(a: int, b: int) -> int:
 # bytes of each row a contiguous grid block keeps when the default shrinks it to fill the device:
 # two 32-byte sectors (a 16-column bf16 tile reads one per row and per request)
 MIN_SEGMENT_BYTES = 64
+# the unit of a GPU's memory transactions (an L2 sector on NVIDIA and AMD)
+SECTOR_BYTES = 32
+
+
+def whole_sectors(block: int, run_bytes: int) -> int:
+    """``block`` doubled until its indices' run of ``run_bytes`` each covers whole sectors: a
+    run ending mid-sector shares that sector with the next program's run, and its stores are
+    partial-sector writes the memory merges (a channels-last group norm's 20-byte groups at 4 a
+    block, 80-byte runs: H100 normalize pass 89.9 us at [4 groups, 128 rows], 60.4 at [8, 64]:
+    160 bytes, five whole sectors, group_layouts_s52_h100)."""
+    while (block * run_bytes) % SECTOR_BYTES and block * run_bytes < SECTOR_BYTES * 8:
+        block *= 2
+    return block
 
 
 @dataclasses.dataclass
@@ -62,7 +75,7 @@ class BlockSpec:
         if self.contiguous and self.itemsize and not self.dot_role:
             return max(16, MIN_SEGMENT_BYTES // self.itemsize)
         if self.run_bytes and not self.dot_role:  # whole runs of a narrow inner dim
-            return next_pow2(cdiv(MIN_SEGMENT_BYTES, self.run_bytes))
+            return whole_sectors(next_pow2(cdiv(MIN_SEGMENT_BYTES, self.run_bytes)), self.run_bytes)
         return None
 
     @property
