@@ -280,3 +280,50 @@ def test_gpu_cast_follows_torch_cuda_overflow_to_nan(monkeypatch: pytest.MonkeyP
     finally:
         monkeypatch.delenv("TILECRAFT_TARGET")
         to_fp8.reset()  # later tests bind for the interpreter again
+
+
+@tc.kernel(static_shapes=True)
+def fp8_to_others(
+    q: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    (n,) = q.size()
+    as_int = torch.empty([n], dtype=torch.int32, device=q.device)
+    as_byte = torch.empty([n], dtype=torch.uint8, device=q.device)
+    as_char = torch.empty([n], dtype=torch.int8, device=q.device)
+    as_bool = torch.empty([n], dtype=torch.bool, device=q.device)
+    as_double = torch.empty([n], dtype=torch.float64, device=q.device)
+    for t in tc.tile(n):
+        v = q[t]
+        as_int[t] = v.to(torch.int32)
+        as_byte[t] = v.abs().byte()
+        as_char[t] = v.char()
+        as_bool[t] = v.bool()
+        as_double[t] = v.double()
+    return as_int, as_byte, as_char, as_bool, as_double
+
+
+def _fp8_codes(dtype: torch.dtype, device: str) -> torch.Tensor:
+    values = torch.tensor([1.0, -2.0, 3.5, 100.0, 0.0, -0.0, -96.0, 7.0, 9.0, 0.4, -0.6, 120.0])
+    return values.to(dtype).to(device)
+
+
+@pytest.mark.parametrize("dtype", [E4M3, E5M2])
+def test_fp8_casts_to_ints_bools_and_doubles(dtype: torch.dtype, device: str) -> None:
+    """Triton converts fp8 only to 16- and 32-bit floats: to an int or fp64 the cast goes
+    through fp32 (it failed to compile for sm_90 and gfx942); ``.byte()``, ``.char()`` and
+    ``.short()`` are casts as ``.int()`` is (they were refused)."""
+    q = _fp8_codes(dtype, device)
+    got = fp8_to_others(q)
+    want = (q.to(torch.int32), q.abs().byte(), q.char(), q.bool(), q.double())
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and torch.equal(g, w), (g, w)
+
+
+@pytest.mark.crosscompile
+def test_fp8_casts_to_ints_and_doubles_crosscompile() -> None:
+    targets = [Target.parse("cuda:90"), Target.parse("hip:gfx942")]
+    for dtype in (E4M3, E5M2):
+        rows = check_kernel(fp8_to_others, (_fp8_codes(dtype, "cpu"),), targets, _default)
+        assert len(rows) == 2
+        for row in rows:
+            assert row.report is not None and row.report.ok, (row.target, row.status)

@@ -23,6 +23,9 @@ _TO = {torch.float8_e4m3fn: "_tc_to_fp8e4nv", torch.float8_e5m2: "_tc_to_fp8e5"}
 _INF_BITS = {torch.float8_e4m3fn: 0, torch.float8_e5m2: 0x7C}  # e4m3fn has no inf
 
 
+_FP8_WIDENS_TO = (torch.float16, torch.bfloat16, torch.float32)
+
+
 def cast_expr(
     text: str, src: torch.dtype, dst: torch.dtype, interpret: bool, hardware: bool = False
 ) -> str:
@@ -38,6 +41,10 @@ def cast_expr(
     if interpret:
         text = f"_tc_from_fp8({text}, {_INF_BITS[src]})"
         src = torch.float32
+    elif dst not in _FP8_WIDENS_TO:
+        # Triton converts fp8 to 16- and 32-bit floats only: to an int it failed ("cannot cast
+        # fp8e4nv to int32"), to fp64 in its pass manager, for sm_90 and gfx942
+        text, src = f"{text}.to(tl.float32)", torch.float32
     if dst == torch.bool:
         return f"({text} != 0)"
     return text if dst == src else f"{text}.to({dtypes.triton_dtype(dst)})"

@@ -482,6 +482,9 @@ for _method, _dtype in (
     (T.double, torch.float64),
     (T.int, torch.int32),
     (T.long, torch.int64),
+    (T.short, torch.int16),
+    (T.char, torch.int8),
+    (T.byte, torch.uint8),
     (T.bool, torch.bool),
 ):
     lowering(_method)(lambda t, x, _d=_dtype: t.to_dtype(x, _d))
