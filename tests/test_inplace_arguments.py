@@ -216,3 +216,32 @@ def test_one_tensor_written_and_read_at_other_positions_is_refused(device: str) 
     b = torch.empty_like(a)
     transpose_into(b, a)
     torch.testing.assert_close(b, a.t())
+
+
+@tc.kernel(static_shapes=True)
+def scale_and_pick(x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty([m, idx.size(1)], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        xt = x[tm, :]
+        y[tm, :] = xt * 3.0
+        out[tm, :] = torch.gather(xt, 1, idx[tm, :])  # re-read from memory, after the store
+    return out
+
+
+def test_an_argument_refusal_at_launch_is_raised_as_itself_while_discovering(
+    device: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused at each candidate's launch, the call's ArgumentError came out as "cannot be
+    compiled for this target: all 5 candidate configs raised the same error" after two
+    "unknown error" lines with repro scripts (fuzz 53b)."""
+    monkeypatch.setenv("TILECRAFT_FORCE_AUTOTUNE", "1")  # discovery, not a cached config
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(9, 40, generator=g).to(device)
+    idx = torch.randint(0, 40, (9, 6), generator=g).to(device)
+    with pytest.raises(ArgumentError, match="'y' is written and shares memory with 'x'"):
+        scale_and_pick(x, x, idx)
+    assert "unknown error" not in capfd.readouterr().err
+    y = torch.empty_like(x)
+    out = scale_and_pick(x, y, idx)
+    assert torch.equal(out, torch.gather(x, 1, idx)) and torch.equal(y, x * 3.0)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tilecraft.config.config import Config
-from tilecraft.errors import TilecraftError
+from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.ir.nodes import DeviceLoop, Op, reads_memory, value_indexed
 
 
@@ -223,15 +223,33 @@ def shared_error(attempts: Sequence[Attempt]) -> str:
     """The one tilecraft error (its message, source line and hint) every failed config raised
     while its code was generated: the kernel meets something no config changes (an op this
     target lacks), which the table would only repeat per config; '' otherwise."""
-    texts: set[str] = set()
+    kind, text = _shared_error(attempts)
+    return text
+
+
+def shared_argument_error(attempts: Sequence[Attempt]) -> ArgumentError | None:
+    """The ArgumentError every failed config raised (the call's arguments, checked as each
+    config's host code launches: one tensor passed as the written and a read argument), which
+    is the call's error, not a config's."""
+    kind, text = _shared_error(attempts)
+    return ArgumentError(text) if kind == ArgumentError.__name__ else None
+
+
+def is_argument_error(attempt: Attempt) -> bool:
+    return f"\ntilecraft.errors.{ArgumentError.__name__}: " in attempt.detail
+
+
+def _shared_error(attempts: Sequence[Attempt]) -> tuple[str, str]:
+    found: set[tuple[str, str]] = set()
     for attempt in attempts:
         if attempt.ok:
             continue
-        _, found, rest = attempt.detail.rpartition("\ntilecraft.errors.")
-        if not found:
-            return ""
-        texts.add(rest.split(": ", 1)[-1].rstrip())
-    return texts.pop() if len(texts) == 1 else ""
+        _, tag, rest = attempt.detail.rpartition("\ntilecraft.errors.")
+        if not tag:
+            return "", ""
+        kind, sep, text = rest.partition(": ")
+        found.add((kind, text.rstrip()) if sep else ("", rest.rstrip()))
+    return found.pop() if len(found) == 1 else ("", "")
 
 
 def racy_updates(loops: Sequence[DeviceLoop]) -> list[str]:

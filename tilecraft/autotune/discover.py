@@ -25,7 +25,9 @@ from tilecraft.autotune.classify import (
     Attempt,
     Category,
     NoWorkingConfigError,
+    is_argument_error,
     racy_updates,
+    shared_argument_error,
     shared_error,
 )
 from tilecraft.autotune.compare import DEFAULT_TOLERANCES, Tolerances, tolerance_for
@@ -253,6 +255,8 @@ class UnknownRepros:
     def __call__(self, attempt: Attempt, reporter: Reporter) -> None:
         if attempt.category is not Category.UNKNOWN or self.written >= MAX_UNKNOWN_REPROS:
             return
+        if is_argument_error(attempt):  # the call's arguments: raised after the candidates
+            return
         self.written += 1
         path = write_repro(self.bound, self.args, self.kwargs, [attempt], "an unknown error")
         reporter.line(
@@ -355,6 +359,8 @@ def run_discovery(
             stacklevel=user_stacklevel(),
         )
     if winner is None:
+        if (argument_error := shared_argument_error(attempts)) is not None:
+            raise argument_error
         repro = write_repro(bound, args, kwargs, attempts, "no candidate config worked")
         cause = unfit_values(bound.config_spec)
         refusal = "" if cause else shared_error(attempts)

@@ -84,8 +84,9 @@ def check_overlaps(
         if elsewhere:
             why = (
                 f"shares memory with '{read}', which the same device loop reads at other "
-                f"positions than it writes '{written}' (a permutation, a transpose): programs "
-                "read elements others have already written"
+                f"positions than it writes '{written}' (a permutation, a transpose, a gather "
+                "from memory): a program may read elements after they were written, by another "
+                "program or by itself"
             )
         elif partly_overlapping(w, r):
             why = (
