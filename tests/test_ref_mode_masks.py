@@ -7,12 +7,14 @@ the tensor and what to write instead; negative tensor indices do not wrap."""
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 import tilecraft as tc
@@ -381,3 +383,50 @@ def test_a_tile_past_a_tensors_end_names_the_tensor() -> None:
     torch.testing.assert_close(
         weighted_bag_sums.run_ref(table, indices, torch.ones(9), offsets), want
     )
+
+
+@tc.kernel(static_shapes=True)
+def row_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    (n, _) = logits.size()
+    out = torch.empty([n], dtype=torch.float32, device=logits.device)
+    for tn in tc.tile(n):
+        out[tn] = F.cross_entropy(logits[tn, :], labels[tn], reduction="none")
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def picked(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty([m, idx.size(1)], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.take_along_dim(x[tm, :], idx[tm, :], dim=1)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def first_above(x: torch.Tensor, threshold: float) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty([m], dtype=torch.int64, device=x.device)
+    for tm in tc.tile(m):
+        out[tm] = torch.argmax(x[tm, :] > threshold, dim=1)
+    return out
+
+
+def test_ref_mode_takes_the_dtypes_compiled_code_takes(device: str) -> None:
+    """int32 class labels, int32 gather indices and a bool tile's argmax compile; ref mode
+    raised torch's refusal (no file:line), so the tuner checked configs for running only
+    (fuzz 53b)."""
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(8, 30, generator=g).to(device)
+    labels = torch.randint(0, 30, (8,), generator=g, dtype=torch.int32).to(device)
+    want = F.cross_entropy(logits, labels.long(), reduction="none")
+    torch.testing.assert_close(row_losses.run_ref(logits, labels), want)
+    x = torch.randn(6, 40, generator=g).to(device)
+    idx = torch.randint(0, 40, (6, 5), generator=g, dtype=torch.int32).to(device)
+    assert torch.equal(picked.run_ref(x, idx), torch.take_along_dim(x, idx.long(), dim=1))
+    want_first = torch.argmax((x > 1.0).to(torch.uint8), dim=1)
+    assert torch.equal(first_above.run_ref(x, 1.0), want_first)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert torch.equal(first_above(x, 1.0), want_first)
+    assert not [w for w in caught if "running only" in str(w.message)]

@@ -323,6 +323,26 @@ def test_a_negative_scalar_index_wraps_as_in_python(device: str) -> None:
 
 
 @tc.kernel(static_shapes=True)
+def row_before(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    (n,) = rows.size()
+    out = torch.empty([n, x.size(1)], dtype=x.dtype, device=x.device)
+    for tn in tc.tile(n, block_size=1):
+        r = rows[tn.begin]
+        out[tn.begin, :] = x[r - 1, :]
+    return out
+
+
+def test_a_negative_loaded_scalar_index_wraps_in_ref_mode_too(device: str) -> None:
+    """A scalar loaded from memory indexes as an int: ref mode refused r - 1 = -1 as a
+    negative tensor index, so the tuner checked configs for running only and warned that the
+    compiled code "reads 0 there" (it wraps, as torch does; fuzz 53b)."""
+    x = torch.arange(40.0, device=device).view(10, 4)
+    rows = torch.tensor([0, 3, 5], device=device)
+    assert torch.equal(row_before.run_ref(x, rows), x[rows - 1])
+    assert torch.equal(row_before(x, rows), x[rows - 1])
+
+
+@tc.kernel(static_shapes=True)
 def add_vectors(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     for t in tc.tile(x.size(0)):

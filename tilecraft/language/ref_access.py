@@ -110,6 +110,10 @@ def _check_items(tensor: torch.Tensor, items: tuple[Any, ...]) -> _Checked:
         if dim >= tensor.ndim:
             return _Checked(items, [])  # too many indices: torch's own error says so
         size = tensor.shape[dim]
+        if _is_index_tensor(item) and item.ndim == 0:
+            # a scalar loaded from memory (``r = rows[t.begin]``; ``x[r - 1, :]``) indexes as an
+            # int does, as in torch and the compiled code: a negative one wraps
+            item = int(item)
         if isinstance(item, int) and not isinstance(item, bool):
             if -size <= item < size:
                 safe.append(item)

@@ -64,9 +64,10 @@ class TileSubscripts(TorchFunctionMode):
 
     Subscripts with tiles outside the kernel's own body (a helper ``def rows(x, tm): return
     x[tm, :]``, a lambda): ref mode rewrites the kernel's subscripts only, and torch took a tile
-    as its ``__index__``, its size (row 8 for every row, or an IndexError). And integer inputs
-    of float math torch has no integer kernel for (``F.gelu``, ``mean``): compiled code computes
-    them in float32 (docs/ops.md), so ref mode does too where torch refuses the dtype."""
+    as its ``__index__``, its size (row 8 for every row, or an IndexError). And dtypes torch
+    refuses where compiled code takes them (:data:`_WIDENINGS`): ref mode converts them as
+    compiled code computes, where torch refuses the dtype; an error there left the tuner
+    checking configs for running only."""
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
@@ -79,21 +80,42 @@ class TileSubscripts(TorchFunctionMode):
         try:
             return func(*args, **kwargs)
         except (RuntimeError, NotImplementedError) as err:
-            integers = [a for a in args if _integer_tensor(a)]
-            if not integers or not any(m in str(err) for m in _NO_INTEGER_KERNEL):
-                raise
-            wide = tuple(a.float() if _integer_tensor(a) else a for a in args)
-            return func(*wide, **kwargs)
-
-
-# torch's words for a float op without an integer kernel
-_NO_INTEGER_KERNEL = ("not implemented for '", "could not infer")
+            for words, takes, convert in _WIDENINGS:
+                if any(w in str(err) for w in words) and _has(takes, args, kwargs):
+                    wide = tuple(convert(a) if takes(a) else a for a in args)
+                    kw = {k: convert(v) if takes(v) else v for k, v in kwargs.items()}
+                    return func(*wide, **kw)
+            raise
 
 
 def _integer_tensor(value: Any) -> bool:
+    """An integer or bool tensor."""
     return (
         isinstance(value, torch.Tensor) and not value.is_floating_point() and not value.is_complex()
     )
+
+
+def _narrow_index(value: Any) -> bool:
+    return _integer_tensor(value) and value.dtype not in (torch.int64, torch.bool)
+
+
+def _bool_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.dtype == torch.bool
+
+
+def _has(takes: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return any(takes(v) for v in (*args, *kwargs.values()))
+
+
+# what torch refuses that compiled code computes (docs/ops.md), by torch's words, and the
+# arguments ref mode converts to run it: integer inputs of float math without an integer kernel
+# (``F.gelu``, ``mean``) in float32; int32 class labels and indices (``F.cross_entropy``,
+# ``take_along_dim``: "should be Long") as int64; a bool tile's ``argmax`` as integers
+_WIDENINGS: tuple[tuple[tuple[str, ...], Any, Any], ...] = (
+    (("not implemented for '", "could not infer"), _integer_tensor, lambda t: t.float()),
+    (("Long",), _narrow_index, lambda t: t.long()),
+    (("support bool",), _bool_tensor, lambda t: t.to(torch.uint8)),
+)
 
 
 def _has_tile(index: Any) -> bool:
