@@ -248,12 +248,21 @@ def _whole_for_block_hint(value: Shape, indexed: Shape) -> str | None:
 
 
 def atomic(
-    tr: Tracer, kind: str, t: Any, index: Any, value: Any, sem: str = "relaxed"
+    tr: Tracer,
+    kind: str,
+    t: Any,
+    index: Any,
+    value: Any,
+    sem: str = "relaxed",
+    extra_mask: Any = None,
 ) -> TileValue:
     if not isinstance(t, HostTensor):
         raise DeviceCodeError("atomic ops need a host tensor as their target")
     _check_atomic_target(tr, kind, t)
-    items, inputs, shape, placed = resolve_index(tr, t, index)
+    items, inputs, shape, placed = resolve_index(tr, t, index, extra_mask is not None)
+    if extra_mask is not None:  # lanes where it is False update nothing (padding ids)
+        placed["extra_mask"] = len(inputs) + 1  # after the value
+        inputs = [*inputs, advanced_index.extra_mask(tr, t.name, extra_mask, shape)]
     v = rdims.conform(tr, tr.value_node(value), tuple(shape))
     _check_atomic_value(tr, kind, t, v)
     if tr.broadcast_shapes(shape, v.shape) != tuple(shape):

@@ -105,21 +105,27 @@ def atomic_value_error(
     )
 
 
-def _ref_atomic(kind: str, target: torch.Tensor, items: tuple[Any, ...], value: Any) -> Any:
-    """Every indexed element once, in order, duplicates included; returns the previous values."""
+def _ref_atomic(
+    kind: str, target: torch.Tensor, items: tuple[Any, ...], value: Any, mask: Any = None
+) -> Any:
+    """Every indexed element once, in order, duplicates included, where ``mask`` holds; returns
+    the previous values (0 where masked off)."""
     error = atomic_value_error(kind, "target", target.dtype, torch.as_tensor(value).dtype)
     if error is not None:
         raise error
-    idx = ref_access.checked_items(f"tc.atomic_{kind}", target, _ref_items(items))
+    idx, keep = ref_access.checked_access(f"tc.atomic_{kind}", target, _ref_items(items), mask)
     ref_views.before_write(target)
-    old = target[idx].clone()
     flat_index = torch.arange(target.numel(), device=target.device).view(target.shape)[idx]
-    lin = flat_index.reshape(-1)
     vals = torch.as_tensor(value, device=target.device).to(target.dtype)
-    vals = vals.expand(flat_index.shape).reshape(-1)
+    vals = vals.expand(flat_index.shape)
+    keep = torch.ones_like(flat_index, dtype=torch.bool) if keep is None else keep
+    keep = keep.expand(flat_index.shape)
+    lin, vals = flat_index[keep], vals[keep]
+    old = torch.zeros(flat_index.shape, dtype=target.dtype, device=target.device)
+    previous = target.reshape(-1)[lin]
     work = target.contiguous().view(-1)
     if kind == "add":
-        old = (old + _lane_ordered_adds(lin, vals).view(old.shape)).to(old.dtype)
+        previous = (previous + _lane_ordered_adds(lin, vals)).to(old.dtype)
         work.index_add_(0, lin, vals)
     elif kind in ("max", "min"):
         work.scatter_reduce_(0, lin, vals, reduce="a" + kind, include_self=True)
@@ -131,6 +137,7 @@ def _ref_atomic(kind: str, target: torch.Tensor, items: tuple[Any, ...], value: 
             work[lin[k]] = fn(work[lin[k]], vals[k])
     if work.data_ptr() != target.data_ptr():
         target.copy_(work.view(target.shape))
+    old[keep] = previous
     return old
 
 
@@ -198,45 +205,60 @@ def _earlier_adds(lin: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _atomic(kind: str, target: Any, index: Any, value: Any, sem: str) -> Any:
+def _atomic(kind: str, target: Any, index: Any, value: Any, sem: str, extra_mask: Any) -> Any:
     _check_sem(f"atomic_{kind}", sem)
     items = _items(index)
     tracer = _context.device()
     if tracer is not None:
-        return tracer.call("atomic", kind, target, items, value, sem=sem)
-    return _ref_atomic(kind, target, items, value)
+        return tracer.call("atomic", kind, target, items, value, sem=sem, extra_mask=extra_mask)
+    return _ref_atomic(kind, target, items, value, extra_mask)
 
 
-def atomic_add(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
-    """``target[index] += value`` atomically; returns the previous values."""
-    return _atomic("add", target, index, value, sem)
+def atomic_add(
+    target: Any, index: Any, value: Any, sem: str = "relaxed", extra_mask: Any = None
+) -> Any:
+    """``target[index] += value`` atomically where ``extra_mask`` holds (everywhere when it is
+    None); returns the previous values (0 where masked off)."""
+    return _atomic("add", target, index, value, sem, extra_mask)
 
 
-def atomic_max(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+def atomic_max(
+    target: Any, index: Any, value: Any, sem: str = "relaxed", extra_mask: Any = None
+) -> Any:
     """``target[index] = max(target[index], value)`` atomically; returns the previous values."""
-    return _atomic("max", target, index, value, sem)
+    return _atomic("max", target, index, value, sem, extra_mask)
 
 
-def atomic_min(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+def atomic_min(
+    target: Any, index: Any, value: Any, sem: str = "relaxed", extra_mask: Any = None
+) -> Any:
     """``target[index] = min(target[index], value)`` atomically; returns the previous values."""
-    return _atomic("min", target, index, value, sem)
+    return _atomic("min", target, index, value, sem, extra_mask)
 
 
-def atomic_xchg(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+def atomic_xchg(
+    target: Any, index: Any, value: Any, sem: str = "relaxed", extra_mask: Any = None
+) -> Any:
     """``target[index] = value`` atomically; returns the previous values."""
-    return _atomic("xchg", target, index, value, sem)
+    return _atomic("xchg", target, index, value, sem, extra_mask)
 
 
-def atomic_and(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+def atomic_and(
+    target: Any, index: Any, value: Any, sem: str = "relaxed", extra_mask: Any = None
+) -> Any:
     """``target[index] &= value`` atomically (int32 or int64 targets)."""
-    return _atomic("and", target, index, value, sem)
+    return _atomic("and", target, index, value, sem, extra_mask)
 
 
-def atomic_or(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+def atomic_or(
+    target: Any, index: Any, value: Any, sem: str = "relaxed", extra_mask: Any = None
+) -> Any:
     """``target[index] |= value`` atomically (int32 or int64 targets)."""
-    return _atomic("or", target, index, value, sem)
+    return _atomic("or", target, index, value, sem, extra_mask)
 
 
-def atomic_xor(target: Any, index: Any, value: Any, sem: str = "relaxed") -> Any:
+def atomic_xor(
+    target: Any, index: Any, value: Any, sem: str = "relaxed", extra_mask: Any = None
+) -> Any:
     """``target[index] ^= value`` atomically (int32 or int64 targets)."""
-    return _atomic("xor", target, index, value, sem)
+    return _atomic("xor", target, index, value, sem, extra_mask)

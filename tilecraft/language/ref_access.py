@@ -220,9 +220,14 @@ def _raise_unmasked(op: str, tensor: torch.Tensor, which: _OutOfRange, masked: b
         f"{which.size}) is out of range {where}: {which.example} is not in {valid}",
         loc,
         hint="compiled code reads 0 there and skips the write. Mask those lanes "
-        f"off with tc.load/tc.store(..., extra_mask=(idx >= 0) & (idx < {which.size})), or "
+        f"off with {_masked_form(op)}(..., extra_mask=(idx >= 0) & (idx < {which.size})), or "
         f"clamp the index into range (torch.clamp(idx, 0, {which.size - 1})).{negative}",
     )
+
+
+def _masked_form(op: str) -> str:
+    """The call that takes ``extra_mask`` for ``op`` (``tc.atomic_add``, else a load or store)."""
+    return op if op.startswith("tc.atomic_") else "tc.load/tc.store"
 
 
 def _masked_past_end(op: str, tensor: torch.Tensor, checked: _Checked, mask: Any) -> Any:
@@ -343,6 +348,10 @@ def _coordinates(
     return coords
 
 
-def checked_items(op: str, tensor: torch.Tensor, items: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``items`` after the bounds check of an unmasked access (atomics)."""
-    return _access(op, tensor, items, None)[0]
+def checked_access(
+    op: str, tensor: torch.Tensor, items: tuple[Any, ...], mask: Any = None
+) -> tuple[tuple[Any, ...], Any]:
+    """``items`` after the bounds check of an access (atomics), and ``mask`` fitted to
+    ``tensor[items]`` (None without one): indices out of range must be masked off."""
+    safe, _, fitted = _access(op, tensor, items, mask)
+    return safe, fitted
