@@ -746,3 +746,31 @@ def test_an_error_of_a_tc_call_in_host_code_names_the_users_line(device: str) ->
     with pytest.raises(DeviceCodeError, match="only step 1") as info:
         every_other_row(torch.randn(8, 4, device=device))
     assert f"test_errors.py:{every_other_row.def_loc.lineno + 2}" in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def embedded(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    (n,) = ids.size()
+    out = torch.empty([n, table.size(1)], dtype=table.dtype, device=table.device)
+    for tn in tc.tile(n):
+        out[tn, :] = torch.nn.functional.embedding(ids[tn], table)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def counted(ids: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros([8], dtype=torch.int64, device=ids.device)
+    for tn in tc.tile(ids.size(0)):
+        out[:] = torch.bincount(ids[tn], minlength=8)
+    return out
+
+
+def test_an_op_with_a_one_line_equivalent_names_it() -> None:
+    """F.embedding and torch.bincount got only the generic "docs/ops.md lists..." hint."""
+    ids = torch.tensor([1, 0, 3, 3])
+    with pytest.raises(UnsupportedOpError, match="embedding") as info:
+        embedded(torch.randn(5, 4), ids)
+    assert "table[ids[tn], :]" in str(info.value)
+    with pytest.raises(UnsupportedOpError, match="bincount") as info:
+        counted(ids)
+    assert "tc.atomic_add(counts, [ids[tn]], 1)" in str(info.value)

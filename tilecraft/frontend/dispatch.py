@@ -114,6 +114,16 @@ _OUT_OF_PLACE = {
 }
 
 
+# torch functions device code writes another way, in one line
+_EQUIVALENTS = {
+    "embedding": "a row gather of the host table: `table[ids[tn], :]` (ids a tile of ids)",
+    "embedding_bag": "a row gather summed over the bag: `torch.sum(table[ids[tb, :], :], dim=1)`",
+    "bincount": "counts added atomically into a zeroed tensor: `tc.atomic_add(counts, [ids[tn]], "
+    "1)` (extra_mask= skips padding ids)",
+    "histc": "the bin of each value, then `tc.atomic_add(counts, [bin], 1)` into a zeroed tensor",
+}
+
+
 def _hint_for(name: str) -> str:
     short = name.rsplit(".", 1)[-1]
     if short in ("index_select", "take"):
@@ -122,6 +132,8 @@ def _hint_for(name: str) -> str:
             "elementwise, so one element per row is `logits[tn.index, idx]` (see README.md, "
             f"Indexing); {_OPS_HINT}"
         )
+    if short in _EQUIVALENTS:
+        return f"write it as {_EQUIVALENTS[short]}; {_OPS_HINT}"
     if short in ("item", "tolist"):
         return (
             "a loaded element is already a scalar value in device code: use `x[i]` (a tile "
