@@ -136,10 +136,10 @@ def topk(
     if isinstance(k, DynamicInt):
         raise DeviceCodeError(
             f"torch.topk: k ({int(k)} at this call) is a run-time value: with "
-            "static_shapes=False the sizes it comes from change between calls",
+            "static_shapes=False the kernel's int arguments, and sizes, change between calls",
             t.loc,
-            hint="the result's size is part of the compiled kernel: wrap the size in "
-            "tc.specialize(...) in host code, or use static_shapes=True",
+            hint="the result's size is part of the compiled kernel: wrap k in "
+            "tc.specialize(k) in host code, or use static_shapes=True",
         )
     values, indices = _sorted(t, x, dim, not largest, k, "torch.topk")
     return torch.return_types.topk((values, indices))
