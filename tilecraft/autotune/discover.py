@@ -191,6 +191,14 @@ def _baseline_failure(bound: BoundKernel, exc: Exception) -> str:
         text = f"at {where.short} `{where.source_line().strip()}` {text}"
         if "must be Tensor, not" in str(exc):
             hint = "start such a value as a tensor (tc.full([], value, dtype=...)) or "
+    if isinstance(exc, IndexError):  # torch's bounds checks (F.cross_entropy's labels)
+        return (
+            f"tilecraft autotune: {kernel.__name__}: the accuracy baseline (the kernel run as "
+            f"eager PyTorch) found an index out of range {text}: the call's data (a label, an "
+            "id) lies outside its tensor. Configs are checked for running only; compiled code "
+            "reads 0 there (a loss of such a label is the row's logsumexp), so check the "
+            "inputs, or mask those elements in the kernel"
+        )
     return (
         f"tilecraft autotune: {kernel.__name__}: the accuracy baseline (the kernel run as eager "
         f"PyTorch) failed {text}; configs are checked for running only. To check accuracy, "
