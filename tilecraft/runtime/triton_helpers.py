@@ -284,11 +284,14 @@ def to_fp8e5_cvt(x):  # type: ignore[no-untyped-def]
 def from_fp8_interpreted(x, INF: tl.constexpr):  # type: ignore[no-untyped-def]
     """fp8 -> fp32 in Triton's interpreter, which decodes NaN (and e5m2's inf) as numbers.
     ``INF``: the format's infinity pattern (0x7C for e5m2), or 0 for a format without one."""
-    bits = x.to(tl.uint8, bitcast=True) & 0x7F
+    raw = x.to(tl.uint8, bitcast=True)
+    bits = raw & 0x7F
     value = x.to(tl.float32)
     special = bits >= (INF if INF else 0x7F)
-    inf = tl.where(value < 0, -float("inf"), float("inf"))
-    return tl.where(special, tl.where(bits == INF, inf, float("nan")), value)
+    negative = (raw & 0x80) != 0
+    inf = tl.where(negative, -float("inf"), float("inf"))
+    nan = tl.where(negative, -float("nan"), float("nan"))  # the sign kept, as torch keeps it
+    return tl.where(special, tl.where(bits == INF, inf, nan), value)
 
 
 @triton.jit
