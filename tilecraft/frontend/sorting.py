@@ -56,7 +56,9 @@ def _sorted(
     if src.dtype in _WIDE or src.dtype.is_complex:
         raise UnsupportedOpError(
             f"{what} of a {src.dtype} tile (keys hold values of up to 32 bits)",
-            hint="cast to torch.float32 or torch.int32 first",
+            t.loc,
+            hint="cast to torch.int32 first where the values fit (ids, expert numbers: "
+            "`.to(torch.int32)` is exact there), else to torch.float32",
         )
     axis = t._axis(src, dim)
     check_whole(t, src, axis, what)
@@ -118,7 +120,8 @@ def sort(
 def argsort(
     t: Tracer, x: Any, dim: int = -1, descending: bool = False, stable: bool = False
 ) -> TileValue:
-    """The int64 indices that sort ``x`` along a whole ``dim`` (stable)."""
+    """The int64 indices that sort ``x`` along a whole ``dim`` (stable); values of up to 32
+    bits."""
     return _sorted(t, x, dim, not descending, None, "torch.argsort")[1]
 
 
@@ -126,7 +129,7 @@ def topk(
     t: Tracer, x: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
 ) -> Any:
     """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) along a whole
-    ``dim``, in order, ties by position; ``k`` a Python int."""
+    ``dim``, in order, ties by position; ``k`` a Python int; values of up to 32 bits."""
     if isinstance(k, bool) or not isinstance(k, int):
         raise DeviceCodeError(
             f"torch.topk: k must be a Python int, got {type(k).__name__}",
