@@ -42,7 +42,7 @@ from tilecraft.frontend.source import (
     parse_kernel,
 )
 from tilecraft.language import _context
-from tilecraft.runtime import compiled_calls, fastpath, hooks, torch_op
+from tilecraft.runtime import compiled_calls, fastpath, hooks, retraces, torch_op
 from tilecraft.runtime.bound import BoundKernel
 from tilecraft.runtime.global_guard import GlobalGuard, describe
 from tilecraft.runtime.host_paths import Respecialize as _Respecialize
@@ -285,7 +285,15 @@ class Kernel:
             check_layouts(self.__name__, bound.arguments, self.def_loc)
             check_unshared_outputs(self.__name__, bound.arguments, self._stores, self.def_loc)
             found = self._bound[key] = [BoundKernel(self, bound)]
+            self._warn_if_retracing(tuple(bound.arguments.values()))
         return found
+
+    def _warn_if_retracing(self, values: tuple[Any, ...]) -> None:
+        text = retraces.retrace_warning(
+            self.__name__, list(self._bound), self._param_names, values, self.static_shapes
+        )
+        if text is not None:
+            warnings.warn(text, RuntimeWarning, stacklevel=user_stacklevel())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:

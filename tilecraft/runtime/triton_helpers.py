@@ -98,10 +98,15 @@ def arg_best_interpreted(
 def pow_float(x, y):  # type: ignore[no-untyped-def]
     """torch.pow of floats: |x| ** y, negative bases to integer powers signed by the power's
     parity (NaN for others), and 1 wherever y == 0 or x == 1 (NaN or inf on the other side)."""
+    # both may be Python numbers in the interpreter (a constant base, a float argument): as
+    # fp32 scalars, which also gives the result's dtype (operands come in fp32 or fp64); times
+    # one, not plus zero, which makes -0.0 positive
+    x = x * tl.full([], 1.0, tl.float32)
+    y = y * tl.full([], 1.0, tl.float32)
     # 0 ** y apart (0, inf, or 1 below): log2(0) made the interpreter warn of a divide by zero
     zero = x == 0
     # in fp64 (the interpreter's pow; GPUs call libdevice's): fp32's log2 and exp2 were 36 ulp off
-    dtype = (x * 0 + y * 0).dtype  # (either may be a Python number)
+    dtype = (x * 0 + y * 0).dtype
     r = tl.exp2(tl.log2(tl.where(zero, 1.0, tl.abs(x)).to(tl.float64)) * y).to(dtype)
     # y neither > 0 nor < 0 is 0 (1, as below) or NaN (NaN: y + 1.0 keeps it)
     r = tl.where(zero, tl.where(y > 0, 0.0, tl.where(y < 0, float("inf"), y + 1.0)), r)

@@ -1,0 +1,81 @@
+"""A kernel traced again and again for new argument values says so once, naming the
+arguments and how to pass them at run time (runtime/retraces.py): an optimizer's int step
+(compiled in with static_shapes=True) or a dict of hyperparameters retraced every step
+silently (fuzz round 52c)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft.runtime.retraces import WARN_AT, retrace_warning
+
+
+@tc.kernel(static_shapes=True)
+def bias_corrected(x: torch.Tensor, step: int) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] / (1.0 - 0.9**step)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def from_group(x: torch.Tensor, group: dict[str, float]) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * group["lr"]
+    return out
+
+
+def _retrace_warnings(call: object, steps: int) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(1, steps + 1):
+            call(step)  # type: ignore[operator]
+    return [str(w.message) for w in caught if "specializations traced" in str(w.message)]
+
+
+def test_an_int_step_that_retraces_every_call_is_named_once(device: str) -> None:
+    x = torch.randn(32, device=device)
+    found = _retrace_warnings(lambda s: bias_corrected(x, s), WARN_AT + 3)
+    assert len(found) == 1 and "'step' (an int, compiled in" in found[0], found
+    assert "0-d tensor" in found[0]
+
+
+def test_a_dict_of_changing_numbers_is_named(device: str) -> None:
+    x = torch.randn(32, device=device)
+    found = _retrace_warnings(lambda s: from_group(x, {"lr": 0.1 / s}), WARN_AT)
+    assert len(found) == 1 and "'group' (a dict whose numbers are compiled in" in found[0]
+    torch.testing.assert_close(from_group(x, {"lr": 0.5}), x * 0.5)  # values still right
+
+
+def test_new_shapes_name_static_shapes_only_where_they_apply() -> None:
+    names, shapes = ("x",), [torch.empty(n, device="meta") for n in range(1, WARN_AT + 1)]
+    keys = [(repr(s.shape),) for s in shapes]
+    text = retrace_warning("k", keys, names, (shapes[-1],), static_shapes=True)
+    assert text is not None and "static_shapes=False" in text
+    assert retrace_warning("k", keys, names, (shapes[-1],), static_shapes=False) is None
+    assert retrace_warning("k", keys[:-1], names, (shapes[-1],)) is None  # not yet
+    same = [("same",)] * WARN_AT  # e.g. one argument's key, new targets: nothing changing
+    assert retrace_warning("k", same, names, (shapes[-1],)) is None
+
+
+@pytest.mark.parametrize("kind", ["float", "tensor"])
+def test_the_suggested_run_time_forms_do_not_retrace(kind: str, device: str) -> None:
+    """What the warning suggests for a step: a float argument or a 0-d tensor."""
+
+    @tc.kernel(static_shapes=True)
+    def corrected(x: torch.Tensor, step: float | torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for t in tc.tile(x.size(0)):
+            out[t] = x[t] / (1.0 - 0.9**step)
+        return out
+
+    x = torch.randn(32, device=device)
+    for s in range(1, WARN_AT + 2):
+        step = float(s) if kind == "float" else torch.tensor(float(s), device=device)
+        torch.testing.assert_close(corrected(x, step), x / (1.0 - 0.9**s))
+    assert len(corrected._bound) == 1
