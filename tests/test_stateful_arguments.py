@@ -174,7 +174,7 @@ def test_host_updates_of_a_globals_tensor_run_once_a_call(device: str) -> None:
     OPTIMIZER.step = torch.zeros(1, device=device)
     p, g = torch.zeros(8, device=device), torch.ones(8, device=device)
     want = torch.zeros(8, device=device)
-    with pytest.warns(RuntimeWarning, match="updates tensors that are not its arguments"):
+    with pytest.warns(RuntimeWarning, match="updates state tuning cannot copy"):
         sgd_inverse_step_(p, g, 1.0)
     for step in range(2, 4):
         sgd_inverse_step_(p, g, 1.0)
@@ -199,3 +199,31 @@ def test_a_one_element_tensor_used_whole_names_its_element(device: str) -> None:
     with pytest.raises(DeviceCodeError, match="used as a value") as info:
         scaled_by_a_one_element_tensor(torch.randn(8, device=device), torch.ones(1, device=device))
     assert "scale[0]" in str(info.value)
+
+
+class _Averager(torch.nn.Module):
+    def __init__(self, n: int, device: str):
+        super().__init__()
+        self.register_buffer("shadow", torch.zeros(n, device=device))
+        self.steps = 0
+
+
+@tc.kernel(static_shapes=True)
+def average_into(m: torch.nn.Module, x: torch.Tensor, decay: float) -> None:
+    m.steps += 1
+    shadow = m.shadow
+    for t in tc.tile(x.size(0)):
+        shadow[t] = shadow[t] * decay + x[t] * (1 - decay)
+
+
+def test_a_module_attribute_set_in_host_code_changes_once_a_call(device: str) -> None:
+    """``m.steps += 1`` ran on the caller's module while traced and again by the call (2
+    after the first call); the trace puts such attributes back, and the kernel runs untuned
+    (each candidate would bump them again), saying why (fuzz 52c)."""
+    m = _Averager(64, device)
+    x = torch.ones(64, device=device)
+    with pytest.warns(RuntimeWarning, match=r"_Averager\.steps ="):
+        average_into(m, x, 0.5)
+    assert m.steps == 1 and float(m.shadow[0]) == 0.5
+    average_into(m, x, 0.5)
+    assert m.steps == 2 and float(m.shadow[0]) == 0.75

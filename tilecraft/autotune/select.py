@@ -104,11 +104,11 @@ def _untuned_for_host_writes(bound: BoundKernel) -> Config:
         _warned.add(kernel)
         ops = ", ".join(bound.traced.host_writes)
         warnings.warn(
-            f"tilecraft: {kernel.__name__}: its host code updates tensors that are not its "
-            f"arguments ({ops} of a global's or an object's tensor): tuning would run the "
-            "host code once per candidate and apply the update each time, so the kernel runs "
-            "its heuristic default untuned. Pass the state as an argument (tuning runs on "
-            "copies of arguments), or pass config=",
+            f"tilecraft: {kernel.__name__}: its host code updates state tuning cannot copy "
+            f"({ops}: a global's or an object's tensor updated in place, an argument object's "
+            "attribute set): tuning would run the host code once per candidate and apply the "
+            "update each time, so the kernel runs its heuristic default untuned. Pass the "
+            "state as tensors or in a dict (tuning runs on copies of those), or pass config=",
             RuntimeWarning,
             stacklevel=user_stacklevel(),
         )

@@ -12,6 +12,7 @@ values); one on another device is left for torch to refuse, as eager refuses it.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -116,3 +117,40 @@ def _any_meta(values: Iterable[Any]) -> bool:
         if isinstance(v, (list, tuple)) and _any_meta(v):
             return True
     return False
+
+
+_PLAIN = (int, float, bool, str, type(None))
+
+
+class ObjectAttributes:
+    """The plain attributes (numbers, strings, None) of the arguments that are objects of their
+    own, not tensors or containers (an ``nn.Module``, a config object). The trace runs host
+    code on them as they are (only tensors and containers have meta copies): ``m.steps += 1``
+    bumped the caller's module once while traced and again by the call. :meth:`restore` puts
+    them back after a trace and names those the host code changed: such a kernel runs untuned
+    (each candidate would change them again), as for tensors it updates in place."""
+
+    def __init__(self, values: Iterable[Any]):
+        self.saved = [(obj, _plain_attributes(obj)) for obj in values if _own_object(obj)]
+
+    def restore(self) -> list[str]:
+        changed: list[str] = []
+        for obj, attributes in self.saved:
+            now = vars(obj)
+            for name, value in attributes.items():
+                if now.get(name, value) is not value and now.get(name) != value:
+                    changed.append(f"{type(obj).__name__}.{name} =")
+                now[name] = value
+        return changed
+
+
+def _own_object(value: Any) -> bool:
+    return (
+        hasattr(value, "__dict__")
+        and not isinstance(value, (torch.Tensor, type, types.ModuleType, types.FunctionType))
+        and containers.fields(value) is None
+    )
+
+
+def _plain_attributes(obj: Any) -> dict[str, Any]:
+    return {k: v for k, v in vars(obj).items() if isinstance(v, _PLAIN)}

@@ -31,7 +31,7 @@ from tilecraft.frontend.glue_trace import (
     glue_inputs,
     glue_problem,
 )
-from tilecraft.frontend.host_meta import MetaHostTensors, meta_arguments
+from tilecraft.frontend.host_meta import MetaHostTensors, ObjectAttributes, meta_arguments
 from tilecraft.frontend.interpreter import Interpreter
 from tilecraft.frontend.loop_nest import WidenCarry
 from tilecraft.frontend.partial_stores import check_partial_stores
@@ -478,6 +478,7 @@ def trace_kernel(
         host.force_dynamic, host.force_static = force_dynamic, force_static
         host.force_unaligned = force_unaligned
         mode = MetaHostTensors(device_type)
+        attributes = ObjectAttributes((*args, *kwargs.values()))
         try:
             with _context.host_context(host), mode:
                 fn(*meta_args, **meta_kwargs)
@@ -489,6 +490,8 @@ def trace_kernel(
                 ) from None
             force_static = force_static | need.names  # re-trace with those ints baked in
             continue
+        finally:
+            attribute_writes = attributes.restore()
         if host.varying <= force_dynamic and host.unaligned <= force_unaligned:
             break
         force_dynamic = force_dynamic | host.varying  # re-trace with those ints as arguments
@@ -516,7 +519,7 @@ def trace_kernel(
         host.glue_problems,
         host.host_tensors,
         host_floors=host.host_floors,
-        host_writes=tuple(dict.fromkeys(mode.host_writes)),
+        host_writes=tuple(dict.fromkeys([*mode.host_writes, *attribute_writes])),
     )
 
 
