@@ -55,7 +55,11 @@ def test_a_float_changing_every_step_compiles_twice(
     for i in range(12):
         lr = 0.1 / (i + 1)
         torch.testing.assert_close(step(p, g, lr), p * (1.0 - lr * 0.01) - lr * g)
+        if i == 0:  # the first compile keeps floats constants (a CPU tensor in the graph
+            # made inductor skip CUDA graphs): the op takes floats
+            assert [info.float_tensors for info, _ in sgd_step._ops.ops.values()] == [()]
     assert dynamo_stats["unique_graphs"] <= 2, dict(dynamo_stats)
+    assert sorted(info.float_tensors for info, _ in sgd_step._ops.ops.values()) == [(), (2, 3)]
 
 
 def test_a_float_that_sizes_an_output_stays_a_constant(

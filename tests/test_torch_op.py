@@ -107,7 +107,7 @@ def test_mutated_argument_is_declared_and_applied() -> None:
     got = torch.compile(lambda t: scale_(t, 3.0) + 0, fullgraph=True, backend="aot_eager")(x)
     torch.testing.assert_close(x, expect)  # the input was written, as in eager
     torch.testing.assert_close(got, expect)
-    info, _ = scale_._ops.ops[(torch_op.arg_kind(x), torch_op.arg_kind(3.0)), ""]
+    info, _ = scale_._ops.ops[(torch_op.arg_kind(x), torch_op.arg_kind(3.0)), "", False]
     assert info.mutated == ("x",)
     assert info.layout == ("arg", 0)  # the argument itself, not a new op output
 

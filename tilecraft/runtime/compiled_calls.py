@@ -40,27 +40,45 @@ _NO_OP: OpFound = ("", None, ())
 
 
 @mark_constant
-def op_for(ops_id: str, kinds: tuple[ArgKind, ...], amp: str) -> OpFound:
+def recompiling() -> bool:
+    """Whether Dynamo is compiling a frame again: a float argument that changed since is then
+    an input of the graph (automatic dynamic), which reaches the op without a recompile only
+    as a tensor (``runtime/op_floats.py``). A first compile keeps floats as constants, as
+    torch does: a CPU scalar tensor in the graph made inductor skip CUDA graphs. (Dynamo's
+    compile id has no public accessor; without it, floats stay constants.)"""
+    try:
+        from torch._guards import CompileContext
+
+        compile_id = CompileContext.current_compile_id()
+    except (ImportError, AttributeError, RuntimeError):
+        return False
+    return bool(compile_id is not None and getattr(compile_id, "frame_compile_id", 0))
+
+
+@mark_constant
+def op_for(ops_id: str, kinds: tuple[ArgKind, ...], amp: str, tensor_floats: bool) -> OpFound:
     """The op's name, output layout and float arguments it takes as tensors; ``torch.compile``
     runs this while tracing and keeps the result as a constant (defining an op cannot itself
     be traced). ``("", None, ())`` where the host code fails on every stand-in:
     :func:`op_for_sizes` defines it from the call's sizes."""
     try:
-        info, _ = ops_of(ops_id).get(kinds, None, amp)
+        info, _ = ops_of(ops_id).get(kinds, None, amp, tensor_floats)
     except Exception:  # noqa: BLE001  (op_for_sizes raises it again, with the call's sizes)
         return _NO_OP
     return info.name, info.layout, info.float_tensors
 
 
 @mark_constant
-def op_for_sizes(ops_id: str, kinds: tuple[ArgKind, ...], hint: Hint, amp: str) -> OpFound:
+def op_for_sizes(
+    ops_id: str, kinds: tuple[ArgKind, ...], hint: Hint, amp: str, tensor_floats: bool
+) -> OpFound:
     """:func:`op_for` with the op's layout read on the call's own sizes (``hint``); ``("",
     None)`` where the kernel cannot be an op (outputs that share memory, a list argument),
     with ``OP_RAISERS[(ops_id, kinds)]`` made to raise why: raised here, in code torch.compile
     runs as a constant, the error reached the user as an InternalTorchDynamoError, which
     ``except tc.TilecraftError`` missed."""
     try:
-        info, _ = ops_of(ops_id).get_sized(kinds, hint, amp)
+        info, _ = ops_of(ops_id).get_sized(kinds, hint, amp, tensor_floats)
     except TilecraftError as error:
         raiser = functools.partial(_raise, error)
         OP_RAISERS[(ops_id, kinds)] = torch.compiler.disable(raiser, reason=str(error))
@@ -75,9 +93,10 @@ OP_RAISERS: dict[tuple[str, tuple[ArgKind, ...]], Callable[[], None]] = {}
 def compiled_call(ops: KernelOps, values: tuple[Any, ...]) -> Any:
     """The kernel call as ``torch.compile`` traces it: one custom op in the graph."""
     kinds, amp = tuple(arg_kind(v) for v in values), autocast_state(values)
-    name, layout, floats = op_for(ops.id, kinds, amp)
+    tensor_floats = any(k[0] == "float" for k in kinds) and recompiling()
+    name, layout, floats = op_for(ops.id, kinds, amp, tensor_floats)
     if not name:  # the host code needs the sizes' relations: specialize on this call's
-        name, layout, floats = op_for_sizes(ops.id, kinds, shape_hint(values), amp)
+        name, layout, floats = op_for_sizes(ops.id, kinds, shape_hint(values), amp, tensor_floats)
     if not name:
         OP_RAISERS[(ops.id, kinds)]()
     op = getattr(getattr(torch.ops, NAMESPACE), name).default

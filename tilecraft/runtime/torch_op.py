@@ -422,7 +422,7 @@ class KernelOps:
 
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
-        self.ops: dict[tuple[tuple[ArgKind, ...], str], tuple[OpInfo, Any]] = {}
+        self.ops: dict[tuple[tuple[ArgKind, ...], str, bool], tuple[OpInfo, Any]] = {}
         self.backward: Callable[..., Any] | None = None
         self.setup_context: Callable[..., Any] | None = None
         # a str: an int attribute of a graph input becomes a dynamic int under
@@ -431,14 +431,20 @@ class KernelOps:
         _registry[self.id] = self
 
     def get(
-        self, kinds: tuple[ArgKind, ...], hint: Hint | None = None, amp: str = ""
+        self,
+        kinds: tuple[ArgKind, ...],
+        hint: Hint | None = None,
+        amp: str = "",
+        tensor_floats: bool = False,
     ) -> tuple[OpInfo, Any]:
-        """The op for calls of ``kinds`` under autocast ``amp`` (defined on first use)."""
-        found = self.ops.get((kinds, amp))
+        """The op for calls of ``kinds`` under autocast ``amp`` (defined on first use);
+        ``tensor_floats``: one that takes floats that size no output as tensors, where the
+        kernel has no backward (``runtime/op_floats.py``)."""
+        tensor_floats = tensor_floats and self.backward is None
+        found = self.ops.get((kinds, amp, tensor_floats))
         if found is None:
-            no_backward = self.backward is None
-            found = create_op(self.kernel, kinds, hint, amp, float_tensors=no_backward)
-            self.ops[kinds, amp] = found
+            found = create_op(self.kernel, kinds, hint, amp, float_tensors=tensor_floats)
+            self.ops[kinds, amp, tensor_floats] = found
             op_records.record(op_base_name(self.kernel), kinds, amp)
             if self.backward is not None:
                 self._register_autograd(*found)
@@ -496,12 +502,12 @@ class KernelOps:
         return self.get_sized(kinds, shape_hint(values))[0]
 
     def get_sized(
-        self, kinds: tuple[ArgKind, ...], hint: Hint, amp: str = ""
+        self, kinds: tuple[ArgKind, ...], hint: Hint, amp: str = "", tensor_floats: bool = False
     ) -> tuple[OpInfo, Any]:
         """:meth:`get` with the layout read on a call's own sizes: where the host code fails
         on them too, the error a plain call gives (the user's line and the arguments)."""
         try:
-            return self.get(kinds, hint, amp)
+            return self.get(kinds, hint, amp, tensor_floats)
         except TilecraftError:
             raise
         except Exception as exc:
@@ -524,9 +530,9 @@ class KernelOps:
     def call(self, values: tuple[Any, ...]) -> Any:
         """Run the kernel through its op (eager calls that need autograd)."""
         kinds, amp = tuple(arg_kind(v) for v in values), autocast_state(values)
-        hint = None if (kinds, amp) in self.ops else shape_hint(values)  # (read only by a new op)
-        info, op = self.get(kinds, hint, amp)
-        return info.rebuild(op(*op_floats.to_tensors(values, info.float_tensors)), values)
+        hint = None if (kinds, amp, False) in self.ops else shape_hint(values)  # (a new op's)
+        info, op = self.get(kinds, hint, amp)  # (floats as floats: eager calls do not recompile)
+        return info.rebuild(op(*values), values)
 
 
 def _define_recorded(forward_op: str) -> None:
@@ -534,7 +540,7 @@ def _define_recorded(forward_op: str) -> None:
     (``runtime/op_records.py``): a compiled backward from torch.compile's disk cache calls them."""
     for key, kinds, amp in op_records.recorded(forward_op):
         for ops in list(_registry.values()):
-            if op_base_name(ops.kernel) == key and (kinds, amp) not in ops.ops:
+            if op_base_name(ops.kernel) == key and (kinds, amp, False) not in ops.ops:
                 # a record this kernel no longer fits: nothing to define (traced again if needed)
                 with contextlib.suppress(Exception):
                     ops.get(kinds, None, amp)
