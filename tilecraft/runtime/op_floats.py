@@ -6,8 +6,10 @@ A custom op's ``float`` argument is a constant to ``torch.compile``: a learning 
 changes every step recompiled the caller every step (8 steps, then the recompile limit; under
 ``fullgraph=True`` an error). A float torch.compile has made dynamic reaches an op without a
 recompile only as a tensor it computed (``ones(()) * lr``: Dynamo turns the Python float into
-a graph input). So an op takes such floats as 0-d float64 tensors on the CPU, and its real
-implementation reads them back exactly (a float64 holds a Python float).
+a graph input). So when Dynamo compiles a frame again (``compiled_calls.recompiling``: a
+float that changed is then dynamic), the op takes such floats as 0-d float64 tensors on the
+CPU, and its real implementation reads them back exactly (a float64 holds a Python float). A
+first compile keeps them constants: a CPU tensor in the graph makes inductor skip CUDA graphs.
 
 Only floats that set no output's shape: the fake implementation must give the outputs' sizes
 without the value (a fake tensor has none), so it runs the host code on the stand-in value the
