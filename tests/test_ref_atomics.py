@@ -151,3 +151,21 @@ def test_a_masked_atomic_crosscompiles() -> None:
         padded_bincount.bind((ids, 3)).config_spec.default()
     )
     assert re.search(r"tl\.atomic_add\([^\n]*mask=[^\n]*>= 0", code), code
+
+
+@tc.kernel(static_shapes=True)
+def absmax_into_one(x: torch.Tensor) -> torch.Tensor:
+    amax = torch.zeros([1], dtype=torch.float32, device=x.device)
+    for t in tc.tile(x.size(0)):
+        tc.atomic_max(amax, [0], torch.amax(torch.abs(x[t])))
+    return amax
+
+
+def test_ref_mode_atomics_run_on_meta_tensors() -> None:
+    """Ref mode on meta tensors (shapes only: default_dump replays calls so) took a boolean
+    selection of the atomic's lanes, which meta tensors cannot make: the next call of the case
+    was lost from the dump."""
+    out = absmax_into_one.run_ref(torch.empty(64, device="meta"))
+    assert out.is_meta and out.shape == (1,)
+    x = torch.randn(64)
+    assert torch.equal(absmax_into_one.run_ref(x), x.abs().amax().reshape(1))

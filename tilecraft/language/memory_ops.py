@@ -118,14 +118,15 @@ def _ref_atomic(
     flat_index = torch.arange(target.numel(), device=target.device).view(target.shape)[idx]
     vals = torch.as_tensor(value, device=target.device).to(target.dtype)
     vals = vals.expand(flat_index.shape)
-    keep = torch.ones_like(flat_index, dtype=torch.bool) if keep is None else keep
-    keep = keep.expand(flat_index.shape)
-    lin, vals = flat_index[keep], vals[keep]
-    old = torch.zeros(flat_index.shape, dtype=target.dtype, device=target.device)
+    if keep is None:  # (no boolean selection: meta tensors, shapes only, cannot take one)
+        lin, vals = flat_index.reshape(-1), vals.reshape(-1)
+    else:
+        keep = keep.expand(flat_index.shape)
+        lin, vals = flat_index[keep], vals[keep]
     previous = target.reshape(-1)[lin]
     work = target.contiguous().view(-1)
     if kind == "add":
-        previous = (previous + _lane_ordered_adds(lin, vals)).to(old.dtype)
+        previous = (previous + _lane_ordered_adds(lin, vals)).to(target.dtype)
         work.index_add_(0, lin, vals)
     elif kind in ("max", "min"):
         work.scatter_reduce_(0, lin, vals, reduce="a" + kind, include_self=True)
@@ -137,6 +138,9 @@ def _ref_atomic(
             work[lin[k]] = fn(work[lin[k]], vals[k])
     if work.data_ptr() != target.data_ptr():
         target.copy_(work.view(target.shape))
+    if keep is None:
+        return previous.view(flat_index.shape)
+    old = torch.zeros(flat_index.shape, dtype=target.dtype, device=target.device)
     old[keep] = previous
     return old
 
