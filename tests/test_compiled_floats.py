@@ -5,14 +5,15 @@ kernels with a backward still read their floats as numbers."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import pytest
 import torch
 
 import tilecraft as tc
+from tilecraft.frontend.host_aliases import host_reads
 from tilecraft.runtime import op_floats
-from tilecraft.runtime.torch_op import HostRunner
 
 
 @tc.kernel(static_shapes=True)
@@ -21,6 +22,15 @@ def sgd_step(p: torch.Tensor, g: torch.Tensor, lr: float, decay: float) -> torch
     out = torch.empty_like(p)
     for tn in tc.tile(n):
         out[tn] = p[tn] * (1.0 - lr * decay) - lr * g[tn]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def ceil_repeat(x: torch.Tensor, r: float) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty([n * math.ceil(r)], dtype=x.dtype, device=x.device)
+    for t in tc.tile(out.size(0)):
+        out[t] = x[t % n] * r
     return out
 
 
@@ -72,18 +82,28 @@ def test_a_float_that_sizes_an_output_stays_a_constant(
         keep = int(64 * fraction)
         assert got.shape == (keep,)
         torch.testing.assert_close(got, x[:keep] * fraction)
+    repeat = torch.compile(lambda x, r: (ceil_repeat(x, r), ceil_repeat(x, r).shape[0]))
+    for r in (1.0, 0.5, 2.5):
+        got, traced = repeat(x, r)
+        assert traced == got.shape[0] == 64 * math.ceil(r)
+        torch.testing.assert_close(got, x.repeat(math.ceil(r)) * r)
 
 
 def test_which_floats_travel_as_tensors() -> None:
-    def layout_of(kernel: tc.Kernel, example: tuple[object, ...]) -> tuple[int, ...]:
-        runner = HostRunner(kernel)
-        result = runner.run(example)[0]
-        return op_floats.value_free_floats(lambda a: runner.run(a)[0], example, result)
+    """Floats host code never reads (device loops alone do). Two probe values (1.0, 0.625)
+    once decided it: ``math.ceil(r)`` agreed on both and sized the output wrong from the
+    stand-in after a recompile (aot_eager 8 elements for 24; inductor's size assert)."""
 
-    meta = torch.zeros(16, device="meta")
-    assert layout_of(sgd_step, (meta, meta, 1.0, 1.0)) == (2, 3)
-    assert layout_of(keep_head, (meta, 0.5)) == ()  # int(n * fraction) sizes the output
-    assert layout_of(sgd_step, (meta, meta, 1, 2)) == ()  # ints are no float arguments
+    def tensor_floats(kernel: tc.Kernel, kinds: tuple[tuple[object, ...], ...]) -> tuple[int, ...]:
+        src = kernel.source
+        host = host_reads(src.tree, [loop.node for loop in src.loops])
+        return op_floats.device_only_floats(kinds, list(kernel.signature.parameters), host)
+
+    tensor, number, integer = ("Tensor", "torch.float32", 1, "cpu"), ("float",), ("int",)
+    assert tensor_floats(sgd_step, (tensor, tensor, number, number)) == (2, 3)
+    assert tensor_floats(keep_head, (tensor, number)) == ()  # int(n * fraction) in host code
+    assert tensor_floats(ceil_repeat, (tensor, number)) == ()  # math.ceil(r) in host code
+    assert tensor_floats(sgd_step, (tensor, tensor, integer, integer)) == ()  # no floats
 
 
 def test_the_op_reads_a_tensor_float_back_exactly() -> None:
@@ -124,3 +144,18 @@ def test_a_backward_registered_after_a_compiled_call_sees_floats(
 def _save_s(ctx: object, inputs: tuple[object, ...], output: object) -> None:
     assert type(inputs[1]) is float, type(inputs[1])
     ctx.s = inputs[1]  # type: ignore[attr-defined]
+
+
+def test_a_changing_float_under_dynamic_true_compiles_once(
+    device: str, dynamo_stats: dict[str, int]
+) -> None:
+    """``dynamic=True`` makes floats graph inputs from the first compile: with them kept
+    constants there, every value recompiled (fullgraph failed at step 9; fuzz 53c)."""
+    p, g = torch.randn(33, device=device), torch.randn(33, device=device)
+    step = torch.compile(
+        lambda p, g, lr: sgd_step(p, g, lr, 0.0), fullgraph=True, backend="aot_eager", dynamic=True
+    )
+    for i in range(10):
+        lr = 0.1 / (i + 1)
+        torch.testing.assert_close(step(p, g, lr), p - lr * g)
+    assert dynamo_stats["unique_graphs"] == 1, dict(dynamo_stats)

@@ -124,3 +124,20 @@ def _root(value: ast.expr, roots: dict[str, str]) -> str | None:
                 return None
         else:
             return None
+
+
+def host_reads(tree: ast.FunctionDef, device_loops: list[ast.For]) -> set[str]:
+    """The names host code reads: everywhere but the bodies of device loops (a loop's range,
+    ``tc.tile(n * reps)``, is host code). A parameter outside this set reaches only device
+    code, so its value decides no shape the host code makes."""
+    bodies = {id(stmt) for loop in device_loops for stmt in (*loop.body, *loop.orelse)}
+    names: set[str] = set()
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if id(node) in bodies:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return names

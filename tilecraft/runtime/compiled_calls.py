@@ -40,15 +40,19 @@ _NO_OP: OpFound = ("", None, ())
 
 
 @mark_constant
-def recompiling() -> bool:
-    """Whether Dynamo is compiling a frame again: a float argument that changed since is then
-    an input of the graph (automatic dynamic), which reaches the op without a recompile only
-    as a tensor (``runtime/op_floats.py``). A first compile keeps floats as constants, as
-    torch does: a CPU scalar tensor in the graph made inductor skip CUDA graphs. (Dynamo's
-    compile id has no public accessor; without it, floats stay constants.)"""
+def dynamic_floats() -> bool:
+    """Whether Dynamo may make a float argument an input of this graph: under
+    ``torch.compile(dynamic=True)``, or when it compiles a frame again (a float that changed is
+    then dynamic). Such floats reach the op without a recompile only as tensors
+    (``runtime/op_floats.py``). A first static compile keeps floats constants, as torch does: a
+    CPU scalar tensor in the graph made inductor skip CUDA graphs. (Dynamo's compile id and
+    config have no public accessors; without them, floats stay constants.)"""
     try:
+        import torch._dynamo
         from torch._guards import CompileContext
 
+        if not torch._dynamo.config.assume_static_by_default:  # dynamic=True
+            return True
         compile_id = CompileContext.current_compile_id()
     except (ImportError, AttributeError, RuntimeError):
         return False
@@ -93,7 +97,7 @@ OP_RAISERS: dict[tuple[str, tuple[ArgKind, ...]], Callable[[], None]] = {}
 def compiled_call(ops: KernelOps, values: tuple[Any, ...]) -> Any:
     """The kernel call as ``torch.compile`` traces it: one custom op in the graph."""
     kinds, amp = tuple(arg_kind(v) for v in values), autocast_state(values)
-    tensor_floats = any(k[0] == "float" for k in kinds) and recompiling()
+    tensor_floats = any(k[0] == "float" for k in kinds) and dynamic_floats()
     name, layout, floats = op_for(ops.id, kinds, amp, tensor_floats)
     if not name:  # the host code needs the sizes' relations: specialize on this call's
         name, layout, floats = op_for_sizes(ops.id, kinds, shape_hint(values), amp, tensor_floats)

@@ -6,21 +6,21 @@ A custom op's ``float`` argument is a constant to ``torch.compile``: a learning 
 changes every step recompiled the caller every step (8 steps, then the recompile limit; under
 ``fullgraph=True`` an error). A float torch.compile has made dynamic reaches an op without a
 recompile only as a tensor it computed (``ones(()) * lr``: Dynamo turns the Python float into
-a graph input). So when Dynamo compiles a frame again (``compiled_calls.recompiling``: a
-float that changed is then dynamic), the op takes such floats as 0-d float64 tensors on the
+a graph input). So when Dynamo may make a float dynamic (``compiled_calls.dynamic_floats``: a
+frame compiled again, or ``dynamic=True``), the op takes such floats as 0-d float64 tensors on the
 CPU, and its real implementation reads them back exactly (a float64 holds a Python float). A
 first compile keeps them constants: a CPU tensor in the graph makes inductor skip CUDA graphs.
 
-Only floats that set no output's shape: the fake implementation must give the outputs' sizes
-without the value (a fake tensor has none), so it runs the host code on the stand-in value the
-op was defined with. A float that sizes an output (``int(n * keep)``) stays a constant, as
-torch keeps such floats. Only ops of kernels without a backward: a user's ``setup_context``
+Only floats that host code never reads (device loops alone do): the fake implementation must
+give the outputs' sizes without the value (a fake tensor has none), so it runs the host code
+on the stand-in value the op was defined with. A float host code reads (``int(n * keep)``)
+stays a constant, as torch keeps floats that size outputs. Only ops of kernels without a backward: a user's ``setup_context``
 and backward read the float as a number.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -28,33 +28,17 @@ import torch
 Positions = tuple[int, ...]
 
 
-def value_free_floats(
-    run: Callable[[tuple[Any, ...]], Any], example: tuple[Any, ...], result: Any
+def device_only_floats(
+    kinds: tuple[tuple[Any, ...], ...], params: Sequence[str], host_names: set[str]
 ) -> Positions:
-    """The positions of ``example``'s floats whose values change no output's layout: the host
-    code (``run``) gives the same dtypes, shapes and strides with other values. () where any
-    float sets one, or the host code fails on the other values."""
-    positions = tuple(i for i, v in enumerate(example) if type(v) is float)
-    if not positions:
-        return ()
-    other = tuple(_other_value(v) if i in positions else v for i, v in enumerate(example))
-    try:
-        again = run(other)
-    except Exception:  # noqa: BLE001  (a value the host code refuses: keep the constants)
-        return ()
-    return positions if _layout(again) == _layout(result) else ()
-
-
-def _other_value(value: float) -> float:
-    """Another value, away from the ones host code often refuses (a dropout's p = 1.0)."""
-    return value / 2 + 0.125 if value != 0.25 else 0.375
-
-
-def _layout(result: Any) -> tuple[Any, ...]:
-    items = result if isinstance(result, (tuple, list)) else (result,)
+    """The positions of the float arguments host code never reads (only device loops do): such
+    a float decides no output's shape, so the fake implementation may run the host code with
+    any stand-in for it. A float host code reads stays a constant, whatever values a probe
+    would try: ``math.ceil(r)`` or ``n if p >= 0.5 else n // 2`` size outputs only for some."""
     return tuple(
-        (i.dtype, tuple(i.shape), i.stride()) if isinstance(i, torch.Tensor) else type(i)
-        for i in items
+        i
+        for i, (kind, name) in enumerate(zip(kinds, params, strict=True))
+        if kind[0] == "float" and name not in host_names
     )
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tilecraft.errors import ArgumentError, TilecraftError, user_stacklevel
+from tilecraft.frontend.host_aliases import host_reads
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.values import memory_owner
 from tilecraft.language import _context
@@ -356,13 +357,13 @@ def create_op(
     example, result, launched = run_examples(runner, kinds, hint)
     mutated = runner.mutated(example, launched)
     layout, n_out = output_layout(kernel, result, example)
-    floats = op_floats.value_free_floats(lambda a: runner.run(a)[0], example, result)
-    floats = floats if float_tensors else ()
+    params = list(kernel.signature.parameters)
+    host_names = host_reads(kernel.source.tree, [loop.node for loop in kernel.source.loops])
+    floats = op_floats.device_only_floats(kinds, params, host_names) if float_tensors else ()
     op_schema = schema(kernel, kinds, mutated, n_out, floats)
     base, n = op_base_name(kernel, op_schema + amp), 0
     while f"{base}_{n}" in _taken:
         n += 1
-    params = list(kernel.signature.parameters)
     info = OpInfo(f"{base}_{n}", layout, tuple(params[i] for i in sorted(mutated)), floats)
     _taken.add(info.name)
 
