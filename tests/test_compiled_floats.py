@@ -159,3 +159,16 @@ def test_a_changing_float_under_dynamic_true_compiles_once(
         lr = 0.1 / (i + 1)
         torch.testing.assert_close(step(p, g, lr), p - lr * g)
     assert dynamo_stats["unique_graphs"] == 1, dict(dynamo_stats)
+
+
+def test_a_numpy_float_argument_under_torch_compile(
+    device: str, dynamo_stats: dict[str, int]
+) -> None:
+    """Dynamo traces a ``numpy.float64`` as an array: the op had no schema type for it
+    ("argument 'lr' is a ndarray"). It is taken as the Python float it holds (through a graph
+    break: Dynamo's .item() of it ends the graph; fullgraph=True still refuses it)."""
+    import numpy as np
+
+    p, g = torch.randn(33, device=device), torch.randn(33, device=device)
+    step = torch.compile(lambda p, g, lr: sgd_step(p, g, lr, 0.0), backend="aot_eager")
+    torch.testing.assert_close(step(p, g, np.float64(0.25)), p - 0.25 * g)

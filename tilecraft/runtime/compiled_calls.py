@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from tilecraft.errors import TilecraftError
@@ -109,6 +110,16 @@ def compiled_call(ops: KernelOps, values: tuple[Any, ...]) -> Any:
 
 
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def plain_numbers(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """NumPy scalars as Python numbers: Dynamo traces a ``numpy.float64`` argument as an array,
+    which an op's schema has no type for ("argument 's' is a ndarray"; with fullgraph,
+    Dynamo refused the container checks' hasattr on it)."""
+    return tuple(
+        v.item() if isinstance(v, (np.generic, np.ndarray)) and not np.ndim(v) else v
+        for v in values
+    )
 
 
 def traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

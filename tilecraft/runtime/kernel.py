@@ -345,7 +345,7 @@ class Kernel:
                 "or write what it computes as a plain helper function of tiles",
             )
         if compiling or compiled_calls.traced(args, kwargs):
-            values = self.positional(args, kwargs)
+            values = compiled_calls.plain_numbers(self.positional(args, kwargs))
             if compiled_calls.needs_grad(values):
                 compiled_calls.check_autograd(self._ops, values, compiling)
             return compiled_calls.compiled_call(self._ops, values)
