@@ -1,21 +1,22 @@
-"""Float arguments a kernel's op carries as 0-d tensors (stage: runtime; in: the host code run
-on stand-ins, a call's values; out: which float arguments travel as tensors, and the values
-converted each way).
+"""Float arguments a kernel's op carries as 0-d tensors (stage: runtime; in: the argument kinds
+and the names host code reads, a call's values; out: which float arguments travel as tensors,
+and the values converted each way).
 
 A custom op's ``float`` argument is a constant to ``torch.compile``: a learning rate that
 changes every step recompiled the caller every step (8 steps, then the recompile limit; under
 ``fullgraph=True`` an error). A float torch.compile has made dynamic reaches an op without a
 recompile only as a tensor it computed (``ones(()) * lr``: Dynamo turns the Python float into
 a graph input). So when Dynamo may make a float dynamic (``compiled_calls.dynamic_floats``: a
-frame compiled again, or ``dynamic=True``), the op takes such floats as 0-d float64 tensors on the
-CPU, and its real implementation reads them back exactly (a float64 holds a Python float). A
-first compile keeps them constants: a CPU tensor in the graph makes inductor skip CUDA graphs.
+frame compiled again, or ``dynamic=True``), the op takes such floats as 0-d float64 tensors on
+the CPU, and its real implementation reads them back exactly (a float64 holds a Python
+float). A first compile keeps them constants: a CPU tensor in the graph makes inductor skip
+CUDA graphs.
 
 Only floats that host code never reads (device loops alone do): the fake implementation must
 give the outputs' sizes without the value (a fake tensor has none), so it runs the host code
 on the stand-in value the op was defined with. A float host code reads (``int(n * keep)``)
-stays a constant, as torch keeps floats that size outputs. Only ops of kernels without a backward: a user's ``setup_context``
-and backward read the float as a number.
+stays a constant, as torch keeps floats that size outputs. Only ops of kernels without a
+backward: a user's ``setup_context`` and backward read the float as a number.
 """
 
 from __future__ import annotations
