@@ -223,8 +223,7 @@ def shared_error(attempts: Sequence[Attempt]) -> str:
     """The one tilecraft error (its message, source line and hint) every failed config raised
     while its code was generated: the kernel meets something no config changes (an op this
     target lacks), which the table would only repeat per config; '' otherwise."""
-    kind, text = _shared_error(attempts)
-    return text
+    return _shared_error(attempts)[1]
 
 
 def shared_argument_error(attempts: Sequence[Attempt]) -> ArgumentError | None:

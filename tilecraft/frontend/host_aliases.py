@@ -11,6 +11,7 @@ writes skipped every check and autograd used the overwritten values silently.
 from __future__ import annotations
 
 import ast
+import collections
 from collections.abc import Iterator
 
 # methods of a tensor that return one view of it with another shape (values.py's hint for a
@@ -42,8 +43,7 @@ def host_view_roots(
 ) -> dict[str, str]:
     """Each host name the function binds to a view or an item of a parameter (through any
     chain of such names), with that parameter. Device loops' bodies are not host code."""
-    inside = {id(n) for loop in device_loops for n in ast.walk(loop)}
-    bindings = list(_bindings(tree, inside))
+    bindings = list(_bindings(tree, {id(loop) for loop in device_loops}))
     roots: dict[str, str] = {p: p for p in params}
     changed = True
     while changed:  # (a chain: x -> flat -> rows)
@@ -57,12 +57,23 @@ def host_view_roots(
     return {name: root for name, root in roots.items() if name not in params}
 
 
-def _bindings(tree: ast.FunctionDef, inside: set[int]) -> Iterator[tuple[list[str], ast.expr]]:
-    """(names bound, the expression they come from) of each host assignment and host ``for``
-    (its target from the iterated value: ``for g in grads``, ``for i, g in enumerate(grads)``)."""
-    for node in ast.walk(tree):
-        if id(node) in inside:
+def _host_nodes(tree: ast.FunctionDef, skipped: set[int]) -> Iterator[ast.AST]:
+    """Every node of the function's body but the subtrees rooted at ``skipped`` ids, in
+    ``ast.walk``'s order (breadth first: a name bound twice keeps its first binding's root)."""
+    todo: collections.deque[ast.AST] = collections.deque(tree.body)
+    while todo:
+        node = todo.popleft()
+        if id(node) in skipped:
             continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _bindings(tree: ast.FunctionDef, loops: set[int]) -> Iterator[tuple[list[str], ast.expr]]:
+    """(names bound, the expression they come from) of each host assignment and host ``for``
+    (its target from the iterated value: ``for g in grads``, ``for i, g in enumerate(grads)``);
+    ``loops``: the ids of the device loops, skipped whole."""
+    for node in _host_nodes(tree, loops):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 yield _names(target), node.value
@@ -131,13 +142,8 @@ def host_reads(tree: ast.FunctionDef, device_loops: list[ast.For]) -> set[str]:
     ``tc.tile(n * reps)``, is host code). A parameter outside this set reaches only device
     code, so its value decides no shape the host code makes."""
     bodies = {id(stmt) for loop in device_loops for stmt in (*loop.body, *loop.orelse)}
-    names: set[str] = set()
-    stack: list[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if id(node) in bodies:
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        stack.extend(ast.iter_child_nodes(node))
-    return names
+    return {
+        node.id
+        for node in _host_nodes(tree, bodies)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }

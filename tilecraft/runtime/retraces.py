@@ -36,7 +36,7 @@ def retrace_warning(
     changing = [
         i
         for i in range(len(names))
-        if len({repr(k[i]) for k in keys if len(k) > i}) >= _CHANGING
+        if len({repr(k[i]) for k in keys}) >= _CHANGING
         and (static_shapes or not isinstance(values[i], torch.Tensor))
     ]
     if not changing:

@@ -346,12 +346,12 @@ def create_op(
     kinds: tuple[ArgKind, ...],
     hint: Hint | None = None,
     amp: str = "",
-    float_tensors: bool = True,
+    float_tensors: bool = False,
 ) -> tuple[OpInfo, Any]:
     """Define the custom op for calls with arguments of ``kinds`` (real and fake impls);
     ``hint``: the first call's sizes (:func:`shape_hint`); ``amp``: the autocast both impls
     run the host code under (:func:`autocast_state`); ``float_tensors``: whether floats that
-    size no output may travel as tensors (:mod:`~tilecraft.runtime.op_floats`)."""
+    host code never reads travel as tensors (:mod:`~tilecraft.runtime.op_floats`)."""
     check_kinds(kernel, kinds)
     runner = kernel.host_runner()
     example, result, launched = run_examples(runner, kinds, hint)
@@ -439,7 +439,7 @@ class KernelOps:
         tensor_floats: bool = False,
     ) -> tuple[OpInfo, Any]:
         """The op for calls of ``kinds`` under autocast ``amp`` (defined on first use);
-        ``tensor_floats``: one that takes floats that size no output as tensors, where the
+        ``tensor_floats``: one that takes floats host code never reads as tensors, where the
         kernel has no backward (``runtime/op_floats.py``)."""
         tensor_floats = tensor_floats and self.backward is None
         found = self.ops.get((kinds, amp, tensor_floats))
