@@ -172,3 +172,38 @@ def test_a_numpy_float_argument_under_torch_compile(
     p, g = torch.randn(33, device=device), torch.randn(33, device=device)
     step = torch.compile(lambda p, g, lr: sgd_step(p, g, lr, 0.0), backend="aot_eager")
     torch.testing.assert_close(step(p, g, np.float64(0.25)), p - 0.25 * g)
+
+
+@tc.kernel(static_shapes=True)
+def scaled(x: torch.Tensor, s: float) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = x[tn] * s
+    return out
+
+
+scaled.register_backward(lambda ctx, g: (g * ctx.s, None), _save_s)
+
+
+def test_a_kernel_with_a_backward_takes_changing_floats_without_grad(
+    device: str, dynamo_stats: dict[str, int]
+) -> None:
+    """A kernel with a backward recompiled the caller for every new float even under no_grad
+    (fuzz 53c): its one op read floats as numbers for the user's setup_context. Calls autograd
+    need not see take the op without a backward, floats as tensors; calls needing gradients
+    still see floats as numbers."""
+    x = torch.randn(50, device=device)
+    infer = torch.compile(lambda a, s: scaled(a, s) + 1.0, fullgraph=True, backend="aot_eager")
+    with torch.no_grad():
+        for i in range(10):
+            s = 0.5 + i / 8
+            torch.testing.assert_close(infer(x, s), x * s + 1.0)
+    assert dynamo_stats["unique_graphs"] <= 2, dict(dynamo_stats)
+    leaf = x.clone().requires_grad_()
+    train = torch.compile(lambda a, s: scaled(a, s).sum(), backend="aot_eager")
+    for s in (2.0, 3.0):
+        leaf.grad = None
+        train(leaf, s).backward()
+        assert leaf.grad is not None
+        torch.testing.assert_close(leaf.grad, torch.full_like(x, s))

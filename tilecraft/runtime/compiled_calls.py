@@ -95,10 +95,12 @@ def op_for_sizes(
 OP_RAISERS: dict[tuple[str, tuple[ArgKind, ...]], Callable[[], None]] = {}
 
 
-def compiled_call(ops: KernelOps, values: tuple[Any, ...]) -> Any:
-    """The kernel call as ``torch.compile`` traces it: one custom op in the graph."""
+def compiled_call(ops: KernelOps, values: tuple[Any, ...], grad: bool) -> Any:
+    """The kernel call as ``torch.compile`` traces it: one custom op in the graph. ``grad``:
+    autograd must see it (the op with the user's backward, which reads floats as numbers;
+    other calls, no_grad ones included, may take floats as tensors)."""
     kinds, amp = tuple(arg_kind(v) for v in values), autocast_state(values)
-    tensor_floats = any(k[0] == "float" for k in kinds) and dynamic_floats()
+    tensor_floats = not grad and any(k[0] == "float" for k in kinds) and dynamic_floats()
     name, layout, floats = op_for(ops.id, kinds, amp, tensor_floats)
     if not name:  # the host code needs the sizes' relations: specialize on this call's
         name, layout, floats = op_for_sizes(ops.id, kinds, shape_hint(values), amp, tensor_floats)

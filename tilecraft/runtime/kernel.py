@@ -346,9 +346,10 @@ class Kernel:
             )
         if compiling or compiled_calls.traced(args, kwargs):
             values = compiled_calls.plain_numbers(self.positional(args, kwargs))
-            if compiled_calls.needs_grad(values):
+            grad = compiled_calls.needs_grad(values)
+            if grad:
                 compiled_calls.check_autograd(self._ops, values, compiling)
-            return compiled_calls.compiled_call(self._ops, values)
+            return compiled_calls.compiled_call(self._ops, values, grad)
         if compiled_calls.needs_grad(args) or (
             kwargs and compiled_calls.needs_grad(tuple(kwargs.values()))
         ):

@@ -15,8 +15,9 @@ CUDA graphs.
 Only floats that host code never reads (device loops alone do): the fake implementation must
 give the outputs' sizes without the value (a fake tensor has none), so it runs the host code
 on the stand-in value the op was defined with. A float host code reads (``int(n * keep)``)
-stays a constant, as torch keeps floats that size outputs. Only ops of kernels without a
-backward: a user's ``setup_context`` and backward read the float as a number.
+stays a constant, as torch keeps floats that size outputs. Only calls autograd need not see
+(no input requires grad, or grad mode is off): a user's ``setup_context`` and backward read the
+float as a number, so calls that need gradients take the op with floats.
 """
 
 from __future__ import annotations

@@ -439,26 +439,22 @@ class KernelOps:
         tensor_floats: bool = False,
     ) -> tuple[OpInfo, Any]:
         """The op for calls of ``kinds`` under autocast ``amp`` (defined on first use);
-        ``tensor_floats``: one that takes floats host code never reads as tensors, where the
-        kernel has no backward (``runtime/op_floats.py``)."""
-        tensor_floats = tensor_floats and self.backward is None
+        ``tensor_floats``: one that takes floats host code never reads as tensors
+        (``runtime/op_floats.py``), for calls autograd need not see: it has no backward, whose
+        user code reads floats as numbers."""
         found = self.ops.get((kinds, amp, tensor_floats))
         if found is None:
             found = create_op(self.kernel, kinds, hint, amp, float_tensors=tensor_floats)
             self.ops[kinds, amp, tensor_floats] = found
             op_records.record(op_base_name(self.kernel), kinds, amp)
-            if self.backward is not None:
-                self._register_autograd(*found)
+            self._register_autograd(*found)
         return found
 
     def register_backward(
         self, backward: Callable[..., Any], setup_context: Callable[..., Any] | None
     ) -> None:
         self.backward, self.setup_context = backward, setup_context
-        for op_key, (info, op) in list(self.ops.items()):
-            if info.float_tensors:  # the backward reads its floats as numbers: a new op
-                del self.ops[op_key]
-                continue
+        for info, op in self.ops.values():
             self._register_autograd(info, op)
         refused = [key for key in RAISERS if key[0] == self.id]
         if refused:
@@ -521,8 +517,10 @@ class KernelOps:
             raise host_code_error(kernel.__name__, exc, where, arguments, kernel.def_loc) from exc
 
     def _register_autograd(self, info: OpInfo, op: Any) -> None:
-        assert self.backward is not None
-        if info.mutated:  # torch refuses a formula for an op that mutates (autograd_error says)
+        """The user's backward on ``op``, where it has one and the op can take it: not on an
+        op that mutates (torch refuses; ``autograd_error`` says) nor one taking floats as
+        tensors (calls needing gradients use the kernel's op with floats)."""
+        if self.backward is None or info.mutated or info.float_tensors:
             return
         setup, bwd = autograd_adapters(self.kernel, info, self.backward, self.setup_context)
         op.register_autograd(bwd, setup_context=setup)
