@@ -422,3 +422,41 @@ def test_ref_mode_takes_the_dtypes_compiled_code_takes(device: str) -> None:
         warnings.simplefilter("always")
         assert torch.equal(first_above(x, 1.0), want_first)
     assert not [w for w in caught if "running only" in str(w.message)]
+
+
+@tc.kernel(static_shapes=True)
+def padded_rows_gather(vals: torch.Tensor, starts: torch.Tensor, counts: torch.Tensor, width: int):
+    """CSR-style rows of up to ``width`` values from ``vals`` at ``starts``, lanes past each
+    row's count masked off; each gathered value written back tripled (a store, an atomic)."""
+    (m,) = starts.size()
+    y = torch.empty([m], dtype=torch.float32, device=vals.device)
+    for tr in tc.tile(m):
+        acc = tc.zeros([tr], dtype=torch.float32)
+        for tk in tc.tile(width):
+            live = tk.index[None, :] < counts[tr][:, None]
+            pos = starts[tr][:, None] + tk.index[None, :]
+            got = tc.load(vals, [pos], extra_mask=live)
+            tc.store(vals, [pos], got * 2, extra_mask=live)
+            tc.atomic_add(vals, [pos], got, extra_mask=live)
+            acc = acc + got.sum(1)
+        y[tr] = acc
+    return y
+
+
+def test_masked_accesses_of_an_empty_tensor_touch_nothing() -> None:
+    """A matrix with no nonzeros: every lane is masked off and the tensor has no elements.
+    Ref mode indexed it at the masked lanes' safe index 0, which a dim of size 0 lacks (a bare
+    IndexError; the tuner then called the data out of range and checked configs for running
+    only; fuzz 54b)."""
+    starts, counts = torch.zeros(4, dtype=torch.int64), torch.zeros(4, dtype=torch.int64)
+    vals = torch.empty(0)
+    assert torch.equal(padded_rows_gather.run_ref(vals, starts, counts, 4), torch.zeros(4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no out-of-range warning from the accuracy baseline
+        assert torch.equal(padded_rows_gather(vals, starts, counts, 4), torch.zeros(4))
+    vals = torch.arange(1.0, 7.0)  # and the same kernel on data it reads
+    starts, counts = torch.tensor([0, 2, 5, 6]), torch.tensor([2, 3, 1, 0])
+    written = vals.clone()
+    got = padded_rows_gather.run_ref(written, starts, counts, 4)
+    assert torch.equal(got, torch.tensor([3.0, 12.0, 6.0, 0.0]))
+    assert torch.equal(written, vals * 3)

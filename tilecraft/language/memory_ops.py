@@ -115,7 +115,7 @@ def _ref_atomic(
         raise error
     idx, keep = ref_access.checked_access(f"tc.atomic_{kind}", target, _ref_items(items), mask)
     ref_views.before_write(target)
-    flat_index = torch.arange(target.numel(), device=target.device).view(target.shape)[idx]
+    flat_index = ref_access.element_positions(target, idx)
     vals = torch.as_tensor(value, device=target.device).to(target.dtype)
     vals = vals.expand(flat_index.shape)
     if keep is None:  # (no boolean selection: meta tensors, shapes only, cannot take one)

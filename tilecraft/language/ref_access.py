@@ -281,12 +281,23 @@ def _access(
         if checked.ends:
             _raise_past_end(op, tensor, checked.ends[0], items[checked.ends[0].position])
         return checked.items, None, None
-    view = tensor[checked.items]
+    view = _readable(tensor, checked)[checked.items]
     fitted = _fit_mask(op, tensor, mask, view.shape)
     for which in checked.bad:
         if bool((fitted & _lanes_in_result(tensor, checked, which)).any()):
             _raise_unmasked(op, tensor, which, True)
     return checked.items, view, fitted
+
+
+def _readable(tensor: torch.Tensor, checked: _Checked) -> torch.Tensor:
+    """``tensor``, or a zero one with its empty dims that an index item hits made size 1: the
+    safe index 0 of a masked-off lane has nothing to point at in a dim of size 0 (a CSR matrix
+    with no nonzeros; compiled code reads no memory there)."""
+    empty = {which.dim for which in checked.bad if which.size == 0}
+    if not empty:
+        return tensor
+    shape = [1 if d in empty else size for d, size in enumerate(tensor.shape)]
+    return tensor.new_zeros(shape)
 
 
 def load(op: str, tensor: torch.Tensor, items: tuple[Any, ...], mask: Any = None) -> Any:
@@ -322,6 +333,8 @@ def store(
         return
     values = torch.as_tensor(value, device=tensor.device).to(tensor.dtype).expand(target.shape)
     keep = fitted.expand(target.shape)
+    if not bool(keep.any()):
+        return  # every lane masked off (a tensor with no elements has only such lanes)
     if not any(isinstance(i, torch.Tensor) for i in safe):
         target[keep] = values[keep]  # basic indexing: target is a view of tensor
         if sample is not None:
@@ -346,6 +359,13 @@ def _coordinates(
         grid = torch.arange(size, device=tensor.device).view(view).expand(tensor.shape)
         coords.append(grid[items].expand(shape))
     return coords
+
+
+def element_positions(tensor: torch.Tensor, items: tuple[Any, ...]) -> torch.Tensor:
+    """The flat position in ``tensor`` of each element of ``tensor[items]`` (safe items: in
+    range, or masked off). A tensor with no elements has only masked-off lanes: they get 0."""
+    numbered = torch.arange(tensor.numel(), device=tensor.device).view(tensor.shape)
+    return _readable(numbered, _check_items(numbered, items))[items]
 
 
 def checked_access(
