@@ -286,6 +286,43 @@ def test_loops_that_begin_before_or_end_past_a_tensor_never_touch_outside_it() -
     assert torch.equal(out, x * 2)  # the elements past the end are neither read nor written
 
 
+def test_ref_mode_refuses_a_loop_that_begins_before_a_tensor() -> None:
+    """Ref mode made the tile ``x[-3:4]`` (Python's slice from the end: empty) and returned the
+    untouched copy, where compiled code refuses the loop; a begin read from memory (offsets
+    [-5, ...]) likewise, which compiled code reads as 0 there (fuzz 54b)."""
+    x = torch.arange(10.0)
+    with pytest.raises(ShapeError, match=r"over \[-3, 4\) indexes a tensor from -3"):
+        range_scale.run_ref(x, -3, 4)
+    with pytest.raises(ShapeError, match=r"test_validate.py:\d+: a tile loop over \[-5, 3\)"):
+        segment_copy.run_ref(x, torch.tensor([-5, 3, 10]))
+
+
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[4, 8]))
+def ragged_row_sums(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    b, _ = x.size()
+    out = torch.zeros([b], dtype=torch.float32, device=x.device)
+    for tb in tc.tile(b):
+        acc = tc.zeros([tb], dtype=torch.float32)
+        for ts in tc.tile(lengths[tb]):  # one end per row: a loop has one
+            acc = acc + x[tb, ts].sum(1)
+        out[tb] = acc
+    return out
+
+
+@pytest.mark.parametrize("mode", ["compiled", "ref"])
+def test_a_loop_bound_of_several_values_is_refused_at_its_line(mode: str) -> None:
+    """``tc.tile(lengths[tb])`` with a tile of rows: the trace emitted a loop to a vector
+    (the interpreter's broadcast error, an MLIR assertion killing the sm_90 compile worker),
+    ref mode raised torch's 'only one element tensors' (fuzz 54b)."""
+    x, lengths = torch.randn(6, 20), torch.tensor([20, 3, 0, 7, 11, 1])
+    call = ragged_row_sums if mode == "compiled" else ragged_row_sums.run_ref
+    with pytest.raises(
+        DeviceCodeError, match=r"test_validate.py:\d+: tc.tile\(...\): a loop bound is a tile"
+    ) as info:
+        call(x, lengths)
+    assert "extra_mask=ts.index[None, :] < lengths[tb][:, None]" in str(info.value)
+
+
 @tc.kernel(static_shapes=False)
 def add_dynamic(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     m, n = x.size()

@@ -19,13 +19,18 @@ from tilecraft.frontend import rdims
 from tilecraft.frontend.values import TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind, same_range, shape_str
-from tilecraft.language.loops import BLOCK_SIZE_HINT
+from tilecraft.language.loops import BLOCK_SIZE_HINT, vector_bound_error
 from tilecraft.language.tunables import BlockSize, DynamicInt
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
 
 _NO_DTYPE = torch.int32  # loops have no value; the dtype field is unused
+
+
+def _single(dim: Any) -> bool:
+    """A dim of one element: a literal 1, or a grid index's / block size 1's dim."""
+    return dim == 1 or (isinstance(dim, Sym) and dim.scalar)
 
 
 def block_sym(
@@ -41,6 +46,8 @@ def block_sym(
         for v in (extent, begin)
     )
     for bound in (begin, extent):
+        if isinstance(bound, Node) and any(not _single(d) for d in bound.shape):
+            raise vector_bound_error("grid" if scalar else "tile", tr.loc)
         if isinstance(bound, Node) and not dtypes.is_integer(bound.dtype):
             origin = f"'{bound.attrs['tensor'].name}'" if bound.op is Op.LOAD else "a value"
             raise DeviceCodeError(

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tilecraft.errors import RUN_TIME_COUNT_HINT, DeviceCodeError, SourceLoc
+from tilecraft.errors import RUN_TIME_COUNT_HINT, DeviceCodeError, ShapeError, SourceLoc
 from tilecraft.language import _context, ref_sample
 from tilecraft.language.tunables import SpecializeHostInts, host_int_names
 
@@ -82,7 +82,20 @@ class RefTile:
         return torch.arange(self.begin, self.end, device=device)
 
     def as_index(self) -> slice | int:
-        return self.begin if self.is_grid else slice(self.begin, self.end)
+        if self.is_grid:
+            return self.begin
+        if self.begin < 0:  # as compiled code refuses it (frontend/coverage.py)
+            from tilecraft.language.ref_access import user_loc
+
+            raise ShapeError(
+                f"a tile loop over [{self.begin}, {self.stop}) indexes a tensor from "
+                f"{self.begin}, before its first element",
+                user_loc(),
+                hint="begin the loop at 0 or later (a negative index counts from the end only "
+                "in Python's own indexing); where the begin is read from memory (offsets), "
+                "check those values",
+            )
+        return slice(self.begin, self.end)
 
     def value(self) -> Any:
         """What the tile means in arithmetic: its int for a grid index, else its index tensor."""
@@ -140,7 +153,7 @@ def _ref_iter(spec: TileSpec) -> Iterator[Any]:
 
     per_dim = []
     for begin, end, block in zip(spec.begins, spec.ends, spec.block_sizes, strict=True):
-        b, e = int(begin), int(end)
+        b, e = _ref_bound(begin, spec.kind), _ref_bound(end, spec.kind)
         if type(block) is int and (block < 1 or block & (block - 1)):
             from tilecraft.language.ref_access import user_loc
 
@@ -170,6 +183,28 @@ def _ref_iter(spec: TileSpec) -> Iterator[Any]:
         finally:
             if sample is not None:
                 sample.depth -= 1
+
+
+def _ref_bound(bound: Any, kind: str) -> int:
+    """A loop bound as its int; a tensor of several values (``lengths[tb]``: one per row of a
+    tile) is refused as compiled code refuses it (``frontend/loop_nest.py``)."""
+    if isinstance(bound, torch.Tensor) and bound.numel() != 1:
+        from tilecraft.language.ref_access import user_loc
+
+        raise vector_bound_error(kind, user_loc())
+    return int(bound)
+
+
+def vector_bound_error(kind: str, loc: SourceLoc | None) -> DeviceCodeError:
+    """A ``tc.tile`` / ``tc.grid`` bound that is a tile of values, not one number."""
+    return DeviceCodeError(
+        f"tc.{kind}(...): a loop bound is a tile of values (one per row: lengths[tb]), not one "
+        "number; a loop has one begin and one end for all the rows of a tile",
+        loc,
+        hint="loop each row on its own (tc.tile(b, block_size=1) and lengths[tb.begin]), or "
+        "loop to the longest row and mask lanes past each row's length: "
+        "tc.load(x, [tb, ts], extra_mask=ts.index[None, :] < lengths[tb][:, None])",
+    )
 
 
 def _on_kernel_device() -> contextlib.AbstractContextManager[Any]:
