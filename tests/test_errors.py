@@ -774,3 +774,30 @@ def test_an_op_with_a_one_line_equivalent_names_it() -> None:
     with pytest.raises(UnsupportedOpError, match="bincount") as info:
         counted(ids)
     assert "tc.atomic_add(counts, [ids[tn]], 1)" in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def prefix_means(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    b, _, d = x.size()
+    out = torch.empty([b, d], dtype=torch.float32, device=x.device)
+    for tb in tc.tile(b, block_size=1):
+        n = lengths[tb.begin]
+        acc = tc.zeros([d], dtype=torch.float32)
+        for ts in tc.tile(n):
+            acc = acc + x[tb.begin, ts, :].sum(0)
+        out[tb.begin, :] = acc / torch.clamp(n, min=1).to(torch.float32)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["list", "tuple", "numpy"])
+def test_a_list_indexed_in_device_code_names_the_argument(kind: str) -> None:
+    """``lengths[tb.begin]`` of a list, tuple or NumPy array: an UnsupportedOpError showed
+    Python's 'list indices must be integers or slices, not TileValue' (fuzz 54b)."""
+    import numpy as np
+
+    values = [12, 0, 5, 3]
+    lengths = {"list": values, "tuple": tuple(values), "numpy": np.array(values)}[kind]
+    with pytest.raises(DeviceCodeError, match=r"test_errors.py:\d+: 'lengths' is a ") as info:
+        prefix_means(torch.randn(4, 12, 8), lengths)
+    assert "torch.tensor(lengths, device=x.device)" in str(info.value)
+    assert "TileValue" not in str(info.value)

@@ -191,6 +191,16 @@ def test_random_configs_keep_splits_legal() -> None:
 
 
 # -- heuristic -----------------------------------------------------------------------------
+def test_the_interpreter_default_splits_nothing() -> None:
+    """The interpreter runs one program after another: a split only adds partials and their
+    combine (a ragged softmax's default split 64 ways ran 370 times longer than unsplit; fuzz
+    54b). The same call on an H200 splits."""
+    tall = torch.empty(65536, 1024, dtype=torch.bfloat16)
+    assert _bind(col_sum, tall, target=H200).config_spec.default().split_reductions[0] > 1
+    interpreted = _bind(col_sum, tall, target=Target.parse("interpret")).config_spec.default()
+    assert interpreted.split_reductions == (1,), interpreted
+
+
 def test_heuristic_splits_tall_skinny_column_sum_on_h200() -> None:
     tall = _bind(col_sum, torch.empty(65536, 1024, dtype=torch.bfloat16), target=H200)
     default = tall.config_spec.default()

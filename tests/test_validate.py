@@ -440,3 +440,27 @@ def test_tensors_in_a_list_decide_the_device_and_are_checked() -> None:
         check_tensor_args("k", {"xs": meta, "y": torch.empty(2, device="cpu")}, None)
     with pytest.raises(ArgumentError, match=r"argument 'xs\[1\]' is a .*complex64"):
         check_tensor_args("k", {"xs": [meta[0], torch.empty(2, dtype=torch.complex64)]}, None)
+
+
+@tc.kernel(static_shapes=True)
+def head_row_sums(x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    m, _ = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(m):
+        acc = tc.zeros([tm], dtype=torch.float32)
+        for tk in tc.tile(n):  # a count kept on the device
+            acc = acc + x[tm, tk].sum(1)
+        out[tm] = acc
+    return out
+
+
+def test_a_0d_tensor_bounds_an_inner_loop() -> None:
+    """The loop's end is loaded, as ``n[()]`` would be: codegen met the host tensor itself
+    ('no device-side attribute node') and every config failed alike (fuzz 54b). A [1] tensor
+    is refused at the line, naming its element."""
+    x = torch.randn(7, 30)
+    torch.testing.assert_close(head_row_sums(x, torch.tensor(13)), x[:, :13].sum(1))
+    with pytest.raises(
+        DeviceCodeError, match=r"(?s)test_validate.py:\d+.*hint: read its element: n\[0\]"
+    ):
+        head_row_sums(x, torch.tensor([13]))

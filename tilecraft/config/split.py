@@ -176,7 +176,11 @@ def with_default_splits(
     block first grows (up to ``budget`` elements per iteration's widest tile, keeping
     ``MIN_SPLIT_TRIPS`` iterations per share) so each iteration moves more than a few rows of a
     narrow grid tile; ``settle`` re-derives the warps of a grown tile. Dot loops keep their k
-    block (shared memory stages depend on it)."""
+    block (shared memory stages depend on it). The interpreter splits nothing: it runs one
+    program after another, so a split only adds partials and their combine (a ragged softmax
+    split 64 ways ran 370 times longer)."""
+    if spec.target.backend == "interpret":
+        return config.replace(split_reductions=[1] * len(spec.split_sites))
     factors = []
     for i, (site, _) in enumerate(spec.split_sites):
         programs = spec.programs(i, config)

@@ -116,6 +116,11 @@ class Interpreter:
                 raise _not_a_tensor(expr, scope, self.tracer.loc) or UnsupportedOpError(
                     f"TypeError: {exc}", self.tracer.loc
                 ) from None
+            if "indices must be integers" in text or "only integers, slices" in text:
+                # a list / tuple / array argument indexed with a device value (lengths[tb.begin])
+                raise _container_indexed(expr, scope, self.tracer.loc) or UnsupportedOpError(
+                    f"{type(exc).__name__}: {exc}", self.tracer.loc
+                ) from None
             raise UnsupportedOpError(f"{type(exc).__name__}: {exc}", self.tracer.loc) from None
 
     def _located(self, expr: ast.expr) -> ast.Expression:
@@ -445,6 +450,26 @@ def _not_a_tensor(expr: ast.expr, scope: dict[str, Any], loc: Any) -> DeviceCode
                     "value), not a tensor: device code indexes tensors",
                     loc,
                     hint=f"pass a tensor for '{node.value.id}', or use the value as it is",
+                )
+    return None
+
+
+def _container_indexed(expr: ast.expr, scope: dict[str, Any], loc: Any) -> DeviceCodeError | None:
+    """``lengths[tb.begin]`` with ``lengths`` a list, tuple or NumPy array: device code reads
+    tensors only (their Python indexing takes ints, not a device value), named."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            value = scope.get(node.value.id)
+            if isinstance(value, (list, tuple)) or type(value).__module__ == "numpy":
+                name = node.value.id
+                listed = isinstance(value, (list, tuple))
+                kind = f"a Python {type(value).__name__}" if listed else "a NumPy array"
+                return DeviceCodeError(
+                    f"'{name}' is {kind}, indexed with a device value: device code reads "
+                    "tensors (a host value is indexed by Python ints only)",
+                    loc,
+                    hint=f"pass it as a tensor on the kernel's device: torch.tensor({name}, "
+                    "device=x.device)",
                 )
     return None
 

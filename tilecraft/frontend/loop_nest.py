@@ -16,7 +16,7 @@ import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc
 from tilecraft.frontend import rdims
-from tilecraft.frontend.values import TileProxy, TileValue
+from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import Node, Op, Sym, SymKind, same_range, shape_str
 from tilecraft.language.loops import BLOCK_SIZE_HINT, vector_bound_error
@@ -41,8 +41,9 @@ def block_sym(
     traced again from the same site (a ``tc.static_range`` body unrolled) over the same range
     shares its block size: the user wrote one loop, and sibling copies of it over one range
     can then be fused (``ir/fuse_loops.py``)."""
+    # (a 0-d tensor argument is loaded: a count kept on the device)
     extent, begin = (
-        tr.value_node(v) if isinstance(v, (TileValue, TileProxy, DynamicInt)) else v
+        tr.value_node(v) if isinstance(v, (TileValue, TileProxy, DynamicInt, HostTensor)) else v
         for v in (extent, begin)
     )
     for bound in (begin, extent):

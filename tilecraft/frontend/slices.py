@@ -27,19 +27,33 @@ def _bound(t: HostTensor, item: slice, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, DynamicInt) or not isinstance(value, int) or isinstance(value, bool):
-        what = "a run-time int" if isinstance(value, DynamicInt) else "computed in device code"
-        if not isinstance(value, (int, DynamicInt)) and not hasattr(value, "node"):
-            what = f"a {type(value).__name__}"
+        text = f"slice {_text(item)} on '{t.name}'"
+        if isinstance(value, DynamicInt):
+            raise UnsupportedOpError(
+                f"{text}: the {name} bound is a run-time int",
+                hint="slice bounds must be compile-time ints; wrap a size in tc.specialize(...)",
+            )
+        if not hasattr(value, "node"):
+            raise UnsupportedOpError(f"{text}: the {name} bound is a {type(value).__name__}")
         raise UnsupportedOpError(
-            f"slice {_text(item)} on '{t.name}': the {name} bound is {what}",
-            hint="slice bounds must be compile-time ints; wrap a size in tc.specialize(...)",
+            f"{text}: the {name} bound is computed in device code (a length read from memory); "
+            "a slice has a size fixed at compile time",
+            hint="loop up to it (for ts in tc.tile(n): acc = acc + x[r, ts].sum()), or read the "
+            "whole dim and mask past it (torch.where(tc.arange(size) < n, x[r, :], 0))",
         )
     return int(value)
 
 
 def _text(item: slice) -> str:
-    parts = ["" if v is None else str(v) for v in (item.start, item.stop)]
-    return ":".join(parts) + (f":{item.step}" if item.step is not None else "")
+    """``item`` as written, a bound computed in device code as ``n``."""
+    parts = [_bound_text(v) for v in (item.start, item.stop)]
+    return ":".join(parts) + (f":{_bound_text(item.step)}" if item.step is not None else "")
+
+
+def _bound_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return str(value) if isinstance(value, (int, DynamicInt)) else "n"
 
 
 def slice_item(
