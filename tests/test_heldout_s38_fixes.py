@@ -105,6 +105,25 @@ def test_math_functions_of_a_run_time_float_argument(device: str) -> None:
         torch.testing.assert_close(scale_by_rsqrt(x, bc), want)
 
 
+@tc.kernel(static_shapes=True)
+def rms_by_math(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = math.sqrt(x[tn] * x[tn])
+    return out
+
+
+def test_math_of_a_tile_is_refused_at_its_line() -> None:
+    """Python's math takes one number: ``math.sqrt(tile)`` compiled elementwise while ref mode
+    (and so the tuner's accuracy baseline) raised 'only one element tensors' (fuzz 54a)."""
+    from tilecraft.errors import DeviceCodeError
+
+    with pytest.raises(DeviceCodeError, match=r"test_heldout_s38_fixes.py:\d+: math.sqrt\(\)") as e:
+        rms_by_math(torch.randn(40))
+    assert "torch.sqrt(x) elementwise" in str(e.value)
+
+
 @tc.kernel(static_shapes=False)
 def row_topk(x: torch.Tensor, k_holder: torch.Tensor) -> torch.Tensor:
     m, n = x.size()

@@ -93,12 +93,25 @@ _MATH_AS_TORCH: dict[str, Callable[..., Any]] = {
 }  # fmt: skip
 
 
+_TORCH_NAMES = {"fabs": "abs"}  # math functions whose torch counterpart is named apart
+
+
 def _device_math(name: str) -> Callable[..., Any]:
     fallback, torch_fn = getattr(math, name), _MATH_AS_TORCH[name]
 
     def device_math(*args: Any) -> Any:
         if not any(_is_device(v) for v in args):
             return fallback(*args)
+        for v in args:
+            node = v.tracer.value_node(v) if _is_device(v) else None
+            if node is not None and node.ndim != 0:  # as Python's math refuses it in ref mode
+                raise DeviceCodeError(
+                    f"math.{name}() of a tile of shape {shape_str(node.shape)}: Python's math "
+                    "takes one number, a tile has one per element",
+                    hint=f"use torch.{_TORCH_NAMES.get(name, name)}(x) elementwise; "
+                    f"math.{name}() takes "
+                    "scalars (a loaded element, a reduced value)",
+                )
         return torch_fn(*args)
 
     device_math.__name__ = name
