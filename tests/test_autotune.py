@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -535,3 +536,36 @@ def test_a_script_without_a_main_guard_tunes_in_workers_at_once(tmp_path: Path) 
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "ok True" in run.stdout
+
+
+@tc.kernel(static_shapes=True)
+def smooth_in_place(u: torch.Tensor) -> None:
+    (n,) = u.size()
+    for t in tc.tile(n):
+        i = t.index
+        left = tc.load(u, [i - 1], extra_mask=i >= 1)
+        right = tc.load(u, [i + 1], extra_mask=i + 1 < n)
+        u[t] = 0.5 * (left + right)
+
+
+@tc.kernel(static_shapes=True)
+def double_in_place(u: torch.Tensor) -> None:
+    (n,) = u.size()
+    for t in tc.tile(n):
+        u[t] = u[t] * 2
+
+
+def test_a_stencil_updated_in_place_names_the_race(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every config of an in-place smoothing differs from ref mode (programs read neighbours
+    other programs have overwritten): the error said to report a tilecraft bug (fuzz 54a). A
+    tensor each program reads only where it writes is not named."""
+    from tilecraft.autotune.classify import NoWorkingConfigError, shifted_updates
+
+    monkeypatch.setenv("TILECRAFT_FORCE_AUTOTUNE", "1")
+    with pytest.raises(NoWorkingConfigError) as info:
+        smooth_in_place(torch.randn(1000))
+    text = str(info.value)
+    assert re.search(r"'u' \(line \d+\) is stored by each program", text), text
+    assert "programs race" in text and "ping-pong" in text and "tilecraft bug" not in text
+    u = torch.randn(100)
+    assert shifted_updates(double_in_place.bind((u,)).traced.loops) == []

@@ -17,7 +17,8 @@ from typing import Any
 
 from tilecraft.config.config import Config
 from tilecraft.errors import ArgumentError, TilecraftError
-from tilecraft.ir.nodes import DeviceLoop, Op, reads_memory, value_indexed
+from tilecraft.ir.nodes import DeviceLoop, Node, Op, reads_memory, value_indexed
+from tilecraft.runtime.launch_overlaps import read_elsewhere
 
 
 class Category(str, enum.Enum):
@@ -177,9 +178,11 @@ class NoWorkingConfigError(TilecraftError):
         cause: str = "",
         racy: Sequence[str] = (),
         refusal: str = "",
+        shifted: Sequence[str] = (),
     ):
         """``cause``: why no config could work, where tilecraft knows (``config/unfit.py``);
         ``racy``: host tensors the kernel updates at loaded indices (:func:`racy_updates`);
+        ``shifted``: those it stores and reads at other positions (:func:`shifted_updates`);
         ``refusal``: the one error every config raised (:func:`shared_error`), which is then
         the whole message: a table repeating it per config, and a hint to report a bug, would
         only bury what the user has to change."""
@@ -202,6 +205,14 @@ class NoWorkingConfigError(TilecraftError):
                 "programs that load the same index may race on those rows (one's store "
                 "overwrites another's); tc.atomic_add(tensor, [index, ...], value) is the "
                 "race-free way to accumulate"
+            )
+        if shifted and categories == {Category.WRONG_RESULT}:
+            hint = (  # (the race explains the results: not a report of a tilecraft bug)
+                f"every config disagrees with the baseline: {', '.join(shifted)} is stored by "
+                "each program in its own part and read by the same loop at other positions (a "
+                "stencil updated in place): programs race, one reading an element another has "
+                "already overwritten; write into a second tensor (ping-pong buffers, swapped "
+                "between launches)"
             )
         if categories == {Category.WRONG_RESULT} and any(
             "!= expected [" in a.reason + a.detail for a in self.attempts if not a.ok
@@ -260,13 +271,23 @@ def racy_updates(loops: Sequence[DeviceLoop]) -> list[str]:
         loaded = {id(n.attrs["tensor"]) for n in nodes if n.op is Op.LOAD}
         for node in nodes:
             tensor: Any = node.attrs.get("tensor")
-            if node.op is not Op.STORE or id(tensor) not in loaded or tensor.name in found:
+            if node.op is not Op.STORE or id(tensor) not in loaded or _named(node) in found:
                 continue
             if value_indexed(node) and any(reads_memory(v) for v in node.inputs[1:]):
-                found.append(
-                    f"'{tensor.name}' (line {node.loc.lineno})" if node.loc else f"'{tensor.name}'"
-                )
+                found.append(_named(node))
     return found
+
+
+def shifted_updates(loops: Sequence[DeviceLoop]) -> list[str]:
+    """Host tensors a device loop stores in each program's part and also reads outside it (a
+    stencil updated in place): programs race on the shared elements."""
+    found = [_named(store) for loop in loops for store in read_elsewhere(loop)]
+    return list(dict.fromkeys(found))
+
+
+def _named(store: Node) -> str:
+    name = store.attrs["tensor"].name
+    return f"'{name}' (line {store.loc.lineno})" if store.loc else f"'{name}'"
 
 
 def _what_to_do(categories: set[Category | None]) -> str:

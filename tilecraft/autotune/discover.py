@@ -29,6 +29,7 @@ from tilecraft.autotune.classify import (
     racy_updates,
     shared_argument_error,
     shared_error,
+    shifted_updates,
 )
 from tilecraft.autotune.compare import DEFAULT_TOLERANCES, Tolerances, tolerance_for
 from tilecraft.autotune.evaluate import error_text
@@ -374,8 +375,11 @@ def run_discovery(
         refusal = "" if cause else shared_error(attempts)
         if all(a.category is Category.WRONG_RESULT for a in attempts if not a.ok):
             cause = cause or user_baseline(bound) or unsteady_baseline(bound, args, kwargs)
-        racy = racy_updates(bound.traced.loops)
-        raise NoWorkingConfigError(name, attempts, repro, cause, racy, refusal)
+        loops = bound.traced.loops
+        shifted = shifted_updates(loops)
+        raise NoWorkingConfigError(
+            name, attempts, repro, cause, racy_updates(loops), refusal, shifted
+        )
     rank = results.index(winner)
     heuristic_ok = winner.config.key() == _default_key(bound)
     if not heuristic_ok:

@@ -52,6 +52,24 @@ def overlap_pairs(loop: DeviceLoop) -> tuple[OverlapPair, ...]:
     return tuple(pairs)
 
 
+def read_elsewhere(loop: DeviceLoop) -> list[Node]:
+    """The stores of tensors the same loop also loads outside the storing program's part (a
+    stencil updated in place: ``u[t] = (u[i - 1] + u[i + 1]) / 2``): a program may read an
+    element before or after another program stores it. Safe only where the reads never meet
+    another program's writes (red-black sweeps, whose masks the IR does not compare), so this
+    explains wrong results; it refuses nothing."""
+    grid = {id(s) for s in loop.grid_syms}
+    nodes = loop.walk()
+    found: list[Node] = []
+    for store in (n for n in nodes if n.op is Op.STORE):
+        tensor, part = store.attrs["tensor"], _partition(store, grid)
+        if any(
+            n.op is Op.LOAD and n.attrs["tensor"] is tensor and not part <= _items(n) for n in nodes
+        ):
+            found.append(store)
+    return found
+
+
 def _partition(node: Node, grid: set[int]) -> set[tuple[int, int]]:
     """(tensor dim, grid sym) of each grid tile indexing a store: the part of the tensor each
     program writes. A read of one tensor (one view of it) indexed by all of them stays in the
