@@ -454,3 +454,40 @@ def test_a_float_atomic_xchg_runs_in_the_interpreter(device: str) -> None:
     old = swap_in(slots, ids, values)
     assert torch.equal(old, (torch.arange(8, device=device) + 0.5).flip(0).float())
     assert torch.equal(slots, values.flip(0))
+
+
+@tc.kernel(static_shapes=True)
+def segment_stats(
+    x: torch.Tensor, cu: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per segment of x (offsets cu): the count of positives in an int32 [1] carry, an fp16
+    [1] running sum plus each chunk's fp32 0-d mean, and an int8 tile minus a 0-d int64 sum."""
+    (s,) = cu.size()
+    counts = torch.empty([s - 1], dtype=torch.int32, device=x.device)
+    sums = torch.empty([s - 1], dtype=torch.float16, device=x.device)
+    shifted = torch.empty([x.size(0)], dtype=torch.int8, device=x.device)
+    for tb in tc.tile(s - 1, block_size=1):
+        c = tc.zeros([1], dtype=torch.int32)
+        h = tc.zeros([1], dtype=torch.float16)
+        for tt in tc.tile(cu[tb.begin], cu[tb.begin + 1]):
+            c = c + (x[tt] > 0).to(torch.int32).sum()
+            h = h + x[tt].float().sum() / 4
+            small = (x[tt] * 4).to(torch.int8)
+            shifted[tt] = small - (x[tt] > 0).long().sum()
+        counts[tb.begin] = c.sum()
+        sums[tb.begin] = h.sum()
+    return counts, sums, shifted
+
+
+def test_a_tile_reduced_to_0d_does_not_promote_a_tile(device: str) -> None:
+    """In torch a 0-d tensor ranks below tensors with dims: an int32 [1] count plus
+    ``t.sum()`` (0-d int64) stays int32, fp16 plus a 0-d fp32 mean stays fp16. Device code
+    promoted them, and a loop-carried count was refused for changing dtype (fuzz 54b)."""
+    x = torch.randn(30, device=device, dtype=torch.float16)
+    cu = torch.tensor([0, 5, 5, 30], device=device)
+    counts, sums, shifted = segment_stats(x, cu)
+    ref = segment_stats.run_ref(x, cu)
+    assert counts.dtype == torch.int32 and torch.equal(counts, ref[0])
+    assert torch.equal(counts.cpu(), torch.tensor([(x[0:5] > 0).sum(), 0, (x[5:] > 0).sum()]).int())
+    torch.testing.assert_close(sums, ref[1])
+    assert torch.equal(shifted, ref[2])

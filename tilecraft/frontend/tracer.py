@@ -24,6 +24,7 @@ from tilecraft.frontend.positions import positions_widened
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
 from tilecraft.ir.nodes import (
+    ELEMENTWISE_OPS,
     Dim,
     Node,
     Op,
@@ -118,9 +119,14 @@ class Tracer:
         return length
 
     def promotion_of(self, x: Any) -> Any:
-        """:meth:`dtype_of`, with a 0-d tensor argument as a :class:`dtypes.ZeroDim`."""
+        """:meth:`dtype_of`, with a 0-d tensor as a :class:`dtypes.ZeroDim`: a 0-d tensor
+        argument, or a tile reduced to 0-d (``x[tt].sum()``, 0-d in eager code too: an int32
+        ``[1]`` count plus it stays int32, as in torch). Other 0-d device values stay dtypes:
+        a load through a tile of block size 1 is a ``[1]`` tensor in eager code."""
         if isinstance(x, HostTensor) and x.ndim == 0:
             return dtypes.ZeroDim(x.dtype)
+        if isinstance(x, TileValue) and _reduced_to_0d(x.node):
+            return dtypes.ZeroDim(x.node.dtype)
         return self.dtype_of(x)
 
     def _loop_scalars_weak(self, operands: tuple[Any, ...]) -> list[Any]:
@@ -533,6 +539,17 @@ class Tracer:
 
 _LEAF_OPS = {Op.CONST, Op.ARG, Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID, Op.BLOCK_SIZE}
 _LOOP_SCALARS = (Op.TILE_BEGIN, Op.TILE_END, Op.TILE_ID)
+
+
+def _reduced_to_0d(node: Node) -> bool:
+    """Whether ``node`` is a 0-d tensor in eager code too: a tile reduced to 0-d, or math on
+    such values and constants (``x[tt].sum() / n``, ``.float()`` of one)."""
+    if node.ndim or node.op not in (Op.REDUCE, *ELEMENTWISE_OPS):
+        return False
+    if node.op is Op.REDUCE:
+        return True
+    inputs = [i for i in node.inputs if i.op not in (Op.CONST, Op.ARG)]
+    return bool(inputs) and all(_reduced_to_0d(i) for i in inputs)
 
 
 def _host_tensor_value(x: HostTensor) -> DeviceCodeError:
