@@ -491,3 +491,23 @@ def test_a_tile_reduced_to_0d_does_not_promote_a_tile(device: str) -> None:
     assert torch.equal(counts.cpu(), torch.tensor([(x[0:5] > 0).sum(), 0, (x[5:] > 0).sum()]).int())
     torch.testing.assert_close(sums, ref[1])
     assert torch.equal(shifted, ref[2])
+
+
+@tc.kernel(static_shapes=True)
+def fp64_constant_powers(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = torch.pow(x[t], 2.5) + x[t] ** -1.5 + 2.0 ** x[t]
+    return out
+
+
+@pytest.mark.crosscompile
+def test_fp64_libdevice_calls_with_constants_compile(device: str) -> None:
+    """libdevice / ocml have (f64, f64) and (f32, f32) overloads only, and Triton types a float
+    literal fp32: ``pow(x, 2.5)`` of an fp64 tile failed to compile for sm_90 and gfx942, so
+    every config failed on a GPU (fuzz 54a)."""
+    x = torch.rand(300, dtype=torch.float64, device=device) + 0.5
+    want = x**2.5 + x**-1.5 + 2.0**x
+    torch.testing.assert_close(fp64_constant_powers(x), want)
+    assert_defaults_cross_compile(fp64_constant_powers, (x.cpu(),))

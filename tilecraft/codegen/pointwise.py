@@ -73,6 +73,14 @@ def emit_pointwise(ctx: EmitContext, node: Node) -> None:
         template = op.nonneg_template
     if op.device_template and not ctx.interpret and compute.is_floating_point:
         template = op.device_template
+        if compute == torch.float64:  # libdevice has (f64, f64) and (f32, f32) overloads only:
+            # a float literal is fp32 to Triton (`pow(x, 2.5)` of an fp64 x failed to compile)
+            texts = [
+                ctx.full_expr("", text, compute)
+                if i.op is Op.CONST and "tl.full" not in text
+                else text
+                for i, text in zip(node.inputs, texts, strict=True)
+            ]
     if op.name in ("lshift", "rshift"):
         template = _shift_template(op.name, node.inputs[1], compute, template)
     elif op.name == "add" and compute == torch.bool:
