@@ -8,6 +8,8 @@ and gfx942."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -498,7 +500,7 @@ def fp64_constant_powers(x: torch.Tensor) -> torch.Tensor:
     (n,) = x.size()
     out = torch.empty_like(x)
     for t in tc.tile(n):
-        out[t] = torch.pow(x[t], 2.5) + x[t] ** -1.5 + 2.0 ** x[t]
+        out[t] = torch.pow(x[t], 2.5) + x[t] ** -1.5 + 2.0 ** x[t] + torch.xlogy(x[t], 3.0)
     return out
 
 
@@ -508,6 +510,41 @@ def test_fp64_libdevice_calls_with_constants_compile(device: str) -> None:
     literal fp32: ``pow(x, 2.5)`` of an fp64 tile failed to compile for sm_90 and gfx942, so
     every config failed on a GPU (fuzz 54a)."""
     x = torch.rand(300, dtype=torch.float64, device=device) + 0.5
-    want = x**2.5 + x**-1.5 + 2.0**x
-    torch.testing.assert_close(fp64_constant_powers(x), want)
+    want = x**2.5 + x**-1.5 + 2.0**x + torch.xlogy(x, 3.0)
+    # (log(3.0) was taken in fp32: 1.8e-8 off; fuzz 54a)
+    torch.testing.assert_close(fp64_constant_powers(x), want, rtol=1e-14, atol=0)
     assert_defaults_cross_compile(fp64_constant_powers, (x.cpu(),))
+
+
+@tc.kernel(static_shapes=True)
+def blend(
+    x: torch.Tensor, y: torch.Tensor, alpha: float, steps: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(1 - alpha) * y + alpha * x`` with the weights computed from the float argument in
+    device code, and a running value that starts as such a number and is carried."""
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    decay = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = (1.0 - alpha) * y[t] + alpha * x[t] / math.sqrt(steps)
+        acc = alpha * 0.5
+        for _ in tc.grid(steps):
+            acc = acc * (1.0 - alpha) + 1.0
+        decay[t] = x[t] * acc
+    return out, decay
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_math_of_python_numbers_is_double_until_it_meets_a_tile(
+    dtype: torch.dtype, device: str
+) -> None:
+    """``1.0 - alpha`` of a float argument is a Python float (a double) in eager code: device
+    code computed it in fp32 and fp64 tiles got the rounded weight (5e-8 off; fuzz 54a)."""
+    x = torch.rand(200, dtype=dtype, device=device)
+    y = torch.rand(200, dtype=dtype, device=device)
+    got, decay = blend(x, y, 0.1, 3)
+    want, want_decay = blend.run_ref(x, y, 0.1, 3)
+    exact = dtype == torch.float64
+    torch.testing.assert_close(got, want, rtol=0 if exact else None, atol=1e-15 if exact else None)
+    torch.testing.assert_close(decay, want_decay)
+    assert decay.dtype == dtype

@@ -120,6 +120,38 @@ def test_tile_positions_past_int32_do_not_wrap(device: str) -> None:
     assert "int64" not in small.to_triton_code(tc.Config(block_sizes=[4])).split("def _tc")[1]
 
 
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[64]))
+def spatial_hash(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty([n], dtype=torch.int64, device=x.device)
+    for t in tc.tile(n):
+        i = t.index
+        out[t] = (i * 73856093) ^ ((i + 7) * 19349663) + i * 100000 * 100000 + (i << 40)
+    return out
+
+
+@tc.kernel(static_shapes=False, config=tc.Config(block_sizes=[64]))
+def offsets_times(x: torch.Tensor, stride: int) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty([n], dtype=torch.int32, device=x.device)
+    for t in tc.tile(n):
+        out[t] = t.index * stride + 3
+    return out
+
+
+def test_position_arithmetic_past_int32_is_int64(device: str) -> None:
+    """int32 positions times a constant past int32's range wrapped silently (a spatial hash:
+    torch's arange is int64), and a config passed explicitly returned it (fuzz 54a). Where the
+    loop's extent is known, the product is int64; positions of run-time extents stay int32."""
+    x = torch.zeros(100, device=device)
+    i = torch.arange(100, device=device)
+    want = (i * 73856093) ^ ((i + 7) * 19349663) + i * 100000 * 100000 + (i << 40)
+    assert torch.equal(spatial_hash(x), want)
+    assert torch.equal(spatial_hash.run_ref(x), want)
+    small = offsets_times.bind((torch.zeros(64, device=device), 3))
+    assert "int64" not in small.to_triton_code(tc.Config(block_sizes=[64])).split("def _tc")[1]
+
+
 @pytest.mark.crosscompile
 def test_widened_constant_indices_cross_compile_for_nvidia_and_amd() -> None:
     """``(3).to(tl.int64)``: a Python int has no .to() in a compiled kernel (every config of

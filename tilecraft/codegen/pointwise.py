@@ -50,13 +50,17 @@ def _operands(ctx: EmitContext, node: Node, keep_half: bool) -> tuple[list[str],
     keep = keep_half and operand_dtype == torch.float16
     compute = operand_dtype if keep else dtypes.compute_dtype(operand_dtype)
     texts = []
+    # constants alone (``log(3.0)`` of xlogy(x, 3.0)) take no dtype from a tile
+    constants = all(i.op is Op.CONST for i in node.inputs)
     for inp in node.inputs:
         text = ctx.mask_expr(inp) if compute == torch.bool else ctx.expr(inp)
         if (wide := ctx.wide_arg(inp, compute)) is not None:
             text = wide
         elif inp.op is not Op.CONST and inp.dtype != compute:
             text = ctx.cast_expr(text, inp.dtype, compute)
-        elif inp.op is Op.CONST and compute == torch.float64 and _inexact_in_fp32(inp):
+        elif (
+            inp.op is Op.CONST and compute == torch.float64 and (constants or _inexact_in_fp32(inp))
+        ):
             text = f"tl.full([], {text}, tl.float64)"  # Triton's float literals are fp32
         texts.append(text)
     return texts, compute

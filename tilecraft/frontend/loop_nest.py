@@ -18,7 +18,7 @@ from tilecraft.errors import DeviceCodeError, ShapeError, SourceLoc
 from tilecraft.frontend import rdims
 from tilecraft.frontend.values import HostTensor, TileProxy, TileValue
 from tilecraft.ir import dtypes
-from tilecraft.ir.nodes import Node, Op, Sym, SymKind, same_range, shape_str
+from tilecraft.ir.nodes import Node, Op, Sym, SymKind, is_weak, same_range, shape_str
 from tilecraft.language.loops import BLOCK_SIZE_HINT, vector_bound_error
 from tilecraft.language.tunables import BlockSize, DynamicInt
 
@@ -130,9 +130,11 @@ class WidenCarry(Exception):
 
 def carry_in(tr: Tracer, outer: Node, name: str, value: Any) -> Node:
     """The ``CARRY`` node that stands for ``name`` inside the nest whose outermost loop is ``outer``."""
-    weak = type(value) in (int, float)
     init = tr.value_node(value)
+    weak = type(value) in (int, float) or is_weak(init)
     widened = tr.carry_dtypes.get((name, tr.loc)) if weak else None
+    if widened is None and is_weak(init) and init.dtype == torch.float64:
+        widened = torch.float32  # a Python float starts at the default dtype, as a literal
     if widened is not None:
         init = tr.value_node(tr.to_dtype(tr.wrap(init), widened))
     carry = Node(Op.CARRY, [init], init.shape, init.dtype, {"name": name}, tr.loc, hint=name)

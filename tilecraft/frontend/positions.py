@@ -8,11 +8,13 @@ argument) int32 positions wrapped it: ``t.index - a`` masked off every store, si
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tilecraft.frontend.values import TileProxy, TileValue
+from tilecraft.ir.int_ranges import abs_bound
 from tilecraft.ir.nodes import Op
 from tilecraft.language.tunables import DynamicInt
 
@@ -20,11 +22,48 @@ if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
 
 
-def positions_widened(t: Tracer, operands: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``operands`` with tile positions as int64 where another operand does not fit int32."""
-    if not any(_past_int32(t, o) for o in operands):
+def positions_widened(t: Tracer, operands: tuple[Any, ...], op: str) -> tuple[Any, ...]:
+    """``operands`` of pointwise ``op`` with tile positions as int64 where another operand does
+    not fit int32, or where the result may not (a spatial hash ``t.index * 73856093``)."""
+    if not any(_past_int32(t, o) for o in operands) and not _may_wrap(t, operands, op):
         return operands
     return tuple(t.to_dtype(o, torch.int64) if _position_valued(o) else o for o in operands)
+
+
+# how each op's bound of |result| follows from its operands' (shifts: by a constant amount)
+_GROWTH: dict[str, Callable[[int, int], int]] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a + b,
+    "mul": lambda a, b: a * b,
+    "lshift": lambda a, b: a << min(b, 64),
+}
+
+
+def _may_wrap(t: Tracer, operands: tuple[Any, ...], op: str) -> bool:
+    """Whether ``op`` of int32 positions may leave int32, by the operands' known bounds (a
+    position's from its loop's extent); unknown bounds (run-time extents) count as fitting."""
+    grow = _GROWTH.get(op)
+    if grow is None or len(operands) != 2 or not any(_position_valued(o) for o in operands):
+        return False
+    bounds = [_abs_bound(t, o) for o in operands]
+    if None in bounds:
+        return False
+    a, b = bounds
+    assert a is not None and b is not None
+    return grow(a, b) >= 2**31
+
+
+def _abs_bound(t: Tracer, x: Any) -> int | None:
+    if isinstance(x, bool) or not isinstance(x, (int, TileValue, TileProxy)):
+        return None
+    if isinstance(x, int):
+        return None if isinstance(x, DynamicInt) else abs(x)
+    node = t.value_node(x)
+    if node.dtype != torch.int32:  # (an int64 operand already widens the result)
+        return None
+    bound = abs_bound(node, {})
+    # int32's own bound: nothing known (a run-time extent's positions stay int32, as before)
+    return None if bound is None or bound >= 2**31 else bound
 
 
 _POSITION_LEAVES = (Op.TILE_INDEX, Op.TILE_BEGIN, Op.TILE_END)

@@ -31,6 +31,7 @@ from tilecraft.ir.nodes import (
     Shape,
     Sym,
     SymKind,
+    is_weak,
     shape_str,
     sized_shape_str,
 )
@@ -147,7 +148,7 @@ class Tracer:
         they arrive as kernel arguments, like ``eps``)."""
         if isinstance(x, (TileValue, TileProxy)):
             node = self.value_node(x)
-            if node.op is Op.ARG and node.attrs.get("weak"):
+            if is_weak(node):
                 return 0.0 if node.dtype.is_floating_point else 0
             return node.dtype
         if isinstance(x, DynamicInt):
@@ -282,10 +283,18 @@ class Tracer:
         op = POINTWISE[name]
         if op.int_identity and not self.value_node(operands[0]).dtype.is_floating_point:
             return self.wrap(self.value_node(operands[0]))
-        operands = positions_widened(self, operands)
-        result = dtypes.promote(*self._loop_scalars_weak(operands))
+        operands = positions_widened(self, operands, name)
+        kinds = self._loop_scalars_weak(operands)
+        result = dtypes.promote(*kinds)
         if op.float_only and not result.is_floating_point:
             result = torch.float32
+        # float math of Python numbers alone (``1.0 - alpha`` of a float argument) is a Python
+        # float: a double, still weak where it meets a tile (fp32 math gave fp64 tiles a
+        # rounded (1 - alpha), 5e-8 off eager; fuzz 54a)
+        weak_math = result.is_floating_point and not op.bool_result and not op.logical
+        weak_math = weak_math and all(isinstance(k, (bool, int, float)) for k in kinds)
+        if weak_math:
+            result = torch.float64
         if op.int_only and (result.is_floating_point or result.is_complex):
             raise DeviceCodeError(
                 f"'{name}' needs integer or bool tiles (as in torch), got {result}",
@@ -334,6 +343,8 @@ class Tracer:
         ]
         out_dtype = torch.bool if op.bool_result else result
         node = self.emit(Op.UNARY if op.arity == 1 else Op.BINARY, nodes, shape, out_dtype, fn=name)
+        if weak_math:
+            node.attrs["weak"] = True
         return self.wrap(node)
 
     def _truth(self, node: Node) -> Node:
@@ -562,11 +573,10 @@ def _host_tensor_value(x: HostTensor) -> DeviceCodeError:
 
 
 def _weak_scalar(node: Node, result: torch.dtype) -> bool:
-    """A host float or int argument (``eps``, ``scale``: weak in torch's type promotion), or an
-    int scalar (a ``tc.grid`` index, a tile's ``.begin``) joining float math: cast to the
-    op's compute dtype, not a half-precision result's (the interpreter's int32 -> bf16 cast
-    gave 0.0 for ``x[r, :] + r``)."""
-    if node.op is Op.ARG and node.attrs.get("weak"):
+    """A weak number (:func:`is_weak`), or an int scalar (a ``tc.grid`` index, a tile's
+    ``.begin``) joining float math: cast to the op's compute dtype, not a half-precision
+    result's (the interpreter's int32 -> bf16 cast gave 0.0 for ``x[r, :] + r``)."""
+    if is_weak(node):
         return True
     return node.ndim == 0 and not node.dtype.is_floating_point and result.is_floating_point
 

@@ -96,7 +96,8 @@ class TileValue:
                 "a scalar device value was used as a Python bool (in `and`, `or`, `not`, "
                 "`a if c else b`, or a Python builtin that compares it)",
                 hint="write & | ~ for and / or / not, torch.where(c, a, b) for `a if c else b`; "
-                "max() / min() of scalars work; an `if` or `while` statement may test it",
+                "max() / min() of scalars work in the kernel's own body (in a helper function "
+                "write torch.maximum / torch.minimum); an `if` or `while` statement may test it",
             )
         raise DeviceCodeError(
             "a tile value was used as a Python bool (in `if`, `and`, `or`, `not` or a Python "
@@ -111,9 +112,11 @@ class TileValue:
     def _as_python(self, what: str) -> DeviceCodeError:
         return DeviceCodeError(
             f"{what}(...) of a device value: it holds no Python number while the kernel is "
-            "traced (it is computed on the device)",
+            "traced (it is computed on the device; Python's math functions take one too)",
             hint="keep it a tile: .to(torch.float32) / .to(torch.int32) casts it, .shape / "
-            ".size(d) give its sizes; a number the host needs is an argument or a kernel output",
+            ".size(d) give its sizes; a number the host needs is an argument or a kernel output. "
+            "math.sqrt() / max() of a run-time value work in the kernel's own body; in a helper "
+            "function write torch.sqrt() / torch.maximum()",
         )
 
     def __float__(self) -> float:

@@ -156,6 +156,13 @@ class Op(enum.Enum):
 # ops computed element by element from their inputs (no view, load or cross-element work)
 ELEMENTWISE_OPS = (Op.CAST, Op.UNARY, Op.BINARY, Op.WHERE)
 
+
+def is_weak(node: Node) -> bool:
+    """A Python number in eager code: a host float or int argument (``eps``, ``scale``: weak
+    in torch's type promotion), or float math of such numbers alone (a double)."""
+    return node.op in (Op.ARG, Op.UNARY, Op.BINARY) and bool(node.attrs.get("weak"))
+
+
 _ids = itertools.count()
 
 
