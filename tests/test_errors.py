@@ -801,3 +801,33 @@ def test_a_list_indexed_in_device_code_names_the_argument(kind: str) -> None:
         prefix_means(torch.randn(4, 12, 8), lengths)
     assert "torch.tensor(lengths, device=x.device)" in str(info.value)
     assert "TileValue" not in str(info.value)
+
+
+@tc.kernel(static_shapes=True)
+def scratch_in_device_code(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        acc = torch.zeros(n)
+        out[t] = x[t] + acc[t]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def tensor_number_in_device_code(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        out[t] = x[t] * torch.tensor(0.5)
+    return out
+
+
+def test_values_made_in_device_code_say_where_they_live() -> None:
+    """``torch.zeros(n)`` in device code indexed by the loop's tile showed 'indexing a tile
+    with Tile(BLOCK_0)'; ``torch.tensor(0.5)`` there was called a global or a closure's
+    (fuzz 54a)."""
+    with pytest.raises(UnsupportedOpError, match=r"test_errors.py:\d+: indexing a tile value") as e:
+        scratch_in_device_code(torch.rand(10))
+    assert "allocate a tensor in host code" in str(e.value) and "BLOCK_0" not in str(e.value)
+    with pytest.raises(UnsupportedOpError, match=r"made in device code as torch.tensor\(0.5\)"):
+        tensor_number_in_device_code(torch.rand(10))

@@ -11,7 +11,7 @@ import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 from tilecraft.frontend import indexing, tile_gather, tile_shifts
-from tilecraft.frontend.values import TileValue
+from tilecraft.frontend.values import TileProxy, TileValue
 from tilecraft.ir.nodes import Dim, Op, shape_str, tile_block
 from tilecraft.language.tunables import DynamicInt
 
@@ -83,6 +83,14 @@ def subscript(t: Tracer, x: TileValue, index: Any) -> TileValue:
             node = x.node
             src += 1
             spec.append(0)
+        elif isinstance(item, TileProxy):
+            raise UnsupportedOpError(
+                "indexing a tile value with a loop's tile: a value made in device code "
+                "(torch.zeros(n), a computed tile) lives in registers, not in memory",
+                hint="allocate a tensor in host code before the loop (acc = torch.zeros(n, "
+                "device=x.device)) and index that, or make the value the tile's shape "
+                "(tc.zeros([t]))",
+            )
         else:
             what = (
                 f"a tile ({str(item.dtype).removeprefix('torch.')}, shape {shape_str(item.shape)})"

@@ -590,11 +590,14 @@ def _not_a_device_value(x: Any) -> UnsupportedOpError:
             hint="pass a Python number (float(x), int(x)) or a torch tensor",
         )
     if isinstance(x, torch.Tensor):  # a global's or a closure's (the kernel's are traced)
+        made = " as torch.tensor(0.5)" if x.ndim == 0 else ""
         return UnsupportedOpError(
             f"a {x.dtype} tensor of shape {list(x.shape)} that is not the kernel's (a global, "
-            "or one a function closes over) used as a device value",
-            hint="pass it to the kernel as an argument and index it there (`w[None, :]` of an "
-            "argument `w`), or name it in host code before the loop",
+            f"one a function closes over, or one made in device code{made}) used as a device "
+            "value",
+            hint="write a number as itself (0.5, not torch.tensor(0.5)); pass a tensor to the "
+            "kernel as an argument and index it there (`w[None, :]` of an argument `w`), or "
+            "name it in host code before the loop",
         )
     return UnsupportedOpError(f"cannot use a {kind.__name__} as a device value")
 
