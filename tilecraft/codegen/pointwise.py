@@ -44,23 +44,26 @@ def emit_cast(ctx: EmitContext, node: Node) -> None:
     ctx.bind(node, ctx.cast_expr(ctx.expr(src), src.dtype, node.dtype))
 
 
-def _operands(ctx: EmitContext, node: Node, keep_half: bool) -> tuple[list[str], torch.dtype]:
-    """The operands' texts in the op's compute dtype (``keep_half``: fp16 stays fp16)."""
+def _operands(
+    ctx: EmitContext, node: Node, keep_half: bool, libdevice: bool = False
+) -> tuple[list[str], torch.dtype]:
+    """The operands' texts in the op's compute dtype (``keep_half``: fp16 stays fp16). An
+    fp64 constant is an fp64 0-d tile where Triton's fp32 literal would lose digits, where no
+    tile operand types it (``log(3.0)`` of xlogy(x, 3.0)), and for a ``libdevice`` call, which
+    has (f64, f64) and (f32, f32) overloads only (``pow(x, 2.5)`` of an fp64 x failed to
+    compile)."""
     operand_dtype = node.inputs[0].dtype
     keep = keep_half and operand_dtype == torch.float16
     compute = operand_dtype if keep else dtypes.compute_dtype(operand_dtype)
     texts = []
-    # constants alone (``log(3.0)`` of xlogy(x, 3.0)) take no dtype from a tile
-    constants = all(i.op is Op.CONST for i in node.inputs)
+    typed = libdevice or all(i.op is Op.CONST for i in node.inputs)
     for inp in node.inputs:
         text = ctx.mask_expr(inp) if compute == torch.bool else ctx.expr(inp)
         if (wide := ctx.wide_arg(inp, compute)) is not None:
             text = wide
         elif inp.op is not Op.CONST and inp.dtype != compute:
             text = ctx.cast_expr(text, inp.dtype, compute)
-        elif (
-            inp.op is Op.CONST and compute == torch.float64 and (constants or _inexact_in_fp32(inp))
-        ):
+        elif inp.op is Op.CONST and compute == torch.float64 and (typed or _inexact_in_fp32(inp)):
             text = f"tl.full([], {text}, tl.float64)"  # Triton's float literals are fp32
         texts.append(text)
     return texts, compute
@@ -69,22 +72,15 @@ def _operands(ctx: EmitContext, node: Node, keep_half: bool) -> tuple[list[str],
 @emits(Op.UNARY, Op.BINARY)
 def emit_pointwise(ctx: EmitContext, node: Node) -> None:
     op = POINTWISE[node.attrs["fn"]]
-    texts, compute = _operands(ctx, node, op.reads_bits)
+    libdevice = bool(op.device_template) and not ctx.interpret
+    texts, compute = _operands(ctx, node, op.reads_bits, libdevice)
     template = op.float_template if op.float_template and compute.is_floating_point else op.template
     if op.fp32_template and compute == torch.float32:
         template = op.fp32_template
     if op.nonneg_template and all(nonnegative(i) for i in node.inputs):
         template = op.nonneg_template
-    if op.device_template and not ctx.interpret and compute.is_floating_point:
+    if libdevice and compute.is_floating_point:
         template = op.device_template
-        if compute == torch.float64:  # libdevice has (f64, f64) and (f32, f32) overloads only:
-            # a float literal is fp32 to Triton (`pow(x, 2.5)` of an fp64 x failed to compile)
-            texts = [
-                ctx.full_expr("", text, compute)
-                if i.op is Op.CONST and "tl.full" not in text
-                else text
-                for i, text in zip(node.inputs, texts, strict=True)
-            ]
     if op.name in ("lshift", "rshift"):
         template = _shift_template(op.name, node.inputs[1], compute, template)
     elif op.name == "add" and compute == torch.bool:

@@ -109,8 +109,7 @@ def _device_math(name: str) -> Callable[..., Any]:
                     f"math.{name}() of a tile of shape {shape_str(node.shape)}: Python's math "
                     "takes one number, a tile has one per element",
                     hint=f"use torch.{_TORCH_NAMES.get(name, name)}(x) elementwise; "
-                    f"math.{name}() takes "
-                    "scalars (a loaded element, a reduced value)",
+                    f"math.{name}() takes scalars (a loaded element, a reduced value)",
                 )
         return torch_fn(*args)
 

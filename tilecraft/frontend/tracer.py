@@ -559,7 +559,7 @@ def _reduced_to_0d(node: Node) -> bool:
         return False
     if node.op is Op.REDUCE:
         return True
-    inputs = [i for i in node.inputs if i.op not in (Op.CONST, Op.ARG)]
+    inputs = [i for i in node.inputs if i.op is not Op.CONST and not is_weak(i)]
     return bool(inputs) and all(_reduced_to_0d(i) for i in inputs)
 
 
