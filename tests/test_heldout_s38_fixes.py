@@ -105,6 +105,32 @@ def test_math_functions_of_a_run_time_float_argument(device: str) -> None:
         torch.testing.assert_close(scale_by_rsqrt(x, bc), want)
 
 
+def _flux(v: torch.Tensor, a: float, b: float) -> torch.Tensor:
+    return math.sqrt(a) * v + max(a, b) + _floor_of(a * 10)
+
+
+def _floor_of(a: float) -> int:
+    return math.floor(a)
+
+
+@tc.kernel(static_shapes=True)
+def flux_by_helper(x: torch.Tensor, a: float, b: float) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for tn in tc.tile(n):
+        out[tn] = _flux(x[tn], a, b)
+    return out
+
+
+def test_math_and_max_of_run_time_floats_in_helper_functions(device: str) -> None:
+    """math.sqrt / max of float arguments worked in the kernel's body, not in a helper it
+    calls (or one that helper calls): 'float(...) of a device value' (fuzz 54a)."""
+    x = torch.randn(10, device=device)
+    for a, b in ((0.25, 0.5), (0.81, 0.3)):
+        want = math.sqrt(a) * x + max(a, b) + math.floor(a * 10)
+        torch.testing.assert_close(flux_by_helper(x, a, b), want)
+
+
 @tc.kernel(static_shapes=True)
 def rms_by_math(x: torch.Tensor) -> torch.Tensor:
     (n,) = x.size()

@@ -124,9 +124,14 @@ _MATH_MODULE = types.SimpleNamespace(
 )
 
 
-def with_device_builtins(scope: dict[str, Any]) -> dict[str, Any]:
+def with_device_builtins(
+    scope: dict[str, Any], helpers: dict[int, Any] | None = None
+) -> dict[str, Any]:
     """``scope`` with the device ``max`` / ``min``, unless the user's module defines its own,
-    and ``math`` (the module or its functions imported by name) taking scalar device values."""
+    and ``math`` (the module or its functions imported by name) taking scalar device values.
+    The user's helper functions it names get the same in their own globals (``def flux(v, a):
+    return math.sqrt(a) * v`` called from device code); ``helpers``: those rebuilt so far."""
+    helpers = {} if helpers is None else helpers
     for name, fn in DEVICE_BUILTINS.items():
         scope.setdefault(name, fn)
     for name, value in scope.items():
@@ -134,4 +139,33 @@ def with_device_builtins(scope: dict[str, Any]) -> dict[str, Any]:
             scope[name] = _MATH_MODULE
         elif isinstance(value, types.BuiltinFunctionType) and value.__self__ is math:
             scope[name] = _DEVICE_MATH.get(value.__name__, value)
+        elif _helper(value):
+            scope[name] = _device_helper(value, helpers)
     return scope
+
+
+_LIBRARIES = ("torch", "tilecraft", "triton", "numpy", "builtins", "math", "functools")
+
+
+def _helper(value: Any) -> bool:
+    """A plain Python function of the user's (not a library's) that names ``max``, ``min`` or
+    ``math``: called from device code, it may meet device values."""
+    if not isinstance(value, types.FunctionType):
+        return False
+    if (value.__module__ or "").split(".")[0] in _LIBRARIES:
+        return False
+    return bool({"max", "min", "math", *_DEVICE_MATH} & set(value.__code__.co_names))
+
+
+def _device_helper(fn: types.FunctionType, helpers: dict[int, Any]) -> types.FunctionType:
+    """``fn`` over a copy of its globals with the device builtins (its own module's names
+    read as they are now; a ``global`` it assigns lands in the copy, as for the kernel)."""
+    if id(fn) in helpers:
+        return helpers[id(fn)]
+    scope = dict(fn.__globals__)
+    made = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    made.__kwdefaults__ = fn.__kwdefaults__
+    made.__wrapped__ = fn  # type: ignore[attr-defined]
+    helpers[id(fn)] = made
+    with_device_builtins(scope, helpers)  # (after the memo: recursive helpers end)
+    return made

@@ -96,8 +96,9 @@ class TileValue:
                 "a scalar device value was used as a Python bool (in `and`, `or`, `not`, "
                 "`a if c else b`, or a Python builtin that compares it)",
                 hint="write & | ~ for and / or / not, torch.where(c, a, b) for `a if c else b`; "
-                "max() / min() of scalars work in the kernel's own body (in a helper function "
-                "write torch.maximum / torch.minimum); an `if` or `while` statement may test it",
+                "max() / min() of scalars work in device code and the plain functions it calls "
+                "(in a method, write torch.maximum / torch.minimum); an `if` or `while` "
+                "statement may test it",
             )
         raise DeviceCodeError(
             "a tile value was used as a Python bool (in `if`, `and`, `or`, `not` or a Python "
@@ -115,8 +116,9 @@ class TileValue:
             "traced (it is computed on the device; Python's math functions take one too)",
             hint="keep it a tile: .to(torch.float32) / .to(torch.int32) casts it, .shape / "
             ".size(d) give its sizes; a number the host needs is an argument or a kernel output. "
-            "math.sqrt() / max() of a run-time value work in the kernel's own body; in a helper "
-            "function write torch.sqrt() / torch.maximum()",
+            "math.sqrt() / max() of a run-time value work in device code and the plain "
+            "functions it calls; in a method or a callable object write torch.sqrt() / "
+            "torch.maximum()",
         )
 
     def __float__(self) -> float:
