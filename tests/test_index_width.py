@@ -139,6 +139,17 @@ def offsets_times(x: torch.Tensor, stride: int) -> torch.Tensor:
     return out
 
 
+@tc.kernel(static_shapes=True, config=tc.Config(block_sizes=[64]))
+def noisy_bits(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    for t in tc.tile(n):
+        r = ((t.index.to(torch.int64) * 0x9E3779B1) & 0xFFFF).to(torch.int32)
+        bits = x[t].view(torch.int32)
+        out[t] = (((bits & 0x7FFFFFFF) + r) & ~0xFFFF).view(torch.float32)
+    return out
+
+
 def test_position_arithmetic_past_int32_is_int64(device: str) -> None:
     """int32 positions times a constant past int32's range wrapped silently (a spatial hash:
     torch's arange is int64), and a config passed explicitly returned it (fuzz 54a). Where the
@@ -148,6 +159,10 @@ def test_position_arithmetic_past_int32_is_int64(device: str) -> None:
     want = (i * 73856093) ^ ((i + 7) * 19349663) + i * 100000 * 100000 + (i << 40)
     assert torch.equal(spatial_hash(x), want)
     assert torch.equal(spatial_hash.run_ref(x), want)
+    # positions the user narrowed (a hash's .to(torch.int32)) are int32 in torch too: the sum
+    # wraps there, and a bitcast of it to fp32 keeps working (stochastic rounding's bits)
+    y = torch.rand(100, device=device)
+    torch.testing.assert_close(noisy_bits(y), noisy_bits.run_ref(y))
     small = offsets_times.bind((torch.zeros(64, device=device), 3))
     assert "int64" not in small.to_triton_code(tc.Config(block_sizes=[64])).split("def _tc")[1]
 

@@ -92,6 +92,8 @@ def _position_valued(x: Any) -> bool:
             return True
         if id(node) in seen or node.op not in (Op.BINARY, Op.UNARY, Op.CAST, Op.VIEW):
             continue
+        if node.op is Op.CAST and node.inputs[0].dtype.itemsize > node.dtype.itemsize:
+            continue  # the user's narrowing (a hash's .to(torch.int32)): int32 in torch too
         seen.add(id(node))
         stack.extend(n for n in node.inputs if not n.dtype.is_floating_point)
     return False
