@@ -112,13 +112,11 @@ class Interpreter:
                 ) from None
             if isinstance(exc, TypeError) and "not HostTensor" in text:
                 raise host_tensor_operand(text.split("(", 1)[0], text, self.tracer.loc) from None
-            if isinstance(exc, TypeError) and "is not subscriptable" in text:
-                raise _not_a_tensor(expr, scope, self.tracer.loc) or UnsupportedOpError(
-                    f"TypeError: {exc}", self.tracer.loc
-                ) from None
-            if "indices must be integers" in text or "only integers, slices" in text:
-                # a list / tuple / array argument indexed with a device value (lengths[tb.begin])
-                raise _container_indexed(expr, scope, self.tracer.loc) or UnsupportedOpError(
+            number = isinstance(exc, TypeError) and "is not subscriptable" in text
+            # a list / tuple / array argument indexed with a device value (lengths[tb.begin])
+            listed = "indices must be integers" in text or "only integers, slices" in text
+            if number or listed:
+                raise _not_a_tensor(expr, scope, self.tracer.loc, listed) or UnsupportedOpError(
                     f"{type(exc).__name__}: {exc}", self.tracer.loc
                 ) from None
             raise UnsupportedOpError(f"{type(exc).__name__}: {exc}", self.tracer.loc) from None
@@ -439,38 +437,33 @@ def _device_compare(func: Any, a: Any, b: Any) -> Any:
     return tracer.torch_call(func, (a, b), {})
 
 
-def _not_a_tensor(expr: ast.expr, scope: dict[str, Any], loc: Any) -> DeviceCodeError | None:
-    """``y[t]`` with ``y`` a number (an int argument passed for a tensor), named."""
+def _not_a_tensor(
+    expr: ast.expr, scope: dict[str, Any], loc: Any, listed: bool
+) -> DeviceCodeError | None:
+    """``y[t]`` with ``y`` a number (an int argument passed for a tensor), or with ``listed``
+    a list, tuple or NumPy array indexed with a device value (Python's indexing takes ints),
+    named."""
     for node in ast.walk(expr):
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            value = scope.get(node.value.id)
-            if value is None or isinstance(value, (bool, int, float)):
-                return DeviceCodeError(
-                    f"'{node.value.id}' is a host {type(value).__name__} (an argument or a host "
-                    "value), not a tensor: device code indexes tensors",
-                    loc,
-                    hint=f"pass a tensor for '{node.value.id}', or use the value as it is",
-                )
-    return None
-
-
-def _container_indexed(expr: ast.expr, scope: dict[str, Any], loc: Any) -> DeviceCodeError | None:
-    """``lengths[tb.begin]`` with ``lengths`` a list, tuple or NumPy array: device code reads
-    tensors only (their Python indexing takes ints, not a device value), named."""
-    for node in ast.walk(expr):
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            value = scope.get(node.value.id)
-            if isinstance(value, (list, tuple)) or type(value).__module__ == "numpy":
-                name = node.value.id
-                listed = isinstance(value, (list, tuple))
-                kind = f"a Python {type(value).__name__}" if listed else "a NumPy array"
-                return DeviceCodeError(
-                    f"'{name}' is {kind}, indexed with a device value: device code reads "
-                    "tensors (a host value is indexed by Python ints only)",
-                    loc,
-                    hint=f"pass it as a tensor on the kernel's device: torch.tensor({name}, "
-                    "device=x.device)",
-                )
+        if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)):
+            continue
+        name, value = node.value.id, scope.get(node.value.id)
+        if not listed and (value is None or isinstance(value, (bool, int, float))):
+            return DeviceCodeError(
+                f"'{name}' is a host {type(value).__name__} (an argument or a host value), not "
+                "a tensor: device code indexes tensors",
+                loc,
+                hint=f"pass a tensor for '{name}', or use the value as it is",
+            )
+        array = type(value).__module__ == "numpy"
+        if listed and (isinstance(value, (list, tuple)) or array):
+            kind = "a NumPy array" if array else f"a Python {type(value).__name__}"
+            return DeviceCodeError(
+                f"'{name}' is {kind}, indexed with a device value: device code reads tensors "
+                "(a host value is indexed by Python ints only)",
+                loc,
+                hint=f"pass it as a tensor on the kernel's device: torch.tensor({name}, "
+                "device=x.device)",
+            )
     return None
 
 

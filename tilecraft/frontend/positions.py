@@ -45,12 +45,8 @@ def _may_wrap(t: Tracer, operands: tuple[Any, ...], op: str) -> bool:
     grow = _GROWTH.get(op)
     if grow is None or len(operands) != 2 or not any(_position_valued(o) for o in operands):
         return False
-    bounds = [_abs_bound(t, o) for o in operands]
-    if None in bounds:
-        return False
-    a, b = bounds
-    assert a is not None and b is not None
-    return grow(a, b) >= 2**31
+    a, b = (_abs_bound(t, o) for o in operands)
+    return a is not None and b is not None and grow(a, b) >= 2**31
 
 
 def _abs_bound(t: Tracer, x: Any) -> int | None:

@@ -165,7 +165,6 @@ def _device_helper(fn: types.FunctionType, helpers: dict[int, Any]) -> types.Fun
     scope = dict(fn.__globals__)
     made = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
     made.__kwdefaults__ = fn.__kwdefaults__
-    made.__wrapped__ = fn  # type: ignore[attr-defined]
     helpers[id(fn)] = made
     with_device_builtins(scope, helpers)  # (after the memo: recursive helpers end)
     return made

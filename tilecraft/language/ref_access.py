@@ -333,8 +333,8 @@ def store(
         return
     values = torch.as_tensor(value, device=tensor.device).to(tensor.dtype).expand(target.shape)
     keep = fitted.expand(target.shape)
-    if not bool(keep.any()):
-        return  # every lane masked off (a tensor with no elements has only such lanes)
+    if tensor.numel() == 0:
+        return  # every lane is masked off (_access raised for any other), nothing to write
     if not any(isinstance(i, torch.Tensor) for i in safe):
         target[keep] = values[keep]  # basic indexing: target is a view of tensor
         if sample is not None:
@@ -365,6 +365,8 @@ def element_positions(tensor: torch.Tensor, items: tuple[Any, ...]) -> torch.Ten
     """The flat position in ``tensor`` of each element of ``tensor[items]`` (safe items: in
     range, or masked off). A tensor with no elements has only masked-off lanes: they get 0."""
     numbered = torch.arange(tensor.numel(), device=tensor.device).view(tensor.shape)
+    if tensor.numel():
+        return numbered[items]
     return _readable(numbered, _check_items(numbered, items))[items]
 
 

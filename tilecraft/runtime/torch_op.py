@@ -358,8 +358,11 @@ def create_op(
     mutated = runner.mutated(example, launched)
     layout, n_out = output_layout(kernel, result, example)
     params = list(kernel.signature.parameters)
-    host_names = host_reads(kernel.source.tree, [loop.node for loop in kernel.source.loops])
-    floats = op_floats.device_only_floats(kinds, params, host_names) if float_tensors else ()
+    floats: tuple[int, ...] = ()
+    if float_tensors:  # (a walk of the host code: only for ops that may take them)
+        source = kernel.source
+        host_names = host_reads(source.tree, [loop.node for loop in source.loops])
+        floats = op_floats.device_only_floats(kinds, params, host_names)
     op_schema = schema(kernel, kinds, mutated, n_out, floats)
     base, n = op_base_name(kernel, op_schema + amp), 0
     while f"{base}_{n}" in _taken:
