@@ -196,12 +196,7 @@ class _Chain:
 
     def read(self) -> Any:
         value = _cell_value(self.root) if self.key is None else self.root.get(self.key, _MISSING)
-        for is_attr, step in self.steps:
-            try:
-                value = getattr(value, step) if is_attr else value[step]
-            except Exception:  # gone, or no longer indexable: a change either way
-                return _MISSING
-        return value
+        return follow(value, self.steps)
 
     def assign(self, value: Any) -> None:
         """Make :meth:`read` give ``value`` (the last item or attribute set)."""
@@ -233,6 +228,33 @@ def _item_chains(fn: Any, loops: Sequence[ast.AST]) -> list[_Chain]:
         if _is_constant(chain.read()):
             chains.setdefault(chain.label, chain)
     return list(chains.values())
+
+
+def follow(value: Any, steps: tuple[tuple[bool, Any], ...]) -> Any:
+    """``value``'s item or attribute at the end of ``steps`` (a missing one: a sentinel)."""
+    for is_attr, step in steps:
+        try:
+            value = getattr(value, step) if is_attr else value[step]
+        except Exception:  # gone, or no longer indexable: a change either way
+            return _MISSING
+    return value
+
+
+def argument_chains(
+    tree: ast.AST, params: Sequence[str], loops: Sequence[ast.AST]
+) -> tuple[tuple[int, tuple[tuple[bool, Any], ...]], ...]:
+    """(parameter index, steps) of each item / attribute chain device loops read from a
+    parameter (``cfg.opt.lr``, ``hp["betas"][0]``) that host code never rebinds: its value is
+    baked in, so the specialization key holds it (an object's repr does not)."""
+    rebound = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    chains: dict[tuple[int, tuple[tuple[bool, Any], ...]], None] = {}
+    for node in (n for loop in loops for n in ast.walk(loop)):
+        parsed = _parse_chain(node)
+        if parsed is not None and parsed[0] in params and parsed[0] not in rebound:
+            chains[(params.index(parsed[0]), parsed[1])] = None
+    return tuple(chains)
 
 
 def _parse_chain(node: ast.AST) -> tuple[str, tuple[tuple[bool, Any], ...]] | None:

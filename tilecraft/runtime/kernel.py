@@ -44,12 +44,12 @@ from tilecraft.frontend.source import (
 from tilecraft.language import _context
 from tilecraft.runtime import compiled_calls, fastpath, hooks, retraces, torch_op
 from tilecraft.runtime.bound import BoundKernel
-from tilecraft.runtime.global_guard import GlobalGuard, describe
+from tilecraft.runtime.global_guard import GlobalGuard, argument_chains, describe
 from tilecraft.runtime.host_paths import Respecialize as _Respecialize
 from tilecraft.runtime.program import CompiledProgram
 from tilecraft.runtime.program import RunHost as _RunHost
 from tilecraft.runtime.ref import build_ref
-from tilecraft.runtime.signature import value_key
+from tilecraft.runtime.signature import chain_key, value_key
 from tilecraft.runtime.validate import (
     call_problem,
     check_layouts,
@@ -149,6 +149,10 @@ class Kernel:
         self._fast: dict[Any, fastpath.Launcher] = {}  # guard key -> prebuilt launcher
         # constants device code names (baked in when traced)
         self._globals = GlobalGuard(fn, self.source.loops)
+        # and those it reads from an argument's attributes or items (``cfg.opt.lr``)
+        self._arg_chains = argument_chains(
+            self.source.tree, self._param_names, [loop.node for loop in self.source.loops]
+        )
         # the host names device loops write, with the parameters they view (one AST walk)
         stored = self._stores = self._find_plain_stores()
         self._written_params = tuple(i for i, n in enumerate(self._param_names) if n in stored)
@@ -240,6 +244,8 @@ class Kernel:
     def _key_of(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
         """What selects a compiled specialization (cheap: it runs on every call)."""
         key = [value_key(v, self.static_shapes) for v in values]
+        for index, steps in self._arg_chains:  # (within the argument's entry: retraces name it)
+            key[index] = (key[index], chain_key(values[index], steps))
         key.append(settings.target_override())
         return tuple(key)
 

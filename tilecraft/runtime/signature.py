@@ -4,7 +4,10 @@ the key that selects a specialization, and each argument's signature for checks 
 Static shapes key every tensor's dtype, shape, strides and device; dynamic shapes a tensor's
 power-of-two size buckets and its layout (strides of 1 and 0, the dims' order by stride: host
 code's ``torch.empty_like`` follows it), and the index width. Ints and bools are keyed by value,
-floats by type; a list, tuple, dict, SimpleNamespace or dataclass by its items' keys.
+floats by type; a list, tuple, dict, SimpleNamespace or dataclass by its items' keys; an object
+of another class (a config object, an ``nn.Module``) by its constant attributes (device code
+bakes in what it reads of them; its default repr held its address: a new cache entry and a
+new tuning in every process).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from tilecraft import containers
 from tilecraft.config.plan import next_pow2
 from tilecraft.frontend.values import aligned
 from tilecraft.ir.index_width import needs_int64
+from tilecraft.runtime.global_guard import follow
 
 
 @dataclasses.dataclass
@@ -97,7 +101,39 @@ def value_key(v: Any, static_shapes: bool) -> Any:
             type(v),
             tuple((_field_key(k, static_shapes), _item_key(x, static_shapes)) for k, x in items),
         )
+    if isinstance(v, torch.nn.Module) or type(v).__repr__ is object.__repr__:
+        state = getattr(v, "__dict__", None)
+        if isinstance(state, dict):
+            return (type(v), _constant_attributes(state, isinstance(v, torch.nn.Module)))
     return (type(v), repr(v))
+
+
+def _constant_attributes(state: dict[str, Any], module: bool) -> tuple[Any, ...]:
+    """An object's attributes that are constants (numbers, strings, dtypes, tuples of them),
+    floats by value; a module's public ones (its parameters, buffers and children are in
+    private dicts: device code cannot read them, host code reads them live). A deeper value
+    device code reads (``cfg.opt.lr``) is keyed by :func:`chain_key`."""
+    return tuple(
+        (name, _item_key(x, True))
+        for name, x in state.items()
+        if _is_constant(x) and not (module and name.startswith("_"))
+    )
+
+
+def _is_constant(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_is_constant(x) for x in value)
+    return isinstance(value, (bool, int, float, str, type(None), torch.dtype))
+
+
+def chain_key(root: Any, steps: tuple[tuple[bool, Any], ...]) -> Any:
+    """What device code reads through an object argument's attributes or items
+    (``cfg.opt.lr``), by value where it is a constant (None: the argument is a tensor or a
+    container, keyed whole)."""
+    if isinstance(root, (torch.Tensor, list, tuple)) or containers.fields(root) is not None:
+        return None
+    value = follow(root, steps)
+    return _item_key(value, True) if _is_constant(value) else type(value)
 
 
 def _field_key(k: Any, static_shapes: bool) -> Any:
