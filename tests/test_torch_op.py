@@ -255,3 +255,41 @@ def test_host_arithmetic_of_a_size_and_a_block_size_under_dynamic_compile() -> N
     )
     torch.testing.assert_close(got, x.sum() * 2, rtol=1e-5, atol=1e-5)
     assert graphs
+
+
+@tc.kernel
+def temperature_scaled(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    if temperature == 1.0:  # host code returns its argument for one value only
+        return logits
+    out = torch.empty_like(logits)
+    for t in tc.tile(logits.size(0)):
+        out[t] = logits[t] / temperature
+    return out
+
+
+@tc.kernel
+def decayed_(p: torch.Tensor, decay: float) -> None:
+    if decay == 1.0:  # writes its argument for other values only
+        return
+    for t in tc.tile(p.size(0)):
+        p[t] = p[t] * decay
+
+
+def test_the_op_serves_each_path_host_code_takes_for_a_number() -> None:
+    """The op's layout was read on the stand-in 1.0 alone: ``if temperature == 1.0: return
+    logits`` made the op return its input for every temperature, under torch.compile and with
+    autograd (fuzz round 55b); a write only other values make was missing from the schema."""
+    x = torch.randn(8)
+    compiled = torch.compile(lambda t, s: temperature_scaled(t, s), fullgraph=True)
+    torch.testing.assert_close(compiled(x, 0.5), x / 0.5)
+    torch.testing.assert_close(compiled(x, 1.0), x)
+    info, _ = temperature_scaled._ops.get(
+        (("Tensor", "torch.float32", 1, x.device.type), ("float",))
+    )
+    assert info.layout == ("out", 0)
+    p = torch.randn(8)
+    want = p * 0.5
+    torch.compile(lambda t: decayed_(t, 0.5), fullgraph=True)(p)
+    torch.testing.assert_close(p, want)
+    info, _ = decayed_._ops.get((("Tensor", "torch.float32", 1, p.device.type), ("float",)))
+    assert info.mutated == ("p",)

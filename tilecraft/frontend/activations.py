@@ -248,7 +248,7 @@ def linear(t: Any, x: Any, weight: Any, bias: Any = None) -> Any:
         out = dots.matmul(t, x, w_t, op="F.linear")
         return out if bias is None else t.pointwise("add", out, bias)
     dtype = dots.operand_dtype(t.dtype_of(x), t.dtype_of(weight))
-    acc = dots.dot(t, x, w_t, out_dtype=torch.float32, op="F.linear")
+    acc = dots.matmul(t, x, w_t, op="F.linear", out_dtype=torch.float32)
     return t.to_dtype(t.pointwise("add", acc, t.to_dtype(bias, torch.float32)), dtype)
 
 

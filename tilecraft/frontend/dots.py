@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tilecraft.errors import ShapeError
+from tilecraft.errors import DeviceCodeError, ShapeError
 from tilecraft.frontend import rdims
 from tilecraft.frontend.exact_dots import ExactOperands, exact_operands
 from tilecraft.frontend.product_sums import product_sum
@@ -116,6 +116,7 @@ def dot(
     result = out_dtype or (torch.float32 if common in FP8 else common)
     if out_dtype is None and common == torch.int8 and op == "tc.dot":
         result = torch.int32  # as the eager tc.dot: an int8 result would wrap
+    _check_block_wraps(t, op, an, result)
     exact = exact_operands(t, an, bn) if common == torch.float32 else ExactOperands(an, bn, {})
     an, bn, attrs = exact.a, exact.b, exact.attrs
     # int8 products accumulate in int32 (tl.dot's only integer form), fp64 ones in fp64 (as
@@ -142,6 +143,28 @@ def dot(
     return t.wrap(t.cast(out, out_dtype or accn.dtype))
 
 
+def _check_block_wraps(t: Tracer, op: str, an: Node, result: torch.dtype) -> None:
+    """An 8-bit integer product wraps, as torch's ``int8 @ int8`` is int8: over a K tile loop
+    each block's sum wraps before the blocks meet a wider accumulator, so the kernel's result
+    would follow the block size (the config). (An int16 product summed into an int16
+    accumulator wraps alike for any block: not refused.)"""
+    k = an.shape[-1]
+    narrow = not result.is_floating_point and result.itemsize == 1 and result != torch.bool
+    if narrow and isinstance(k, Sym) and k.kind is SymKind.BLOCK and not k.scalar:
+        raise DeviceCodeError(
+            f"{op} of {_dtype_name(an.dtype)} tiles over the tile dim {k.name}: torch gives "
+            f"{_dtype_name(result)} (each product sum wraps), so a sum of the K loop's blocks "
+            "would change with the block size",
+            t.loc,
+            hint="use tc.dot(a, b) (an int32 result for int8 tiles) or cast the tiles "
+            "`.to(torch.int32)` before the product",
+        )
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
 def _wide_int(dtype: torch.dtype) -> bool:
     """An integer dtype ``tl.dot`` does not take (it takes int8 alone)."""
     return not dtype.is_floating_point and not dtype.is_complex and dtype != torch.int8
@@ -164,6 +187,7 @@ def _int_dot(
         return dot(t, t.wrap(sources[0]), t.wrap(sources[1]), acc, out_dtype or torch.int32, op)
     an, bn = t.cast(an, common), t.cast(bn, common)
     _check_shapes(t, op, an, bn)
+    _check_block_wraps(t, op, an, out_dtype or common)
     product = _summed_products(t, t.wrap(an), t.wrap(bn), an.ndim, bn.ndim)
     if acc is not None:
         product = t.pointwise("add", acc, product)
@@ -171,14 +195,23 @@ def _int_dot(
     return t.to_dtype(product, out_dtype) if out_dtype is not None else product
 
 
-def matmul(t: Tracer, a: Any, b: Any, op: str = "torch.matmul") -> TileValue:
+def matmul(
+    t: Tracer,
+    a: Any,
+    b: Any,
+    op: str = "torch.matmul",
+    out_dtype: torch.dtype | None = None,
+) -> TileValue:
     """2-D or 3-D (batched) tiles; a 2-D operand of a 3-D product is broadcast over the batch.
     A static inner dim too short for ``tl.dot`` (a 4x4 Kalman covariance, an 8x8 DCT) or
-    more than one batch dim is the product summed over K, as einsum writes it."""
+    more than one batch dim is the product summed over K, as einsum writes it.
+    ``out_dtype``: the result's dtype (fp32: unrounded, for an epilogue that rounds once)."""
     an, bn = t.value_node(a), t.value_node(b)
     k = _static_size(an.shape[-1]) if min(an.ndim, bn.ndim) >= 2 else None
     short = k is not None and k < min_k(an.dtype)
     if min(an.ndim, bn.ndim) >= 2 and (short or max(an.ndim, bn.ndim) > 3):
+        if out_dtype is not None:
+            a, b = t.to_dtype(a, out_dtype), t.to_dtype(b, out_dtype)
         return _summed_products(t, a, b, an.ndim, bn.ndim)
     if {an.ndim, bn.ndim} == {2, 3}:
         batch = (an if an.ndim == 3 else bn).shape[0]
@@ -186,7 +219,7 @@ def matmul(t: Tracer, a: Any, b: Any, op: str = "torch.matmul") -> TileValue:
             a = _batched(t, an, batch)
         else:
             b = _batched(t, bn, batch)
-    return dot(t, a, b, op=op)
+    return dot(t, a, b, out_dtype=out_dtype, op=op)
 
 
 def _summed_products(t: Tracer, a: Any, b: Any, rank_a: int, rank_b: int) -> TileValue:
@@ -226,15 +259,22 @@ def baddbmm(
             hint="torch.baddbmm takes [batch, m, k] @ [batch, k, n], torch.addmm 2-D tiles",
         )
     result = torch.promote_types(base.dtype, operand_dtype(an.dtype, bn.dtype))
-    if beta == 1 and alpha == 1 and base.dtype == torch.float32:
+    if _is(beta, 1) and _is(alpha, 1) and base.dtype == torch.float32:
         return dot(t, a, b, acc=inp, op=op)
     product = dot(t, a, b, out_dtype=torch.float32, op=op)
-    if alpha != 1:
+    if not _is(alpha, 1):
         product = t.pointwise("mul", product, alpha)
-    if beta == 0:  # as in torch: input is ignored (NaN in it does not propagate)
+    if _is(beta, 0):  # as in torch: input is ignored (NaN in it does not propagate)
         return t.to_dtype(product, result)
-    scaled = t.pointwise("mul", inp, beta) if beta != 1 else inp
+    scaled = t.pointwise("mul", inp, beta) if not _is(beta, 1) else inp
+    if not isinstance(beta, (int, float)):  # a run-time beta: 0 ignores input too
+        scaled = t.where(t.pointwise("eq", beta, 0), 0.0, scaled)
     return t.to_dtype(t.pointwise("add", t.to_dtype(scaled, torch.float32), product), result)
+
+
+def _is(scale: Any, value: int) -> bool:
+    """Whether ``scale`` is the Python number ``value`` (a run-time float argument is none)."""
+    return isinstance(scale, (int, float)) and scale == value
 
 
 # the torch callables device code writes, each with its lowering (frontend/lowerings.py
@@ -242,7 +282,9 @@ def baddbmm(
 def matmul_lowering(t: Any, a: Any, b: Any) -> Any:
     """2-D or 3-D (batched) tiles, a 2-D operand broadcast over the batch; fp32 accumulation
     (``tl.dot``). A whole static K under 16 (32 for 8-bit operands) or more batch dims (a 4-D
-    tile of 8x8 blocks) is the product summed over K, as einsum writes it."""
+    tile of 8x8 blocks) is the product summed over K, as einsum writes it. 8-bit integer
+    tiles give torch's dtype (``int8 @ int8`` is int8, wrapped): over a K tile loop, where
+    each block's sum would wrap, they are refused (``tc.dot`` gives int32)."""
     return matmul(t, a, b)
 
 
@@ -257,8 +299,8 @@ def bmm_lowering(t: Any, a: Any, b: Any) -> Any:
 
 
 def addmm_lowering(t: Any, acc: Any, a: Any, b: Any, *, beta: float = 1, alpha: float = 1) -> Any:
-    """``beta * input + alpha * (a @ b)`` on 2-D tiles; an fp32 ``input`` with beta = alpha = 1
-    is the accumulator of ``tl.dot``."""
+    """``beta * input + alpha * (a @ b)`` on 2-D tiles (beta and alpha numbers or float
+    arguments); an fp32 ``input`` with beta = alpha = 1 is the accumulator of ``tl.dot``."""
     return baddbmm(t, acc, a, b, beta=beta, alpha=alpha, op="torch.addmm")
 
 

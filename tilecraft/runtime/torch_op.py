@@ -215,21 +215,61 @@ class HostRunner:
         return hit
 
 
+Run = tuple[tuple[Any, ...], Any, list[tuple[int, dict[str, Any]]]]
+
+
 def run_examples(
     runner: HostRunner, kinds: tuple[ArgKind, ...], hint: Hint | None = None
-) -> tuple[tuple[Any, ...], Any, list[tuple[int, dict[str, Any]]]]:
+) -> list[Run]:
     """The host code run on stand-ins of ``kinds`` (the first call's sizes when ``hint`` has
-    them, else the first of :data:`EXAMPLES` it runs on: it may divide by ``1 - p`` or view
-    sizes in threes), with what it returned and launched."""
+    them, then each of :data:`EXAMPLES`: it may divide by ``1 - p`` or view sizes in threes),
+    with what it returned and launched: every run that worked, the first first (none: the last
+    one's error is raised). Host code may branch on a number (``if t == 1.0: return x``): the
+    op must serve each path, not only the first stand-in's."""
     examples = [tuple(example_arg(k, extent, value) for k in kinds) for extent, value in EXAMPLES]
     if hint is not None and len(hint) == len(kinds):
         examples.insert(0, hinted_example(kinds, hint))
+    runs: list[Run] = []
     for example in examples[:-1]:
         try:
-            return (example, *runner.run(example))
+            runs.append((example, *runner.run(example)))
         except Exception:  # noqa: BLE001  (the next stand-ins; the last one's error is raised)
             continue
-    return (examples[-1], *runner.run(examples[-1]))
+    try:
+        runs.append((examples[-1], *runner.run(examples[-1])))
+    except Exception:
+        if not runs:
+            raise
+    return runs
+
+
+def merged_layout(
+    kernel: Kernel, runner: HostRunner, runs: list[Run]
+) -> tuple[Slot | tuple[Slot, ...], int, set[int]]:
+    """The op's output layout and mutated arguments over the stand-in runs: the first run's
+    layout, with a slot where it returned an argument a new output where another run made one
+    (``_op_outputs`` copies an argument returned there), and the arguments any run wrote."""
+    example, result, launched = runs[0]
+    layout, _ = output_layout(kernel, result, example)
+    multi = _is_multi(layout)
+    slots = list(layout) if multi else [layout]
+    mutated = set(runner.mutated(example, launched))
+    for other, other_result, other_launched in runs[1:]:
+        mutated |= runner.mutated(other, other_launched)
+        try:
+            found = output_layout(kernel, other_result, other)[0]
+        except ArgumentError:  # (a view of an argument there: the calls that take it say so)
+            continue
+        others = list(found) if _is_multi(found) else [found]
+        if _is_multi(found) == multi and len(others) == len(slots):
+            pairs = zip(slots, others, strict=True)
+            slots = [b if a[0] == "arg" and b[0] == "out" else a for a, b in pairs]
+    numbered: list[Slot] = []
+    n_out = 0
+    for slot in slots:
+        numbered.append(("out", n_out) if slot[0] == "out" else slot)
+        n_out += slot[0] == "out"
+    return (tuple(numbered) if multi else numbered[0]), n_out, mutated
 
 
 def output_layout(
@@ -354,9 +394,9 @@ def create_op(
     host code never reads travel as tensors (:mod:`~tilecraft.runtime.op_floats`)."""
     check_kinds(kernel, kinds)
     runner = kernel.host_runner()
-    example, result, launched = run_examples(runner, kinds, hint)
-    mutated = runner.mutated(example, launched)
-    layout, n_out = output_layout(kernel, result, example)
+    runs = run_examples(runner, kinds, hint)
+    example = runs[0][0]
+    layout, n_out, mutated = merged_layout(kernel, runner, runs)
     params = list(kernel.signature.parameters)
     floats: tuple[int, ...] = ()
     if float_tensors:  # (a walk of the host code: only for ops that may take them)
