@@ -62,3 +62,46 @@ def test_concurrent_calls_from_threads_match_eager(
     assert failures == []
     entries = cache.ls("threaded_rms")
     assert entries and all("default failed" not in e.describe() for e in entries)
+
+
+@pytest.mark.interpreter
+def test_a_child_forked_while_a_thread_holds_the_launch_lock_runs_kernels() -> None:
+    """A DataLoader-style fork while another thread was inside a launch: the child inherited
+    the interpreter's launch lock held by a thread it does not have, and its first launch
+    waited forever (fuzz round 55b)."""
+    import multiprocessing
+    import os
+
+    from tilecraft.runtime import direct_launch
+
+    x = torch.randn(4, 32)
+    w = torch.randn(32)
+    threaded_rms(x, w, 1e-6)  # compiled: the child only launches
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with direct_launch._INTERPRETER_LOCK:
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(10)
+    try:
+        child = multiprocessing.get_context("fork").Process(
+            target=lambda: os._exit(
+                0
+                if torch.allclose(threaded_rms(x, w, 1e-6), eager_rms(x, w, 1e-6), atol=1e-5)
+                else 3
+            )
+        )
+        child.start()
+        child.join(60)
+        hung = child.is_alive()
+        if hung:
+            child.kill()
+            child.join()
+    finally:
+        release.set()
+        thread.join()
+    assert not hung and child.exitcode == 0, (hung, child.exitcode)

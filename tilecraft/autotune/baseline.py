@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from tilecraft import containers
+from tilecraft import containers, write_guard
 from tilecraft.autotune.compare import precise_leaves
 from tilecraft.ir.nodes import Op
 from tilecraft.language import ref_sample
@@ -89,8 +89,9 @@ def compute_baseline(
         torch.no_grad(),
         ref_sample.sampling(sample_programs or sys.maxsize, budget) as sample,
         lane_order(mark=False) as order,
+        write_guard.undone((a, kw)) as guard,
     ):
-        outputs = kernel.run_ref(*a, **kw)
+        outputs = guard.handed_back(kernel.run_ref(*a, **kw))
     if order.dependent and not sample.sampled and _uses_atomic_returns(kernel, args, kwargs):
         return _order_free(kernel, args, kwargs, Baseline(_own(outputs, a), a, kw, "ref mode"))
     if not sample.sampled:
@@ -107,8 +108,8 @@ def _order_free(
     only where ref mode with the returns that order decides marked agrees: a slot allocator's
     ``tc.atomic_add`` return values depend on an order the GPU picks, its counts do not."""
     a, kw = clone_args(args, kwargs)
-    with torch.no_grad(), lane_order(mark=True):
-        outputs = kernel.run_ref(*a, **kw)
+    with torch.no_grad(), lane_order(mark=True), write_guard.undone((a, kw)) as guard:
+        outputs = guard.handed_back(kernel.run_ref(*a, **kw))
     written = (
         _agreeing(first.outputs, outputs),
         _agreeing(first.args_after, a),
@@ -170,8 +171,12 @@ def widened(
         wide = tuple(_to_fp64(x, moved) for x in a)
         wide_kw = {k: _to_fp64(v, moved) for k, v in kw.items()}
         try:
-            with torch.no_grad(), _WideAllocations():
-                outputs = kernel.run_ref(*wide, **wide_kw)
+            with (
+                torch.no_grad(),
+                _WideAllocations(),
+                write_guard.undone((wide, wide_kw)) as guard,
+            ):
+                outputs = guard.handed_back(kernel.run_ref(*wide, **wide_kw))
         except Exception:  # the kernel's own checks may refuse fp64: no second opinion then
             return None
         runs.append((_own(outputs, wide), (*wide, *wide_kw.values())))

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from tilecraft import write_guard
 from tilecraft.autotune.baseline import Baseline, clone_args, restrict, widened
 from tilecraft.autotune.classify import STICKY, Category, classify, one_line
 from tilecraft.autotune.compare import Tolerances, compare, digest
@@ -144,8 +145,8 @@ def check_config(
         enter("run")
         _inject(fault, "run")
         a, kw = clone_args(args, dict(kwargs))
-        with CompileWatcher(enter) as watcher:
-            out = bound.run(program, *a, **kw)
+        with CompileWatcher(enter) as watcher, write_guard.undone((a, kw)) as guard:
+            out = guard.handed_back(bound.run(program, *a, **kw))
             synchronize(bound.device_type)
         if fault == "wrong":
             out = _perturb(out, a)
@@ -221,17 +222,18 @@ def time_config(
     def call() -> None:
         bound.run(program, *a, **kw)
 
-    if bound.device_type == "cpu" or bound.target.backend == "interpret":
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            call()
-            times.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(times)
-    import triton.testing
+    with write_guard.undone((a, kw)):  # (the caller's buffers are saved once, at the first call)
+        if bound.device_type == "cpu" or bound.target.backend == "interpret":
+            times = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                call()
+                times.append((time.perf_counter() - t0) * 1e3)
+            return statistics.median(times)
+        import triton.testing
 
-    warmup = max(5.0, rep_ms / 4)
-    return float(triton.testing.do_bench(call, warmup=warmup, rep=rep_ms, return_mode="median"))
+        warmup = max(5.0, rep_ms / 4)
+        return float(triton.testing.do_bench(call, warmup=warmup, rep=rep_ms, return_mode="median"))
 
 
 def _inject(fault: str | None, phase: str) -> None:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from tilecraft import write_guard
 from tilecraft.autotune import cache
 from tilecraft.autotune.baseline import Baseline, clone_args
 from tilecraft.autotune.budget import Budget, Clock
@@ -431,7 +432,8 @@ def _baseline_from(
     """The outputs of a config that was verified to run (in a worker), as the baseline."""
     try:
         a, kw = clone_args(args, dict(kwargs))
-        outputs = bound.run(bound.compile_config(config), *a, **kw)
+        with write_guard.undone((a, kw)) as guard:
+            outputs = guard.handed_back(bound.run(bound.compile_config(config), *a, **kw))
     except Exception:
         return None
     return Baseline(outputs, a, kw, "the working default config")

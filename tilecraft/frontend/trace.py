@@ -370,6 +370,7 @@ class _TraceHost:
                 argument,
                 group,
                 on_boundary,
+                not argument and value.device.type != "meta",
             )
         if isinstance(value, bool) and name in self.force_dynamic:
             return DynamicFlag(int(value), name)  # a flag that changes between launches

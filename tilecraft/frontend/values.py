@@ -333,6 +333,9 @@ class HostTensor:
     # (two arguments may be one tensor), else one group per buffer the host code allocated
     alias_group: int = 0
     aligned: bool = True  # its data pointer is 16-byte aligned on every call (TMA needs it)
+    # taken from elsewhere than the arguments (a module's buffer, a global): the caller's own
+    # memory, not a clone, in the tuner's runs (``write_guard``); real, not meta, when traced
+    foreign: bool = False
 
     @property
     def ndim(self) -> int:

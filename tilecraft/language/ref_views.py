@@ -17,6 +17,8 @@ import weakref
 
 import torch
 
+from tilecraft import write_guard
+
 _LIVE: dict[int, list[weakref.ref[torch.Tensor]]] = {}
 
 
@@ -36,7 +38,11 @@ def remember(base: torch.Tensor, view: torch.Tensor) -> torch.Tensor:
 
 
 def before_write(tensor: torch.Tensor) -> None:
-    """Give every live view loaded from ``tensor``'s storage its own copy of its values."""
+    """Give every live view loaded from ``tensor``'s storage its own copy of its values (and
+    a tuner's run guarding the caller's tensors the values it undoes: ``write_guard``)."""
+    guard = write_guard.active()
+    if guard is not None:
+        guard.before_write(tensor)
     for ref in _LIVE.pop(_key(tensor), []):
         view = ref()
         if view is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from tilecraft import settings
+from tilecraft import settings, write_guard
 from tilecraft.codegen.kernel import HEADER, GeneratedKernel, generate
 from tilecraft.config.config import Config
 from tilecraft.config.plan import Plan
@@ -32,7 +32,7 @@ from tilecraft.runtime.host_paths import (
     same_bounds,
     same_scalars,
 )
-from tilecraft.runtime.launch_overlaps import check_overlaps, overlap_pairs
+from tilecraft.runtime.launch_overlaps import check_overlaps, foreign_writes, overlap_pairs
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.program import CompiledProgram
 from tilecraft.runtime.program import RunHost as _RunHost
@@ -187,6 +187,7 @@ class BoundKernel:
         scalars = {loop.index: loop.host_scalars for loop in traced.loops}
         layouts = {loop.index: HostLayouts(loop.tensors) for loop in traced.loops}
         overlaps = {loop.index: overlap_pairs(loop) for loop in traced.loops}
+        foreign = {loop.index: foreign_writes(loop) for loop in traced.loops}
         loop_locs = {loop.index: loop.loc for loop in traced.loops}
 
         launched = [0]  # device loops this call has launched (the fast path has no context)
@@ -202,6 +203,9 @@ class BoundKernel:
                 host_path_changed(self.kernel, index, launched[0])
             if overlaps[index]:
                 check_overlaps(self.kernel.__name__, overlaps[index], env, loop_locs[index])
+            if foreign[index] and (guard := write_guard.active()) is not None:
+                for name in foreign[index]:
+                    guard.before_write(env[name])
             launcher(env, spec)
             launched[0] += 1
 

@@ -17,6 +17,7 @@ specialization (``knobs.amd.use_buffer_ops``) that this key does not model.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -112,6 +113,18 @@ def wrap_for_target(module: Any, names: list[str], backend: str) -> None:
 
 
 _INTERPRETER_LOCK = threading.RLock()
+
+
+def _new_lock_in_child() -> None:
+    """A forked child (a DataLoader worker) starts with the lock free: it inherited it held
+    by another thread's launch, a thread that does not exist in the child (its first launch
+    waited forever)."""
+    global _INTERPRETER_LOCK
+    _INTERPRETER_LOCK = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 class SerializedKernel:

@@ -52,6 +52,13 @@ def overlap_pairs(loop: DeviceLoop) -> tuple[OverlapPair, ...]:
     return tuple(pairs)
 
 
+def foreign_writes(loop: DeviceLoop) -> tuple[str, ...]:
+    """The tensors ``loop`` writes that host code took from elsewhere than the arguments (a
+    module's buffer, a global): the tuner's runs undo their writes (``write_guard``)."""
+    written = {n.attrs["tensor"] for n in loop.walk() if n.op in (Op.STORE, Op.ATOMIC)}
+    return tuple(sorted(t.name for t in written if t.foreign))
+
+
 def read_elsewhere(loop: DeviceLoop) -> list[Node]:
     """The stores of tensors the same loop also loads outside the storing program's part (a
     stencil updated in place: ``u[t] = (u[i - 1] + u[i + 1]) / 2``): a program may read an

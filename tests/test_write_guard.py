@@ -1,0 +1,74 @@
+"""A tensor a kernel writes that is no argument (a module's buffer, a global) is written once by
+a call that tunes (tilecraft/write_guard.py): the tuner's runs use clones of the arguments, but
+wrote the caller's own buffer each time (a running mean 2.71x too large after one call on a
+cold cache, fuzz round 55b)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilecraft as tc
+from tilecraft import write_guard
+
+COUNTS = torch.zeros(8)
+
+
+@tc.kernel
+def track_mean(x: torch.Tensor, bn: torch.nn.Module) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    rm = bn.running_mean
+    for tn in tc.tile(n):
+        mu = torch.mean(x[:, tn], dim=0)
+        rm[tn] = 0.9 * rm[tn] + 0.1 * mu
+        out[:, tn] = x[:, tn] - rm[tn][None, :]  # reads what it wrote: each run from one state
+    return out
+
+
+@tc.kernel
+def count_calls(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    counts = COUNTS
+    for t in tc.tile(x.size(0)):
+        counts[t] = counts[t] + 1.0
+        out[t] = x[t] * counts[t]
+    return out
+
+
+@pytest.mark.parametrize("effort", ["none", "quick"])
+def test_a_tuned_call_writes_the_callers_buffers_once(
+    monkeypatch: pytest.MonkeyPatch, device: str, effort: str
+) -> None:
+    monkeypatch.setenv("TILECRAFT_FORCE_AUTOTUNE", "1")
+    monkeypatch.setattr(track_mean, "autotune_effort", effort)
+    x = torch.randn(5, 8, device=device)
+    bn = torch.nn.BatchNorm1d(8).to(device)
+    running = 0.1 * x.mean(0)
+    out = track_mean(x, bn)
+    torch.testing.assert_close(bn.running_mean, running)
+    torch.testing.assert_close(out, x - running)
+
+
+def test_a_global_written_by_device_code_counts_one_call(
+    monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
+    monkeypatch.setenv("TILECRAFT_FORCE_AUTOTUNE", "1")
+    monkeypatch.setattr(count_calls, "autotune_effort", "quick")
+    COUNTS.zero_()
+    x = torch.randn(8)
+    torch.testing.assert_close(count_calls(x.to(device)).cpu(), x)
+    torch.testing.assert_close(count_calls(x.to(device)).cpu(), 2 * x)
+    assert COUNTS.tolist() == [2.0] * 8
+
+
+def test_the_guard_restores_what_a_run_wrote_and_hands_back_outputs() -> None:
+    own, other = torch.zeros(4), torch.zeros(4)
+    with write_guard.undone((own,)) as guard:
+        for t in (own, other):
+            guard.before_write(t)
+            t += 1
+        returned = guard.handed_back((other, own))
+    assert other.tolist() == [0.0] * 4 and own.tolist() == [1.0] * 4
+    assert returned[0].tolist() == [1.0] * 4 and returned[1] is own
+    assert write_guard.active() is None
