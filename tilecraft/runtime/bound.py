@@ -32,7 +32,13 @@ from tilecraft.runtime.host_paths import (
     same_bounds,
     same_scalars,
 )
-from tilecraft.runtime.launch_overlaps import check_overlaps, foreign_writes, overlap_pairs
+from tilecraft.runtime.launch_overlaps import (
+    check_foreign_grads,
+    check_overlaps,
+    foreign_tensors,
+    foreign_writes,
+    overlap_pairs,
+)
 from tilecraft.runtime.module import load_source
 from tilecraft.runtime.program import CompiledProgram
 from tilecraft.runtime.program import RunHost as _RunHost
@@ -188,6 +194,7 @@ class BoundKernel:
         layouts = {loop.index: HostLayouts(loop.tensors) for loop in traced.loops}
         overlaps = {loop.index: overlap_pairs(loop) for loop in traced.loops}
         foreign = {loop.index: foreign_writes(loop) for loop in traced.loops}
+        elsewhere = {loop.index: foreign_tensors(loop) for loop in traced.loops}
         loop_locs = {loop.index: loop.loc for loop in traced.loops}
 
         launched = [0]  # device loops this call has launched (the fast path has no context)
@@ -203,6 +210,8 @@ class BoundKernel:
                 host_path_changed(self.kernel, index, launched[0])
             if overlaps[index]:
                 check_overlaps(self.kernel.__name__, overlaps[index], env, loop_locs[index])
+            if elsewhere[index]:
+                check_foreign_grads(self.kernel.__name__, elsewhere[index], env, loop_locs[index])
             if foreign[index] and (guard := write_guard.active()) is not None:
                 for name in foreign[index]:
                     guard.before_write(env[name])

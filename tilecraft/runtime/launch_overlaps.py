@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import torch
+
 from tilecraft.errors import ArgumentError, SourceLoc
 from tilecraft.ir.nodes import DeviceLoop, Node, Op
 from tilecraft.runtime.validate import partly_overlapping
@@ -57,6 +59,31 @@ def foreign_writes(loop: DeviceLoop) -> tuple[str, ...]:
     module's buffer, a global): the tuner's runs undo their writes (``write_guard``)."""
     written = {n.attrs["tensor"] for n in loop.walk() if n.op in (Op.STORE, Op.ATOMIC)}
     return tuple(sorted(t.name for t in written if t.foreign))
+
+
+def foreign_tensors(loop: DeviceLoop) -> tuple[str, ...]:
+    """The tensors ``loop`` captures that host code took from elsewhere than the arguments."""
+    return tuple(sorted(name for name, t in loop.tensors.items() if t.foreign))
+
+
+def check_foreign_grads(kernel: str, names: tuple[str, ...], env: dict[str, Any], loc: Any) -> None:
+    """A launch with gradients on must not read a tensor that requires grad which is no
+    argument (``w = mod.weight``, a global Parameter): the kernel's output had no grad_fn and
+    the parameter silently got no gradient. Arguments that require grad take the kernel's op
+    (its backward, or the no-backward error)."""
+    if not torch.is_grad_enabled():
+        return
+    for name in names:
+        if env[name].requires_grad:
+            raise ArgumentError(
+                f"{kernel}(): device code reads '{name}', a tensor that requires grad which is "
+                "not an argument of the kernel (an attribute of an argument, a global); its "
+                "gradient would be lost",
+                loc,
+                hint="pass it as a tensor argument (a registered backward then returns its "
+                "gradient), or read it under torch.no_grad() / pass .detach() if no gradient "
+                "is wanted",
+            )
 
 
 def read_elsewhere(loop: DeviceLoop) -> list[Node]:

@@ -1,7 +1,9 @@
-"""A tensor a kernel writes that is no argument (a module's buffer, a global) is written once by
-a call that tunes (tilecraft/write_guard.py): the tuner's runs use clones of the arguments, but
-wrote the caller's own buffer each time (a running mean 2.71x too large after one call on a
-cold cache, fuzz round 55b)."""
+"""Tensors a kernel takes from elsewhere than its arguments (a module's buffer or Parameter, a
+global; fuzz round 55b). One it writes is written once by a call that tunes
+(tilecraft/write_guard.py): the tuner's runs use clones of the arguments, but wrote the caller's
+own buffer each time (a running mean 2.71x too large after one call on a cold cache). One that
+requires grad is refused where gradients are on (the output had no grad_fn: the parameter
+silently got no gradient)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import torch
 
 import tilecraft as tc
 from tilecraft import write_guard
+from tilecraft.errors import ArgumentError
 
 COUNTS = torch.zeros(8)
 
@@ -72,3 +75,30 @@ def test_the_guard_restores_what_a_run_wrote_and_hands_back_outputs() -> None:
     assert other.tolist() == [0.0] * 4 and own.tolist() == [1.0] * 4
     assert returned[0].tolist() == [1.0] * 4 and returned[1] is own
     assert write_guard.active() is None
+
+
+class Gate(torch.nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(n))
+
+
+@tc.kernel
+def gated(x: torch.Tensor, mod: torch.nn.Module) -> torch.Tensor:
+    out = torch.empty_like(x)
+    w = mod.weight
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * torch.sigmoid(w[t])
+    return out
+
+
+def test_a_parameter_read_through_an_attribute_is_refused_with_gradients_on(device: str) -> None:
+    gate = Gate(8).to(device)
+    x = torch.randn(8, device=device)
+    with pytest.raises(ArgumentError, match="'w', a tensor that requires grad") as info:
+        gated(x, gate)
+    assert "test_foreign_tensors.py" in str(info.value) and "torch.no_grad()" in str(info.value)
+    with torch.no_grad():  # inference: no gradient is wanted
+        torch.testing.assert_close(gated(x, gate), x * torch.sigmoid(gate.weight))
+    gate.weight.requires_grad_(False)  # a frozen layer
+    torch.testing.assert_close(gated(x, gate), x * torch.sigmoid(gate.weight))
