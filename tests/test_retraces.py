@@ -79,3 +79,26 @@ def test_the_suggested_run_time_forms_do_not_retrace(kind: str, device: str) -> 
         step = float(s) if kind == "float" else torch.tensor(float(s), device=device)
         torch.testing.assert_close(corrected(x, step), x / (1.0 - 0.9**s))
     assert len(corrected._bound) == 1
+
+
+@tc.kernel(static_shapes=True)
+def momentum_(p: torch.Tensor, g: torch.Tensor, buf: torch.Tensor, step: int) -> None:
+    for t in tc.tile(p.size(0)):
+        b = g[t] if step == 0 else 0.9 * buf[t] + g[t]
+        buf[t] = b
+        p[t] = p[t] - 0.01 * b
+
+
+def test_the_argument_that_keeps_coming_is_named_not_a_fixed_set_of_shapes(device: str) -> None:
+    """An optimizer kernel per parameter (4 shapes) with an int step: at the 8th
+    specialization there were 4 shapes and 2 steps, and the warning named the shapes, never
+    the step (48 specializations after 12 steps; fuzz round 55b). It names what the second
+    half of the keys brought new, and warns again at 4x as many."""
+    params = [torch.randn(n, device=device) for n in (6, 12, 36, 3)]
+    bufs = [torch.zeros_like(p) for p in params]
+    found = _retrace_warnings(
+        lambda s: [momentum_(p, torch.ones_like(p), b, s - 1) for p, b in zip(params, bufs)],
+        8,
+    )
+    assert len(found) == 2 and all("'step' (an int" in text for text in found), found
+    assert not any("'p'" in text for text in found) and "32 specializations" in found[1]
