@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import tilecraft as tc
-from tilecraft.errors import DeviceCodeError
+from tilecraft.errors import DeviceCodeError, ShapeError
 
 
 @tc.kernel(static_shapes=True)
@@ -90,3 +90,94 @@ def test_an_int8_product_over_a_whole_k_wraps_as_torch(device: str) -> None:
     b = torch.randint(-128, 128, (64, 16), dtype=torch.int8)
     got = int8_whole_k(a.to(device), b.to(device)).cpu()
     torch.testing.assert_close(got, a @ b, atol=0, rtol=0)
+
+
+@tc.kernel(static_shapes=False)
+def whole_k_dynamic(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, n = a.size(0), b.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = a[tm, :] @ b[:, tn]
+    return out
+
+
+@pytest.mark.parametrize("k", [3, 8, 20])
+def test_a_short_whole_k_under_dynamic_shapes_is_summed(device: str, k: int) -> None:
+    """static_shapes=False: a whole K of 3 or 8 (its size bucket under 16) emitted a tl.dot
+    that failed to compile for sm_90 under every config; it is the summed product, as with
+    static shapes."""
+    a, b = torch.randn(20, k, device=device), torch.randn(k, 12, device=device)
+    torch.testing.assert_close(whole_k_dynamic(a, b), a @ b, atol=1e-4, rtol=1e-4)
+    code = whole_k_dynamic.bind((a, b)).to_triton_code(
+        whole_k_dynamic.bind((a, b)).config_spec.default()
+    )
+    assert ("tl.dot" in code) == (k > 16), code
+
+
+@pytest.mark.crosscompile
+def test_a_short_whole_k_under_dynamic_shapes_cross_compiles() -> None:
+    from tests.cross_targets import assert_defaults_cross_compile
+
+    a, b = torch.empty(20, 5, device="meta"), torch.empty(5, 12, device="meta")
+    assert_defaults_cross_compile(whole_k_dynamic, (a, b))
+
+
+@tc.kernel(static_shapes=True)
+def linear_bias_addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, n = a.size(0), b.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = torch.addmm(bias[tn], a[tm, :], b[:, tn])
+    return out
+
+
+def test_addmm_broadcasts_a_1d_input_as_torch(device: str) -> None:
+    """The nn.Linear form, addmm(bias, x, w) with a 1-D bias, was refused ('acc [BLOCK_1] does
+    not match the product')."""
+    bias, a, b = (torch.randn(*s, device=device) for s in ((24,), (20, 32), (32, 24)))
+    want = torch.addmm(bias, a, b)
+    torch.testing.assert_close(linear_bias_addmm(bias, a, b), want, atol=1e-4, rtol=1e-4)
+
+
+@tc.kernel(static_shapes=True)
+def float_dot_into_int(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, n = a.size(0), b.size(1)
+    out = torch.empty([m, n], dtype=torch.int32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        acc = tc.zeros([tm, tn], dtype=torch.int32)
+        out[tm, tn] = tc.dot(a[tm, :], b[:, tn], acc=acc)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def mixed_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, n = a.size(0), b.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tm, tn in tc.tile([m, n]):
+        out[tm, tn] = a[tm, :] @ b[:, tn]
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def short_bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    nb, m, n = a.size(0), a.size(1), b.size(2)
+    out = torch.empty([nb, m, n], dtype=torch.float32, device=a.device)
+    for tb in tc.tile(nb):
+        out[tb, :, :] = torch.bmm(a[tb, :, :], b[tb, :, :])
+    return out
+
+
+def test_dot_mistakes_are_named_at_their_line(device: str) -> None:
+    """Float tiles into an int32 acc were truncated product by product, silently; fp16 @ fp32
+    ran compiled where torch (and ref mode) refuse it; a K of 5 was said to be 8 (its padded
+    block) and torch.bmm's hint showed a 2-D product."""
+    a16, b16 = torch.randn(32, 32, device=device).half(), torch.randn(32, 32, device=device).half()
+    with pytest.raises(DeviceCodeError, match="into an integer result") as info:
+        float_dot_into_int(a16, b16)
+    assert "test_dot_arguments.py" in str(info.value)
+    with pytest.raises(DeviceCodeError, match="float16 and float32 tiles: torch needs"):
+        mixed_matmul(a16, b16.float())
+    a, b = torch.randn(2, 16, 5, device=device), torch.randn(2, 5, 16, device=device)
+    with pytest.raises(ShapeError, match=r"is 5 elements") as shape_info:
+        short_bmm(a, b)
+    assert "b[:, None, :, :]).sum(2)" in str(shape_info.value)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tilecraft.errors import DeviceCodeError, ShapeError
-from tilecraft.frontend import rdims
+from tilecraft.frontend import rdims, views
 from tilecraft.frontend.exact_dots import ExactOperands, exact_operands
 from tilecraft.frontend.product_sums import product_sum
 from tilecraft.ir.dtypes import FP8
@@ -37,10 +37,12 @@ def min_k(dtype: torch.dtype) -> int:
 
 
 def _static_size(d: Dim) -> int | None:
-    """The block a dim always has (a literal 1, a whole extent, a fixed block), else None."""
+    """The block a dim always has (a literal 1, a whole extent, a fixed block), else None. A
+    whole extent known at run time only (static_shapes=False) has its size bucket's block:
+    one compile per bucket."""
     if isinstance(d, int):
         return d
-    if d.kind is SymKind.RDIM and not d.extent_args:
+    if d.kind is SymKind.RDIM and isinstance(d.extent, int):
         return 1 << max(int(d.extent) - 1, 0).bit_length()  # padded to a power of two
     if d.kind is SymKind.BLOCK and d.fixed_block is not None:
         return d.fixed_block
@@ -86,12 +88,20 @@ def _check_shapes(t: Tracer, op: str, a: Node, b: Node) -> None:
     k = _static_size(a.shape[-1])
     need = min_k(a.dtype)
     if k is not None and k < need:
+        kd = a.shape[-1]
+        whole = isinstance(kd, Sym) and kd.kind is SymKind.RDIM and isinstance(kd.extent, int)
+        size = kd.extent if whole else k  # (a whole dim's own size, not its padded block)
+        written = (
+            "(a[:, :, :, None] * b[:, None, :, :]).sum(2)"
+            if a.ndim == 3
+            else "(a[:, :, None] * b[None, :, :]).sum(1)"
+        )
         raise ShapeError(
-            f"{op}: the inner (K) dim of {_dims_str(t, a, b)} is {k} elements; tl.dot needs "
+            f"{op}: the inner (K) dim of {_dims_str(t, a, b)} is {size} elements; tl.dot needs "
             f"K >= {need} for {a.dtype} operands",
             t.loc,
-            hint=f"load a K of at least {need} (pad the tensors with zeros), or for a tiny K write "
-            "the product out: (a[:, :, None] * b[None, :, :]).sum(1)",
+            hint=f"load a K of at least {need} (pad the tensors with zeros), use `a @ b` (a "
+            f"whole K this short is summed), or write the product out: {written}",
         )
 
 
@@ -104,9 +114,18 @@ def dot(
     op: str = "tc.dot",
 ) -> TileValue:
     """``a @ b`` (+ ``acc``), accumulated in fp32 (int8 operands: int32, fp64 ones: fp64);
-    the result has ``acc``'s dtype, else ``out_dtype``, else the operands' common dtype."""
+    the result has ``out_dtype``, else ``acc``'s dtype, else the operands' common dtype."""
     an, bn = t.value_node(a), t.value_node(b)
     common = operand_dtype(an.dtype, bn.dtype)
+    target = out_dtype or (t.value_node(acc).dtype if acc is not None else None)
+    if common.is_floating_point and target is not None and not target.is_floating_point:
+        raise DeviceCodeError(
+            f"{op} of {_dtype_name(common)} tiles into an integer result "
+            f"({_dtype_name(target)} acc= or out_dtype=): each product would be truncated",
+            t.loc,
+            hint="accumulate in torch.float32 and convert once at the end "
+            "(`acc.round().to(torch.int32)`)",
+        )
     if _wide_int(common):
         return _int_dot(t, an, bn, common, acc, out_dtype, op)
     if an.dtype not in FP8 or bn.dtype not in FP8:
@@ -141,6 +160,19 @@ def dot(
     else:
         out = t.emit(Op.DOT, [an, bn, accf], shape, accum, **attrs)
     return t.wrap(t.cast(out, out_dtype or accn.dtype))
+
+
+def _check_same_dtypes(t: Tracer, op: str, an: Node, bn: Node) -> None:
+    """torch's matmul family refuses operands of two dtypes (``fp16 @ fp32``, ``int8 @
+    bf16``), as ref mode does; ``tc.dot`` promotes them (fp8 joins the other operand)."""
+    if an.dtype != bn.dtype and an.dtype not in FP8 and bn.dtype not in FP8:
+        raise DeviceCodeError(
+            f"{op} of {_dtype_name(an.dtype)} and {_dtype_name(bn.dtype)} tiles: torch needs "
+            "both operands of one dtype",
+            t.loc,
+            hint="cast one (`a.to(b.dtype)`), or use tc.dot(a, b), which promotes them and "
+            "accumulates in fp32",
+        )
 
 
 def _check_block_wraps(t: Tracer, op: str, an: Node, result: torch.dtype) -> None:
@@ -207,6 +239,7 @@ def matmul(
     more than one batch dim is the product summed over K, as einsum writes it.
     ``out_dtype``: the result's dtype (fp32: unrounded, for an epilogue that rounds once)."""
     an, bn = t.value_node(a), t.value_node(b)
+    _check_same_dtypes(t, op, an, bn)
     k = _static_size(an.shape[-1]) if min(an.ndim, bn.ndim) >= 2 else None
     short = k is not None and k < min_k(an.dtype)
     if min(an.ndim, bn.ndim) >= 2 and (short or max(an.ndim, bn.ndim) > 3):
@@ -258,6 +291,8 @@ def baddbmm(
             t.loc,
             hint="torch.baddbmm takes [batch, m, k] @ [batch, k, n], torch.addmm 2-D tiles",
         )
+    for _ in range(rank - base.ndim):  # torch broadcasts input (a 1-D bias of nn.Linear)
+        inp = views.unsqueeze(t, inp, 0)
     result = torch.promote_types(base.dtype, operand_dtype(an.dtype, bn.dtype))
     if _is(beta, 1) and _is(alpha, 1) and base.dtype == torch.float32:
         return dot(t, a, b, acc=inp, op=op)
@@ -290,6 +325,7 @@ def matmul_lowering(t: Any, a: Any, b: Any) -> Any:
 
 def mm_lowering(t: Any, a: Any, b: Any) -> Any:
     """2-D tiles, K >= 16 (32 for 8-bit operands); fp32 accumulation (``tl.dot``)."""
+    _check_same_dtypes(t, "torch.mm", t.value_node(a), t.value_node(b))
     return dot(t, a, b, op="torch.mm")
 
 

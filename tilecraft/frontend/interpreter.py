@@ -454,6 +454,15 @@ def _not_a_tensor(
                 loc,
                 hint=f"pass a tensor for '{name}', or use the value as it is",
             )
+        if not listed and isinstance(value, torch.nn.Module):  # rms(x, self.norm)
+            tensors = [n for n, _ in value.named_parameters(recurse=False)]
+            named = f" (`{name}.{tensors[0]}`)" if tensors else ""
+            return DeviceCodeError(
+                f"'{name}' is a {type(value).__name__} module, not a tensor: device code "
+                "indexes tensors",
+                loc,
+                hint=f"pass the module's tensor{named} for '{name}'",
+            )
         array = type(value).__module__ == "numpy"
         if listed and (isinstance(value, (list, tuple)) or array):
             kind = "a NumPy array" if array else f"a Python {type(value).__name__}"

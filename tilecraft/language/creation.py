@@ -56,8 +56,8 @@ def arange(*args: Any, dtype: torch.dtype | None = None, device: Any = None) -> 
 
 def dot(a: Any, b: Any, acc: Any = None, out_dtype: torch.dtype | None = None) -> Any:
     """Matrix product of two 2-D (or 3-D, batched) tiles in fp32 (int8 ones exactly, in int32),
-    into ``acc`` when given; the result has ``acc``'s dtype, else ``out_dtype``, else the
-    operands' (fp32 for fp8 operands, int32 for int8 ones: an int8 result would wrap, and a
+    into ``acc`` when given; the result has ``out_dtype`` when given, else ``acc``'s dtype,
+    else the operands' (fp32 for fp8 operands, int32 for int8 ones: an int8 result would wrap, and a
     K loop's sum of wrapped blocks would depend on the block size). The inner dim is at least
     16 (32 for 8-bit operands)."""
     tracer = _context.device()

@@ -129,7 +129,16 @@ def traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     a backward function with functional/fake tensor subclasses while ``is_compiling()`` is already
     False again (inductor's joint graph). The kernel must then appear as its op, never launch."""
     values = (*args, *kwargs.values()) if kwargs else args
-    return any(isinstance(v, torch.Tensor) and type(v) not in _PLAIN_TENSORS for v in values)
+    return any(
+        isinstance(v, torch.Tensor) and type(v) not in _PLAIN_TENSORS and _dispatches(type(v))
+        for v in values
+    )
+
+
+def _dispatches(kind: type) -> bool:
+    """A tensor subclass that intercepts torch's dispatch (fake, functional tensors); a plain
+    Python subclass (a library's tagged tensor) holds memory and runs as a tensor."""
+    return getattr(kind, "__torch_dispatch__", None) is not torch.Tensor.__torch_dispatch__
 
 
 def storage_less(values: tuple[Any, ...]) -> bool:

@@ -34,9 +34,9 @@ def guard_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
                 # tensor has no strides: the ordinary path refuses it by name
             try:
                 on_boundary = v.data_ptr() % 16 == 0
-            except RuntimeError:  # no storage (a vmap wrapper): the ordinary path runs it as an op
-                return None
-            key.append((v.dtype, v.shape, v.stride(), v.device, on_boundary))
+                key.append((v.dtype, v.shape, v.stride(), v.device, on_boundary))
+            except RuntimeError:  # no storage (a vmap wrapper): the ordinary path runs it as an
+                return None  # op; no sizes (a nested tensor): it names the argument
         elif t is int or t is bool:
             key.append((t, v))
         elif t is float:
