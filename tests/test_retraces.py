@@ -102,3 +102,25 @@ def test_the_argument_that_keeps_coming_is_named_not_a_fixed_set_of_shapes(devic
     )
     assert len(found) == 2 and all("'step' (an int" in text for text in found), found
     assert not any("'p'" in text for text in found) and "32 specializations" in found[1]
+
+
+@tc.kernel(static_shapes=True)
+def doubled(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * 2
+    return out
+
+
+doubled.register_backward(lambda ctx, g: g * 2)
+
+
+def test_a_call_that_needs_gradients_is_warned_at_the_users_line(device: str) -> None:
+    """Through torch's custom op (inputs that require grad) the warning pointed into
+    torch/_library/custom_ops.py, not the user's call (fuzz round 55b)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(1, WARN_AT + 1):
+            doubled(torch.randn(n, device=device, requires_grad=True))
+    found = [w for w in caught if "specializations traced" in str(w.message)]
+    assert len(found) == 1 and found[0].filename == __file__, [w.filename for w in found]

@@ -120,11 +120,14 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def user_stacklevel() -> int:
-    """``warnings.warn``'s stacklevel that names the first frame outside tilecraft: the
-    user's call, not the line of tilecraft that warned (call it in the ``warn`` call)."""
+    """``warnings.warn``'s stacklevel that names the first frame outside tilecraft and torch:
+    the user's call, not the line of tilecraft that warned, nor torch's custom-op or autograd
+    code a call that needs gradients runs through (call it in the ``warn`` call)."""
+    torch = sys.modules.get("torch")
+    libraries = (_PACKAGE, os.path.dirname(torch.__file__) + os.sep) if torch else (_PACKAGE,)
     frame = sys._getframe(1)  # the function that warns: level 1
     level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(libraries):
         frame = frame.f_back
         level += 1
     return level
