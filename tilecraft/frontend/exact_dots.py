@@ -13,6 +13,10 @@ an operand as they upcast it (``q.float() * sm_scale``, ``k_fp8.float() * k_scal
 divided by their norms): a factor that is the same along the dot's K dim (a scalar, a per-row
 factor of the left operand, a per-column one of the right) is taken off the operand and applied
 to the product (``(s a) @ b == s (a @ b)``; the product is rounded once instead of the operand).
+The two differ only where ``s`` is infinite or ``s a`` overflows fp32: an infinite factor of a
+row holding a zero gives NaN on the operand, inf on the product. A scale made from the row
+itself (``127 / amax``, ``1 / norm``) is infinite only for a row of zeros, where both give NaN;
+a factor from elsewhere that is infinite beside nonzeros is not followed (fuzz round 55a).
 When only one operand is an upcast bf16 (or fp8) tile, the node keeps the other in fp32 with
 ``split_fp32`` set: codegen splits it into three bf16 parts under "ieee" precision
 (``codegen/dots.py``).
