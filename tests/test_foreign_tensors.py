@@ -102,3 +102,31 @@ def test_a_parameter_read_through_an_attribute_is_refused_with_gradients_on(devi
         torch.testing.assert_close(gated(x, gate), x * torch.sigmoid(gate.weight))
     gate.weight.requires_grad_(False)  # a frozen layer
     torch.testing.assert_close(gated(x, gate), x * torch.sigmoid(gate.weight))
+
+
+GATE = torch.nn.Parameter(torch.randn(8))
+
+
+@tc.kernel
+def gated_with_backward(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    w = GATE
+    for t in tc.tile(x.size(0)):
+        out[t] = x[t] * torch.sigmoid(w[t])
+    return out
+
+
+gated_with_backward.register_backward(lambda ctx, g: g)
+
+
+def test_a_global_parameter_is_refused_on_the_autograd_path(
+    monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
+    """An input that requires grad runs the kernel's op (its backward returns gradients of
+    arguments only): the global parameter's gradient was lost there too."""
+    monkeypatch.setitem(globals(), "GATE", torch.nn.Parameter(torch.randn(8, device=device)))
+    x = torch.randn(8, device=device, requires_grad=True)
+    with pytest.raises(ArgumentError, match="'w', a tensor that requires grad"):
+        gated_with_backward(x)
+    with torch.no_grad():
+        torch.testing.assert_close(gated_with_backward(x), x * torch.sigmoid(GATE))

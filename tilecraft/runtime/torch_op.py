@@ -32,7 +32,7 @@ from tilecraft.frontend.host_aliases import host_reads
 from tilecraft.frontend.source import LAUNCH, KernelSource, build_function, launch_tree
 from tilecraft.frontend.values import memory_owner
 from tilecraft.language import _context
-from tilecraft.runtime import op_floats, op_records
+from tilecraft.runtime import launch_overlaps, op_floats, op_records
 from tilecraft.runtime.op_autograd import (
     autograd_adapters,
     mutating_backward_error,
@@ -574,7 +574,8 @@ class KernelOps:
         kinds, amp = tuple(arg_kind(v) for v in values), autocast_state(values)
         hint = None if (kinds, amp, False) in self.ops else shape_hint(values)  # (a new op's)
         info, op = self.get(kinds, hint, amp)  # (floats as floats: eager calls do not recompile)
-        return info.rebuild(op(*values), values)
+        with launch_overlaps.gradients_wanted():
+            return info.rebuild(op(*values), values)
 
 
 def _define_recorded(forward_op: str) -> None:
