@@ -123,8 +123,8 @@ def user_stacklevel() -> int:
     """``warnings.warn``'s stacklevel that names the first frame outside tilecraft and torch:
     the user's call, not the line of tilecraft that warned, nor torch's custom-op or autograd
     code a call that needs gradients runs through (call it in the ``warn`` call)."""
-    torch = sys.modules.get("torch")
-    libraries = (_PACKAGE, os.path.dirname(torch.__file__) + os.sep) if torch else (_PACKAGE,)
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
+    libraries = (_PACKAGE, os.path.dirname(torch_file) + os.sep) if torch_file else (_PACKAGE,)
     frame = sys._getframe(1)  # the function that warns: level 1
     level = 1
     while frame.f_back is not None and frame.f_code.co_filename.startswith(libraries):

@@ -89,8 +89,9 @@ def _check_shapes(t: Tracer, op: str, a: Node, b: Node) -> None:
     need = min_k(a.dtype)
     if k is not None and k < need:
         kd = a.shape[-1]
-        whole = isinstance(kd, Sym) and kd.kind is SymKind.RDIM and isinstance(kd.extent, int)
-        size = kd.extent if whole else k  # (a whole dim's own size, not its padded block)
+        size = k  # a whole dim's own size, not its padded block:
+        if isinstance(kd, Sym) and kd.kind is SymKind.RDIM and isinstance(kd.extent, int):
+            size = kd.extent
         written = (
             "(a[:, :, :, None] * b[:, None, :, :]).sum(2)"
             if a.ndim == 3
