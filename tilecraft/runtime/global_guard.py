@@ -35,9 +35,9 @@ _MISSING = object()
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), torch.dtype)
 
 
-def _is_constant(value: Any) -> bool:
+def is_constant(value: Any) -> bool:
     if isinstance(value, tuple | frozenset):
-        return all(_is_constant(v) for v in value)
+        return all(is_constant(v) for v in value)
     return isinstance(value, _SCALARS)
 
 
@@ -161,7 +161,7 @@ def _collect(
         if only is not None and name not in only:
             continue
         value = _cell_value(cell)
-        if _is_constant(value):
+        if is_constant(value):
             out.append((name, cell, None))
         elif _is_user_helper(value):
             _collect(value, seen, out, depth - 1)
@@ -174,7 +174,7 @@ def _collect(
             # the module's dict
             if not hasattr(builtins, name):
                 out.append((name, scope, name))
-        elif _is_constant(scope[name]):
+        elif is_constant(scope[name]):
             out.append((name, scope, name))
         elif _is_user_helper(scope[name]):
             _collect(scope[name], seen, out, depth - 1)
@@ -222,10 +222,10 @@ def _item_chains(fn: Any, loops: Sequence[ast.AST]) -> list[_Chain]:
         name, steps = parsed
         root, key = (cells[name], None) if name in cells else (fn.__globals__, name)
         base = _cell_value(root) if key is None else root.get(key, _MISSING)
-        if isinstance(base, types.ModuleType) or base is _MISSING or _is_constant(base):
+        if isinstance(base, types.ModuleType) or base is _MISSING or is_constant(base):
             continue  # torch.float32, math.pi: library constants; a constant: a name slot
         chain = _Chain(ast.unparse(node), root, key, steps)
-        if _is_constant(chain.read()):
+        if is_constant(chain.read()):
             chains.setdefault(chain.label, chain)
     return list(chains.values())
 

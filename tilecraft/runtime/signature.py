@@ -21,7 +21,7 @@ from tilecraft import containers
 from tilecraft.config.plan import next_pow2
 from tilecraft.frontend.values import aligned
 from tilecraft.ir.index_width import needs_int64
-from tilecraft.runtime.global_guard import follow
+from tilecraft.runtime.global_guard import follow, is_constant
 
 
 @dataclasses.dataclass
@@ -116,14 +116,8 @@ def _constant_attributes(state: dict[str, Any], module: bool) -> tuple[Any, ...]
     return tuple(
         (name, _item_key(x, True))
         for name, x in state.items()
-        if _is_constant(x) and not (module and name.startswith("_"))
+        if is_constant(x) and not (module and name.startswith("_"))
     )
-
-
-def _is_constant(value: Any) -> bool:
-    if isinstance(value, tuple):
-        return all(_is_constant(x) for x in value)
-    return isinstance(value, (bool, int, float, str, type(None), torch.dtype))
 
 
 def chain_key(root: Any, steps: tuple[tuple[bool, Any], ...]) -> Any:
@@ -133,7 +127,7 @@ def chain_key(root: Any, steps: tuple[tuple[bool, Any], ...]) -> Any:
     if isinstance(root, (torch.Tensor, list, tuple)) or containers.fields(root) is not None:
         return None
     value = follow(root, steps)
-    return _item_key(value, True) if _is_constant(value) else type(value)
+    return _item_key(value, True) if is_constant(value) else type(value)
 
 
 def _field_key(k: Any, static_shapes: bool) -> Any:
