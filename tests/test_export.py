@@ -130,3 +130,23 @@ def test_exported_kernel_with_tilecraft_triton_helpers(tmp_path: Path, device: s
     source = row_max.bind((x,)).to_triton_code(standalone=True)
     got = run_exported(tmp_path, source, "row_max", (x,))
     torch.testing.assert_close(got, torch.amax(x, dim=-1), equal_nan=True)
+
+
+@tc.kernel
+def shifted(x: torch.Tensor, k: int, negate: bool) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in tc.tile(x.size(0)):
+        y = x[t] + k
+        out[t] = -y if negate else y
+    return out
+
+
+def test_exported_module_checks_the_ints_and_bools_it_compiled_in(tmp_path: Path) -> None:
+    """Another ``k`` or ``negate`` ran silently as the exported one (fuzz round 55c)."""
+    x = torch.randn(64)
+    source = shifted.bind((x, 3, True)).to_triton_code(standalone=True)
+    torch.testing.assert_close(run_exported(tmp_path, source, "shifted", (x, 3, True)), -(x + 3))
+    for args in ((x, 5, True), (x, 3, False)):
+        with pytest.raises(subprocess.CalledProcessError) as info:
+            run_exported(tmp_path, source, "shifted", args)
+        assert "compiled in" in info.value.stderr, info.value.stderr

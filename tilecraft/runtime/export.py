@@ -224,6 +224,28 @@ def _guard(bound: BoundKernel) -> str:
     )
 
 
+def _baked_check(bound: BoundKernel) -> str:
+    """``_check_baked(values)``: the int and bool arguments the code has compiled in (ints
+    with static shapes, bools always) must have their exported values (another ``k`` ran
+    silently as the exported one)."""
+    baked = [
+        (s.name, s.kind, s.value)
+        for s in bound.arg_signatures
+        if s.kind == "bool" or (s.kind == "int" and bound.kernel.static_shapes)
+    ]
+    return (
+        f"_BAKED = {baked!r}\n\n\n"
+        "def _check_baked(values):\n"
+        "    for name, kind, want in _BAKED:\n"
+        "        value = values.get(name, want)\n"
+        "        if type(value).__name__ != kind or value != want:\n"
+        "            raise ValueError(\n"
+        "                f'{name}: exported for the {kind} {want!r} (compiled in), got '\n"
+        "                f'{value!r}: export again for this value'\n"
+        "            )\n"
+    )
+
+
 def standalone_source(bound: BoundKernel, config: Config) -> str:
     """A module defining ``<kernel name>(*args)`` that runs without tilecraft installed."""
     plan, source, traced, kernels = bound.generate(config)
@@ -252,12 +274,13 @@ def standalone_source(bound: BoundKernel, config: Config) -> str:
         f"def {LAUNCH}(index, spec, env):\n    _LAUNCHERS[index](env, spec)\n\n\n",
         ast.unparse(tree) + "\n\n\n",
         _guard(bound) + "\n\n",
+        _baked_check(bound) + "\n\n",
+        f"_PARAMS = {list(bound.kernel.signature.parameters)!r}\n\n\n",
         f"def {name}(*args, **kwargs):\n",
         "    values = dict(zip(_PARAMS, args), **kwargs)\n",
         f"    _check([values[p] for p in {tensor_params!r}])\n",
+        "    _check_baked(values)\n",
         "    _tc.start()\n",
         "    return _host(*args, **kwargs)\n",
     ]
-    params = list(bound.kernel.signature.parameters)
-    parts.insert(-5, f"_PARAMS = {params!r}\n\n\n")
     return "".join(parts)
