@@ -174,3 +174,25 @@ def test_cache_ls_tells_shapes_apart(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_compile_job_fields_match_the_dead_worker_test() -> None:
     names = [f.name for f in dataclasses.fields(CompileJob)]
     assert names[:6] == ["source", "kernel_name", "signature", "constexprs", "options", "target"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["check", "cli_pkg.with_shapes:double", "--shape", "4,abc"], "is not a shape"),
+        (["check", "cli_pkg.with_shapes:double", "--dtype", "floaty"], "is not a torch dtype"),
+        (["check", "cli_pkg.with_shapes:double", "--target", "cuda:0"], "unknown CUDA arch"),
+        (["tune", "plan.json", "--devices", "-3"], "a count of 1 or more"),
+    ],
+)
+def test_bad_argument_values_are_one_line(
+    kernel_folder: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    """A raw traceback from cli.py (--shape, --dtype), or nothing run and exit 0 (--devices
+    -3); a device index as a target compiled every config and failed (fuzz round 55c)."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    text = capsys.readouterr().err
+    assert code not in (0, None) and said in text and "Traceback" not in text, (code, text)

@@ -73,6 +73,10 @@ def test_target_parse(name: str, backend: str, arch: object, warp: int) -> None:
         "",
         "tpu:v5",
         "cuda:abc",
+        "cuda:0",  # a device index, not an arch (fuzz round 55c: every config then "failed")
+        "cuda:999",
+        "hip:gfx1",
+        "hip:mi300",
     ],
 )
 def test_target_parse_rejects_unknown(name: str) -> None:

@@ -90,6 +90,32 @@ def _count(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give a count of 1 or more")
+    return value
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(s) for s in text.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(s < 0 for s in shape):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape: give sizes like 4096,1024")
+    return shape
+
+
+def _dtype(text: str) -> torch.dtype:
+    dtype = getattr(torch, text.removeprefix("torch."), None)
+    if not isinstance(dtype, torch.dtype):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a torch dtype: give e.g. bfloat16, float16, float32"
+        )
+    return dtype
+
+
 def _json_config(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
@@ -121,8 +147,7 @@ def cmd_check(ns: argparse.Namespace) -> int:
     if ns.inputs:
         args = tuple(_load(ns.inputs)[1]())
     else:
-        shape = tuple(int(s) for s in ns.shape.split(",")) if ns.shape else None
-        args = _example_args(module, kernel, shape, getattr(torch, ns.dtype))
+        args = _example_args(module, kernel, ns.shape, ns.dtype)
 
     def configs_for(bound: Any) -> list[Config]:
         if ns.config:
@@ -176,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     check.add_argument("--seed", type=int, default=0)
     check.add_argument("--inputs", help="MODULE:FN returning the kernel's argument tuple")
-    check.add_argument("--shape", help="comma-separated shape for example modules")
-    check.add_argument("--dtype", default="bfloat16")
+    check.add_argument("--shape", type=_shape, help="comma-separated shape for example modules")
+    check.add_argument("--dtype", type=_dtype, default="bfloat16")
     check.add_argument("--timeout", type=float, default=300.0, help="seconds per compile batch")
     check.add_argument("--strict", action="store_true", help="exit 1 if any config fails")
     cache = sub.add_parser("cache", help="list or clear the autotuner's cached configs")
@@ -186,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     tune = sub.add_parser("tune", help="run a tuning plan into a config table (JSON)")
     tune.add_argument("plan", help="a plan file (JSON): kernels as MODULE:NAME with argument specs")
     tune.add_argument("-o", "--output", help="the table (default: <plan>.tilecraft.json)")
-    tune.add_argument("--devices", type=int, help="GPUs to use (default: every visible GPU)")
+    tune.add_argument("--devices", type=_positive, help="GPUs to use (default: every visible GPU)")
     tune.add_argument("--device", help="cuda or cpu (default: the plan's, else cuda if present)")
     tune.add_argument(
         "--ray", nargs="?", const="", metavar="ADDRESS", help="run jobs as Ray tasks (one GPU each)"

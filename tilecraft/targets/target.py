@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from typing import Any
 
 from tilecraft import settings
@@ -38,12 +39,18 @@ class Target:
         backend, _, arch = name.partition(":")
         if backend == "cuda":
             digits = arch.lower().removeprefix("sm").lstrip("_")
-            if digits and not digits.isdigit():
+            if digits and not (digits.isdigit() and 70 <= int(digits) < 200):
                 raise ConfigError(
-                    f"unknown CUDA arch {arch!r} in target {name!r}; expected e.g. cuda:90"
+                    f"unknown CUDA arch {arch!r} in target {name!r}; expected a compute "
+                    "capability Triton compiles for, e.g. cuda:80, cuda:90, cuda:100"
                 )
             return cls("cuda", int(digits or 90), 32)
         if backend == "hip":
+            if arch and not re.fullmatch(r"gfx[0-9]{2,4}[a-f]?", arch):
+                raise ConfigError(
+                    f"unknown AMD arch {arch!r} in target {name!r}; expected e.g. hip:gfx942, "
+                    "hip:gfx90a, hip:gfx1100"
+                )
             return cls("hip", arch or "gfx942", 64 if (arch or "gfx942").startswith("gfx9") else 32)
         if backend in ("xpu", "interpret"):
             return cls(backend, arch or None, 32)
