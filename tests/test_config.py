@@ -417,3 +417,22 @@ def test_a_kernel_without_blocks_normalizes_an_empty_config() -> None:
     spec = row_totals_by_grid.bind((x,)).config_spec
     assert spec.blocks == [] and list(spec.normalize(tc.Config(num_warps=2)).block_sizes) == []
     torch.testing.assert_close(row_totals_by_grid(x), x.sum(1))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"num_sm_multiplier": "2"},
+        {"num_sm_multiplier": 0},
+        {"num_sm_multiplier": 2.5},
+        {"l2_groupings": ["a"]},
+        {"l2_groupings": [2.0]},
+        {"l2_groupings": [0]},
+    ],
+)
+def test_config_names_a_field_of_the_wrong_type(fields: dict[str, object]) -> None:
+    """num_sm_multiplier and l2_groupings of the wrong type died in codegen naming no field,
+    or ran as another value (0 as 1, 2.5 as 2; fuzz round 55c)."""
+    name = next(iter(fields))
+    with pytest.raises(ConfigError, match=name):
+        tc.Config(block_sizes=[16], **fields)  # type: ignore[arg-type]

@@ -99,6 +99,8 @@ def _run(jobs: list[Job], path: Path, devices: list[str]) -> ConfigTable:
         ({"kernels": [{"kernel": "m:k", "args": [{"shape": [4]}]}]}, r"write \[\[\.\.\.\]\]"),
         ({"kernels": [{"kernel": "m:k", "args": [[{"shape": [37, -5]}]]}]}, "non-negative"),
         ({"kernels": [{"kernel": "m:k", "args": [[{"shape": [4.5]}]]}]}, "non-negative integers"),
+        ({"budget_s": -5, "kernels": [{"kernel": "m:k", "args": [[]]}]}, "budget_s -5"),
+        ({"kernels": [{"kernel": "m:k", "budget_s": "abc", "args": [[]]}]}, "budget_s 'abc'"),
     ],
 )
 def test_a_plan_of_the_wrong_shape_is_a_config_error(

@@ -88,6 +88,9 @@ def read_plan(path: str | os.PathLike[str], device: str | None = None) -> list[J
         if effort not in ("none", *EFFORTS):
             raise ConfigError(f"{where}: effort {effort!r}: expected none, quick or full")
         budget = item.get("budget_s", data.get("budget_s"))
+        number = isinstance(budget, (int, float)) and not isinstance(budget, bool)
+        if budget is not None and not (number and budget > 0):
+            raise ConfigError(f"{where}: budget_s {budget!r}: seconds, a number above 0")
         for arglist in item.get("args") or []:
             if not isinstance(arglist, list):
                 raise ConfigError(

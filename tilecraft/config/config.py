@@ -149,6 +149,17 @@ class Config:
             not isinstance(maxnreg, int) or isinstance(maxnreg, bool) or not 16 <= maxnreg <= 255
         ):  # ptxas's --maxrregcount range (the target's own cap is a repair, normalize.py)
             raise ConfigError(f"maxnreg={maxnreg!r}: must be an int in [16, 255] or None")
+        multiplier = self.num_sm_multiplier
+        if multiplier is not None and (
+            not isinstance(multiplier, int) or isinstance(multiplier, bool) or multiplier < 1
+        ):
+            raise ConfigError(
+                f"num_sm_multiplier={multiplier!r}: must be an int >= 1 (persistent programs "
+                "per SM) or None"
+            )
+        for g in self.l2_groupings:
+            if not isinstance(g, int) or isinstance(g, bool) or g < 1:
+                raise ConfigError(f"l2_groupings: {g!r} is not an int >= 1 (1 = no grouping)")
         if self.pid_type not in PID_TYPES:
             raise ConfigError(f"pid_type={self.pid_type!r}: expected one of {PID_TYPES}")
         for ix in _tuple(self.indexing):
