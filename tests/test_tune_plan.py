@@ -223,3 +223,22 @@ def test_plan_on_the_gpu_then_shipped(tmp_path: Path, monkeypatch: pytest.Monkey
     finally:
         D.add.config_table = None
         D.add.reset()
+
+
+def test_a_job_whose_kernel_changed_is_pending_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job in the table was skipped after its kernel's source changed: the table kept an
+    entry whose config no longer fits and the kernel ran its heuristic default (fuzz 55c)."""
+    import deploy_kernels
+
+    from tilecraft.autotune.table import source_digest
+
+    jobs = read_plan(write_plan(tmp_path / "plan.json"))
+    now = {name: source_digest(getattr(deploy_kernels, name)) for name in ("add", "row_sum")}
+    entries = [{"job": j.id, "source": now[j.kernel.partition(":")[2]]} for j in jobs]
+    assert pending_jobs(jobs, ConfigTable(tmp_path / "t.json", entries)) == []
+    entries[0]["source"] = "tuned-for-other-code"
+    assert pending_jobs(jobs, ConfigTable(tmp_path / "t.json", entries)) == [jobs[0]]
+    del entries[0]["source"]  # a table written before sources were recorded: kept
+    assert pending_jobs(jobs, ConfigTable(tmp_path / "t.json", entries)) == []

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from tilecraft.autotune.search import EFFORTS, run_tune
-from tilecraft.autotune.table import ConfigTable, make_entry
+from tilecraft.autotune.table import ConfigTable, make_entry, source_digest
 from tilecraft.config.config import Config
 from tilecraft.errors import ConfigError
 
@@ -198,9 +198,29 @@ OnResult = Callable[[Job, "dict[str, Any] | None", "str | None"], None]
 
 
 def pending_jobs(jobs: Sequence[Job], table: ConfigTable) -> list[Job]:
-    """The jobs whose entry is not in the table yet (resume)."""
-    done = {e.get("job") for e in table.entries}
-    return [j for j in jobs if j.id not in done]
+    """The jobs whose entry is not in the table yet (resume), or was tuned for other code
+    (the kernel's source changed since: its config may not fit it)."""
+    sources = {e.get("job"): e.get("source") for e in table.entries}
+    current: dict[str, str | None] = {}
+    todo = []
+    for job in jobs:
+        if job.id not in sources:
+            todo.append(job)
+            continue
+        if job.kernel not in current:
+            current[job.kernel] = _current_source(job.kernel)
+        if sources[job.id] not in (None, current[job.kernel]):  # (older tables keep theirs)
+            todo.append(job)
+    return todo
+
+
+def _current_source(ref: str) -> str | None:
+    """The kernel's :func:`~tilecraft.autotune.table.source_digest` now (None where it cannot
+    be imported here: its job reports why)."""
+    try:
+        return source_digest(load_kernel(ref))
+    except Exception:  # noqa: BLE001  (an import error is the job's to report)
+        return None
 
 
 def run_plan(

@@ -19,6 +19,7 @@ Format (``version`` 1)::
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -124,9 +125,16 @@ def make_entry(bound: BoundKernel, config: Config, **info: Any) -> dict[str, Any
         "target": bound.target.key,
         "gpu": gpu_name(bound),
         "versions": cache._versions(),
+        "source": source_digest(bound.kernel),
         "config": config.to_json(),
         **info,
     }
+
+
+def source_digest(kernel: Kernel) -> str:
+    """The kernel's source as a short hash: an entry tuned for other code is stale (``tilecraft
+    tune`` tunes its job again)."""
+    return hashlib.sha256(kernel.source.text.encode()).hexdigest()[:16]
 
 
 def table_path(kernel: Kernel) -> Path | None:
