@@ -89,3 +89,17 @@ def test_a_malformed_config_table_entry_is_skipped(fresh_cache: Path, entries: l
     kernel = tc.kernel(config_table=str(table))(plus_one.fn)
     x = torch.randn(37)
     assert torch.equal(kernel(x), x + 1)
+
+
+def test_a_relative_config_table_is_read_beside_the_kernels_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """config_table="kernels.tilecraft.json", as docs/deploy.md writes it, was read from the
+    working directory: a server started elsewhere failed every call (fuzz round 55c)."""
+    from tilecraft.autotune.table import table_path
+
+    kernel = tc.kernel(config_table="beside.tilecraft.json")(plus_one.fn)
+    monkeypatch.chdir(tmp_path)
+    assert table_path(kernel) == Path(plus_one.source.filename).parent / "beside.tilecraft.json"
+    absolute = tc.kernel(config_table=str(tmp_path / "t.json"))(plus_one.fn)
+    assert table_path(absolute) == tmp_path / "t.json"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ import torch
 import tilecraft as tc
 from tilecraft.errors import (
     ArgumentError,
+    ConfigError,
     DeviceCodeError,
     ShapeError,
     TilecraftError,
@@ -831,3 +833,28 @@ def test_values_made_in_device_code_say_where_they_live() -> None:
     assert "allocate a tensor in host code" in str(e.value) and "BLOCK_0" not in str(e.value)
     with pytest.raises(UnsupportedOpError, match=r"made in device code as torch.tensor\(0.5\)"):
         tensor_number_in_device_code(torch.rand(10))
+
+
+def test_a_kernel_over_a_wrapping_decorator_is_refused() -> None:
+    """@tc.kernel above a functools.wraps wrapper compiled the inner function's source: the
+    wrapper's own code (here a factor of 10) was dropped silently (fuzz round 55c)."""
+    import functools
+
+    def times10(f: Any) -> Any:
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return f(*args, **kwargs) * 10
+
+        return wrapper
+
+    def scaled(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for t in tc.tile(x.size(0)):
+            out[t] = x[t] * 3
+        return out
+
+    with pytest.raises(ConfigError, match="a wrapper of another function"):
+        tc.kernel(times10(scaled))
+    kernel = tc.kernel(scaled)  # the documented order: the wrapper around the kernel
+    x = torch.randn(8)
+    torch.testing.assert_close(times10(kernel)(x), x * 30)

@@ -213,3 +213,28 @@ def test_a_tunable_that_adds_tile_loops_is_a_config_error_naming_it() -> None:
     torch.testing.assert_close(bound.run(bound.compile_config(default), x), x.amax(1))
     with pytest.raises(ConfigError, match=r"tunable value\(s\) \{'parts': 2\} change the kernel"):
         bound.compile_config(default.replace(parts=2))
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "read"),
+    [
+        ("TILECRAFT_NO_AUTOTUNE", "2", "no_autotune"),
+        ("TILECRAFT_GLUE", "garbage", "fuse_glue"),
+        ("TILECRAFT_FORCE_AUTOTUNE", "always", "force_autotune"),
+        ("TILECRAFT_COMPILE_MEMORY_GB", "abc", "compile_memory_bytes"),
+    ],
+)
+def test_a_setting_of_an_unknown_value_is_named(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, read: str
+) -> None:
+    """TILECRAFT_NO_AUTOTUNE=2 read as unset let production tune; a memory cap of 'abc' showed
+    as every compile worker crashing (fuzz round 55c)."""
+    from tilecraft import settings
+
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError, match=f"{name}='{value}'"):
+        getattr(settings, read)()
+    for good, want in (("yes", True), ("OFF", False), ("", read in ("fuse_glue",))):
+        if read != "compile_memory_bytes":
+            monkeypatch.setenv(name, good)
+            assert getattr(settings, read)() is want

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tilecraft as tc
-from tilecraft.errors import DeviceCodeError, ShapeError
+from tilecraft.errors import DeviceCodeError, ShapeError, UnsupportedOpError
 
 
 @tc.kernel(static_shapes=True)
@@ -361,3 +361,55 @@ def labels_one_hot(labels: torch.Tensor, c: int) -> torch.Tensor:
 def test_one_hot_of_a_tile_matches_torch(c: int) -> None:
     labels = torch.randint(0, c, (37,), generator=torch.Generator().manual_seed(7))
     assert torch.equal(labels_one_hot(labels, c), torch.nn.functional.one_hot(labels, c))
+
+
+@tc.kernel(static_shapes=True)
+def positional_spreads(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    var = torch.empty([m], dtype=x.dtype, device=x.device)
+    std = torch.empty([m, 1], dtype=x.dtype, device=x.device)
+    whole = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tm in tc.tile(m):
+        var[tm] = torch.var(x[tm, :], 1, False)
+        std[tm, :] = x[tm, :].std(1, False, True)
+        v, mu = torch.var_mean(x[tm, :], 1, False, True)
+        whole[tm] = (v + mu)[:, 0]
+    return var, std, whole
+
+
+def test_var_and_std_take_unbiased_and_keepdim_by_position(device: str) -> None:
+    """torch.var(x, 1, False) divided by n - 1 and std's positional keepdim was dropped: both
+    were read from keywords only (fuzz round 55d)."""
+    x = torch.randn(6, 11, device=device)
+    var, std, whole = positional_spreads(x)
+    torch.testing.assert_close(var, torch.var(x, 1, False))
+    torch.testing.assert_close(std, x.std(1, False, True))
+    v, mu = torch.var_mean(x, 1, False, True)
+    torch.testing.assert_close(whole, (v + mu)[:, 0])
+
+
+@tc.kernel(static_shapes=True)
+def softmax_in_fp64(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, n], dtype=torch.float64, device=x.device)
+    for tm in tc.tile(m):
+        out[tm, :] = torch.log_softmax(x[tm, :], dim=1, dtype=torch.float64)
+    return out
+
+
+@tc.kernel(static_shapes=True)
+def int_mean(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=torch.float32, device=x.device)
+    for tm in tc.tile(x.size(0)):
+        out[tm] = x[tm, :].mean(1)
+    return out
+
+
+def test_softmax_dtype_casts_the_input_first_and_int_means_are_refused(device: str) -> None:
+    """log_softmax(dtype=torch.float64) of an fp32 tile was computed in fp32, then widened
+    (6e-7 off torch); a mean of an int tile ran where torch raises (fuzz round 55d)."""
+    x = torch.randn(5, 37, device=device) * 3
+    want = torch.log_softmax(x, dim=1, dtype=torch.float64)
+    torch.testing.assert_close(softmax_in_fp64(x), want, rtol=1e-13, atol=1e-13)
+    with pytest.raises(UnsupportedOpError, match="torch.mean of int64 tiles"):
+        int_mean(torch.arange(12, device=device).view(3, 4))

@@ -9,11 +9,23 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tilecraft.errors import ConfigError
+
+_TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+def _flag(name: str, default: bool = False) -> bool:
+    """A yes/no variable; another value is named (``TILECRAFT_NO_AUTOTUNE=2`` read as unset let
+    a production server tune)."""
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return default
+    if value in _TRUE or value in _FALSE:
+        return value in _TRUE
+    if not name.startswith("TILECRAFT_"):  # (Triton's own: read as Triton reads it)
+        return False
+    raise ConfigError(f"{name}={os.environ[name]!r}: expected 1 or 0 (true/false, yes/no, on/off)")
 
 
 def ref_mode() -> bool:
@@ -40,7 +52,7 @@ def full_tracebacks() -> bool:
 def fuse_glue() -> bool:
     """``TILECRAFT_GLUE=0``: host statements between device loops run as written, never as one
     glue program (``frontend/glue.py``; to compare the two, or to rule glue out)."""
-    return os.environ.get("TILECRAFT_GLUE", "1").strip().lower() not in _FALSE
+    return _flag("TILECRAFT_GLUE", default=True)
 
 
 def triton_interpret() -> bool:
@@ -54,7 +66,16 @@ def compile_memory_bytes() -> int:
     8 GB (a ptxas run past 20 GB on a tile it could not fit)."""
     given = os.environ.get("TILECRAFT_COMPILE_MEMORY_GB", "").strip()
     if given:
-        return int(float(given) * (1 << 30))
+        try:
+            gigabytes = float(given)
+        except ValueError:
+            gigabytes = -1.0
+        if not gigabytes >= 0:
+            raise ConfigError(
+                f"TILECRAFT_COMPILE_MEMORY_GB={given!r}: expected gigabytes, a number >= 0 "
+                "(0: no cap)"
+            )
+        return int(gigabytes * (1 << 30))
     try:
         physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
@@ -97,12 +118,7 @@ def autotune_log_path() -> Path | None:
 
 def force_autotune() -> bool:
     """``TILECRAFT_FORCE_AUTOTUNE=1``: ignore cached configs (they are re-discovered/re-tuned)."""
-    return os.environ.get("TILECRAFT_FORCE_AUTOTUNE", "").strip().lower() in {
-        "1",
-        "true",
-        "yes",
-        "on",
-    }
+    return _flag("TILECRAFT_FORCE_AUTOTUNE")
 
 
 def no_autotune() -> bool:
@@ -133,9 +149,4 @@ def test_faults() -> dict[str, str]:
 def direct_launch() -> bool:
     """``TILECRAFT_DIRECT_LAUNCH=0`` launches every kernel through Triton's own ``kernel[grid]``
     path (default: repeated launches skip its binder, see ``runtime/direct_launch.py``)."""
-    return os.environ.get("TILECRAFT_DIRECT_LAUNCH", "1").strip().lower() not in {
-        "0",
-        "false",
-        "no",
-        "off",
-    }
+    return _flag("TILECRAFT_DIRECT_LAUNCH", default=True)

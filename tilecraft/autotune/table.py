@@ -138,10 +138,12 @@ def source_digest(kernel: Kernel) -> str:
 
 
 def table_path(kernel: Kernel) -> Path | None:
-    """The kernel's ``config_table=``, else ``<module>.tilecraft.json`` beside its module file
-    when there is one."""
+    """The kernel's ``config_table=`` (a relative path from its module's folder: read from
+    the working directory, a server started elsewhere failed every call), else
+    ``<module>.tilecraft.json`` beside its module file when there is one."""
     if kernel.config_table is not None:
-        return Path(kernel.config_table)
+        given = Path(kernel.config_table).expanduser()
+        return given if given.is_absolute() else Path(kernel.source.filename).parent / given
     source = Path(kernel.source.filename)
     beside = source.with_name(source.stem + TABLE_SUFFIX)
     return beside if beside.is_file() else None

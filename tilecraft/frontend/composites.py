@@ -448,9 +448,17 @@ def math_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def softmax_impl(t: Any, x: Any, dim: int, dtype: Any, log: bool, op: str) -> Any:
+    """``dtype``: as torch, the input cast to it first (``dtype=torch.float64`` of an fp32
+    tile was computed in fp32, then widened)."""
     refuse_grid_blocks(t, x, dim, op)
+    if dtype is not None:
+        if not dtype.is_floating_point:
+            raise UnsupportedOpError(
+                f"{op}(dtype={dtype}): torch computes it in a floating dtype only", t.loc
+            )
+        x = t.to_dtype(x, dtype)
     node = t.value_node(x)
-    out_dtype = dtype or node.dtype
+    out_dtype = node.dtype
     xf = t.to_dtype(x, math_dtype(node.dtype))
     m = t.reduce("max", xf, dim, True)
     shifted = t.pointwise("sub", xf, m)

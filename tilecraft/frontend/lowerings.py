@@ -222,7 +222,19 @@ def _mean(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     dim = _dim_arg(args, kwargs)
     keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
     dtype = kwargs.pop("dtype", None)
+    _refuse_integer(t, "torch.mean", dtype or t.dtype_of(x), "pass dtype=torch.float32")
     return t.mean(t.to_dtype(x, dtype) if dtype is not None else x, dim, keepdim)
+
+
+def _refuse_integer(t: Any, op: str, dtype: torch.dtype, fix: str) -> None:
+    """torch's mean, var and std take floating (or complex) tiles only: an int tile's mean
+    ran compiled where torch raises."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise UnsupportedOpError(
+            f"{op} of {str(dtype).removeprefix('torch.')} tiles: torch takes floating dtypes only",
+            t.loc,
+            hint=f"{fix}, or cast the tile first: `x.float()`",
+        )
 
 
 def _reducer(kind: str) -> Handler:
@@ -318,12 +330,24 @@ def _var(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     return t.to_dtype(var, dtype) if dtype.is_floating_point else var
 
 
-def _variance(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    """The variance in fp32 (fp64 for fp64 ``x``), before any cast back."""
+def _spread_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any, bool]:
+    """(dim, correction, unbiased, keepdim) of a var / std call, positional forms as torch's:
+    ``var(x, unbiased)``, ``var(x, dim, unbiased, keepdim)`` (they were read from keywords
+    only: ``var(x, 1, False)`` divided by n - 1)."""
+    if args and isinstance(args[0], bool):  # var(x, False): the whole tile, biased
+        kwargs.setdefault("unbiased", args[0])
+        args = ()
     dim = _dim_arg(args, kwargs)
     correction = kwargs.pop("correction", None)
-    unbiased = kwargs.pop("unbiased", None)
-    keepdim = kwargs.pop("keepdim", False)
+    unbiased = kwargs.pop("unbiased", args[1] if len(args) > 1 else None)
+    keepdim = kwargs.pop("keepdim", args[2] if len(args) > 2 else False)
+    return dim, correction, unbiased, keepdim
+
+
+def _variance(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """The variance in fp32 (fp64 for fp64 ``x``), before any cast back."""
+    _refuse_integer(t, "torch.var / torch.std", t.dtype_of(x), "compute it in float")
+    dim, correction, unbiased, keepdim = _spread_args(args, kwargs)
     if correction is None:
         correction = 0 if unbiased is False else 1
     dtype = t.value_node(x).dtype
@@ -355,8 +379,8 @@ def _std(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _with_mean(spread: Handler) -> Handler:
     def handler(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        dim = _dim_arg(args, dict(kwargs))
-        mean = t.mean(x, dim, kwargs.get("keepdim", False))
+        dim, _, _, keepdim = _spread_args(args, dict(kwargs))
+        mean = t.mean(x, dim, keepdim)
         return spread(t, x, *args, **kwargs), mean
 
     handler.__doc__ = f"``({spread.__name__.strip('_')}, mean)`` over ``dim``, as torch gives them."

@@ -54,6 +54,7 @@ from tilecraft.runtime.validate import (
     call_problem,
     check_layouts,
     check_not_a_method,
+    check_not_a_wrapper,
     check_unshared_outputs,
     check_written_arguments,
     mark_written,
@@ -115,6 +116,7 @@ class Kernel:
         check_choice("autotune_effort", autotune_effort, ("none", "quick", "full"), self.def_loc)
         self._where = f"{self.def_loc}: " if self.def_loc else ""  # (errors under torch.compile)
         check_not_a_method(fn, self.def_loc)
+        check_not_a_wrapper(fn, self.def_loc)
         options = check_kernel_options(
             options, EXTRA_KERNEL_OPTIONS | _named_options(), self.def_loc
         )

@@ -321,6 +321,23 @@ def call_problem(
     return ""
 
 
+def check_not_a_wrapper(fn: Callable[..., Any], loc: SourceLoc | None) -> None:
+    """A kernel compiles its function's source: over a ``functools.wraps`` wrapper (a
+    decorator between ``@tc.kernel`` and the ``def``), ``inspect.getsource`` follows
+    ``__wrapped__`` to the inner function and the wrapper's own code never ran (a wrapper
+    that scaled the result was dropped silently)."""
+    inner = getattr(fn, "__wrapped__", None)
+    if inner is not None and getattr(fn, "__code__", None) is not getattr(inner, "__code__", 0):
+        raise ConfigError(
+            f"@tc.kernel on {fn.__qualname__}, a wrapper of another function (functools.wraps): "
+            "the kernel compiles the inner function's source, so the wrapper's code would not "
+            "run",
+            loc,
+            hint="put @tc.kernel directly above the def (innermost) and apply the other "
+            "decorator to the kernel: `wrapped = times10(kernel)`",
+        )
+
+
 def check_not_a_method(fn: Callable[..., Any], loc: SourceLoc | None) -> None:
     """A kernel is a function: ``obj.k(x)`` of one defined in a class body with ``self`` first
     bound ``x`` to ``self`` and said 'missing a required argument: x'."""

@@ -39,6 +39,7 @@ def run_compile_job(job: CompileJob, timeout_s: float) -> CompileReport:
 
 def run_compile_jobs(jobs: list[CompileJob], timeout_s: float) -> list[CompileReport]:
     """Compile ``jobs`` in as few worker processes as possible; each job may take ``timeout_s``."""
+    settings.compile_memory_bytes()  # a bad value named here, not as every worker's crash
     reports: list[CompileReport] = []
     while len(reports) < len(jobs):
         reports.extend(_run_batch(jobs[len(reports) :], timeout_s))
