@@ -150,3 +150,25 @@ def test_exported_module_checks_the_ints_and_bools_it_compiled_in(tmp_path: Path
         with pytest.raises(subprocess.CalledProcessError) as info:
             run_exported(tmp_path, source, "shifted", args)
         assert "compiled in" in info.value.stderr, info.value.stderr
+
+
+@tc.kernel
+def head_scaled(x: torch.Tensor, frac: float, bias: torch.Tensor | None) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    n = int(x.size(0) * frac)
+    for t in tc.tile(n):
+        out[t] = x[t] * 2 if bias is None else x[t] * 2 + bias[t]
+    return out
+
+
+def test_exported_module_checks_a_none_and_the_bounds_host_code_derived(tmp_path: Path) -> None:
+    """A bias passed where the export traced None was ignored, and a loop bound host code
+    derived from a float ran at its traced length (fuzz round 55c)."""
+    x = torch.randn(64)
+    source = head_scaled.bind((x, 0.5, None)).to_triton_code(standalone=True)
+    want = torch.cat([x[:32] * 2, torch.zeros(32)])
+    torch.testing.assert_close(run_exported(tmp_path, source, "head_scaled", (x, 0.5, None)), want)
+    for args, said in (((x, 1.0, None), "exported for the bounds"), ((x, 0.5, x), "for None")):
+        with pytest.raises(subprocess.CalledProcessError) as info:
+            run_exported(tmp_path, source, "head_scaled", args)
+        assert said in info.value.stderr, info.value.stderr

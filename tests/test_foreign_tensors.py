@@ -66,14 +66,16 @@ def test_a_global_written_by_device_code_counts_one_call(
 
 
 def test_the_guard_restores_what_a_run_wrote_and_hands_back_outputs() -> None:
-    own, other = torch.zeros(4), torch.zeros(4)
+    own, other, made = torch.zeros(4), torch.zeros(4), torch.zeros(4)
+    write_guard.note_foreign(other)  # as a trace notes a module's buffer
     with write_guard.undone((own,)) as guard:
-        for t in (own, other):
+        for t in (own, other, made):
             guard.before_write(t)
             t += 1
-        returned = guard.handed_back((other, own))
+        returned = guard.handed_back((other, own, made))
     assert other.tolist() == [0.0] * 4 and own.tolist() == [1.0] * 4
     assert returned[0].tolist() == [1.0] * 4 and returned[1] is own
+    assert returned[2] is made and made.tolist() == [1.0] * 4  # a run's own output: not copied
     assert write_guard.active() is None
 
 

@@ -6,13 +6,15 @@ check, each timing). A tensor the host code takes from elsewhere (a module's buf
 module argument, a global) is the caller's own: every run wrote it again, so a BatchNorm-style
 running mean was updated three times by a first call (and once by a cached one), and a
 candidate read what the runs before it had written. While a run is guarded, the first write
-into such a tensor saves its storage, and the run's end copies it back; an output that is such
-a tensor is handed back as a copy first.
+into such a tensor (one a trace captured from elsewhere: ``note_foreign``) saves its storage,
+and the run's end copies it back; an output that is such a tensor is handed back as a copy
+first.
 """
 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,17 +22,27 @@ import torch
 
 from tilecraft import containers
 
+# the tensors traces found host code taking from elsewhere than the arguments (real, not meta,
+# while traced): only their storages are saved (a run's own outputs are not copied)
+_FOREIGN: weakref.WeakSet[torch.Tensor] = weakref.WeakSet()
+
+
+def note_foreign(tensor: torch.Tensor) -> None:
+    """A tensor a trace captured from elsewhere than the arguments (``HostTensor.foreign``)."""
+    _FOREIGN.add(tensor)
+
 
 class WriteGuard:
     """The storages one run wrote that its arguments do not hold, with their values before."""
 
     def __init__(self, arguments: Any) -> None:
-        self._own = {_key(t) for t in containers.tensors(arguments)}
+        own = {_key(t) for t in containers.tensors(arguments)}
+        self._foreign = {_key(t) for t in list(_FOREIGN)} - own
         self._saved: dict[int, tuple[torch.UntypedStorage, torch.UntypedStorage]] = {}
 
     def before_write(self, tensor: torch.Tensor) -> None:
         key = _key(tensor)
-        if key and key not in self._own and key not in self._saved:
+        if key in self._foreign and key not in self._saved:
             storage = tensor.untyped_storage()
             self._saved[key] = (storage, storage.clone())
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from tilecraft import write_guard
 from tilecraft.errors import (
     RUN_TIME_COUNT_HINT,
     ArgumentError,
@@ -352,6 +353,8 @@ class _TraceHost:
             shape, stride = tuple(value.shape), tuple(value.stride())
             dynamic = not self.static_shapes
             argument = id(value) in self.arguments
+            if not argument and value.device.type != "meta":
+                write_guard.note_foreign(value)  # the caller's own: tuning runs undo writes
             group = self._alias_group(value)
             offset = value.storage_offset() * value.element_size()
             on_boundary = (

@@ -85,6 +85,10 @@ class BoundKernel:
         self._glue: dict[int, GlueRunner] = {}  # id of a trace -> its glue programs
         self._default: CompiledProgram | None = None
 
+    def example_arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The (args, kwargs) this specialization was bound to (an export checks its values)."""
+        return self._example
+
     def _trace(self, block_values: dict[Any, Any]) -> TracedKernel:
         args, kwargs = self._example
         src = self.kernel.source

@@ -226,12 +226,17 @@ def _guard(bound: BoundKernel) -> str:
 
 def _baked_check(bound: BoundKernel) -> str:
     """``_check_baked(values)``: the int and bool arguments the code has compiled in (ints
-    with static shapes, bools always) must have their exported values (another ``k`` ran
-    silently as the exported one)."""
+    with static shapes, bools always), None and strings must have their exported values
+    (another ``k`` ran silently as the exported one; a bias passed for a None was ignored)."""
     baked = [
         (s.name, s.kind, s.value)
         for s in bound.arg_signatures
         if s.kind == "bool" or (s.kind == "int" and bound.kernel.static_shapes)
+    ]
+    args, kwargs = bound.example_arguments()
+    values = bound.kernel.signature.bind(*args, **kwargs).arguments
+    baked += [  # an optional tensor traced as None, a mode string: their paths are compiled in
+        (name, type(v).__name__, v) for name, v in values.items() if v is None or isinstance(v, str)
     ]
     return (
         f"_BAKED = {baked!r}\n\n\n"
@@ -239,9 +244,11 @@ def _baked_check(bound: BoundKernel) -> str:
         "    for name, kind, want in _BAKED:\n"
         "        value = values.get(name, want)\n"
         "        if type(value).__name__ != kind or value != want:\n"
+        "            shown = f'a tensor of shape {tuple(value.shape)}' if hasattr(value, 'shape') \\\n"
+        "                else repr(value)\n"
         "            raise ValueError(\n"
-        "                f'{name}: exported for the {kind} {want!r} (compiled in), got '\n"
-        "                f'{value!r}: export again for this value'\n"
+        "                f'{name}: exported for {want!r} (compiled in), got {shown}: export '\n"
+        "                'again for this value'\n"
         "            )\n"
     )
 
@@ -259,6 +266,7 @@ def standalone_source(bound: BoundKernel, config: Config) -> str:
     tunables = {n: plan.config.user_values.get(n, c[0]) for n, c in traced.tunables.items()}
     launchers = {loop.index: k.launcher_name for loop, k in zip(traced.loops, kernels, strict=True)}
     tensor_params = [s.name for s in bound.arg_signatures if s.kind == "tensor"]
+    bounds = {loop.index: list(loop.host_bounds) for loop in traced.loops}
     parts = [
         f'"""{name}: exported by tilecraft for {plan.config!r} (runs without tilecraft)."""\n',
         _PRELUDE,
@@ -271,7 +279,16 @@ def standalone_source(bound: BoundKernel, config: Config) -> str:
         f"_tc = _DSL({blocks!r}, {tunables!r})\n",
         *(_global_line(name, n, scope[n]) + "\n" for n in names),
         "_LAUNCHERS = {" + ", ".join(f"{i}: {fn}" for i, fn in launchers.items()) + "}\n\n\n",
-        f"def {LAUNCH}(index, spec, env):\n    _LAUNCHERS[index](env, spec)\n\n\n",
+        f"_BOUNDS = {bounds!r}\n\n\n",
+        f"def {LAUNCH}(index, spec, env):\n",
+        "    for want, b, e in zip(_BOUNDS[index], spec.begins, spec.ends):\n",
+        "        if want is not None and tuple(want) != (b, e):\n",
+        "            raise ValueError(\n",
+        "                f'device loop {index}: exported for the bounds {tuple(want)}, got '\n",
+        "                f'{(b, e)} (host code derived them from a value that changed): export '\n",
+        "                'again for these arguments'\n",
+        "            )\n",
+        "    _LAUNCHERS[index](env, spec)\n\n\n",
         ast.unparse(tree) + "\n\n\n",
         _guard(bound) + "\n\n",
         _baked_check(bound) + "\n\n",
