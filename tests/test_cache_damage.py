@@ -15,6 +15,7 @@ from kernels import plus_one
 import tilecraft as tc
 from tilecraft.autotune import cache
 from tilecraft.autotune.lock import lock_path
+from tilecraft.errors import ConfigError
 from tilecraft.runtime import module
 
 
@@ -103,3 +104,37 @@ def test_a_relative_config_table_is_read_beside_the_kernels_module(
     assert table_path(kernel) == Path(plus_one.source.filename).parent / "beside.tilecraft.json"
     absolute = tc.kernel(config_table=str(tmp_path / "t.json"))(plus_one.fn)
     assert table_path(absolute) == tmp_path / "t.json"
+
+
+def test_a_damaged_table_beside_the_module_costs_its_configs_not_the_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A merge conflict in <module>.tilecraft.json failed every call of every kernel in the
+    module; an explicit config_table= that cannot be read still says so (fuzz round 55c)."""
+    from tilecraft.autotune import table
+
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "kern.py").write_text(
+        "import torch\nimport tilecraft as tc\n\n\n@tc.kernel\ndef inc(x: torch.Tensor) -> "
+        "torch.Tensor:\n    out = torch.empty_like(x)\n    for t in tc.tile(x.size(0)):\n"
+        "        out[t] = x[t] + 1\n    return out\n"
+    )
+    (folder / "kern.tilecraft.json").write_text('{"version": 1, "entries": [<<<<<<< HEAD')
+    monkeypatch.syspath_prepend(str(folder))
+    import kern
+
+    x = torch.randn(16)
+    with pytest.warns(RuntimeWarning, match="cannot be read"):
+        assert table.lookup(kern.inc.bind((x,))) is None
+    torch.testing.assert_close(kern.inc(x), x + 1)
+    explicit = tc.kernel(config_table=str(folder / "kern.tilecraft.json"))(kern.inc.fn)
+    with pytest.raises(ConfigError, match="config_table"):
+        table.lookup(explicit.bind((x,)))
+
+
+def test_settings_expand_a_home_cache_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tilecraft import settings
+
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", "~/tc-cache")
+    assert settings.cache_dir() == Path.home() / "tc-cache"

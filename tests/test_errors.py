@@ -858,3 +858,14 @@ def test_a_kernel_over_a_wrapping_decorator_is_refused() -> None:
     kernel = tc.kernel(scaled)  # the documented order: the wrapper around the kernel
     x = torch.randn(8)
     torch.testing.assert_close(times10(kernel)(x), x * 30)
+
+
+def test_a_generator_kernel_is_refused_at_its_definition() -> None:
+    """Its first call said to report a tilecraft bug (fuzz round 55c)."""
+
+    def rows(x: torch.Tensor) -> Any:
+        for t in tc.tile(x.size(0)):
+            yield x[t]
+
+    with pytest.raises(ConfigError, match="a generator: a kernel is a plain function"):
+        tc.kernel(rows)

@@ -242,3 +242,13 @@ def test_a_job_whose_kernel_changed_is_pending_again(
     assert pending_jobs(jobs, ConfigTable(tmp_path / "t.json", entries)) == [jobs[0]]
     del entries[0]["source"]  # a table written before sources were recorded: kept
     assert pending_jobs(jobs, ConfigTable(tmp_path / "t.json", entries)) == []
+
+
+def test_an_unwritable_table_is_refused_before_any_job(tmp_path: Path) -> None:
+    """-o into a folder that cannot take files tuned the first job, then ended in a raw
+    traceback from table.write (fuzz round 55c)."""
+    plan = write_plan(tmp_path / "plan.json")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match="cannot write the table"):
+        tune_plan(plan, blocker / "t.json", runner=lambda *a: pytest.fail("a job ran"))

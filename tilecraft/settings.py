@@ -86,8 +86,8 @@ def compile_memory_bytes() -> int:
 def cache_dir() -> Path:
     """Root of tilecraft's caches (``TILECRAFT_CACHE_DIR`` or the user cache folder)."""
     override = os.environ.get("TILECRAFT_CACHE_DIR")
-    if override:
-        return Path(override)
+    if override:  # (a Dockerfile ENV or an .env file leaves "~" to the program)
+        return Path(override).expanduser()
     try:
         import platformdirs
     except ImportError:  # a machine without it (e.g. a bare GPU box): the XDG default

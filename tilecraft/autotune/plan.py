@@ -26,6 +26,7 @@ import json
 import multiprocessing
 import os
 import signal
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,20 @@ def visible_devices(n: int | None = None) -> list[str]:
 OnResult = Callable[[Job, "dict[str, Any] | None", "str | None"], None]
 
 
+def _check_writable(out: Path) -> None:
+    """The table's folder takes files, before any job runs (a table it could not write ended
+    the first finished job in a raw traceback, the tuning lost)."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out.parent, prefix=".tilecraft-probe-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the table {str(out)!r} ({exc.strerror or exc}): give -o a path in a "
+            "folder you can write"
+        ) from None
+
+
 def pending_jobs(jobs: Sequence[Job], table: ConfigTable) -> list[Job]:
     """The jobs whose entry is not in the table yet (resume), or was tuned for other code
     (the kernel's source changed since: its config may not fit it)."""
@@ -288,6 +303,7 @@ def tune_plan(
 
     jobs = read_plan(plan_path, device)
     out = Path(output) if output else default_output(plan_path)
+    _check_writable(out)
     table = ConfigTable.read(out)
     todo = pending_jobs(jobs, table)
     progress = JobsProgress(len(jobs), len(jobs) - len(todo), stream)

@@ -23,13 +23,14 @@ import hashlib
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 from tilecraft.autotune import cache
 from tilecraft.autotune.candidates import check
 from tilecraft.config.config import Config, write_json_atomic
-from tilecraft.errors import ConfigError
+from tilecraft.errors import ConfigError, user_stacklevel
 from tilecraft.runtime.kernel import BoundKernel, Kernel
 
 TABLE_FORMAT = "tilecraft.config_table"
@@ -159,6 +160,20 @@ def _table(path: Path) -> ConfigTable:
     return _read[key]
 
 
+_warned: set[str] = set()
+
+
+def _warn_damaged(path: Path, exc: ConfigError) -> None:
+    if str(path) not in _warned:
+        _warned.add(str(path))
+        warnings.warn(
+            f"tilecraft: the config table {str(path)!r} cannot be read ({exc.message}); its "
+            "kernels run without it (tune again with `tilecraft tune`)",
+            RuntimeWarning,
+            stacklevel=user_stacklevel(),
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class TableMatch:
     config: Config
@@ -177,6 +192,9 @@ def lookup(bound: BoundKernel) -> TableMatch | None:
     try:
         table = _table(path) if path.exists() else ConfigTable.read(path, missing_ok=False)
     except ConfigError as exc:
+        if kernel.config_table is None:  # the table found beside the module: costs its configs
+            _warn_damaged(path, exc)  # only, as a damaged cache does (a merge conflict in it
+            return None  # failed every call of every kernel in the module)
         raise ConfigError(
             f"{kernel.__name__}: config_table: {exc.message}", kernel.def_loc, hint=exc.hint
         ) from None

@@ -52,6 +52,7 @@ from tilecraft.runtime.ref import build_ref
 from tilecraft.runtime.signature import chain_key, value_key
 from tilecraft.runtime.validate import (
     call_problem,
+    check_a_plain_function,
     check_layouts,
     check_not_a_method,
     check_not_a_wrapper,
@@ -117,6 +118,7 @@ class Kernel:
         self._where = f"{self.def_loc}: " if self.def_loc else ""  # (errors under torch.compile)
         check_not_a_method(fn, self.def_loc)
         check_not_a_wrapper(fn, self.def_loc)
+        check_a_plain_function(fn, self.def_loc)
         options = check_kernel_options(
             options, EXTRA_KERNEL_OPTIONS | _named_options(), self.def_loc
         )

@@ -321,6 +321,19 @@ def call_problem(
     return ""
 
 
+def check_a_plain_function(fn: Callable[..., Any], loc: SourceLoc | None) -> None:
+    """A generator or coroutine function is no kernel: its body runs when iterated or awaited,
+    and its first call said to report a tilecraft bug."""
+    if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
+        kind = "a generator" if inspect.isgeneratorfunction(fn) else "an async function"
+        raise ConfigError(
+            f"@tc.kernel on {fn.__qualname__}, {kind}: a kernel is a plain function that "
+            "returns its outputs",
+            loc,
+            hint="return the outputs (a tuple for several) instead of yielding or awaiting",
+        )
+
+
 def check_not_a_wrapper(fn: Callable[..., Any], loc: SourceLoc | None) -> None:
     """A kernel compiles its function's source: over a ``functools.wraps`` wrapper (a
     decorator between ``@tc.kernel`` and the ``def``), ``inspect.getsource`` follows
