@@ -190,11 +190,18 @@ def cmd_tune(ns: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tilecraft", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="tilecraft",
+        description="tilecraft's tools: cross-compile a kernel's configs for GPU targets "
+        "(check), list or clear cached configs (cache), tune a plan's kernels into a config "
+        "table to ship (tune)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="cross-compile a kernel's configs for GPU targets")
     check.add_argument("kernel", help="MODULE:KERNEL, e.g. examples.rms_norm:rms_norm_fwd")
-    check.add_argument("--target", action="append", help="cuda:90, hip:gfx942, ... (repeatable)")
+    check.add_argument(
+        "--target", action="append", help="cuda:90, hip:gfx942, ... (repeatable; default cuda:90)"
+    )
     check.add_argument("--config", action="append", help="a config as JSON (repeatable)")
     check.add_argument(
         "--samples", type=_count, default=4, help="random configs besides the default"
