@@ -23,13 +23,15 @@ import torch
 from tilecraft import containers
 
 # the tensors traces found host code taking from elsewhere than the arguments (real, not meta,
-# while traced): only their storages are saved (a run's own outputs are not copied)
-_FOREIGN: weakref.WeakSet[torch.Tensor] = weakref.WeakSet()
+# while traced): only their storages are saved (a run's own outputs are not copied). Keyed by
+# id: a WeakSet compares two references to one tensor with ==, elementwise (it raised when a
+# second trace noted a module's weight again)
+_FOREIGN: weakref.WeakValueDictionary[int, torch.Tensor] = weakref.WeakValueDictionary()
 
 
 def note_foreign(tensor: torch.Tensor) -> None:
     """A tensor a trace captured from elsewhere than the arguments (``HostTensor.foreign``)."""
-    _FOREIGN.add(tensor)
+    _FOREIGN[id(tensor)] = tensor
 
 
 class WriteGuard:
@@ -37,7 +39,7 @@ class WriteGuard:
 
     def __init__(self, arguments: Any) -> None:
         own = {_key(t) for t in containers.tensors(arguments)}
-        self._foreign = {_key(t) for t in list(_FOREIGN)} - own
+        self._foreign = {_key(t) for t in list(_FOREIGN.values())} - own
         self._saved: dict[int, tuple[torch.UntypedStorage, torch.UntypedStorage]] = {}
 
     def before_write(self, tensor: torch.Tensor) -> None:

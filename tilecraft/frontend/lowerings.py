@@ -222,19 +222,7 @@ def _mean(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     dim = _dim_arg(args, kwargs)
     keepdim = kwargs.pop("keepdim", args[1] if len(args) > 1 else False)
     dtype = kwargs.pop("dtype", None)
-    _refuse_integer(t, "torch.mean", dtype or t.dtype_of(x), "pass dtype=torch.float32")
     return t.mean(t.to_dtype(x, dtype) if dtype is not None else x, dim, keepdim)
-
-
-def _refuse_integer(t: Any, op: str, dtype: torch.dtype, fix: str) -> None:
-    """torch's mean, var and std take floating (or complex) tiles only: an int tile's mean
-    ran compiled where torch raises."""
-    if not (dtype.is_floating_point or dtype.is_complex):
-        raise UnsupportedOpError(
-            f"{op} of {str(dtype).removeprefix('torch.')} tiles: torch takes floating dtypes only",
-            t.loc,
-            hint=f"{fix}, or cast the tile first: `x.float()`",
-        )
 
 
 def _reducer(kind: str) -> Handler:
@@ -346,7 +334,6 @@ def _spread_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, An
 
 def _variance(t: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     """The variance in fp32 (fp64 for fp64 ``x``), before any cast back."""
-    _refuse_integer(t, "torch.var / torch.std", t.dtype_of(x), "compute it in float")
     dim, correction, unbiased, keepdim = _spread_args(args, kwargs)
     if correction is None:
         correction = 0 if unbiased is False else 1
