@@ -24,7 +24,16 @@ from tilecraft.frontend import rdims, views
 from tilecraft.frontend.exact_dots import ExactOperands, exact_operands
 from tilecraft.frontend.product_sums import product_sum
 from tilecraft.ir.dtypes import FP8
-from tilecraft.ir.nodes import Dim, Node, Op, Sym, SymKind, shape_str, sized_shape_str
+from tilecraft.ir.nodes import (
+    Dim,
+    Node,
+    Op,
+    Sym,
+    SymKind,
+    shape_str,
+    sized_shape_str,
+    whole_length,
+)
 
 if TYPE_CHECKING:
     from tilecraft.frontend.tracer import Tracer
@@ -88,10 +97,8 @@ def _check_shapes(t: Tracer, op: str, a: Node, b: Node) -> None:
     k = _static_size(a.shape[-1])
     need = min_k(a.dtype)
     if k is not None and k < need:
-        kd = a.shape[-1]
-        size = k  # a whole dim's own size, not its padded block:
-        if isinstance(kd, Sym) and kd.kind is SymKind.RDIM and isinstance(kd.extent, int):
-            size = kd.extent
+        whole = whole_length(a.shape[-1])  # a whole dim's own size, not its padded block
+        size = k if whole is None else whole
         written = (
             "(a[:, :, :, None] * b[:, None, :, :]).sum(2)"
             if a.ndim == 3

@@ -353,8 +353,9 @@ class _TraceHost:
             shape, stride = tuple(value.shape), tuple(value.stride())
             dynamic = not self.static_shapes
             argument = id(value) in self.arguments
-            if not argument and value.device.type != "meta":
-                write_guard.note_foreign(value)  # the caller's own: tuning runs undo writes
+            foreign = not argument and value.device.type != "meta"  # (the caller's own)
+            if foreign:
+                write_guard.note_foreign(value)  # tuning runs undo their writes into it
             group = self._alias_group(value)
             offset = value.storage_offset() * value.element_size()
             on_boundary = (
@@ -373,7 +374,7 @@ class _TraceHost:
                 argument,
                 group,
                 on_boundary,
-                not argument and value.device.type != "meta",
+                foreign,
             )
         if isinstance(value, bool) and name in self.force_dynamic:
             return DynamicFlag(int(value), name)  # a flag that changes between launches

@@ -214,11 +214,11 @@ class BoundKernel:
                 host_path_changed(self.kernel, index, launched[0])
             if overlaps[index]:
                 check_overlaps(self.kernel.__name__, overlaps[index], env, loop_locs[index])
-            if elsewhere[index]:
+            if elsewhere[index]:  # (the writes are among them: one test on the hot path)
                 check_foreign_grads(self.kernel.__name__, elsewhere[index], env, loop_locs[index])
-            if foreign[index] and (guard := write_guard.active()) is not None:
-                for name in foreign[index]:
-                    guard.before_write(env[name])
+                if (guard := write_guard.active()) is not None:
+                    for name in foreign[index]:
+                        guard.before_write(env[name])
             launcher(env, spec)
             launched[0] += 1
 

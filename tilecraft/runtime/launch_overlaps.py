@@ -16,6 +16,7 @@ arguments with each other, as torch's in-place ops do. Two things it cannot see:
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -68,18 +69,23 @@ def foreign_tensors(loop: DeviceLoop) -> tuple[str, ...]:
     return tuple(sorted(name for name, t in loop.tensors.items() if t.foreign))
 
 
-_OP_CALLS_WITH_GRADIENTS = [0]  # eager calls running through the kernel's op for autograd
+# eager calls running through the kernel's op for autograd, per thread (as grad mode is)
+_OP_CALLS_WITH_GRADIENTS = threading.local()
 
 
 @contextlib.contextmanager
 def gradients_wanted() -> Iterator[None]:
     """An eager call that needs gradients runs its kernel's op, which launches with gradients
     off (torch's custom op): its launches still check what they read."""
-    _OP_CALLS_WITH_GRADIENTS[0] += 1
+    _OP_CALLS_WITH_GRADIENTS.depth = _op_call_depth() + 1
     try:
         yield
     finally:
-        _OP_CALLS_WITH_GRADIENTS[0] -= 1
+        _OP_CALLS_WITH_GRADIENTS.depth -= 1
+
+
+def _op_call_depth() -> int:
+    return int(getattr(_OP_CALLS_WITH_GRADIENTS, "depth", 0))
 
 
 def check_foreign_grads(kernel: str, names: tuple[str, ...], env: dict[str, Any], loc: Any) -> None:
@@ -87,7 +93,7 @@ def check_foreign_grads(kernel: str, names: tuple[str, ...], env: dict[str, Any]
     argument (``w = mod.weight``, a global Parameter): the kernel's output had no grad_fn and
     the parameter silently got no gradient. Arguments that require grad take the kernel's op
     (its backward, which returns gradients for arguments only, or the no-backward error)."""
-    if not (torch.is_grad_enabled() or _OP_CALLS_WITH_GRADIENTS[0]):
+    if not (torch.is_grad_enabled() or _op_call_depth()):
         return
     for name in names:
         if env[name].requires_grad:
